@@ -1,0 +1,502 @@
+"""The Group Authority: validate signed Commands and append signed, hash-chained Events.
+
+One :class:`Authority` owns one SQLite connection. Every Command runs inside a savepoint of a
+``BEGIN IMMEDIATE`` transaction, with its checks in this order: actor signature → membership and
+session epochs → lease id and ownership epoch (fencing) → the state table → contract and budget
+rules. Then every resulting Event is sequenced, hashed, signed and written — or, on a rejection,
+the savepoint is rolled back and nothing is written. :meth:`Authority.submit_many` commits a whole
+batch with one fsync (group commit), which is the main throughput lever.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..protocol import (
+    GENESIS_HASH,
+    Command,
+    Event,
+    Rejection,
+    Role,
+    SigningKey,
+    new_id,
+    seal_event,
+    verify_command,
+)
+from . import _handlers_admin, _handlers_lease, _handlers_work  # noqa: F401  (registration)
+from ._context import Ctx, Reject, dumps
+from ._errors import CursorTooOldError, UnknownGroupError
+from ._registry import HANDLERS
+from ._schema import connect
+from ._snapshots import latest_snapshot, take_snapshot
+
+
+def now_ms() -> int:
+    """Wall clock in epoch milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorityConfig:
+    """Authority settings.
+
+    Attributes:
+        max_candidates: the bound on a candidate-set offer (MW-10.3-c).
+        max_offer_ms: the longest offer expiry accepted, in milliseconds.
+        online_window: Events kept online per Group before older ones move to the archive
+            (``None``: never archive).
+        max_batch: Commands per group-commit transaction.
+    """
+
+    max_candidates: int = 8
+    max_offer_ms: int = 7 * 24 * 3_600_000
+    online_window: int | None = None
+    max_batch: int = 256
+
+
+class SubmitResult(BaseModel):
+    """The Authority's verdict on one Command.
+
+    Attributes:
+        command_id: the Command's id.
+        status: ``accepted`` (Events written), ``rejected`` (nothing written) or ``recorded``
+            (an audit Event was written but the Command changed no state — MW-11.5-b).
+        events: the Events written (or, for a repeated command id, originally written).
+        rejection: why, for ``rejected`` and ``recorded``.
+        reply: facts for the caller only (e.g. a capability token); not part of the log.
+        duplicate: the command id had been seen; ``events`` are the original ones.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    command_id: str
+    status: Literal["accepted", "rejected", "recorded"]
+    events: list[Event] = Field(default_factory=list)
+    rejection: Rejection | None = None
+    reply: dict[str, Any] = Field(default_factory=dict)
+    duplicate: bool = False
+
+    @property
+    def accepted(self) -> bool:
+        return self.status == "accepted"
+
+
+@dataclass(slots=True)
+class _Head:
+    seq: int
+    hash: str
+    dirty: bool = field(default=False)
+
+
+class Authority:
+    """A Group Authority over one SQLite database.
+
+    Args:
+        db: path of the SQLite file (created if missing), or ``":memory:"``.
+        key: the Authority's signing key.
+        config: settings; defaults are sensible for one machine.
+        clock: epoch-milliseconds clock (tests pass a controllable one).
+
+    Thread safety: one lock serializes use of the connection; several :class:`Authority`
+    objects on the same file (other threads or processes) serialize through SQLite's write lock.
+    """
+
+    def __init__(
+        self,
+        db: str | Path,
+        key: SigningKey,
+        config: AuthorityConfig | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.db_path = str(db)
+        self.key = key
+        self.config = config or AuthorityConfig()
+        self.clock = clock
+        self.conn = connect(db)
+        self._lock = threading.Lock()
+
+    @property
+    def public_key(self) -> str:
+        """The Authority's base64url Ed25519 public key."""
+        return self.key.public_key
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self.conn.close()
+
+    # ----------------------------------------------------------------------------- writes
+
+    def submit(self, command: Command) -> SubmitResult:
+        """Validate and apply one Command (its own transaction).
+
+        Returns:
+            The verdict; a rejection is data, never an exception.
+        """
+        return self.submit_many([command])[0]
+
+    def submit_many(self, commands: Sequence[Command]) -> list[SubmitResult]:
+        """Validate and apply Commands in order, in one transaction with one fsync.
+
+        Each Command is atomic on its own (a savepoint): a rejected one writes nothing and does
+        not disturb the others. Results are in input order.
+
+        Raises:
+            sqlite3.Error: the database failed; the whole batch is rolled back.
+        """
+        results: list[SubmitResult] = []
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                heads: dict[str, _Head] = {}
+                for cmd in commands:
+                    results.append(self._apply(cmd, heads))
+                for gid, head in heads.items():
+                    if head.dirty:
+                        self.conn.execute(
+                            "UPDATE groups SET head_seq=?, head_hash=? WHERE group_id=?",
+                            (head.seq, head.hash, gid),
+                        )
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+        if self.config.online_window is not None:
+            touched = {e.group_id for r in results for e in r.events if not r.duplicate}
+            for gid in touched:
+                self.maybe_archive(gid)
+        return results
+
+    def _apply(self, cmd: Command, heads: dict[str, _Head]) -> SubmitResult:
+        prior = self.conn.execute(
+            "SELECT digest, status, refs FROM commands WHERE command_id=?", (cmd.command_id,)
+        ).fetchone()
+        if prior is not None:
+            if prior[0] != cmd.body_digest():
+                return _rejected(
+                    cmd, "idempotency_conflict",
+                    "this command id was used before with a different body",
+                    command_id=cmd.command_id,
+                )  # fmt: skip
+            refs = json.loads(prior[2])
+            data = json.loads(refs.get("result", "null") or "null") or {}
+            return SubmitResult(
+                command_id=cmd.command_id, status=prior[1],
+                events=[self._load_event(g, s) for g, s in refs["events"]],
+                rejection=Rejection(**data["rejection"]) if data.get("rejection") else None,
+                duplicate=True,
+            )  # fmt: skip
+        saved = {g: (h.seq, h.hash, h.dirty) for g, h in heads.items()}
+        self.conn.execute("SAVEPOINT cmd")
+        try:
+            ctx = self._authenticate(cmd)
+            HANDLERS[cmd.type].fn(ctx)
+            events = self._append(ctx, heads)
+            result_extra = {"rejection": ctx.rejection.model_dump()} if ctx.rejection else {}
+            self.conn.execute(
+                "INSERT INTO commands (command_id, digest, status, refs) VALUES (?,?,?,?)",
+                (
+                    cmd.command_id, cmd.body_digest(), ctx.status,
+                    dumps({"events": [[e.group_id, e.seq] for e in events],
+                           "result": dumps(result_extra)}),
+                ),
+            )  # fmt: skip
+            self.conn.execute("RELEASE cmd")
+        except Reject as r:
+            self.conn.execute("ROLLBACK TO cmd")
+            self.conn.execute("RELEASE cmd")
+            # the in-memory heads must match what the savepoint rollback left in the DB
+            heads.clear()
+            heads.update({g: _Head(*v) for g, v in saved.items()})
+            return SubmitResult(command_id=cmd.command_id, status="rejected", rejection=r.rejection)
+        except BaseException:
+            self.conn.execute("ROLLBACK TO cmd")
+            self.conn.execute("RELEASE cmd")
+            heads.clear()
+            heads.update({g: _Head(*v) for g, v in saved.items()})
+            raise
+        return SubmitResult(
+            command_id=cmd.command_id, status=ctx.status, events=events,
+            rejection=ctx.rejection, reply=ctx.reply,
+        )  # fmt: skip
+
+    def _authenticate(self, cmd: Command) -> Ctx:
+        spec = HANDLERS.get(cmd.type)
+        if spec is None:
+            raise Reject("unknown_command", f"no such command type {cmd.type!r}", type=cmd.type)
+        roles: frozenset[Role] = frozenset()
+        if spec.auth == "self":
+            key = cmd.body.get("public_key")
+            if not isinstance(key, str) or not verify_command(cmd, key):
+                raise Reject("bad_signature", "the command's signature does not verify")
+        elif spec.auth == "agent":
+            row = self.conn.execute(
+                "SELECT public_key FROM agents WHERE agent_id=?", (cmd.actor,)
+            ).fetchone()
+            if row is None:
+                raise Reject("unknown_actor", f"agent {cmd.actor!r} is not known", actor=cmd.actor)
+            if not verify_command(cmd, row[0]):
+                raise Reject("bad_signature", "the command's signature does not verify")
+        else:
+            if not cmd.group_id:
+                raise Reject("invalid_command", "this command needs a group_id")
+            row = self.conn.execute(
+                "SELECT m.public_key, m.roles, m.membership_epoch, m.active, a.session_epoch "
+                "FROM members m JOIN agents a ON a.agent_id = m.agent_id "
+                "WHERE m.group_id=? AND m.agent_id=?",
+                (cmd.group_id, cmd.actor),
+            ).fetchone()
+            if row is None or not row[3]:
+                if (
+                    self.conn.execute(
+                        "SELECT 1 FROM groups WHERE group_id=?", (cmd.group_id,)
+                    ).fetchone()
+                    is None
+                ):
+                    raise Reject("unknown_group", f"no group {cmd.group_id!r}",
+                                 group_id=cmd.group_id)  # fmt: skip
+                raise Reject("not_a_member", f"{cmd.actor!r} is not a member of the group",
+                             actor=cmd.actor)  # fmt: skip
+            if not verify_command(cmd, row[0]):
+                raise Reject("bad_signature", "the command's signature does not verify")
+            if cmd.membership_epoch != row[2]:
+                raise Reject(
+                    "stale_membership_epoch",
+                    f"membership epoch {cmd.membership_epoch} is not the current {row[2]}",
+                    membership_epoch=cmd.membership_epoch, current=row[2],
+                )  # fmt: skip
+            if cmd.session_epoch != row[4]:
+                raise Reject(
+                    "stale_session_epoch",
+                    f"session epoch {cmd.session_epoch} is not the current {row[4]}",
+                    session_epoch=cmd.session_epoch, current=row[4],
+                )  # fmt: skip
+            if spec.needs_session and row[4] == 0:
+                raise Reject("no_session", "open a session before taking work")
+            roles = frozenset(Role(r) for r in json.loads(row[1]))
+        return Ctx(self.conn, self.clock(), cmd, roles, self.config, self.key)
+
+    def _append(self, ctx: Ctx, heads: dict[str, _Head]) -> list[Event]:
+        events: list[Event] = []
+        cmd_value = ctx.command.model_dump(mode="json")
+        first = True
+        for d in ctx.drafts:
+            head = heads.get(d.group_id)
+            if head is None:
+                row = self.conn.execute(
+                    "SELECT head_seq, head_hash FROM groups WHERE group_id=?", (d.group_id,)
+                ).fetchone()
+                if row is None:
+                    raise Reject("unknown_group", f"no group {d.group_id!r}", group_id=d.group_id)
+                head = heads[d.group_id] = _Head(row[0], row[1])
+            ev = seal_event(
+                Event(
+                    group_id=d.group_id, seq=head.seq + 1, event_id=new_id("evt"), type=d.type,
+                    command_id=ctx.command.command_id, actor=ctx.command.actor,
+                    work_item_id=d.work_item_id, recorded_at_ms=ctx.now_ms, body=d.body,
+                    command=cmd_value if first else None, prev_hash=head.hash,
+                ),
+                self.key,
+            )  # fmt: skip
+            first = False
+            self.conn.execute(
+                "INSERT INTO events (group_id, seq, event_id, type, work_item_id, data) "
+                "VALUES (?,?,?,?,?,?)",
+                (ev.group_id, ev.seq, ev.event_id, ev.type, ev.work_item_id,
+                 ev.model_dump_json()),
+            )  # fmt: skip
+            head.seq, head.hash, head.dirty = ev.seq, ev.hash, True
+            events.append(ev)
+        return events
+
+    # ----------------------------------------------------------------------------- reads
+
+    def _load_event(self, group_id: str, seq: int) -> Event:
+        row = self.conn.execute(
+            "SELECT data FROM events WHERE group_id=? AND seq=? UNION ALL "
+            "SELECT data FROM archived_events WHERE group_id=? AND seq=?",
+            (group_id, seq, group_id, seq),
+        ).fetchone()
+        return Event.model_validate_json(row[0])
+
+    def head(self, group_id: str) -> tuple[int, str]:
+        """The Group's last sequence and hash (``(0, GENESIS_HASH)`` when empty).
+
+        Raises:
+            UnknownGroupError: no such Group.
+        """
+        with self._lock:
+            row = self.conn.execute(
+                "SELECT head_seq, head_hash FROM groups WHERE group_id=?", (group_id,)
+            ).fetchone()
+        if row is None:
+            raise UnknownGroupError(group_id)
+        return int(row[0]), str(row[1])
+
+    def events(self, group_id: str, after_sequence: int = 0, limit: int = 1000) -> list[Event]:
+        """Events with ``seq > after_sequence`` in order, at most ``limit`` (1–10,000).
+
+        Raises:
+            UnknownGroupError: no such Group.
+            CursorTooOldError: ``after_sequence`` is below the online window (MW-16-e).
+            ValueError: ``limit`` or ``after_sequence`` out of range.
+        """
+        if not 1 <= limit <= 10_000 or after_sequence < 0:
+            raise ValueError("limit must be 1..10000 and after_sequence >= 0")
+        with self._lock:
+            row = self.conn.execute(
+                "SELECT archived_through FROM groups WHERE group_id=?", (group_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownGroupError(group_id)
+            if after_sequence < row[0]:
+                snap = latest_snapshot(self.conn, group_id)
+                raise CursorTooOldError(group_id, after_sequence, row[0] + 1, snap or {})
+            rows = self.conn.execute(
+                "SELECT data FROM events WHERE group_id=? AND seq>? ORDER BY seq LIMIT ?",
+                (group_id, after_sequence, limit),
+            ).fetchall()
+        return [Event.model_validate_json(r[0]) for r in rows]
+
+    def all_events(self, group_id: str) -> list[Event]:
+        """The whole log, archive included, in order (for verification and tests)."""
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT data FROM archived_events WHERE group_id=? UNION ALL "
+                "SELECT data FROM events WHERE group_id=? ORDER BY 1",
+                (group_id, group_id),
+            ).fetchall()
+        evs = [Event.model_validate_json(r[0]) for r in rows]
+        return sorted(evs, key=lambda e: e.seq)
+
+    def groups(self) -> list[str]:
+        """Every Group id."""
+        with self._lock:
+            return [r[0] for r in self.conn.execute("SELECT group_id FROM groups ORDER BY 1")]
+
+    def query(self, sql: str, *args: Any) -> list[dict[str, Any]]:
+        """Read-only projection query (rows as dicts). For views, the CLI and tests."""
+        with self._lock:
+            cur = self.conn.execute(sql, args)
+            cols = [c[0] for c in cur.description or ()]
+            return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    def work_item(self, group_id: str, work_item_id: str) -> dict[str, Any] | None:
+        """The WorkItem projection row, or ``None``."""
+        rows = self.query(
+            "SELECT * FROM work_items WHERE group_id=? AND work_item_id=?", group_id, work_item_id
+        )
+        return rows[0] if rows else None
+
+    def lease(self, lease_id: str) -> dict[str, Any] | None:
+        """The lease row with ``valid`` (active and unexpired now), or ``None``."""
+        rows = self.query("SELECT * FROM leases WHERE lease_id=?", lease_id)
+        if not rows:
+            return None
+        row = rows[0]
+        row["valid"] = row["status"] == "active" and row["expires_at_ms"] > self.clock()
+        return row
+
+    # ----------------------------------------------------------------------- delivery state
+
+    def ack(self, group_id: str, agent_id: str, seq: int) -> int:
+        """Record ``agent_id``'s durable cursor in ``group_id`` (MW-16-c); never deletes history.
+
+        The stored cursor never moves backwards. Returns the stored cursor.
+
+        Raises:
+            UnknownGroupError: no such Group.
+            ValueError: ``seq`` is negative or beyond the Group's head.
+        """
+        head, _ = self.head(group_id)
+        if not 0 <= seq <= head:
+            raise ValueError(f"cursor {seq} outside 0..{head}")
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.conn.execute(
+                "INSERT INTO cursors (group_id, agent_id, seq, updated_at_ms) VALUES (?,?,?,?) "
+                "ON CONFLICT (group_id, agent_id) DO UPDATE SET "
+                "seq=max(seq, excluded.seq), updated_at_ms=excluded.updated_at_ms",
+                (group_id, agent_id, seq, self.clock()),
+            )
+            self.conn.execute("COMMIT")
+            row = self.conn.execute(
+                "SELECT seq FROM cursors WHERE group_id=? AND agent_id=?", (group_id, agent_id)
+            ).fetchone()
+        return int(row[0])
+
+    def maybe_archive(self, group_id: str, *, force: bool = False) -> int:
+        """Move Events older than the online window to the archive, after a signed snapshot.
+
+        Archiving runs when the online log exceeds 1.5 × ``online_window`` (or when ``force``).
+        The archive keeps every Event, so the whole chain still verifies (MW-16-c).
+
+        Returns:
+            The new ``archived_through`` sequence (0 when nothing is archived).
+        """
+        window = self.config.online_window
+        if window is None:
+            return 0
+        with self._lock:
+            head_seq, through = self.conn.execute(
+                "SELECT head_seq, archived_through FROM groups WHERE group_id=?", (group_id,)
+            ).fetchone()
+            online = head_seq - through
+            if not force and online <= window + window // 2:
+                return int(through)
+            new_through = max(through, head_seq - window)
+            if new_through <= through:
+                return int(through)
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                take_snapshot(self.conn, self.key, group_id, self.clock())
+                self.conn.execute(
+                    "INSERT INTO archived_events SELECT * FROM events WHERE group_id=? AND seq<=?",
+                    (group_id, new_through),
+                )
+                self.conn.execute(
+                    "DELETE FROM events WHERE group_id=? AND seq<=?", (group_id, new_through)
+                )
+                self.conn.execute(
+                    "UPDATE groups SET archived_through=? WHERE group_id=?",
+                    (new_through, group_id),
+                )
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+        return int(new_through)
+
+    def snapshot(self, group_id: str) -> dict[str, Any]:
+        """The latest signed snapshot of ``group_id`` (taking one at the head if none exists).
+
+        Raises:
+            UnknownGroupError: no such Group.
+        """
+        self.head(group_id)
+        with self._lock:
+            snap = latest_snapshot(self.conn, group_id)
+            if snap is None:
+                self.conn.execute("BEGIN IMMEDIATE")
+                take_snapshot(self.conn, self.key, group_id, self.clock())
+                self.conn.execute("COMMIT")
+                snap = latest_snapshot(self.conn, group_id)
+        assert snap is not None
+        return snap
+
+
+def _rejected(cmd: Command, code: str, reason: str, **detail: Any) -> SubmitResult:
+    return SubmitResult(
+        command_id=cmd.command_id, status="rejected",
+        rejection=Rejection(code=code, reason=reason, detail=detail),
+    )  # fmt: skip
+
+
+__all__ = ["GENESIS_HASH", "Authority", "AuthorityConfig", "SubmitResult", "now_ms"]

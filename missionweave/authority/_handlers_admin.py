@@ -1,0 +1,209 @@
+"""Handlers for Group, membership, Agent Card and session Commands.
+
+``group.create`` — self-signed by the creator, who becomes the Group's ``owner`` member.
+``member.add`` / ``member.update`` / ``member.remove`` — by an ``owner``; every change raises the
+member's Membership Epoch. ``agent.publish_card`` — by the agent itself. ``session.open`` — by the
+agent; raises its Session Epoch and revokes its active execution leases, returning their
+WorkItems to ``queued`` first (MW-11.3-f).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ..protocol import GENESIS_HASH, AgentCard, Role
+from ._context import Ctx, Reject, dumps, need
+from ._items import parse
+from ._registry import command
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+
+
+def _roles(value: object) -> list[str]:
+    if not isinstance(value, list) or not value:
+        raise Reject("invalid_body", "roles must be a non-empty list", field="roles")
+    try:
+        return sorted({Role(r).value for r in value})
+    except ValueError:
+        raise Reject(
+            "invalid_body", "unknown role", field="roles", allowed=[r.value for r in Role]
+        ) from None
+
+
+def _register_agent(ctx: Ctx, agent_id: str, public_key: str) -> None:
+    row = ctx.one("SELECT public_key FROM agents WHERE agent_id=?", agent_id)
+    if row is None:
+        ctx.run("INSERT INTO agents (agent_id, public_key) VALUES (?,?)", agent_id, public_key)
+    elif row["public_key"] != public_key:
+        raise Reject(
+            "key_mismatch", f"agent {agent_id!r} is registered with another public key",
+            agent_id=agent_id,
+        )  # fmt: skip
+
+
+@command("group.create", auth="self")
+def group_create(ctx: Ctx) -> None:
+    gid = ctx.command.group_id
+    if not gid or not _ID.match(gid):
+        raise Reject("invalid_command", "group.create needs a valid group_id")
+    if ctx.one("SELECT 1 FROM groups WHERE group_id=?", gid):
+        raise Reject("group_exists", f"group {gid!r} already exists", group_id=gid)
+    key = need(ctx.body, "public_key")
+    roles = sorted(set(_roles(ctx.body.get("roles", ["owner"]))) | {"owner"})
+    _register_agent(ctx, ctx.command.actor, key)
+    ctx.run(
+        "INSERT INTO groups (group_id, created_at_ms, head_seq, head_hash) VALUES (?,?,0,?)",
+        gid, ctx.now_ms, GENESIS_HASH,
+    )  # fmt: skip
+    ctx.run(
+        "INSERT INTO members (group_id, agent_id, public_key, roles, membership_epoch, active) "
+        "VALUES (?,?,?,?,1,1)",
+        gid, ctx.command.actor, key, json.dumps(roles),
+    )  # fmt: skip
+    ctx.emit("group.created", {"group_id": gid, "owner": ctx.command.actor})
+    ctx.emit(
+        "member.added",
+        {"agent_id": ctx.command.actor, "public_key": key, "roles": roles,
+         "membership_epoch": 1},
+    )  # fmt: skip
+
+
+def _require(ctx: Ctx, role: Role) -> None:
+    if role not in ctx.roles:
+        raise Reject("role_not_allowed", f"{ctx.command.type} needs the {role.value} role",
+                     needed=role.value)  # fmt: skip
+
+
+@command("member.add")
+def member_add(ctx: Ctx) -> None:
+    _require(ctx, Role.OWNER)
+    agent_id = need(ctx.body, "agent_id")
+    if not _ID.match(agent_id):
+        raise Reject("invalid_body", "agent_id has invalid characters", field="agent_id")
+    key = need(ctx.body, "public_key")
+    roles = _roles(ctx.body.get("roles"))
+    row = ctx.one(
+        "SELECT membership_epoch, active FROM members WHERE group_id=? AND agent_id=?",
+        ctx.group_id, agent_id,
+    )  # fmt: skip
+    if row is not None and row["active"]:
+        raise Reject("already_member", f"{agent_id!r} is already a member", agent_id=agent_id)
+    _register_agent(ctx, agent_id, key)
+    epoch = (row["membership_epoch"] if row else 0) + 1
+    ctx.run(
+        "INSERT OR REPLACE INTO members (group_id, agent_id, public_key, roles, "
+        "membership_epoch, active) VALUES (?,?,?,?,?,1)",
+        ctx.group_id, agent_id, key, json.dumps(roles), epoch,
+    )  # fmt: skip
+    ctx.emit("member.added", {"agent_id": agent_id, "public_key": key, "roles": roles,
+                              "membership_epoch": epoch})  # fmt: skip
+
+
+@command("member.update")
+def member_update(ctx: Ctx) -> None:
+    _require(ctx, Role.OWNER)
+    agent_id = need(ctx.body, "agent_id")
+    roles = _roles(ctx.body.get("roles"))
+    row = ctx.one(
+        "SELECT membership_epoch FROM members WHERE group_id=? AND agent_id=? AND active=1",
+        ctx.group_id, agent_id,
+    )  # fmt: skip
+    if row is None:
+        raise Reject("not_a_member", f"{agent_id!r} is not a member", agent_id=agent_id)
+    epoch = row["membership_epoch"] + 1
+    ctx.run(
+        "UPDATE members SET roles=?, membership_epoch=? WHERE group_id=? AND agent_id=?",
+        json.dumps(roles), epoch, ctx.group_id, agent_id,
+    )  # fmt: skip
+    ctx.emit("member.updated", {"agent_id": agent_id, "roles": roles, "membership_epoch": epoch})
+
+
+@command("member.remove")
+def member_remove(ctx: Ctx) -> None:
+    _require(ctx, Role.OWNER)
+    agent_id = need(ctx.body, "agent_id")
+    if agent_id == ctx.command.actor:
+        raise Reject("invalid_body", "an owner cannot remove itself")
+    row = ctx.one(
+        "SELECT membership_epoch FROM members WHERE group_id=? AND agent_id=? AND active=1",
+        ctx.group_id, agent_id,
+    )  # fmt: skip
+    if row is None:
+        raise Reject("not_a_member", f"{agent_id!r} is not a member", agent_id=agent_id)
+    epoch = row["membership_epoch"] + 1
+    ctx.run(
+        "UPDATE members SET active=0, membership_epoch=? WHERE group_id=? AND agent_id=?",
+        epoch, ctx.group_id, agent_id,
+    )  # fmt: skip
+    ctx.emit("member.removed", {"agent_id": agent_id, "membership_epoch": epoch})
+
+
+@command("agent.publish_card")
+def agent_publish_card(ctx: Ctx) -> None:
+    card = parse(AgentCard, ctx.body.get("card"), "card")
+    if card.agent_id != ctx.command.actor:
+        raise Reject("invalid_body", "an agent publishes only its own card")
+    row = ctx.one("SELECT public_key, card_version FROM agents WHERE agent_id=?", card.agent_id)
+    assert row is not None  # members are always registered agents
+    if card.public_key != row["public_key"]:
+        raise Reject("key_mismatch", "the card's public key is not the agent's key")
+    if card.version <= row["card_version"]:
+        raise Reject(
+            "stale_card", f"card version {card.version} is not above {row['card_version']}",
+            version=card.version, current=row["card_version"],
+        )  # fmt: skip
+    wire = card.model_dump(mode="json")
+    ctx.run(
+        "UPDATE agents SET card=?, card_version=? WHERE agent_id=?",
+        dumps(wire), card.version, card.agent_id,
+    )  # fmt: skip
+    ctx.emit("agent.card_published", {"card": wire})
+
+
+@command("session.open", auth="agent")
+def session_open(ctx: Ctx) -> None:
+    """Raise the Session Epoch and revoke the agent's active leases first (MW-11.3-f)."""
+    agent = ctx.command.actor
+    row = ctx.one("SELECT session_epoch FROM agents WHERE agent_id=?", agent)
+    assert row is not None
+    epoch = row["session_epoch"] + 1
+    ctx.run("UPDATE agents SET session_epoch=? WHERE agent_id=?", epoch, agent)
+    groups = [
+        r["group_id"]
+        for r in ctx.all(
+            "SELECT group_id FROM members WHERE agent_id=? AND active=1 ORDER BY 1", agent
+        )
+    ]
+    for lease in ctx.all(
+        "SELECT lease_id, group_id, work_item_id FROM leases "
+        "WHERE agent_id=? AND status='active' AND kind='execution' ORDER BY group_id, lease_id",
+        agent,
+    ):
+        ctx.run("UPDATE leases SET status='revoked' WHERE lease_id=?", lease["lease_id"])
+        ctx.run(
+            "UPDATE work_items SET state='queued', lease_id=NULL, start_deadline_ms=? "
+            "WHERE group_id=? AND work_item_id=? AND state='active'",
+            ctx.now_ms + _start_ms(ctx, lease["group_id"], lease["work_item_id"]),
+            lease["group_id"], lease["work_item_id"],
+        )  # fmt: skip
+        ctx.emit(
+            "lease.revoked",
+            {"lease_id": lease["lease_id"], "reason": "session_replaced", "state": "queued",
+             "new_session_epoch": epoch},
+            work_item_id=lease["work_item_id"], group_id=lease["group_id"],
+        )  # fmt: skip
+    for gid in groups:
+        ctx.emit("agent.session_opened", {"agent_id": agent, "session_epoch": epoch}, group_id=gid)
+    if not groups:
+        raise Reject("not_a_member", "the agent is a member of no group")
+    ctx.reply["session_epoch"] = epoch
+
+
+def _start_ms(ctx: Ctx, group_id: str, work_item_id: str) -> int:
+    row = ctx.one(
+        "SELECT contract FROM work_items WHERE group_id=? AND work_item_id=?",
+        group_id, work_item_id,
+    )  # fmt: skip
+    assert row is not None
+    return int(json.loads(row["contract"])["timeouts"]["start_deadline_ms"])

@@ -1,0 +1,214 @@
+"""The work contract every WorkItem carries (spec 10.1).
+
+All numbers are integers with their unit in the field name (``_ms``, ``_minor_units``): a contract
+is part of signed Commands and Events, whose canonical bytes hold no floats.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ._canonical import digest
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class DependencyStrategy(StrEnum):
+    """When a WorkItem's dependencies make it eligible (MW-10.4-b)."""
+
+    ALL_VERIFIED = "all_verified"
+    ANY_VERIFIED = "any_verified"
+    ALL_TERMINAL = "all_terminal"
+
+
+class RiskClass(StrEnum):
+    """How much harm a wrong or repeated execution can do."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+
+class Urgency(StrEnum):
+    """Requested urgency; ``urgent`` permits a bounded candidate-set offer (MW-10.3-c)."""
+
+    NORMAL = "normal"
+    HIGH = "high"
+    URGENT = "urgent"
+
+
+class Money(BaseModel):
+    """An amount of money in the currency's minor units (cents for EUR/USD)."""
+
+    model_config = _STRICT
+    amount_minor_units: int = Field(ge=0)
+    currency: str = Field(pattern=r"^[A-Z]{3}$", description="ISO 4217 code")
+
+
+class Budget(BaseModel):
+    """Budgets in the six dimensions of MW-10.1-a / MW-11.5-f; ``None`` means not applicable."""
+
+    model_config = _STRICT
+    money: Money | None = None
+    tokens: int | None = Field(default=None, ge=0)
+    tool_calls: int | None = Field(default=None, ge=0)
+    compute_ms: int | None = Field(default=None, ge=0)
+    wall_clock_ms: int | None = Field(default=None, ge=0)
+    side_effects: int | None = Field(default=None, ge=0)
+
+
+class ResourceUsage(BaseModel):
+    """Consumed resources in the same six dimensions (money in the budget's currency)."""
+
+    model_config = _STRICT
+    money_minor_units: int = Field(default=0, ge=0)
+    tokens: int = Field(default=0, ge=0)
+    tool_calls: int = Field(default=0, ge=0)
+    compute_ms: int = Field(default=0, ge=0)
+    wall_clock_ms: int = Field(default=0, ge=0)
+    side_effects: int = Field(default=0, ge=0)
+
+    def plus(self, other: ResourceUsage) -> ResourceUsage:
+        """Dimension-wise sum."""
+        return ResourceUsage(
+            **{k: getattr(self, k) + getattr(other, k) for k in ResourceUsage.model_fields}
+        )
+
+    def over(self, budget: Budget) -> list[str]:
+        """Names of the dimensions in which this usage exceeds ``budget`` (empty when within)."""
+        out: list[str] = []
+        if budget.money is not None and self.money_minor_units > budget.money.amount_minor_units:
+            out.append("money")
+        for dim in ("tokens", "tool_calls", "compute_ms", "wall_clock_ms", "side_effects"):
+            limit = getattr(budget, dim)
+            if limit is not None and getattr(self, dim) > limit:
+                out.append(dim)
+        return out
+
+
+class RetryPolicy(BaseModel):
+    """Automatic retry bounds (MW-11.4-d): attempts, backoff, total wait and cost cap."""
+
+    model_config = _STRICT
+    max_attempts: int = Field(default=3, ge=1)
+    initial_backoff_ms: int = Field(default=1_000, ge=0)
+    backoff_multiplier: int = Field(default=2, ge=1)
+    max_backoff_ms: int = Field(default=60_000, ge=0)
+    max_total_wait_ms: int | None = Field(default=None, ge=0)
+    cost_cap: Money | None = None
+
+    def backoff_ms(self, attempt: int) -> int:
+        """Wait before retry number ``attempt`` (1 = the first retry), in milliseconds."""
+        wait = self.initial_backoff_ms * self.backoff_multiplier ** max(0, attempt - 1)
+        return int(min(wait, self.max_backoff_ms))
+
+
+class TimeoutPolicy(BaseModel):
+    """Lease, start and interrupt bounds, in milliseconds."""
+
+    model_config = _STRICT
+    start_deadline_ms: int = Field(default=300_000, gt=0, description="accept → start")
+    lease_ms: int = Field(default=60_000, gt=0, description="execution lease length")
+    heartbeat_ms: int = Field(default=10_000, gt=0, description="renewal bound")
+    blocked_lease_ms: int = Field(default=3_600_000, gt=0)
+    interruptible: bool = Field(default=True, description="may be paused at a checkpoint")
+
+
+class AcceptanceCriterion(BaseModel):
+    """One acceptance criterion and the Evidence it requires (MW-10.1-a, MW-13.2-a)."""
+
+    model_config = _STRICT
+    id: str = Field(min_length=1, max_length=128)
+    description: str = Field(min_length=1)
+    kind: str = Field(
+        default="deterministic", pattern=r"^(deterministic|semantic|qualitative|human)$"
+    )
+    evidence_required: str = Field(min_length=1, description="what Evidence must show")
+    check: str | None = Field(default=None, description="registered deterministic check name")
+
+
+class Deliverable(BaseModel):
+    """A required output: a name, its media type and optionally its JSON Schema id."""
+
+    model_config = _STRICT
+    name: str = Field(min_length=1)
+    media_type: str = Field(default="application/json")
+    schema_id: str | None = None
+
+
+class WorkContract(BaseModel):
+    """The versioned, machine-readable contract of one WorkItem.
+
+    Implements MW-10.1-a (every field), MW-10.1-c (``revision``, see :func:`is_material_revision`)
+    and MW-10.1-d: ``notes`` may complement the typed fields but every required field must be
+    present on its own — a contract whose objective or criteria live only in prose fails
+    validation. ``open_questions`` lists essential ambiguities; while any stands a Worker must not
+    accept (MW-10.1-b).
+
+    Raises:
+        pydantic.ValidationError: a required field is missing, a number is negative, an unknown
+            field is present, or a criterion id repeats.
+    """
+
+    model_config = _STRICT
+    revision: int = Field(default=1, ge=1)
+    objective: str = Field(min_length=1)
+    deliverables: list[Deliverable] = Field(min_length=1)
+    acceptance_criteria: list[AcceptanceCriterion] = Field(min_length=1)
+    inputs: list[str] = Field(default_factory=list, description="input artifact refs / hashes")
+    allowed_tools: list[str] = Field(default_factory=list)
+    allowed_data: list[str] = Field(default_factory=list)
+    allowed_operations: list[str] = Field(default_factory=list)
+    resource_constraints: dict[str, int] = Field(default_factory=dict)
+    required_capabilities: list[str] = Field(
+        min_length=1, description="capability ids with version, e.g. 'dist.verify@1.0'"
+    )
+    deadline_ms: int | None = Field(default=None, ge=0, description="epoch milliseconds")
+    urgency: Urgency = Urgency.NORMAL
+    business_impact: str = Field(default="normal")
+    budget: Budget = Field(default_factory=Budget)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    timeouts: TimeoutPolicy = Field(default_factory=TimeoutPolicy)
+    risk_class: RiskClass = RiskClass.LOW
+    approval_required: bool = False
+    dependency_strategy: DependencyStrategy = DependencyStrategy.ALL_VERIFIED
+    open_questions: list[str] = Field(default_factory=list)
+    notes: str | None = Field(default=None, description="prose that complements, never replaces")
+
+    @field_validator("required_capabilities")
+    @classmethod
+    def _capability_versions(cls, v: list[str]) -> list[str]:
+        for cap in v:
+            name, _, version = cap.partition("@")
+            if not name or not version:
+                raise ValueError(f"capability {cap!r} must be 'id@version'")
+        return v
+
+    @model_validator(mode="after")
+    def _unique_criteria(self) -> WorkContract:
+        ids = [c.id for c in self.acceptance_criteria]
+        if len(ids) != len(set(ids)):
+            raise ValueError("acceptance criterion ids must be unique")
+        return self
+
+    def wire(self) -> dict[str, Any]:
+        """The contract as a JSON value for signed bodies (no floats)."""
+        return self.model_dump(mode="json")
+
+    def digest(self) -> str:
+        """SHA-256 hex of the canonical contract."""
+        return digest(self.wire())
+
+
+#: Fields whose change does not need a renewed acceptance (MW-10.1-c): bookkeeping only.
+NON_MATERIAL_FIELDS = frozenset({"revision", "notes", "business_impact"})
+
+
+def is_material_revision(old: WorkContract, new: WorkContract) -> bool:
+    """Whether ``new`` differs from ``old`` in any field that binds the Worker (MW-10.1-c)."""
+    a, b = old.wire(), new.wire()
+    return any(a[k] != b[k] for k in a if k not in NON_MATERIAL_FIELDS)

@@ -1,0 +1,179 @@
+"""The evolving WorkItem DAG of a Mission (spec 10.4).
+
+Pure and deterministic (no I/O, no clocks), so the Mission workflow can hold one. Items and edges
+may be added at any time (MW-10.4-a); a change that would create a cycle, a self-loop, a duplicate
+id or an edge to an unknown item is refused whole with a structured :class:`GraphError`
+(MW-10.4-c). The cycle check is :mod:`graphlib`'s.
+"""
+
+from __future__ import annotations
+
+import graphlib
+from collections.abc import Iterable, Mapping
+
+from ._contract import DependencyStrategy
+from ._errors import GraphError, Rejection
+from ._states import TERMINAL_STATES, WorkItemState
+
+
+def _fail(code: str, reason: str, **detail: object) -> GraphError:
+    return GraphError(Rejection(code=code, reason=reason, detail=dict(detail)))
+
+
+class WorkGraph:
+    """A DAG of WorkItem ids; an edge ``a → b`` means *b depends on a*.
+
+    The graph holds ids and dependency strategies only; states live with the caller and are passed
+    to :meth:`eligible`.
+    """
+
+    def __init__(self) -> None:
+        self._deps: dict[str, tuple[str, ...]] = {}
+        self._strategy: dict[str, DependencyStrategy] = {}
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._deps
+
+    def __len__(self) -> int:
+        return len(self._deps)
+
+    @property
+    def items(self) -> list[str]:
+        """Item ids in insertion order."""
+        return list(self._deps)
+
+    def dependencies(self, item_id: str) -> tuple[str, ...]:
+        """The ids ``item_id`` depends on."""
+        return self._deps[item_id]
+
+    def dependents(self, item_id: str) -> list[str]:
+        """The ids that depend on ``item_id``."""
+        return [i for i, deps in self._deps.items() if item_id in deps]
+
+    def strategy(self, item_id: str) -> DependencyStrategy:
+        """The dependency strategy of ``item_id``."""
+        return self._strategy[item_id]
+
+    def add(
+        self,
+        items: Mapping[str, Iterable[str]],
+        strategies: Mapping[str, DependencyStrategy] | None = None,
+        edges: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        """Add items (id → dependency ids) and extra edges ``(dependency, dependent)`` atomically.
+
+        Args:
+            items: new item ids mapped to the ids they depend on (existing or new).
+            strategies: dependency strategy per new item (default ``all_verified``).
+            edges: additional ``(dependency, dependent)`` pairs between any known ids.
+
+        Raises:
+            GraphError: code ``duplicate_id`` (an id already in the graph or twice in ``items``),
+                ``unknown_id`` (a dependency or edge end that is neither known nor new),
+                ``self_loop`` or ``cycle`` (detail names the cycle). Nothing is added then.
+
+        Implements MW-10.4-a and MW-10.4-c.
+        """
+        new: dict[str, list[str]] = {}
+        for item_id, deps in items.items():
+            if not item_id:
+                raise _fail("invalid_id", "a WorkItem id must be non-empty")
+            if item_id in self._deps:
+                raise _fail("duplicate_id", f"WorkItem {item_id} already exists", id=item_id)
+            new[item_id] = list(dict.fromkeys(deps))
+        known = self._deps.keys() | new.keys()
+        proposed = {k: list(v) for k, v in self._deps.items()}
+        proposed.update(new)
+        for dep, dependent in edges:
+            for end in (dep, dependent):
+                if end not in known:
+                    raise _fail("unknown_id", f"edge names unknown WorkItem {end}", id=end)
+            if dep not in proposed[dependent]:
+                proposed[dependent].append(dep)
+        for item_id, deps in proposed.items():
+            for dep in deps:
+                if dep == item_id:
+                    raise _fail("self_loop", f"WorkItem {item_id} depends on itself", id=item_id)
+                if dep not in known:
+                    raise _fail(
+                        "unknown_id",
+                        f"WorkItem {item_id} depends on unknown WorkItem {dep}",
+                        id=item_id, dependency=dep,
+                    )  # fmt: skip
+        try:
+            graphlib.TopologicalSorter(proposed).prepare()
+        except graphlib.CycleError as exc:
+            cycle = [str(n) for n in exc.args[1]]
+            raise _fail(
+                "cycle", "the change would create a dependency cycle: " + " -> ".join(cycle),
+                cycle=cycle,
+            ) from None  # fmt: skip
+        for item_id in new:
+            self._strategy[item_id] = (strategies or {}).get(
+                item_id, DependencyStrategy.ALL_VERIFIED
+            )
+        self._deps = {k: tuple(v) for k, v in proposed.items()}
+
+    def is_eligible(self, item_id: str, states: Mapping[str, WorkItemState]) -> bool:
+        """Whether ``item_id``'s dependencies satisfy its strategy (MW-10.4-b).
+
+        ``all_verified``: every dependency is ``verified``; ``any_verified``: at least one is (or
+        there are none); ``all_terminal``: every dependency is ``verified``, ``cancelled`` or
+        ``failed``. A dependency missing from ``states`` counts as not done.
+        """
+        deps = self._deps[item_id]
+        if not deps:
+            return True
+        got = [states.get(d) for d in deps]
+        match self._strategy[item_id]:
+            case DependencyStrategy.ALL_VERIFIED:
+                return all(s is WorkItemState.VERIFIED for s in got)
+            case DependencyStrategy.ANY_VERIFIED:
+                return any(s is WorkItemState.VERIFIED for s in got)
+            case DependencyStrategy.ALL_TERMINAL:
+                done = TERMINAL_STATES | {WorkItemState.FAILED}
+                return all(s in done for s in got)
+        return False  # pragma: no cover - exhaustive match
+
+    def blocked_forever(self, item_id: str, states: Mapping[str, WorkItemState]) -> bool:
+        """Whether no future state of the dependencies can ever make ``item_id`` eligible.
+
+        True for ``all_verified`` once a dependency is ``cancelled``; for ``any_verified`` once
+        every dependency is ``cancelled``. (``failed`` is not final: it may be re-offered.)
+        """
+        deps = self._deps[item_id]
+        got = [states.get(d) for d in deps]
+        match self._strategy[item_id]:
+            case DependencyStrategy.ALL_VERIFIED:
+                return any(s is WorkItemState.CANCELLED for s in got)
+            case DependencyStrategy.ANY_VERIFIED:
+                return bool(deps) and all(s is WorkItemState.CANCELLED for s in got)
+        return False
+
+    def topological_order(self) -> list[str]:
+        """All ids, dependencies first (ties in insertion order)."""
+        ts = graphlib.TopologicalSorter(self._deps)
+        return [str(n) for n in ts.static_order()]
+
+    def to_wire(self) -> dict[str, dict[str, object]]:
+        """JSON form: ``{id: {"deps": [...], "strategy": "..."}}`` (insertion order kept)."""
+        return {
+            i: {"deps": list(d), "strategy": str(self._strategy[i])} for i, d in self._deps.items()
+        }
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Mapping[str, object]]) -> WorkGraph:
+        """Rebuild from :meth:`to_wire` output (re-validated).
+
+        Raises:
+            GraphError: the data is not a valid DAG.
+        """
+        g = cls()
+        items: dict[str, list[str]] = {}
+        strategies: dict[str, DependencyStrategy] = {}
+        for i, spec in data.items():
+            deps = spec.get("deps", [])
+            items[i] = [str(d) for d in deps] if isinstance(deps, list) else []
+            strategies[i] = DependencyStrategy(str(spec.get("strategy", "all_verified")))
+        g.add(items, strategies)
+        return g

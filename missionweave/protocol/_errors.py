@@ -1,0 +1,73 @@
+"""Errors and structured rejections shared by every component.
+
+Error tree::
+
+    MissionWeaveError
+    ├── ProtocolError            bad input to a pure protocol function
+    │   ├── CanonicalizationError   a value cannot be canonicalized (floats, NaN, non-str keys)
+    │   ├── SignatureError          a signature does not verify
+    │   └── GraphError              a WorkItem DAG change is invalid (cycle, self-loop, unknown id)
+    └── RejectedError            a Rejection raised as an exception (carries ``.rejection``)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Rejection(BaseModel):
+    """A structured refusal: what was refused, why, and the facts behind it.
+
+    Rejections are data, never free strings. ``code`` is a stable snake_case identifier callers
+    may branch on (for example ``stale_lease``, ``transition_not_allowed``, ``cycle``); ``reason``
+    is one human sentence; ``detail`` holds the machine-readable facts (ids, expected vs. actual).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    code: str
+    reason: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class MissionWeaveError(Exception):
+    """Root of every MissionWeave exception."""
+
+
+class ProtocolError(MissionWeaveError):
+    """Bad input to a pure protocol function."""
+
+
+class CanonicalizationError(ProtocolError):
+    """A value cannot be put in RFC 8785 canonical form under our rules (no floats)."""
+
+
+class SignatureError(ProtocolError):
+    """An Ed25519 signature does not verify, or a key is malformed."""
+
+
+class RejectedError(MissionWeaveError):
+    """A :class:`Rejection` raised as an exception.
+
+    Attributes:
+        rejection: the structured refusal.
+    """
+
+    def __init__(self, rejection: Rejection) -> None:
+        super().__init__(f"{rejection.code}: {rejection.reason}")
+        self.rejection = rejection
+
+    @classmethod
+    def of(cls, code: str, reason: str, **detail: Any) -> RejectedError:
+        """Build the error from its parts."""
+        return cls(Rejection(code=code, reason=reason, detail=detail))
+
+
+class GraphError(ProtocolError):
+    """An invalid WorkItem DAG change; ``.rejection`` says which (MW-10.4-c)."""
+
+    def __init__(self, rejection: Rejection) -> None:
+        super().__init__(f"{rejection.code}: {rejection.reason}")
+        self.rejection = rejection

@@ -1,0 +1,73 @@
+"""Building and signing Commands on behalf of one actor.
+
+Not for workflow code (it reads the clock and draws random ids): activities, agents, services and
+tests use it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._crypto import SigningKey
+from ._messages import Command, new_id, sign_command
+
+
+@dataclass
+class Actor:
+    """An agent identity that signs Commands.
+
+    Attributes:
+        agent_id: the agent's id.
+        key: its Ed25519 key.
+        session_epoch: the current Session Epoch (set after ``session.open``).
+        membership_epochs: current Membership Epoch per Group id.
+    """
+
+    agent_id: str
+    key: SigningKey
+    session_epoch: int = 0
+    membership_epochs: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def generate(cls, agent_id: str) -> Actor:
+        """A new actor with a fresh key."""
+        return cls(agent_id, SigningKey.generate())
+
+    @property
+    def public_key(self) -> str:
+        return self.key.public_key
+
+    def command(
+        self,
+        type: str,
+        group_id: str | None,
+        body: dict[str, Any] | None = None,
+        *,
+        command_id: str | None = None,
+        issued_at_ms: int | None = None,
+    ) -> Command:
+        """A signed Command of ``type`` for ``group_id`` with this actor's current epochs.
+
+        Args:
+            type: the Command type, e.g. ``"work.accept_offer"``.
+            group_id: the Group, or ``None`` for agent-level Commands (``session.open``).
+            body: the arguments (JSON without floats).
+            command_id: reuse an id to retry idempotently; a fresh one by default.
+            issued_at_ms: the issue time, epoch milliseconds; now by default.
+
+        Raises:
+            CanonicalizationError: the body holds a float or a non-JSON value.
+        """
+        cmd = Command(
+            command_id=command_id or new_id("cmd"),
+            group_id=group_id,
+            type=type,
+            actor=self.agent_id,
+            issued_at_ms=issued_at_ms if issued_at_ms is not None else time.time_ns() // 1_000_000,
+            session_epoch=self.session_epoch,
+            membership_epoch=self.membership_epochs.get(group_id or "", 0),
+            body=body or {},
+        )
+        return sign_command(cmd, self.key)

@@ -1,0 +1,188 @@
+"""The WorkItem state machine of spec 10.2, as data, and the one function that applies it.
+
+:data:`TRANSITIONS` is the table; :func:`check_transition` answers "may this actor, in this role,
+take this action on a WorkItem in this state at this revision", and returns the next state or a
+:class:`Rejection`. Both the Authority and the Mission workflow call it, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ._errors import Rejection
+
+
+class WorkItemState(StrEnum):
+    """States of a WorkItem (spec 10.2). ``proposed`` is the open work proposal."""
+
+    PROPOSED = "proposed"
+    OPEN = "open"
+    OFFERED = "offered"
+    QUEUED = "queued"
+    ACTIVE = "active"
+    BLOCKED = "blocked"
+    SUBMITTED = "submitted"
+    VERIFIED = "verified"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class Role(StrEnum):
+    """Roles a Group member may hold (DESIGN §2)."""
+
+    MEMBER = "member"
+    WORKER = "worker"
+    COORDINATOR = "coordinator"
+    REVIEWER = "reviewer"
+    MISSION_OWNER = "mission_owner"
+    OWNER = "owner"  # the Group's administrator: manages membership
+
+
+S = WorkItemState
+#: Terminal for the WorkItem revision (MW-10.2-a).
+TERMINAL_STATES = frozenset({S.VERIFIED, S.CANCELLED})
+#: States from which a Mission's failure or cancellation propagates (spec 10.2 last row).
+UNFINISHED_STATES = frozenset({S.OPEN, S.OFFERED, S.QUEUED, S.ACTIVE, S.BLOCKED, S.SUBMITTED})
+
+_COORD = frozenset({Role.COORDINATOR})
+_OWNER_WORKER = frozenset({Role.WORKER})
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One row of the table.
+
+    Attributes:
+        action: the Command type (``work.offer`` …) or a system trigger (``child.approved``).
+        sources: states it may be taken from; ``None`` in the set means "no WorkItem yet".
+        targets: the states it may lead to; the Authority picks one from the command's facts.
+        roles: roles allowed to take it (any one suffices).
+        owner_only: the actor must be the WorkItem's current owner (with a current lease where
+            the Authority requires one).
+        note: the table's note.
+    """
+
+    action: str
+    sources: frozenset[WorkItemState | None]
+    targets: tuple[WorkItemState, ...]
+    roles: frozenset[Role]
+    owner_only: bool = False
+    note: str = ""
+
+
+_ANY_MEMBER = frozenset(Role)
+_OPEN_TO_SUBMITTED = frozenset({S.OPEN, S.OFFERED, S.QUEUED, S.ACTIVE, S.BLOCKED, S.SUBMITTED})
+
+TRANSITIONS: tuple[Transition, ...] = (
+    Transition("work.propose", frozenset({None}), (S.PROPOSED,), _ANY_MEMBER,
+               note="any Group member may propose; no WorkItem exists yet"),
+    Transition("work.authorize", frozenset({None, S.PROPOSED}), (S.OPEN,), _COORD,
+               note="the Coordinator or a scoped delegate creates the WorkItem"),
+    Transition("work.offer",
+               frozenset({S.OPEN, S.OFFERED, S.QUEUED, S.ACTIVE, S.BLOCKED, S.FAILED}),
+               (S.OFFERED,), _COORD,
+               note="only with no active owner; an expired owner is closed first"),
+    Transition("work.accept_offer", frozenset({S.OFFERED}), (S.QUEUED,), _OWNER_WORKER,
+               note="the atomic ownership epoch begins"),
+    Transition("work.decline_offer", frozenset({S.OFFERED}), (S.OFFERED,), _OWNER_WORKER,
+               note="a structured reason; the offer stays for other candidates"),
+    Transition("approval.grant_execution", frozenset({S.QUEUED}), (S.QUEUED,),
+               frozenset({Role.MISSION_OWNER}), note="satisfies the start gate"),
+    Transition("work.start", frozenset({S.QUEUED}), (S.ACTIVE,), _OWNER_WORKER, owner_only=True,
+               note="a valid ownership and an execution lease are required"),
+    Transition("lease.renew", frozenset({S.ACTIVE}), (S.ACTIVE,), _OWNER_WORKER, owner_only=True),
+    Transition("progress.report", frozenset({S.ACTIVE, S.BLOCKED}), (S.ACTIVE, S.BLOCKED),
+               _OWNER_WORKER, owner_only=True, note="structured progress (MW-11.4-a)"),
+    Transition("work.checkpoint", frozenset({S.ACTIVE}), (S.QUEUED,), _OWNER_WORKER,
+               owner_only=True, note="durable progress releases execution"),
+    Transition("work.block", frozenset({S.ACTIVE}), (S.BLOCKED,), _OWNER_WORKER, owner_only=True,
+               note="checkpoint and a bounded blocked lease"),
+    Transition("work.unblock", frozenset({S.BLOCKED}), (S.QUEUED, S.OPEN), _COORD,
+               note="back to its queue, or re-offered once ownership has expired"),
+    Transition("work.submit", frozenset({S.ACTIVE}), (S.SUBMITTED,), _OWNER_WORKER,
+               owner_only=True, note="artifacts and Evidence required"),
+    Transition("work.accept_result", frozenset({S.SUBMITTED}), (S.VERIFIED,),
+               frozenset({Role.COORDINATOR, Role.REVIEWER}), note="the review passes"),
+    Transition("work.fail", _OPEN_TO_SUBMITTED, (S.FAILED,),
+               frozenset({Role.COORDINATOR, Role.WORKER}), note="failure Evidence required"),
+    Transition("work.cancel", _OPEN_TO_SUBMITTED, (S.CANCELLED,),
+               frozenset({Role.COORDINATOR, Role.MISSION_OWNER})),
+    Transition("mission.create_child",
+               frozenset({S.OPEN, S.OFFERED, S.QUEUED, S.ACTIVE, S.BLOCKED}), (S.BLOCKED,),
+               _COORD, note="ownership is closed while the linked child Mission runs"),
+    Transition("mission.child_approved", frozenset({S.BLOCKED}), (S.VERIFIED,), _COORD,
+               note="the child's Approval becomes the parent WorkItem's Evidence"),
+    Transition("mission.child_failed", frozenset({S.BLOCKED}), (S.BLOCKED, S.FAILED), _COORD,
+               note="the declared child-failure policy decides"),
+    Transition("mission.fail", _OPEN_TO_SUBMITTED, (S.FAILED,),
+               frozenset({Role.COORDINATOR, Role.MISSION_OWNER}),
+               note="the Mission's terminal state propagates"),
+    Transition("mission.cancel", _OPEN_TO_SUBMITTED, (S.CANCELLED,),
+               frozenset({Role.COORDINATOR, Role.MISSION_OWNER}),
+               note="the Mission's terminal state propagates"),
+)  # fmt: skip
+
+_BY_ACTION: dict[str, Transition] = {t.action: t for t in TRANSITIONS}
+#: Every WorkItem action the table knows.
+WORK_ACTIONS = frozenset(_BY_ACTION)
+
+
+def transition_for(action: str) -> Transition | None:
+    """The table row for ``action``, or ``None`` when the table has no such action."""
+    return _BY_ACTION.get(action)
+
+
+def check_transition(
+    state: WorkItemState | None,
+    action: str,
+    roles: frozenset[Role] | set[Role],
+    *,
+    revision: int | None = None,
+    current_revision: int | None = None,
+) -> Transition | Rejection:
+    """Whether ``action`` is allowed from ``state`` for an actor holding ``roles``.
+
+    Args:
+        state: the WorkItem's current state, ``None`` when no WorkItem exists yet.
+        action: the Command type, e.g. ``"work.accept_offer"``.
+        roles: the actor's roles in the Group.
+        revision: the contract revision the Command was made against, if it names one.
+        current_revision: the WorkItem's current contract revision.
+
+    Returns:
+        The :class:`Transition` row when allowed; otherwise a :class:`Rejection` with code
+        ``unknown_action``, ``transition_not_allowed`` (state), ``role_not_allowed`` or
+        ``stale_revision``.
+
+    Implements MW-10.2-a, MW-10.2-b and MW-10.2-c: terminal states have no outgoing row,
+    ``failed`` leaves only by ``work.offer`` (or cancellation at Mission level), and every other
+    transition is refused.
+    """
+    row = _BY_ACTION.get(action)
+    if row is None:
+        return Rejection(
+            code="unknown_action", reason=f"{action!r} is not a WorkItem action",
+            detail={"action": action},
+        )  # fmt: skip
+    if state not in row.sources:
+        return Rejection(
+            code="transition_not_allowed",
+            reason=f"{action} is not allowed from state {state or 'none'}",
+            detail={"action": action, "state": state and str(state),
+                    "allowed_from": sorted(str(s) if s else "none" for s in row.sources)},
+        )  # fmt: skip
+    if not (row.roles & set(roles)):
+        return Rejection(
+            code="role_not_allowed",
+            reason=f"{action} needs one of the roles {sorted(r.value for r in row.roles)}",
+            detail={"action": action, "roles": sorted(str(r) for r in roles)},
+        )
+    if revision is not None and current_revision is not None and revision != current_revision:
+        return Rejection(
+            code="stale_revision",
+            reason=f"command made against contract revision {revision}, current is "
+            f"{current_revision}",
+            detail={"revision": revision, "current_revision": current_revision},
+        )
+    return row

@@ -1,0 +1,144 @@
+"""A small Group on a real Authority (SQLite file) with a controllable clock, for tests.
+
+``World`` creates a Group whose owner is also coordinator and mission owner, adds workers and a
+reviewer, opens the workers' sessions and offers helpers that walk a WorkItem through its life.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from missionweave.authority import Authority, AuthorityConfig, SubmitResult
+from missionweave.protocol import Actor, SigningKey, WorkContract
+
+T0 = 1_800_000_000_000
+
+
+@dataclass
+class Clock:
+    """Epoch-millisecond clock that only moves when told."""
+
+    now: int = T0
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+
+
+def contract(**over: Any) -> WorkContract:
+    """A valid contract with two acceptance criteria; keyword arguments override fields."""
+    base: dict[str, Any] = {
+        "objective": "check the files of one distribution",
+        "deliverables": [{"name": "report", "media_type": "application/json"}],
+        "acceptance_criteria": [
+            {"id": "hashes", "description": "every file matches", "evidence_required": "compare"},
+            {"id": "schema", "description": "report is valid", "evidence_required": "schema"},
+        ],
+        "required_capabilities": ["dist.verify@1.0"],
+        "budget": {"tool_calls": 100, "wall_clock_ms": 600_000},
+        "timeouts": {"start_deadline_ms": 60_000, "lease_ms": 30_000, "heartbeat_ms": 5_000,
+                     "blocked_lease_ms": 120_000},
+    }  # fmt: skip
+    base.update(over)
+    return WorkContract.model_validate(base)
+
+
+def evidence(producer: str, subject: str, criteria: tuple[str, ...] = ("hashes", "schema"),
+             result: str = "pass") -> list[dict[str, Any]]:  # fmt: skip
+    return [
+        {"subject": subject, "criterion": c, "method": "test", "result": result,
+         "producer": producer, "timestamp_ms": T0}
+        for c in criteria
+    ]  # fmt: skip
+
+
+@dataclass
+class World:
+    authority: Authority
+    clock: Clock
+    group: str
+    coordinator: Actor
+    workers: list[Actor]
+    reviewer: Actor
+    mission: str = "m1"
+    leases: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def submit(self, actor: Actor, type: str, body: dict[str, Any] | None = None,
+               **kw: Any) -> SubmitResult:  # fmt: skip
+        cmd = actor.command(type, self.group, body, issued_at_ms=self.clock.now, **kw)
+        return self.authority.submit(cmd)
+
+    def ok(self, actor: Actor, type: str, body: dict[str, Any] | None = None) -> SubmitResult:
+        r = self.submit(actor, type, body)
+        assert r.status == "accepted", r.rejection
+        return r
+
+    def authorize(self, wid: str, deps: list[str] | None = None, **over: Any) -> SubmitResult:
+        return self.ok(self.coordinator, "work.authorize", {
+            "work_item_id": wid, "mission_id": self.mission,
+            "contract": contract(**over).wire(), "dependencies": deps or []})  # fmt: skip
+
+    def offer(self, wid: str, *candidates: Actor, expires_in_ms: int = 30_000) -> str:
+        r = self.ok(self.coordinator, "work.offer", {
+            "work_item_id": wid, "candidates": [c.agent_id for c in candidates],
+            "expires_at_ms": self.clock.now + expires_in_ms,
+            "selection_basis": {c.agent_id: {"capability_matches": ["dist.verify@1.0"]}
+                                for c in candidates}})  # fmt: skip
+        return str(r.reply["offer_id"])
+
+    def accept(self, worker: Actor, wid: str, offer_id: str) -> SubmitResult:
+        item = self.authority.work_item(self.group, wid)
+        assert item is not None
+        return self.submit(worker, "work.accept_offer", {
+            "work_item_id": wid, "offer_id": offer_id, "revision": item["revision"]})
+
+    def start(self, worker: Actor, wid: str) -> dict[str, Any]:
+        item = self.authority.work_item(self.group, wid)
+        assert item is not None
+        r = self.ok(worker, "work.start",
+                    {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]})
+        lease: dict[str, Any] = r.reply["lease"]
+        self.leases[wid] = lease
+        return lease
+
+    def leased(self, wid: str, **body: Any) -> dict[str, Any]:
+        lease = self.leases[wid]
+        return {"work_item_id": wid, "lease_id": lease["lease_id"],
+                "ownership_epoch": lease["ownership_epoch"], **body}
+
+    def run_to_verified(self, wid: str, worker: Actor) -> None:
+        offer_id = self.offer(wid, worker)
+        assert self.accept(worker, wid, offer_id).accepted
+        self.start(worker, wid)
+        self.ok(worker, "work.submit", self.leased(wid, evidence=evidence(worker.agent_id, wid)))
+        self.ok(self.coordinator, "work.accept_result", {"work_item_id": wid})
+
+
+def make_world(path: Path, n_workers: int = 2, config: AuthorityConfig | None = None) -> World:
+    """A fresh Authority at ``path`` with one Group, a Mission ``m1`` and open worker sessions."""
+    clock = Clock()
+    auth = Authority(path, SigningKey.generate(), config, clock=clock)
+    group = "g1"
+    coord = Actor.generate("coordinator")
+    r = auth.submit(coord.command("group.create", group, {
+        "public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
+        issued_at_ms=clock.now))  # fmt: skip
+    assert r.accepted, r.rejection
+    coord.membership_epochs[group] = 1
+    workers = [Actor.generate(f"worker-{i}") for i in range(n_workers)]
+    reviewer = Actor.generate("reviewer")
+    w = World(auth, clock, group, coord, workers, reviewer)
+    for a, roles in [*[(x, ["worker"]) for x in workers], (reviewer, ["reviewer"])]:
+        w.ok(coord, "member.add", {"agent_id": a.agent_id, "public_key": a.public_key,
+                                   "roles": roles})  # fmt: skip
+        a.membership_epochs[group] = 1
+    for a in workers:
+        r = auth.submit(a.command("session.open", None, {}, issued_at_ms=clock.now))
+        assert r.accepted, r.rejection
+        a.session_epoch = r.reply["session_epoch"]
+    w.ok(coord, "mission.create", {"mission_id": "m1", "title": "test mission"})
+    return w

@@ -33,7 +33,7 @@ from ..protocol import (
 )
 from . import _handlers_admin, _handlers_lease, _handlers_work  # noqa: F401  (registration)
 from ._context import Ctx, Reject, dumps
-from ._errors import CursorTooOldError, UnknownGroupError
+from ._errors import AuthorityError, CursorTooOldError, UnknownGroupError
 from ._registry import HANDLERS
 from ._schema import connect
 from ._snapshots import latest_snapshot, take_snapshot
@@ -104,6 +104,10 @@ class Authority:
         config: settings; defaults are sensible for one machine.
         clock: epoch-milliseconds clock (tests pass a controllable one).
 
+    Raises:
+        AuthorityError: the database was created with another Authority key.
+        sqlite3.Error: the file cannot be opened as a database.
+
     Thread safety: one lock serializes use of the connection; several :class:`Authority`
     objects on the same file (other threads or processes) serialize through SQLite's write lock.
     """
@@ -121,6 +125,25 @@ class Authority:
         self.clock = clock
         self.conn = connect(db)
         self._lock = threading.Lock()
+        self._pin_key()
+
+    def _pin_key(self) -> None:
+        """Record the Authority's public key in the database; refuse a different key later."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('authority_public_key', ?)",
+            (self.key.public_key,),
+        )
+        row = self.conn.execute(
+            "SELECT value FROM meta WHERE key='authority_public_key'"
+        ).fetchone()
+        self.conn.execute("COMMIT")
+        if row[0] != self.key.public_key:
+            self.conn.close()
+            raise AuthorityError(
+                f"{self.db_path} was written by another Authority key ({row[0][:12]}…); "
+                "use that key or a new database"
+            )
 
     @property
     def public_key(self) -> str:

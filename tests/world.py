@@ -93,22 +93,30 @@ class World:
     def accept(self, worker: Actor, wid: str, offer_id: str) -> SubmitResult:
         item = self.authority.work_item(self.group, wid)
         assert item is not None
-        return self.submit(worker, "work.accept_offer", {
-            "work_item_id": wid, "offer_id": offer_id, "revision": item["revision"]})
+        return self.submit(
+            worker,
+            "work.accept_offer",
+            {"work_item_id": wid, "offer_id": offer_id, "revision": item["revision"]},
+        )
 
     def start(self, worker: Actor, wid: str) -> dict[str, Any]:
         item = self.authority.work_item(self.group, wid)
         assert item is not None
-        r = self.ok(worker, "work.start",
-                    {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]})
+        r = self.ok(
+            worker, "work.start", {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]}
+        )
         lease: dict[str, Any] = r.reply["lease"]
         self.leases[wid] = lease
         return lease
 
     def leased(self, wid: str, **body: Any) -> dict[str, Any]:
         lease = self.leases[wid]
-        return {"work_item_id": wid, "lease_id": lease["lease_id"],
-                "ownership_epoch": lease["ownership_epoch"], **body}
+        return {
+            "work_item_id": wid,
+            "lease_id": lease["lease_id"],
+            "ownership_epoch": lease["ownership_epoch"],
+            **body,
+        }
 
     def run_to_verified(self, wid: str, worker: Actor) -> None:
         offer_id = self.offer(wid, worker)

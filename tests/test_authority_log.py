@@ -1,0 +1,149 @@
+"""The signed, hash-chained log: atomicity, idempotency, tamper evidence, ACK and archive."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from missionweave.authority import (
+    Authority,
+    AuthorityConfig,
+    AuthorityError,
+    ChainError,
+    CursorTooOldError,
+    load_snapshot,
+    verify_log,
+    verify_snapshot,
+)
+from missionweave.protocol import Actor, SigningKey
+
+from .world import contract, make_world
+
+
+def _projection(a: Authority) -> list[dict[str, object]]:
+    return a.query("SELECT * FROM work_items ORDER BY work_item_id")
+
+
+def test_rejected_command_writes_nothing__MW_10_2_c(tmp_path: Path) -> None:
+    w = make_world(tmp_path / "a.db")
+    w.authorize("a")
+    head, before = w.authority.head(w.group), _projection(w.authority)
+    for ctype, body in (
+        ("work.accept_result", {"work_item_id": "a"}),  # open → verified is not in the table
+        ("work.start", {"work_item_id": "a", "ownership_epoch": 0}),
+        ("work.nonsense", {}),
+    ):
+        r = w.submit(w.coordinator, ctype, body)
+        assert r.status == "rejected" and r.rejection is not None and r.rejection.code
+        assert r.rejection.reason and r.events == []
+    assert w.authority.head(w.group) == head and _projection(w.authority) == before
+    verify_log(w.authority.conn, w.group, w.authority.public_key)
+
+
+def test_signature_and_epochs_checked_first(tmp_path: Path) -> None:
+    w = make_world(tmp_path / "a.db")
+    w.authorize("a")
+    forged = w.coordinator.command("work.cancel", w.group, {"work_item_id": "a"})
+    forged = forged.model_copy(update={"body": {"work_item_id": "a", "reason": "forged"}})
+    r = w.authority.submit(forged)
+    assert r.rejection is not None and r.rejection.code == "bad_signature"
+    impostor = Actor("coordinator", SigningKey.generate(), membership_epochs={w.group: 1})
+    r = w.authority.submit(impostor.command("work.cancel", w.group, {"work_item_id": "a"}))
+    assert r.rejection is not None and r.rejection.code == "bad_signature"
+    w.coordinator.membership_epochs[w.group] = 7
+    r = w.submit(w.coordinator, "work.cancel", {"work_item_id": "a"})
+    assert r.rejection is not None and r.rejection.code == "stale_membership_epoch"
+
+
+def test_repeated_command_id_returns_original_events(tmp_path: Path) -> None:
+    w = make_world(tmp_path / "a.db")
+    cmd = w.coordinator.command("work.authorize", w.group, {
+        "work_item_id": "a", "mission_id": "m1", "contract": contract().wire()})  # fmt: skip
+    first = w.authority.submit(cmd)
+    again = w.authority.submit(cmd)
+    assert again.duplicate and again.status == "accepted"
+    assert [e.event_id for e in again.events] == [e.event_id for e in first.events]
+    other = w.coordinator.command("work.authorize", w.group, {
+        "work_item_id": "b", "mission_id": "m1", "contract": contract().wire()},
+        command_id=cmd.command_id)  # fmt: skip
+    r = w.authority.submit(other)
+    assert r.rejection is not None and r.rejection.code == "idempotency_conflict"
+
+
+def test_batch_keeps_each_command_atomic(tmp_path: Path) -> None:
+    w = make_world(tmp_path / "a.db")
+    mk = w.coordinator.command
+    cmds = [
+        mk("work.authorize", w.group, {"work_item_id": "a", "mission_id": "m1",
+                                       "contract": contract().wire()}),
+        mk("work.authorize", w.group, {"work_item_id": "b", "mission_id": "m1",
+                                       "contract": contract().wire(), "dependencies": ["x"]}),
+        mk("work.authorize", w.group, {"work_item_id": "c", "mission_id": "m1",
+                                       "contract": contract().wire(), "dependencies": ["a"]}),
+    ]  # fmt: skip
+    head = w.authority.head(w.group)[0]
+    res = w.authority.submit_many(cmds)
+    assert [r.status for r in res] == ["accepted", "rejected", "accepted"]
+    assert [e.seq for r in res for e in r.events] == [head + 1, head + 2]
+    verify_log(w.authority.conn, w.group, w.authority.public_key)
+
+
+def test_changed_byte_is_caught_naming_the_sequence(tmp_path: Path) -> None:
+    w = make_world(tmp_path / "a.db")
+    w.authorize("a")
+    w.authorize("b")
+    db = w.authority.db_path
+    conn = sqlite3.connect(db)
+    seq, data = conn.execute(
+        "SELECT seq, data FROM events WHERE group_id='g1' AND type='mission.created'"
+    ).fetchone()
+    assert "test mission" in data
+    conn.execute("UPDATE events SET data=? WHERE group_id='g1' AND seq=?",
+                 (data.replace("test mission", "test missioN"), seq))  # fmt: skip
+    conn.commit()
+    with pytest.raises(ChainError) as exc:
+        verify_log(conn, "g1", w.authority.public_key)
+    assert exc.value.seq == seq and exc.value.reason == "hash mismatch"
+
+
+def test_other_authority_key_is_refused(tmp_path: Path) -> None:
+    w = make_world(tmp_path / "a.db")
+    with pytest.raises(AuthorityError, match="another Authority key"):
+        Authority(w.authority.db_path, SigningKey.generate())
+
+
+def test_ack_never_deletes_history__MW_16_c(tmp_path: Path) -> None:
+    w = make_world(tmp_path / "a.db")
+    head = w.authority.head(w.group)[0]
+    assert w.authority.ack(w.group, "worker-0", head) == head
+    assert w.authority.ack(w.group, "worker-0", 1) == head  # never moves backwards
+    assert len(w.authority.events(w.group)) == head
+    with pytest.raises(ValueError):
+        w.authority.ack(w.group, "worker-0", head + 1)
+
+
+def test_archive_keeps_chain_and_old_cursor_gets_snapshot__MW_16_e(tmp_path: Path) -> None:
+    w = make_world(tmp_path / "a.db", config=AuthorityConfig(online_window=4))
+    for i in range(6):
+        w.authorize(f"i{i}")
+    through = w.authority.maybe_archive(w.group, force=True)
+    head = w.authority.head(w.group)[0]
+    assert through == head - 4
+    with pytest.raises(CursorTooOldError) as exc:
+        w.authority.events(w.group, after_sequence=0)
+    ref = exc.value.snapshot
+    snap = load_snapshot(w.authority.conn, w.group, ref["seq"])
+    assert snap is not None and verify_snapshot(snap, w.authority.public_key)
+    assert snap["hash"] == ref["hash"] and snap["seq"] >= through
+    assert len(snap["state"]["work_items"]) == 6
+    assert [e.seq for e in w.authority.events(w.group, after_sequence=through)] == list(
+        range(through + 1, head + 1)
+    )
+    rep = verify_log(w.authority.conn, w.group, w.authority.public_key)
+    assert rep.events == head  # archive + online still verify as one chain
+    tampered = {**snap, "state": {**snap["state"], "work_items": []}}
+    assert not verify_snapshot(tampered, w.authority.public_key)
+    assert json.loads(json.dumps(ref))["signature"] == snap["signature"]

@@ -14,6 +14,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -27,11 +28,12 @@ from ..protocol import (
     Rejection,
     Role,
     SigningKey,
+    canonical_bytes,
     new_id,
-    seal_event,
+    sha256_hex,
     verify_command,
 )
-from . import _handlers_admin, _handlers_lease, _handlers_work  # noqa: F401  (registration)
+from . import _handlers_admin, _handlers_lease, _handlers_work, _verifier  # noqa: F401
 from ._context import Ctx, Reject, dumps
 from ._errors import AuthorityError, CursorTooOldError, UnknownGroupError
 from ._registry import HANDLERS
@@ -54,12 +56,15 @@ class AuthorityConfig:
         online_window: Events kept online per Group before older ones move to the archive
             (``None``: never archive).
         max_batch: Commands per group-commit transaction.
+        parallel_verify_min: batches of at least this many Commands have their signatures
+            verified in a separate process while the writer applies them (0 disables it).
     """
 
     max_candidates: int = 8
     max_offer_ms: int = 7 * 24 * 3_600_000
     online_window: int | None = None
     max_batch: int = 256
+    parallel_verify_min: int = 8
 
 
 class SubmitResult(BaseModel):
@@ -125,6 +130,8 @@ class Authority:
         self.clock = clock
         self.conn = connect(db)
         self._lock = threading.Lock()
+        self._keys: dict[tuple[str | None, str], str] = {}
+        self._trusted: list[Command] = []
         self._pin_key()
 
     def _pin_key(self) -> None:
@@ -174,35 +181,98 @@ class Authority:
         Raises:
             sqlite3.Error: the database failed; the whole batch is rolled back.
         """
-        results: list[SubmitResult] = []
         with self._lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                heads: dict[str, _Head] = {}
-                for cmd in commands:
-                    results.append(self._apply(cmd, heads))
-                for gid, head in heads.items():
-                    if head.dirty:
-                        self.conn.execute(
-                            "UPDATE groups SET head_seq=?, head_hash=? WHERE group_id=?",
-                            (head.seq, head.hash, gid),
-                        )
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
+            keys = [self._key_of(cmd) for cmd in commands]
+        pending = None
+        n = self.config.parallel_verify_min
+        if n and len(commands) >= n:
+            pending = _verifier.submit(
+                [(c.model_dump_json(), k) for c, k in zip(commands, keys, strict=True) if k]
+            )
+        with self._lock:
+            results = self._transaction(commands, keys if pending else None, pending)
+            if results is None:  # a signature the writer relied on did not verify: redo inline
+                results = self._transaction(commands, None, None)
+                assert results is not None
         if self.config.online_window is not None:
             touched = {e.group_id for r in results for e in r.events if not r.duplicate}
             for gid in touched:
                 self.maybe_archive(gid)
         return results
 
-    def _apply(self, cmd: Command, heads: dict[str, _Head]) -> SubmitResult:
+    def _transaction(
+        self,
+        commands: Sequence[Command],
+        keys: list[str | None] | None,
+        pending: Future[list[bool]] | None,
+    ) -> list[SubmitResult] | None:
+        """Apply ``commands`` in one transaction; ``None`` if it had to be rolled back because a
+        signature taken on trust from ``pending`` (the verifier process) failed."""
+        self._trusted = []
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            heads: dict[str, _Head] = {}
+            results = [
+                self._apply(cmd, heads, keys[i] if keys else None) for i, cmd in enumerate(commands)
+            ]
+            if pending is not None and self._trusted:
+                verdicts = pending.result()
+                assert keys is not None
+                verdict_of = {}
+                j = 0
+                for i, k in enumerate(keys):
+                    if k:
+                        verdict_of[i] = verdicts[j]
+                        j += 1
+                index = {id(c): i for i, c in enumerate(commands)}
+                if not all(verdict_of[index[id(c)]] for c in self._trusted):
+                    self.conn.execute("ROLLBACK")
+                    return None
+            for gid, head in heads.items():
+                if head.dirty:
+                    self.conn.execute(
+                        "UPDATE groups SET head_seq=?, head_hash=? WHERE group_id=?",
+                        (head.seq, head.hash, gid),
+                    )
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return results
+
+    def _key_of(self, cmd: Command) -> str | None:
+        spec = HANDLERS.get(cmd.type)
+        if spec is None:
+            return None
+        if spec.auth == "self":
+            key = cmd.body.get("public_key")
+            return key if isinstance(key, str) else None
+        cache_key = (cmd.group_id if spec.auth == "member" else None, cmd.actor)
+        key = self._keys.get(cache_key)
+        if key is None:
+            if spec.auth == "member":
+                row = self.conn.execute(
+                    "SELECT public_key FROM members WHERE group_id=? AND agent_id=?", cache_key
+                ).fetchone()
+            else:
+                row = self.conn.execute(
+                    "SELECT public_key FROM agents WHERE agent_id=?", (cmd.actor,)
+                ).fetchone()
+            if row is None:
+                return None
+            key = self._keys[cache_key] = str(row[0])  # an agent's key never changes
+        return key
+
+    def _apply(
+        self, cmd: Command, heads: dict[str, _Head], verified_key: str | None = None
+    ) -> SubmitResult:
         prior = self.conn.execute(
-            "SELECT digest, status, refs FROM commands WHERE command_id=?", (cmd.command_id,)
+            "SELECT signature, status, refs FROM commands WHERE command_id=?", (cmd.command_id,)
         ).fetchone()
         if prior is not None:
-            if prior[0] != cmd.body_digest():
+            # Ed25519 signatures are deterministic: the same Command signed again by the same
+            # key has the same signature, and any change to it changes the signature.
+            if prior[0] != cmd.signature:
                 return _rejected(
                     cmd, "idempotency_conflict",
                     "this command id was used before with a different body",
@@ -219,14 +289,14 @@ class Authority:
         saved = {g: (h.seq, h.hash, h.dirty) for g, h in heads.items()}
         self.conn.execute("SAVEPOINT cmd")
         try:
-            ctx = self._authenticate(cmd)
+            ctx = self._authenticate(cmd, verified_key)
             HANDLERS[cmd.type].fn(ctx)
             events = self._append(ctx, heads)
             result_extra = {"rejection": ctx.rejection.model_dump()} if ctx.rejection else {}
             self.conn.execute(
-                "INSERT INTO commands (command_id, digest, status, refs) VALUES (?,?,?,?)",
+                "INSERT INTO commands (command_id, signature, status, refs) VALUES (?,?,?,?)",
                 (
-                    cmd.command_id, cmd.body_digest(), ctx.status,
+                    cmd.command_id, cmd.signature, ctx.status,
                     dumps({"events": [[e.group_id, e.seq] for e in events],
                            "result": dumps(result_extra)}),
                 ),
@@ -250,14 +320,22 @@ class Authority:
             rejection=ctx.rejection, reply=ctx.reply,
         )  # fmt: skip
 
-    def _authenticate(self, cmd: Command) -> Ctx:
+    def _authenticate(self, cmd: Command, trusted_key: str | None) -> Ctx:
+        def signed_by(key: object) -> bool:
+            if not isinstance(key, str):
+                return False
+            if key == trusted_key:  # the verifier process checks it before COMMIT
+                self._trusted.append(cmd)
+                return True
+            return verify_command(cmd, key)
+
         spec = HANDLERS.get(cmd.type)
         if spec is None:
             raise Reject("unknown_command", f"no such command type {cmd.type!r}", type=cmd.type)
         roles: frozenset[Role] = frozenset()
         if spec.auth == "self":
             key = cmd.body.get("public_key")
-            if not isinstance(key, str) or not verify_command(cmd, key):
+            if not signed_by(key):
                 raise Reject("bad_signature", "the command's signature does not verify")
         elif spec.auth == "agent":
             row = self.conn.execute(
@@ -265,7 +343,7 @@ class Authority:
             ).fetchone()
             if row is None:
                 raise Reject("unknown_actor", f"agent {cmd.actor!r} is not known", actor=cmd.actor)
-            if not verify_command(cmd, row[0]):
+            if not signed_by(row[0]):
                 raise Reject("bad_signature", "the command's signature does not verify")
         else:
             if not cmd.group_id:
@@ -287,7 +365,7 @@ class Authority:
                                  group_id=cmd.group_id)  # fmt: skip
                 raise Reject("not_a_member", f"{cmd.actor!r} is not a member of the group",
                              actor=cmd.actor)  # fmt: skip
-            if not verify_command(cmd, row[0]):
+            if not signed_by(row[0]):
                 raise Reject("bad_signature", "the command's signature does not verify")
             if cmd.membership_epoch != row[2]:
                 raise Reject(
@@ -319,22 +397,26 @@ class Authority:
                 if row is None:
                     raise Reject("unknown_group", f"no group {d.group_id!r}", group_id=d.group_id)
                 head = heads[d.group_id] = _Head(row[0], row[1])
-            ev = seal_event(
-                Event(
-                    group_id=d.group_id, seq=head.seq + 1, event_id=new_id("evt"), type=d.type,
-                    command_id=ctx.command.command_id, actor=ctx.command.actor,
-                    work_item_id=d.work_item_id, recorded_at_ms=ctx.now_ms, body=d.body,
-                    command=cmd_value if first else None, prev_hash=head.hash,
-                ),
-                self.key,
-            )  # fmt: skip
+            # Built as a plain dict and hashed once: this is the writer's hot path.
+            value: dict[str, Any] = {
+                "group_id": d.group_id, "seq": head.seq + 1, "event_id": new_id("evt"),
+                "type": d.type, "command_id": ctx.command.command_id,
+                "actor": ctx.command.actor, "work_item_id": d.work_item_id,
+                "recorded_at_ms": ctx.now_ms, "body": d.body,
+                "command_signature": ctx.command.signature if first else None,
+                "prev_hash": head.hash,
+            }  # fmt: skip
+            h = sha256_hex(canonical_bytes(value))
+            value["hash"], value["signature"] = h, self.key.sign(bytes.fromhex(h))
+            value["command"] = cmd_value if first else None
             first = False
             self.conn.execute(
                 "INSERT INTO events (group_id, seq, event_id, type, work_item_id, data) "
                 "VALUES (?,?,?,?,?,?)",
-                (ev.group_id, ev.seq, ev.event_id, ev.type, ev.work_item_id,
-                 ev.model_dump_json()),
+                (d.group_id, value["seq"], value["event_id"], d.type, d.work_item_id,
+                 json.dumps(value, separators=(",", ":"))),
             )  # fmt: skip
+            ev = Event.model_construct(**value)
             head.seq, head.hash, head.dirty = ev.seq, ev.hash, True
             events.append(ev)
         return events

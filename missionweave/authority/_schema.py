@@ -57,7 +57,7 @@ CREATE TABLE IF NOT EXISTS archived_events (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS commands (
     command_id TEXT PRIMARY KEY,
-    digest TEXT NOT NULL,
+    signature TEXT NOT NULL,
     status TEXT NOT NULL,
     refs TEXT NOT NULL
 ) WITHOUT ROWID;

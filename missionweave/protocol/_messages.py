@@ -7,17 +7,22 @@ the previous Event, its own hash and the Authority's signature.
 Hashing and signing (DESIGN §6):
 
 * ``command.signature`` = Ed25519(actor key, canonical(command without ``signature``));
-* ``event.hash`` = SHA-256 hex of canonical(event without ``hash`` and ``signature``) — this
-  includes ``prev_hash``, so the hashes form a chain;
+* ``event.hash`` = SHA-256 hex of canonical(event without ``hash``, ``signature`` and the carried
+  ``command``) — this includes ``prev_hash``, so the hashes form a chain, and
+  ``command_signature``, which pins the carried Command: Ed25519 signatures are deterministic and
+  bind their message, so a verifier that checks the carried Command's signature under its actor's
+  key (whose key the log itself records in ``member.added``) detects any change to it. The
+  Authority therefore never canonicalizes a Command on its writer path, only to verify it;
 * ``event.signature`` = Ed25519(authority key, the 32 raw bytes of ``event.hash``).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from ._canonical import canonical_bytes, sha256_hex
 from ._crypto import SigningKey, verify
@@ -54,10 +59,26 @@ class Command(BaseModel):
     membership_epoch: int = Field(default=0, ge=0)
     body: dict[str, Any] = Field(default_factory=dict)
     signature: str = ""
+    _signing_bytes: bytes | None = PrivateAttr(default=None)
 
     def signing_bytes(self) -> bytes:
-        """Canonical bytes that the actor signs (every field but ``signature``)."""
-        return canonical_bytes(self.model_dump(mode="json", exclude={"signature"}))
+        """Canonical bytes that the actor signs (every field but ``signature``); memoized.
+
+        Raises:
+            CanonicalizationError: the body holds a float or a non-JSON value.
+        """
+        if self._signing_bytes is None:
+            self._signing_bytes = canonical_bytes(
+                self.model_dump(mode="json", exclude={"signature"})
+            )
+        return self._signing_bytes
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Command:
+        """A copy; the memoized signing bytes survive only an update of ``signature`` alone."""
+        copy = super().model_copy(update=update, deep=deep)
+        if update and set(update) - {"signature"}:
+            copy._signing_bytes = None
+        return copy
 
     def body_digest(self) -> str:
         """SHA-256 hex over everything but the signature: what idempotency compares."""
@@ -79,6 +100,7 @@ class Event(BaseModel):
         body: the facts (JSON, no floats).
         command: the whole signed Command, on the first Event a Command produced, so the log
             alone proves who asked for what.
+        command_signature: the carried Command's signature (with ``command``); hashed.
         prev_hash: ``hash`` of Event ``seq - 1`` (:data:`GENESIS_HASH` for ``seq`` 1).
         hash: SHA-256 hex of the canonical Event without ``hash`` and ``signature``.
         signature: the Authority's Ed25519 signature over the raw hash bytes.
@@ -95,13 +117,14 @@ class Event(BaseModel):
     recorded_at_ms: int = Field(ge=0)
     body: dict[str, Any] = Field(default_factory=dict)
     command: dict[str, Any] | None = None
+    command_signature: str | None = None
     prev_hash: str
     hash: str = ""
     signature: str = ""
 
     def hashed_value(self) -> dict[str, Any]:
         """The JSON value the hash covers."""
-        return self.model_dump(mode="json", exclude={"hash", "signature"})
+        return self.model_dump(mode="json", exclude={"hash", "signature", "command"})
 
     def compute_hash(self) -> str:
         """SHA-256 hex over :meth:`hashed_value`."""
@@ -131,7 +154,12 @@ def seal_event(event: Event, key: SigningKey) -> Event:
     return event.model_copy(update={"hash": h, "signature": key.sign(bytes.fromhex(h))})
 
 
-def check_event(event: Event, authority_public_key: str, prev_hash: str | None) -> str | None:
+def check_event(
+    event: Event,
+    authority_public_key: str,
+    prev_hash: str | None,
+    actor_public_key: str | None = None,
+) -> str | None:
     """Check one Event of a chain.
 
     Args:
@@ -139,10 +167,14 @@ def check_event(event: Event, authority_public_key: str, prev_hash: str | None) 
         authority_public_key: the Authority's base64url public key.
         prev_hash: the expected ``prev_hash`` (the previous Event's hash), or ``None`` to skip
             the link check (first Event of a window that starts at a snapshot).
+        actor_public_key: the key of the Event's actor; when given and the Event carries its
+            Command, that Command's signature is verified too (what makes the carried Command
+            tamper-evident).
 
     Returns:
-        ``None`` when it verifies, else a short reason: ``broken link``, ``hash mismatch`` or
-        ``bad signature``.
+        ``None`` when it verifies, else a short reason: ``broken link``, ``command mismatch``
+        (the carried Command is not the one the Event names), ``bad command signature``,
+        ``hash mismatch`` or ``bad signature``.
     """
     if prev_hash is not None and event.prev_hash != prev_hash:
         return "broken link"
@@ -154,4 +186,19 @@ def check_event(event: Event, authority_public_key: str, prev_hash: str | None) 
         return "hash mismatch"
     if not verify(authority_public_key, event.signature, raw):
         return "bad signature"
+    if event.command is not None:
+        try:
+            carried = Command.model_validate(event.command)
+        except ValidationError:
+            return "command mismatch"
+        if (
+            carried.signature != event.command_signature
+            or carried.command_id != event.command_id
+            or carried.actor != event.actor
+        ):
+            return "command mismatch"
+        if actor_public_key is not None and not verify_command(carried, actor_public_key):
+            return "bad command signature"
+    elif event.command_signature is not None:
+        return "command mismatch"
     return None

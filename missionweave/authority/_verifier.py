@@ -1,0 +1,72 @@
+"""Command signature verification off the writer: a process beside the Authority's writer.
+
+Verifying an Ed25519 signature needs the Command's RFC 8785 canonical bytes, and canonicalizing is
+pure-Python work that would hold the GIL the writer needs. So batches are verified in a separate
+process (started with ``spawn``, lazily, shared by every Authority of this process) while the
+writer applies the same batch optimistically; the writer waits for the verdicts before it
+commits, and redoes the batch with inline verification if any signature it relied on failed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import multiprocessing
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+
+from ..protocol import Command, verify_command
+
+log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_pool: ProcessPoolExecutor | None = None
+_broken = False
+
+
+def verify_batch(items: list[tuple[str, str]]) -> list[bool]:
+    """For each ``(command_json, public_key)``: whether the Command's signature verifies.
+
+    Runs in the verifier process. Never raises for bad input: an unparsable Command is ``False``.
+    """
+    out: list[bool] = []
+    for raw, key in items:
+        try:
+            out.append(verify_command(Command.model_validate_json(raw), key))
+        except Exception:
+            out.append(False)
+    return out
+
+
+def submit(items: list[tuple[str, str]]) -> Future[list[bool]] | None:
+    """Start verifying ``items`` in the verifier process; ``None`` if it cannot run here."""
+    global _pool, _broken
+    with _lock:
+        if _broken:
+            return None
+        if _pool is None:
+            try:
+                _pool = ProcessPoolExecutor(
+                    max_workers=1, mp_context=multiprocessing.get_context("spawn")
+                )
+                atexit.register(shutdown)
+            except (OSError, ValueError) as exc:  # pragma: no cover - platform without processes
+                log.warning("verifier process unavailable (%s); verifying inline", exc)
+                _broken = True
+                return None
+        try:
+            return _pool.submit(verify_batch, items)
+        except RuntimeError as exc:  # broken pool, or spawn impossible from this __main__
+            log.warning("verifier process unusable; verifying inline from now on: %s", exc)
+            _broken = True
+            _pool = None
+            return None
+
+
+def shutdown() -> None:
+    """Stop the verifier process (registered with :mod:`atexit`)."""
+    global _pool
+    with _lock:
+        if _pool is not None:
+            _pool.shutdown(wait=True, cancel_futures=True)
+            _pool = None

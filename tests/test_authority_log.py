@@ -14,6 +14,7 @@ from missionweave.authority import (
     AuthorityError,
     ChainError,
     CursorTooOldError,
+    UnknownGroupError,
     load_snapshot,
     verify_log,
     verify_snapshot,
@@ -147,3 +148,31 @@ def test_archive_keeps_chain_and_old_cursor_gets_snapshot__MW_16_e(tmp_path: Pat
     tampered = {**snap, "state": {**snap["state"], "work_items": []}}
     assert not verify_snapshot(tampered, w.authority.public_key)
     assert json.loads(json.dumps(ref))["signature"] == snap["signature"]
+
+
+def test_forged_command_in_a_large_batch_is_caught_by_the_verifier(tmp_path: Path) -> None:
+    """Batches are applied while a separate process verifies signatures; a forgery among them
+    must still be rejected and must not disturb the honest Commands."""
+    w = make_world(tmp_path / "a.db")
+    mk = w.coordinator.command
+    cmds = [
+        mk("work.authorize", w.group, {"work_item_id": f"i{i}", "mission_id": "m1",
+                                       "contract": contract().wire()})
+        for i in range(12)
+    ]  # fmt: skip
+    forged = cmds[5].model_copy(update={"body": {**cmds[5].body, "work_item_id": "evil"}})
+    cmds[5] = forged
+    assert w.authority.config.parallel_verify_min <= len(cmds)
+    results = w.authority.submit_many(cmds)
+    assert [r.status for r in results].count("accepted") == 11
+    assert results[5].rejection is not None and results[5].rejection.code == "bad_signature"
+    assert w.authority.work_item(w.group, "evil") is None
+    verify_log(w.authority.conn, w.group, w.authority.public_key)
+
+
+def test_archive_of_unknown_group_is_a_clear_error(tmp_path: Path) -> None:
+    w = make_world(tmp_path / "a.db", config=AuthorityConfig(online_window=2))
+    with pytest.raises(UnknownGroupError):
+        w.authority.maybe_archive("nope", force=True)
+    with pytest.raises(ValueError):
+        w.authority.query("DELETE FROM events")

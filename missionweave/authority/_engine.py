@@ -35,10 +35,10 @@ from ..protocol import (
 )
 from . import _handlers_admin, _handlers_lease, _handlers_work, _verifier  # noqa: F401
 from ._context import Ctx, Reject, dumps
-from ._errors import AuthorityError, CursorTooOldError, UnknownGroupError
+from ._errors import AuthorityError
+from ._reads import LogReader
 from ._registry import HANDLERS
 from ._schema import connect
-from ._snapshots import latest_snapshot, take_snapshot
 
 
 def now_ms() -> int:
@@ -100,7 +100,7 @@ class _Head:
     dirty: bool = field(default=False)
 
 
-class Authority:
+class Authority(LogReader):
     """A Group Authority over one SQLite database.
 
     Args:
@@ -136,15 +136,14 @@ class Authority:
 
     def _pin_key(self) -> None:
         """Record the Authority's public key in the database; refuse a different key later."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        self.conn.execute(
-            "INSERT OR IGNORE INTO meta (key, value) VALUES ('authority_public_key', ?)",
-            (self.key.public_key,),
-        )
-        row = self.conn.execute(
-            "SELECT value FROM meta WHERE key='authority_public_key'"
-        ).fetchone()
-        self.conn.execute("COMMIT")
+        with self._write():
+            self.conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('authority_public_key', ?)",
+                (self.key.public_key,),
+            )
+            row = self.conn.execute(
+                "SELECT value FROM meta WHERE key='authority_public_key'"
+            ).fetchone()
         if row[0] != self.key.public_key:
             self.conn.close()
             raise AuthorityError(
@@ -420,181 +419,6 @@ class Authority:
             head.seq, head.hash, head.dirty = ev.seq, ev.hash, True
             events.append(ev)
         return events
-
-    # ----------------------------------------------------------------------------- reads
-
-    def _load_event(self, group_id: str, seq: int) -> Event:
-        row = self.conn.execute(
-            "SELECT data FROM events WHERE group_id=? AND seq=? UNION ALL "
-            "SELECT data FROM archived_events WHERE group_id=? AND seq=?",
-            (group_id, seq, group_id, seq),
-        ).fetchone()
-        return Event.model_validate_json(row[0])
-
-    def head(self, group_id: str) -> tuple[int, str]:
-        """The Group's last sequence and hash (``(0, GENESIS_HASH)`` when empty).
-
-        Raises:
-            UnknownGroupError: no such Group.
-        """
-        with self._lock:
-            row = self.conn.execute(
-                "SELECT head_seq, head_hash FROM groups WHERE group_id=?", (group_id,)
-            ).fetchone()
-        if row is None:
-            raise UnknownGroupError(group_id)
-        return int(row[0]), str(row[1])
-
-    def events(self, group_id: str, after_sequence: int = 0, limit: int = 1000) -> list[Event]:
-        """Events with ``seq > after_sequence`` in order, at most ``limit`` (1–10,000).
-
-        Raises:
-            UnknownGroupError: no such Group.
-            CursorTooOldError: ``after_sequence`` is below the online window (MW-16-e).
-            ValueError: ``limit`` or ``after_sequence`` out of range.
-        """
-        if not 1 <= limit <= 10_000 or after_sequence < 0:
-            raise ValueError("limit must be 1..10000 and after_sequence >= 0")
-        with self._lock:
-            row = self.conn.execute(
-                "SELECT archived_through FROM groups WHERE group_id=?", (group_id,)
-            ).fetchone()
-            if row is None:
-                raise UnknownGroupError(group_id)
-            if after_sequence < row[0]:
-                snap = latest_snapshot(self.conn, group_id)
-                raise CursorTooOldError(group_id, after_sequence, row[0] + 1, snap or {})
-            rows = self.conn.execute(
-                "SELECT data FROM events WHERE group_id=? AND seq>? ORDER BY seq LIMIT ?",
-                (group_id, after_sequence, limit),
-            ).fetchall()
-        return [Event.model_validate_json(r[0]) for r in rows]
-
-    def all_events(self, group_id: str) -> list[Event]:
-        """The whole log, archive included, in order (for verification and tests)."""
-        with self._lock:
-            rows = self.conn.execute(
-                "SELECT data FROM archived_events WHERE group_id=? UNION ALL "
-                "SELECT data FROM events WHERE group_id=? ORDER BY 1",
-                (group_id, group_id),
-            ).fetchall()
-        evs = [Event.model_validate_json(r[0]) for r in rows]
-        return sorted(evs, key=lambda e: e.seq)
-
-    def groups(self) -> list[str]:
-        """Every Group id."""
-        with self._lock:
-            return [r[0] for r in self.conn.execute("SELECT group_id FROM groups ORDER BY 1")]
-
-    def query(self, sql: str, *args: Any) -> list[dict[str, Any]]:
-        """Read-only projection query (rows as dicts). For views, the CLI and tests."""
-        with self._lock:
-            cur = self.conn.execute(sql, args)
-            cols = [c[0] for c in cur.description or ()]
-            return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-
-    def work_item(self, group_id: str, work_item_id: str) -> dict[str, Any] | None:
-        """The WorkItem projection row, or ``None``."""
-        rows = self.query(
-            "SELECT * FROM work_items WHERE group_id=? AND work_item_id=?", group_id, work_item_id
-        )
-        return rows[0] if rows else None
-
-    def lease(self, lease_id: str) -> dict[str, Any] | None:
-        """The lease row with ``valid`` (active and unexpired now), or ``None``."""
-        rows = self.query("SELECT * FROM leases WHERE lease_id=?", lease_id)
-        if not rows:
-            return None
-        row = rows[0]
-        row["valid"] = row["status"] == "active" and row["expires_at_ms"] > self.clock()
-        return row
-
-    # ----------------------------------------------------------------------- delivery state
-
-    def ack(self, group_id: str, agent_id: str, seq: int) -> int:
-        """Record ``agent_id``'s durable cursor in ``group_id`` (MW-16-c); never deletes history.
-
-        The stored cursor never moves backwards. Returns the stored cursor.
-
-        Raises:
-            UnknownGroupError: no such Group.
-            ValueError: ``seq`` is negative or beyond the Group's head.
-        """
-        head, _ = self.head(group_id)
-        if not 0 <= seq <= head:
-            raise ValueError(f"cursor {seq} outside 0..{head}")
-        with self._lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            self.conn.execute(
-                "INSERT INTO cursors (group_id, agent_id, seq, updated_at_ms) VALUES (?,?,?,?) "
-                "ON CONFLICT (group_id, agent_id) DO UPDATE SET "
-                "seq=max(seq, excluded.seq), updated_at_ms=excluded.updated_at_ms",
-                (group_id, agent_id, seq, self.clock()),
-            )
-            self.conn.execute("COMMIT")
-            row = self.conn.execute(
-                "SELECT seq FROM cursors WHERE group_id=? AND agent_id=?", (group_id, agent_id)
-            ).fetchone()
-        return int(row[0])
-
-    def maybe_archive(self, group_id: str, *, force: bool = False) -> int:
-        """Move Events older than the online window to the archive, after a signed snapshot.
-
-        Archiving runs when the online log exceeds 1.5 × ``online_window`` (or when ``force``).
-        The archive keeps every Event, so the whole chain still verifies (MW-16-c).
-
-        Returns:
-            The new ``archived_through`` sequence (0 when nothing is archived).
-        """
-        window = self.config.online_window
-        if window is None:
-            return 0
-        with self._lock:
-            head_seq, through = self.conn.execute(
-                "SELECT head_seq, archived_through FROM groups WHERE group_id=?", (group_id,)
-            ).fetchone()
-            online = head_seq - through
-            if not force and online <= window + window // 2:
-                return int(through)
-            new_through = max(through, head_seq - window)
-            if new_through <= through:
-                return int(through)
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                take_snapshot(self.conn, self.key, group_id, self.clock())
-                self.conn.execute(
-                    "INSERT INTO archived_events SELECT * FROM events WHERE group_id=? AND seq<=?",
-                    (group_id, new_through),
-                )
-                self.conn.execute(
-                    "DELETE FROM events WHERE group_id=? AND seq<=?", (group_id, new_through)
-                )
-                self.conn.execute(
-                    "UPDATE groups SET archived_through=? WHERE group_id=?",
-                    (new_through, group_id),
-                )
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-        return int(new_through)
-
-    def snapshot(self, group_id: str) -> dict[str, Any]:
-        """The latest signed snapshot of ``group_id`` (taking one at the head if none exists).
-
-        Raises:
-            UnknownGroupError: no such Group.
-        """
-        self.head(group_id)
-        with self._lock:
-            snap = latest_snapshot(self.conn, group_id)
-            if snap is None:
-                self.conn.execute("BEGIN IMMEDIATE")
-                take_snapshot(self.conn, self.key, group_id, self.clock())
-                self.conn.execute("COMMIT")
-                snap = latest_snapshot(self.conn, group_id)
-        assert snap is not None
-        return snap
 
 
 def _rejected(cmd: Command, code: str, reason: str, **detail: Any) -> SubmitResult:

@@ -1,0 +1,322 @@
+"""Async HTTP client of the Authority server (``missionweave.authority.server``).
+
+Error tree::
+
+    AuthorityError                        (missionweave.authority)
+    ├── UnknownGroupError
+    ├── CursorTooOldError
+    └── AuthorityClientError              root of client-side failures
+        ├── AuthorityUnavailable          connection refused, timeout, 502/503/504 (names the URL)
+        ├── AuthorityRequestError         an error answer: .status, .code, .reason, .detail
+        │   ├── RemoteUnknownGroupError   404 unknown_group (also an UnknownGroupError)
+        │   └── RemoteCursorTooOldError   410 CURSOR_TOO_OLD (also a CursorTooOldError, with
+        │                                 the signed snapshot reference)
+        ├── SnapshotVerificationError     a snapshot's hash or Authority signature does not verify
+        └── SubscriberError               the Subscriber cannot go on
+            ├── SubscriptionRefused       ERROR unauthorized / unknown_group on SUBSCRIBE
+            └── EventVerificationError    a validly signed Event breaks the chain (a fork)
+
+So code written against :class:`Authority` (``except CursorTooOldError``) works unchanged
+against the client, and ``except AuthorityRequestError`` catches every error answer.
+
+A rejected Command is not an error: :meth:`AuthorityClient.submit` returns its
+:class:`SubmitResult` with the structured rejection, as :meth:`Authority.submit` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from ..protocol import Command, Event
+from ._engine import SubmitResult
+from ._errors import AuthorityError, CursorTooOldError, UnknownGroupError
+from ._snapshots import verify_snapshot
+
+#: Commands per ``POST /v1/commands/batch`` (the server's limit).
+BATCH_LIMIT = 1000
+
+
+class AuthorityClientError(AuthorityError):
+    """Root of client-side errors."""
+
+
+class AuthorityUnavailable(AuthorityClientError):
+    """The Authority could not be reached or did not answer in time; retrying may help.
+
+    Commands are idempotent by ``command_id``, so resubmitting the same Command is safe.
+    """
+
+
+class AuthorityRequestError(AuthorityClientError):
+    """The Authority answered with an error body.
+
+    Attributes:
+        status: the HTTP status.
+        code: the stable error code (``invalid_command``, ``not_found``, …).
+        reason: one human sentence.
+        detail: machine-readable facts.
+    """
+
+    def __init__(self, status: int, code: str, reason: str, detail: dict[str, Any]) -> None:
+        super().__init__(f"{status} {code}: {reason}")
+        self.status, self.code, self.reason, self.detail = status, code, reason, detail
+
+
+class RemoteUnknownGroupError(UnknownGroupError, AuthorityRequestError):
+    """404 ``unknown_group``: no such Group on the server."""
+
+    def __init__(self, group_id: str, reason: str, detail: dict[str, Any]) -> None:
+        # UnknownGroupError.__init__ would chain into AuthorityRequestError's signature.
+        AuthorityRequestError.__init__(self, 404, "unknown_group", reason, detail)
+        self.group_id = group_id
+
+
+class RemoteCursorTooOldError(CursorTooOldError, AuthorityRequestError):
+    """410 ``CURSOR_TOO_OLD``: restore ``snapshot`` and resume from its ``seq`` (MW-16-e)."""
+
+    def __init__(self, reason: str, detail: dict[str, Any], snapshot: dict[str, Any]) -> None:
+        AuthorityRequestError.__init__(self, 410, CursorTooOldError.code, reason, detail)
+        self.group_id = str(detail.get("group_id", ""))
+        self.after_sequence = int(detail.get("after_sequence", 0))
+        self.first_online_seq = int(detail.get("first_online_seq", 0))
+        self.snapshot = snapshot
+
+
+class SnapshotVerificationError(AuthorityClientError):
+    """A snapshot's hash does not match its body, its signature does not verify under the
+    Authority's key, or it is not the snapshot that was asked for (MW-16-e)."""
+
+
+class SubscriberError(AuthorityClientError):
+    """The Subscriber stopped on a condition that reconnecting cannot fix."""
+
+
+class SubscriptionRefused(SubscriberError):
+    """The server refused a SUBSCRIBE (``unauthorized`` or ``unknown_group``).
+
+    Attributes:
+        code: the ERROR frame's code.
+        detail: its detail (``group`` among others).
+    """
+
+    def __init__(self, code: str, reason: str, detail: dict[str, Any]) -> None:
+        super().__init__(f"{code}: {reason}")
+        self.code, self.reason, self.detail = code, reason, detail
+
+
+class EventVerificationError(SubscriberError):
+    """An Event that verifies on its own does not link to the previous one (MW-16-a).
+
+    Attributes:
+        group_id: the Group.
+        seq: the Event's sequence.
+        reason: ``broken link`` or ``conflicting event``.
+    """
+
+    def __init__(self, group_id: str, seq: int, reason: str) -> None:
+        super().__init__(f"group {group_id!r}: event {seq}: {reason}")
+        self.group_id, self.seq, self.reason = group_id, seq, reason
+
+
+class AuthorityClient:
+    """Async client of one Authority server.
+
+    Args:
+        base_url: e.g. ``"http://127.0.0.1:8787"``.
+        transport: an httpx transport, e.g. ``httpx.ASGITransport(app=create_app(a))`` to run
+            in-process; the network by default.
+        timeout: seconds per request.
+        authority_public_key: pin the Authority's key for snapshot verification; without it
+            the key is read once from ``GET /v1/authority``.
+
+    Use as ``async with AuthorityClient(url) as c: ...`` or call :meth:`aclose`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout: float = 10.0,
+        authority_public_key: str | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.AsyncClient(base_url=self.base_url, transport=transport, timeout=timeout)
+        self._public_key = authority_public_key
+
+    async def __aenter__(self) -> AuthorityClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def _request(
+        self, method: str, path: str, *, ok: tuple[int, ...] = (200,), **kw: Any
+    ) -> httpx.Response:
+        try:
+            resp = await self._http.request(method, path, **kw)
+        except httpx.TransportError as exc:
+            raise AuthorityUnavailable(
+                f"{method} {self.base_url}{path}: {type(exc).__name__}: {exc}"
+            ) from exc
+        if resp.status_code in ok:
+            return resp
+        if resp.status_code in (502, 503, 504):
+            raise AuthorityUnavailable(f"{method} {self.base_url}{path}: HTTP {resp.status_code}")
+        try:
+            body = resp.json()
+        except ValueError:
+            body = {}
+        if not isinstance(body, dict):
+            body = {}
+        code = str(body.get("code", "http_error"))
+        reason = str(body.get("reason", resp.reason_phrase))
+        detail = body.get("detail") if isinstance(body.get("detail"), dict) else {}
+        assert isinstance(detail, dict)
+        if resp.status_code == 404 and code == "unknown_group":
+            raise RemoteUnknownGroupError(str(detail.get("group_id", "")), reason, detail)
+        if resp.status_code == 410 and code == CursorTooOldError.code:
+            raise RemoteCursorTooOldError(reason, detail, dict(body.get("snapshot") or {}))
+        raise AuthorityRequestError(resp.status_code, code, reason, detail)
+
+    async def submit(self, command: Command) -> SubmitResult:
+        """Submit one signed Command.
+
+        Returns:
+            The verdict: ``accepted``, ``recorded`` or ``rejected`` (with its structured
+            rejection); a repeat of a known ``command_id`` returns the original Events.
+
+        Raises:
+            AuthorityUnavailable: unreachable or timed out (resubmitting is safe).
+            AuthorityRequestError: the Command is malformed (422) or the server failed.
+        """
+        resp = await self._request(
+            "POST", "/v1/commands", ok=(200, 409), json=command.model_dump(mode="json")
+        )
+        return SubmitResult.model_validate(resp.json())
+
+    async def submit_many(self, commands: Sequence[Command]) -> list[SubmitResult]:
+        """Submit Commands in order (in requests of at most 1000).
+
+        Returns:
+            One verdict per Command, in order.
+
+        Raises:
+            AuthorityUnavailable: unreachable or timed out (resubmitting is safe).
+            AuthorityRequestError: a Command is malformed or the server failed.
+        """
+        results: list[SubmitResult] = []
+        for i in range(0, len(commands), BATCH_LIMIT):
+            chunk = [c.model_dump(mode="json") for c in commands[i : i + BATCH_LIMIT]]
+            resp = await self._request("POST", "/v1/commands/batch", json=chunk)
+            results.extend(SubmitResult.model_validate(r) for r in resp.json())
+        return results
+
+    async def events(
+        self, group_id: str, after_sequence: int = 0, limit: int = 1000
+    ) -> list[Event]:
+        """Events of ``group_id`` with ``seq > after_sequence``, in order, at most ``limit``.
+
+        The Events are parsed, not verified; :class:`Subscriber` verifies the chain.
+
+        Raises:
+            UnknownGroupError: no such Group.
+            CursorTooOldError: ``after_sequence`` is below the online window; its ``snapshot``
+                is the signed reference to restore from (MW-16-e).
+            AuthorityUnavailable: unreachable or timed out.
+        """
+        resp = await self._request(
+            "GET", f"/v1/groups/{group_id}/events",
+            params={"after_sequence": after_sequence, "limit": limit},
+        )  # fmt: skip
+        return [Event.model_validate(e) for e in resp.json()["events"]]
+
+    async def head(self, group_id: str) -> tuple[int, str]:
+        """The Group's last ``(seq, hash)``, like :meth:`Authority.head`.
+
+        Raises:
+            UnknownGroupError: no such Group.
+        """
+        body = (await self._request("GET", f"/v1/groups/{group_id}/head")).json()
+        return int(body["seq"]), str(body["hash"])
+
+    async def public_key(self) -> str:
+        """The Authority's base64url public key (pinned, or read once from the server)."""
+        if self._public_key is None:
+            self._public_key = str((await self.info())["public_key"])
+        return self._public_key
+
+    async def snapshot(
+        self, group_id: str, seq: int, *, authority_public_key: str | None = None
+    ) -> dict[str, Any]:
+        """The whole signed snapshot of ``group_id`` at ``seq``, verified (MW-16-e).
+
+        Args:
+            group_id: the Group.
+            seq: the snapshot's sequence (from a CURSOR_TOO_OLD reference).
+            authority_public_key: the key to verify with; the client's pinned or fetched key
+                by default.
+
+        Returns:
+            The snapshot: ``group_id``, ``seq``, ``head_hash``, ``taken_at_ms``, ``state``,
+            ``hash``, ``signature``.
+
+        Raises:
+            SnapshotVerificationError: hash, signature, Group or sequence do not match.
+            AuthorityRequestError: no such snapshot (404 ``unknown_snapshot``).
+        """
+        key = authority_public_key or await self.public_key()
+        snap = (await self._request("GET", f"/v1/groups/{group_id}/snapshots/{seq}")).json()
+        if not isinstance(snap, dict) or not verify_snapshot(snap, key):
+            raise SnapshotVerificationError(
+                f"snapshot of group {group_id!r} at {seq}: hash or signature does not verify"
+            )
+        if snap.get("group_id") != group_id or snap.get("seq") != seq:
+            raise SnapshotVerificationError(
+                f"asked for group {group_id!r} at {seq}, got {snap.get('group_id')!r} at "
+                f"{snap.get('seq')}"
+            )
+        return snap
+
+    async def lease(self, lease_id: str) -> dict[str, Any] | None:
+        """The lease row with ``valid`` (active and unexpired on the Authority's clock), or
+        ``None`` when unknown. Check it before an external side effect (DESIGN §5)."""
+        resp = await self._request("GET", f"/v1/leases/{lease_id}", ok=(200, 404))
+        if resp.status_code == 404:
+            if resp.json().get("code") != "unknown_lease":
+                raise AuthorityRequestError(404, "not_found", "no lease route", {})
+            return None
+        row: dict[str, Any] = resp.json()
+        return row
+
+    async def info(self) -> dict[str, Any]:
+        """``{"public_key": str, "groups": [str]}``."""
+        body: dict[str, Any] = (await self._request("GET", "/v1/authority")).json()
+        return body
+
+
+__all__ = [
+    "AuthorityClient",
+    "AuthorityClientError",
+    "AuthorityRequestError",
+    "AuthorityUnavailable",
+    "EventVerificationError",
+    "RemoteCursorTooOldError",
+    "RemoteUnknownGroupError",
+    "SnapshotVerificationError",
+    "SubscriberError",
+    "SubscriptionRefused",
+]

@@ -1,0 +1,236 @@
+"""The Authority's HTTP and WebSocket front (protocol section 16, DESIGN §6).
+
+Routes::
+
+    POST /v1/commands                          one Command → SubmitResult (200, or 409 rejected)
+    POST /v1/commands/batch                    up to 1000 Commands → [SubmitResult] (200)
+    GET  /v1/groups/{group_id}/events          ?after_sequence=N&limit=M → {events, head_seq}
+    GET  /v1/groups/{group_id}/head            → {seq, hash}
+    GET  /v1/groups/{group_id}/snapshots/{seq} → the whole signed snapshot
+    GET  /v1/leases/{lease_id}                 → the lease row with ``valid``
+    GET  /v1/authority                         → {public_key, groups}
+    GET  /healthz                              → {ok: true}
+    WS   /v1/stream                            SUBSCRIBE / EVENT / ACK / ERROR (see ``_stream``)
+
+Every error body is ``{"code", "reason", "detail"}``; a cursor below the online window answers
+410 ``CURSOR_TOO_OLD`` with a signed ``snapshot`` reference (MW-16-e). Every Authority call runs
+in a worker thread, so a slow fsync never stalls the event loop; writes go through one
+:class:`BatchWriter` (group commit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import uvicorn
+from fastapi import Body, FastAPI, Query, Request, WebSocket
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..protocol import CanonicalizationError, Command
+from ._batch import BatchWriter, Notifier
+from ._engine import Authority, SubmitResult
+from ._errors import CursorTooOldError, UnknownGroupError
+from ._stream import StreamSession
+
+log = logging.getLogger(__name__)
+
+#: Most Commands accepted by one ``POST /v1/commands/batch``.
+MAX_BATCH_REQUEST = 1000
+
+
+def error_body(code: str, reason: str, **detail: Any) -> dict[str, Any]:
+    """The structured error body every failing route answers with."""
+    return {"code": code, "reason": reason, "detail": detail}
+
+
+def _error(status: int, code: str, reason: str, **detail: Any) -> JSONResponse:
+    return JSONResponse(error_body(code, reason, **detail), status_code=status)
+
+
+def _result(r: SubmitResult) -> dict[str, Any]:
+    return r.model_dump(mode="json")
+
+
+def _unsignable(commands: list[Command]) -> JSONResponse | None:
+    # A float in a body passes the pydantic model but can never be canonicalized or verified:
+    # refuse it here rather than let it fail inside a shared transaction.
+    for i, cmd in enumerate(commands):
+        try:
+            cmd.signing_bytes()
+        except CanonicalizationError as exc:
+            return _error(422, "invalid_command", str(exc), index=i, command_id=cmd.command_id)
+    return None
+
+
+def create_app(
+    authority: Authority, *, max_batch: int = 256, poll_interval_s: float = 0.2
+) -> FastAPI:
+    """Build the ASGI app serving ``authority``.
+
+    Args:
+        authority: the Authority (it stays owned by the caller, who closes it).
+        max_batch: Commands per group-commit transaction of the :class:`BatchWriter`.
+        poll_interval_s: seconds between fallback polls of each WebSocket subscription, which
+            picks up Events appended by other processes on the same database.
+
+    Raises:
+        ValueError: ``max_batch`` < 1 or ``poll_interval_s`` <= 0.
+
+    Returns:
+        The app; ``app.state.authority``, ``app.state.writer`` (the :class:`BatchWriter`) and
+        ``app.state.notifier`` are exposed for embedding and tests.
+
+    Implements MW-16-a (at-least-once EVENT stream, Events carry their ids), MW-16-c (ACK
+    records cursors, never deletes history), MW-16-d (SUBSCRIBE.afterSequence replay) and
+    MW-16-e (CURSOR_TOO_OLD with a signed snapshot reference).
+    """
+    if poll_interval_s <= 0:
+        raise ValueError("poll_interval_s must be positive")
+    notifier = Notifier()
+    writer = BatchWriter(authority, max_batch=max_batch, on_commit=notifier.notify)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await writer.drain()
+
+    app = FastAPI(title="MissionWeave Group Authority", version="1", lifespan=lifespan)
+    app.state.authority = authority
+    app.state.writer = writer
+    app.state.notifier = notifier
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        on_commands = request.url.path.startswith("/v1/commands")
+        code = "invalid_command" if on_commands else "invalid_request"
+        errors: list[dict[str, Any]] = [
+            {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")),
+             "type": str(e.get("type", ""))}
+            for e in exc.errors()
+        ]  # fmt: skip
+        reason = "invalid request"
+        if errors:
+            loc = ".".join(errors[0]["loc"])
+            reason = f"{loc}: {errors[0]['msg']}" if loc else str(errors[0]["msg"])
+        return _error(422, code, reason, errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return _error(exc.status_code, code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def _internal(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return _error(
+            500, "internal_error", "the Authority failed to answer", type=type(exc).__name__
+        )
+
+    @app.post("/v1/commands")
+    async def post_command(command: Command) -> JSONResponse:
+        refused = _unsignable([command])
+        if refused is not None:
+            return refused
+        (result,) = await writer.submit([command])
+        return JSONResponse(
+            _result(result), status_code=409 if result.status == "rejected" else 200
+        )
+
+    @app.post("/v1/commands/batch")
+    async def post_batch(commands: list[Command] = Body(...)) -> JSONResponse:
+        if len(commands) > MAX_BATCH_REQUEST:
+            return _error(
+                422, "invalid_command", f"at most {MAX_BATCH_REQUEST} commands per batch",
+                count=len(commands), max=MAX_BATCH_REQUEST,
+            )  # fmt: skip
+        refused = _unsignable(commands)
+        if refused is not None:
+            return refused
+        results = await writer.submit(commands)
+        return JSONResponse([_result(r) for r in results])
+
+    @app.get("/v1/groups/{group_id}/events")
+    async def get_events(
+        group_id: str,
+        after_sequence: int = Query(0, ge=0),
+        limit: int = Query(1000, ge=1, le=10_000),
+    ) -> JSONResponse:
+        try:
+            events = await asyncio.to_thread(authority.events, group_id, after_sequence, limit)
+            head_seq, _ = await asyncio.to_thread(authority.head, group_id)
+        except UnknownGroupError:
+            return _error(404, "unknown_group", f"unknown group {group_id!r}", group_id=group_id)
+        except CursorTooOldError as exc:
+            body = error_body(
+                exc.code, str(exc), group_id=group_id, after_sequence=exc.after_sequence,
+                first_online_seq=exc.first_online_seq,
+            )  # fmt: skip
+            return JSONResponse({**body, "snapshot": exc.snapshot}, status_code=410)
+        return JSONResponse(
+            {"events": [e.model_dump(mode="json") for e in events], "head_seq": head_seq}
+        )
+
+    @app.get("/v1/groups/{group_id}/head")
+    async def get_head(group_id: str) -> JSONResponse:
+        try:
+            seq, h = await asyncio.to_thread(authority.head, group_id)
+        except UnknownGroupError:
+            return _error(404, "unknown_group", f"unknown group {group_id!r}", group_id=group_id)
+        return JSONResponse({"seq": seq, "hash": h})
+
+    @app.get("/v1/groups/{group_id}/snapshots/{seq}")
+    async def get_snapshot(group_id: str, seq: int) -> JSONResponse:
+        snap = await asyncio.to_thread(authority.load_snapshot, group_id, seq)
+        if snap is None:
+            return _error(
+                404, "unknown_snapshot", f"no snapshot of group {group_id!r} at {seq}",
+                group_id=group_id, seq=seq,
+            )  # fmt: skip
+        return JSONResponse(snap)
+
+    @app.get("/v1/leases/{lease_id}")
+    async def get_lease(lease_id: str) -> JSONResponse:
+        row = await asyncio.to_thread(authority.lease, lease_id)
+        if row is None:
+            return _error(404, "unknown_lease", f"no lease {lease_id!r}", lease_id=lease_id)
+        return JSONResponse(row)
+
+    @app.get("/v1/authority")
+    async def get_authority() -> JSONResponse:
+        groups = await asyncio.to_thread(authority.groups)
+        return JSONResponse({"public_key": authority.public_key, "groups": groups})
+
+    @app.get("/healthz")
+    async def healthz() -> JSONResponse:
+        return JSONResponse({"ok": True})
+
+    @app.websocket("/v1/stream")
+    async def stream(ws: WebSocket) -> None:
+        await ws.accept()
+        await StreamSession(ws, authority, notifier, poll_interval_s).run()
+
+    return app
+
+
+def serve(authority: Authority, host: str = "127.0.0.1", port: int = 8787, **kw: Any) -> None:
+    """Run the server with uvicorn until interrupted (blocking; for the CLI).
+
+    Args:
+        authority: the Authority to serve.
+        host: the interface to bind.
+        port: the TCP port.
+        **kw: ``max_batch`` and ``poll_interval_s`` go to :func:`create_app`; anything else to
+            ``uvicorn.Config`` (e.g. ``log_level``).
+    """
+    app_kw = {k: kw.pop(k) for k in ("max_batch", "poll_interval_s") if k in kw}
+    app = create_app(authority, **app_kw)
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, **kw)).run()
+
+
+__all__ = ["BatchWriter", "create_app", "serve"]

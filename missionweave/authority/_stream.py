@@ -1,0 +1,239 @@
+"""The ``/v1/stream`` WebSocket session: SUBSCRIBE, EVENT, ACK, ERROR (protocol section 16).
+
+Frames are JSON objects with a ``type``::
+
+    client → server  SUBSCRIBE {group, afterSequence, agent, issuedAtMs, signature}
+                     ACK       {cursors: {group: seq}}
+    server → client  EVENT     {group, event}
+                     ERROR     {code, reason, detail[, snapshot]}
+
+``signature`` is the agent's Ed25519 signature (base64url) over the canonical bytes of the
+SUBSCRIBE frame without ``signature``; the agent must be an active member of the Group and
+``issuedAtMs`` within :data:`MAX_SKEW_MS` of the Authority's clock. One socket may hold several
+subscriptions (one per Group); a new SUBSCRIBE for a Group replaces the previous one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import WebSocket
+
+from ..protocol import CanonicalizationError, canonical_bytes, verify
+from ._batch import Notifier
+from ._engine import Authority
+from ._errors import CursorTooOldError, UnknownGroupError
+
+log = logging.getLogger(__name__)
+
+#: How far ``issuedAtMs`` of a SUBSCRIBE may be from the Authority's clock, in milliseconds.
+MAX_SKEW_MS = 300_000
+#: Events read from the log per page while replaying.
+PAGE = 1000
+
+
+@dataclass(slots=True)
+class _Subscription:
+    agent: str
+    task: asyncio.Task[None]
+
+
+class _FrameError(Exception):
+    def __init__(self, code: str, reason: str, **detail: Any) -> None:
+        super().__init__(reason)
+        self.code, self.reason, self.detail = code, reason, detail
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class StreamSession:
+    """One WebSocket connection of ``/v1/stream``.
+
+    Args:
+        ws: the accepted WebSocket.
+        authority: the Authority whose Group logs are streamed.
+        notifier: wakes the pumps after a commit.
+        poll_interval_s: fallback poll period, seconds (appends by other processes).
+    """
+
+    def __init__(
+        self, ws: WebSocket, authority: Authority, notifier: Notifier, poll_interval_s: float
+    ) -> None:
+        self._ws = ws
+        self._authority = authority
+        self._notifier = notifier
+        self._poll_interval_s = poll_interval_s
+        self._subs: dict[str, _Subscription] = {}
+        # Pumps and the frame loop send concurrently; whole frames must not interleave.
+        self._send_lock = asyncio.Lock()
+
+    async def run(self) -> None:
+        """Serve frames until the client disconnects; then stop every pump."""
+        try:
+            while True:
+                message = await self._ws.receive()
+                if message["type"] == "websocket.disconnect":
+                    return
+                raw = message.get("text") or message.get("bytes") or b""
+                try:
+                    await self._handle(raw)
+                except _FrameError as err:
+                    await self._error(err.code, err.reason, err.detail)
+        finally:
+            tasks = {sub.task for sub in self._subs.values()}
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.wait(tasks)
+
+    async def _handle(self, raw: str | bytes) -> None:
+        try:
+            frame = json.loads(raw)
+        except ValueError:
+            raise _FrameError("invalid_frame", "a frame is one JSON object") from None
+        if not isinstance(frame, dict):
+            raise _FrameError("invalid_frame", "a frame is one JSON object")
+        kind = frame.get("type")
+        if kind == "SUBSCRIBE":
+            await self._subscribe(frame)
+        elif kind == "ACK":
+            await self._ack(frame)
+        else:
+            raise _FrameError(
+                "invalid_frame", f"unknown frame type {kind!r}", allowed=["SUBSCRIBE", "ACK"]
+            )
+
+    async def _subscribe(self, frame: dict[str, Any]) -> None:
+        group, agent = frame.get("group"), frame.get("agent")
+        after, issued = frame.get("afterSequence"), frame.get("issuedAtMs")
+        signature = frame.get("signature")
+        if not (
+            isinstance(group, str)
+            and isinstance(agent, str)
+            and isinstance(signature, str)
+            and isinstance(after, int)
+            and isinstance(issued, int)
+            and _int(after)
+            and _int(issued)
+            and after >= 0
+        ):
+            raise _FrameError(
+                "invalid_frame",
+                "SUBSCRIBE needs group, agent, afterSequence >= 0, issuedAtMs and signature",
+                fields=["group", "agent", "afterSequence", "issuedAtMs", "signature"],
+            )
+        try:
+            signed = canonical_bytes({k: v for k, v in frame.items() if k != "signature"})
+        except CanonicalizationError as exc:
+            raise _FrameError("invalid_frame", str(exc), group=group) from None
+        try:
+            head_seq, _ = await asyncio.to_thread(self._authority.head, group)
+        except UnknownGroupError:
+            raise _FrameError("unknown_group", f"unknown group {group!r}", group=group) from None
+        rows = await asyncio.to_thread(
+            self._authority.query,
+            "SELECT public_key, active FROM members WHERE group_id=? AND agent_id=?",
+            group,
+            agent,
+        )
+        # One answer for "not a member" and "bad signature": do not tell a stranger which.
+        if (
+            not rows
+            or not rows[0]["active"]
+            or not verify(rows[0]["public_key"], signature, signed)
+        ):
+            raise _FrameError(
+                "unauthorized",
+                "the SUBSCRIBE is not signed by an active member of the group",
+                group=group,
+                agent=agent,
+            )
+        now = self._authority.clock()
+        if abs(issued - now) > MAX_SKEW_MS:
+            raise _FrameError(
+                "unauthorized",
+                f"issuedAtMs is more than {MAX_SKEW_MS} ms from the Authority's clock",
+                group=group,
+                issued_at_ms=issued,
+                server_time_ms=now,
+            )
+        if after > head_seq:
+            raise _FrameError(
+                "invalid_frame",
+                f"afterSequence {after} is beyond the group's head {head_seq}",
+                group=group,
+                head_seq=head_seq,
+            )
+        old = self._subs.pop(group, None)
+        if old is not None:
+            old.task.cancel()
+            await asyncio.wait({old.task})
+        task = asyncio.create_task(self._pump(group, after), name=f"stream-{group}")
+        self._subs[group] = _Subscription(agent, task)
+
+    async def _ack(self, frame: dict[str, Any]) -> None:
+        """Record cursors (MW-16-c). Only ``cursors`` rows change: history is never deleted."""
+        cursors = frame.get("cursors")
+        if not isinstance(cursors, dict) or not all(_int(v) for v in cursors.values()):
+            raise _FrameError("invalid_frame", "ACK needs cursors: {group: seq}")
+        for group, seq in cursors.items():
+            sub = self._subs.get(group)
+            if sub is None:
+                await self._error(
+                    "invalid_frame", "ACK for a group this socket has not subscribed to",
+                    {"group": group},
+                )  # fmt: skip
+                continue
+            try:
+                await asyncio.to_thread(self._authority.ack, group, sub.agent, seq)
+            except ValueError as exc:
+                await self._error("invalid_frame", str(exc), {"group": group, "seq": seq})
+
+    async def _pump(self, group: str, after: int) -> None:
+        """Replay Events after ``after`` in order, then follow the log live (MW-16-d)."""
+        last = after
+        try:
+            while True:
+                waiter = self._notifier.waiter(group)  # before the read: see _batch.Notifier
+                try:
+                    events = await asyncio.to_thread(self._authority.events, group, last, PAGE)
+                except CursorTooOldError as exc:
+                    await self._send(
+                        {
+                            "type": "ERROR", "code": exc.code, "reason": str(exc),
+                            "detail": {"group": group, "after_sequence": exc.after_sequence,
+                                       "first_online_seq": exc.first_online_seq},
+                            "snapshot": exc.snapshot,
+                        }
+                    )  # fmt: skip
+                    return
+                for ev in events:
+                    await self._send(
+                        {"type": "EVENT", "group": group, "event": ev.model_dump(mode="json")}
+                    )
+                    last = ev.seq
+                if len(events) < PAGE:
+                    await self._notifier.wait(waiter, self._poll_interval_s)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the socket went away mid-send; run() sees the disconnect
+            log.debug("stream pump for %s ended", group, exc_info=True)
+
+    async def _error(self, code: str, reason: str, detail: dict[str, Any]) -> None:
+        with contextlib.suppress(Exception):
+            await self._send({"type": "ERROR", "code": code, "reason": reason, "detail": detail})
+
+    async def _send(self, frame: dict[str, Any]) -> None:
+        text = json.dumps(frame, separators=(",", ":"))
+        async with self._send_lock:
+            await self._ws.send_text(text)
+
+
+__all__ = ["MAX_SKEW_MS", "StreamSession"]

@@ -1,0 +1,44 @@
+"""Client side of the Authority server: HTTP calls and the section-16 event Subscriber.
+
+``AuthorityClient`` submits Commands and reads logs, heads, snapshots and leases over HTTP;
+``Subscriber`` follows Groups over the WebSocket stream with verified, ordered, deduplicated,
+exactly-once-per-process delivery and durable cursors (``CursorStore``, ``SqliteCursorStore``).
+"""
+
+from ._client import (
+    AuthorityClient,
+    AuthorityClientError,
+    AuthorityRequestError,
+    AuthorityUnavailable,
+    EventVerificationError,
+    RemoteCursorTooOldError,
+    RemoteUnknownGroupError,
+    SnapshotVerificationError,
+    SubscriberError,
+    SubscriptionRefused,
+)
+from ._cursors import CursorStore, MemoryCursorStore, SqliteCursorStore
+from ._errors import CursorTooOldError, UnknownGroupError
+from ._sequencer import GroupSequencer
+from ._subscriber import Subscriber, subscribe_frame
+
+__all__ = [
+    "AuthorityClient",
+    "AuthorityClientError",
+    "AuthorityRequestError",
+    "AuthorityUnavailable",
+    "CursorStore",
+    "CursorTooOldError",
+    "EventVerificationError",
+    "GroupSequencer",
+    "MemoryCursorStore",
+    "RemoteCursorTooOldError",
+    "RemoteUnknownGroupError",
+    "SnapshotVerificationError",
+    "SqliteCursorStore",
+    "Subscriber",
+    "SubscriberError",
+    "SubscriptionRefused",
+    "UnknownGroupError",
+    "subscribe_frame",
+]

@@ -1,0 +1,47 @@
+"""The ``missionweave`` command line.
+
+Every command has ``--help``. Bad input (a missing file, an unknown group, an unreachable server)
+prints one line on stderr and exits non-zero; it never shows a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+
+from ..protocol import MissionWeaveError
+from ._authority import app as authority_app
+from ._common import CliError
+from ._events import app as events_app
+from ._keys import app as keys_app
+
+app = typer.Typer(
+    name="missionweave",
+    help="MissionWeave: signed, leased, auditable work coordination for cooperating agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(authority_app, name="authority")
+app.add_typer(events_app, name="events")
+app.add_typer(keys_app, name="keys")
+
+
+def main() -> None:
+    """Console entry point: run the app, turning known errors into one line and exit code 2."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app()
+    except CliError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except (MissionWeaveError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+__all__ = ["app", "main"]

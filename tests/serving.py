@@ -1,0 +1,145 @@
+"""A real uvicorn server on 127.0.0.1 for delivery tests, and the fixtures that start it.
+
+Import the fixtures into a test module (``from .serving import live, world  # noqa: F401``).
+The server runs as a task on the test's event loop and listens on a real loopback socket; it
+can be stopped and started again on the same port (the reconnect tests do that), over the same
+Authority or a new one opened on the same database file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import uvicorn
+
+from missionweave.authority import Authority, AuthorityConfig, now_ms
+from missionweave.authority.server import create_app
+from missionweave.protocol import Actor, Command, canonical_bytes
+
+from .world import World, make_world
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers (they belong to pytest)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class LiveServer:
+    """``create_app(authority)`` behind uvicorn on a loopback port.
+
+    Attributes:
+        authority: the Authority served (replace it between :meth:`stop` and :meth:`start`).
+        port: the TCP port (kept across restarts).
+        app: the current app (``app.state.writer`` is its BatchWriter).
+    """
+
+    def __init__(self, authority: Authority, **app_kw: Any) -> None:
+        self.authority = authority
+        self.port = 0
+        self.app_kw = app_kw
+        self.app: Any = None
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/v1/stream"
+
+    async def start(self) -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self.port))
+        self.port = sock.getsockname()[1]
+        self.app = create_app(self.authority, **self.app_kw)
+        config = uvicorn.Config(
+            self.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+        )
+        self._server = _Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()  # raises the startup error
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        """Shut down: open WebSockets are closed (1012), HTTP keep-alives dropped."""
+        if self._server is None or self._task is None:
+            return
+        self._server.should_exit = True
+        await self._task
+        self._server = self._task = None
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    """A Group on a file Authority whose clock reads the real time (SUBSCRIBE is checked
+    against it)."""
+    w = make_world(tmp_path / "authority.db")
+    w.clock.now = now_ms()
+    yield w
+    w.authority.close()
+
+
+@pytest_asyncio.fixture
+async def live(world: World) -> AsyncIterator[LiveServer]:
+    """A running server over ``world``'s Authority."""
+    server = LiveServer(world.authority, poll_interval_s=0.05)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def mission_cmd(w: World, mission_id: str) -> Command:
+    """A cheap valid Command: the coordinator creates a Mission (one Event)."""
+    return w.coordinator.command(
+        "mission.create", w.group, {"mission_id": mission_id, "title": mission_id},
+        issued_at_ms=w.clock.now,
+    )  # fmt: skip
+
+
+def windowed_world(path: Path, window: int) -> World:
+    """A world whose Authority keeps ``window`` Events online (archiving older ones)."""
+    w = make_world(path, config=AuthorityConfig(online_window=window))
+    w.clock.now = now_ms()
+    return w
+
+
+def signed_subscribe(actor: Actor, group: str, after: int, issued_at_ms: int) -> dict[str, Any]:
+    """A SUBSCRIBE frame signed by ``actor``, built by hand (independent of the client)."""
+    frame: dict[str, Any] = {
+        "type": "SUBSCRIBE", "group": group, "afterSequence": after,
+        "agent": actor.agent_id, "issuedAtMs": issued_at_ms,
+    }  # fmt: skip
+    frame["signature"] = actor.key.sign(canonical_bytes(frame))
+    return frame
+
+
+async def eventually(cond: Callable[[], bool | Awaitable[bool]], timeout_s: float = 4.0) -> None:
+    """Wait until ``cond()`` holds (fail after ``timeout_s``; never a timing assertion)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        got = cond()
+        if not isinstance(got, bool):
+            got = await got
+        if got:
+            return
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.01)

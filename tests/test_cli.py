@@ -1,0 +1,107 @@
+"""The ``missionweave`` CLI, run as a user runs it: a real process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from .world import make_world
+
+EXE = str(Path(sys.executable).with_name("missionweave"))
+
+
+def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=timeout,
+                          check=False)  # fmt: skip
+
+
+def test_help_lists_commands() -> None:
+    r = _run("--help")
+    assert r.returncode == 0
+    for word in ("authority", "events", "keys"):
+        assert word in r.stdout
+    r = _run("events", "verify", "--help")
+    assert r.returncode == 0 and "--db" in r.stdout and "--public-key" in r.stdout
+
+
+def test_events_verify_ok_then_names_first_bad_sequence(tmp_path: Path) -> None:
+    w = make_world(tmp_path / "a.db")
+    w.authorize("a")
+    w.run_to_verified("a", w.workers[0])
+    w.authority.close()
+    r = _run("events", "verify", "--db", str(tmp_path / "a.db"), "--group", "g1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ok   group g1:")
+    conn = sqlite3.connect(tmp_path / "a.db")
+    seq, data = conn.execute(
+        "SELECT seq, data FROM events WHERE type='work.offered'").fetchone()  # fmt: skip
+    conn.execute(
+        "UPDATE events SET data=? WHERE group_id='g1' AND seq=?",
+        (data.replace('"candidates":["worker-0"]', '"candidates":["worker-1"]'), seq),
+    )
+    conn.commit()
+    conn.close()
+    r = _run("events", "verify", "--db", str(tmp_path / "a.db"))
+    assert r.returncode == 1
+    assert f"sequence {seq}:" in r.stdout and "FAIL group g1" in r.stdout
+
+
+def test_bad_input_is_one_line_without_traceback(tmp_path: Path) -> None:
+    for args in (
+        ("events", "verify", "--db", str(tmp_path / "missing.db")),
+        ("events", "tail", "--group", "g1", "--url", "http://127.0.0.1:9"),
+        ("keys", "public", str(tmp_path / "nokey.pem")),
+    ):
+        r = _run(*args)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert r.stderr.startswith("error: ") and "Traceback" not in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_authority_serve_and_events_tail_over_loopback(tmp_path: Path) -> None:
+    w = make_world(tmp_path / "a.db")
+    w.authorize("a")
+    key_path = tmp_path / "authority.pem"
+    w.authority.key.to_file(key_path)
+    head = w.authority.head("g1")[0]
+    w.authority.close()
+    port = _free_port()
+    proc = subprocess.Popen(
+        [EXE, "authority", "serve", "--db", str(tmp_path / "a.db"), "--key", str(key_path),
+         "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.1)
+        r = _run("events", "tail", "--group", "g1", "--url", f"http://127.0.0.1:{port}")
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.strip().splitlines()
+        assert len(lines) == head
+        assert "group.created" in lines[0] and "work.authorized" in lines[-1]
+        r = _run("events", "tail", "--group", "nope", "--url", f"http://127.0.0.1:{port}")
+        assert r.returncode == 2 and "unknown group" in r.stderr
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)

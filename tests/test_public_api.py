@@ -1,0 +1,48 @@
+"""Pin the public surface: names may be added deliberately, never lost by accident."""
+
+from __future__ import annotations
+
+import missionweave.authority as authority
+import missionweave.protocol as protocol
+
+PROTOCOL = {
+    "GENESIS_HASH", "TERMINAL_STATES", "TRANSITIONS", "UNFINISHED_STATES", "WORK_ACTIONS",
+    "AcceptanceCriterion", "Actor", "AgentCard", "Budget", "CanonicalizationError", "Command",
+    "DeclineReason", "Deliverable", "DependencyStrategy", "Event", "Evidence", "GraphError",
+    "MissionWeaveError", "Money", "ProgressReport", "ProtocolError", "RejectedError",
+    "Rejection", "ResourceUsage", "RetryPolicy", "RiskClass", "Role", "SelectionBasis",
+    "SignatureError", "SigningKey", "TimeoutPolicy", "Transition", "Urgency", "WorkContract",
+    "WorkGraph", "WorkItemState", "attempt_key", "b64u_decode", "b64u_encode",
+    "canonical_bytes", "check_event", "check_transition", "digest", "idempotency_key",
+    "is_material_revision", "new_id", "seal_event", "sha256_hex", "sign_command",
+    "transition_for", "verify", "verify_command",
+}  # fmt: skip
+
+AUTHORITY = {
+    "Authority", "AuthorityConfig", "AuthorityError", "ChainError", "CursorTooOldError",
+    "SubmitResult", "UnknownGroupError", "VerifyReport", "load_snapshot", "now_ms",
+    "verify_log", "verify_snapshot",
+}  # fmt: skip
+
+
+def test_protocol_surface() -> None:
+    assert set(protocol.__all__) == PROTOCOL
+    assert all(hasattr(protocol, n) for n in protocol.__all__)
+
+
+def test_authority_surface() -> None:
+    assert set(authority.__all__) == AUTHORITY
+    assert all(hasattr(authority, n) for n in authority.__all__)
+
+
+def test_protocol_does_no_io_imports() -> None:
+    """The protocol package must stay importable in the Temporal workflow sandbox."""
+    import sys
+    from pathlib import Path
+
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("missionweave.protocol") and mod is not None:
+            src = getattr(mod, "__file__", "") or ""
+            text = Path(src).read_text(encoding="utf-8") if src.endswith(".py") else ""
+            for banned in ("import sqlite3", "import httpx", "import socket", "temporalio"):
+                assert banned not in text, f"{name} imports {banned}"

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench clean venv
+.PHONY: test lint typecheck pytest bench demo clean venv
 
 venv: $(STAMP)
 
@@ -15,8 +15,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check missionweave tests bench
-	$(BIN)/ruff format --check missionweave tests bench
+	$(BIN)/ruff check missionweave tests bench examples
+	$(BIN)/ruff format --check missionweave tests bench examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy missionweave
@@ -28,6 +28,9 @@ test: lint typecheck pytest
 
 bench: $(STAMP)
 	$(BIN)/python bench/authority_append.py
+
+demo: $(STAMP)
+	$(BIN)/python examples/authority_walkthrough.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

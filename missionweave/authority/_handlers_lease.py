@@ -163,16 +163,24 @@ def lease_renew(ctx: Ctx) -> None:
 
 @command("progress.report", needs_session=True)
 def progress_report(ctx: Ctx) -> None:
+    """Structured progress (MW-11.4-a); an optional ``checkpoint`` is stored as the durable
+    resume point without releasing the lease (a reassignment resumes from it, MW-11.5-a)."""
     item = load_item(ctx)
     fence(ctx, item)
     gate(ctx, item)
     report = parse(ProgressReport, ctx.body.get("report"), "report")
+    cp = ctx.body.get("checkpoint")
+    if cp is not None and (not isinstance(cp, dict) or not cp):
+        raise Reject("invalid_body", "checkpoint must be a non-empty object", field="checkpoint")
     _charge(ctx, item)
-    ctx.emit(
-        "work.progress_reported",
-        {"lease_id": ctx.body["lease_id"], "report": report.model_dump(mode="json")},
-        work_item_id=item["work_item_id"],
-    )
+    body: dict[str, object] = {
+        "lease_id": ctx.body["lease_id"],
+        "report": report.model_dump(mode="json"),
+    }
+    if cp is not None:
+        set_item(ctx, item, checkpoint=dumps(cp))
+        body["checkpoint"] = cp
+    ctx.emit("work.progress_reported", body, work_item_id=item["work_item_id"])
 
 
 def _checkpoint(ctx: Ctx) -> dict[str, object]:
@@ -303,7 +311,8 @@ def work_fail(ctx: Ctx) -> None:
     set_item(ctx, item, state="failed", owner=None, lease_id=None, start_deadline_ms=None,
              attempts=item["attempts"] + 1)  # fmt: skip
     ctx.emit("work.failed", {
-        "state": "failed", "ownership_epoch": item["ownership_epoch"],
+        "state": "failed", "owner": item["owner"], "ownership_epoch": item["ownership_epoch"],
+        "capabilities": contract_of(item).required_capabilities,
         "attempts": item["attempts"] + 1, "retryable": bool(ctx.body.get("retryable", True)),
         "evidence": [e.model_dump() for e in evidence],
     }, work_item_id=item["work_item_id"])  # fmt: skip

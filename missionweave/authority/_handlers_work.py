@@ -337,9 +337,11 @@ def work_accept_result(ctx: Ctx) -> None:
     gate(ctx, item)
     evidence = parse_evidence(ctx, required=False)
     set_item(ctx, item, state="verified")
-    ctx.emit("work.result_accepted", {"state": "verified", "ownership_epoch":
-             item["ownership_epoch"], "evidence": [e.model_dump() for e in evidence]},
-             work_item_id=item["work_item_id"])  # fmt: skip
+    ctx.emit("work.result_accepted", {
+        "state": "verified", "owner": item["owner"], "ownership_epoch": item["ownership_epoch"],
+        "capabilities": contract_of(item).required_capabilities,
+        "evidence": [e.model_dump() for e in evidence],
+    }, work_item_id=item["work_item_id"])  # fmt: skip
 
 
 @command("work.cancel")

@@ -1,0 +1,366 @@
+"""Messages between the Mission workflow, its activities, agents and people (Temporal payloads).
+
+One message type in and one out for every workflow, activity, update, signal and query, so fields
+can be added without breaking running workflows. All pure pydantic: safe in the workflow sandbox,
+serialized by ``temporalio.contrib.pydantic.pydantic_data_converter``. Payloads carry ids, hashes
+and small JSON — never artifact content (Temporal fails payloads above 2 MiB).
+
+Names used across the product:
+
+* workflow type ``Mission``, workflow id ``mission-<mission_id>`` (:func:`mission_workflow_id`),
+  task queue ``missionweave-coordinator`` (:data:`COORDINATOR_TASK_QUEUE`);
+* an agent's activities run on ``missionweave-agent-<agent_id>`` (:func:`agent_task_queue`).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._contract import WorkContract
+from ._errors import Rejection
+from ._messages import Command
+from ._records import Evidence, ProgressReport, SelectionBasis
+from ._states import WorkItemState
+
+COORDINATOR_TASK_QUEUE = "missionweave-coordinator"
+MISSION_WORKFLOW_TYPE = "Mission"
+
+_MODEL = ConfigDict(extra="forbid")
+
+
+def mission_workflow_id(mission_id: str) -> str:
+    """The Temporal workflow id of a Mission: ``mission-<mission_id>``."""
+    return f"mission-{mission_id}"
+
+
+def agent_task_queue(agent_id: str) -> str:
+    """The task queue an agent's ``execute_work_item`` activities run on."""
+    return f"missionweave-agent-{agent_id}"
+
+
+# --------------------------------------------------------------------------- the Mission spec
+
+
+class ChildFailurePolicy(StrEnum):
+    """What a parent WorkItem does when its child Mission fails (spec 10.2)."""
+
+    STAY_BLOCKED = "stay_blocked"
+    FAIL = "fail"
+
+
+class OfferPolicy(BaseModel):
+    """How the Mission offers work (MW-10.3-b/c).
+
+    Attributes:
+        offer_ttl_ms: how long one offer stays open, milliseconds.
+        max_sequential_offers: best-ranked candidates tried one after another before the
+            candidates are ranked again.
+        candidate_set_size: candidates addressed at once for ``urgent`` WorkItems.
+        reoffer_backoff_ms: wait before ranking again when nobody accepted, milliseconds.
+    """
+
+    model_config = _MODEL
+    offer_ttl_ms: int = Field(default=30_000, gt=0)
+    max_sequential_offers: int = Field(default=3, ge=1)
+    candidate_set_size: int = Field(default=3, ge=1, le=8)
+    reoffer_backoff_ms: int = Field(default=2_000, ge=0)
+
+
+class WorkItemSpec(BaseModel):
+    """One WorkItem of a Mission.
+
+    Attributes:
+        work_item_id: unique within the Group.
+        contract: the work contract (MW-10.1-a).
+        dependencies: ids it depends on (MW-10.4-b).
+        input: the typed input handed to the agent's handler (small JSON; hashes, not blobs).
+        child_mission: when set, the item is carried out by this child Mission instead of an
+            agent (``mission.create_child``).
+    """
+
+    model_config = _MODEL
+    work_item_id: str = Field(min_length=1, max_length=128)
+    contract: WorkContract
+    dependencies: list[str] = Field(default_factory=list)
+    input: dict[str, Any] = Field(default_factory=dict)
+    child_mission: MissionSpec | None = None
+
+
+class ParentLink(BaseModel):
+    """A child Mission's link to the parent WorkItem it carries out."""
+
+    model_config = _MODEL
+    workflow_id: str
+    mission_id: str
+    work_item_id: str
+
+
+class MissionSpec(BaseModel):
+    """The input of the ``Mission`` workflow: plain JSON, so ``temporal workflow start
+    --input-file mission.json`` starts a real Mission.
+
+    Attributes:
+        group_id: the Group whose log records the Mission.
+        mission_id: unique within the Group; the workflow id is ``mission-<mission_id>``.
+        title: a short human title (the UI's summary).
+        items: the initial WorkItems (more may be added while it runs: ``authorize_work``).
+        offer_policy: how offers are made.
+        child_failure_policy: what a child Mission's failure does to this Mission's item.
+        parent: set on child Missions.
+    """
+
+    model_config = _MODEL
+    group_id: str = Field(min_length=1, max_length=128)
+    mission_id: str = Field(min_length=1, max_length=100)
+    title: str = ""
+    items: list[WorkItemSpec] = Field(default_factory=list)
+    offer_policy: OfferPolicy = Field(default_factory=OfferPolicy)
+    child_failure_policy: ChildFailurePolicy = ChildFailurePolicy.FAIL
+    parent: ParentLink | None = None
+
+
+# ---------------------------------------------------------------- agents ↔ the Mission workflow
+
+
+class AgentCommandInput(BaseModel):
+    """An update from an agent: its own signed Command (``work.accept_offer``,
+    ``work.decline_offer`` or ``work.start``), which the workflow forwards to the Authority."""
+
+    model_config = _MODEL
+    command: Command
+
+
+class EventSummary(BaseModel):
+    """What the workflow needs of one Event (the full Event stays in the Authority's log)."""
+
+    model_config = _MODEL
+    seq: int
+    type: str
+    work_item_id: str | None = None
+    body: dict[str, Any] = Field(default_factory=dict)
+
+
+class CommandVerdict(BaseModel):
+    """The Authority's verdict on one Command, as the workflow and agents see it.
+
+    Attributes:
+        command_id: the Command.
+        status: ``accepted``, ``rejected`` or ``recorded`` (audit only, MW-11.5-b).
+        rejection: why, when not accepted.
+        events: the Events written.
+        reply: facts for the caller (a lease and capability token for ``work.start``).
+    """
+
+    model_config = _MODEL
+    command_id: str
+    status: Literal["accepted", "rejected", "recorded"]
+    rejection: Rejection | None = None
+    events: list[EventSummary] = Field(default_factory=list)
+    reply: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def accepted(self) -> bool:
+        return self.status == "accepted"
+
+
+class UnblockInput(BaseModel):
+    """``unblock`` update: the resolution a blocked WorkItem asked for."""
+
+    model_config = _MODEL
+    work_item_id: str
+    resolution: dict[str, Any] = Field(default_factory=dict)
+
+
+class CancelInput(BaseModel):
+    """``cancel`` update from a person: cancel the Mission and every unfinished item."""
+
+    model_config = _MODEL
+    reason: str = "cancelled by request"
+
+
+class AuthorizeWorkInput(BaseModel):
+    """``authorize_work`` update: add WorkItems (and edges) while the Mission runs
+    (MW-10.4-a); cycles, self-loops and unknown ids are rejected (MW-10.4-c)."""
+
+    model_config = _MODEL
+    items: list[WorkItemSpec] = Field(default_factory=list)
+    edges: list[tuple[str, str]] = Field(
+        default_factory=list, description="(dependency, dependent) pairs between known items"
+    )
+
+
+class ProgressSignal(BaseModel):
+    """``report_progress`` signal: the latest structured progress of a WorkItem (MW-11.4-a)."""
+
+    model_config = _MODEL
+    work_item_id: str
+    agent_id: str
+    report: ProgressReport
+
+
+class ChildOutcome(BaseModel):
+    """``child_finished`` signal from a child Mission to its parent."""
+
+    model_config = _MODEL
+    work_item_id: str
+    child_mission_id: str
+    approved: bool
+    evidence: list[Evidence] = Field(default_factory=list)
+    summary: str = ""
+
+
+# ---------------------------------------------------------- the execute_work_item activity
+
+
+class LeaseGrant(BaseModel):
+    """An execution lease as granted by the Authority (MW-11.3-b) with its capability token."""
+
+    model_config = _MODEL
+    lease_id: str
+    agent_id: str
+    session_epoch: int
+    work_item_id: str
+    ownership_epoch: int
+    started_at_ms: int
+    expires_at_ms: int
+    capability_token: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExecuteWorkItemInput(BaseModel):
+    """Input of ``execute_work_item`` on the owning agent's task queue."""
+
+    model_config = _MODEL
+    group_id: str
+    mission_id: str
+    work_item_id: str
+    contract: WorkContract
+    input: dict[str, Any] = Field(default_factory=dict)
+    lease: LeaseGrant
+    checkpoint: dict[str, Any] | None = None
+    attempt: int = Field(default=1, ge=1)
+
+
+class OutcomeKind(StrEnum):
+    SUBMITTED = "submitted"
+    PAUSED = "paused"
+    BLOCKED = "blocked"
+    FAILED = "failed"
+    LEASE_LOST = "lease_lost"
+
+
+class WorkOutcome(BaseModel):
+    """What ``execute_work_item`` returns: what the agent reported to the Authority and the
+    Authority's verdict on it. The workflow applies the verdict, never the agent's claim.
+
+    Attributes:
+        kind: submitted / paused (checkpoint) / blocked / failed / lease_lost.
+        verdict: the Authority's verdict on the agent's final Command (``None`` for lease_lost
+            when nothing could be reported).
+        outputs: the handler's outputs (small JSON).
+        artifacts: SHA-256 hashes of published artifacts.
+        evidence: Evidence per acceptance criterion (MW-13.2-a).
+        checkpoint: the durable checkpoint for paused/blocked.
+        resolution: what a blocked item needs.
+        error: a short error for failed.
+        retryable: whether a failure may be retried.
+    """
+
+    model_config = _MODEL
+    kind: OutcomeKind
+    verdict: CommandVerdict | None = None
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    artifacts: list[str] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
+    checkpoint: dict[str, Any] | None = None
+    resolution: dict[str, Any] | None = None
+    error: str | None = None
+    retryable: bool = True
+
+
+# ------------------------------------------------------------------------ status and result
+
+
+class WorkItemStatus(BaseModel):
+    """One WorkItem as the ``status`` query shows it."""
+
+    model_config = _MODEL
+    work_item_id: str
+    state: WorkItemState
+    owner: str | None = None
+    ownership_epoch: int = 0
+    lease_id: str | None = None
+    attempts: int = 0
+    offer_candidates: list[str] = Field(default_factory=list)
+    dependencies: list[str] = Field(default_factory=list)
+    last_progress: ProgressReport | None = None
+    detail: str = ""
+
+
+class MissionStatus(BaseModel):
+    """The ``status`` query's answer."""
+
+    model_config = _MODEL
+    mission_id: str
+    group_id: str
+    status: str
+    items: list[WorkItemStatus] = Field(default_factory=list)
+    counts: dict[str, int] = Field(default_factory=dict)
+    event_range: tuple[int, int] | None = None
+
+
+class ItemResult(BaseModel):
+    """One WorkItem in the Mission's result."""
+
+    model_config = _MODEL
+    work_item_id: str
+    state: WorkItemState
+    owner: str | None = None
+    ownership_epoch: int = 0
+    attempts: int = 0
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    artifacts: list[str] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
+    review: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class MissionResult(BaseModel):
+    """What the ``Mission`` workflow returns."""
+
+    model_config = _MODEL
+    mission_id: str
+    group_id: str
+    status: Literal["completed", "failed", "cancelled"]
+    items: list[ItemResult] = Field(default_factory=list)
+    event_range: tuple[int, int] | None = None
+
+
+class SelectCandidatesInput(BaseModel):
+    """Input of the ``select_candidates`` activity."""
+
+    model_config = _MODEL
+    group_id: str
+    work_item_id: str
+    required_capabilities: list[str]
+    exclude: list[str] = Field(default_factory=list)
+    limit: int = Field(default=3, ge=1, le=8)
+
+
+class Candidate(BaseModel):
+    """One ranked candidate with its structured selection basis (MW-10.3-f)."""
+
+    model_config = _MODEL
+    agent_id: str
+    basis: SelectionBasis
+
+
+class SelectCandidatesResult(BaseModel):
+    """Ranked candidates, best first (possibly empty)."""
+
+    model_config = _MODEL
+    candidates: list[Candidate] = Field(default_factory=list)
+
+
+WorkItemSpec.model_rebuild()

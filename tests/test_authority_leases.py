@@ -11,6 +11,7 @@ import pytest
 from missionweave.authority import verify_log
 from missionweave.protocol import ProgressReport
 
+from .artifact_servers import signed
 from .world import World, evidence, make_world
 
 CP = {"checkpoint": {"ref": "step-3", "files_done": 3}}
@@ -62,6 +63,8 @@ def test_old_lease_id_rejected_with_same_epoch__MW_11_3_c(
     tmp_path: Path, ctype: str, extra: dict[str, Any]
 ) -> None:
     w = _leased_world(tmp_path)
+    if ctype == "artifact.publish":  # a real signed manifest (MW-13.1-b)
+        extra = {"manifest": signed(w.workers[0], "ab" * 32).wire()}
     old = w.leased("a")
     w.ok(w.workers[0], "work.checkpoint", w.leased("a", **CP))
     w.start(w.workers[0], "a")  # same owner, same ownership epoch, new lease id

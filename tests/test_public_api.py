@@ -13,9 +13,13 @@ PROTOCOL = {
     "Rejection", "ResourceUsage", "RetryPolicy", "RiskClass", "Role", "SelectionBasis",
     "SignatureError", "SigningKey", "TimeoutPolicy", "Transition", "Urgency", "WorkContract",
     "WorkGraph", "WorkItemState", "attempt_key", "b64u_decode", "b64u_encode",
-    "canonical_bytes", "check_event", "check_transition", "digest", "idempotency_key",
+    "canonical_bytes", "check_event", "check_transition", "dependencies_satisfied", "digest", "idempotency_key",
     "is_material_revision", "new_id", "seal_event", "sha256_hex", "sign_command",
     "transition_for", "verify", "verify_command",
+    # artifacts (MW-13.1) and context packages (MW-13.3)
+    "ArtifactManifest", "Classification", "SignedManifest", "sign_manifest", "verify_manifest",
+    "ContextPackage", "EventRange", "SignedContextPackage", "sign_context_package",
+    "verify_chain", "verify_context_package",
 }  # fmt: skip
 
 AUTHORITY = {

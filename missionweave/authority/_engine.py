@@ -33,7 +33,8 @@ from ..protocol import (
     sha256_hex,
     verify_command,
 )
-from . import _handlers_admin, _handlers_lease, _handlers_work, _verifier  # noqa: F401
+from . import _handlers_admin, _handlers_context, _handlers_lease, _handlers_work, _verifier  # noqa: F401
+from ._agents import AgentReads
 from ._context import Ctx, Reject, dumps
 from ._errors import AuthorityError
 from ._reads import LogReader
@@ -100,7 +101,7 @@ class _Head:
     dirty: bool = field(default=False)
 
 
-class Authority(LogReader):
+class Authority(LogReader, AgentReads):
     """A Group Authority over one SQLite database.
 
     Args:
@@ -283,7 +284,7 @@ class Authority(LogReader):
                 command_id=cmd.command_id, status=prior[1],
                 events=[self._load_event(g, s) for g, s in refs["events"]],
                 rejection=Rejection(**data["rejection"]) if data.get("rejection") else None,
-                duplicate=True,
+                reply=data.get("reply", {}), duplicate=True,
             )  # fmt: skip
         saved = {g: (h.seq, h.hash, h.dirty) for g, h in heads.items()}
         self.conn.execute("SAVEPOINT cmd")
@@ -291,7 +292,11 @@ class Authority(LogReader):
             ctx = self._authenticate(cmd, verified_key)
             HANDLERS[cmd.type].fn(ctx)
             events = self._append(ctx, heads)
-            result_extra = {"rejection": ctx.rejection.model_dump()} if ctx.rejection else {}
+            # kept so that a repeated command id gets the same answer, reply included (a
+            # retried work.start must get its lease back)
+            result_extra: dict[str, Any] = {"reply": ctx.reply} if ctx.reply else {}
+            if ctx.rejection:
+                result_extra["rejection"] = ctx.rejection.model_dump()
             self.conn.execute(
                 "INSERT INTO commands (command_id, signature, status, refs) VALUES (?,?,?,?)",
                 (

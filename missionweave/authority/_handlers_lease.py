@@ -13,9 +13,29 @@ import json
 import re
 import sqlite3
 
-from ..protocol import ProgressReport, ResourceUsage, Role, digest, new_id
+from pydantic import ValidationError
+
+from ..protocol import (
+    ProgressReport,
+    ResourceUsage,
+    Role,
+    SignedManifest,
+    digest,
+    new_id,
+    verify_manifest,
+)
 from ._context import Ctx, Reject, dumps, need
-from ._items import contract_of, end_leases, gate, load_item, parse, parse_evidence, set_item
+from ._handlers_context import _cross_mission
+from ._items import (
+    contract_of,
+    end_leases,
+    gate,
+    load_item,
+    parse,
+    parse_evidence,
+    set_item,
+    withdraw_offers,
+)
 from ._registry import command
 
 _HASH = re.compile(r"^[0-9a-f]{64}$")
@@ -43,7 +63,10 @@ def fence(ctx: Ctx, item: sqlite3.Row) -> sqlite3.Row:
             "stale_ownership_epoch", "the Command's ownership epoch is not the current one",
             ownership_epoch=epoch, current=item["ownership_epoch"],
         )  # fmt: skip
-    if item["lease_id"] != lease_id or lease["status"] != "active":
+    current = item["lease_id"]
+    if item["state"] == "blocked" and lease["kind"] == "blocked":
+        current = lease_id  # a blocked owner reports under its blocked lease (MW-11.4-c)
+    if current != lease_id or lease["status"] != "active":
         raise Reject(
             "stale_lease", "the Command does not carry the current lease id",
             lease_id=lease_id, lease_status=lease["status"], current_lease_id=item["lease_id"],
@@ -89,6 +112,12 @@ def _token(ctx: Ctx, lease_id: str, item: sqlite3.Row, expires_at_ms: int) -> di
         body["token_id"], lease_id, json.dumps(scope), expires_at_ms,
     )  # fmt: skip
     return token
+
+
+def _public(token: dict[str, object]) -> dict[str, object]:
+    """What the log records of a capability token: everything but the bearer signature, which
+    goes to the lease holder alone (in the reply)."""
+    return {k: v for k, v in token.items() if k != "signature"}
 
 
 @command("work.start", needs_session=True)
@@ -308,6 +337,7 @@ def work_fail(ctx: Ctx) -> None:
     evidence = parse_evidence(ctx, required=True)
     _charge(ctx, item)
     end_leases(ctx, item, "released" if by_worker else "revoked", "failed")
+    withdraw_offers(ctx, item, "failed")
     set_item(ctx, item, state="failed", owner=None, lease_id=None, start_deadline_ms=None,
              attempts=item["attempts"] + 1)  # fmt: skip
     ctx.emit("work.failed", {
@@ -320,12 +350,51 @@ def work_fail(ctx: Ctx) -> None:
 
 @command("artifact.publish", needs_session=True)
 def artifact_publish(ctx: Ctx) -> None:
-    """Register an artifact manifest under the current lease (MW-11.3-c)."""
+    """Register an Artifact's signed manifest under the current lease (MW-11.3-c, MW-13.1-b).
+
+    The lease check comes first. Then ``manifest`` must be a valid signed manifest
+    (``invalid_manifest``) whose producer is the actor, whose Group, Mission and WorkItem are
+    this WorkItem's and whose Agent Card version the actor has published (``invalid_manifest``),
+    signed with the actor's member key (``manifest_signature``). Sources published in another
+    Mission must have been promoted (``cross_mission_content``, MW-13.3-d).
+    """
     item = load_item(ctx)
     fence(ctx, item)
     gate(ctx, item, "progress.report")
-    manifest = ctx.body.get("manifest")
-    if not isinstance(manifest, dict) or not _HASH.match(str(manifest.get("hash", ""))):
-        raise Reject("invalid_body", "manifest needs a SHA-256 'hash'", field="manifest")
-    ctx.emit("artifact.published", {"lease_id": ctx.body["lease_id"], "manifest": manifest},
-             work_item_id=item["work_item_id"])  # fmt: skip
+    try:
+        signed = SignedManifest.model_validate(ctx.body.get("manifest"))
+    except ValidationError as exc:
+        raise Reject(
+            "invalid_manifest", "manifest is not a valid signed manifest", field="manifest",
+            errors=[{"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors()],
+        ) from None  # fmt: skip
+    m = signed.manifest
+    want = {"producer": ctx.command.actor, "group_id": item["group_id"],
+            "mission_id": item["mission_id"], "work_item_id": item["work_item_id"]}  # fmt: skip
+    wrong = {k: {"expected": v, "actual": getattr(m, k)} for k, v in want.items()
+             if getattr(m, k) != v}  # fmt: skip
+    if wrong:
+        raise Reject("invalid_manifest",
+                     "the manifest must describe this WorkItem's output, produced by the actor",
+                     mismatch=wrong)  # fmt: skip
+    agent = ctx.one("SELECT card_version FROM agents WHERE agent_id=?", ctx.command.actor)
+    if agent is None or m.agent_card_version > agent["card_version"]:
+        raise Reject("invalid_manifest", "the actor has published no such Agent Card version",
+                     agent_card_version=m.agent_card_version)  # fmt: skip
+    key = ctx.one("SELECT public_key FROM members WHERE group_id=? AND agent_id=?",
+                  ctx.group_id, ctx.command.actor)  # fmt: skip
+    if key is None or not verify_manifest(signed, key["public_key"]):
+        raise Reject("manifest_signature",
+                     "the manifest's signature does not verify under the actor's key",
+                     manifest_id=signed.manifest_id)  # fmt: skip
+    _cross_mission(ctx, m.mission_id, m.sources)
+    ctx.run(
+        "INSERT OR IGNORE INTO artifacts (group_id, artifact_hash, manifest_id, mission_id, "
+        "work_item_id, producer, classification, published_at_ms) VALUES (?,?,?,?,?,?,?,?)",
+        m.group_id, m.content_hash, signed.manifest_id, m.mission_id, m.work_item_id,
+        m.producer, m.classification.value, ctx.now_ms,
+    )  # fmt: skip
+    ctx.emit("artifact.published", {
+        "lease_id": ctx.body["lease_id"], "artifact_hash": m.content_hash,
+        "manifest_id": signed.manifest_id, "manifest": signed.wire(),
+    }, work_item_id=item["work_item_id"])  # fmt: skip

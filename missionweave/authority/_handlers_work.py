@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 
 from ..protocol import (
     UNFINISHED_STATES,
@@ -20,6 +21,7 @@ from ..protocol import (
     WorkContract,
     WorkItemState,
     check_transition,
+    dependencies_satisfied,
     is_material_revision,
     new_id,
 )
@@ -145,6 +147,7 @@ def work_offer(ctx: Ctx) -> None:
         raise Reject("owner_active", "the WorkItem has an active owner",
                      owner=item["owner"], ownership_epoch=item["ownership_epoch"])  # fmt: skip
     gate(ctx, item)
+    _dependencies_met(ctx, item)
     candidates = ctx.body.get("candidates")
     if (
         not isinstance(candidates, list) or not candidates
@@ -213,6 +216,24 @@ def work_offer(ctx: Ctx) -> None:
         work_item_id=item["work_item_id"],
     )  # fmt: skip
     ctx.reply["offer_id"] = offer_id
+
+
+def _dependencies_met(ctx: Ctx, item: sqlite3.Row) -> None:
+    """Refuse to offer a WorkItem whose dependencies do not satisfy its strategy (MW-10.4-b)."""
+    deps = json.loads(item["dependencies"])
+    if not deps:
+        return
+    rows = ctx.all(
+        "SELECT work_item_id, state FROM work_items WHERE group_id=? AND work_item_id IN "
+        f"({','.join('?' * len(deps))})", ctx.group_id, *deps,
+    )  # fmt: skip
+    states = {r["work_item_id"]: WorkItemState(r["state"]) for r in rows}
+    strategy = contract_of(item).dependency_strategy
+    if not dependencies_satisfied(strategy, [states.get(d) for d in deps]):
+        raise Reject(
+            "dependencies_unmet", f"dependencies do not satisfy {strategy.value}",
+            dependencies={d: str(states.get(d)) for d in deps}, strategy=strategy.value,
+        )  # fmt: skip
 
 
 def _open_offer(ctx: Ctx, item: object) -> dict[str, object]:

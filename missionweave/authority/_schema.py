@@ -132,6 +132,37 @@ CREATE TABLE IF NOT EXISTS snapshots (
     data TEXT NOT NULL,
     PRIMARY KEY (group_id, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS artifacts (
+    group_id TEXT NOT NULL,
+    artifact_hash TEXT NOT NULL,
+    manifest_id TEXT NOT NULL,
+    mission_id TEXT NOT NULL,
+    work_item_id TEXT NOT NULL,
+    producer TEXT NOT NULL,
+    classification TEXT NOT NULL,
+    published_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (group_id, artifact_hash, manifest_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS promoted_artifacts (
+    group_id TEXT NOT NULL,
+    artifact_hash TEXT NOT NULL,
+    classification TEXT NOT NULL,
+    promoted_by TEXT NOT NULL,
+    promoted_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (group_id, artifact_hash)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS promoted_artifacts_hash ON promoted_artifacts (artifact_hash);
+CREATE TABLE IF NOT EXISTS context_packages (
+    group_id TEXT NOT NULL,
+    mission_id TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    package_hash TEXT NOT NULL,
+    generator TEXT NOT NULL,
+    data TEXT NOT NULL,
+    recorded_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (group_id, mission_id, scope, version)
+) WITHOUT ROWID;
 """
 
 

@@ -12,6 +12,7 @@ import sys
 import typer
 
 from ..protocol import MissionWeaveError
+from ._artifacts import app as artifacts_app
 from ._authority import app as authority_app
 from ._common import CliError
 from ._events import app as events_app
@@ -24,6 +25,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(authority_app, name="authority")
 app.add_typer(events_app, name="events")
 app.add_typer(keys_app, name="keys")

@@ -2,10 +2,25 @@
 
 Contracts (MW-10.1), the WorkItem state table (MW-10.2), the DAG (MW-10.4), Command/Event
 envelopes with RFC 8785 canonical bytes, Ed25519 signatures and the SHA-256 hash chain, and
-idempotency keys (MW-16-f).
+idempotency keys (MW-16-f), signed Artifact manifests (MW-13.1) and Context Packages (MW-13.3).
 """
 
+from ._artifacts import (
+    ArtifactManifest,
+    Classification,
+    SignedManifest,
+    sign_manifest,
+    verify_manifest,
+)
 from ._canonical import canonical_bytes, digest, sha256_hex
+from ._context_package import (
+    ContextPackage,
+    EventRange,
+    SignedContextPackage,
+    sign_context_package,
+    verify_chain,
+    verify_context_package,
+)
 from ._contract import (
     AcceptanceCriterion,
     Budget,
@@ -21,7 +36,7 @@ from ._contract import (
     is_material_revision,
 )
 from ._crypto import SigningKey, b64u_decode, b64u_encode, verify
-from ._dag import WorkGraph
+from ._dag import WorkGraph, dependencies_satisfied
 from ._errors import (
     CanonicalizationError,
     GraphError,
@@ -71,13 +86,17 @@ __all__ = [
     "AcceptanceCriterion",
     "Actor",
     "AgentCard",
+    "ArtifactManifest",
     "Budget",
     "CanonicalizationError",
+    "Classification",
     "Command",
+    "ContextPackage",
     "DeclineReason",
     "Deliverable",
     "DependencyStrategy",
     "Event",
+    "EventRange",
     "Evidence",
     "GraphError",
     "MissionWeaveError",
@@ -92,6 +111,8 @@ __all__ = [
     "Role",
     "SelectionBasis",
     "SignatureError",
+    "SignedContextPackage",
+    "SignedManifest",
     "SigningKey",
     "TimeoutPolicy",
     "Transition",
@@ -105,6 +126,7 @@ __all__ = [
     "canonical_bytes",
     "check_event",
     "check_transition",
+    "dependencies_satisfied",
     "digest",
     "idempotency_key",
     "is_material_revision",
@@ -112,7 +134,12 @@ __all__ = [
     "seal_event",
     "sha256_hex",
     "sign_command",
+    "sign_context_package",
+    "sign_manifest",
     "transition_for",
     "verify",
+    "verify_chain",
     "verify_command",
+    "verify_context_package",
+    "verify_manifest",
 ]

@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ._canonical import digest
+from ._canonical import canonical_bytes, digest
+from ._errors import CanonicalizationError
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -193,6 +194,10 @@ class WorkContract(BaseModel):
         ids = [c.id for c in self.acceptance_criteria]
         if len(ids) != len(set(ids)):
             raise ValueError("acceptance criterion ids must be unique")
+        try:  # a contract that validates must also be signable (RFC 8785: |int| < 2**53)
+            canonical_bytes(self.wire())
+        except CanonicalizationError as exc:
+            raise ValueError(f"not representable in a signed body: {exc}") from None
         return self
 
     def wire(self) -> dict[str, Any]:

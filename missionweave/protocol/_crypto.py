@@ -97,6 +97,7 @@ class SigningKey:
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # O_CREAT's mode applies only to new files
         with os.fdopen(fd, "wb") as f:
             f.write(pem)
 

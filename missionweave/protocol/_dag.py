@@ -9,11 +9,33 @@ id or an edge to an unknown item is refused whole with a structured :class:`Grap
 from __future__ import annotations
 
 import graphlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from ._contract import DependencyStrategy
 from ._errors import GraphError, Rejection
 from ._states import TERMINAL_STATES, WorkItemState
+
+
+def dependencies_satisfied(
+    strategy: DependencyStrategy, dependency_states: Sequence[WorkItemState | None]
+) -> bool:
+    """Whether dependencies in ``dependency_states`` satisfy ``strategy`` (MW-10.4-b).
+
+    ``all_verified``: every dependency is ``verified``; ``any_verified``: at least one is;
+    ``all_terminal``: every dependency is terminal, ``verified`` or ``cancelled`` (MW-10.2-a;
+    ``failed`` is not terminal: it may be re-offered, MW-10.2-b). No dependencies: satisfied.
+    ``None`` (unknown) counts as not done. The Authority and the Mission workflow both call this.
+    """
+    if not dependency_states:
+        return True
+    match strategy:
+        case DependencyStrategy.ALL_VERIFIED:
+            return all(s is WorkItemState.VERIFIED for s in dependency_states)
+        case DependencyStrategy.ANY_VERIFIED:
+            return any(s is WorkItemState.VERIFIED for s in dependency_states)
+        case DependencyStrategy.ALL_TERMINAL:
+            return all(s in TERMINAL_STATES for s in dependency_states)
+    return False  # pragma: no cover - exhaustive match
 
 
 def _fail(code: str, reason: str, **detail: object) -> GraphError:
@@ -115,25 +137,11 @@ class WorkGraph:
         self._deps = {k: tuple(v) for k, v in proposed.items()}
 
     def is_eligible(self, item_id: str, states: Mapping[str, WorkItemState]) -> bool:
-        """Whether ``item_id``'s dependencies satisfy its strategy (MW-10.4-b).
-
-        ``all_verified``: every dependency is ``verified``; ``any_verified``: at least one is (or
-        there are none); ``all_terminal``: every dependency is ``verified``, ``cancelled`` or
-        ``failed``. A dependency missing from ``states`` counts as not done.
-        """
+        """Whether ``item_id``'s dependencies satisfy its strategy (MW-10.4-b); see
+        :func:`dependencies_satisfied`. A dependency missing from ``states`` counts as not
+        done."""
         deps = self._deps[item_id]
-        if not deps:
-            return True
-        got = [states.get(d) for d in deps]
-        match self._strategy[item_id]:
-            case DependencyStrategy.ALL_VERIFIED:
-                return all(s is WorkItemState.VERIFIED for s in got)
-            case DependencyStrategy.ANY_VERIFIED:
-                return any(s is WorkItemState.VERIFIED for s in got)
-            case DependencyStrategy.ALL_TERMINAL:
-                done = TERMINAL_STATES | {WorkItemState.FAILED}
-                return all(s in done for s in got)
-        return False  # pragma: no cover - exhaustive match
+        return dependencies_satisfied(self._strategy[item_id], [states.get(d) for d in deps])
 
     def blocked_forever(self, item_id: str, states: Mapping[str, WorkItemState]) -> bool:
         """Whether no future state of the dependencies can ever make ``item_id`` eligible.

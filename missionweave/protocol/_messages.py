@@ -19,10 +19,9 @@ Hashing and signing (DESIGN §6):
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._canonical import canonical_bytes, sha256_hex
 from ._crypto import SigningKey, verify
@@ -59,26 +58,17 @@ class Command(BaseModel):
     membership_epoch: int = Field(default=0, ge=0)
     body: dict[str, Any] = Field(default_factory=dict)
     signature: str = ""
-    _signing_bytes: bytes | None = PrivateAttr(default=None)
 
     def signing_bytes(self) -> bytes:
-        """Canonical bytes that the actor signs (every field but ``signature``); memoized.
+        """Canonical bytes that the actor signs (every field but ``signature``).
+
+        Computed afresh on every call, never cached: ``body`` is a mutable dict, and a cached
+        value would let an in-place change slip past verification.
 
         Raises:
             CanonicalizationError: the body holds a float or a non-JSON value.
         """
-        if self._signing_bytes is None:
-            self._signing_bytes = canonical_bytes(
-                self.model_dump(mode="json", exclude={"signature"})
-            )
-        return self._signing_bytes
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Command:
-        """A copy; the memoized signing bytes survive only an update of ``signature`` alone."""
-        copy = super().model_copy(update=update, deep=deep)
-        if update and set(update) - {"signature"}:
-            copy._signing_bytes = None
-        return copy
+        return canonical_bytes(self.model_dump(mode="json", exclude={"signature"}))
 
     def body_digest(self) -> str:
         """SHA-256 hex over everything but the signature: what idempotency compares."""

@@ -363,4 +363,86 @@ class SelectCandidatesResult(BaseModel):
     candidates: list[Candidate] = Field(default_factory=list)
 
 
+class CoordinatorIntent(BaseModel):
+    """A Command the workflow wants the coordinator to sign and submit.
+
+    The workflow fixes ``command_id`` and ``issued_at_ms`` (from ``workflow.now()``) so that a
+    retried activity signs byte-identical Commands and the Authority answers them idempotently.
+    """
+
+    model_config = _MODEL
+    command_id: str
+    type: str
+    body: dict[str, Any] = Field(default_factory=dict)
+    issued_at_ms: int = Field(ge=0)
+
+
+class BatchEntry(BaseModel):
+    """One entry of a batch: a coordinator intent or an agent's already signed Command."""
+
+    model_config = _MODEL
+    intent: CoordinatorIntent | None = None
+    command: Command | None = None
+
+
+class SubmitCommandsInput(BaseModel):
+    """Input of the ``submit_commands`` activity: one ordered batch for one Group."""
+
+    model_config = _MODEL
+    group_id: str
+    entries: list[BatchEntry]
+
+
+class SubmitCommandsResult(BaseModel):
+    """The Authority's verdicts, in input order."""
+
+    model_config = _MODEL
+    verdicts: list[CommandVerdict]
+
+
+class SelectCandidatesBatch(BaseModel):
+    """Input of ``select_candidates``: several WorkItems ranked in one activity."""
+
+    model_config = _MODEL
+    requests: list[SelectCandidatesInput]
+
+
+class SelectCandidatesBatchResult(BaseModel):
+    """Ranked candidates per request, in input order."""
+
+    model_config = _MODEL
+    results: list[SelectCandidatesResult]
+
+
+class ReviewInput(BaseModel):
+    """Input of ``review_submission``: what to check for one submitted WorkItem."""
+
+    model_config = _MODEL
+    group_id: str
+    mission_id: str
+    work_item_id: str
+    contract: WorkContract
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    artifacts: list[str] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
+
+
+class ReviewStep(BaseModel):
+    """The result of one review step (MW-13.2-b), kept for the final Approval."""
+
+    model_config = _MODEL
+    step: str
+    passed: bool
+    detail: str = ""
+    evidence: list[Evidence] = Field(default_factory=list)
+
+
+class ReviewResult(BaseModel):
+    """Every step's result and the combined verdict."""
+
+    model_config = _MODEL
+    steps: list[ReviewStep] = Field(default_factory=list)
+    passed: bool = False
+
+
 WorkItemSpec.model_rebuild()

@@ -1,0 +1,52 @@
+"""Content-addressed Artifacts (spec 13.1) and the context rules of spec 13.3.
+
+``FilesystemStore`` (the embedded default) and ``S3Store`` (MinIO or any S3 API) implement one
+``ArtifactStore`` protocol: objects live under ``sha256/<hex>`` of their bytes, a put of present
+content writes nothing, and every read verifies the hash (MW-13.1-a, MW-13.1-d).
+``publish_artifact`` stores bytes, signs their manifest and has the Authority record it;
+``ManifestIndex`` keeps the signed manifests beside the Artifacts and answers ``lineage`` (the
+provenance tree, MW-13.1-c), rendered by ``to_text`` / ``to_mermaid``. ``check_context_use`` and
+``events_for_member`` enforce who may put what into a Mission's context (MW-13.3-b, MW-13.3-d).
+"""
+
+from ._access import check_context_use, events_for_member
+from ._errors import (
+    ArtifactError,
+    ArtifactIntegrityError,
+    ArtifactNotFound,
+    ArtifactStoreError,
+    ManifestError,
+    MembershipRequired,
+    PublishRejected,
+)
+from ._fs import FilesystemStore
+from ._lineage import LineageNode, LineageStatus, to_mermaid, to_text
+from ._manifest import ManifestIndex
+from ._publish import AsyncSubmitter, LeaseInfo, PublishedArtifact, publish_artifact
+from ._s3 import S3Store
+from ._store import ArtifactRef, ArtifactStore
+
+__all__ = [
+    "ArtifactError",
+    "ArtifactIntegrityError",
+    "ArtifactNotFound",
+    "ArtifactRef",
+    "ArtifactStore",
+    "ArtifactStoreError",
+    "AsyncSubmitter",
+    "FilesystemStore",
+    "LeaseInfo",
+    "LineageNode",
+    "LineageStatus",
+    "ManifestError",
+    "ManifestIndex",
+    "MembershipRequired",
+    "PublishRejected",
+    "PublishedArtifact",
+    "S3Store",
+    "check_context_use",
+    "events_for_member",
+    "publish_artifact",
+    "to_mermaid",
+    "to_text",
+]

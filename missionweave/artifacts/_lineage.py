@@ -1,0 +1,174 @@
+"""Provenance trees of Artifacts (MW-13.1-c) and their text and Mermaid renderings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from ..protocol import SignedManifest, verify_manifest
+from ._errors import ManifestError
+from ._store import check_hash
+
+if TYPE_CHECKING:
+    from ._manifest import ManifestIndex
+
+#: ``ok``: at least one manifest verifies; ``no_manifest``: the index holds none;
+#: ``unverified``: it holds some but none verifies (their sources are not followed);
+#: ``cycle``: the hash is its own ancestor (not expanded again); ``depth_limit``: too deep.
+LineageStatus = Literal["ok", "no_manifest", "unverified", "cycle", "depth_limit"]
+
+
+@dataclass(eq=False)
+class LineageNode:
+    """One Artifact in a provenance tree.
+
+    A hash reached along two paths (a diamond) is expanded once: both parents hold the same
+    node object. A hash reached from its own descendants is a fresh ``cycle`` node without
+    sources, so the structure is always finite.
+
+    Attributes:
+        hash: the Artifact's SHA-256 hex.
+        manifests: its verified manifests (each names ``hash`` as its content).
+        sources: nodes of the Artifacts it was derived from (union over ``manifests``).
+        status: see :data:`LineageStatus`.
+        rejected: manifests in the index that did not verify or named other content.
+    """
+
+    hash: str
+    manifests: list[SignedManifest] = field(default_factory=list)
+    sources: list[LineageNode] = field(default_factory=list)
+    status: LineageStatus = "ok"
+    rejected: int = 0
+
+    def walk(self) -> Iterator[LineageNode]:
+        """Every distinct node once, depth first, this one first."""
+        seen: set[int] = set()
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            yield node
+            stack.extend(reversed(node.sources))
+
+
+def build_lineage(
+    index: ManifestIndex,
+    content_hash: str,
+    *,
+    public_keys: Mapping[str, str] | None = None,
+    max_depth: int = 256,
+) -> LineageNode:
+    """Build the provenance tree of ``content_hash`` from ``index``.
+
+    A manifest counts only when it names ``content_hash`` as its content and its signature
+    verifies: under ``public_keys[producer]`` when a key map is given, else under the key it
+    carries. Only verified manifests' ``sources`` are followed.
+
+    Args:
+        index: where the manifests are.
+        content_hash: the Artifact to trace.
+        public_keys: producer agent id → base64url public key, to pin producers' keys.
+        max_depth: ancestors deeper than this become ``depth_limit`` nodes.
+
+    Raises:
+        ValueError: ``content_hash`` is malformed.
+    """
+    check_hash(content_hash)
+    done: dict[str, LineageNode] = {}
+
+    def visit(h: str, path: frozenset[str], depth: int) -> LineageNode:
+        if h in path:
+            return LineageNode(h, status="cycle")
+        if h in done:
+            return done[h]
+        if depth > max_depth:
+            return LineageNode(h, status="depth_limit")
+        try:
+            candidates = index.get(h)
+            corrupt = 0
+        except ManifestError:
+            candidates, corrupt = [], 1
+        good = [m for m in candidates if _verifies(m, h, public_keys)]
+        node = LineageNode(h, manifests=good, rejected=len(candidates) - len(good) + corrupt)
+        if not good:
+            node.status = "unverified" if node.rejected else "no_manifest"
+        sources = sorted({s for m in good for s in m.manifest.sources})
+        node.sources = [visit(s, path | {h}, depth + 1) for s in sources]
+        done[h] = node
+        return node
+
+    return visit(content_hash, frozenset(), 0)
+
+
+def _verifies(m: SignedManifest, h: str, public_keys: Mapping[str, str] | None) -> bool:
+    if m.manifest.content_hash != h:
+        return False
+    key = m.public_key if public_keys is None else public_keys.get(m.manifest.producer)
+    return key is not None and verify_manifest(m, key)
+
+
+def _describe(node: LineageNode) -> str:
+    if node.status != "ok":
+        extra = f", {node.rejected} rejected" if node.rejected else ""
+        return f"({node.status.replace('_', ' ')}{extra})"
+    m = node.manifests[0].manifest
+    more = f" (+{len(node.manifests) - 1} more manifests)" if len(node.manifests) > 1 else ""
+    return (
+        f"{m.media_type} {m.size_bytes} B by {m.producer} "
+        f"[mission {m.mission_id}, item {m.work_item_id}, {m.classification.value}]{more}"
+    )
+
+
+def to_text(tree: LineageNode) -> str:
+    """The tree as indented lines, one Artifact per line; a subtree already shown is marked
+    ``(see above)`` instead of being repeated."""
+    lines: list[str] = []
+    shown: set[int] = set()
+
+    def emit(node: LineageNode, prefix: str, connector: str) -> None:
+        repeat = id(node) in shown and node.sources
+        lines.append(f"{prefix}{connector}{node.hash}  {_describe(node)}"
+                     f"{'  (see above)' if repeat else ''}")  # fmt: skip
+        shown.add(id(node))
+        if repeat:
+            return
+        child_prefix = prefix + ("" if not connector else "    " if connector == "└── " else "│   ")
+        for i, child in enumerate(node.sources):
+            emit(child, child_prefix, "└── " if i == len(node.sources) - 1 else "├── ")
+
+    emit(tree, "", "")
+    return "\n".join(lines) + "\n"
+
+
+def _label(node: LineageNode) -> str:
+    if node.status != "ok":
+        text = f"{node.hash[:12]}<br/>{node.status.replace('_', ' ')}"
+    else:
+        m = node.manifests[0].manifest
+        text = f"{node.hash[:12]}<br/>{m.media_type}<br/>{m.producer} · {m.work_item_id}"
+    return text.replace('"', "#quot;")
+
+
+def to_mermaid(tree: LineageNode) -> str:
+    """The provenance graph as a Mermaid flowchart: one node per Artifact, an arrow from each
+    source to what was derived from it (a cycle shows as a loop, a diamond as a join)."""
+    lines = [
+        "flowchart BT",
+        "    %% arrows point from a source Artifact to what was derived from it",
+    ]
+    declared: set[str] = set()
+    edges: list[str] = []
+    for node in tree.walk():
+        if node.status == "cycle":
+            continue  # an ancestor's hash: declared with that ancestor, the edge drawn below
+        if node.hash not in declared:
+            declared.add(node.hash)
+            lines.append(f'    a{node.hash[:16]}["{_label(node)}"]')
+        for src in node.sources:
+            edge = f"    a{src.hash[:16]} --> a{node.hash[:16]}"
+            if edge not in edges:
+                edges.append(edge)
+    return "\n".join([*lines, *edges]) + "\n"

@@ -1,0 +1,145 @@
+"""The artifact store protocol, the reference it returns, and helpers shared by the backends.
+
+Content addressing (MW-13.1-a, MW-13.1-d): every object is stored under ``sha256/<hex>``, where
+``<hex>`` is the SHA-256 that *we* compute over the bytes while writing them — never a backend
+ETag, which is an MD5 or a multipart checksum and may differ between stores. Every read hashes
+what came back and refuses a mismatch. A URI only says where to look.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable
+from typing import BinaryIO, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..protocol._artifacts import HASH_PATTERN
+
+#: Bytes read or written per step when streaming (1 MiB).
+CHUNK_BYTES = 1 << 20
+
+_HEX = re.compile(HASH_PATTERN)
+_META = re.compile(r"^[a-z][a-z0-9_-]{0,31}/[0-9A-Za-z][0-9A-Za-z._-]{0,199}$")
+
+
+class ArtifactRef(BaseModel):
+    """Where an Artifact is and what it is.
+
+    Attributes:
+        hash: SHA-256 hex of the content: the identity.
+        size: content length, bytes.
+        media_type: IANA media type when the caller gave one.
+        uri: a retrieval location (``file://…`` or ``s3://bucket/sha256/<hex>``), not an
+            identity (MW-13.1-d).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    hash: str = Field(pattern=HASH_PATTERN)
+    size: int = Field(ge=0)
+    media_type: str | None = None
+    uri: str = Field(min_length=1)
+
+
+class ArtifactStore(Protocol):
+    """A content-addressed blob store (MW-13.1-a); :class:`FilesystemStore` and
+    :class:`S3Store` implement it and pass the same test suite.
+
+    All methods are synchronous and may block on I/O (call them from a worker thread in async
+    code). Sizes are bytes. A put of content already present writes nothing. Every read verifies
+    the SHA-256 of what came back (MW-13.1-d).
+
+    Side documents (``read_meta`` / ``update_meta``) are small mutable files beside the
+    content, e.g. ``manifests/<hex>.json``; callers verify what they hold (manifests are signed).
+    """
+
+    def put(self, data: bytes, media_type: str | None = None) -> ArtifactRef:
+        """Store ``data``; a no-op when the content is already there."""
+        ...
+
+    def put_file(self, path: str | os.PathLike[str], media_type: str | None = None) -> ArtifactRef:
+        """Store a file's content without reading it whole into memory."""
+        ...
+
+    def put_stream(self, stream: BinaryIO, media_type: str | None = None) -> ArtifactRef:
+        """Store everything ``stream.read()`` yields, in bounded memory."""
+        ...
+
+    def get(self, content_hash: str) -> bytes:
+        """The verified content of ``content_hash``."""
+        ...
+
+    def get_to_file(self, content_hash: str, path: str | os.PathLike[str]) -> ArtifactRef:
+        """Write the verified content to ``path`` (atomically; untouched on failure)."""
+        ...
+
+    def exists(self, content_hash: str) -> bool:
+        """Whether an object is stored under ``content_hash`` (not verified)."""
+        ...
+
+    def uri(self, content_hash: str) -> str:
+        """The retrieval URI of ``content_hash`` (whether or not it exists)."""
+        ...
+
+    def read_meta(self, name: str) -> bytes | None:
+        """The side document ``name`` (e.g. ``manifests/<hex>.json``), or ``None``."""
+        ...
+
+    def update_meta(self, name: str, update: Callable[[bytes | None], bytes]) -> bytes:
+        """Replace side document ``name`` with ``update(current)``; returns the new bytes."""
+        ...
+
+
+def check_hash(content_hash: str) -> str:
+    """``content_hash`` if it is 64 lowercase hex characters.
+
+    Raises:
+        ValueError: it is not (this also keeps path traversal out of the filesystem store).
+    """
+    if not isinstance(content_hash, str) or not _HEX.match(content_hash):
+        raise ValueError(f"not a SHA-256 hex hash: {str(content_hash)[:80]!r}")
+    return content_hash
+
+
+def check_meta_name(name: str) -> str:
+    """``name`` if it is a safe side-document name ``<dir>/<file>``.
+
+    Raises:
+        ValueError: it is not.
+    """
+    if not _META.match(name) or ".." in name:
+        raise ValueError(f"not a side-document name: {name[:80]!r}")
+    return name
+
+
+def content_key(content_hash: str) -> str:
+    """The object key of ``content_hash``: ``sha256/<hex>``."""
+    return f"sha256/{check_hash(content_hash)}"
+
+
+class HashingReader:
+    """A read-only stream wrapper that hashes (SHA-256) and counts what passes through it.
+
+    Args:
+        raw: the stream to read from.
+    """
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._sha = hashlib.sha256()
+        #: Bytes read so far.
+        self.size = 0
+
+    def read(self, n: int = -1) -> bytes:
+        """Read up to ``n`` bytes (all when ``n < 0``), hashing them."""
+        data = self._raw.read(n)
+        if data:
+            self._sha.update(data)
+            self.size += len(data)
+        return data
+
+    def hexdigest(self) -> str:
+        """SHA-256 hex of everything read so far."""
+        return self._sha.hexdigest()

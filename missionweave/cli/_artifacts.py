@@ -1,0 +1,110 @@
+"""``missionweave artifacts …``: fetch verified Artifacts and trace their provenance."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from ._common import CliError
+
+if TYPE_CHECKING:
+    from ..artifacts import ArtifactStore
+
+app = typer.Typer(
+    help="Fetch content-addressed Artifacts (hash-verified) and show their provenance.",
+    no_args_is_help=True,
+)
+
+_STORE_HELP = (
+    "Filesystem artifact store. Default: $MISSIONWEAVE_DATA_DIR/artifacts, else ./data/artifacts."
+)
+_S3_HELP = (
+    "S3 API endpoint host:port (selects the S3 store; credentials from "
+    "MISSIONWEAVE_S3_ACCESS_KEY / MISSIONWEAVE_S3_SECRET_KEY)."
+)
+
+
+def default_store_path() -> Path:
+    """``$MISSIONWEAVE_DATA_DIR/artifacts``, or ``./data/artifacts``."""
+    return Path(os.environ.get("MISSIONWEAVE_DATA_DIR") or "data") / "artifacts"
+
+
+def _open_store(
+    store: Path | None, s3_endpoint: str | None, s3_bucket: str | None, s3_secure: bool
+) -> ArtifactStore:
+    """The store the options select (imported lazily: ``--help`` stays fast)."""
+    from ..artifacts import FilesystemStore, S3Store
+
+    if s3_endpoint:
+        if not s3_bucket:
+            raise CliError("--s3-endpoint needs --s3-bucket")
+        access = os.environ.get("MISSIONWEAVE_S3_ACCESS_KEY")
+        secret = os.environ.get("MISSIONWEAVE_S3_SECRET_KEY")
+        if not access or not secret:
+            raise CliError("set MISSIONWEAVE_S3_ACCESS_KEY and MISSIONWEAVE_S3_SECRET_KEY")
+        return S3Store(s3_endpoint, access, secret, s3_bucket, secure=s3_secure,
+                       create_bucket=False)  # fmt: skip
+    root = store or default_store_path()
+    if not root.is_dir():
+        raise CliError(f"no artifact store at {root}")
+    return FilesystemStore(root)
+
+
+_STORE = typer.Option(None, "--store", help=_STORE_HELP)
+_S3_ENDPOINT = typer.Option(None, "--s3-endpoint", help=_S3_HELP)
+_S3_BUCKET = typer.Option(None, "--s3-bucket", help="S3 bucket (with --s3-endpoint).")
+_S3_SECURE = typer.Option(False, "--s3-secure", help="Use HTTPS for the S3 endpoint.")
+
+
+@app.command("get")
+def get(
+    content_hash: str = typer.Argument(..., metavar="HASH", help="SHA-256 hex of the content."),
+    output: Path = typer.Option(..., "--output", "-o", help="File to write."),
+    store: Path | None = _STORE,
+    s3_endpoint: str | None = _S3_ENDPOINT,
+    s3_bucket: str | None = _S3_BUCKET,
+    s3_secure: bool = _S3_SECURE,
+) -> None:
+    """Fetch an Artifact to a file, verifying its SHA-256 (MW-13.1-d).
+
+    Exits 1 with one line when the stored bytes do not match the hash (OUTPUT is then left
+    untouched), 2 when the Artifact or the store is missing.
+    """
+    from ..artifacts import ArtifactIntegrityError, ArtifactNotFound
+
+    backend = _open_store(store, s3_endpoint, s3_bucket, s3_secure)
+    try:
+        ref = backend.get_to_file(content_hash, output)
+    except (ValueError, ArtifactNotFound) as exc:
+        raise CliError(str(exc)) from None
+    except ArtifactIntegrityError as exc:
+        raise CliError(str(exc), exit_code=1) from None
+    typer.echo(f"ok {ref.hash} {ref.size} bytes -> {output}")
+
+
+@app.command("lineage")
+def lineage(
+    content_hash: str = typer.Argument(..., metavar="HASH", help="SHA-256 hex of the content."),
+    store: Path | None = _STORE,
+    mermaid: bool = typer.Option(False, "--mermaid", help="Print a Mermaid flowchart."),
+    s3_endpoint: str | None = _S3_ENDPOINT,
+    s3_bucket: str | None = _S3_BUCKET,
+    s3_secure: bool = _S3_SECURE,
+) -> None:
+    """Print an Artifact's provenance (MW-13.1-c): an indented tree of the Artifacts it was
+    derived from, from their signed manifests; ``--mermaid`` prints a flowchart instead.
+
+    Manifests whose signature does not verify are not followed and are reported as
+    ``unverified``.
+    """
+    from ..artifacts import ManifestIndex, to_mermaid, to_text
+
+    backend = _open_store(store, s3_endpoint, s3_bucket, s3_secure)
+    try:
+        tree = ManifestIndex(backend).lineage(content_hash)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    typer.echo(to_mermaid(tree) if mermaid else to_text(tree), nl=False)

@@ -1,0 +1,119 @@
+"""Artifact store fixtures: the same suite runs on the filesystem store and on a real S3 API.
+
+The S3 backend talks to moto's S3 server on a loopback port (started once per session, stopped
+at the end) through the ``minio`` client, exactly as it would talk to MinIO. Bind the fixtures in
+a test module: ``s3_server = artifact_servers.s3_server; store = artifact_servers.store``.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from moto.server import ThreadedMotoServer
+
+from missionweave.artifacts import ArtifactStore, FilesystemStore, S3Store
+from missionweave.authority import Authority, SubmitResult
+from missionweave.protocol import (
+    Actor,
+    ArtifactManifest,
+    Classification,
+    Command,
+    SignedManifest,
+    sign_manifest,
+)
+
+from .world import T0
+
+
+@dataclass(frozen=True)
+class S3Endpoint:
+    """Where the test S3 server listens and the credentials it accepts."""
+
+    endpoint: str
+    access_key: str = "testing"
+    secret_key: str = "testing"
+    region: str = "us-east-1"
+
+    def store(self, bucket: str | None = None) -> S3Store:
+        """A store on a fresh bucket (or ``bucket``)."""
+        return S3Store(self.endpoint, self.access_key, self.secret_key,
+                       bucket or f"mw-{uuid.uuid4().hex[:16]}", region=self.region)  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Endpoint]:
+    """A real S3 API server (moto) on 127.0.0.1 for the whole session."""
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield S3Endpoint(f"127.0.0.1:{port}")
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["fs", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> ArtifactStore:
+    """Each backend in turn: a fresh directory, or a fresh bucket on the S3 server."""
+    if request.param == "fs":
+        return FilesystemStore(tmp_path / "artifacts")
+    endpoint: S3Endpoint = request.getfixturevalue("s3_server")
+    return endpoint.store()
+
+
+def corrupt(store: ArtifactStore, content_hash: str, data: bytes) -> None:
+    """Overwrite the stored object of ``content_hash`` with ``data``, behind the store's back."""
+    if isinstance(store, FilesystemStore):
+        path = store.root / "sha256" / content_hash
+        os.chmod(path, 0o644)
+        path.write_bytes(data)
+    else:
+        assert isinstance(store, S3Store)
+        store.client.put_object(store.bucket, f"sha256/{content_hash}", io.BytesIO(data),
+                                len(data))  # fmt: skip
+
+
+class InProcess:
+    """An async submitter over an in-process Authority (what ``AuthorityClient`` offers)."""
+
+    def __init__(self, authority: Authority) -> None:
+        self.authority = authority
+
+    async def submit(self, command: Command) -> SubmitResult:
+        return self.authority.submit(command)
+
+
+def manifest(content_hash: str, *, producer: str = "worker-0", sources: list[str] | None = None,
+             **over: object) -> ArtifactManifest:  # fmt: skip
+    """A valid manifest; keyword arguments override fields."""
+    fields: dict[str, object] = {
+        "content_hash": content_hash, "media_type": "application/json",
+        "schema_id": "report@1", "producer": producer, "agent_card_version": 0,
+        "mission_id": "m1", "group_id": "g1", "work_item_id": "a",
+        "sources": sources or [], "tool_versions": {"sha256sum": "9.4"},
+        "model_versions": {}, "capability_versions": {"dist.verify": "1.0"},
+        "created_at_ms": T0, "classification": Classification.INTERNAL,
+        "size_bytes": 1, "uri": f"s3://b/sha256/{content_hash}",
+    }  # fmt: skip
+    fields.update(over)
+    return ArtifactManifest.model_validate(fields)
+
+
+def signed(actor: Actor, content_hash: str, **over: object) -> SignedManifest:
+    """A manifest for ``content_hash`` produced and signed by ``actor``."""
+    return sign_manifest(manifest(content_hash, producer=actor.agent_id, **over), actor.key)

@@ -31,9 +31,11 @@ from typing import Any
 
 import httpx
 
-from ..protocol import Command, Event
-from ._engine import SubmitResult
+from ..protocol import Actor, Command, Event
+from ._agents import AgentInfo
+from ._engine import SubmitResult, now_ms
 from ._errors import AuthorityError, CursorTooOldError, UnknownGroupError
+from ._presence import PresenceInfo, presence_frame
 from ._snapshots import verify_snapshot
 
 #: Commands per ``POST /v1/commands/batch`` (the server's limit).
@@ -301,6 +303,64 @@ class AuthorityClient:
             return None
         row: dict[str, Any] = resp.json()
         return row
+
+    async def agents(self, group_id: str) -> list[AgentInfo]:
+        """The Group's active members with roles, epochs, latest Agent Card and per-capability
+        reliability (``work.result_accepted`` / ``work.failed`` counts of the online log), by
+        agent id. What ``select_candidates`` ranks from (MW-10.3-f).
+
+        Raises:
+            UnknownGroupError: no such Group.
+            AuthorityUnavailable: unreachable or timed out.
+        """
+        body = (await self._request("GET", f"/v1/groups/{group_id}/agents")).json()
+        return [AgentInfo.model_validate(a) for a in body["agents"]]
+
+    async def put_presence(
+        self,
+        actor: Actor,
+        group_id: str,
+        free_slots: int,
+        queue_depth: int,
+        *,
+        issued_at_ms: int | None = None,
+    ) -> bool:
+        """Report ``actor``'s capacity in ``group_id`` (ephemeral; not in the log).
+
+        Args:
+            actor: the reporting agent, an active member of the Group; signs the report.
+            group_id: the Group.
+            free_slots: free execution slots now, >= 0.
+            queue_depth: WorkItems waiting in the agent's queue for this Group, >= 0.
+            issued_at_ms: the report's time, epoch milliseconds; wall clock by default. Must be
+                within 5 minutes of the Authority's clock (pass that clock in tests with a
+                virtual one).
+
+        Returns:
+            Whether it was stored (``False``: a report issued at the same time or later was
+            already there).
+
+        Raises:
+            UnknownGroupError: no such Group.
+            AuthorityRequestError: 403 ``unauthorized`` (not an active member, bad signature or
+                clock skew) or 422 ``invalid_frame`` (a count out of range).
+            AuthorityUnavailable: unreachable or timed out.
+        """
+        issued = now_ms() if issued_at_ms is None else issued_at_ms
+        frame = presence_frame(actor, group_id, free_slots, queue_depth, issued)
+        resp = await self._request("PUT", f"/v1/groups/{group_id}/presence", json=frame)
+        return bool(resp.json()["stored"])
+
+    async def presence(self, group_id: str) -> dict[str, PresenceInfo]:
+        """Fresh presence reports of ``group_id`` by agent id (stale ones, older than the
+        server's TTL — 30 s by default — are left out).
+
+        Raises:
+            UnknownGroupError: no such Group.
+            AuthorityUnavailable: unreachable or timed out.
+        """
+        body = (await self._request("GET", f"/v1/groups/{group_id}/presence")).json()
+        return {str(a): PresenceInfo.model_validate(p) for a, p in body.items()}
 
     async def info(self) -> dict[str, Any]:
         """``{"public_key": str, "groups": [str]}``."""

@@ -33,6 +33,7 @@ from ..protocol import (
     sha256_hex,
     verify_command,
 )
+from ..protocol.mission import CommandVerdict, EventSummary
 from . import _handlers_admin, _handlers_context, _handlers_lease, _handlers_work, _verifier  # noqa: F401
 from ._agents import AgentReads
 from ._context import Ctx, Reject, dumps
@@ -92,6 +93,17 @@ class SubmitResult(BaseModel):
     @property
     def accepted(self) -> bool:
         return self.status == "accepted"
+
+    def verdict(self) -> CommandVerdict:
+        """This result as a workflow payload: Events summarized (seq, type, work item, body
+        without the ``contract``, which the workflow already holds), reply kept whole."""
+        return CommandVerdict(
+            command_id=self.command_id, status=self.status, rejection=self.rejection,
+            events=[EventSummary(seq=e.seq, type=e.type, work_item_id=e.work_item_id,
+                                 body={k: v for k, v in e.body.items() if k != "contract"})
+                    for e in self.events],
+            reply=dict(self.reply),
+        )  # fmt: skip
 
 
 @dataclass(slots=True)

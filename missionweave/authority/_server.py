@@ -8,6 +8,9 @@ Routes::
     GET  /v1/groups/{group_id}/head            → {seq, hash}
     GET  /v1/groups/{group_id}/snapshots/{seq} → the whole signed snapshot
     GET  /v1/leases/{lease_id}                 → the lease row with ``valid``
+    GET  /v1/groups/{group_id}/agents          → {agents: [AgentInfo]} (cards, epochs, reliability)
+    PUT  /v1/groups/{group_id}/presence        a signed presence report → {stored} (200, 403, 422)
+    GET  /v1/groups/{group_id}/presence        → {agent_id: {free_slots, queue_depth, age_ms}}
     GET  /v1/authority                         → {public_key, groups}
     GET  /healthz                              → {ok: true}
     WS   /v1/stream                            SUBSCRIBE / EVENT / ACK / ERROR (see ``_stream``)
@@ -36,6 +39,8 @@ from ..protocol import CanonicalizationError, Command
 from ._batch import BatchWriter, Notifier
 from ._engine import Authority, SubmitResult
 from ._errors import CursorTooOldError, UnknownGroupError
+from ._frames import FrameError, check_member_frame
+from ._presence import PRESENCE_TTL_MS, PresenceBoard, check_presence_shape
 from ._stream import StreamSession
 
 log = logging.getLogger(__name__)
@@ -68,8 +73,17 @@ def _unsignable(commands: list[Command]) -> JSONResponse | None:
     return None
 
 
+def _frame_error(err: FrameError) -> JSONResponse:
+    status = {"unknown_group": 404, "unauthorized": 403}.get(err.code, 422)
+    return _error(status, err.code, err.reason, **err.detail)
+
+
 def create_app(
-    authority: Authority, *, max_batch: int = 256, poll_interval_s: float = 0.2
+    authority: Authority,
+    *,
+    max_batch: int = 256,
+    poll_interval_s: float = 0.2,
+    presence_ttl_ms: int = PRESENCE_TTL_MS,
 ) -> FastAPI:
     """Build the ASGI app serving ``authority``.
 
@@ -78,13 +92,16 @@ def create_app(
         max_batch: Commands per group-commit transaction of the :class:`BatchWriter`.
         poll_interval_s: seconds between fallback polls of each WebSocket subscription, which
             picks up Events appended by other processes on the same database.
+        presence_ttl_ms: a presence report is shown for this many milliseconds (Authority
+            clock) after it was received.
 
     Raises:
-        ValueError: ``max_batch`` < 1 or ``poll_interval_s`` <= 0.
+        ValueError: ``max_batch`` < 1, ``poll_interval_s`` <= 0 or ``presence_ttl_ms`` < 1.
 
     Returns:
-        The app; ``app.state.authority``, ``app.state.writer`` (the :class:`BatchWriter`) and
-        ``app.state.notifier`` are exposed for embedding and tests.
+        The app; ``app.state.authority``, ``app.state.writer`` (the :class:`BatchWriter`),
+        ``app.state.notifier`` and ``app.state.presence`` (the in-memory presence board) are
+        exposed for embedding and tests.
 
     Implements MW-16-a (at-least-once EVENT stream, Events carry their ids), MW-16-c (ACK
     records cursors, never deletes history), MW-16-d (SUBSCRIBE.afterSequence replay) and
@@ -93,6 +110,7 @@ def create_app(
     if poll_interval_s <= 0:
         raise ValueError("poll_interval_s must be positive")
     notifier = Notifier()
+    presence = PresenceBoard(authority.clock, presence_ttl_ms)
     writer = BatchWriter(authority, max_batch=max_batch, on_commit=notifier.notify)
 
     @asynccontextmanager
@@ -104,6 +122,7 @@ def create_app(
     app.state.authority = authority
     app.state.writer = writer
     app.state.notifier = notifier
+    app.state.presence = presence
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -201,6 +220,38 @@ def create_app(
             return _error(404, "unknown_lease", f"no lease {lease_id!r}", lease_id=lease_id)
         return JSONResponse(row)
 
+    @app.get("/v1/groups/{group_id}/agents")
+    async def get_agents(group_id: str) -> JSONResponse:
+        try:
+            agents = await asyncio.to_thread(authority.agents, group_id)
+        except UnknownGroupError:
+            return _error(404, "unknown_group", f"unknown group {group_id!r}", group_id=group_id)
+        return JSONResponse({"agents": [a.model_dump(mode="json") for a in agents]})
+
+    @app.put("/v1/groups/{group_id}/presence")
+    async def put_presence(group_id: str, frame: dict[str, Any] = Body(...)) -> JSONResponse:
+        try:
+            check_presence_shape(frame, group_id)
+            await asyncio.to_thread(
+                check_member_frame, authority, frame, group_id, frame["agent"], "presence report"
+            )
+        except FrameError as err:
+            return _frame_error(err)
+        stored = presence.put(
+            group_id, frame["agent"], frame["free_slots"], frame["queue_depth"],
+            frame["issuedAtMs"],
+        )  # fmt: skip
+        return JSONResponse({"stored": stored})
+
+    @app.get("/v1/groups/{group_id}/presence")
+    async def get_presence(group_id: str) -> JSONResponse:
+        try:
+            await asyncio.to_thread(authority.head, group_id)
+        except UnknownGroupError:
+            return _error(404, "unknown_group", f"unknown group {group_id!r}", group_id=group_id)
+        fresh = presence.fresh(group_id)
+        return JSONResponse({a: p.model_dump(mode="json") for a, p in fresh.items()})
+
     @app.get("/v1/authority")
     async def get_authority() -> JSONResponse:
         groups = await asyncio.to_thread(authority.groups)
@@ -225,10 +276,10 @@ def serve(authority: Authority, host: str = "127.0.0.1", port: int = 8787, **kw:
         authority: the Authority to serve.
         host: the interface to bind.
         port: the TCP port.
-        **kw: ``max_batch`` and ``poll_interval_s`` go to :func:`create_app`; anything else to
-            ``uvicorn.Config`` (e.g. ``log_level``).
+        **kw: ``max_batch``, ``poll_interval_s`` and ``presence_ttl_ms`` go to
+            :func:`create_app`; anything else to ``uvicorn.Config`` (e.g. ``log_level``).
     """
-    app_kw = {k: kw.pop(k) for k in ("max_batch", "poll_interval_s") if k in kw}
+    app_kw = {k: kw.pop(k) for k in ("max_batch", "poll_interval_s", "presence_ttl_ms") if k in kw}
     app = create_app(authority, **app_kw)
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, **kw)).run()
 

@@ -9,7 +9,8 @@ Frames are JSON objects with a ``type``::
 
 ``signature`` is the agent's Ed25519 signature (base64url) over the canonical bytes of the
 SUBSCRIBE frame without ``signature``; the agent must be an active member of the Group and
-``issuedAtMs`` within :data:`MAX_SKEW_MS` of the Authority's clock. One socket may hold several
+``issuedAtMs`` within :data:`MAX_SKEW_MS` of the Authority's clock (checked by
+:func:`~._frames.check_member_frame`, shared with presence reports). One socket may hold several
 subscriptions (one per Group); a new SUBSCRIBE for a Group replaces the previous one.
 """
 
@@ -24,15 +25,13 @@ from typing import Any
 
 from fastapi import WebSocket
 
-from ..protocol import CanonicalizationError, canonical_bytes, verify
 from ._batch import Notifier
 from ._engine import Authority
-from ._errors import CursorTooOldError, UnknownGroupError
+from ._errors import CursorTooOldError
+from ._frames import MAX_SKEW_MS, FrameError, check_member_frame, is_int
 
 log = logging.getLogger(__name__)
 
-#: How far ``issuedAtMs`` of a SUBSCRIBE may be from the Authority's clock, in milliseconds.
-MAX_SKEW_MS = 300_000
 #: Events read from the log per page while replaying.
 PAGE = 1000
 
@@ -41,16 +40,6 @@ PAGE = 1000
 class _Subscription:
     agent: str
     task: asyncio.Task[None]
-
-
-class _FrameError(Exception):
-    def __init__(self, code: str, reason: str, **detail: Any) -> None:
-        super().__init__(reason)
-        self.code, self.reason, self.detail = code, reason, detail
-
-
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class StreamSession:
@@ -84,7 +73,7 @@ class StreamSession:
                 raw = message.get("text") or message.get("bytes") or b""
                 try:
                     await self._handle(raw)
-                except _FrameError as err:
+                except FrameError as err:
                     await self._error(err.code, err.reason, err.detail)
         finally:
             tasks = {sub.task for sub in self._subs.values()}
@@ -97,16 +86,16 @@ class StreamSession:
         try:
             frame = json.loads(raw)
         except ValueError:
-            raise _FrameError("invalid_frame", "a frame is one JSON object") from None
+            raise FrameError("invalid_frame", "a frame is one JSON object") from None
         if not isinstance(frame, dict):
-            raise _FrameError("invalid_frame", "a frame is one JSON object")
+            raise FrameError("invalid_frame", "a frame is one JSON object")
         kind = frame.get("type")
         if kind == "SUBSCRIBE":
             await self._subscribe(frame)
         elif kind == "ACK":
             await self._ack(frame)
         else:
-            raise _FrameError(
+            raise FrameError(
                 "invalid_frame", f"unknown frame type {kind!r}", allowed=["SUBSCRIBE", "ACK"]
             )
 
@@ -120,52 +109,20 @@ class StreamSession:
             and isinstance(signature, str)
             and isinstance(after, int)
             and isinstance(issued, int)
-            and _int(after)
-            and _int(issued)
+            and is_int(after)
+            and is_int(issued)
             and after >= 0
         ):
-            raise _FrameError(
+            raise FrameError(
                 "invalid_frame",
                 "SUBSCRIBE needs group, agent, afterSequence >= 0, issuedAtMs and signature",
                 fields=["group", "agent", "afterSequence", "issuedAtMs", "signature"],
             )
-        try:
-            signed = canonical_bytes({k: v for k, v in frame.items() if k != "signature"})
-        except CanonicalizationError as exc:
-            raise _FrameError("invalid_frame", str(exc), group=group) from None
-        try:
-            head_seq, _ = await asyncio.to_thread(self._authority.head, group)
-        except UnknownGroupError:
-            raise _FrameError("unknown_group", f"unknown group {group!r}", group=group) from None
-        rows = await asyncio.to_thread(
-            self._authority.query,
-            "SELECT public_key, active FROM members WHERE group_id=? AND agent_id=?",
-            group,
-            agent,
+        head_seq = await asyncio.to_thread(
+            check_member_frame, self._authority, frame, group, agent, "SUBSCRIBE"
         )
-        # One answer for "not a member" and "bad signature": do not tell a stranger which.
-        if (
-            not rows
-            or not rows[0]["active"]
-            or not verify(rows[0]["public_key"], signature, signed)
-        ):
-            raise _FrameError(
-                "unauthorized",
-                "the SUBSCRIBE is not signed by an active member of the group",
-                group=group,
-                agent=agent,
-            )
-        now = self._authority.clock()
-        if abs(issued - now) > MAX_SKEW_MS:
-            raise _FrameError(
-                "unauthorized",
-                f"issuedAtMs is more than {MAX_SKEW_MS} ms from the Authority's clock",
-                group=group,
-                issued_at_ms=issued,
-                server_time_ms=now,
-            )
         if after > head_seq:
-            raise _FrameError(
+            raise FrameError(
                 "invalid_frame",
                 f"afterSequence {after} is beyond the group's head {head_seq}",
                 group=group,
@@ -181,8 +138,8 @@ class StreamSession:
     async def _ack(self, frame: dict[str, Any]) -> None:
         """Record cursors (MW-16-c). Only ``cursors`` rows change: history is never deleted."""
         cursors = frame.get("cursors")
-        if not isinstance(cursors, dict) or not all(_int(v) for v in cursors.values()):
-            raise _FrameError("invalid_frame", "ACK needs cursors: {group: seq}")
+        if not isinstance(cursors, dict) or not all(is_int(v) for v in cursors.values()):
+            raise FrameError("invalid_frame", "ACK needs cursors: {group: seq}")
         for group, seq in cursors.items():
             sub = self._subs.get(group)
             if sub is None:

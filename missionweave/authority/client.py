@@ -1,10 +1,12 @@
 """Client side of the Authority server: HTTP calls and the section-16 event Subscriber.
 
-``AuthorityClient`` submits Commands and reads logs, heads, snapshots and leases over HTTP;
+``AuthorityClient`` submits Commands and reads logs, heads, snapshots, leases, the Group's
+agents (``AgentInfo``) and presence (``PresenceInfo``) over HTTP;
 ``Subscriber`` follows Groups over the WebSocket stream with verified, ordered, deduplicated,
 exactly-once-per-process delivery and durable cursors (``CursorStore``, ``SqliteCursorStore``).
 """
 
+from ._agents import AgentInfo, Reliability
 from ._client import (
     AuthorityClient,
     AuthorityClientError,
@@ -19,10 +21,12 @@ from ._client import (
 )
 from ._cursors import CursorStore, MemoryCursorStore, SqliteCursorStore
 from ._errors import CursorTooOldError, UnknownGroupError
+from ._presence import PresenceInfo, presence_frame
 from ._sequencer import GroupSequencer
 from ._subscriber import Subscriber, subscribe_frame
 
 __all__ = [
+    "AgentInfo",
     "AuthorityClient",
     "AuthorityClientError",
     "AuthorityRequestError",
@@ -32,6 +36,8 @@ __all__ = [
     "EventVerificationError",
     "GroupSequencer",
     "MemoryCursorStore",
+    "PresenceInfo",
+    "Reliability",
     "RemoteCursorTooOldError",
     "RemoteUnknownGroupError",
     "SnapshotVerificationError",
@@ -40,5 +46,6 @@ __all__ = [
     "SubscriberError",
     "SubscriptionRefused",
     "UnknownGroupError",
+    "presence_frame",
     "subscribe_frame",
 ]

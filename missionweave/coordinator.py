@@ -1,0 +1,68 @@
+"""The coordinator process: hosts the ``Mission`` workflow and its activities.
+
+``missionweave coordinator`` runs :func:`run_coordinator`; tests and the embedded stack call
+:func:`coordinator_worker` to get a ``Worker`` they run inside ``async with``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Interceptor, Worker
+
+from .activities import Check, CoordinatorActivities
+from .authority.client import AuthorityClient
+from .protocol import Actor
+from .protocol.mission import COORDINATOR_TASK_QUEUE
+from .workflows import MissionWorkflow
+
+log = logging.getLogger(__name__)
+
+
+def coordinator_worker(
+    client: Client,
+    authority: AuthorityClient,
+    coordinator: Actor,
+    *,
+    task_queue: str = COORDINATOR_TASK_QUEUE,
+    checks: Mapping[str, Check] | None = None,
+    schemas: Mapping[str, dict[str, Any]] | None = None,
+    interceptors: list[Interceptor] | None = None,
+    max_concurrent_activities: int = 50,
+) -> Worker:
+    """A Worker hosting :class:`MissionWorkflow` and :class:`CoordinatorActivities`.
+
+    Args:
+        client: a Temporal client built with ``pydantic_data_converter``.
+        authority: the Authority client the activities submit through.
+        coordinator: the coordinator identity (member of the Missions' Groups with the
+            ``coordinator`` role); its key signs every coordinator Command.
+        task_queue: the task queue (default ``missionweave-coordinator``).
+        checks: deterministic review checks by name.
+        schemas: JSON Schemas by id for deliverables.
+        interceptors: extra worker interceptors (tracing, tests).
+        max_concurrent_activities: activity slots of this worker.
+    """
+    acts = CoordinatorActivities(authority, coordinator, checks=checks, schemas=schemas)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[MissionWorkflow],
+        activities=[acts.submit_commands, acts.select_candidates, acts.review_submission],
+        interceptors=interceptors or [],
+        max_concurrent_activities=max_concurrent_activities,
+    )
+
+
+async def run_coordinator(
+    client: Client, authority_url: str, coordinator: Actor, *, stop: asyncio.Event | None = None
+) -> None:
+    """Run the coordinator until ``stop`` is set (or forever), then shut down cleanly."""
+    async with AuthorityClient(authority_url) as authority:
+        async with coordinator_worker(client, authority, coordinator):
+            log.info("coordinator %s polling %s", coordinator.agent_id, COORDINATOR_TASK_QUEUE)
+            await (stop or asyncio.Event()).wait()

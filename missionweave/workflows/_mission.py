@@ -1,0 +1,616 @@
+"""The ``Mission`` workflow: a WorkItem DAG, offers, leases, execution and review on Temporal.
+
+Every state change goes through the Group Authority as a Command; the workflow applies the
+Authority's verdict, never its own guess. Update handlers only validate and enqueue; the main loop
+submits what is queued in batches (one ``submit_commands`` activity per batch) and resolves the
+waiting handlers. See DESIGN §4–§5 and docs/missions.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ..protocol import GraphError, WorkGraph, WorkItemState
+    from ..protocol.mission import (
+        COORDINATOR_TASK_QUEUE,
+        MISSION_WORKFLOW_TYPE,
+        AgentCommandInput,
+        AuthorizeWorkInput,
+        BatchEntry,
+        CancelInput,
+        ChildOutcome,
+        CommandVerdict,
+        CoordinatorIntent,
+        ExecuteWorkItemInput,
+        ItemResult,
+        MissionResult,
+        MissionSpec,
+        MissionStatus,
+        OutcomeKind,
+        ParentLink,
+        ProgressSignal,
+        ReviewInput,
+        ReviewResult,
+        SelectCandidatesBatch,
+        SelectCandidatesBatchResult,
+        SelectCandidatesInput,
+        SubmitCommandsInput,
+        SubmitCommandsResult,
+        UnblockInput,
+        WorkItemStatus,
+        WorkOutcome,
+        agent_task_queue,
+        mission_workflow_id,
+    )
+    from ._plan import counts, finished, open_count, plan
+    from ._state import ItemState, MissionState, apply_events
+
+MISSION_ID = SearchAttributeKey.for_keyword("MissionId")
+GROUP_ID = SearchAttributeKey.for_keyword("GroupId")
+MISSION_STATUS = SearchAttributeKey.for_keyword("MissionStatus")
+OPEN_WORK_ITEMS = SearchAttributeKey.for_int("OpenWorkItems")
+
+MAX_BATCH = 100
+_SUBMIT_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
+                            maximum_interval=timedelta(seconds=10))  # fmt: skip
+S = WorkItemState
+
+
+def _ms(t: timedelta) -> int:
+    return int(t.total_seconds() * 1000)
+
+
+@workflow.defn(name=MISSION_WORKFLOW_TYPE)
+class MissionWorkflow:
+    """One Mission. Input: a :class:`MissionSpec` (plain JSON); result: :class:`MissionResult`.
+
+    Updates: ``accept_offer``, ``decline_offer``, ``start_work`` (agents, each carrying the
+    agent's signed Command), ``unblock``, ``cancel`` and ``authorize_work`` (people).
+    Signals: ``report_progress``, ``child_finished``. Query: ``status``.
+    """
+
+    @workflow.init
+    def __init__(self, spec: MissionSpec, resume: MissionState | None = None) -> None:
+        self.s = resume or MissionState(
+            spec=spec, items={i.work_item_id: ItemState(spec=i) for i in spec.items}
+        )
+        self.graph = WorkGraph()
+        self.invalid: str | None = None
+        try:
+            self.graph.add(
+                {w: it.spec.dependencies for w, it in self.s.items.items()},
+                {w: it.spec.contract.dependency_strategy for w, it in self.s.items.items()},
+            )
+        except GraphError as exc:
+            self.invalid = str(exc)
+        self.queue: list[BatchEntry] = []
+        self.intent_verdicts: dict[str, CommandVerdict] = {}
+        self.purpose: dict[str, tuple[str, str]] = {}
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.wake = False
+        self.open_items = -1
+
+    # ------------------------------------------------------------------------------ run
+
+    @workflow.run
+    async def run(self, spec: MissionSpec, resume: MissionState | None = None) -> MissionResult:
+        if self.invalid:
+            raise ApplicationError(f"invalid Mission: {self.invalid}", type="InvalidMission",
+                                   non_retryable=True)  # fmt: skip
+        self._publish_status()
+        if not self.s.created:
+            self._intent("mission.create", {"mission_id": self.s.spec.mission_id,
+                                            "title": self.s.spec.title,
+                                            **({"parent": self.s.spec.parent.model_dump()}
+                                               if self.s.spec.parent else {})},
+                         ("mission", ""))  # fmt: skip
+            for wid in self.graph.topological_order():
+                self._authorize(self.s.items[wid])
+        while True:
+            await self._flush()
+            if self.s.cancel_reason is not None and self.s.status == "running":
+                await self._end("cancelled", "mission.cancel", self.s.cancel_reason)
+                break
+            p = plan(self.s, self.graph, self._now())
+            for wid in p.exhausted:
+                item = self.s.items[wid]
+                item.detail = f"failed after {item.attempts} attempt(s)"
+            if p.exhausted and self.s.status == "running":
+                await self._end("failed", "mission.fail", f"{p.exhausted[0]} failed for good")
+                break
+            for wid in p.children:
+                self._create_child(self.s.items[wid])
+            if p.offer:
+                await self._select_and_offer(p.offer)
+            if self.queue:
+                continue
+            if finished(self.s):
+                await self._end("completed", "mission.complete", "")
+                break
+            if self._can_continue_as_new():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(args=[self.s.spec, self.s])
+            self._publish_status()
+            self.wake = False
+            timeout = None
+            if p.next_deadline_ms is not None:
+                timeout = timedelta(milliseconds=max(1, p.next_deadline_ms - self._now()))
+            try:
+                await workflow.wait_condition(lambda: self.wake or bool(self.queue),
+                                              timeout=timeout)  # fmt: skip
+            except TimeoutError:
+                pass
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        result = self._result()
+        if self.s.spec.parent is not None:
+            await self._report_to_parent(self.s.spec.parent, result)
+        return result
+
+    # -------------------------------------------------------------------------- commands
+
+    def _now(self) -> int:
+        return int(workflow.now().timestamp() * 1000)
+
+    def _intent(self, type: str, body: dict[str, Any], purpose: tuple[str, str]) -> str:
+        """Queue a coordinator Command with a deterministic id and issue time."""
+        self.s.next_command += 1
+        cid = f"{workflow.info().workflow_id}/c{self.s.next_command}"
+        self.queue.append(BatchEntry(intent=CoordinatorIntent(
+            command_id=cid, type=type, body=body, issued_at_ms=self._now())))  # fmt: skip
+        self.purpose[cid] = purpose
+        return cid
+
+    async def _flush(self) -> None:
+        """Submit queued Commands in batches and apply the verdicts."""
+        while self.queue:
+            batch, self.queue = self.queue[:MAX_BATCH], self.queue[MAX_BATCH:]
+            result = await workflow.execute_activity(
+                "submit_commands",
+                SubmitCommandsInput(group_id=self.s.spec.group_id, entries=batch),
+                result_type=SubmitCommandsResult,
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=_SUBMIT_RETRY,
+                summary=f"{len(batch)} command(s) to the Authority",
+            )
+            for entry, verdict in zip(batch, result.verdicts, strict=True):
+                if verdict.status != "rejected":
+                    apply_events(self.s, verdict.events)
+                if entry.command is not None:
+                    self.s.remember(verdict)
+                else:
+                    self.intent_verdicts[verdict.command_id] = verdict
+                    self._on_intent(verdict)
+            self.wake = True
+
+    def _on_intent(self, v: CommandVerdict) -> None:
+        kind, wid = self.purpose.pop(v.command_id, ("", ""))
+        item = self.s.items.get(wid)
+        now = self._now()
+        if kind == "mission":
+            self.s.created = v.accepted or (
+                v.rejection is not None and v.rejection.code == "mission_exists"
+            )
+        elif item is None:
+            return
+        elif kind == "offer":
+            item.offer_pending = False
+            if not v.accepted:  # e.g. owner_active: the lease has not expired yet
+                item.retry_at_ms = now + max(1000, self.s.spec.offer_policy.reoffer_backoff_ms)
+                item.detail = f"offer refused: {v.rejection.code if v.rejection else '?'}"
+        elif kind == "authorize" and not v.accepted:
+            if v.rejection is not None and v.rejection.code == "duplicate_id":
+                item.authorized = True  # authorized by an earlier run
+            else:
+                item.detail = f"not authorized: {v.rejection.code if v.rejection else '?'}"
+                self.s.cancel_reason = self.s.cancel_reason or f"{wid} not authorized"
+        elif kind == "review":
+            item.reviewing = False
+        elif kind == "child" and v.accepted:
+            self._start_child(item)
+
+    def _authorize(self, item: ItemState) -> None:
+        self._intent("work.authorize", {
+            "work_item_id": item.work_item_id, "mission_id": self.s.spec.mission_id,
+            "contract": item.spec.contract.wire(), "dependencies": item.spec.dependencies,
+        }, ("authorize", item.work_item_id))  # fmt: skip
+
+    # -------------------------------------------------------------------------- offers
+
+    async def _select_and_offer(self, wanted: list[tuple[str, list[str]]]) -> None:
+        policy = self.s.spec.offer_policy
+        requests = []
+        for wid, exclude in wanted:
+            item = self.s.items[wid]
+            item.selecting = True
+            urgent = item.spec.contract.urgency.value == "urgent"
+            requests.append(SelectCandidatesInput(
+                group_id=self.s.spec.group_id, work_item_id=wid,
+                required_capabilities=item.spec.contract.required_capabilities,
+                exclude=sorted(set(exclude) | set(item.tried)),
+                limit=policy.candidate_set_size if urgent else 1))  # fmt: skip
+        try:
+            ranked = await workflow.execute_activity(
+                "select_candidates", SelectCandidatesBatch(requests=requests),
+                result_type=SelectCandidatesBatchResult,
+                start_to_close_timeout=timedelta(seconds=30), retry_policy=_SUBMIT_RETRY,
+                summary=f"rank agents for {len(requests)} WorkItem(s)",
+            )  # fmt: skip
+        finally:
+            for wid, _ in wanted:
+                self.s.items[wid].selecting = False
+        now = self._now()
+        for (wid, _), res in zip(wanted, ranked.results, strict=True):
+            item = self.s.items[wid]
+            cands = res.candidates
+            if not cands and item.tried:  # everyone tried: start over after a pause
+                item.tried = []
+            if not cands:
+                item.retry_at_ms = now + max(1000, policy.reoffer_backoff_ms)
+                item.detail = "no eligible agent"
+                continue
+            item.retry_at_ms = None
+            item.tried = ([*item.tried, *(c.agent_id for c in cands)])[
+                -policy.max_sequential_offers * 4 :
+            ]
+            item.offer_pending = True
+            item.detail = "offered to " + ", ".join(c.agent_id for c in cands)
+            self._intent("work.offer", {
+                "work_item_id": wid, "candidates": [c.agent_id for c in cands],
+                "expires_at_ms": now + policy.offer_ttl_ms,
+                "selection_basis": {c.agent_id: c.basis.model_dump(mode="json") for c in cands},
+            }, ("offer", wid))  # fmt: skip
+
+    # --------------------------------------------------------------- updates from agents
+
+    async def _forward(self, cmd_input: AgentCommandInput) -> CommandVerdict:
+        cid = cmd_input.command.command_id
+        if cid not in self.s.verdicts and not any(
+            e.command is not None and e.command.command_id == cid for e in self.queue
+        ):
+            self.queue.append(BatchEntry(command=cmd_input.command))
+        await workflow.wait_condition(lambda: cid in self.s.verdicts)
+        return self.s.verdicts[cid]
+
+    def _validate_agent(self, cmd_input: AgentCommandInput, type: str,
+                        states: set[WorkItemState]) -> ItemState:  # fmt: skip
+        cmd = cmd_input.command
+        if cmd.command_id in self.s.verdicts:
+            return self.s.items[str(cmd.body.get("work_item_id"))]
+        if cmd.type != type:
+            raise ValueError(f"expected a {type} Command, got {cmd.type}")
+        if cmd.group_id != self.s.spec.group_id:
+            raise ValueError(f"the Mission's Group is {self.s.spec.group_id}")
+        item = self.s.items.get(str(cmd.body.get("work_item_id")))
+        if item is None:
+            raise ValueError("unknown WorkItem")
+        if item.state not in states:
+            raise ValueError(f"WorkItem {item.work_item_id} is {item.state.value}")
+        return item
+
+    @workflow.update
+    async def accept_offer(self, cmd: AgentCommandInput) -> CommandVerdict:
+        """An agent accepts an offer with its signed ``work.accept_offer`` (MW-10.3-c)."""
+        return await self._forward(cmd)
+
+    @accept_offer.validator
+    def _check_accept(self, cmd: AgentCommandInput) -> None:
+        item = self._validate_agent(
+            cmd, "work.accept_offer", {S.OFFERED, S.OPEN, S.FAILED, S.QUEUED, S.BLOCKED, S.ACTIVE}
+        )
+        # The agent may see the offer on the Group stream before this workflow has applied
+        # the Authority's verdict on it: while an offer is in flight, the Authority judges.
+        if item.offer_pending or cmd.command.command_id in self.s.verdicts:
+            return
+        if item.state is not S.OFFERED:
+            raise ValueError(f"WorkItem {item.work_item_id} is {item.state.value}")
+        if cmd.command.actor not in item.offer_candidates:
+            raise ValueError("not a candidate of the current offer")
+
+    @workflow.update
+    async def decline_offer(self, cmd: AgentCommandInput) -> CommandVerdict:
+        """An agent declines with a structured reason (MW-10.3-e)."""
+        verdict = await self._forward(cmd)
+        self.wake = True
+        return verdict
+
+    @decline_offer.validator
+    def _check_decline(self, cmd: AgentCommandInput) -> None:
+        item = self._validate_agent(
+            cmd, "work.decline_offer", {S.OFFERED, S.OPEN, S.FAILED, S.QUEUED, S.BLOCKED, S.ACTIVE}
+        )
+        if item.state is not S.OFFERED and not item.offer_pending:
+            raise ValueError(f"WorkItem {item.work_item_id} is {item.state.value}")
+
+    @workflow.update
+    async def start_work(self, cmd: AgentCommandInput) -> CommandVerdict:
+        """The owner starts: the Authority grants a lease, then ``execute_work_item`` runs on
+        the owner's task queue (MW-11.3-b)."""
+        verdict = await self._forward(cmd)
+        wid = str(cmd.command.body.get("work_item_id"))
+        item = self.s.items[wid]
+        if verdict.accepted and item.state is S.ACTIVE and wid not in self.tasks:
+            self.tasks[wid] = asyncio.create_task(self._execute(item))
+        return verdict
+
+    @start_work.validator
+    def _check_start(self, cmd: AgentCommandInput) -> None:
+        item = self._validate_agent(cmd, "work.start", {S.QUEUED, S.OFFERED})
+        # Agents learn of their acceptance from the Group stream, possibly before this
+        # workflow has applied it: an owner not yet known here is for the Authority to judge.
+        if cmd.command.command_id in self.s.verdicts or item.state is S.OFFERED:
+            return
+        if cmd.command.actor != item.owner:
+            raise ValueError("only the owner may start the WorkItem")
+
+    @workflow.update
+    async def unblock(self, inp: UnblockInput) -> CommandVerdict:
+        """Resolve a blocked WorkItem (MW-11.4-c)."""
+        cid = self._intent("work.unblock", {"work_item_id": inp.work_item_id,
+                                            "resolution": inp.resolution},
+                           ("unblock", inp.work_item_id))  # fmt: skip
+        await workflow.wait_condition(lambda: cid in self.intent_verdicts)
+        return self.intent_verdicts[cid]
+
+    @unblock.validator
+    def _check_unblock(self, inp: UnblockInput) -> None:
+        item = self.s.items.get(inp.work_item_id)
+        if item is None or item.state is not S.BLOCKED:
+            raise ValueError(f"WorkItem {inp.work_item_id} is not blocked")
+
+    @workflow.update
+    async def cancel(self, inp: CancelInput) -> str:
+        """Cancel the Mission; every unfinished WorkItem is cancelled (spec 10.2)."""
+        self.s.cancel_reason = inp.reason
+        self.wake = True
+        await workflow.wait_condition(lambda: self.s.status != "running")
+        return self.s.status
+
+    @cancel.validator
+    def _check_cancel(self, inp: CancelInput) -> None:
+        if self.s.status != "running":
+            raise ValueError(f"the Mission is already {self.s.status}")
+
+    @workflow.update
+    async def authorize_work(self, inp: AuthorizeWorkInput) -> SubmitCommandsResult:
+        """Add WorkItems and edges while the Mission runs (MW-10.4-a)."""
+        self.graph.add(
+            {i.work_item_id: i.dependencies for i in inp.items},
+            {i.work_item_id: i.contract.dependency_strategy for i in inp.items},
+            inp.edges,
+        )
+        cids = []
+        for spec in inp.items:
+            item = self.s.items[spec.work_item_id] = ItemState(spec=spec)
+            self._authorize(item)
+            cids.append(self.queue[-1].intent.command_id if self.queue[-1].intent else "")
+        await workflow.wait_condition(lambda: all(c in self.intent_verdicts for c in cids))
+        return SubmitCommandsResult(verdicts=[self.intent_verdicts[c] for c in cids])
+
+    @authorize_work.validator
+    def _check_authorize(self, inp: AuthorizeWorkInput) -> None:
+        if self.s.status != "running":
+            raise ValueError(f"the Mission is {self.s.status}")
+        trial = WorkGraph.from_wire(self.graph.to_wire())
+        try:  # cycles, self-loops, unknown and duplicate ids (MW-10.4-c)
+            trial.add({i.work_item_id: i.dependencies for i in inp.items}, edges=inp.edges)
+        except GraphError as exc:
+            raise ValueError(str(exc)) from None
+
+    @workflow.signal
+    def report_progress(self, sig: ProgressSignal) -> None:
+        """Structured progress from the owner (MW-11.4-a), shown by the ``status`` query."""
+        item = self.s.items.get(sig.work_item_id)
+        if item is not None and item.owner == sig.agent_id:
+            item.last_progress = sig.report
+
+    @workflow.signal
+    def child_finished(self, out: ChildOutcome) -> None:
+        """A child Mission reports its outcome; the parent item follows (spec 10.2)."""
+        item = self.s.items.get(out.work_item_id)
+        if item is None or item.state is not S.BLOCKED:
+            return
+        if out.approved:
+            self._intent("mission.child_approved", {
+                "work_item_id": out.work_item_id, "child_mission_id": out.child_mission_id,
+                "evidence": [e.model_dump(mode="json") for e in out.evidence]},
+                ("child_result", out.work_item_id))  # fmt: skip
+        else:
+            self._intent("mission.child_failed", {
+                "work_item_id": out.work_item_id, "child_mission_id": out.child_mission_id,
+                "policy": self.s.spec.child_failure_policy.value},
+                ("child_result", out.work_item_id))  # fmt: skip
+        item.detail = f"child Mission {out.child_mission_id}: {out.summary}"
+
+    @workflow.query
+    def status(self) -> MissionStatus:
+        """Per item: state, owner, epoch, lease, attempts."""
+        return MissionStatus(
+            mission_id=self.s.spec.mission_id, group_id=self.s.spec.group_id,
+            status=self.s.status, counts=counts(self.s),
+            event_range=(self.s.first_seq, self.s.last_seq)
+            if self.s.first_seq is not None and self.s.last_seq is not None else None,
+            items=[WorkItemStatus(
+                work_item_id=w, state=it.state, owner=it.owner,
+                ownership_epoch=it.ownership_epoch,
+                lease_id=it.lease.lease_id if it.lease else None, attempts=it.attempts,
+                offer_candidates=it.offer_candidates, dependencies=it.spec.dependencies,
+                last_progress=it.last_progress, detail=it.detail) for w, it in
+                self.s.items.items()],
+        )  # fmt: skip
+
+    # ---------------------------------------------------------------------- execution
+
+    async def _execute(self, item: ItemState) -> None:
+        """Run the WorkItem on its owner's task queue and apply the outcome."""
+        assert item.lease is not None and item.owner is not None
+        c = item.spec.contract
+        item.running = True
+        try:
+            outcome = await workflow.execute_activity(
+                "execute_work_item",
+                ExecuteWorkItemInput(
+                    group_id=self.s.spec.group_id, mission_id=self.s.spec.mission_id,
+                    work_item_id=item.work_item_id, contract=c, input=item.spec.input,
+                    lease=item.lease, checkpoint=item.checkpoint, attempt=item.attempts + 1),
+                result_type=WorkOutcome,
+                task_queue=agent_task_queue(item.owner),
+                heartbeat_timeout=timedelta(milliseconds=c.timeouts.lease_ms),
+                start_to_close_timeout=timedelta(
+                    milliseconds=c.budget.wall_clock_ms or 24 * 3_600_000),
+                retry_policy=RetryPolicy(maximum_attempts=1),
+                summary=f"{item.work_item_id} by {item.owner} (epoch {item.ownership_epoch})",
+            )  # fmt: skip
+        except ActivityError as exc:  # heartbeat timeout: the lease is lost (MW-11.5-a)
+            outcome = WorkOutcome(kind=OutcomeKind.LEASE_LOST, error=str(exc.cause or exc))
+        finally:
+            item.running = False
+            self.tasks.pop(item.work_item_id, None)
+        if outcome.verdict is not None and outcome.verdict.status != "rejected":
+            apply_events(self.s, outcome.verdict.events)
+        item.detail = f"{outcome.kind.value}" + (f": {outcome.error}" if outcome.error else "")
+        if outcome.kind is OutcomeKind.SUBMITTED and item.state is S.SUBMITTED:
+            item.outputs, item.artifacts = outcome.outputs, outcome.artifacts
+            item.evidence = outcome.evidence
+            await self._review(item)
+        elif outcome.kind is OutcomeKind.LEASE_LOST and item.state is S.ACTIVE:
+            item.tried = [item.owner] if item.owner else []
+            item.lease = None
+            item.owner = None  # re-offer with a higher epoch; the Authority closes the owner
+        self.wake = True
+
+    async def _review(self, item: ItemState) -> None:
+        """Review in the spec's order (MW-13.2-b) and submit the combined verdict."""
+        item.reviewing = True
+        result = await workflow.execute_activity(
+            "review_submission",
+            ReviewInput(group_id=self.s.spec.group_id, mission_id=self.s.spec.mission_id,
+                        work_item_id=item.work_item_id, contract=item.spec.contract,
+                        outputs=item.outputs, artifacts=item.artifacts,
+                        evidence=item.evidence),
+            result_type=ReviewResult, start_to_close_timeout=timedelta(minutes=5),
+            retry_policy=_SUBMIT_RETRY, summary=f"review {item.work_item_id}",
+        )  # fmt: skip
+        item.review = result.steps
+        evidence = [e.model_dump(mode="json") for st in result.steps for e in st.evidence]
+        if result.passed:
+            self._intent("work.accept_result", {"work_item_id": item.work_item_id,
+                                                "evidence": evidence},
+                         ("review", item.work_item_id))  # fmt: skip
+        else:
+            failed = [st for st in result.steps if not st.passed]
+            self._intent("work.fail", {"work_item_id": item.work_item_id, "retryable": True,
+                                       "evidence": evidence or _fail_evidence(item, failed)},
+                         ("review", item.work_item_id))  # fmt: skip
+
+    # -------------------------------------------------------------------- child missions
+
+    def _create_child(self, item: ItemState) -> None:
+        assert item.spec.child_mission is not None
+        item.offer_pending = True  # nothing else may be planned for it meanwhile
+        self._intent(
+            "mission.create_child",
+            {
+                "work_item_id": item.work_item_id,
+                "child_mission_id": item.spec.child_mission.mission_id,
+                "child_group_id": item.spec.child_mission.group_id,
+            },
+            ("child", item.work_item_id),
+        )
+
+    def _start_child(self, item: ItemState) -> None:
+        child = item.spec.child_mission
+        assert child is not None
+        spec = child.model_copy(update={"parent": ParentLink(
+            workflow_id=workflow.info().workflow_id, mission_id=self.s.spec.mission_id,
+            work_item_id=item.work_item_id)})  # fmt: skip
+        item.child_workflow_id = mission_workflow_id(child.mission_id)
+        item.offer_pending = False
+
+        async def start() -> None:
+            # ABANDON: any other policy kills the child when this run continues-as-new
+            await workflow.start_child_workflow(
+                MISSION_WORKFLOW_TYPE, args=[spec, None], id=mission_workflow_id(child.mission_id),
+                task_queue=COORDINATOR_TASK_QUEUE,
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                static_summary=f"child of {self.s.spec.mission_id}: {child.title}",
+            )  # fmt: skip
+
+        self.tasks[f"child:{item.work_item_id}"] = asyncio.create_task(start())
+
+    async def _report_to_parent(self, parent: ParentLink, result: MissionResult) -> None:
+        evidence = [e for it in result.items for e in it.evidence]
+        handle = workflow.get_external_workflow_handle(parent.workflow_id)
+        await handle.signal(MissionWorkflow.child_finished, ChildOutcome(
+            work_item_id=parent.work_item_id, child_mission_id=self.s.spec.mission_id,
+            approved=result.status == "completed", evidence=evidence[:50],
+            summary=f"{result.status}: {len(result.items)} WorkItem(s)"))  # fmt: skip
+
+    # ------------------------------------------------------------------------ the end
+
+    async def _end(self, status: str, command: str, reason: str) -> None:
+        for key, task in list(self.tasks.items()):
+            if not key.startswith("child:"):
+                task.cancel()
+        body: dict[str, Any] = {"mission_id": self.s.spec.mission_id}
+        if reason:
+            body["reason"] = reason
+        self._intent(command, body, ("mission_end", ""))
+        await self._flush()
+        self.s.status = status
+        self._publish_status()
+
+    def _can_continue_as_new(self) -> bool:
+        return (
+            workflow.info().is_continue_as_new_suggested()
+            and not self.tasks and not self.queue
+            and not any(it.running or it.reviewing for it in self.s.items.values())
+        )  # fmt: skip
+
+    def _publish_status(self) -> None:
+        n = open_count(self.s)
+        if n != self.open_items:
+            self.open_items = n
+            workflow.upsert_search_attributes([
+                MISSION_ID.value_set(self.s.spec.mission_id),
+                GROUP_ID.value_set(self.s.spec.group_id),
+                MISSION_STATUS.value_set(self.s.status),
+                OPEN_WORK_ITEMS.value_set(n)])  # fmt: skip
+        c = counts(self.s)
+        workflow.set_current_details(
+            f"**{self.s.status}** — " + ", ".join(f"{k}: {v}" for k, v in sorted(c.items()))
+        )
+
+    def _result(self) -> MissionResult:
+        status = self.s.status if self.s.status != "running" else "failed"
+        return MissionResult(
+            mission_id=self.s.spec.mission_id, group_id=self.s.spec.group_id,
+            status=status,
+            event_range=(self.s.first_seq, self.s.last_seq)
+            if self.s.first_seq is not None and self.s.last_seq is not None else None,
+            items=[ItemResult(work_item_id=w, state=it.state, owner=it.owner,
+                              ownership_epoch=it.ownership_epoch, attempts=it.attempts,
+                              outputs=it.outputs, artifacts=it.artifacts, evidence=it.evidence,
+                              review=[st.model_dump(mode="json") for st in it.review])
+                   for w, it in self.s.items.items()],
+        )  # fmt: skip
+
+
+def _fail_evidence(item: ItemState, failed: list[Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "subject": item.work_item_id,
+            "criterion": "review",
+            "method": "coordinator review",
+            "result": "fail",
+            "producer": "coordinator",
+            "timestamp_ms": 0,
+            "summary": "; ".join(f"{st.step}: {st.detail}" for st in failed)[:2000],
+        }
+    ]

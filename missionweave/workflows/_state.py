@@ -1,0 +1,179 @@
+"""The Mission workflow's one state object, handed whole to continue-as-new.
+
+Pure and deterministic: no clocks, no I/O. The workflow changes it only by applying the
+Authority's verdicts (:func:`apply_events`), never by guessing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..protocol import Evidence, ProgressReport, WorkItemState
+from ..protocol.mission import (
+    CommandVerdict,
+    EventSummary,
+    LeaseGrant,
+    MissionSpec,
+    ReviewStep,
+    WorkItemSpec,
+)
+
+_MODEL = ConfigDict(extra="forbid")
+
+
+class ItemState(BaseModel):
+    """What the Mission knows of one WorkItem (mirrors the Authority's projection).
+
+    Attributes:
+        spec: the WorkItem as authorized.
+        authorized: the Authority has accepted ``work.authorize``.
+        state: the WorkItem state per the Authority's last Event.
+        owner / ownership_epoch / lease: the current ownership and execution lease.
+        start_deadline_ms / offer_*: the durable deadlines the workflow keeps timers for.
+        tried: agents already offered this attempt (sequential offers).
+        attempts: failed executions so far (the retry policy bounds them).
+        retry_at_ms: when the next offer may go out after a failure or an empty ranking.
+        running: an ``execute_work_item`` activity is in flight.
+        selecting: candidates are being ranked.
+        offer_pending: a ``work.offer`` is queued or in flight.
+        blocked_until_ms: the end of the blocked lease.
+        child_workflow_id: the child Mission carrying the item out.
+    """
+
+    model_config = _MODEL
+    spec: WorkItemSpec
+    authorized: bool = False
+    state: WorkItemState = WorkItemState.OPEN
+    owner: str | None = None
+    ownership_epoch: int = 0
+    lease: LeaseGrant | None = None
+    start_deadline_ms: int | None = None
+    offer_id: str | None = None
+    offer_expires_at_ms: int | None = None
+    offer_candidates: list[str] = Field(default_factory=list)
+    declined: list[str] = Field(default_factory=list)
+    tried: list[str] = Field(default_factory=list)
+    attempts: int = 0
+    retry_at_ms: int | None = None
+    running: bool = False
+    selecting: bool = False
+    offer_pending: bool = False
+    reviewing: bool = False
+    blocked_until_ms: int | None = None
+    checkpoint: dict[str, Any] | None = None
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    artifacts: list[str] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
+    review: list[ReviewStep] = Field(default_factory=list)
+    last_progress: ProgressReport | None = None
+    child_workflow_id: str | None = None
+    detail: str = ""
+
+    @property
+    def work_item_id(self) -> str:
+        return self.spec.work_item_id
+
+
+class MissionState(BaseModel):
+    """Everything a Mission run knows; carried whole across continue-as-new.
+
+    Attributes:
+        spec: the Mission's spec (items added at runtime are in ``items``).
+        items: per WorkItem id, in authorization order.
+        created: ``mission.create`` was accepted.
+        next_command: the counter behind deterministic coordinator command ids.
+        verdicts: verdicts of agent Commands already applied, by command id (so a retried
+            update is answered, not applied twice — also across continue-as-new).
+        status: running / completed / failed / cancelled.
+        cancel_reason: set when a cancel was requested.
+        first_seq / last_seq: the Group sequence range this Mission's Commands produced.
+    """
+
+    model_config = _MODEL
+    spec: MissionSpec
+    items: dict[str, ItemState] = Field(default_factory=dict)
+    created: bool = False
+    next_command: int = 0
+    verdicts: dict[str, CommandVerdict] = Field(default_factory=dict)
+    status: str = "running"
+    cancel_reason: str | None = None
+    first_seq: int | None = None
+    last_seq: int | None = None
+
+    def remember(self, verdict: CommandVerdict, keep: int = 2000) -> None:
+        """Store an applied agent verdict, keeping the newest ``keep``."""
+        self.verdicts[verdict.command_id] = verdict
+        while len(self.verdicts) > keep:
+            del self.verdicts[next(iter(self.verdicts))]
+
+    def note_range(self, events: list[EventSummary]) -> None:
+        for e in events:
+            self.first_seq = e.seq if self.first_seq is None else min(self.first_seq, e.seq)
+            self.last_seq = e.seq if self.last_seq is None else max(self.last_seq, e.seq)
+
+
+def apply_events(state: MissionState, events: list[EventSummary]) -> None:
+    """Apply accepted Events to the items they concern: the Authority's verdict, not a guess."""
+    state.note_range(events)
+    for e in events:
+        item = state.items.get(e.work_item_id or "")
+        if item is None:
+            continue
+        b = e.body
+        match e.type:
+            case "work.authorized":
+                item.authorized, item.state = True, WorkItemState.OPEN
+            case "work.offered":
+                item.state = WorkItemState.OFFERED
+                item.offer_id = str(b["offer_id"])
+                item.offer_expires_at_ms = int(b["expires_at_ms"])
+                item.offer_candidates = [str(c) for c in b["candidates"]]
+                item.declined = []
+            case "ownership.closed":
+                item.owner, item.lease, item.start_deadline_ms = None, None, None
+            case "work.offer_accepted":
+                item.state = WorkItemState.QUEUED
+                item.owner = str(b["owner"])
+                item.ownership_epoch = int(b["ownership_epoch"])
+                item.start_deadline_ms = int(b["start_deadline_ms"])
+                item.offer_id, item.offer_expires_at_ms = None, None
+            case "work.offer_declined":
+                item.declined.append(str(b["agent_id"]))
+            case "work.started":
+                item.state = WorkItemState.ACTIVE
+                item.lease = LeaseGrant.model_validate(
+                    {**b["lease"], "capability_token": b.get("capability_token", {})}
+                )
+                item.start_deadline_ms = None
+            case "work.checkpointed":
+                item.state, item.lease = WorkItemState.QUEUED, None
+                item.checkpoint = b.get("checkpoint")
+                item.start_deadline_ms = b.get("start_deadline_ms")
+            case "work.blocked":
+                item.state, item.lease = WorkItemState.BLOCKED, None
+                item.checkpoint = b.get("checkpoint")
+                item.blocked_until_ms = b.get("blocked_lease_expires_at_ms")
+            case "work.unblocked":
+                item.state = WorkItemState(str(b["state"]))
+                item.blocked_until_ms = None
+                if item.state is WorkItemState.OPEN:
+                    item.owner = None
+            case "work.submitted":
+                item.state, item.lease = WorkItemState.SUBMITTED, None
+            case "work.result_accepted" | "mission.child_approved":
+                item.state = WorkItemState.VERIFIED
+            case "work.failed":
+                item.state, item.owner, item.lease = WorkItemState.FAILED, None, None
+                item.attempts = int(b.get("attempts", item.attempts + 1))
+            case "work.cancelled":
+                item.state, item.lease = WorkItemState.CANCELLED, None
+            case "mission.child_created":
+                item.state, item.owner, item.lease = WorkItemState.BLOCKED, None, None
+            case "mission.child_failed":
+                item.state = WorkItemState(str(b["state"]))
+            case "work.progress_reported" if b.get("checkpoint"):
+                item.checkpoint = b["checkpoint"]
+            case _:
+                pass

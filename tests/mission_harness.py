@@ -1,0 +1,112 @@
+"""End-to-end harness: a real Authority, the coordinator Worker and real agent runtimes.
+
+``mission_stack(env, tmp_path)`` yields a :class:`MissionStack` whose ``agent(...)`` starts an
+:class:`~missionweave.worker.AgentRuntime` with the given handlers, and whose ``start(spec)``
+starts a ``Mission`` workflow on the coordinator's task queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Interceptor
+
+from missionweave.coordinator import coordinator_worker
+from missionweave.protocol import AgentCard, WorkContract
+from missionweave.protocol.mission import MissionResult, MissionSpec, mission_workflow_id
+from missionweave.workflows import MissionWorkflow
+from missionweave.worker import AgentRuntime, HandlerRegistry
+
+from .temporal_env import AuthorityStack, authority_stack, new_task_queue
+
+
+def contract(caps: Sequence[str] = ("demo.step@1.0",), **over: Any) -> WorkContract:
+    """A small valid contract with one deterministic criterion ``done``."""
+    base: dict[str, Any] = {
+        "objective": "do one step",
+        "deliverables": [{"name": "result"}],
+        "acceptance_criteria": [{"id": "done", "description": "the step is done",
+                                 "evidence_required": "a passing check"}],
+        "required_capabilities": list(caps),
+        "timeouts": {"start_deadline_ms": 30_000, "lease_ms": 10_000, "heartbeat_ms": 1_000},
+        "retry": {"max_attempts": 3, "initial_backoff_ms": 200},
+    }  # fmt: skip
+    base.update(over)
+    return WorkContract.model_validate(base)
+
+
+@dataclass
+class MissionStack:
+    env: WorkflowEnvironment
+    stack: AuthorityStack
+    tmp: Path
+    task_queue: str
+    runtimes: list[AgentRuntime] = field(default_factory=list)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def group(self) -> str:
+        return self.stack.group
+
+    async def agent(self, agent_id: str, handlers: HandlerRegistry, *,
+                    capabilities: Sequence[str] = ("demo.step@1.0",), max_concurrency: int = 2,
+                    roles: Sequence[str] = ("worker",)) -> AgentRuntime:  # fmt: skip
+        actor = await self.stack.add_agent(agent_id, roles, capabilities=capabilities,
+                                           max_concurrency=max_concurrency)  # fmt: skip
+        card = AgentCard(
+            agent_id=agent_id,
+            version=2,
+            public_key=actor.public_key,
+            capabilities=list(capabilities),
+            max_concurrency=max_concurrency,
+        )
+        rt = AgentRuntime(card, actor.key, groups=[self.group], authority_url=self.stack.url,
+                          temporal_client=self.env.client, handlers=handlers,
+                          state_path=self.tmp / f"{agent_id}.sqlite3")  # fmt: skip
+        self.runtimes.append(rt)
+        self.tasks.append(asyncio.create_task(rt.run()))
+        return rt
+
+    def spec(self, mission_id: str, items: list[dict[str, Any]], **over: Any) -> MissionSpec:
+        return MissionSpec.model_validate({"group_id": self.group, "mission_id": mission_id,
+                                           "title": f"test {mission_id}", "items": items,
+                                           "offer_policy": {"offer_ttl_ms": 5_000,
+                                                            "reoffer_backoff_ms": 300},
+                                           **over})  # fmt: skip
+
+    async def start(self, spec: MissionSpec) -> WorkflowHandle[Any, MissionResult]:
+        return await self.env.client.start_workflow(
+            MissionWorkflow.run, args=[spec, None], id=mission_workflow_id(spec.mission_id),
+            task_queue=self.task_queue, static_summary=spec.title,
+        )  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def mission_stack(env: WorkflowEnvironment, tmp: Path,
+                        interceptors: Sequence[Interceptor] = (),
+                        clock: Any = None) -> AsyncIterator[MissionStack]:  # fmt: skip
+    async with authority_stack(tmp, clock=clock) as stack:
+        tq = new_task_queue()
+        ms = MissionStack(env, stack, tmp, tq)
+        async with coordinator_worker(
+            env.client,
+            stack.client,
+            stack.coordinator,
+            task_queue=tq,
+            interceptors=list(interceptors),
+        ):
+            try:
+                yield ms
+            finally:
+                for rt in ms.runtimes:
+                    await rt.stop()
+                for t in ms.tasks:
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await asyncio.wait_for(t, 15)

@@ -21,8 +21,8 @@ from temporalio.worker import Interceptor
 from missionweave.coordinator import coordinator_worker
 from missionweave.protocol import AgentCard, WorkContract
 from missionweave.protocol.mission import MissionResult, MissionSpec, mission_workflow_id
-from missionweave.workflows import MissionWorkflow
 from missionweave.worker import AgentRuntime, HandlerRegistry
+from missionweave.workflows import MissionWorkflow
 
 from .temporal_env import AuthorityStack, authority_stack, new_task_queue
 

@@ -171,7 +171,9 @@ class MissionWorkflow:
         """Submit queued Commands in batches and apply the verdicts."""
         while self.queue:
             batch, self.queue = self.queue[:MAX_BATCH], self.queue[MAX_BATCH:]
-            result = await workflow.execute_activity(
+            # Local activities: short Authority calls, no task-queue round trip (the main
+            # latency lever; the Authority is idempotent by command id if one is retried).
+            result = await workflow.execute_local_activity(
                 "submit_commands",
                 SubmitCommandsInput(group_id=self.s.spec.group_id, entries=batch),
                 result_type=SubmitCommandsResult,
@@ -236,7 +238,7 @@ class MissionWorkflow:
                 exclude=sorted(set(exclude) | set(item.tried)),
                 limit=policy.candidate_set_size if urgent else 1))  # fmt: skip
         try:
-            ranked = await workflow.execute_activity(
+            ranked = await workflow.execute_local_activity(
                 "select_candidates", SelectCandidatesBatch(requests=requests),
                 result_type=SelectCandidatesBatchResult,
                 start_to_close_timeout=timedelta(seconds=30), retry_policy=_SUBMIT_RETRY,
@@ -488,7 +490,7 @@ class MissionWorkflow:
     async def _review(self, item: ItemState) -> None:
         """Review in the spec's order (MW-13.2-b) and submit the combined verdict."""
         item.reviewing = True
-        result = await workflow.execute_activity(
+        result = await workflow.execute_local_activity(
             "review_submission",
             ReviewInput(group_id=self.s.spec.group_id, mission_id=self.s.spec.mission_id,
                         work_item_id=item.work_item_id, contract=item.spec.contract,

@@ -15,8 +15,10 @@ from ..protocol import MissionWeaveError
 from ._artifacts import app as artifacts_app
 from ._authority import app as authority_app
 from ._common import CliError
+from ._coordinator import coordinator_command
 from ._events import app as events_app
 from ._keys import app as keys_app
+from ._worker import worker_command
 
 app = typer.Typer(
     name="missionweave",
@@ -29,6 +31,8 @@ app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(authority_app, name="authority")
 app.add_typer(events_app, name="events")
 app.add_typer(keys_app, name="keys")
+app.command("worker")(worker_command)
+app.command("coordinator")(coordinator_command)
 
 
 def main() -> None:

@@ -1,0 +1,208 @@
+"""Admission control: answer an offer with ``Accept`` or ``Decline(reason, detail)``.
+
+Acceptance is a durable scheduling commitment, not immediate execution (MW-10.3-d), so before
+accepting the runtime checks, in order: authorization (the ``worker`` role in the Group),
+capability (a registered handler for every required capability), an unambiguous contract
+(MW-10.1-b), queue capacity (per-Group queue depth), concurrency (can it start before the
+start deadline?), the deadline, dependencies (a pluggable check) and budget. It declines with a
+structured reason when it cannot make a credible commitment (MW-10.3-e).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..protocol import AgentCard, DeclineReason, WorkContract
+from ._handlers import HandlerRegistry
+
+#: ``(group_id, contract) -> None`` when every input and dependency is readable, else a short
+#: description of what is not (the decline's detail).
+DependencyCheck = Callable[[str, WorkContract], str | None]
+
+#: Decline token for a contract with open questions (MW-10.1-b); not one of the six standard
+#: reasons, which the Authority accepts and flags ``standard_reason: false``.
+AMBIGUOUS = "ambiguous_contract"
+
+
+@dataclass(frozen=True, slots=True)
+class Accept:
+    """Admit the WorkItem: send ``work.accept_offer``.
+
+    Attributes:
+        expected_start_ms: the estimated wait before a slot is free, milliseconds.
+    """
+
+    expected_start_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Decline:
+    """Refuse the offer with a structured reason (MW-10.3-e).
+
+    Attributes:
+        reason: one of :class:`DeclineReason`, or :data:`AMBIGUOUS`.
+        detail: machine-readable facts (limits, missing capabilities, …).
+    """
+
+    reason: DeclineReason | str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionPolicy:
+    """The runtime's admission settings.
+
+    Attributes:
+        max_queue_depth: most queued WorkItems per Group (accepted, not yet started).
+        default_estimate_ms: expected duration of one execution when the handler declares
+            none, milliseconds.
+        dependency_check: decides whether the contract's inputs are readable (``None``: all
+            are).
+    """
+
+    max_queue_depth: int = 16
+    default_estimate_ms: int = 60_000
+    dependency_check: DependencyCheck | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionRequest:
+    """The facts about one offer that admission control weighs.
+
+    Attributes:
+        group_id: the Group.
+        work_item_id: the WorkItem offered.
+        contract: its contract (``None`` when the projection does not know it).
+        roles: this agent's roles in the Group.
+        queue_depth: this agent's queued WorkItems in the Group (accepted, not started).
+        queued_total: queued WorkItems across all Groups.
+        busy_slots: execution slots taken now.
+        now_ms: the current time, epoch milliseconds.
+    """
+
+    group_id: str
+    work_item_id: str
+    contract: WorkContract | None
+    roles: frozenset[str]
+    queue_depth: int
+    queued_total: int
+    busy_slots: int
+    now_ms: int
+
+
+class AdmissionControl:
+    """Decide offers for one agent.
+
+    Args:
+        card: the agent's card (``max_concurrency``, cost).
+        registry: its handlers.
+        policy: the settings.
+    """
+
+    def __init__(
+        self, card: AgentCard, registry: HandlerRegistry, policy: AdmissionPolicy | None = None
+    ) -> None:
+        self.card = card
+        self.registry = registry
+        self.policy = policy or AdmissionPolicy()
+
+    def estimate_ms(self, contract: WorkContract) -> int:
+        """Expected duration of one execution of ``contract``, milliseconds."""
+        spec, _ = self.registry.for_capabilities(contract.required_capabilities)
+        if spec is not None and spec.estimate_ms is not None:
+            return spec.estimate_ms
+        return self.policy.default_estimate_ms
+
+    def expected_wait_ms(self, req: AdmissionRequest, estimate_ms: int) -> int:
+        """Estimated wait before this WorkItem gets a slot: the work ahead of it spread over
+        the slots, in rounds of ``estimate_ms``."""
+        slots = self.card.max_concurrency
+        ahead = req.queued_total + req.busy_slots - slots + 1
+        return 0 if ahead <= 0 else math.ceil(ahead / slots) * estimate_ms
+
+    def decide(self, req: AdmissionRequest) -> Accept | Decline:
+        """Accept or decline one offer (MW-10.3-d, MW-10.3-e)."""
+        if "worker" not in req.roles:
+            return Decline(
+                DeclineReason.AUTHORIZATION, {"role": "worker", "roles": sorted(req.roles)}
+            )
+        c = req.contract
+        if c is None:
+            return Decline(DeclineReason.DEPENDENCY, {"missing": "contract"})
+        _, missing = self.registry.for_capabilities(c.required_capabilities)
+        if missing:
+            return Decline(
+                DeclineReason.CAPABILITY,
+                {"missing": missing, "available": self.registry.capabilities},
+            )
+        if c.open_questions:
+            return Decline(AMBIGUOUS, {"open_questions": list(c.open_questions)})
+        if req.queue_depth >= self.policy.max_queue_depth:
+            return Decline(
+                DeclineReason.CAPACITY,
+                {
+                    "limit": "queue_depth",
+                    "queue_depth": req.queue_depth,
+                    "max_queue_depth": self.policy.max_queue_depth,
+                },
+            )
+        estimate = self.estimate_ms(c)
+        wait = self.expected_wait_ms(req, estimate)
+        if wait >= c.timeouts.start_deadline_ms:
+            return Decline(
+                DeclineReason.CAPACITY,
+                {
+                    "limit": "concurrency",
+                    "expected_wait_ms": wait,
+                    "max_concurrency": self.card.max_concurrency,
+                    "start_deadline_ms": c.timeouts.start_deadline_ms,
+                },
+            )
+        if c.deadline_ms is not None and req.now_ms + wait + estimate > c.deadline_ms:
+            return Decline(
+                DeclineReason.DEADLINE,
+                {
+                    "deadline_ms": c.deadline_ms,
+                    "expected_completion_ms": req.now_ms + wait + estimate,
+                },
+            )
+        check = self.policy.dependency_check
+        if check is not None:
+            problem = check(req.group_id, c)
+            if problem is not None:
+                return Decline(DeclineReason.DEPENDENCY, {"unreadable": problem})
+        budget = c.budget
+        if budget.money is not None:
+            if budget.money.currency != self.card.currency:
+                return Decline(
+                    DeclineReason.BUDGET,
+                    {"currency": budget.money.currency, "card_currency": self.card.currency},
+                )
+            if self.card.cost_per_item_minor_units > budget.money.amount_minor_units:
+                return Decline(
+                    DeclineReason.BUDGET,
+                    {
+                        "cost_minor_units": self.card.cost_per_item_minor_units,
+                        "budget_minor_units": budget.money.amount_minor_units,
+                    },
+                )
+        if budget.wall_clock_ms is not None and estimate > budget.wall_clock_ms:
+            return Decline(
+                DeclineReason.BUDGET,
+                {"estimate_ms": estimate, "wall_clock_budget_ms": budget.wall_clock_ms},
+            )
+        return Accept(expected_start_ms=wait)
+
+
+__all__ = [
+    "AMBIGUOUS",
+    "Accept",
+    "AdmissionControl",
+    "AdmissionPolicy",
+    "AdmissionRequest",
+    "Decline",
+    "DependencyCheck",
+]

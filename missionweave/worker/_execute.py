@@ -1,0 +1,345 @@
+"""The ``execute_work_item`` activity: run the user's handler under its lease (DESIGN §4.6).
+
+While the handler runs, a heartbeat loop sends a Temporal heartbeat and a signed ``lease.renew``
+with the slot's usage delta every ``heartbeat_ms``; a rejected renewal cancels the handler
+(``LEASE_LOST``, nothing submitted). When the handler ends, the agent itself reports the outcome
+to the Authority as its own signed Command and returns it with the Authority's verdict:
+
+=================================  ==================  ===========
+handler                            Command             outcome
+=================================  ==================  ===========
+returns ``Submission``             ``work.submit``     SUBMITTED
+``Pause(state)``                   ``work.checkpoint``  PAUSED
+``Blocked(resolution, state)``     ``work.block``      BLOCKED
+raises (``PermanentFailure``:       ``work.fail``       FAILED
+not retryable)
+lease lost (renewal, ``guard``)    —                   LEASE_LOST
+=================================  ==================  ===========
+
+A ``recorded`` verdict means this agent is a former owner: the result is kept for audit and
+cannot complete the WorkItem (MW-11.5-b); the outcome is LEASE_LOST with that verdict. Temporal
+drops a late completion silently, so recording it with the Authority is what leaves the trail.
+Protocol outcomes are returned, never raised (Temporal retries are off for this activity).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio import activity
+
+from ..authority import now_ms
+from ..authority.client import AuthorityClient, AuthorityUnavailable
+from ..protocol import Actor, CanonicalizationError, Evidence, ProgressReport
+from ..protocol.mission import (
+    CommandVerdict,
+    ExecuteWorkItemInput,
+    OutcomeKind,
+    WorkOutcome,
+)
+from ._context import WorkContext, heartbeat
+from ._errors import Blocked, LeaseLost, Pause, PermanentFailure
+from ._handlers import HandlerRegistry, Submission
+from ._lease import LeaseSession
+from ._slots import SlotBoard
+
+log = logging.getLogger(__name__)
+
+#: ``async (work, report)``: where progress reports go besides the Authority (the workflow).
+ProgressSink = Callable[[ExecuteWorkItemInput, ProgressReport], Awaitable[None]]
+
+
+def _short(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+class WorkItemExecutor:
+    """Holds what the ``execute_work_item`` activity needs; register
+    :meth:`execute_work_item` with a Temporal ``Worker`` on the agent's task queue.
+
+    Args:
+        actor: the agent (its key and current epochs sign every report).
+        client: the Authority client.
+        registry: the handlers.
+        board: this process's slot board (the scheduler's view of running work).
+        progress_sink: also send each progress report here (the Mission workflow's
+            ``report_progress`` signal); failures are logged, never fatal.
+        report_timeout: how long to keep retrying the final report while the Authority is
+            unreachable (the same signed Command each time, so it is idempotent).
+        clock: epoch-millisecond clock (lease and token expiry, Evidence timestamps).
+    """
+
+    def __init__(
+        self,
+        actor: Actor,
+        client: AuthorityClient,
+        registry: HandlerRegistry,
+        *,
+        board: SlotBoard | None = None,
+        progress_sink: ProgressSink | None = None,
+        report_timeout: timedelta = timedelta(seconds=30),
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.clock = clock
+        self.actor = actor
+        self.client = client
+        self.registry = registry
+        self.board = board
+        self.progress_sink = progress_sink
+        self.report_timeout = report_timeout
+
+    @activity.defn(name="execute_work_item")
+    async def execute_work_item(self, work: ExecuteWorkItemInput) -> WorkOutcome:
+        """Run the handler for ``work`` and report its outcome to the Authority.
+
+        Returns:
+            The outcome with the Authority's verdict on the agent's final Command.
+
+        Raises:
+            asyncio.CancelledError: Temporal cancelled the activity (the handler is cancelled
+                first).
+
+        Implements MW-11.3-b/c/e, MW-11.4-a/c/f, MW-11.5-b/d and MW-11.1-e (one context,
+        lease session, meters and keys per slot).
+        """
+        session = LeaseSession(self.actor, self.client, work, self.clock)
+        sink = self.progress_sink
+        hook = None if sink is None else (lambda report: sink(work, report))
+        ctx = WorkContext(work, session, on_progress=hook)
+        key = (work.group_id, work.work_item_id)
+        if self.board is not None:
+            self.board.begin(key, ctx)
+        try:
+            return await _Run(self, work, session, ctx).execute()
+        finally:
+            if self.board is not None:
+                self.board.end(key)
+
+
+class _Run:
+    """One execution: the handler task, its heartbeat loop and the final report."""
+
+    def __init__(
+        self,
+        ex: WorkItemExecutor,
+        work: ExecuteWorkItemInput,
+        session: LeaseSession,
+        ctx: WorkContext,
+    ) -> None:
+        self.ex, self.work, self.session, self.ctx = ex, work, session, ctx
+        self.budget_verdict: CommandVerdict | None = None
+
+    def _interval_s(self) -> float:
+        t = self.work.contract.timeouts
+        ms = min(t.heartbeat_ms, max(1, t.lease_ms // 2))
+        if activity.in_activity():
+            hb = activity.info().heartbeat_timeout
+            if hb is not None and hb.total_seconds() > 0:
+                ms = min(ms, max(1, int(hb.total_seconds() * 1000) // 2))
+        return ms / 1000
+
+    async def execute(self) -> WorkOutcome:
+        spec, missing = self.ex.registry.for_capabilities(self.work.contract.required_capabilities)
+        if spec is None or missing:
+            return await self._fail(f"no handler for {missing}", retryable=False)
+        try:
+            arg = spec.validate_input(self.work.input)
+        except ValidationError as exc:
+            return await self._fail(f"invalid input: {_short(exc)}", retryable=False)
+        heartbeat(self.ctx.heartbeat_details())
+        task: asyncio.Task[Any] = asyncio.create_task(
+            spec.fn(self.ctx, arg), name=f"handler {self.work.work_item_id}"
+        )
+        stop = asyncio.Event()
+        beats = asyncio.create_task(self._heartbeats(task, stop), name="heartbeats")
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:  # Temporal cancelled the activity
+            for t in (task, beats):
+                t.cancel()
+            await asyncio.gather(task, beats, return_exceptions=True)
+            raise
+        # Let a renewal in flight finish (its usage delta must be counted once) before the
+        # final report.
+        stop.set()
+        await asyncio.gather(beats, return_exceptions=True)
+        return await self._conclude(task)
+
+    async def _heartbeats(self, task: asyncio.Task[Any], stop: asyncio.Event) -> None:
+        """Heartbeat and renew every interval until ``stop``; cancel the handler once the lease
+        is gone (MW-11.3-c, MW-11.5-d)."""
+        interval = self._interval_s()
+        while not task.done():
+            try:
+                await asyncio.wait_for(stop.wait(), interval)
+            except TimeoutError:
+                pass
+            if task.done() or stop.is_set():
+                return
+            heartbeat(self.ctx.heartbeat_details())
+            try:
+                verdict = await self.session.renew()
+            except AuthorityUnavailable as exc:
+                if self.session.clock() < self.session.lease.expires_at_ms:
+                    log.warning("lease renewal not delivered, retrying: %s", exc)
+                    continue
+                self.session.lost = LeaseLost(
+                    "lease_expired", "the Authority stayed unreachable until the lease expired"
+                )
+            else:
+                if verdict.accepted:
+                    continue
+                code = verdict.rejection.code if verdict.rejection else verdict.status
+                if code == "budget_exceeded":
+                    self.budget_verdict = verdict
+                elif self.session.lost is None:
+                    log.warning("lease renewal rejected (%s); going on", code)
+                    continue
+            log.warning(
+                "cancelling the handler of %s: %s",
+                self.work.work_item_id,
+                self.session.lost or "budget exceeded",
+            )
+            task.cancel()
+            return
+
+    async def _conclude(self, task: asyncio.Task[Any]) -> WorkOutcome:
+        if self.budget_verdict is not None:
+            rej = self.budget_verdict.rejection
+            dims = rej.detail.get("dimensions") if rej is not None else None
+            return await self._fail(f"budget exceeded: {dims}", retryable=False, charge=False)
+        if self.session.lost is not None:  # the heartbeat loop cancelled the handler
+            return self._lease_lost(self.session.lost)
+        if task.cancelled():
+            return await self._fail("the handler was cancelled", retryable=True)
+        exc = task.exception()
+        result: Any = task.result() if exc is None else exc
+        if isinstance(result, LeaseLost):
+            return self._lease_lost(result)
+        if isinstance(result, Submission):
+            return await self._submit(result)
+        if isinstance(result, Pause):
+            return await self._report(
+                OutcomeKind.PAUSED,
+                "work.checkpoint",
+                {"checkpoint": result.state},
+                checkpoint=result.state,
+            )
+        if isinstance(result, Blocked):
+            return await self._report(
+                OutcomeKind.BLOCKED,
+                "work.block",
+                {"resolution": result.resolution, "checkpoint": result.state},
+                checkpoint=result.state,
+                resolution=result.resolution,
+            )
+        if isinstance(result, PermanentFailure):
+            return await self._fail(_short(result), retryable=False)
+        if isinstance(result, BaseException):
+            log.info("handler of %s raised", self.work.work_item_id, exc_info=result)
+            return await self._fail(_short(result), retryable=True)
+        return await self._fail(
+            f"the handler returned {type(result).__name__}, not a Submission", retryable=False
+        )
+
+    def _lease_lost(self, lost: LeaseLost, verdict: CommandVerdict | None = None) -> WorkOutcome:
+        log.warning("%s: %s", self.work.work_item_id, lost)
+        return WorkOutcome(
+            kind=OutcomeKind.LEASE_LOST,
+            verdict=verdict if verdict is not None else self.session.last_verdict,
+            checkpoint=self.ctx.checkpoint,
+            error=str(lost),
+            retryable=True,
+        )
+
+    async def _final(
+        self, type: str, extra: dict[str, Any], *, charge: bool = True
+    ) -> CommandVerdict | None:
+        """Deliver one final Command, retrying the same signed Command while the Authority is
+        unreachable; ``None`` when it never got through."""
+        prepared = self.session.prepare(type, extra, charge=charge)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.ex.report_timeout.total_seconds()
+        delay = 0.2
+        while True:
+            try:
+                return await self.session.send(prepared)
+            except AuthorityUnavailable as exc:
+                if loop.time() + delay > deadline:
+                    log.error("%s not delivered: %s", type, exc)
+                    self.session.abandon(prepared)
+                    return None
+                heartbeat(self.ctx.heartbeat_details())
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def _report(
+        self, kind: OutcomeKind, type: str, extra: dict[str, Any], **fields: Any
+    ) -> WorkOutcome:
+        try:
+            verdict = await self._final(type, extra)
+        except CanonicalizationError as exc:
+            return await self._fail(f"{type} cannot be signed: {exc}", retryable=False)
+        if verdict is None:
+            return self._lease_lost(LeaseLost("authority_unreachable", f"{type} not delivered"))
+        if self.session.lost is not None:
+            return self._lease_lost(self.session.lost, verdict)
+        if not verdict.accepted:
+            rej = verdict.rejection
+            why = f"{type} rejected: {rej.code}: {rej.reason}" if rej else f"{type} rejected"
+            return await self._fail(
+                why,
+                retryable=rej is None or rej.code != "budget_exceeded",
+                charge=rej is None or rej.code != "budget_exceeded",
+            )
+        return WorkOutcome(kind=kind, verdict=verdict, **fields)
+
+    async def _submit(self, sub: Submission) -> WorkOutcome:
+        extra = {
+            "outputs": sub.outputs,
+            "artifacts": sub.artifacts,
+            "evidence": [e.model_dump(mode="json") for e in sub.evidence],
+        }
+        return await self._report(
+            OutcomeKind.SUBMITTED,
+            "work.submit",
+            extra,
+            outputs=sub.outputs,
+            artifacts=sub.artifacts,
+            evidence=sub.evidence,
+        )
+
+    async def _fail(self, error: str, *, retryable: bool, charge: bool = True) -> WorkOutcome:
+        """``work.fail`` with one Evidence of the execution failure (MW-11.4-f)."""
+        ev = Evidence(
+            subject=self.work.work_item_id,
+            criterion="execution",
+            method="handler",
+            result="fail",
+            producer=self.ex.actor.agent_id,
+            timestamp_ms=self.session.clock(),
+            summary=error[:2000],
+        )
+        extra = {"evidence": [ev.model_dump(mode="json")], "retryable": retryable}
+        verdict = await self._final("work.fail", extra, charge=charge)
+        if verdict is None:
+            return self._lease_lost(LeaseLost("authority_unreachable", "work.fail not delivered"))
+        if self.session.lost is not None:
+            return self._lease_lost(self.session.lost, verdict)
+        return WorkOutcome(
+            kind=OutcomeKind.FAILED,
+            verdict=verdict,
+            evidence=[ev],
+            error=error,
+            retryable=retryable,
+            checkpoint=self.ctx.checkpoint,
+        )
+
+
+__all__ = ["ProgressSink", "WorkItemExecutor"]

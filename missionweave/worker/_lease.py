@@ -1,0 +1,257 @@
+"""One execution slot's dealings with the Authority under its lease (spec 11.3, 11.4).
+
+A :class:`LeaseSession` signs the Commands a Worker reports under an execution lease — renewals,
+progress, checkpoints, blocks, submissions, failures — always naming the current ``lease_id``
+and ``ownership_epoch`` (MW-11.3-c), and charges the slot's own usage meters with each of them.
+It is private to one slot: nothing here is shared between concurrent WorkItems (MW-11.1-e).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..authority import now_ms
+from ..authority.client import AuthorityClient, AuthorityUnavailable
+from ..protocol import Actor, Command, ResourceUsage
+from ..protocol.mission import CommandVerdict, ExecuteWorkItemInput, LeaseGrant
+from ._errors import LeaseLost
+from ._verdicts import command_verdict, is_fenced_out
+
+log = logging.getLogger(__name__)
+
+_DIMS = ("money_minor_units", "tokens", "tool_calls", "compute_ms", "side_effects")
+
+
+@dataclass
+class UsageMeter:
+    """Resource meters of one slot; the runtime reports their deltas with every renewal and
+    report, and the Authority charges them against the contract's budget (MW-11.5-j).
+
+    A handler adds what it consumed (``ctx.usage.add(tool_calls=1, tokens=812)``); wall-clock
+    time is measured by the runtime.
+
+    Attributes:
+        tool_calls: tool calls made so far.
+        tokens: model tokens consumed.
+        side_effects: externally visible actions taken.
+        money_minor_units: money spent, in the contract budget's currency's minor units.
+        compute_ms: compute time, milliseconds.
+    """
+
+    tool_calls: int = 0
+    tokens: int = 0
+    side_effects: int = 0
+    money_minor_units: int = 0
+    compute_ms: int = 0
+    _reported: dict[str, int] = field(default_factory=dict, repr=False)
+    _wall_mark: float = field(default_factory=time.monotonic, repr=False)
+    _wall_pending_ms: int = field(default=0, repr=False)
+
+    def add(
+        self,
+        *,
+        tool_calls: int = 0,
+        tokens: int = 0,
+        side_effects: int = 0,
+        money_minor_units: int = 0,
+        compute_ms: int = 0,
+    ) -> None:
+        """Count consumption. Every amount is a non-negative integer.
+
+        Raises:
+            ValueError: an amount is negative.
+        """
+        amounts = {
+            "tool_calls": tool_calls,
+            "tokens": tokens,
+            "side_effects": side_effects,
+            "money_minor_units": money_minor_units,
+            "compute_ms": compute_ms,
+        }
+        if any(v < 0 for v in amounts.values()):
+            raise ValueError("usage amounts are non-negative")
+        for k, v in amounts.items():
+            setattr(self, k, getattr(self, k) + v)
+
+    def take_delta(self) -> ResourceUsage:
+        """The usage not yet reported (wall clock included), marked as reported."""
+        now = time.monotonic()
+        wall = self._wall_pending_ms + int((now - self._wall_mark) * 1000)
+        self._wall_mark, self._wall_pending_ms = now, 0
+        delta = {k: getattr(self, k) - self._reported.get(k, 0) for k in _DIMS}
+        for k in _DIMS:
+            self._reported[k] = getattr(self, k)
+        return ResourceUsage(wall_clock_ms=wall, **delta)
+
+    def give_back(self, delta: ResourceUsage) -> None:
+        """Undo :meth:`take_delta` for a report the Authority did not charge."""
+        self._wall_pending_ms += delta.wall_clock_ms
+        for k in _DIMS:
+            self._reported[k] = self._reported.get(k, 0) - getattr(delta, k)
+
+    def total(self) -> ResourceUsage:
+        """Everything counted so far (without wall clock)."""
+        return ResourceUsage(**{k: getattr(self, k) for k in _DIMS})
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A signed fenced Command and the usage delta it charges."""
+
+    command: Command
+    delta: ResourceUsage | None
+
+
+class LeaseSession:
+    """The signed, fenced reporting channel of one execution slot.
+
+    Args:
+        actor: the agent (its Session and Membership Epochs sign every Command).
+        client: the Authority client.
+        work: the activity input: ids, contract and the granted lease.
+        clock: epoch-millisecond clock (token expiry, Evidence timestamps).
+
+    Attributes:
+        lease: the current lease (expiry and capability token follow renewals).
+        usage: this slot's meters.
+        lost: set once the Authority said the lease is gone.
+    """
+
+    def __init__(
+        self,
+        actor: Actor,
+        client: AuthorityClient,
+        work: ExecuteWorkItemInput,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.actor = actor
+        self.clock = clock
+        self.client = client
+        self.work = work
+        self.lease: LeaseGrant = work.lease
+        self.usage = UsageMeter()
+        self.lost: LeaseLost | None = None
+        self.last_verdict: CommandVerdict | None = None
+
+    def body(self, **extra: Any) -> dict[str, Any]:
+        """A fenced body: ``work_item_id``, ``lease_id``, ``ownership_epoch`` and ``extra``."""
+        return {
+            "work_item_id": self.work.work_item_id,
+            "lease_id": self.lease.lease_id,
+            "ownership_epoch": self.lease.ownership_epoch,
+            **extra,
+        }
+
+    def prepare(self, type: str, extra: dict[str, Any], *, charge: bool = True) -> Prepared:
+        """Sign a fenced Command of ``type`` carrying the usage delta (when ``charge``).
+
+        Send it with :meth:`send` — as many times as needed: the same signed Command is
+        idempotent on the Authority — and :meth:`abandon` it if it is never delivered.
+
+        Raises:
+            CanonicalizationError: ``extra`` holds a float or a non-JSON value (the delta is
+                given back).
+        """
+        delta = self.usage.take_delta() if charge else None
+        body = self.body(**extra)
+        if delta is not None and delta != ResourceUsage():
+            body["usage"] = delta.model_dump()
+        try:
+            cmd = self.actor.command(type, self.work.group_id, body)
+            cmd.signing_bytes()
+        except Exception:
+            if delta is not None:
+                self.usage.give_back(delta)
+            raise
+        return Prepared(cmd, delta)
+
+    def abandon(self, prepared: Prepared) -> None:
+        """Give back the delta of a Command that was never delivered."""
+        if prepared.delta is not None:
+            self.usage.give_back(prepared.delta)
+
+    async def send(self, prepared: Prepared) -> CommandVerdict:
+        """Submit a prepared Command. A rejection gives its delta back; a fencing rejection (or
+        a ``recorded`` late result) sets :attr:`lost`.
+
+        Raises:
+            AuthorityUnavailable: the Authority could not be reached (sending again is safe).
+        """
+        verdict = command_verdict(await self.client.submit(prepared.command))
+        self.last_verdict = verdict
+        if prepared.delta is not None and not verdict.accepted:
+            self.usage.give_back(prepared.delta)
+        if is_fenced_out(verdict) and self.lost is None:
+            rej = verdict.rejection
+            self.lost = LeaseLost(
+                rej.code if rej else verdict.status,
+                rej.reason if rej else "recorded for audit only",
+            )
+        return verdict
+
+    async def fenced(
+        self, type: str, extra: dict[str, Any], *, charge: bool = True
+    ) -> CommandVerdict:
+        """:meth:`prepare` and :meth:`send` once.
+
+        Raises:
+            AuthorityUnavailable: the Authority could not be reached (the delta is given back).
+            CanonicalizationError: ``extra`` cannot be signed.
+        """
+        prepared = self.prepare(type, extra, charge=charge)
+        try:
+            return await self.send(prepared)
+        except AuthorityUnavailable:
+            self.abandon(prepared)
+            raise
+
+    async def renew(self) -> CommandVerdict:
+        """``lease.renew`` with the usage delta; on acceptance the lease's expiry and capability
+        token are updated (MW-11.3-d).
+
+        Raises:
+            AuthorityUnavailable: the Authority could not be reached.
+        """
+        verdict = await self.fenced("lease.renew", {})
+        if verdict.accepted:
+            update: dict[str, Any] = {}
+            if isinstance(verdict.reply.get("expires_at_ms"), int):
+                update["expires_at_ms"] = verdict.reply["expires_at_ms"]
+            if isinstance(verdict.reply.get("capability_token"), dict):
+                update["capability_token"] = verdict.reply["capability_token"]
+            self.lease = self.lease.model_copy(update=update)
+        return verdict
+
+    async def check(self) -> None:
+        """Confirm with the Authority that the lease is still valid and the capability token
+        unexpired, before an external side effect (MW-11.5-d).
+
+        Raises:
+            LeaseLost: the lease was lost, is not valid on the Authority, is not this slot's,
+                or cannot be confirmed because the Authority is unreachable.
+        """
+        if self.lost is not None:
+            raise self.lost
+        token_expiry = self.lease.capability_token.get("expires_at_ms")
+        if isinstance(token_expiry, int) and token_expiry <= self.clock():
+            raise LeaseLost("token_expired", "the capability token has expired")
+        try:
+            row = await self.client.lease(self.lease.lease_id)
+        except AuthorityUnavailable as exc:
+            raise LeaseLost("authority_unreachable", str(exc)) from exc
+        if (
+            row is None
+            or not row.get("valid")
+            or row.get("agent_id") != self.actor.agent_id
+            or row.get("ownership_epoch") != self.lease.ownership_epoch
+        ):
+            status = None if row is None else row.get("status")
+            self.lost = LeaseLost("lease_invalid", f"the Authority says the lease is {status}")
+            raise self.lost
+
+
+__all__ = ["LeaseSession", "Prepared", "UsageMeter"]

@@ -1,0 +1,359 @@
+"""``AgentRuntime``: one agent's process — session, subscriptions, offers, scheduler, worker.
+
+Start-up, in order:
+
+1. ``session.open`` (agent-level, no Group) raises the Session Epoch; the Authority revokes the
+   agent's previous leases and requeues their WorkItems first (MW-11.3-f);
+2. a :class:`Subscriber` follows every Group from the durable cursor in the local state file and
+   the runtime waits until the projection reaches each Group's head: the log tells it its
+   Membership Epoch per Group (``member.added`` / ``member.updated``), its published card
+   version and its WorkItems (MW-11.1-a/b);
+3. ``agent.publish_card`` when the log's card is older (a ``stale_card`` answer means another
+   process already published it);
+4. a Temporal ``Worker`` on ``missionweave-agent-<agent_id>`` runs ``execute_work_item`` with
+   ``max_concurrent_activities = card.max_concurrency``, while the offer desk answers offers and
+   the dispatcher starts queued WorkItems.
+
+:meth:`AgentRuntime.stop` asks running handlers to pause at their next safe point, stops taking
+work, and shuts the Worker down gracefully.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Interceptor, Worker
+
+from ..authority import now_ms
+from ..authority.client import AuthorityClient, Subscriber
+from ..protocol import Actor, AgentCard, Event, ProgressReport, SigningKey
+from ..protocol.mission import (
+    ExecuteWorkItemInput,
+    ProgressSignal,
+    agent_task_queue,
+    mission_workflow_id,
+)
+from ._admission import AdmissionControl, AdmissionPolicy
+from ._dispatch import Dispatcher
+from ._errors import WorkerError
+from ._execute import WorkItemExecutor
+from ._handlers import HandlerRegistry
+from ._offers import OfferDesk
+from ._scheduler import Scheduler
+from ._slots import SlotBoard
+from ._startup import open_session, publish_card
+from ._state import LocalState
+from ._updates import UpdateRetry, UpdateSender
+
+log = logging.getLogger(__name__)
+
+
+def _ws_url(http_url: str) -> str:
+    scheme, rest = http_url.rstrip("/").split("://", 1)
+    return f"{'wss' if scheme == 'https' else 'ws'}://{rest}/v1/stream"
+
+
+class AgentRuntime:
+    """The agent runtime (DESIGN §7).
+
+    Use it as ``async with AgentRuntime(...) as rt:`` (returns once the agent is ready) or
+    ``await rt.run()`` with :meth:`stop` from elsewhere. An instance runs once; make a new one
+    to start again.
+
+    Args:
+        card: the Agent Card; its ``public_key`` must be ``key``'s.
+        key: the agent's signing key.
+        groups: the Group ids to work in (the agent must be a member of each).
+        authority_url: the Authority's base URL, e.g. ``"http://127.0.0.1:8787"``.
+        temporal_client: a Temporal client using ``pydantic_data_converter``.
+        handlers: the handlers this agent runs.
+        state_path: the local state SQLite file (created if missing; delete it to rebuild from
+            the log).
+        admission: admission settings (queue depth, estimates, dependency check).
+        max_wait: the anti-starvation bound that triggers a cooperative preemption (``None``:
+            never preempt).
+        update_retry: backoff for Updates Temporal cannot take at once.
+        tick: how often the scheduler re-plans when nothing happens.
+        graceful_shutdown: how long running handlers get to pause when stopping.
+        authority_transport: an httpx transport for the Authority client (tests).
+        clock: epoch-millisecond clock for everything the runtime stamps or compares with the
+            Authority's time (SUBSCRIBE and Presence frames, offer expiry, start deadlines,
+            lease and token expiry, Evidence); the wall clock by default. Time-skipping tests
+            pass the Authority's virtual clock.
+        interceptors: Temporal worker interceptors for the agent's Worker.
+
+    Raises:
+        ValueError: the card's key is not ``key``, or ``groups`` is empty.
+    """
+
+    def __init__(
+        self,
+        card: AgentCard,
+        key: SigningKey,
+        *,
+        groups: list[str],
+        authority_url: str,
+        temporal_client: Client,
+        handlers: HandlerRegistry,
+        state_path: Path,
+        admission: AdmissionPolicy | None = None,
+        max_wait: timedelta | None = timedelta(minutes=5),
+        update_retry: UpdateRetry | None = None,
+        tick: timedelta = timedelta(seconds=1),
+        graceful_shutdown: timedelta = timedelta(seconds=10),
+        authority_transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], int] = now_ms,
+        interceptors: Sequence[Interceptor] = (),
+    ) -> None:
+        if card.public_key != key.public_key:
+            raise ValueError("the card's public_key is not the signing key's")
+        if not groups:
+            raise ValueError("an agent works in at least one Group")
+        self.card = card
+        self.groups = list(dict.fromkeys(groups))
+        self.authority_url = authority_url
+        self.temporal_client = temporal_client
+        self.handlers = handlers
+        self.state_path = Path(state_path)
+        self.actor = Actor(card.agent_id, key)
+        self.clock = clock
+        self.interceptors = list(interceptors)
+        self.board = SlotBoard(card.max_concurrency, on_change=self._poke, clock=clock)
+        self.admission = AdmissionControl(card, handlers, admission)
+        self.scheduler = Scheduler(
+            card.max_concurrency,
+            max_wait_ms=None if max_wait is None else int(max_wait.total_seconds() * 1000),
+        )
+        self.sender = UpdateSender(temporal_client, retry=update_retry, clock=clock)
+        self.tick = tick
+        self.graceful_shutdown = graceful_shutdown
+        self._transport = authority_transport
+        self.state: LocalState | None = None
+        self.offers: OfferDesk | None = None
+        self.dispatcher: Dispatcher | None = None
+        self.ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._wakes: list[asyncio.Event] = []
+        self._applied = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        unserved = [c for c in card.capabilities if handlers.find(c) is None]
+        if unserved:
+            log.warning("card capabilities without a handler: %s", unserved)
+        converter = getattr(getattr(temporal_client, "data_converter", None),
+                            "payload_converter_class", None)  # fmt: skip
+        if (
+            converter is not None
+            and converter is not pydantic_data_converter.payload_converter_class
+        ):
+            log.warning("the Temporal client should use pydantic_data_converter")
+
+    # --------------------------------------------------------------------- lifecycle
+
+    async def __aenter__(self) -> AgentRuntime:
+        self._task = asyncio.create_task(self.run(), name=f"agent {self.card.agent_id}")
+        ready = asyncio.create_task(self.ready.wait())
+        await asyncio.wait({self._task, ready}, return_when=asyncio.FIRST_COMPLETED)
+        if self._task.done():
+            ready.cancel()
+            self._task.result()  # raises the start-up error
+            raise WorkerError("the runtime stopped during start-up")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+        if self._task is not None:
+            await self._task
+
+    async def stop(self) -> None:
+        """Make :meth:`run` return: pause running handlers, shut the Worker down gracefully."""
+        self._stop.set()
+
+    def _poke(self) -> None:
+        for w in self._wakes:
+            w.set()
+
+    async def run(self) -> None:
+        """Run until :meth:`stop` (or a fatal error).
+
+        Raises:
+            AuthorityUnavailable: the Authority cannot be reached at start-up.
+            SessionError: the Authority refused ``session.open``.
+            SubscriptionRefused: not a member of a Group.
+            RuntimeError: the Temporal Worker failed.
+        """
+        state = self.state = LocalState(self.state_path, self.card.agent_id)
+        try:
+            async with AuthorityClient(self.authority_url, transport=self._transport) as client:
+                await self._run(client, state)
+        finally:
+            state.close()
+            self.ready.clear()
+
+    async def _run(self, client: AuthorityClient, state: LocalState) -> None:
+        authority_key = await client.public_key()
+        await open_session(client, self.actor)
+        sub = Subscriber(
+            _ws_url(self.authority_url),
+            self.actor,
+            self.groups,
+            state.cursors,
+            self._on_event,
+            authority_public_key=authority_key,
+            client=client,
+            on_snapshot=self._on_snapshot,
+            clock=self.clock,
+        )
+        sub_task = asyncio.create_task(sub.run(), name="subscriber")
+        try:
+            await self._catch_up(client, state, sub_task)
+            await publish_card(client, self.actor, self.card, state, self.groups)
+            await self._serve(client, state, sub_task)
+        finally:
+            await sub.stop()
+            await asyncio.gather(sub_task, return_exceptions=True)
+
+    async def _serve(
+        self, client: AuthorityClient, state: LocalState, sub_task: asyncio.Task[None]
+    ) -> None:
+        executor = WorkItemExecutor(
+            self.actor, client, self.handlers, board=self.board, progress_sink=self._progress,
+            clock=self.clock,
+        )  # fmt: skip
+        self.offers = OfferDesk(
+            self.actor, state, self.groups, self.admission, self.sender, self.board, self.clock
+        )
+        put = getattr(client, "put_presence", None)
+        self.dispatcher = Dispatcher(
+            self.actor,
+            state,
+            self.groups,
+            self.scheduler,
+            self.sender,
+            self.board,
+            presence=put if callable(put) else None,
+            tick_s=self.tick.total_seconds(),
+            clock=self.clock,
+        )
+        worker = Worker(
+            self.temporal_client,
+            task_queue=agent_task_queue(self.card.agent_id),
+            activities=[executor.execute_work_item],
+            max_concurrent_activities=self.card.max_concurrency,
+            graceful_shutdown_timeout=self.graceful_shutdown,
+            interceptors=self.interceptors,
+        )
+        offer_wake, dispatch_wake = asyncio.Event(), asyncio.Event()
+        self._wakes = [offer_wake, dispatch_wake]
+        async with worker:
+            loops = {
+                asyncio.create_task(self.offers.run(offer_wake), name="offers"),
+                asyncio.create_task(self.dispatcher.run(dispatch_wake), name="dispatcher"),
+            }
+            stopper = asyncio.create_task(self._stop.wait())
+            self._poke()
+            self.ready.set()
+            log.info(
+                "agent %s ready (session %s) on %s",
+                self.card.agent_id,
+                self.actor.session_epoch,
+                agent_task_queue(self.card.agent_id),
+            )
+            try:
+                done, _ = await asyncio.wait(
+                    {*loops, sub_task, stopper}, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                self._wakes = []
+                self.board.pause_all("the agent is shutting down")
+                for t in (*loops, stopper):
+                    t.cancel()
+                await asyncio.gather(*loops, stopper, return_exceptions=True)
+            # leaving ``async with`` shuts the Worker down, waiting for handlers to pause
+        for t in done - {stopper}:
+            exc = None if t.cancelled() else t.exception()
+            if exc is not None:
+                raise exc
+
+    # ---------------------------------------------------------------------- start-up
+
+    async def _catch_up(
+        self, client: AuthorityClient, state: LocalState, sub_task: asyncio.Task[None]
+    ) -> None:
+        """Wait until the projection has every Group's Events up to its current head."""
+        heads = {g: (await client.head(g))[0] for g in self.groups}
+        while any(state.applied_seq(g) < h for g, h in heads.items()):
+            self._applied.clear()
+            waiter = asyncio.create_task(self._applied.wait())
+            await asyncio.wait({waiter, sub_task}, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            if sub_task.done():
+                sub_task.result()
+                raise WorkerError("the subscription ended during start-up")
+        self._sync_epochs(state)
+
+    def _sync_epochs(self, state: LocalState) -> None:
+        for g in self.groups:
+            epoch = state.membership(g).membership_epoch
+            if epoch:
+                self.actor.membership_epochs[g] = epoch
+
+    # ---------------------------------------------------------------- event handling
+
+    async def _on_event(self, event: Event) -> None:
+        state = self.state
+        assert state is not None
+        if not state.apply(event):
+            return
+        if event.type.startswith("member."):
+            self._sync_epochs(state)
+        elif (
+            event.type == "agent.session_opened"
+            and event.body.get("agent_id") == self.card.agent_id
+            and int(event.body.get("session_epoch", 0)) > self.actor.session_epoch
+        ):
+            log.error(
+                "another process opened session %s for %s; stopping",
+                event.body["session_epoch"],
+                self.card.agent_id,
+            )
+            self._stop.set()
+        self._applied.set()
+        self._poke()
+
+    async def _on_snapshot(self, snap: dict[str, Any]) -> None:
+        assert self.state is not None
+        self.state.restore_snapshot(snap)
+        self._sync_epochs(self.state)
+        self._applied.set()
+
+    async def _progress(self, work: ExecuteWorkItemInput, report: ProgressReport) -> None:
+        """Send the latest progress to the Mission workflow (``report_progress`` signal)."""
+        handle = self.temporal_client.get_workflow_handle(mission_workflow_id(work.mission_id))
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(
+                handle.signal(
+                    "report_progress",
+                    ProgressSignal(
+                        work_item_id=work.work_item_id, agent_id=self.card.agent_id, report=report
+                    ),
+                ),
+                timeout=5,
+            )
+
+
+__all__ = ["AgentRuntime"]

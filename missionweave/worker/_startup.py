@@ -1,0 +1,69 @@
+"""The agent's start-up Commands: ``session.open`` and ``agent.publish_card``."""
+
+from __future__ import annotations
+
+import logging
+
+from ..authority.client import AuthorityClient
+from ..protocol import Actor, AgentCard
+from ._errors import SessionError, WorkerError
+from ._state import LocalState
+
+log = logging.getLogger(__name__)
+
+
+async def open_session(client: AuthorityClient, actor: Actor) -> int:
+    """Submit ``session.open`` (agent-level, no Group) and set ``actor.session_epoch``.
+
+    The Authority raises the Session Epoch and first revokes the agent's active leases,
+    returning their WorkItems to ``queued`` (MW-11.3-f).
+
+    Returns:
+        The new Session Epoch.
+
+    Raises:
+        SessionError: the Authority refused (unknown agent, member of no Group, bad signature).
+        AuthorityUnavailable: the Authority cannot be reached.
+    """
+    result = await client.submit(actor.command("session.open", None, {}))
+    if not result.accepted:
+        rej = result.rejection
+        raise SessionError(rej.code if rej else result.status, rej.reason if rej else "")
+    actor.session_epoch = int(result.reply["session_epoch"])
+    log.info("agent %s opened session %s", actor.agent_id, actor.session_epoch)
+    return actor.session_epoch
+
+
+async def publish_card(
+    client: AuthorityClient, actor: Actor, card: AgentCard, state: LocalState, groups: list[str]
+) -> bool:
+    """Publish ``card`` unless the log already holds this version or a later one.
+
+    A ``stale_card`` answer (another process of the agent published it first) counts as
+    published.
+
+    Returns:
+        Whether a ``agent.publish_card`` Command was sent.
+
+    Raises:
+        WorkerError: the agent is an active member of none of ``groups``, or the Authority
+            refuses the card itself (``key_mismatch``, ``invalid_body``).
+    """
+    if state.meta("card_version") >= card.version:
+        return False
+    group = next((g for g in groups if state.membership(g).active), None)
+    if group is None:
+        raise WorkerError(f"agent {card.agent_id} is an active member of no Group")
+    wire = card.model_dump(mode="json")
+    result = await client.submit(actor.command("agent.publish_card", group, {"card": wire}))
+    rej = result.rejection
+    if result.accepted or (rej is not None and rej.code == "stale_card"):
+        log.info("card version %s published", card.version)
+    elif rej is not None and rej.code in ("key_mismatch", "invalid_body"):
+        raise WorkerError(f"agent.publish_card rejected: {rej.code}: {rej.reason}")
+    else:
+        log.warning("agent.publish_card not applied: %s", rej.code if rej else result.status)
+    return True
+
+
+__all__ = ["open_session", "publish_card"]

@@ -1,0 +1,283 @@
+"""The agent's durable local state: per Group an inbox, a cursor and a work queue projection.
+
+One SQLite file (WAL, ``synchronous=FULL``) holds, per Group (MW-11.1-a):
+
+* ``inbox`` — the Events received, in order; an offer addressed to this agent stays
+  ``pending`` until admission control has answered it;
+* ``cursors`` — the Subscriber's durable cursor (:class:`SqliteCursorStore`, same file);
+* ``work_items`` — the projection: each WorkItem's contract, state, owner, ownership epoch,
+  start deadline, approval, lease, last checkpoint and any open offer to this agent;
+* ``groups`` / ``meta`` — this agent's Membership Epoch and roles per Group, its Session Epoch
+  and published card version as the log records them.
+
+Everything is derived from Group Events only (no local clock), so deleting the file and
+replaying the log rebuilds the same projection (MW-11.1-b); the log stays authoritative.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..authority.client import SqliteCursorStore
+from ..protocol import Event, WorkContract
+from ._projection import Projector
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS groups (
+    group_id TEXT PRIMARY KEY, applied_seq INTEGER NOT NULL DEFAULT 0,
+    membership_epoch INTEGER NOT NULL DEFAULT 0, roles TEXT NOT NULL DEFAULT '[]',
+    active INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS inbox (
+    group_id TEXT NOT NULL, seq INTEGER NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL,
+    work_item_id TEXT, body TEXT NOT NULL, recorded_at_ms INTEGER NOT NULL,
+    status TEXT NOT NULL, PRIMARY KEY (group_id, seq));
+CREATE INDEX IF NOT EXISTS inbox_pending ON inbox (status, group_id, seq);
+CREATE TABLE IF NOT EXISTS work_items (
+    group_id TEXT NOT NULL, work_item_id TEXT NOT NULL, mission_id TEXT NOT NULL,
+    revision INTEGER NOT NULL DEFAULT 1, contract TEXT, state TEXT NOT NULL, owner TEXT,
+    ownership_epoch INTEGER NOT NULL DEFAULT 0, start_deadline_ms INTEGER,
+    approved INTEGER NOT NULL DEFAULT 0, lease_id TEXT, checkpoint TEXT, offer_id TEXT,
+    offer_expires_at_ms INTEGER, offer_revision INTEGER, queued_at_ms INTEGER,
+    updated_seq INTEGER NOT NULL, PRIMARY KEY (group_id, work_item_id));
+"""
+
+#: Handled inbox rows kept per Group (older ones are pruned; the log keeps everything).
+INBOX_KEEP = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """This agent's membership in one Group, as the log records it."""
+
+    membership_epoch: int
+    roles: frozenset[str]
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItemView:
+    """One WorkItem of the projection (metadata only, MW-13.3-e)."""
+
+    group_id: str
+    work_item_id: str
+    mission_id: str
+    revision: int
+    contract: WorkContract | None
+    state: str
+    owner: str | None
+    ownership_epoch: int
+    start_deadline_ms: int | None
+    approved: bool
+    lease_id: str | None
+    checkpoint: dict[str, Any] | None
+    offer_id: str | None
+    offer_expires_at_ms: int | None
+    offer_revision: int | None
+    queued_at_ms: int | None
+    updated_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingOffer:
+    """An offer to this agent still waiting for admission control's answer."""
+
+    group_id: str
+    seq: int
+    work_item_id: str
+    offer_id: str
+    mission_id: str
+    revision: int
+    expires_at_ms: int
+
+
+class LocalState:
+    """The durable local projection of one agent (see the module docstring).
+
+    Args:
+        path: the SQLite file (created with its directory if missing).
+        agent_id: this agent.
+
+    Use from one thread (the runtime's event loop).
+    """
+
+    def __init__(self, path: str | Path, agent_id: str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.agent_id = agent_id
+        self._conn = sqlite3.connect(str(self.path), isolation_level=None)
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("PRAGMA busy_timeout=5000")
+        self._conn.executescript(_SCHEMA)
+        self._projector = Projector(self._conn, agent_id)
+        #: The Subscriber's durable cursors, in the same file (MW-16-c).
+        self.cursors = SqliteCursorStore(self.path)
+
+    def close(self) -> None:
+        """Close both connections."""
+        self.cursors.close()
+        self._conn.close()
+
+    # ------------------------------------------------------------------------ applying
+
+    def apply(self, event: Event) -> bool:
+        """Apply one Event (in Group order) in one transaction; ``False`` if it was already
+        applied (a redelivery after a crash between this commit and the cursor's)."""
+        g = event.group_id
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("INSERT OR IGNORE INTO groups (group_id) VALUES (?)", (g,))
+            applied = conn.execute(
+                "SELECT applied_seq FROM groups WHERE group_id=?", (g,)
+            ).fetchone()[0]
+            if event.seq <= applied:
+                conn.execute("COMMIT")
+                return False
+            pending = self._projector.project(event)
+            conn.execute(
+                "INSERT OR REPLACE INTO inbox VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    g,
+                    event.seq,
+                    event.event_id,
+                    event.type,
+                    event.work_item_id,
+                    json.dumps(event.body),
+                    event.recorded_at_ms,
+                    "pending" if pending else "done",
+                ),
+            )
+            conn.execute("UPDATE groups SET applied_seq=? WHERE group_id=?", (event.seq, g))
+            conn.execute(
+                "DELETE FROM inbox WHERE group_id=? AND status='done' AND seq<=?",
+                (g, event.seq - INBOX_KEEP),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return True
+
+    def restore_snapshot(self, snap: dict[str, Any]) -> None:
+        """Reset a Group's projection to a verified Authority snapshot, in one transaction
+        (MW-16-e; see :meth:`Projector.restore`)."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._projector.restore(snap)
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+
+    # --------------------------------------------------------------------------- reads
+
+    def applied_seq(self, group_id: str) -> int:
+        """The last Group sequence applied to the projection (0 when none)."""
+        row = self._conn.execute(
+            "SELECT applied_seq FROM groups WHERE group_id=?", (group_id,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def membership(self, group_id: str) -> Membership:
+        """This agent's Membership Epoch and roles in ``group_id`` (epoch 0: not a member)."""
+        row = self._conn.execute(
+            "SELECT membership_epoch, roles, active FROM groups WHERE group_id=?", (group_id,)
+        ).fetchone()
+        if row is None:
+            return Membership(0, frozenset(), False)
+        return Membership(int(row[0]), frozenset(json.loads(row[1])), bool(row[2]))
+
+    def meta(self, key: str) -> int:
+        """``session_epoch`` or ``card_version`` as last recorded in the log (0 when none)."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def item(self, group_id: str, work_item_id: str) -> WorkItemView | None:
+        """One WorkItem of the projection, or ``None``."""
+        row = self._conn.execute(
+            "SELECT * FROM work_items WHERE group_id=? AND work_item_id=?", (group_id, work_item_id)
+        ).fetchone()
+        return None if row is None else _view(row)
+
+    def owned(self, group_id: str, *states: str) -> list[WorkItemView]:
+        """This agent's WorkItems in ``group_id`` (in ``states`` when given), oldest first."""
+        sql = "SELECT * FROM work_items WHERE group_id=? AND owner=?"
+        args: list[Any] = [group_id, self.agent_id]
+        if states:
+            sql += f" AND state IN ({','.join('?' * len(states))})"
+            args.extend(states)
+        rows = self._conn.execute(sql + " ORDER BY queued_at_ms, work_item_id", args).fetchall()
+        return [_view(r) for r in rows]
+
+    def pending_offers(self) -> list[PendingOffer]:
+        """Offers to this agent not answered yet, in Group order."""
+        rows = self._conn.execute(
+            "SELECT group_id, seq, work_item_id, body FROM inbox WHERE status='pending' "
+            "ORDER BY group_id, seq"
+        ).fetchall()
+        out = []
+        for r in rows:
+            b = json.loads(r["body"])
+            out.append(
+                PendingOffer(
+                    r["group_id"],
+                    r["seq"],
+                    r["work_item_id"],
+                    b["offer_id"],
+                    b["mission_id"],
+                    int(b["revision"]),
+                    int(b["expires_at_ms"]),
+                )
+            )
+        return out
+
+    def mark_handled(self, group_id: str, seq: int) -> None:
+        """Record that the inbox entry at ``seq`` has been answered."""
+        self._conn.execute(
+            "UPDATE inbox SET status='done' WHERE group_id=? AND seq=?", (group_id, seq)
+        )
+
+    def projection(self) -> dict[str, Any]:
+        """The whole projection as plain data (memberships, meta, WorkItems), for comparison
+        and debugging."""
+
+        def dump(sql: str) -> list[dict[str, Any]]:
+            return [dict(r) for r in self._conn.execute(sql).fetchall()]
+
+        return {
+            "groups": dump("SELECT * FROM groups ORDER BY group_id"),
+            "meta": dump("SELECT * FROM meta ORDER BY key"),
+            "work_items": dump("SELECT * FROM work_items ORDER BY group_id, work_item_id"),
+        }
+
+
+def _view(r: sqlite3.Row) -> WorkItemView:
+    return WorkItemView(
+        group_id=r["group_id"],
+        work_item_id=r["work_item_id"],
+        mission_id=r["mission_id"],
+        revision=r["revision"],
+        contract=WorkContract.model_validate_json(r["contract"]) if r["contract"] else None,
+        state=r["state"],
+        owner=r["owner"],
+        ownership_epoch=r["ownership_epoch"],
+        start_deadline_ms=r["start_deadline_ms"],
+        approved=bool(r["approved"]),
+        lease_id=r["lease_id"],
+        checkpoint=json.loads(r["checkpoint"]) if r["checkpoint"] else None,
+        offer_id=r["offer_id"],
+        offer_expires_at_ms=r["offer_expires_at_ms"],
+        offer_revision=r["offer_revision"],
+        queued_at_ms=r["queued_at_ms"],
+        updated_seq=r["updated_seq"],
+    )
+
+
+__all__ = ["LocalState", "Membership", "PendingOffer", "WorkItemView"]

@@ -1,0 +1,113 @@
+"""The agent's local per-Group state (MW-11.1-a/b): fed by the verifying Subscriber from a real
+Authority on loopback, and rebuilt identically by replay after the file is deleted."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from missionweave.authority.client import Subscriber
+from missionweave.protocol import Event
+from missionweave.worker import LocalState
+
+from . import serving
+from .serving import LiveServer, eventually
+from .world import World
+
+live = serving.live
+world = serving.world
+
+
+def second_group(w: World) -> str:
+    """Group ``g2``, also coordinated by ``w.coordinator``, with worker-0 as a worker."""
+    coord, worker = w.coordinator, w.workers[0]
+    r = w.authority.submit(coord.command("group.create", "g2", {
+        "public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
+        issued_at_ms=w.clock.now))  # fmt: skip
+    assert r.accepted, r.rejection
+    coord.membership_epochs["g2"] = 1
+    w.group = "g2"
+    w.ok(coord, "member.add", {"agent_id": worker.agent_id, "public_key": worker.public_key,
+                               "roles": ["worker"]})  # fmt: skip
+    worker.membership_epochs["g2"] = 1
+    w.ok(coord, "mission.create", {"mission_id": "m1", "title": "second"})
+    w.group = "g1"
+    return "g2"
+
+
+def populate(w: World) -> None:
+    me, other = w.workers
+    w.authorize("a")
+    w.authorize("b")
+    w.authorize("c")
+    assert w.accept(me, "a", w.offer("a", me)).accepted
+    w.start(me, "a")
+    w.ok(me, "work.checkpoint", w.leased("a", checkpoint={"done": 1}))  # → queued, resumable
+    w.offer("b", me)  # an open offer to this agent, not answered yet
+    w.run_to_verified("c", other)  # not ours
+    g2 = second_group(w)
+    w.group = g2
+    w.authorize("x")
+    assert w.accept(me, "x", w.offer("x", me)).accepted
+    w.group = "g1"
+
+
+async def follow(live: LiveServer, w: World, state: LocalState) -> None:
+    """Run a Subscriber into ``state`` until both Groups are at their heads."""
+
+    async def on_event(event: Event) -> None:
+        state.apply(event)
+
+    sub = Subscriber(live.ws_url, w.workers[0], ["g1", "g2"], state.cursors, on_event,
+                     authority_public_key=w.authority.public_key)  # fmt: skip
+    task = asyncio.create_task(sub.run())
+    heads = {g: w.authority.head(g)[0] for g in ("g1", "g2")}
+    await eventually(lambda: all(sub.cursor(g) == h for g, h in heads.items()), timeout_s=10)
+    await sub.stop()
+    await task
+
+
+async def test_per_group_state_rebuilt_by_replay__MW_11_1_b(
+    world: World, live: LiveServer, tmp_path: Path
+) -> None:
+    populate(world)
+    path = tmp_path / "agent" / "worker-0.db"
+    state = LocalState(path, "worker-0")
+    await follow(live, world, state)
+
+    # MW-11.1-a: a separate cursor, inbox and work queue per Group
+    assert state.cursors.get("g1") == world.authority.head("g1")[0]
+    assert state.cursors.get("g2") == world.authority.head("g2")[0]
+    assert [v.work_item_id for v in state.owned("g1", "queued")] == ["a"]
+    assert [v.work_item_id for v in state.owned("g2", "queued")] == ["x"]
+    a = state.item("g1", "a")
+    assert a is not None and a.checkpoint == {"done": 1} and a.ownership_epoch == 1
+    assert a.start_deadline_ms is not None and a.contract is not None
+    assert [(o.group_id, o.work_item_id) for o in state.pending_offers()] == [("g1", "b")]
+    c = state.item("g1", "c")
+    assert c is not None and c.state == "verified" and c.owner == "worker-1"
+    assert state.membership("g1").membership_epoch == 1 and "worker" in state.membership("g2").roles
+    before, offers = state.projection(), state.pending_offers()
+    state.close()
+
+    for f in path.parent.glob("worker-0.db*"):  # the database and its WAL
+        f.unlink()
+    rebuilt = LocalState(path, "worker-0")
+    assert rebuilt.projection()["work_items"] == []
+    await follow(live, world, rebuilt)
+    assert rebuilt.projection() == before  # MW-11.1-b: the log alone rebuilds it
+    assert rebuilt.pending_offers() == offers
+    rebuilt.close()
+
+
+async def test_redelivered_event_is_applied_once__MW_16_a(
+    world: World, live: LiveServer, tmp_path: Path
+) -> None:
+    world.authorize("a")
+    world.offer("a", world.workers[0])
+    state = LocalState(tmp_path / "s.db", "worker-0")
+    events = world.authority.all_events("g1")
+    assert all(state.apply(e) for e in events)
+    assert not any(state.apply(e) for e in events)  # a crash between projection and cursor
+    assert len(state.pending_offers()) == 1
+    state.close()

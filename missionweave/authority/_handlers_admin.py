@@ -181,16 +181,16 @@ def session_open(ctx: Ctx) -> None:
         agent,
     ):
         ctx.run("UPDATE leases SET status='revoked' WHERE lease_id=?", lease["lease_id"])
+        deadline = ctx.now_ms + _start_ms(ctx, lease["group_id"], lease["work_item_id"])
         ctx.run(
             "UPDATE work_items SET state='queued', lease_id=NULL, start_deadline_ms=? "
             "WHERE group_id=? AND work_item_id=? AND state='active'",
-            ctx.now_ms + _start_ms(ctx, lease["group_id"], lease["work_item_id"]),
-            lease["group_id"], lease["work_item_id"],
+            deadline, lease["group_id"], lease["work_item_id"],
         )  # fmt: skip
         ctx.emit(
             "lease.revoked",
             {"lease_id": lease["lease_id"], "reason": "session_replaced", "state": "queued",
-             "new_session_epoch": epoch},
+             "new_session_epoch": epoch, "start_deadline_ms": deadline},
             work_item_id=lease["work_item_id"], group_id=lease["group_id"],
         )  # fmt: skip
     for gid in groups:

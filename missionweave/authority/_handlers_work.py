@@ -342,13 +342,13 @@ def work_unblock(ctx: Ctx) -> None:
         end_leases(ctx, item, "released", "unblocked")
         deadline = ctx.now_ms + contract_of(item).timeouts.start_deadline_ms
         set_item(ctx, item, state="queued", start_deadline_ms=deadline)
-        state = "queued"
+        state, extra = "queued", {"start_deadline_ms": deadline}
     else:
         if item["owner"] is not None:
             close_owner(ctx, item, expired)
         set_item(ctx, item, state="open")
-        state = "open"
-    ctx.emit("work.unblocked", {"state": state, "resolution": resolution},
+        state, extra = "open", {}
+    ctx.emit("work.unblocked", {"state": state, "resolution": resolution, **extra},
              work_item_id=item["work_item_id"])  # fmt: skip
 
 

@@ -18,8 +18,9 @@ _TABLES = {
     "members": "SELECT agent_id, public_key, roles, membership_epoch, active FROM members "
     "WHERE group_id=? ORDER BY agent_id",
     "missions": "SELECT mission_id, state, parent FROM missions WHERE group_id=? ORDER BY 1",
-    "work_items": "SELECT work_item_id, mission_id, state, revision, owner, ownership_epoch, "
-    "lease_id, attempts FROM work_items WHERE group_id=? ORDER BY 1",
+    "work_items": "SELECT work_item_id, mission_id, state, revision, contract, dependencies, "
+    "owner, ownership_epoch, start_deadline_ms, lease_id, attempts FROM work_items "
+    "WHERE group_id=? ORDER BY 1",
     "offers": "SELECT offer_id, work_item_id, candidates, expires_at_ms, status FROM offers "
     "WHERE group_id=? AND status='open' ORDER BY 1",
     "leases": "SELECT lease_id, kind, work_item_id, agent_id, ownership_epoch, expires_at_ms "

@@ -19,7 +19,6 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from ..protocol import GraphError, WorkGraph, WorkItemState
     from ..protocol.mission import (
-        COORDINATOR_TASK_QUEUE,
         MISSION_WORKFLOW_TYPE,
         AgentCommandInput,
         AuthorizeWorkInput,
@@ -286,14 +285,14 @@ class MissionWorkflow:
         if cmd.command_id in self.s.verdicts:
             return self.s.items[str(cmd.body.get("work_item_id"))]
         if cmd.type != type:
-            raise ValueError(f"expected a {type} Command, got {cmd.type}")
+            raise _refuse("wrong_command_type", f"expected a {type} Command, got {cmd.type}")
         if cmd.group_id != self.s.spec.group_id:
-            raise ValueError(f"the Mission's Group is {self.s.spec.group_id}")
+            raise _refuse("wrong_group", f"the Mission's Group is {self.s.spec.group_id}")
         item = self.s.items.get(str(cmd.body.get("work_item_id")))
         if item is None:
-            raise ValueError("unknown WorkItem")
+            raise _refuse("unknown_work_item", "unknown WorkItem")
         if item.state not in states:
-            raise ValueError(f"WorkItem {item.work_item_id} is {item.state.value}")
+            raise _refuse("stale_request", f"WorkItem {item.work_item_id} is {item.state.value}")
         return item
 
     @workflow.update
@@ -311,9 +310,9 @@ class MissionWorkflow:
         if item.offer_pending or cmd.command.command_id in self.s.verdicts:
             return
         if item.state is not S.OFFERED:
-            raise ValueError(f"WorkItem {item.work_item_id} is {item.state.value}")
+            raise _refuse("stale_request", f"WorkItem {item.work_item_id} is {item.state.value}")
         if cmd.command.actor not in item.offer_candidates:
-            raise ValueError("not a candidate of the current offer")
+            raise _refuse("not_a_candidate", "not a candidate of the current offer")
 
     @workflow.update
     async def decline_offer(self, cmd: AgentCommandInput) -> CommandVerdict:
@@ -328,7 +327,7 @@ class MissionWorkflow:
             cmd, "work.decline_offer", {S.OFFERED, S.OPEN, S.FAILED, S.QUEUED, S.BLOCKED, S.ACTIVE}
         )
         if item.state is not S.OFFERED and not item.offer_pending:
-            raise ValueError(f"WorkItem {item.work_item_id} is {item.state.value}")
+            raise _refuse("stale_request", f"WorkItem {item.work_item_id} is {item.state.value}")
 
     @workflow.update
     async def start_work(self, cmd: AgentCommandInput) -> CommandVerdict:
@@ -349,7 +348,7 @@ class MissionWorkflow:
         if cmd.command.command_id in self.s.verdicts or item.state is S.OFFERED:
             return
         if cmd.command.actor != item.owner:
-            raise ValueError("only the owner may start the WorkItem")
+            raise _refuse("not_owner", "only the owner may start the WorkItem")
 
     @workflow.update
     async def unblock(self, inp: UnblockInput) -> CommandVerdict:
@@ -364,7 +363,7 @@ class MissionWorkflow:
     def _check_unblock(self, inp: UnblockInput) -> None:
         item = self.s.items.get(inp.work_item_id)
         if item is None or item.state is not S.BLOCKED:
-            raise ValueError(f"WorkItem {inp.work_item_id} is not blocked")
+            raise _refuse("not_blocked", f"WorkItem {inp.work_item_id} is not blocked")
 
     @workflow.update
     async def cancel(self, inp: CancelInput) -> str:
@@ -377,7 +376,7 @@ class MissionWorkflow:
     @cancel.validator
     def _check_cancel(self, inp: CancelInput) -> None:
         if self.s.status != "running":
-            raise ValueError(f"the Mission is already {self.s.status}")
+            raise _refuse("mission_closed", f"the Mission is already {self.s.status}")
 
     @workflow.update
     async def authorize_work(self, inp: AuthorizeWorkInput) -> SubmitCommandsResult:
@@ -398,12 +397,12 @@ class MissionWorkflow:
     @authorize_work.validator
     def _check_authorize(self, inp: AuthorizeWorkInput) -> None:
         if self.s.status != "running":
-            raise ValueError(f"the Mission is {self.s.status}")
+            raise _refuse("mission_closed", f"the Mission is {self.s.status}")
         trial = WorkGraph.from_wire(self.graph.to_wire())
         try:  # cycles, self-loops, unknown and duplicate ids (MW-10.4-c)
             trial.add({i.work_item_id: i.dependencies for i in inp.items}, edges=inp.edges)
         except GraphError as exc:
-            raise ValueError(str(exc)) from None
+            raise _refuse(exc.rejection.code, str(exc)) from None
 
     @workflow.signal
     def report_progress(self, sig: ProgressSignal) -> None:
@@ -539,7 +538,7 @@ class MissionWorkflow:
             # ABANDON: any other policy kills the child when this run continues-as-new
             await workflow.start_child_workflow(
                 MISSION_WORKFLOW_TYPE, args=[spec, None], id=mission_workflow_id(child.mission_id),
-                task_queue=COORDINATOR_TASK_QUEUE,
+                task_queue=workflow.info().task_queue,  # the coordinator's, whatever its name
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
                 static_summary=f"child of {self.s.spec.mission_id}: {child.title}",
             )  # fmt: skip
@@ -602,6 +601,11 @@ class MissionWorkflow:
                               review=[st.model_dump(mode="json") for st in it.review])
                    for w, it in self.s.items.items()],
         )  # fmt: skip
+
+
+def _refuse(code: str, message: str) -> ApplicationError:
+    """An update validator's refusal; agents see ``code`` as the rejection code."""
+    return ApplicationError(message, type=code, non_retryable=True)
 
 
 def _fail_evidence(item: ItemState, failed: list[Any]) -> list[dict[str, Any]]:

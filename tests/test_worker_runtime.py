@@ -215,6 +215,14 @@ async def test_runtime_answers_offers_starts_and_executes__MW_10_3_d(
                 assert declined.body["reason"] == DeclineReason.CAPABILITY
                 assert declined.body["detail"]["missing"] == ["gpu.render@1.0"]
                 await eventually(lambda: not rt.board.busy(), timeout_s=10)
+
+                async def outcome_recorded() -> bool:
+                    # the Authority sees the submission before the workflow sees the activity's
+                    # result: wait for the workflow too
+                    got = await handle.query(StandInMissionWorkflow.seen)
+                    return bool(got["outcomes"])
+
+                await eventually(outcome_recorded, timeout_s=10)
                 seen = await handle.query(StandInMissionWorkflow.seen)
                 assert sorted(seen["updates"]) == ["work.accept_offer", "work.decline_offer",
                                                    "work.start"]  # fmt: skip

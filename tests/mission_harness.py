@@ -3,13 +3,19 @@
 ``mission_stack(env, tmp_path)`` yields a :class:`MissionStack` whose ``agent(...)`` starts an
 :class:`~missionweave.worker.AgentRuntime` with the given handlers, and whose ``start(spec)``
 starts a ``Mission`` workflow on the coordinator's task queue.
+
+Time-skipping tests pass ``clock=VirtualClock`` and ``interceptors=[FollowTemporalTime(clock)]``:
+the Authority, the coordinator Worker *and* every agent runtime (its Worker, its SUBSCRIBE and
+Presence frames, its offer and deadline checks) then follow the test server's time.
+``agent(..., actor=...)`` starts a runtime for a member added earlier with
+``stack.add_agent`` (a test can act as that member with raw updates first).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,8 +24,9 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Interceptor
 
+from missionweave.authority import now_ms
 from missionweave.coordinator import coordinator_worker
-from missionweave.protocol import AgentCard, WorkContract
+from missionweave.protocol import Actor, AgentCard, WorkContract
 from missionweave.protocol.mission import MissionResult, MissionSpec, mission_workflow_id
 from missionweave.worker import AgentRuntime, HandlerRegistry
 from missionweave.workflows import MissionWorkflow
@@ -42,12 +49,33 @@ def contract(caps: Sequence[str] = ("demo.step@1.0",), **over: Any) -> WorkContr
     return WorkContract.model_validate(base)
 
 
+async def until(what: str, probe: Callable[[], Any], timeout_s: float = 20.0) -> Any:
+    """Poll ``probe`` (sync or async) every 50 ms until it returns something truthy; that value.
+
+    Raises:
+        AssertionError: ``timeout_s`` passed first.
+    """
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout_s
+    while True:
+        got = probe()
+        if asyncio.iscoroutine(got):
+            got = await got
+        if got:
+            return got
+        if loop.time() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
 @dataclass
 class MissionStack:
     env: WorkflowEnvironment
     stack: AuthorityStack
     tmp: Path
     task_queue: str
+    clock: Callable[[], int] = now_ms
+    interceptors: Sequence[Interceptor] = ()
     runtimes: list[AgentRuntime] = field(default_factory=list)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -57,9 +85,12 @@ class MissionStack:
 
     async def agent(self, agent_id: str, handlers: HandlerRegistry, *,
                     capabilities: Sequence[str] = ("demo.step@1.0",), max_concurrency: int = 2,
-                    roles: Sequence[str] = ("worker",)) -> AgentRuntime:  # fmt: skip
-        actor = await self.stack.add_agent(agent_id, roles, capabilities=capabilities,
-                                           max_concurrency=max_concurrency)  # fmt: skip
+                    roles: Sequence[str] = ("worker",),
+                    actor: Actor | None = None) -> AgentRuntime:  # fmt: skip
+        """Start an agent runtime; ``actor``: a member added before (else a new one)."""
+        if actor is None:
+            actor = await self.stack.add_agent(agent_id, roles, capabilities=capabilities,
+                                               max_concurrency=max_concurrency)  # fmt: skip
         card = AgentCard(
             agent_id=agent_id,
             version=2,
@@ -69,7 +100,8 @@ class MissionStack:
         )
         rt = AgentRuntime(card, actor.key, groups=[self.group], authority_url=self.stack.url,
                           temporal_client=self.env.client, handlers=handlers,
-                          state_path=self.tmp / f"{agent_id}.sqlite3")  # fmt: skip
+                          state_path=self.tmp / f"{agent_id}.sqlite3", clock=self.clock,
+                          interceptors=self.interceptors)  # fmt: skip
         self.runtimes.append(rt)
         self.tasks.append(asyncio.create_task(rt.run()))
         return rt
@@ -91,10 +123,14 @@ class MissionStack:
 @contextlib.asynccontextmanager
 async def mission_stack(env: WorkflowEnvironment, tmp: Path,
                         interceptors: Sequence[Interceptor] = (),
-                        clock: Any = None) -> AsyncIterator[MissionStack]:  # fmt: skip
+                        clock: Callable[[], int] | None = None,
+                        ) -> AsyncIterator[MissionStack]:  # fmt: skip
+    """Authority (on ``clock``), coordinator Worker (with ``interceptors``) and, through
+    :meth:`MissionStack.agent`, agent runtimes on the same clock and interceptors; every
+    runtime and Worker is stopped on exit."""
     async with authority_stack(tmp, clock=clock) as stack:
         tq = new_task_queue()
-        ms = MissionStack(env, stack, tmp, tq)
+        ms = MissionStack(env, stack, tmp, tq, clock=stack.clock, interceptors=list(interceptors))
         async with coordinator_worker(
             env.client,
             stack.client,

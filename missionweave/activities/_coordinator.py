@@ -16,7 +16,7 @@ import jsonschema
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ..authority.client import AuthorityClient
+from ..authority.client import AuthorityClient, CursorTooOldError
 from ..protocol import Actor, Command, Evidence, SelectionBasis, sign_command
 from ..protocol.mission import (
     Candidate,
@@ -108,6 +108,13 @@ class CoordinatorActivities:
         ``stale_membership_epoch`` refusal of an intent is corrected once (the refusal names the
         current epoch) and that Command is sent again.
 
+        This runs as a *local* activity: one that ran in a workflow task that then failed (an
+        ``UnhandledCommand`` race, a crashed coordinator) runs again in the retried task, where
+        ``workflow.now()`` — the intent's issue time — has moved on. The re-signed Command then
+        differs from the one the Authority already applied (``idempotency_conflict``); the
+        original, found in the Group log, is sent again instead so that the workflow gets the
+        verdict the Authority actually gave (:meth:`_originals`).
+
         Raises:
             AuthorityUnavailable: the Authority cannot be reached (Temporal retries).
         """
@@ -130,7 +137,51 @@ class CoordinatorActivities:
                 )
                 for i, r in zip(redo, again, strict=True):
                     results[i] = r.verdict()
+        conflicts = {
+            cmds[i].command_id: i for i, (e, v) in enumerate(zip(inp.entries, results, strict=True))
+            if e.intent is not None and v.rejection is not None
+            and v.rejection.code == "idempotency_conflict"
+        }  # fmt: skip
+        if conflicts:
+            found = await self._originals(
+                inp.group_id, {cid: cmds[i] for cid, i in conflicts.items()}
+            )
+            if found:
+                repeated = await self.authority.submit_many(list(found.values()))
+                for cid, r in zip(found, repeated, strict=True):
+                    results[conflicts[cid]] = r.verdict()
         return SubmitCommandsResult(verdicts=results)
+
+    async def _originals(
+        self, group_id: str, wanted: Mapping[str, Command], *, pages: int = 20, page: int = 1000
+    ) -> dict[str, Command]:
+        """The signed Commands the Authority accepted under ``wanted``'s ids, read from the
+        newest ``pages`` × ``page`` Events of the Group log (an accepted Command's first Event
+        carries it whole). Only the same decision is taken for the original: same actor, type,
+        WorkItem and Mission (the bodies may differ in times, e.g. review Evidence)."""
+        found: dict[str, Command] = {}
+        upper, _ = await self.authority.head(group_id)
+        for _ in range(pages):
+            if upper <= 0 or len(found) == len(wanted):
+                break
+            after = max(0, upper - page)
+            try:
+                events = await self.authority.events(group_id, after, upper - after)
+            except CursorTooOldError:
+                break
+            for ev in events:
+                new = wanted.get(ev.command_id or "")
+                if new is None or ev.command is None or ev.command_id in found:
+                    continue
+                old = Command.model_validate(ev.command)
+                if (old.actor, old.type) == (new.actor, new.type) and all(
+                    old.body.get(k) == new.body.get(k) for k in ("work_item_id", "mission_id")
+                ):
+                    found[new.command_id] = old
+            upper = after
+        if len(found) < len(wanted):
+            log.warning("idempotency conflict unresolved: %s", sorted(set(wanted) - set(found)))
+        return found
 
     @activity.defn(name="select_candidates")
     async def select_candidates(self, inp: SelectCandidatesBatch) -> SelectCandidatesBatchResult:

@@ -77,6 +77,9 @@ class MissionWorkflow:
 
     @workflow.init
     def __init__(self, spec: MissionSpec, resume: MissionState | None = None) -> None:
+        # `temporal workflow start --input-file mission.json` passes one argument for two
+        # parameters: the SDK then drops the type hints and the spec arrives as a plain dict.
+        spec = MissionSpec.model_validate(spec)
         self.s = resume or MissionState(
             spec=spec, items={i.work_item_id: ItemState(spec=i) for i in spec.items}
         )
@@ -128,6 +131,10 @@ class MissionWorkflow:
                 self._create_child(self.s.items[wid])
             if p.offer:
                 await self._select_and_offer(p.offer)
+                # Nobody could take them: plan again, or their retry time (set by the ranking,
+                # after this plan) gets no timer and they wait for good.
+                if not self.queue and workflow.patched("replan-after-empty-ranking"):
+                    continue
             if self.queue:
                 continue
             if finished(self.s):
@@ -135,7 +142,11 @@ class MissionWorkflow:
                 break
             if self._can_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(args=[self.s.spec, self.s])
+                # A handler that finished meanwhile may have started work (start_work) or
+                # queued a Command: continuing as new now would orphan it.
+                if self._can_continue_as_new() or not workflow.patched("recheck-before-can"):
+                    workflow.continue_as_new(args=[self.s.spec, self.s])
+                continue
             self._publish_status()
             self.wake = False
             timeout = None

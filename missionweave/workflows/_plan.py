@@ -81,7 +81,10 @@ def plan(state: MissionState, graph: WorkGraph, now_ms: int) -> Plan:
                     p.wake_at(it.offer_expires_at_ms)
             case S.QUEUED:
                 if it.start_deadline_ms is not None and now_ms >= it.start_deadline_ms:
-                    p.offer.append((wid, [it.owner] if it.owner else []))  # MW-11.5-a
+                    # MW-11.5-a. The owner is in ``tried`` (it accepted this attempt's offer), so
+                    # others go first; once nobody else is eligible ``tried`` starts over and the
+                    # owner may get it back (a fixed exclusion would leave it stuck for good).
+                    p.offer.append((wid, []))
                 else:
                     p.wake_at(it.start_deadline_ms)
             case S.ACTIVE if it.lease is None and it.owner is None:

@@ -147,6 +147,9 @@ def apply_events(state: MissionState, events: list[EventSummary]) -> None:
                     {**b["lease"], "capability_token": b.get("capability_token", {})}
                 )
                 item.start_deadline_ms = None
+                # the Authority's durable resume point, also one a former owner saved with
+                # progress.report before its lease expired (MW-11.5-a)
+                item.checkpoint = b.get("checkpoint", item.checkpoint)
             case "work.checkpointed":
                 item.state, item.lease = WorkItemState.QUEUED, None
                 item.checkpoint = b.get("checkpoint")

@@ -1,0 +1,50 @@
+"""Replay stored ``Mission`` histories through the current workflow code: a change that alters
+the workflow's commands for an existing history is caught here, without a server (DESIGN §5:
+such a change goes behind ``workflow.patched()``).
+
+``tests/histories/mission_small.json`` is one WorkItem end to end on the real dev server: create
+and authorize, rank and offer, the agent's ``accept_offer`` and ``start_work`` updates,
+``execute_work_item`` on the agent's task queue, review, ``mission.complete``.
+
+When the workflow changes on purpose (and running Missions are safe), re-record it with::
+
+    .venv/bin/python -m tests.record_histories
+
+(see :mod:`tests.record_histories`) and commit the new file with the change.
+"""
+
+from __future__ import annotations
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from missionweave.protocol.mission import MISSION_WORKFLOW_TYPE
+from missionweave.workflows import MissionWorkflow
+
+from .record_histories import MISSION_SMALL, MISSION_SMALL_ID
+
+
+def _stored() -> WorkflowHistory:
+    return WorkflowHistory.from_json(MISSION_SMALL_ID, MISSION_SMALL.read_text())
+
+
+def test_stored_history_is_a_whole_mission() -> None:
+    history = _stored()
+    first, last = history.events[0], history.events[-1]
+    started = first.workflow_execution_started_event_attributes
+    assert started.workflow_type.name == MISSION_WORKFLOW_TYPE
+    assert last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    updates = [
+        e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    ]
+    assert updates == ["accept_offer", "start_work"]
+
+
+async def test_stored_mission_history_replays() -> None:
+    replayer = Replayer(workflows=[MissionWorkflow], data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(_stored())  # raises on non-determinism
+    assert result.replay_failure is None

@@ -1,0 +1,237 @@
+"""The Mission workflow's durable timers on the time-skipping test server: offer expiry and the
+start deadline, with minutes-long timeouts that the server skips.
+
+The Authority, the coordinator Worker and the agent runtimes all run on one
+:class:`~tests.temporal_env.VirtualClock` that follows the server's (skipped) time
+(``FollowTemporalTime``), so the Authority judges expiry as the workflow does. Time is skipped
+explicitly with ``time_env.sleep(...)`` while an agent is known to be silent; everything else
+runs with automatic time skipping off, so a real agent's answer never races a skipped timer.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from missionweave.authority import verify_log
+from missionweave.protocol import Actor, Event
+from missionweave.protocol.mission import AgentCommandInput, MissionResult, MissionStatus
+from missionweave.worker import HandlerRegistry, Submission, WorkContext
+from missionweave.workflows import MissionWorkflow
+
+from . import temporal_env
+from .mission_harness import MissionStack, contract, mission_stack, until
+from .temporal_env import FollowTemporalTime, VirtualClock
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+time_env = temporal_env.time_env
+
+TEN_MINUTES = timedelta(minutes=10)
+
+
+def _registry() -> HandlerRegistry:
+    reg = HandlerRegistry()
+
+    @reg.handler("demo.step", version="1.0")
+    async def step(ctx: WorkContext, input: dict[str, object]) -> Submission:
+        await ctx.guard()
+        return Submission(
+            outputs={"result": {"item": ctx.work_item_id}},
+            evidence=[ctx.evidence("done", method="demo")],
+        )
+
+    return reg
+
+
+def _events(ms: MissionStack, type: str, work_item_id: str = "a") -> list[Event]:
+    return [
+        e
+        for e in ms.stack.authority.events(ms.group)
+        if e.type == type and e.work_item_id == work_item_id
+    ]
+
+
+async def _silent_agent(ms: MissionStack, clock: VirtualClock) -> Actor:
+    """``ada``: a worker with a card, a session and free slots reported, but no runtime — she
+    answers nothing unless the test speaks for her."""
+    ada = await ms.stack.add_agent("ada", capabilities=["demo.step@1.0"], max_concurrency=2)
+    await ms.stack.client.put_presence(ada, ms.group, 2, 0, issued_at_ms=clock())
+    return ada
+
+
+async def _finish(handle: WorkflowHandle[Any, MissionResult]) -> MissionResult:
+    """The Mission's result, waited for without skipping time (a real agent is at work)."""
+
+    async def done() -> bool:
+        st: MissionStatus = await handle.query(MissionWorkflow.status)
+        return st.status != "running"
+
+    await until("the Mission to finish", done)
+    return await handle.result()
+
+
+async def test_expired_offer_goes_to_next_ranked_agent__MW_10_3_a__MW_10_3_b(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    clock = await VirtualClock.of(time_env)
+    with time_env.auto_time_skipping_disabled():
+        async with mission_stack(
+            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
+        ) as ms:
+            # ada is offline (no runtime) and ranked first: same availability, reliability and
+            # cost as bob, and "ada" < "bob".
+            await _silent_agent(ms, clock)
+            bob = await ms.agent("bob", _registry())
+            await until("bob ready", bob.ready.is_set)
+            spec = ms.spec(
+                "offer-expiry",
+                [{"work_item_id": "a", "contract": contract().wire()}],
+                offer_policy={"offer_ttl_ms": 600_000, "reoffer_backoff_ms": 300},
+            )
+            handle = await ms.start(spec)
+            (first,) = await until("the first offer", lambda: _events(ms, "work.offered"))
+            assert first.body["candidates"] == ["ada"]  # one at a time, best-ranked first
+            assert first.body["selection_basis"]["ada"]["rank"] == 1
+            assert first.body["expires_at_ms"] > first.recorded_at_ms + 500_000  # minutes away
+            # MW-10.3-a: a durable offer to an offline agent reserves no ownership.
+            st = await handle.query(MissionWorkflow.status)
+            (item,) = st.items
+            assert (item.state.value, item.owner, item.offer_candidates) == (
+                "offered",
+                None,
+                ["ada"],
+            )
+            assert not _events(ms, "work.offer_accepted")
+
+            await time_env.sleep(TEN_MINUTES + timedelta(seconds=1))
+            result = await _finish(handle)
+            events = ms.stack.authority.events(ms.group)
+            verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+    offers = [e for e in events if e.type == "work.offered"]
+    assert [o.body["candidates"] for o in offers] == [["ada"], ["bob"]]
+    # the second offer went out after the first one expired, on the skipped clock
+    assert offers[1].recorded_at_ms >= offers[0].body["expires_at_ms"]
+    withdrawn = [e for e in events if e.type == "offer.withdrawn"]
+    assert [(w.body["offer_id"], w.body["reason"]) for w in withdrawn] == [
+        (offers[0].body["offer_id"], "replaced")
+    ]
+    (accepted,) = [e for e in events if e.type == "work.offer_accepted"]
+    assert (accepted.body["owner"], accepted.body["ownership_epoch"]) == ("bob", 1)
+    assert result.status == "completed"
+    (res,) = result.items
+    assert (res.state.value, res.owner, res.ownership_epoch) == ("verified", "bob", 1)
+
+
+async def test_missed_start_deadline_reoffers_with_next_epoch__MW_11_3_a__MW_11_5_a(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    clock = await VirtualClock.of(time_env)
+    with time_env.auto_time_skipping_disabled():
+        async with mission_stack(
+            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
+        ) as ms:
+            # ada (ranked first) accepts with a raw update and then never starts.
+            ada = await _silent_agent(ms, clock)
+            bob = await ms.agent("bob", _registry())
+            await until("bob ready", bob.ready.is_set)
+            c = contract(timeouts={"start_deadline_ms": 600_000, "lease_ms": 10_000,
+                                   "heartbeat_ms": 1_000})  # fmt: skip
+            spec = ms.spec(
+                "start-deadline",
+                [{"work_item_id": "a", "contract": c.wire()}],
+                offer_policy={"offer_ttl_ms": 600_000, "reoffer_backoff_ms": 300},
+            )
+            handle = await ms.start(spec)
+            (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
+            assert offer.body["candidates"] == ["ada"]
+            cmd = ada.command("work.accept_offer", ms.group, {
+                "work_item_id": "a", "offer_id": offer.body["offer_id"],
+                "revision": offer.body["revision"]}, issued_at_ms=clock())  # fmt: skip
+            verdict = await handle.execute_update(
+                MissionWorkflow.accept_offer, AgentCommandInput(command=cmd), id=cmd.command_id
+            )
+            assert verdict.accepted, verdict.rejection
+            # MW-11.3-a: the ownership grant carries the epoch and a start deadline.
+            (granted,) = _events(ms, "work.offer_accepted")
+            assert verdict.reply["ownership_epoch"] == granted.body["ownership_epoch"] == 1
+            deadline = verdict.reply["start_deadline_ms"]
+            assert deadline == granted.body["start_deadline_ms"] == granted.recorded_at_ms + 600_000
+            st = await handle.query(MissionWorkflow.status)
+            assert (st.items[0].state.value, st.items[0].owner) == ("queued", "ada")
+
+            await time_env.sleep(TEN_MINUTES + timedelta(seconds=1))
+            result = await _finish(handle)
+            events = ms.stack.authority.events(ms.group)
+            verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+
+    (closed,) = [e for e in events if e.type == "ownership.closed"]
+    assert closed.body == {"owner": "ada", "ownership_epoch": 1, "reason": "start_deadline_missed"}
+    assert closed.recorded_at_ms >= deadline  # judged on the skipped clock
+    offers = [e for e in events if e.type == "work.offered"]
+    assert [o.body["candidates"] for o in offers] == [["ada"], ["bob"]]
+    assert offers[1].seq > closed.seq  # the owner is closed before the item is offered again
+    accepted = [e for e in events if e.type == "work.offer_accepted"]
+    assert [(e.body["owner"], e.body["ownership_epoch"]) for e in accepted] == [
+        ("ada", 1),
+        ("bob", 2),
+    ]
+    (started,) = [e for e in events if e.type == "work.started"]
+    assert (started.body["lease"]["agent_id"], started.body["lease"]["ownership_epoch"]) == (
+        "bob",
+        2,
+    )
+    assert result.status == "completed"
+    (res,) = result.items
+    assert (res.state.value, res.owner, res.ownership_epoch) == ("verified", "bob", 2)
+
+
+async def test_missed_start_deadline_reoffers_the_only_agent_next_epoch__MW_11_5_a(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """With nobody else eligible, the former owner gets the WorkItem again under a new epoch
+    (it is excluded only while someone else may take it)."""
+    clock = await VirtualClock.of(time_env)
+    with time_env.auto_time_skipping_disabled():
+        async with mission_stack(
+            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
+        ) as ms:
+            ada = await _silent_agent(ms, clock)
+            c = contract(timeouts={"start_deadline_ms": 600_000, "lease_ms": 10_000,
+                                   "heartbeat_ms": 1_000})  # fmt: skip
+            spec = ms.spec(
+                "start-deadline-alone",
+                [{"work_item_id": "a", "contract": c.wire()}],
+                offer_policy={"offer_ttl_ms": 600_000, "reoffer_backoff_ms": 300},
+            )
+            handle = await ms.start(spec)
+            (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
+            cmd = ada.command("work.accept_offer", ms.group, {
+                "work_item_id": "a", "offer_id": offer.body["offer_id"],
+                "revision": offer.body["revision"]}, issued_at_ms=clock())  # fmt: skip
+            verdict = await handle.execute_update(
+                MissionWorkflow.accept_offer, AgentCommandInput(command=cmd), id=cmd.command_id
+            )
+            assert verdict.accepted, verdict.rejection
+
+            await time_env.sleep(TEN_MINUTES + timedelta(seconds=1))
+            # ada's process comes back: her runtime takes the new offer and does the work.
+            await until("the second offer", lambda: len(_events(ms, "work.offered")) == 2)
+            await ms.agent("ada", _registry(), actor=ada)
+            result = await _finish(handle)
+            events = ms.stack.authority.events(ms.group)
+
+    (closed,) = [e for e in events if e.type == "ownership.closed"]
+    assert closed.body == {"owner": "ada", "ownership_epoch": 1, "reason": "start_deadline_missed"}
+    accepted = [e for e in events if e.type == "work.offer_accepted"]
+    assert [(e.body["owner"], e.body["ownership_epoch"]) for e in accepted] == [
+        ("ada", 1),
+        ("ada", 2),
+    ]
+    assert result.status == "completed"
+    (res,) = result.items
+    assert (res.state.value, res.owner, res.ownership_epoch) == ("verified", "ada", 2)

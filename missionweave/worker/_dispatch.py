@@ -78,8 +78,11 @@ class Dispatcher:
         """Plan and start whenever ``wake`` is set (or every ``tick_s``), until cancelled."""
         try:
             while True:
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+                # that races the event, and stop() would then wait forever
                 try:
-                    await asyncio.wait_for(wake.wait(), self.tick_s)
+                    async with asyncio.timeout(self.tick_s):
+                        await wake.wait()
                 except TimeoutError:
                     pass
                 wake.clear()

@@ -176,8 +176,9 @@ class _Run:
         is gone (MW-11.3-c, MW-11.5-d)."""
         interval = self._interval_s()
         while not task.done():
-            try:
-                await asyncio.wait_for(stop.wait(), interval)
+            try:  # asyncio.timeout: wait_for can swallow a racing cancellation on 3.11
+                async with asyncio.timeout(interval):
+                    await stop.wait()
             except TimeoutError:
                 pass
             if task.done() or stop.is_set():

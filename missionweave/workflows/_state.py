@@ -161,8 +161,13 @@ def apply_events(state: MissionState, events: list[EventSummary]) -> None:
             case "work.unblocked":
                 item.state = WorkItemState(str(b["state"]))
                 item.blocked_until_ms = None
+                item.start_deadline_ms = b.get("start_deadline_ms")
                 if item.state is WorkItemState.OPEN:
                     item.owner = None
+            case "lease.revoked" if b.get("reason") == "session_replaced":
+                # the owner's runtime was replaced (MW-11.3-f): back to its queue
+                item.state, item.lease = WorkItemState.QUEUED, None
+                item.start_deadline_ms = b.get("start_deadline_ms")
             case "work.submitted":
                 item.state, item.lease = WorkItemState.SUBMITTED, None
             case "work.result_accepted" | "mission.child_approved":

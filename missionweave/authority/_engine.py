@@ -10,6 +10,7 @@ batch with one fsync (group commit), which is the main throughput lever.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -145,6 +146,7 @@ class Authority(LogReader, AgentReads):
         self._lock = threading.Lock()
         self._keys: dict[tuple[str | None, str], str] = {}
         self._trusted: list[Command] = []
+        self._members: dict[tuple[str, str], Any] = {}
         self._pin_key()
 
     def _pin_key(self) -> None:
@@ -221,6 +223,7 @@ class Authority(LogReader, AgentReads):
         """Apply ``commands`` in one transaction; ``None`` if it had to be rolled back because a
         signature taken on trust from ``pending`` (the verifier process) failed."""
         self._trusted = []
+        self._members.clear()  # other processes may have changed memberships meanwhile
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             heads: dict[str, _Head] = {}
@@ -303,6 +306,8 @@ class Authority(LogReader, AgentReads):
         try:
             ctx = self._authenticate(cmd, verified_key)
             HANDLERS[cmd.type].fn(ctx)
+            if cmd.type.startswith(_MEMBERSHIP_PREFIXES):
+                self._members.clear()
             events = self._append(ctx, heads)
             # kept so that a repeated command id gets the same answer, reply included (a
             # retried work.start must get its lease back)
@@ -364,12 +369,18 @@ class Authority(LogReader, AgentReads):
         else:
             if not cmd.group_id:
                 raise Reject("invalid_command", "this command needs a group_id")
-            row = self.conn.execute(
-                "SELECT m.public_key, m.roles, m.membership_epoch, m.active, a.session_epoch "
-                "FROM members m JOIN agents a ON a.agent_id = m.agent_id "
-                "WHERE m.group_id=? AND m.agent_id=?",
-                (cmd.group_id, cmd.actor),
-            ).fetchone()
+            # Within one transaction a member's row changes only through the Commands that
+            # clear this cache (see _apply), so repeated actors skip the lookup.
+            row = self._members.get((cmd.group_id, cmd.actor))
+            if row is None:
+                row = self.conn.execute(
+                    "SELECT m.public_key, m.roles, m.membership_epoch, m.active, "
+                    "a.session_epoch FROM members m JOIN agents a ON a.agent_id = m.agent_id "
+                    "WHERE m.group_id=? AND m.agent_id=?",
+                    (cmd.group_id, cmd.actor),
+                ).fetchone()
+                if row is not None:
+                    self._members[(cmd.group_id, cmd.actor)] = row
             if row is None or not row[3]:
                 if (
                     self.conn.execute(
@@ -397,7 +408,7 @@ class Authority(LogReader, AgentReads):
                 )  # fmt: skip
             if spec.needs_session and row[4] == 0:
                 raise Reject("no_session", "open a session before taking work")
-            roles = frozenset(Role(r) for r in json.loads(row[1]))
+            roles = _roles(row[1])
         return Ctx(self.conn, self.clock(), cmd, roles, self.config, self.key)
 
     def _append(self, ctx: Ctx, heads: dict[str, _Head]) -> list[Event]:
@@ -436,6 +447,14 @@ class Authority(LogReader, AgentReads):
             head.seq, head.hash, head.dirty = ev.seq, ev.hash, True
             events.append(ev)
         return events
+
+
+_MEMBERSHIP_PREFIXES = ("group.", "member.", "session.", "agent.")
+
+
+@functools.lru_cache(maxsize=1024)
+def _roles(text: str) -> frozenset[Role]:
+    return frozenset(Role(r) for r in json.loads(text))
 
 
 def _rejected(cmd: Command, code: str, reason: str, **detail: Any) -> SubmitResult:

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench demo clean venv
+.PHONY: test lint typecheck pytest bench demo dev clean venv
 
 venv: $(STAMP)
 
@@ -28,6 +28,9 @@ test: lint typecheck pytest
 
 bench: $(STAMP)
 	$(BIN)/python bench/authority_append.py
+
+dev: $(STAMP)
+	$(BIN)/missionweave dev up
 
 demo: $(STAMP)
 	$(BIN)/python examples/authority_walkthrough.py

@@ -28,6 +28,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
 from .protocol import MissionWeaveError
+from .telemetry import temporal_interceptors
 
 #: ``MissionId`` (Keyword): the Mission's id within its Group.
 MISSION_ID = SearchAttributeKey.for_keyword("MissionId")
@@ -118,18 +119,25 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-async def connect_client(target: str, namespace: str = "default") -> Client:
+async def connect_client(
+    target: str, namespace: str = "default", *, tracing: bool = True
+) -> Client:
     """A Temporal client with the pydantic data converter (every MissionWeave payload is a
     pydantic model, DESIGN §5).
 
     Args:
         target: ``host:port`` of the Temporal frontend, e.g. ``"127.0.0.1:7233"``.
         namespace: the namespace.
+        tracing: carry the OpenTelemetry tracing interceptor (its Workers then trace too; a
+            no-op until tracing is configured, see :mod:`missionweave.telemetry`).
 
     Raises:
         RuntimeError: the server cannot be reached (temporalio's connect error).
     """
-    return await Client.connect(target, namespace=namespace, data_converter=pydantic_data_converter)
+    return await Client.connect(
+        target, namespace=namespace, data_converter=pydantic_data_converter,
+        interceptors=temporal_interceptors() if tracing else [],
+    )  # fmt: skip
 
 
 class TemporalDevServer:

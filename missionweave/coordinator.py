@@ -15,9 +15,11 @@ from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 
 from .activities import Check, CoordinatorActivities
+from .artifacts import ArtifactStore
 from .authority.client import AuthorityClient
 from .protocol import Actor
 from .protocol.mission import COORDINATOR_TASK_QUEUE
+from .telemetry import worker_interceptors
 from .workflows import MissionWorkflow
 
 log = logging.getLogger(__name__)
@@ -31,8 +33,10 @@ def coordinator_worker(
     task_queue: str = COORDINATOR_TASK_QUEUE,
     checks: Mapping[str, Check] | None = None,
     schemas: Mapping[str, dict[str, Any]] | None = None,
+    artifact_store: ArtifactStore | None = None,
     interceptors: list[Interceptor] | None = None,
     max_concurrent_activities: int = 50,
+    tracing: bool = True,
 ) -> Worker:
     """A Worker hosting :class:`MissionWorkflow` and :class:`CoordinatorActivities`.
 
@@ -43,26 +47,46 @@ def coordinator_worker(
             ``coordinator`` role); its key signs every coordinator Command.
         task_queue: the task queue (default ``missionweave-coordinator``).
         checks: deterministic review checks by name.
-        schemas: JSON Schemas by id for deliverables.
+        schemas: JSON Schemas by id for deliverables and Artifacts.
+        artifact_store: the store the agents publish Artifacts to; the review verifies every
+            submitted Artifact there (MW-13.2-b step 1). ``None``: a submission carrying
+            Artifacts fails its review.
         interceptors: extra worker interceptors (tracing, tests).
         max_concurrent_activities: activity slots of this worker.
+        tracing: add the OpenTelemetry tracing interceptor unless the client already has one
+            (see :mod:`missionweave.telemetry`; a no-op until tracing is configured).
     """
-    acts = CoordinatorActivities(authority, coordinator, checks=checks, schemas=schemas)
+    acts = CoordinatorActivities(authority, coordinator, checks=checks, schemas=schemas,
+                                 artifact_store=artifact_store)  # fmt: skip
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[MissionWorkflow],
         activities=[acts.submit_commands, acts.select_candidates, acts.review_submission],
-        interceptors=interceptors or [],
+        interceptors=worker_interceptors(client, interceptors or [], tracing=tracing),
         max_concurrent_activities=max_concurrent_activities,
     )
 
 
 async def run_coordinator(
-    client: Client, authority_url: str, coordinator: Actor, *, stop: asyncio.Event | None = None
+    client: Client,
+    authority_url: str,
+    coordinator: Actor,
+    *,
+    stop: asyncio.Event | None = None,
+    artifact_store: ArtifactStore | None = None,
 ) -> None:
-    """Run the coordinator until ``stop`` is set (or forever), then shut down cleanly."""
+    """Run the coordinator until ``stop`` is set (or forever), then shut down cleanly.
+
+    Args:
+        client: a Temporal client built with ``pydantic_data_converter``.
+        authority_url: the Authority's base URL.
+        coordinator: the coordinator identity.
+        stop: set it to stop.
+        artifact_store: where submitted Artifacts are verified (see :func:`coordinator_worker`).
+    """
     async with AuthorityClient(authority_url) as authority:
-        async with coordinator_worker(client, authority, coordinator):
+        async with coordinator_worker(client, authority, coordinator,
+                                      artifact_store=artifact_store):  # fmt: skip
             log.info("coordinator %s polling %s", coordinator.agent_id, COORDINATOR_TASK_QUEUE)
             await (stop or asyncio.Event()).wait()

@@ -13,6 +13,13 @@ attributes registered — and a client with the pydantic data converter::
 ``port=0`` / ``ui_port=0`` pick free ports (tests); ``ui=False`` runs headless;
 ``dynamic_config={"limit.historyCount.suggestContinueAsNew": 20}`` forces continue-as-new early.
 
+The whole stack — this dev server, the Authority, the artifact store and the coordinator, under one
+data directory — is :class:`EmbeddedStack` (what ``missionweave dev up`` runs)::
+
+    async with EmbeddedStack("data", temporal_port=0, authority_port=0, headless=True) as stack:
+        await stack.start_agent(card, key, handlers)
+        handle = await stack.client.start_workflow(...)
+
 The search attribute keys (:data:`MISSION_ID`, :data:`GROUP_ID`, :data:`MISSION_STATUS`,
 :data:`OPEN_WORK_ITEMS`) are plain ``temporalio.common.SearchAttributeKey`` values; workflow code
 may import them from here through ``workflow.unsafe.imports_passed_through()``.
@@ -33,17 +40,22 @@ from ._devserver import (
     free_port,
     search_attribute_args,
 )
+from ._stack import DEFAULT_GROUP, EmbeddedStack, StackError, workflow_ui_url
 
 __all__ = [
+    "DEFAULT_GROUP",
     "GROUP_ID",
     "MISSION_ID",
     "MISSION_STATUS",
     "OPEN_WORK_ITEMS",
     "SEARCH_ATTRIBUTES",
     "DevServerError",
+    "EmbeddedStack",
+    "StackError",
     "TemporalDevServer",
     "connect_client",
     "find_temporal_cli",
     "free_port",
     "search_attribute_args",
+    "workflow_ui_url",
 ]

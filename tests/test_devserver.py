@@ -115,5 +115,7 @@ def test_public_surface() -> None:
         "GROUP_ID", "MISSION_ID", "MISSION_STATUS", "OPEN_WORK_ITEMS", "SEARCH_ATTRIBUTES",
         "DevServerError", "TemporalDevServer", "connect_client", "find_temporal_cli",
         "free_port", "search_attribute_args",
+        # the whole stack of one machine (missionweave._stack)
+        "DEFAULT_GROUP", "EmbeddedStack", "StackError", "workflow_ui_url",
     }  # fmt: skip
     assert all(hasattr(dev, n) for n in dev.__all__)

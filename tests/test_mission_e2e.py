@@ -55,3 +55,32 @@ async def test_small_dag_completes_and_chain_verifies__MW_10_4_a(
             "d": "verified",
         }
         verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+
+
+async def test_wide_dag_of_many_items_completes_in_parallel__MW_10_4_a(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Many agent updates and Authority batches interleave in one workflow: the Mission still
+    completes and its history replays (a nondeterminism error here once came from local
+    activities interleaving with update completions)."""
+    from temporalio.worker import Replayer
+
+    from missionweave.workflows import MissionWorkflow
+
+    async with mission_stack(dev_env, tmp_path) as ms:
+        for name in ("ada", "bob", "cyd"):
+            await ms.agent(name, _registry(), max_concurrency=4)
+        c = contract().wire()
+        items = [{"work_item_id": f"r{i}", "contract": c} for i in range(8)]
+        items += [{"work_item_id": f"s{i}", "contract": c, "dependencies": [f"r{i % 8}"]}
+                  for i in range(24)]  # fmt: skip
+        handle = await ms.start(ms.spec("wide", items))
+        result = await handle.result()
+        assert result.status == "completed"
+        assert all(i.state.value == "verified" for i in result.items)
+        assert len({i.owner for i in result.items}) > 1  # spread over several agents
+        history = await handle.fetch_history()
+        await Replayer(
+            workflows=[MissionWorkflow], data_converter=dev_env.client.data_converter
+        ).replay_workflow(history)
+        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)

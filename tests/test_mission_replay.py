@@ -5,6 +5,8 @@ such a change goes behind ``workflow.patched()``).
 ``tests/histories/mission_small.json`` is one WorkItem end to end on the real dev server: create
 and authorize, rank and offer, the agent's ``accept_offer`` and ``start_work`` updates,
 ``execute_work_item`` on the agent's task queue, review, ``mission.complete``.
+``tests/histories/mission_review.json`` is one WorkItem reviewed in all five steps (MW-13.2-b):
+the review WorkItem ``a:review`` carried out by a reviewer agent, then the ``approve`` update.
 
 When the workflow changes on purpose (and running Missions are safe), re-record it with::
 
@@ -23,7 +25,7 @@ from temporalio.worker import Replayer
 from missionweave.protocol.mission import MISSION_WORKFLOW_TYPE
 from missionweave.workflows import MissionWorkflow
 
-from .record_histories import MISSION_SMALL, MISSION_SMALL_ID
+from .record_histories import MISSION_REVIEW, MISSION_REVIEW_ID, MISSION_SMALL, MISSION_SMALL_ID
 
 
 def _stored() -> WorkflowHistory:
@@ -47,4 +49,26 @@ def test_stored_history_is_a_whole_mission() -> None:
 async def test_stored_mission_history_replays() -> None:
     replayer = Replayer(workflows=[MissionWorkflow], data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(_stored())  # raises on non-determinism
+    assert result.replay_failure is None
+
+
+def _updates(history: WorkflowHistory) -> list[str]:
+    return [
+        e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    ]
+
+
+async def test_stored_review_history_replays__MW_13_2_b() -> None:
+    history = WorkflowHistory.from_json(MISSION_REVIEW_ID, MISSION_REVIEW.read_text())
+    last = history.events[-1]
+    assert last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    # the subject and its review WorkItem each accepted and started, then the Approval
+    assert sorted(_updates(history)) == sorted(
+        ["accept_offer", "start_work", "accept_offer", "start_work", "approve"]
+    )
+    assert _updates(history)[-1] == "approve"
+    replayer = Replayer(workflows=[MissionWorkflow], data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(history)
     assert result.replay_failure is None

@@ -98,8 +98,14 @@ async def test_expired_offer_goes_to_next_ranked_agent__MW_10_3_a__MW_10_3_b(
             assert first.body["candidates"] == ["ada"]  # one at a time, best-ranked first
             assert first.body["selection_basis"]["ada"]["rank"] == 1
             assert first.body["expires_at_ms"] > first.recorded_at_ms + 500_000  # minutes away
-            # MW-10.3-a: a durable offer to an offline agent reserves no ownership.
-            st = await handle.query(MissionWorkflow.status)
+
+            # MW-10.3-a: a durable offer to an offline agent reserves no ownership. (The
+            # Authority records the offer before the workflow sees its activity's result.)
+            async def offered() -> MissionStatus | None:
+                got: MissionStatus = await handle.query(MissionWorkflow.status)
+                return got if got.items[0].state.value == "offered" else None
+
+            st = await until("the workflow to apply the offer", offered)
             (item,) = st.items
             assert (item.state.value, item.owner, item.offer_candidates) == (
                 "offered",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import missionweave.authority as authority
 import missionweave.protocol as protocol
+import missionweave.telemetry as telemetry
 
 PROTOCOL = {
     "GENESIS_HASH", "TERMINAL_STATES", "TRANSITIONS", "UNFINISHED_STATES", "WORK_ACTIONS",
@@ -29,6 +30,11 @@ AUTHORITY = {
     "verify_log", "verify_snapshot",
 }  # fmt: skip
 
+TELEMETRY = {
+    "TRACER_NAME", "TelemetryError", "reset_tracing", "setup_tracing", "temporal_interceptors",
+    "tracer", "worker_interceptors",
+}  # fmt: skip
+
 
 def test_protocol_surface() -> None:
     assert set(protocol.__all__) == PROTOCOL
@@ -38,6 +44,11 @@ def test_protocol_surface() -> None:
 def test_authority_surface() -> None:
     assert set(authority.__all__) == AUTHORITY
     assert all(hasattr(authority, n) for n in authority.__all__)
+
+
+def test_telemetry_surface() -> None:
+    assert set(telemetry.__all__) == TELEMETRY
+    assert all(hasattr(telemetry, n) for n in telemetry.__all__)
 
 
 def test_protocol_does_no_io_imports() -> None:

@@ -8,21 +8,18 @@ workflow (DESIGN §5).
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
+from ..artifacts import ArtifactStore
 from ..authority.client import AuthorityClient, CursorTooOldError
-from ..protocol import Actor, Command, Evidence, SelectionBasis, sign_command
+from ..protocol import Actor, Command, SelectionBasis, sign_command
 from ..protocol.mission import (
     Candidate,
     ReviewInput,
     ReviewResult,
-    ReviewStep,
     SelectCandidatesBatch,
     SelectCandidatesBatchResult,
     SelectCandidatesInput,
@@ -30,16 +27,9 @@ from ..protocol.mission import (
     SubmitCommandsInput,
     SubmitCommandsResult,
 )
+from ._review import Check, SubmissionReview
 
 log = logging.getLogger(__name__)
-
-#: A deterministic check: given the submitted outputs and Evidence, ``None`` when it passes or
-#: a short reason when it fails. Registered by name; contracts cite it in ``criterion.check``.
-Check = Callable[[Mapping[str, Any], list[Evidence]], str | None]
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def capability_matches(offered: list[str], required: list[str]) -> list[str] | None:
@@ -74,7 +64,10 @@ class CoordinatorActivities:
         authority: the Authority client.
         coordinator: the coordinator's identity (its key signs every coordinator Command).
         checks: deterministic review checks by name (MW-13.2-b step 2).
-        schemas: JSON Schemas by id, for deliverables that name a ``schema_id`` (step 1).
+        schemas: JSON Schemas by id, for deliverables and Artifacts that name a schema id
+            (step 1).
+        artifact_store: the artifact store the agents publish to, where submitted Artifacts
+            are verified (step 1); ``None``: a submission with Artifacts fails the review.
     """
 
     def __init__(
@@ -84,11 +77,17 @@ class CoordinatorActivities:
         *,
         checks: Mapping[str, Check] | None = None,
         schemas: Mapping[str, dict[str, Any]] | None = None,
+        artifact_store: ArtifactStore | None = None,
     ) -> None:
         self.authority = authority
         self.coordinator = coordinator
         self.checks = dict(checks or {})
         self.schemas = dict(schemas or {})
+        self.artifact_store = artifact_store
+        self.review = SubmissionReview(
+            authority, coordinator.agent_id, artifact_store=artifact_store,
+            checks=self.checks, schemas=self.schemas,
+        )  # fmt: skip
 
     def _sign(self, group_id: str, intent: Any) -> Command:
         cmd = Command(
@@ -206,7 +205,7 @@ class CoordinatorActivities:
               ) -> SelectCandidatesResult:  # fmt: skip
         scored = []
         for a in agents:
-            if "worker" not in a.roles or a.agent_id in req.exclude or a.card is None:
+            if not set(req.roles) <= set(a.roles) or a.agent_id in req.exclude or a.card is None:
                 continue
             if a.session_epoch == 0:
                 continue  # never started a runtime: it could not start the work
@@ -230,7 +229,9 @@ class CoordinatorActivities:
                 expected_cost_minor_units=a.card.cost_per_item_minor_units,
                 reliability={f"{c}:ok": r.ok if r else 0 for c, r in rel.items()}
                 | {f"{c}:fail": r.fail if r else 0 for c, r in rel.items()},
-                policy_rules=["capability-major-version-match", "worker-role", "has-session",
+                policy_rules=["capability-major-version-match",
+                              "worker-role" if req.roles == ["worker"]
+                              else "roles:" + "+".join(sorted(req.roles)), "has-session",
                               "presence-first", "reliability-smoothed", "cost-ascending"],
             )  # fmt: skip
             scored.append((score, a.agent_id, basis))
@@ -241,64 +242,17 @@ class CoordinatorActivities:
 
     @activity.defn(name="review_submission")
     async def review_submission(self, inp: ReviewInput) -> ReviewResult:
-        """Review a submission in the spec's order (MW-13.2-b) and keep every step's result:
-        (1) output integrity and required output schemas; (2) Evidence for every acceptance
-        criterion and the contract's registered deterministic checks; (3) the combined
-        verdict. Reviewer-agent Evidence for semantic criteria and the human Approval are
-        added by the artifacts-and-review work.
+        """The coordinator's review steps, in the spec's order (MW-13.2-b), every result kept:
+        (1) ``integrity`` — Artifact integrity against the artifact store and the signed
+        manifests, and required output schemas; (2) ``deterministic`` — Evidence for every
+        acceptance criterion and the contract's registered checks. The reviewer agent's
+        Evidence (step 3), the combined verdict (4) and the human Approval (5) follow in the
+        workflow (:mod:`missionweave.workflows._review`).
 
         Raises:
             ApplicationError: a criterion names a check that is not registered (non-retryable).
+            ArtifactStoreError: the artifact store failed (retried).
+            AuthorityUnavailable: the Authority cannot be reached (retried).
         """
-        steps = [self._integrity(inp), self._deterministic(inp)]
+        steps = [await self.review.integrity(inp), self.review.deterministic(inp)]
         return ReviewResult(steps=steps, passed=all(s.passed for s in steps))
-
-    def _integrity(self, inp: ReviewInput) -> ReviewStep:
-        problems = []
-        for d in inp.contract.deliverables:
-            if d.name not in inp.outputs and not inp.artifacts:
-                problems.append(f"deliverable {d.name!r} missing")
-                continue
-            if d.schema_id and d.name in inp.outputs:
-                schema = self.schemas.get(d.schema_id)
-                if schema is None:
-                    problems.append(f"schema {d.schema_id!r} is not registered")
-                    continue
-                try:
-                    jsonschema.validate(inp.outputs[d.name], schema)
-                except jsonschema.ValidationError as exc:
-                    problems.append(f"{d.name}: {exc.message}")
-        return ReviewStep(
-            step="integrity",
-            passed=not problems,
-            detail="; ".join(problems) or "deliverables present and valid",
-        )
-
-    def _deterministic(self, inp: ReviewInput) -> ReviewStep:
-        problems = []
-        by_criterion = {e.criterion: e for e in inp.evidence}
-        for c in inp.contract.acceptance_criteria:
-            ev = by_criterion.get(c.id)
-            if ev is None:
-                problems.append(f"{c.id}: no Evidence")
-            elif ev.result != "pass":
-                problems.append(f"{c.id}: Evidence says {ev.result}")
-            if c.check:
-                check = self.checks.get(c.check)
-                if check is None:
-                    raise ApplicationError(
-                        f"check {c.check!r} is not registered",
-                        type="UnknownCheck",
-                        non_retryable=True,
-                    )
-                why = check(inp.outputs, inp.evidence)
-                if why:
-                    problems.append(f"{c.id}: check {c.check}: {why}")
-        evidence = [Evidence(
-            subject=inp.work_item_id, criterion=c.id, method="coordinator review",
-            result="fail" if any(p.startswith(f"{c.id}:") for p in problems) else "pass",
-            producer=self.coordinator.agent_id, timestamp_ms=_now_ms(),
-        ) for c in inp.contract.acceptance_criteria]  # fmt: skip
-        return ReviewStep(step="deterministic", passed=not problems,
-                          detail="; ".join(problems) or "every criterion has passing Evidence",
-                          evidence=evidence)  # fmt: skip

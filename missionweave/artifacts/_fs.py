@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ._errors import ArtifactIntegrityError, ArtifactNotFound
-from ._store import CHUNK_BYTES, ArtifactRef, HashingReader, check_hash, check_meta_name
+from ._store import (
+    CHUNK_BYTES,
+    ArtifactRef,
+    HashingReader,
+    check_hash,
+    check_meta_name,
+    traced,
+)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -94,6 +101,7 @@ class FilesystemStore:
         os.replace(tmp, final)
         _fsync_dir(final.parent)
 
+    @traced("put", "filesystem")
     def put(self, data: bytes, media_type: str | None = None) -> ArtifactRef:
         """Store ``data`` (bytes); a no-op, writing nothing, when already present."""
         h = hashlib.sha256(data).hexdigest()
@@ -106,6 +114,7 @@ class FilesystemStore:
                 self._commit(tmp, h, len(data))
         return self._ref(h, len(data), media_type)
 
+    @traced("put", "filesystem")
     def put_stream(self, stream: BinaryIO, media_type: str | None = None) -> ArtifactRef:
         """Store what ``stream`` yields, 1 MiB at a time, hashing while writing the temp file.
 
@@ -122,6 +131,7 @@ class FilesystemStore:
             self._commit(tmp, reader.hexdigest(), reader.size)
         return self._ref(reader.hexdigest(), reader.size, media_type)
 
+    @traced("put", "filesystem")
     def put_file(self, path: str | os.PathLike[str], media_type: str | None = None) -> ArtifactRef:
         """Store a file's content: hashed first, so present content costs one read, no write.
 
@@ -139,6 +149,7 @@ class FilesystemStore:
             # hash again while copying: the file may have changed since the first pass
             return self.put_stream(f, media_type)
 
+    @traced("get", "filesystem")
     def get(self, content_hash: str) -> bytes:
         """The content of ``content_hash``, verified.
 
@@ -157,6 +168,7 @@ class FilesystemStore:
             raise ArtifactIntegrityError(content_hash, actual, str(path))
         return data
 
+    @traced("get", "filesystem")
     def get_to_file(self, content_hash: str, path: str | os.PathLike[str]) -> ArtifactRef:
         """Copy the content to ``path`` in 1 MiB steps, verified before it appears there.
 

@@ -18,7 +18,14 @@ from minio.error import MinioException, S3Error
 
 from ._errors import ArtifactIntegrityError, ArtifactNotFound, ArtifactStoreError
 from ._fs import _temp_in
-from ._store import CHUNK_BYTES, ArtifactRef, HashingReader, check_meta_name, content_key
+from ._store import (
+    CHUNK_BYTES,
+    ArtifactRef,
+    HashingReader,
+    check_meta_name,
+    content_key,
+    traced,
+)
 
 #: S3's smallest multipart part (5 MiB); every part but the last must be at least this big.
 MIN_PART_BYTES = 5 << 20
@@ -126,6 +133,7 @@ class S3Store:
         # Same size: present, write nothing. Another size: certainly corrupt, replace it.
         return self._size(content_key(content_hash)) == size
 
+    @traced("put", "s3")
     def put(self, data: bytes, media_type: str | None = None) -> ArtifactRef:
         """Store ``data``: one PUT to ``sha256/<hex>``, or nothing when already present."""
         h = hashlib.sha256(data).hexdigest()
@@ -137,6 +145,7 @@ class S3Store:
                 )  # fmt: skip
         return self._ref(h, len(data), media_type)
 
+    @traced("put", "s3")
     def put_stream(self, stream: BinaryIO, media_type: str | None = None) -> ArtifactRef:
         """Store what ``stream`` yields via a temporary multipart upload (see the class doc).
 
@@ -165,6 +174,7 @@ class S3Store:
                     self.client.remove_object(self.bucket, tmp)
         return self._ref(h, reader.size, media_type)
 
+    @traced("put", "s3")
     def put_file(self, path: str | os.PathLike[str], media_type: str | None = None) -> ArtifactRef:
         """Store a file: hashed locally first, so present content is not uploaded at all.
 
@@ -211,6 +221,7 @@ class S3Store:
             resp.release_conn()
         return sha.hexdigest(), size
 
+    @traced("get", "s3")
     def get(self, content_hash: str) -> bytes:
         """The content of ``content_hash``, verified.
 
@@ -226,6 +237,7 @@ class S3Store:
             raise ArtifactIntegrityError(content_hash, actual, self.uri(content_hash))
         return bytes(buf)
 
+    @traced("get", "s3")
     def get_to_file(self, content_hash: str, path: str | os.PathLike[str]) -> ArtifactRef:
         """Stream the content to ``path``, renamed into place only once verified.
 

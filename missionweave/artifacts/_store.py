@@ -8,15 +8,18 @@ what came back and refuses a mismatch. A URI only says where to look.
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import hashlib
 import os
 import re
 from collections.abc import Callable
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Literal, ParamSpec, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..protocol._artifacts import HASH_PATTERN
+from ..telemetry import tracer
 
 #: Bytes read or written per step when streaming (1 MiB).
 CHUNK_BYTES = 1 << 20
@@ -143,3 +146,53 @@ class HashingReader:
     def hexdigest(self) -> str:
         """SHA-256 hex of everything read so far."""
         return self._sha.hexdigest()
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+# set while a traced store method runs, so put_file -> put_stream makes one span, not two
+_in_span: contextvars.ContextVar[bool] = contextvars.ContextVar("artifact_span", default=False)
+
+
+def traced(
+    op: Literal["put", "get"], backend: str
+) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Run a store method in an ``artifact.<op>`` span (docs/observability.md).
+
+    Attributes: ``missionweave.artifact.backend`` (``backend``), ``.method`` (the method's
+    name), ``.hash`` and ``.size`` (bytes) of the content; a failure is recorded on the span.
+    A traced method called from another one (``put_file`` → ``put_stream``) adds no span.
+
+    Args:
+        op: ``put`` or ``get``.
+        backend: the store's kind, e.g. ``"filesystem"`` or ``"s3"``.
+    """
+
+    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        name = f"artifact.{op}"
+
+        @functools.wraps(fn)
+        def inner(*args: _P.args, **kwargs: _P.kwargs) -> _R:  # args[0] is the store
+            if _in_span.get():
+                return fn(*args, **kwargs)
+            attrs = {"missionweave.artifact.backend": backend,
+                     "missionweave.artifact.method": fn.__name__}  # fmt: skip
+            if op == "get" and len(args) > 1 and isinstance(args[1], str):
+                attrs["missionweave.artifact.hash"] = args[1]
+            token = _in_span.set(True)
+            try:
+                with tracer().start_as_current_span(name, attributes=attrs) as span:
+                    result = fn(*args, **kwargs)
+                    if span.is_recording():
+                        if isinstance(result, ArtifactRef):
+                            span.set_attribute("missionweave.artifact.hash", result.hash)
+                            span.set_attribute("missionweave.artifact.size", result.size)
+                        elif isinstance(result, bytes):
+                            span.set_attribute("missionweave.artifact.size", len(result))
+                    return result
+            finally:
+                _in_span.reset(token)
+
+        return inner
+
+    return wrap

@@ -13,7 +13,9 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from opentelemetry import context as otel_context
 
 from ..protocol import Command
 from ._engine import Authority, SubmitResult
@@ -58,6 +60,8 @@ class Notifier:
 class _Request:
     commands: list[Command]
     future: asyncio.Future[list[SubmitResult]]
+    # the sender's trace context (its HTTP request span): the writer task runs in another
+    trace_context: otel_context.Context = field(default_factory=otel_context.get_current)
 
 
 class BatchWriter:
@@ -168,7 +172,8 @@ class BatchWriter:
     async def _commit(self, batch: list[_Request]) -> None:
         flat = [c for req in batch for c in req.commands]
         try:
-            results = await asyncio.to_thread(self._write, flat)
+            contexts = [req.trace_context for req in batch for _ in req.commands]
+            results = await asyncio.to_thread(self._write, flat, contexts)
         except Exception as exc:
             if len(batch) > 1:
                 # Do not let one request's failure fail its neighbours: retry each alone.
@@ -193,12 +198,15 @@ class BatchWriter:
         if touched and self.on_commit is not None:
             self.on_commit(touched)
 
-    def _write(self, commands: list[Command]) -> list[SubmitResult]:
+    def _write(
+        self, commands: list[Command], contexts: list[otel_context.Context]
+    ) -> list[SubmitResult]:
         # Runs in a worker thread; counters are only written here while the writer owns it.
         results: list[SubmitResult] = []
         for i in range(0, len(commands), self.max_batch):
             chunk = commands[i : i + self.max_batch]
-            results.extend(self.authority.submit_many(chunk))
+            traced = contexts[i : i + self.max_batch]
+            results.extend(self.authority.submit_many(chunk, trace_contexts=traced))
             self.batches += 1
             self.commands += len(chunk)
             self.largest_batch = max(self.largest_batch, len(chunk))

@@ -37,6 +37,7 @@ from ._engine import SubmitResult, now_ms
 from ._errors import AuthorityError, CursorTooOldError, UnknownGroupError
 from ._presence import PresenceInfo, presence_frame
 from ._snapshots import verify_snapshot
+from ._tracing import inject_trace_headers
 
 #: Commands per ``POST /v1/commands/batch`` (the server's limit).
 BATCH_LIMIT = 1000
@@ -147,7 +148,10 @@ class AuthorityClient:
         authority_public_key: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.AsyncClient(base_url=self.base_url, transport=transport, timeout=timeout)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, transport=transport, timeout=timeout,
+            event_hooks={"request": [inject_trace_headers]},  # W3C traceparent of the caller
+        )  # fmt: skip
         self._public_key = authority_public_key
 
     async def __aenter__(self) -> AuthorityClient:

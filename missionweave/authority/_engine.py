@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..protocol import (
@@ -35,6 +37,7 @@ from ..protocol import (
     verify_command,
 )
 from ..protocol.mission import CommandVerdict, EventSummary
+from ..telemetry import tracer
 from . import _handlers_admin, _handlers_context, _handlers_lease, _handlers_work, _verifier  # noqa: F401
 from ._agents import AgentReads
 from ._context import Ctx, Reject, dumps
@@ -186,15 +189,50 @@ class Authority(LogReader, AgentReads):
         """
         return self.submit_many([command])[0]
 
-    def submit_many(self, commands: Sequence[Command]) -> list[SubmitResult]:
+    def submit_many(
+        self,
+        commands: Sequence[Command],
+        *,
+        trace_contexts: Sequence[otel_context.Context | None] | None = None,
+    ) -> list[SubmitResult]:
         """Validate and apply Commands in order, in one transaction with one fsync.
 
         Each Command is atomic on its own (a savepoint): a rejected one writes nothing and does
-        not disturb the others. Results are in input order.
+        not disturb the others. Results are in input order. Traced as one
+        ``authority.transaction`` span with an ``authority.append`` span per Command (no-op
+        spans unless tracing is configured).
+
+        Args:
+            commands: the signed Commands.
+            trace_contexts: per Command, the OpenTelemetry context it arrived in (its HTTP
+                request's), so that its ``authority.append`` span joins its sender's trace
+                when the :class:`BatchWriter` merged several requests into this transaction;
+                the current context by default.
 
         Raises:
+            ValueError: ``trace_contexts`` does not have one entry per Command.
             sqlite3.Error: the database failed; the whole batch is rolled back.
         """
+        if trace_contexts is not None and len(trace_contexts) != len(commands):
+            raise ValueError("trace_contexts must have one entry per command")
+        parents: list[otel_context.Context | None] = (
+            list(trace_contexts) if trace_contexts else [None] * len(commands)
+        )
+        with tracer().start_as_current_span(
+            "authority.transaction", context=parents[0] if parents else None,
+            links=_links(parents) if trace_contexts else None,
+            attributes={"missionweave.batch.size": len(commands)},
+        ) as span:  # fmt: skip
+            results = self._submit_many(commands, parents)
+            if span.is_recording():
+                span.set_attribute(
+                    "missionweave.batch.accepted", sum(r.status == "accepted" for r in results)
+                )
+        return results
+
+    def _submit_many(
+        self, commands: Sequence[Command], parents: list[otel_context.Context | None]
+    ) -> list[SubmitResult]:
         with self._lock:
             keys = [self._key_of(cmd) for cmd in commands]
         pending = None
@@ -204,9 +242,10 @@ class Authority(LogReader, AgentReads):
                 [(c.model_dump_json(), k) for c, k in zip(commands, keys, strict=True) if k]
             )
         with self._lock:
-            results = self._transaction(commands, keys if pending else None, pending)
+            results = self._transaction(commands, keys if pending else None, pending, parents)
             if results is None:  # a signature the writer relied on did not verify: redo inline
-                results = self._transaction(commands, None, None)
+                trace.get_current_span().set_attribute("missionweave.transaction.redo", True)
+                results = self._transaction(commands, None, None, parents)
                 assert results is not None
         if self.config.online_window is not None:
             touched = {e.group_id for r in results for e in r.events if not r.duplicate}
@@ -219,6 +258,7 @@ class Authority(LogReader, AgentReads):
         commands: Sequence[Command],
         keys: list[str | None] | None,
         pending: Future[list[bool]] | None,
+        parents: list[otel_context.Context | None],
     ) -> list[SubmitResult] | None:
         """Apply ``commands`` in one transaction; ``None`` if it had to be rolled back because a
         signature taken on trust from ``pending`` (the verifier process) failed."""
@@ -227,9 +267,13 @@ class Authority(LogReader, AgentReads):
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             heads: dict[str, _Head] = {}
+            # A Command sent in the transaction's own context gets its span under the
+            # transaction's; one merged in from another request, under that request's.
             results = [
-                self._apply(cmd, heads, keys[i] if keys else None) for i, cmd in enumerate(commands)
-            ]
+                self._traced_apply(cmd, heads, keys[i] if keys else None,
+                                   None if parents[i] is parents[0] else parents[i])
+                for i, cmd in enumerate(commands)
+            ]  # fmt: skip
             if pending is not None and self._trusted:
                 verdicts = pending.result()
                 assert keys is not None
@@ -277,6 +321,32 @@ class Authority(LogReader, AgentReads):
                 return None
             key = self._keys[cache_key] = str(row[0])  # an agent's key never changes
         return key
+
+    def _traced_apply(
+        self,
+        cmd: Command,
+        heads: dict[str, _Head],
+        verified_key: str | None,
+        parent: otel_context.Context | None,
+    ) -> SubmitResult:
+        """:meth:`_apply` in an ``authority.append`` span: a child of the current span (the
+        transaction), or of ``parent`` with a link to the transaction."""
+        links = None
+        if parent is not None:
+            tx = trace.get_current_span().get_span_context()
+            links = [trace.Link(tx)] if tx.is_valid else None
+        span = tracer().start_span("authority.append", context=parent, links=links)
+        try:
+            result = self._apply(cmd, heads, verified_key)
+        except BaseException as exc:
+            span.record_exception(exc)
+            span.set_status(trace.StatusCode.ERROR, type(exc).__name__)
+            span.end()
+            raise
+        if span.is_recording():
+            span.set_attributes(_append_attributes(cmd, result))
+        span.end()
+        return result
 
     def _apply(
         self, cmd: Command, heads: dict[str, _Head], verified_key: str | None = None
@@ -455,6 +525,42 @@ _MEMBERSHIP_PREFIXES = ("group.", "member.", "session.", "agent.")
 @functools.lru_cache(maxsize=1024)
 def _roles(text: str) -> frozenset[Role]:
     return frozenset(Role(r) for r in json.loads(text))
+
+
+def _links(parents: list[otel_context.Context | None]) -> list[trace.Link]:
+    """Links to the spans of the requests merged into a transaction after its first one."""
+    links: list[trace.Link] = []
+    seen = {id(parents[0])} if parents else set()
+    for ctx in parents:
+        if ctx is None or id(ctx) in seen:
+            continue
+        seen.add(id(ctx))
+        span_context = trace.get_current_span(ctx).get_span_context()
+        if span_context.is_valid:
+            links.append(trace.Link(span_context))
+    return links
+
+
+def _append_attributes(cmd: Command, result: SubmitResult) -> dict[str, str | int | bool]:
+    """The ``authority.append`` span's attributes (docs/observability.md)."""
+    attrs: dict[str, str | int | bool] = {
+        "missionweave.command.type": cmd.type,
+        "missionweave.command.id": cmd.command_id,
+        "missionweave.command.status": result.status,
+        "missionweave.actor": cmd.actor,
+    }
+    if cmd.group_id:
+        attrs["missionweave.group_id"] = cmd.group_id
+    if result.duplicate:
+        attrs["missionweave.command.duplicate"] = True
+    if result.rejection is not None:
+        attrs["missionweave.rejection.code"] = result.rejection.code
+    if result.events:
+        if result.events[0].work_item_id:
+            attrs["missionweave.work_item_id"] = result.events[0].work_item_id
+        attrs["missionweave.event.seq_first"] = result.events[0].seq
+        attrs["missionweave.event.seq_last"] = result.events[-1].seq
+    return attrs
 
 
 def _rejected(cmd: Command, code: str, reason: str, **detail: Any) -> SubmitResult:

@@ -1,7 +1,8 @@
 """Handlers for Mission and WorkItem Commands issued by Coordinators, MissionOwners and members:
 ``mission.create``, ``work.propose``, ``work.authorize``, ``work.offer`` (10.3),
 ``work.accept_offer``, ``work.decline_offer``, ``approval.grant_execution``, ``work.unblock``,
-``work.accept_result``, ``work.cancel``, ``mission.create_child`` and the child / Mission
+``approval.grant_result`` / ``approval.deny_result`` (a MissionOwner's decision on a reviewed
+result), ``work.accept_result``, ``work.cancel``, ``mission.create_child`` and the child / Mission
 outcome Commands. Worker-reported lease Commands live in ``_handlers_lease``.
 """
 
@@ -15,6 +16,7 @@ from ..protocol import (
     UNFINISHED_STATES,
     DeclineReason,
     ResourceUsage,
+    Role,
     SelectionBasis,
     Transition,
     Urgency,
@@ -42,6 +44,7 @@ from ._registry import command
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")
 _REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
 
 
 def _valid_id(value: str, field: str) -> str:
@@ -352,10 +355,83 @@ def work_unblock(ctx: Ctx) -> None:
              work_item_id=item["work_item_id"])  # fmt: skip
 
 
+def _result_decision(ctx: Ctx, granted: bool) -> None:
+    """A MissionOwner's decision on a submitted result (MW-13.2-b step 5), once per submission.
+
+    Checks, in order: the ``mission_owner`` role (``role_not_allowed``); the WorkItem is
+    ``submitted`` (``transition_not_allowed``); ``review_digest`` is SHA-256 hex and a denial has
+    a ``reason`` (``invalid_body``); the approver is not the WorkItem's owner
+    (``self_approval``); no decision yet for this ownership epoch (``already_decided``).
+    """
+    if Role.MISSION_OWNER not in ctx.roles:
+        raise Reject("role_not_allowed", f"{ctx.command.type} needs the mission_owner role",
+                     needed="mission_owner")  # fmt: skip
+    item = load_item(ctx)
+    if item["state"] != WorkItemState.SUBMITTED.value:
+        raise Reject("transition_not_allowed",
+                     f"{ctx.command.type} needs a submitted WorkItem, not {item['state']}",
+                     action=ctx.command.type, state=item["state"])  # fmt: skip
+    review = need(ctx.body, "review_digest")
+    if not _DIGEST.match(review):
+        raise Reject("invalid_body", "review_digest must be SHA-256 hex", field="review_digest")
+    reason = ctx.body.get("reason", "")
+    if not isinstance(reason, str) or len(reason) > 2000 or (not granted and not reason):
+        raise Reject("invalid_body", "reason is a string of at most 2,000 characters, "
+                     "required to deny", field="reason")  # fmt: skip
+    if ctx.command.actor == item["owner"]:
+        raise Reject("self_approval", "the WorkItem's owner may not approve its own result")
+    decided = ctx.one(
+        "SELECT decision, approver FROM result_approvals WHERE group_id=? AND work_item_id=? "
+        "AND ownership_epoch=?", ctx.group_id, item["work_item_id"], item["ownership_epoch"],
+    )  # fmt: skip
+    if decided is not None:
+        raise Reject("already_decided", f"the result was already {decided['decision']}",
+                     decision=decided["decision"], approver=decided["approver"])  # fmt: skip
+    decision = "granted" if granted else "denied"
+    ctx.run(
+        "INSERT INTO result_approvals (group_id, work_item_id, ownership_epoch, decision, "
+        "approver, review_digest, decided_at_ms) VALUES (?,?,?,?,?,?,?)",
+        ctx.group_id, item["work_item_id"], item["ownership_epoch"], decision,
+        ctx.command.actor, review, ctx.now_ms,
+    )  # fmt: skip
+    ctx.emit(f"approval.result_{decision}", {
+        "approver": ctx.command.actor, "review_digest": review, "reason": reason,
+        "ownership_epoch": item["ownership_epoch"], "decided_at_ms": ctx.now_ms,
+    }, work_item_id=item["work_item_id"])  # fmt: skip
+
+
+@command("approval.grant_result")
+def approval_grant_result(ctx: Ctx) -> None:
+    """A MissionOwner approves a reviewed result: ``approval.result_granted``."""
+    _result_decision(ctx, True)
+
+
+@command("approval.deny_result")
+def approval_deny_result(ctx: Ctx) -> None:
+    """A MissionOwner rejects a reviewed result: ``approval.result_denied``."""
+    _result_decision(ctx, False)
+
+
+def _needs_approval(ctx: Ctx, item: sqlite3.Row) -> None:
+    """A contract with a ``human`` criterion is accepted only after a granted Approval of this
+    submission (its ownership epoch)."""
+    if not any(c.kind == "human" for c in contract_of(item).acceptance_criteria):
+        return
+    row = ctx.one(
+        "SELECT decision FROM result_approvals WHERE group_id=? AND work_item_id=? "
+        "AND ownership_epoch=?", ctx.group_id, item["work_item_id"], item["ownership_epoch"],
+    )  # fmt: skip
+    if row is None or row["decision"] != "granted":
+        raise Reject("approval_required",
+                     "a human acceptance criterion needs a MissionOwner's approval.grant_result",
+                     decision=row["decision"] if row else None)  # fmt: skip
+
+
 @command("work.accept_result")
 def work_accept_result(ctx: Ctx) -> None:
     item = load_item(ctx)
     gate(ctx, item)
+    _needs_approval(ctx, item)
     evidence = parse_evidence(ctx, required=False)
     set_item(ctx, item, state="verified")
     ctx.emit("work.result_accepted", {

@@ -152,6 +152,16 @@ CREATE TABLE IF NOT EXISTS promoted_artifacts (
     PRIMARY KEY (group_id, artifact_hash)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS promoted_artifacts_hash ON promoted_artifacts (artifact_hash);
+CREATE TABLE IF NOT EXISTS result_approvals (
+    group_id TEXT NOT NULL,
+    work_item_id TEXT NOT NULL,
+    ownership_epoch INTEGER NOT NULL,
+    decision TEXT NOT NULL,
+    approver TEXT NOT NULL,
+    review_digest TEXT NOT NULL,
+    decided_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (group_id, work_item_id, ownership_epoch)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS context_packages (
     group_id TEXT NOT NULL,
     mission_id TEXT NOT NULL,

@@ -42,6 +42,7 @@ from ._errors import CursorTooOldError, UnknownGroupError
 from ._frames import FrameError, check_member_frame
 from ._presence import PRESENCE_TTL_MS, PresenceBoard, check_presence_shape
 from ._stream import StreamSession
+from ._tracing import NATIVE_TRACING_OFF, TraceContextMiddleware
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,10 @@ def create_app(
         yield
         await writer.drain()
 
-    app = FastAPI(title="MissionWeave Group Authority", version="1", lifespan=lifespan)
+    app = FastAPI(
+        title="MissionWeave Group Authority", version="1", lifespan=lifespan, **NATIVE_TRACING_OFF
+    )
+    app.add_middleware(TraceContextMiddleware)  # joins the caller's trace (traceparent)
     app.state.authority = authority
     app.state.writer = writer
     app.state.notifier = notifier

@@ -12,12 +12,16 @@ import sys
 import typer
 
 from ..protocol import MissionWeaveError
+from ._approve import approve_command
 from ._artifacts import app as artifacts_app
 from ._authority import app as authority_app
 from ._common import CliError
 from ._coordinator import coordinator_command
+from ._dev import app as dev_app
 from ._events import app as events_app
+from ._group import app as group_app
 from ._keys import app as keys_app
+from ._mission import app as mission_app
 from ._worker import worker_command
 
 app = typer.Typer(
@@ -31,8 +35,12 @@ app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(authority_app, name="authority")
 app.add_typer(events_app, name="events")
 app.add_typer(keys_app, name="keys")
+app.add_typer(dev_app, name="dev")
+app.add_typer(mission_app, name="mission")
+app.add_typer(group_app, name="group")
 app.command("worker")(worker_command)
 app.command("coordinator")(coordinator_command)
+app.command("approve")(approve_command)
 
 
 def main() -> None:

@@ -32,10 +32,27 @@ def default_store_path() -> Path:
     return Path(os.environ.get("MISSIONWEAVE_DATA_DIR") or "data") / "artifacts"
 
 
-def _open_store(
-    store: Path | None, s3_endpoint: str | None, s3_bucket: str | None, s3_secure: bool
+def open_store(
+    store: Path | None,
+    s3_endpoint: str | None,
+    s3_bucket: str | None,
+    s3_secure: bool,
+    *,
+    create: bool = False,
 ) -> ArtifactStore:
-    """The store the options select (imported lazily: ``--help`` stays fast)."""
+    """The store the options select (imported lazily: ``--help`` stays fast).
+
+    Args:
+        store: the filesystem store's directory (default :func:`default_store_path`).
+        s3_endpoint: an S3 API ``host:port``; selects the S3 store (bucket ``s3_bucket``,
+            credentials from ``MISSIONWEAVE_S3_ACCESS_KEY`` / ``MISSIONWEAVE_S3_SECRET_KEY``).
+        s3_bucket: the bucket, which must exist.
+        s3_secure: HTTPS for the endpoint.
+        create: a missing directory is fine (a writer creates it on its first put).
+
+    Raises:
+        CliError: incomplete S3 options, or no directory at ``store`` (unless ``create``).
+    """
     from ..artifacts import FilesystemStore, S3Store
 
     if s3_endpoint:
@@ -48,15 +65,17 @@ def _open_store(
         return S3Store(s3_endpoint, access, secret, s3_bucket, secure=s3_secure,
                        create_bucket=False)  # fmt: skip
     root = store or default_store_path()
-    if not root.is_dir():
+    if root.exists() and not root.is_dir():
+        raise CliError(f"{root} is not a directory")
+    if not root.is_dir() and not create:
         raise CliError(f"no artifact store at {root}")
     return FilesystemStore(root)
 
 
 _STORE = typer.Option(None, "--store", help=_STORE_HELP)
-_S3_ENDPOINT = typer.Option(None, "--s3-endpoint", help=_S3_HELP)
-_S3_BUCKET = typer.Option(None, "--s3-bucket", help="S3 bucket (with --s3-endpoint).")
-_S3_SECURE = typer.Option(False, "--s3-secure", help="Use HTTPS for the S3 endpoint.")
+S3_ENDPOINT = typer.Option(None, "--s3-endpoint", help=_S3_HELP)
+S3_BUCKET = typer.Option(None, "--s3-bucket", help="S3 bucket (with --s3-endpoint).")
+S3_SECURE = typer.Option(False, "--s3-secure", help="Use HTTPS for the S3 endpoint.")
 
 
 @app.command("get")
@@ -64,9 +83,9 @@ def get(
     content_hash: str = typer.Argument(..., metavar="HASH", help="SHA-256 hex of the content."),
     output: Path = typer.Option(..., "--output", "-o", help="File to write."),
     store: Path | None = _STORE,
-    s3_endpoint: str | None = _S3_ENDPOINT,
-    s3_bucket: str | None = _S3_BUCKET,
-    s3_secure: bool = _S3_SECURE,
+    s3_endpoint: str | None = S3_ENDPOINT,
+    s3_bucket: str | None = S3_BUCKET,
+    s3_secure: bool = S3_SECURE,
 ) -> None:
     """Fetch an Artifact to a file, verifying its SHA-256 (MW-13.1-d).
 
@@ -75,7 +94,7 @@ def get(
     """
     from ..artifacts import ArtifactIntegrityError, ArtifactNotFound
 
-    backend = _open_store(store, s3_endpoint, s3_bucket, s3_secure)
+    backend = open_store(store, s3_endpoint, s3_bucket, s3_secure)
     try:
         ref = backend.get_to_file(content_hash, output)
     except (ValueError, ArtifactNotFound) as exc:
@@ -90,9 +109,9 @@ def lineage(
     content_hash: str = typer.Argument(..., metavar="HASH", help="SHA-256 hex of the content."),
     store: Path | None = _STORE,
     mermaid: bool = typer.Option(False, "--mermaid", help="Print a Mermaid flowchart."),
-    s3_endpoint: str | None = _S3_ENDPOINT,
-    s3_bucket: str | None = _S3_BUCKET,
-    s3_secure: bool = _S3_SECURE,
+    s3_endpoint: str | None = S3_ENDPOINT,
+    s3_bucket: str | None = S3_BUCKET,
+    s3_secure: bool = S3_SECURE,
 ) -> None:
     """Print an Artifact's provenance (MW-13.1-c): an indented tree of the Artifacts it was
     derived from, from their signed manifests; ``--mermaid`` prints a flowchart instead.
@@ -102,7 +121,7 @@ def lineage(
     """
     from ..artifacts import ManifestIndex, to_mermaid, to_text
 
-    backend = _open_store(store, s3_endpoint, s3_bucket, s3_secure)
+    backend = open_store(store, s3_endpoint, s3_bucket, s3_secure)
     try:
         tree = ManifestIndex(backend).lineage(content_hash)
     except ValueError as exc:

@@ -36,7 +36,9 @@ def serve(
     """
     from ..authority import Authority, AuthorityConfig
     from ..authority.server import serve as run_server
+    from ..telemetry import setup_tracing
 
+    setup_tracing("missionweave-authority")  # from OTEL_*; off unless configured
     key_path = key or db.with_name("authority.key")
     if key is not None and not key.exists():
         raise CliError(f"no key file at {key}")

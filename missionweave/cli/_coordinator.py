@@ -5,11 +5,16 @@ from __future__ import annotations
 import asyncio
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
+from ._artifacts import S3_BUCKET, S3_ENDPOINT, S3_SECURE, open_store
 from ._common import DEFAULT_URL, CliError
 from ._worker import load_key
+
+if TYPE_CHECKING:
+    from ..artifacts import ArtifactStore
 
 
 def coordinator_command(
@@ -32,21 +37,40 @@ def coordinator_command(
     namespace: str = typer.Option(
         "default", "--namespace", envvar="TEMPORAL_NAMESPACE", help="Temporal namespace."
     ),
+    artifacts: Path | None = typer.Option(
+        None,
+        "--artifacts",
+        metavar="DIR",
+        help="Filesystem artifact store where submitted Artifacts are verified (the agents' "
+        "store). Default: $MISSIONWEAVE_DATA_DIR/artifacts, else ./data/artifacts.",
+    ),
+    s3_endpoint: str | None = S3_ENDPOINT,
+    s3_bucket: str | None = S3_BUCKET,
+    s3_secure: bool = S3_SECURE,
 ) -> None:
     """Run the coordinator: the ``Mission`` workflow and its activities on the
-    ``missionweave-coordinator`` task queue, signing with --key. Stops cleanly on Ctrl-C."""
-    asyncio.run(_run(load_key(key), agent_id, authority_url, temporal_address, namespace))
+    ``missionweave-coordinator`` task queue, signing with --key. Reviews verify submitted
+    Artifacts in --artifacts (or the S3 bucket). Stops cleanly on Ctrl-C."""
+    signing_key = load_key(key)
+    store = open_store(artifacts, s3_endpoint, s3_bucket, s3_secure, create=True)
+    from ._mission import _run as run_client_command  # exits without the SDK's teardown crash
+
+    run_client_command(
+        _run(signing_key, agent_id, authority_url, temporal_address, namespace, store)
+    )
 
 
 async def _run(key: object, agent_id: str, authority_url: str, temporal_address: str,
-               namespace: str) -> None:  # fmt: skip
+               namespace: str, store: ArtifactStore) -> None:  # fmt: skip
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
     from ..authority.client import AuthorityClient, AuthorityUnavailable
     from ..coordinator import run_coordinator
     from ..protocol import Actor, SigningKey
+    from ..telemetry import setup_tracing, temporal_interceptors
 
+    setup_tracing("missionweave-coordinator")  # from OTEL_*; off unless configured
     assert isinstance(key, SigningKey)
     try:
         async with AuthorityClient(authority_url, timeout=5.0) as probe:
@@ -55,7 +79,8 @@ async def _run(key: object, agent_id: str, authority_url: str, temporal_address:
         raise CliError(f"cannot reach the Authority at {authority_url}") from None
     try:
         client = await Client.connect(temporal_address, namespace=namespace,
-                                      data_converter=pydantic_data_converter)  # fmt: skip
+                                      data_converter=pydantic_data_converter,
+                                      interceptors=temporal_interceptors())  # fmt: skip
     except Exception as exc:  # the SDK raises RuntimeError/RPCError variants
         raise CliError(f"cannot reach Temporal at {temporal_address}: {exc}") from None
     stop = asyncio.Event()
@@ -67,4 +92,5 @@ async def _run(key: object, agent_id: str, authority_url: str, temporal_address:
         f"(Temporal {temporal_address}, Authority {authority_url})",
         err=True,
     )
-    await run_coordinator(client, authority_url, Actor(agent_id, key), stop=stop)
+    await run_coordinator(client, authority_url, Actor(agent_id, key), stop=stop,
+                          artifact_store=store)  # fmt: skip

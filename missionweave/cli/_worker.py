@@ -15,9 +15,11 @@ import yaml
 from pydantic import ValidationError
 
 from ..protocol import AgentCard, SignatureError, SigningKey
+from ._artifacts import S3_BUCKET, S3_ENDPOINT, S3_SECURE, open_store
 from ._common import DEFAULT_URL, CliError
 
 if TYPE_CHECKING:
+    from ..artifacts import ArtifactStore
     from ..worker import HandlerRegistry
 
 log = logging.getLogger(__name__)
@@ -72,12 +74,16 @@ async def _run(
     temporal_address: str,
     namespace: str,
     state_path: Path,
+    artifact_store: ArtifactStore,
 ) -> None:
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
     from ..authority.client import AuthorityClient, AuthorityUnavailable, SubscriptionRefused
+    from ..telemetry import setup_tracing, temporal_interceptors
     from ..worker import AgentRuntime
+
+    setup_tracing(f"missionweave-agent-{card.agent_id}")  # from OTEL_*; off unless configured
 
     try:
         async with AuthorityClient(authority_url, timeout=5.0) as probe:
@@ -86,14 +92,15 @@ async def _run(
         raise CliError(f"cannot reach the Authority at {authority_url}") from None
     try:
         client = await Client.connect(
-            temporal_address, namespace=namespace, data_converter=pydantic_data_converter
-        )
+            temporal_address, namespace=namespace, data_converter=pydantic_data_converter,
+            interceptors=temporal_interceptors(),
+        )  # fmt: skip
     except Exception as exc:
         first = str(exc).splitlines()[0].split(": tonic::")[0] if str(exc) else repr(exc)
         raise CliError(f"cannot reach Temporal at {temporal_address}: {first}") from None
     runtime = AgentRuntime(
         card, key, groups=groups, authority_url=authority_url, temporal_client=client,
-        handlers=handlers, state_path=state_path,
+        handlers=handlers, state_path=state_path, artifact_store=artifact_store,
     )  # fmt: skip
     loop = asyncio.get_running_loop()
     stopping: set[asyncio.Task[None]] = set()
@@ -125,12 +132,23 @@ def worker_command(
     state_dir: Path = typer.Option(
         Path(".missionweave"), "--state-dir", help="Local state directory (per-Group queues)."
     ),
+    artifacts: Path | None = typer.Option(
+        None,
+        "--artifacts",
+        metavar="DIR",
+        help="Filesystem artifact store that handlers publish to (ctx.publish) and read from "
+        "(ctx.fetch); share it with the coordinator. Default: <state-dir>/artifacts.",
+    ),
+    s3_endpoint: str | None = S3_ENDPOINT,
+    s3_bucket: str | None = S3_BUCKET,
+    s3_secure: bool = S3_SECURE,
 ) -> None:
     """Run an agent: answer offers, schedule and execute WorkItems with your handlers.
 
     The agent opens a session, follows each Group's log into local state
     (<state-dir>/<agent_id>.db, rebuilt from the log if deleted), and runs the
-    execute_work_item activity on task queue missionweave-agent-<agent_id>.
+    execute_work_item activity on task queue missionweave-agent-<agent_id>. Artifacts go to
+    --artifacts (or the S3 bucket), which the coordinator must see too.
     """
     from ..worker import HandlerLoadError, load_handlers
 
@@ -143,9 +161,13 @@ def worker_command(
     except HandlerLoadError as exc:
         raise CliError(str(exc)) from None
     state_path = state_dir / f"{agent_card.agent_id}.db"
-    asyncio.run(
+    store = open_store(artifacts or state_dir / "artifacts", s3_endpoint, s3_bucket, s3_secure,
+                       create=True)  # fmt: skip
+    from ._mission import _run as run_client_command  # exits without the SDK's teardown crash
+
+    run_client_command(
         _run(agent_card, signing_key, registry, list(group), authority_url, temporal_address,
-             namespace, state_path)
+             namespace, state_path, store)
     )  # fmt: skip
 
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._contract import WorkContract
+from ._contract import AcceptanceCriterion, WorkContract
 from ._errors import Rejection
 from ._messages import Command
 from ._records import Evidence, ProgressReport, SelectionBasis
@@ -69,6 +69,21 @@ class OfferPolicy(BaseModel):
     reoffer_backoff_ms: int = Field(default=2_000, ge=0)
 
 
+class ReviewPolicy(BaseModel):
+    """How a Mission reviews submissions beyond the coordinator's own checks (MW-13.2-b).
+
+    Attributes:
+        reviewer_capability: the capability (``id@semver``) a review WorkItem requires: criteria
+            of kind ``semantic`` or ``qualitative`` are reviewed by an agent holding it *and*
+            the ``reviewer`` role (besides ``worker``, to take work), never by the submitter.
+    """
+
+    model_config = _MODEL
+    reviewer_capability: str = Field(
+        default="review.semantic@1.0", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*@[0-9][0-9.]*$"
+    )
+
+
 class WorkItemSpec(BaseModel):
     """One WorkItem of a Mission.
 
@@ -109,6 +124,7 @@ class MissionSpec(BaseModel):
         items: the initial WorkItems (more may be added while it runs: ``authorize_work``).
         offer_policy: how offers are made.
         child_failure_policy: what a child Mission's failure does to this Mission's item.
+        review: how semantic and qualitative criteria are reviewed.
         parent: set on child Missions.
     """
 
@@ -119,6 +135,7 @@ class MissionSpec(BaseModel):
     items: list[WorkItemSpec] = Field(default_factory=list)
     offer_policy: OfferPolicy = Field(default_factory=OfferPolicy)
     child_failure_policy: ChildFailurePolicy = ChildFailurePolicy.FAIL
+    review: ReviewPolicy = Field(default_factory=ReviewPolicy)
     parent: ParentLink | None = None
 
 
@@ -179,6 +196,15 @@ class CancelInput(BaseModel):
 
     model_config = _MODEL
     reason: str = "cancelled by request"
+
+
+class ApprovalInput(BaseModel):
+    """``approve`` update from a MissionOwner: its own signed ``approval.grant_result`` (or
+    ``approval.deny_result``) Command naming the WorkItem and the digest of the review record
+    it approves (MW-13.2-b step 5). The Authority checks the signature and the role."""
+
+    model_config = _MODEL
+    command: Command
 
 
 class AuthorizeWorkInput(BaseModel):
@@ -242,6 +268,10 @@ class ExecuteWorkItemInput(BaseModel):
     lease: LeaseGrant
     checkpoint: dict[str, Any] | None = None
     attempt: int = Field(default=1, ge=1)
+    dependency_artifacts: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="per verified dependency: the artifact hashes it submitted (inputs to fetch)",
+    )
 
 
 class OutcomeKind(StrEnum):
@@ -298,6 +328,10 @@ class WorkItemStatus(BaseModel):
     dependencies: list[str] = Field(default_factory=list)
     last_progress: ProgressReport | None = None
     detail: str = ""
+    review_stage: str | None = None
+    review_item: str | None = None
+    review_digest: str | None = None
+    review: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class MissionStatus(BaseModel):
@@ -325,6 +359,7 @@ class ItemResult(BaseModel):
     artifacts: list[str] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
     review: list[dict[str, Any]] = Field(default_factory=list)
+    review_of: str | None = None
 
 
 class MissionResult(BaseModel):
@@ -347,6 +382,8 @@ class SelectCandidatesInput(BaseModel):
     required_capabilities: list[str]
     exclude: list[str] = Field(default_factory=list)
     limit: int = Field(default=3, ge=1, le=8)
+    roles: list[str] = Field(default_factory=lambda: ["worker"],
+                             description="roles a candidate must hold, all of them")  # fmt: skip
 
 
 class Candidate(BaseModel):
@@ -426,10 +463,47 @@ class ReviewInput(BaseModel):
     outputs: dict[str, Any] = Field(default_factory=dict)
     artifacts: list[str] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
+    review_of: str | None = Field(
+        default=None, description="set for a review WorkItem: the WorkItem it reviews"
+    )
+
+
+class ReviewRequest(BaseModel):
+    """The input of a review WorkItem ``<item>:review`` (MW-13.2-b step 3): what a reviewer
+    agent's handler judges. Declare it as the handler's input type.
+
+    Attributes:
+        subject: the WorkItem under review.
+        mission_id: its Mission.
+        objective: the subject's objective.
+        criteria: the semantic and qualitative acceptance criteria to give Evidence on; the
+            review WorkItem's own criteria carry the same ids.
+        outputs: the subject's submitted outputs.
+        artifacts: the subject's artifact hashes (fetch them with ``ctx.fetch``).
+        evidence: the submitter's own Evidence on those criteria (a claim, not a verdict).
+    """
+
+    model_config = _MODEL
+    subject: str
+    mission_id: str
+    objective: str
+    criteria: list[AcceptanceCriterion]
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    artifacts: list[str] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
 
 
 class ReviewStep(BaseModel):
-    """The result of one review step (MW-13.2-b), kept for the final Approval."""
+    """The result of one review step (MW-13.2-b), kept for the final Approval and shown in
+    ``ItemResult.review``.
+
+    Attributes:
+        step: ``integrity``, ``deterministic``, ``semantic`` (reviewer agent), ``verdict``
+            (combined) or ``approval`` (MissionOwner), in that order.
+        passed: whether the step passed.
+        detail: what failed, or a short statement of what was checked.
+        evidence: the step's Evidence (the coordinator's, the reviewer's or the MissionOwner's).
+    """
 
     model_config = _MODEL
     step: str

@@ -6,17 +6,28 @@ idempotency keys are never shared between slots (MW-11.1-e).
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, NoReturn
+import os
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, BinaryIO, NoReturn
 
 from temporalio import activity
 
+from ..artifacts import ArtifactRef, ArtifactStore, LeaseInfo, PublishRejected, publish_artifact
 from ..authority.client import AuthorityUnavailable
-from ..protocol import Evidence, ProgressReport, WorkContract, attempt_key, idempotency_key
+from ..protocol import (
+    Classification,
+    Evidence,
+    ProgressReport,
+    WorkContract,
+    attempt_key,
+    idempotency_key,
+)
 from ..protocol.mission import ExecuteWorkItemInput, LeaseGrant
-from ._errors import Blocked, Pause
+from ._errors import Blocked, LeaseLost, Pause, WorkerError
 from ._lease import LeaseSession, UsageMeter
+from ._verdicts import FENCE_CODES
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +50,19 @@ class WorkContext:
         work_item_id: the WorkItem.
         contract: its work contract (MW-10.1-a).
         attempt: the execution attempt (1 for the first).
+        dependency_artifacts: per verified dependency of this WorkItem, the hashes of the
+            Artifacts it submitted (read them with :meth:`fetch`).
         usage: this slot's usage meters; deltas go with every renewal and report.
         logger: a logger whose records carry the ids.
+
+    Args:
+        work: the activity input.
+        session: this slot's lease session.
+        on_progress: also send each progress report here.
+        artifact_store: where :meth:`publish` stores and :meth:`fetch` reads Artifacts.
+        agent_card_version: the agent's Agent Card version (recorded in manifests).
+        capability_versions: capability id → version of the handler running (recorded in
+            manifests unless :meth:`publish` is given others).
     """
 
     def __init__(
@@ -49,10 +71,20 @@ class WorkContext:
         session: LeaseSession,
         *,
         on_progress: ProgressHook | None = None,
+        artifact_store: ArtifactStore | None = None,
+        agent_card_version: int = 0,
+        capability_versions: Mapping[str, str] | None = None,
     ) -> None:
         self._work = work
         self._session = session
         self._on_progress = on_progress
+        self._store = artifact_store
+        self._card_version = agent_card_version
+        self.capability_versions: dict[str, str] = dict(capability_versions or {})
+        self._published: list[str] = []
+        self.dependency_artifacts: dict[str, list[str]] = {
+            k: list(v) for k, v in work.dependency_artifacts.items()
+        }
         self._checkpoint = dict(work.checkpoint) if work.checkpoint else None
         self._pause_reason: str | None = None
         self.agent_id = session.actor.agent_id
@@ -120,16 +152,18 @@ class WorkContext:
         method: str,
         summary: str = "",
         artifacts: Iterable[str] = (),
+        subject: str | None = None,
     ) -> Evidence:
         """Evidence for one acceptance criterion, with subject, producer and time filled in
         (MW-13.2-c). ``summary`` is a short factual statement, never a reasoning transcript.
+        ``subject`` defaults to this WorkItem; a reviewer names the WorkItem it reviews.
 
         Raises:
             pydantic.ValidationError: ``result`` is not pass/fail/inconclusive, or the summary is
                 over 2,000 characters.
         """
         return Evidence(
-            subject=self.work_item_id,
+            subject=subject or self.work_item_id,
             criterion=criterion,
             method=method,
             result=result,
@@ -138,6 +172,101 @@ class WorkContext:
             artifacts=list(artifacts),
             summary=summary,
         )
+
+    # ------------------------------------------------------------------------ artifacts
+
+    @property
+    def published(self) -> list[str]:
+        """Hashes of the Artifacts :meth:`publish` registered in this execution, in order;
+        ``work.submit`` carries them (with ``Submission.artifacts``)."""
+        return list(self._published)
+
+    def _artifacts(self) -> ArtifactStore:
+        if self._store is None:
+            raise WorkerError("this runtime has no artifact store (artifact_store=...)")
+        return self._store
+
+    async def publish(
+        self,
+        data: bytes | BinaryIO | os.PathLike[str],
+        media_type: str,
+        *,
+        schema_id: str | None = None,
+        sources: Iterable[str] = (),
+        classification: Classification | str = Classification.INTERNAL,
+        tool_versions: Mapping[str, str] | None = None,
+        model_versions: Mapping[str, str] | None = None,
+        capability_versions: Mapping[str, str] | None = None,
+    ) -> ArtifactRef:
+        """Publish an Artifact produced by this WorkItem (MW-13.1-a/b/c).
+
+        Stores the content in the runtime's artifact store under its SHA-256 (content lives
+        outside the event log), signs its manifest — every MW-13.1-b field: hash, media type,
+        schema, this agent and its Agent Card version, Mission / Group / WorkItem, ``sources``,
+        tool / model / capability versions, time, classification, size, URI — and has the
+        Authority record ``artifact.published`` under the current lease (MW-11.3-c). The hash
+        is added to the submission's artifacts automatically.
+
+        Args:
+            data: the content: bytes, a binary stream (read once, in bounded memory) or a path.
+            media_type: IANA media type, e.g. ``"application/json"``.
+            schema_id: the content's schema id (a deliverable's ``schema_id``: the review
+                validates JSON content against it), or ``None``.
+            sources: hashes of the Artifacts it was derived from (provenance, MW-13.1-c).
+            classification: data classification (``public``, ``internal``, ``confidential``,
+                ``restricted``).
+            tool_versions: tool → version used.
+            model_versions: model → version used.
+            capability_versions: capability id → version (default: the running handler's).
+
+        Returns:
+            The reference: hash (the identity), size in bytes, media type, retrieval URI.
+
+        Raises:
+            LeaseLost: the Authority refused because the lease is no longer this slot's.
+            PublishRejected: any other refusal (``invalid_manifest``, ``cross_mission_content``,
+                …); the bytes stay in the store.
+            AuthorityUnavailable: the Authority could not be reached (publishing again is safe).
+            ArtifactStoreError: the store failed.
+            WorkerError: the runtime has no artifact store.
+            ValueError: ``classification`` is unknown or a source is not a SHA-256 hex hash.
+        """
+        store = self._artifacts()
+        lease = self._session.lease
+        try:
+            done = await publish_artifact(
+                store, self._session.client, self._session.actor, self.group_id,
+                LeaseInfo(self.work_item_id, lease.lease_id, lease.ownership_epoch), data,
+                mission_id=self.mission_id, media_type=media_type, schema_id=schema_id,
+                classification=Classification(classification),
+                agent_card_version=self._card_version, sources=list(sources),
+                tool_versions=tool_versions, model_versions=model_versions,
+                capability_versions=(capability_versions if capability_versions is not None
+                                     else self.capability_versions),
+                created_at_ms=self._session.clock(),
+            )  # fmt: skip
+        except PublishRejected as exc:
+            if exc.code in FENCE_CODES:
+                self._session.lost = self._session.lost or LeaseLost(exc.code, str(exc))
+                raise self._session.lost from exc
+            raise
+        if done.ref.hash not in self._published:
+            self._published.append(done.ref.hash)
+        self.logger.info("published %s (%s, %d bytes)", done.ref.hash, media_type, done.ref.size)
+        return done.ref
+
+    async def fetch(self, content_hash: str) -> bytes:
+        """The content of Artifact ``content_hash`` from the artifact store, its SHA-256
+        verified (MW-13.1-d): for inputs (``contract.inputs``, :attr:`dependency_artifacts`).
+
+        Raises:
+            ValueError: ``content_hash`` is not 64 lowercase hex characters.
+            ArtifactNotFound: the store has no such Artifact.
+            ArtifactIntegrityError: the stored bytes do not hash to ``content_hash``.
+            ArtifactStoreError: the store failed.
+            WorkerError: the runtime has no artifact store.
+        """
+        return await asyncio.to_thread(self._artifacts().get, content_hash)
 
     # -------------------------------------------------------------------------- reports
 

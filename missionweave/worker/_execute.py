@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 from temporalio import activity
 
+from ..artifacts import ArtifactStore
 from ..authority import now_ms
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..protocol import Actor, CanonicalizationError, Evidence, ProgressReport
@@ -73,6 +74,9 @@ class WorkItemExecutor:
         report_timeout: how long to keep retrying the final report while the Authority is
             unreachable (the same signed Command each time, so it is idempotent).
         clock: epoch-millisecond clock (lease and token expiry, Evidence timestamps).
+        artifact_store: where ``WorkContext.publish`` stores and ``fetch`` reads Artifacts
+            (``None``: handlers cannot publish).
+        agent_card_version: the agent's Agent Card version, recorded in manifests.
     """
 
     def __init__(
@@ -85,8 +89,12 @@ class WorkItemExecutor:
         progress_sink: ProgressSink | None = None,
         report_timeout: timedelta = timedelta(seconds=30),
         clock: Callable[[], int] = now_ms,
+        artifact_store: ArtifactStore | None = None,
+        agent_card_version: int = 0,
     ) -> None:
         self.clock = clock
+        self.artifact_store = artifact_store
+        self.agent_card_version = agent_card_version
         self.actor = actor
         self.client = client
         self.registry = registry
@@ -111,7 +119,8 @@ class WorkItemExecutor:
         session = LeaseSession(self.actor, self.client, work, self.clock)
         sink = self.progress_sink
         hook = None if sink is None else (lambda report: sink(work, report))
-        ctx = WorkContext(work, session, on_progress=hook)
+        ctx = WorkContext(work, session, on_progress=hook, artifact_store=self.artifact_store,
+                          agent_card_version=self.agent_card_version)  # fmt: skip
         key = (work.group_id, work.work_item_id)
         if self.board is not None:
             self.board.begin(key, ctx)
@@ -152,6 +161,7 @@ class _Run:
             arg = spec.validate_input(self.work.input)
         except ValidationError as exc:
             return await self._fail(f"invalid input: {_short(exc)}", retryable=False)
+        self.ctx.capability_versions = self.ctx.capability_versions or {spec.name: spec.version}
         heartbeat(self.ctx.heartbeat_details())
         task: asyncio.Task[Any] = asyncio.create_task(
             spec.fn(self.ctx, arg), name=f"handler {self.work.work_item_id}"
@@ -302,9 +312,11 @@ class _Run:
         return WorkOutcome(kind=kind, verdict=verdict, **fields)
 
     async def _submit(self, sub: Submission) -> WorkOutcome:
+        # what the handler published is part of its submission (MW-13.1-a: hashes, not bytes)
+        artifacts = list(dict.fromkeys([*sub.artifacts, *self.ctx.published]))
         extra = {
             "outputs": sub.outputs,
-            "artifacts": sub.artifacts,
+            "artifacts": artifacts,
             "evidence": [e.model_dump(mode="json") for e in sub.evidence],
         }
         return await self._report(
@@ -312,7 +324,7 @@ class _Run:
             "work.submit",
             extra,
             outputs=sub.outputs,
-            artifacts=sub.artifacts,
+            artifacts=artifacts,
             evidence=sub.evidence,
         )
 

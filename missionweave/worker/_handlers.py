@@ -38,7 +38,7 @@ class Submission(BaseModel):
         outputs: small JSON results (no floats: they are part of a signed body).
         evidence: Evidence for every acceptance criterion of the contract (MW-13.2-a).
         artifacts: SHA-256 hex hashes of artifacts already published (content never travels
-            here).
+            here); what ``ctx.publish`` published in this execution is added by the runtime.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -34,6 +34,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Interceptor, Worker
 
+from ..artifacts import ArtifactStore, FilesystemStore
 from ..authority import now_ms
 from ..authority.client import AuthorityClient, Subscriber
 from ..protocol import Actor, AgentCard, Event, ProgressReport, SigningKey
@@ -43,6 +44,7 @@ from ..protocol.mission import (
     agent_task_queue,
     mission_workflow_id,
 )
+from ..telemetry import worker_interceptors
 from ._admission import AdmissionControl, AdmissionPolicy
 from ._dispatch import Dispatcher
 from ._errors import WorkerError
@@ -91,6 +93,13 @@ class AgentRuntime:
             lease and token expiry, Evidence); the wall clock by default. Time-skipping tests
             pass the Authority's virtual clock.
         interceptors: Temporal worker interceptors for the agent's Worker.
+        tracing: add the OpenTelemetry tracing interceptor to the Worker unless the client or
+            ``interceptors`` already has one (a no-op until tracing is configured, see
+            :mod:`missionweave.telemetry`).
+        artifact_store: where handlers publish (``ctx.publish``) and read (``ctx.fetch``)
+            Artifacts; default a :class:`~missionweave.artifacts.FilesystemStore` in
+            ``artifacts/`` beside ``state_path``. The coordinator verifies submitted Artifacts
+            in *its* store: share one (a directory on one machine, S3/MinIO beyond).
 
     Raises:
         ValueError: the card's key is not ``key``, or ``groups`` is empty.
@@ -114,6 +123,8 @@ class AgentRuntime:
         authority_transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], int] = now_ms,
         interceptors: Sequence[Interceptor] = (),
+        tracing: bool = True,
+        artifact_store: ArtifactStore | None = None,
     ) -> None:
         if card.public_key != key.public_key:
             raise ValueError("the card's public_key is not the signing key's")
@@ -127,7 +138,12 @@ class AgentRuntime:
         self.state_path = Path(state_path)
         self.actor = Actor(card.agent_id, key)
         self.clock = clock
-        self.interceptors = list(interceptors)
+        self.interceptors = worker_interceptors(temporal_client, interceptors, tracing=tracing)
+        self.artifact_store: ArtifactStore = (
+            artifact_store
+            if artifact_store is not None
+            else FilesystemStore(self.state_path.parent / "artifacts")
+        )
         self.board = SlotBoard(card.max_concurrency, on_change=self._poke, clock=clock)
         self.admission = AdmissionControl(card, handlers, admission)
         self.scheduler = Scheduler(
@@ -232,7 +248,8 @@ class AgentRuntime:
     ) -> None:
         executor = WorkItemExecutor(
             self.actor, client, self.handlers, board=self.board, progress_sink=self._progress,
-            clock=self.clock,
+            clock=self.clock, artifact_store=self.artifact_store,
+            agent_card_version=self.card.version,
         )  # fmt: skip
         self.offers = OfferDesk(
             self.actor, state, self.groups, self.admission, self.sender, self.board, self.clock

@@ -35,8 +35,6 @@ with workflow.unsafe.imports_passed_through():
         OutcomeKind,
         ParentLink,
         ProgressSignal,
-        ReviewInput,
-        ReviewResult,
         SelectCandidatesBatch,
         SelectCandidatesBatchResult,
         SelectCandidatesInput,
@@ -49,6 +47,8 @@ with workflow.unsafe.imports_passed_through():
         mission_workflow_id,
     )
     from ._plan import counts, finished, open_count, plan
+    from ._review import ReviewMixin
+    from ._review import refuse as _refuse
     from ._state import ItemState, MissionState, apply_events
 
 MISSION_ID = SearchAttributeKey.for_keyword("MissionId")
@@ -67,11 +67,12 @@ def _ms(t: timedelta) -> int:
 
 
 @workflow.defn(name=MISSION_WORKFLOW_TYPE)
-class MissionWorkflow:
+class MissionWorkflow(ReviewMixin):
     """One Mission. Input: a :class:`MissionSpec` (plain JSON); result: :class:`MissionResult`.
 
     Updates: ``accept_offer``, ``decline_offer``, ``start_work`` (agents, each carrying the
-    agent's signed Command), ``unblock``, ``cancel`` and ``authorize_work`` (people).
+    agent's signed Command), ``unblock``, ``cancel``, ``authorize_work`` and ``approve`` (people;
+    ``approve`` carries a MissionOwner's signed Command, see :mod:`._review`).
     Signals: ``report_progress``, ``child_finished``. Query: ``status``.
     """
 
@@ -117,6 +118,7 @@ class MissionWorkflow:
                 self._authorize(self.s.items[wid])
         while True:
             await self._flush()
+            self._advance_reviews()  # a verified review WorkItem or an Approval moves a review on
             if self.s.cancel_reason is not None and self.s.status == "running":
                 await self._end("cancelled", "mission.cancel", self.s.cancel_reason)
                 break
@@ -145,7 +147,10 @@ class MissionWorkflow:
                 # A handler that finished meanwhile may have started work (start_work) or
                 # queued a Command: continuing as new now would orphan it.
                 if self._can_continue_as_new() or not workflow.patched("recheck-before-can"):
-                    workflow.continue_as_new(args=[self.s.spec, self.s])
+                    # The items live in the state: the spec travels without them, so the
+                    # continue-as-new input stays well under Temporal's 2 MiB payload limit.
+                    slim = self.s.spec.model_copy(update={"items": []})
+                    workflow.continue_as_new(args=[slim, self.s.model_copy(update={"spec": slim})])
                 continue
             self._publish_status()
             self.wake = False
@@ -181,9 +186,10 @@ class MissionWorkflow:
         """Submit queued Commands in batches and apply the verdicts."""
         while self.queue:
             batch, self.queue = self.queue[:MAX_BATCH], self.queue[MAX_BATCH:]
-            # Local activities: short Authority calls, no task-queue round trip (the main
-            # latency lever; the Authority is idempotent by command id if one is retried).
-            result = await workflow.execute_local_activity(
+            # Regular, not local, activities: with local activities, update completions and
+            # the commands the main loop issues (search attributes) interleaved differently on
+            # replay — a nondeterminism error seen at 100 WorkItems.
+            result = await workflow.execute_activity(
                 "submit_commands",
                 SubmitCommandsInput(group_id=self.s.spec.group_id, entries=batch),
                 result_type=SubmitCommandsResult,
@@ -245,10 +251,11 @@ class MissionWorkflow:
             requests.append(SelectCandidatesInput(
                 group_id=self.s.spec.group_id, work_item_id=wid,
                 required_capabilities=item.spec.contract.required_capabilities,
-                exclude=sorted(set(exclude) | set(item.tried)),
-                limit=policy.candidate_set_size if urgent else 1))  # fmt: skip
+                exclude=sorted(set(exclude) | set(item.tried) | set(item.excluded)),
+                limit=policy.candidate_set_size if urgent else 1,
+                roles=["reviewer", "worker"] if item.review_of else ["worker"]))  # fmt: skip
         try:
-            ranked = await workflow.execute_local_activity(
+            ranked = await workflow.execute_activity(
                 "select_candidates", SelectCandidatesBatch(requests=requests),
                 result_type=SelectCandidatesBatchResult,
                 start_to_close_timeout=timedelta(seconds=30), retry_policy=_SUBMIT_RETRY,
@@ -453,7 +460,10 @@ class MissionWorkflow:
                 ownership_epoch=it.ownership_epoch,
                 lease_id=it.lease.lease_id if it.lease else None, attempts=it.attempts,
                 offer_candidates=it.offer_candidates, dependencies=it.spec.dependencies,
-                last_progress=it.last_progress, detail=it.detail) for w, it in
+                last_progress=it.last_progress, detail=it.detail,
+                review_stage=it.review_stage, review_item=it.review_item,
+                review_digest=it.review_digest,
+                review=[st.model_dump(mode="json") for st in it.review]) for w, it in
                 self.s.items.items()],
         )  # fmt: skip
 
@@ -470,7 +480,10 @@ class MissionWorkflow:
                 ExecuteWorkItemInput(
                     group_id=self.s.spec.group_id, mission_id=self.s.spec.mission_id,
                     work_item_id=item.work_item_id, contract=c, input=item.spec.input,
-                    lease=item.lease, checkpoint=item.checkpoint, attempt=item.attempts + 1),
+                    lease=item.lease, checkpoint=item.checkpoint, attempt=item.attempts + 1,
+                    dependency_artifacts={d: self.s.items[d].artifacts
+                                          for d in item.spec.dependencies
+                                          if d in self.s.items and self.s.items[d].artifacts}),
                 result_type=WorkOutcome,
                 task_queue=agent_task_queue(item.owner),
                 heartbeat_timeout=timedelta(milliseconds=c.timeouts.lease_ms),
@@ -496,30 +509,6 @@ class MissionWorkflow:
             item.lease = None
             item.owner = None  # re-offer with a higher epoch; the Authority closes the owner
         self.wake = True
-
-    async def _review(self, item: ItemState) -> None:
-        """Review in the spec's order (MW-13.2-b) and submit the combined verdict."""
-        item.reviewing = True
-        result = await workflow.execute_local_activity(
-            "review_submission",
-            ReviewInput(group_id=self.s.spec.group_id, mission_id=self.s.spec.mission_id,
-                        work_item_id=item.work_item_id, contract=item.spec.contract,
-                        outputs=item.outputs, artifacts=item.artifacts,
-                        evidence=item.evidence),
-            result_type=ReviewResult, start_to_close_timeout=timedelta(minutes=5),
-            retry_policy=_SUBMIT_RETRY, summary=f"review {item.work_item_id}",
-        )  # fmt: skip
-        item.review = result.steps
-        evidence = [e.model_dump(mode="json") for st in result.steps for e in st.evidence]
-        if result.passed:
-            self._intent("work.accept_result", {"work_item_id": item.work_item_id,
-                                                "evidence": evidence},
-                         ("review", item.work_item_id))  # fmt: skip
-        else:
-            failed = [st for st in result.steps if not st.passed]
-            self._intent("work.fail", {"work_item_id": item.work_item_id, "retryable": True,
-                                       "evidence": evidence or _fail_evidence(item, failed)},
-                         ("review", item.work_item_id))  # fmt: skip
 
     # -------------------------------------------------------------------- child missions
 
@@ -609,25 +598,7 @@ class MissionWorkflow:
             items=[ItemResult(work_item_id=w, state=it.state, owner=it.owner,
                               ownership_epoch=it.ownership_epoch, attempts=it.attempts,
                               outputs=it.outputs, artifacts=it.artifacts, evidence=it.evidence,
-                              review=[st.model_dump(mode="json") for st in it.review])
+                              review=[st.model_dump(mode="json") for st in it.review],
+                              review_of=it.review_of)
                    for w, it in self.s.items.items()],
         )  # fmt: skip
-
-
-def _refuse(code: str, message: str) -> ApplicationError:
-    """An update validator's refusal; agents see ``code`` as the rejection code."""
-    return ApplicationError(message, type=code, non_retryable=True)
-
-
-def _fail_evidence(item: ItemState, failed: list[Any]) -> list[dict[str, Any]]:
-    return [
-        {
-            "subject": item.work_item_id,
-            "criterion": "review",
-            "method": "coordinator review",
-            "result": "fail",
-            "producer": "coordinator",
-            "timestamp_ms": 0,
-            "summary": "; ".join(f"{st.step}: {st.detail}" for st in failed)[:2000],
-        }
-    ]

@@ -40,6 +40,15 @@ class ItemState(BaseModel):
         offer_pending: a ``work.offer`` is queued or in flight.
         blocked_until_ms: the end of the blocked lease.
         child_workflow_id: the child Mission carrying the item out.
+        review: the results of the review steps so far (MW-13.2-b), kept for the Approval.
+        review_of: on a review WorkItem, the WorkItem it reviews.
+        excluded: agents never offered this item (a review's subject's owner).
+        review_stage: ``semantic`` (waiting for the review WorkItem) or ``approval`` (waiting
+            for a MissionOwner's decision); ``None`` otherwise.
+        review_item: the current review WorkItem's id.
+        reviews: review WorkItems created for this item so far.
+        review_digest: digest of the review record a MissionOwner approves.
+        approval: the MissionOwner's decision (the ``approval.result_*`` Event body and ``seq``).
     """
 
     model_config = _MODEL
@@ -70,6 +79,13 @@ class ItemState(BaseModel):
     last_progress: ProgressReport | None = None
     child_workflow_id: str | None = None
     detail: str = ""
+    review_of: str | None = None
+    excluded: list[str] = Field(default_factory=list)
+    review_stage: str | None = None
+    review_item: str | None = None
+    reviews: int = 0
+    review_digest: str | None = None
+    approval: dict[str, Any] | None = None
 
     @property
     def work_item_id(self) -> str:
@@ -102,8 +118,9 @@ class MissionState(BaseModel):
     first_seq: int | None = None
     last_seq: int | None = None
 
-    def remember(self, verdict: CommandVerdict, keep: int = 2000) -> None:
-        """Store an applied agent verdict, keeping the newest ``keep``."""
+    def remember(self, verdict: CommandVerdict, keep: int = 500) -> None:
+        """Store an applied agent verdict, keeping the newest ``keep`` (a retried update is
+        answered from here; the Authority itself answers older repeats idempotently)."""
         self.verdicts[verdict.command_id] = verdict
         while len(self.verdicts) > keep:
             del self.verdicts[next(iter(self.verdicts))]
@@ -183,5 +200,7 @@ def apply_events(state: MissionState, events: list[EventSummary]) -> None:
                 item.state = WorkItemState(str(b["state"]))
             case "work.progress_reported" if b.get("checkpoint"):
                 item.checkpoint = b["checkpoint"]
+            case "approval.result_granted" | "approval.result_denied":
+                item.approval = {**b, "type": e.type, "seq": e.seq}
             case _:
                 pass

@@ -1,0 +1,161 @@
+"""Idempotent Group setup over the Authority's HTTP API: create a Group, add members.
+
+Used by the embedded stack (``missionweave dev up``), by ``missionweave group …`` and by
+deployments (the compose file's bootstrap service). Every function may run again on a set-up
+Group and then changes nothing::
+
+    async with AuthorityClient(url) as authority:
+        await ensure_group(authority, coordinator, "demo")   # owner, coordinator, mission_owner
+        await ensure_member(authority, coordinator, "demo", "ada", ada_public_key)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from .authority.client import AuthorityClient, CursorTooOldError
+from .protocol import Actor, MissionWeaveError
+
+#: The roles of the Group's creator in the embedded stack: it administers the Group, acts as
+#: its Coordinator (the Mission workflow signs with its key) and may own Missions.
+OWNER_ROLES: tuple[str, ...] = ("owner", "coordinator", "mission_owner")
+
+MemberChange = Literal["added", "updated", "present"]
+
+
+class GroupSetupError(MissionWeaveError):
+    """The Group cannot be set up as asked: the key is not the recorded owner's, the actor
+    lacks the ``owner`` role, or the Authority refused a Command (the message quotes its
+    rejection)."""
+
+
+async def _owner_epoch(client: AuthorityClient, owner: Actor, group_id: str) -> set[str]:
+    """Set ``owner``'s Membership Epoch in ``group_id`` from the Authority; its roles."""
+    for info in await client.agents(group_id):
+        if info.agent_id == owner.agent_id:
+            owner.membership_epochs[group_id] = info.membership_epoch
+            return set(info.roles)
+    raise GroupSetupError(f"{owner.agent_id!r} is not a member of group {group_id!r}")
+
+
+async def _recorded_key(client: AuthorityClient, group_id: str, agent_id: str) -> str | None:
+    """The public key the Group's first Events record for ``agent_id`` (its creator is added
+    at sequence 2), or ``None`` when they do not name it or are archived."""
+    try:
+        events = await client.events(group_id, after_sequence=0, limit=20)
+    except CursorTooOldError:
+        return None
+    for ev in events:
+        if ev.type == "member.added" and ev.body.get("agent_id") == agent_id:
+            key = ev.body.get("public_key")
+            return str(key) if key is not None else None
+    return None
+
+
+async def ensure_group(
+    client: AuthorityClient,
+    owner: Actor,
+    group_id: str,
+    roles: Sequence[str] = OWNER_ROLES,
+) -> bool:
+    """Create ``group_id`` with ``owner`` as its first member, unless it exists.
+
+    On return ``owner.membership_epochs[group_id]`` is current, so ``owner`` can sign.
+
+    Args:
+        client: the Authority.
+        owner: the creator (self-signed ``group.create``).
+        group_id: the Group.
+        roles: the creator's roles (default ``owner``, ``coordinator``, ``mission_owner``).
+
+    Returns:
+        ``True`` when the Group was created now, ``False`` when it existed.
+
+    Raises:
+        GroupSetupError: the Group exists and ``owner`` is not a member, or its recorded key
+            is another key; or the Authority refused ``group.create``.
+        AuthorityUnavailable: the Authority cannot be reached.
+    """
+    groups = (await client.info()).get("groups", [])
+    if group_id not in groups:
+        result = await client.submit(
+            owner.command("group.create", group_id,
+                          {"public_key": owner.public_key, "roles": list(roles)})
+        )  # fmt: skip
+        if result.accepted:
+            for ev in result.events:
+                if ev.type == "member.added":
+                    owner.membership_epochs[group_id] = int(ev.body["membership_epoch"])
+            return True
+        assert result.rejection is not None
+        if result.rejection.code != "group_exists":  # another process may have just made it
+            raise GroupSetupError(
+                f"cannot create group {group_id!r}: {result.rejection.code}: "
+                f"{result.rejection.reason}"
+            )
+    recorded = await _recorded_key(client, group_id, owner.agent_id)
+    if recorded is not None and recorded != owner.public_key:
+        raise GroupSetupError(
+            f"group {group_id!r} records another public key for {owner.agent_id!r} "
+            f"({recorded}); this key is {owner.public_key}"
+        )
+    await _owner_epoch(client, owner, group_id)
+    return False
+
+
+async def ensure_member(
+    client: AuthorityClient,
+    owner: Actor,
+    group_id: str,
+    agent_id: str,
+    public_key: str,
+    roles: Sequence[str] = ("worker",),
+) -> MemberChange:
+    """Make ``agent_id`` a member of ``group_id`` with at least ``roles``.
+
+    A member that lacks some of ``roles`` gets them added (``member.update``; its other roles
+    stay). A member is never re-keyed here: remove it first to change its key.
+
+    Args:
+        client: the Authority.
+        owner: a member with the ``owner`` role who signs ``member.add`` / ``member.update``.
+        group_id: the Group.
+        agent_id: the agent to add.
+        public_key: its Ed25519 public key (base64url).
+        roles: the roles it must have.
+
+    Returns:
+        ``"added"``, ``"updated"`` (roles added) or ``"present"`` (nothing to do).
+
+    Raises:
+        GroupSetupError: ``owner`` is not an owner of the Group, or the Authority refused.
+        UnknownGroupError: no such Group.
+        AuthorityUnavailable: the Authority cannot be reached.
+    """
+    owner_roles = await _owner_epoch(client, owner, group_id)
+    if "owner" not in owner_roles:
+        raise GroupSetupError(f"{owner.agent_id!r} is not an owner of group {group_id!r}")
+    current = {a.agent_id: set(a.roles) for a in await client.agents(group_id)}
+    change: MemberChange
+    if agent_id not in current:
+        cmd = owner.command("member.add", group_id, {
+            "agent_id": agent_id, "public_key": public_key, "roles": list(roles)})  # fmt: skip
+        change = "added"
+    elif set(roles) <= current[agent_id]:
+        return "present"
+    else:
+        merged = sorted(current[agent_id] | set(roles))
+        cmd = owner.command("member.update", group_id, {"agent_id": agent_id, "roles": merged})
+        change = "updated"
+    result = await client.submit(cmd)
+    if not result.accepted:
+        assert result.rejection is not None
+        raise GroupSetupError(
+            f"cannot add {agent_id!r} to group {group_id!r}: {result.rejection.code}: "
+            f"{result.rejection.reason}"
+        )
+    return change
+
+
+__all__ = ["OWNER_ROLES", "GroupSetupError", "MemberChange", "ensure_group", "ensure_member"]

@@ -1,0 +1,456 @@
+"""The embedded stack of one machine (DESIGN §8): everything MissionWeave needs, in one process.
+
+:class:`EmbeddedStack` starts, under one data directory:
+
+* the Temporal dev server (:class:`~missionweave.dev.TemporalDevServer`: ``temporal.db``, our
+  search attributes registered, the web UI unless headless);
+* the Group Authority on SQLite (``authority.db``, key ``authority.key``) served over HTTP and
+  WebSocket;
+* the filesystem artifact store (``artifacts/``);
+* the coordinator (key ``keys/coordinator.pem``): a Temporal Worker hosting the ``Mission``
+  workflow and its activities. On the first start it creates the Group (default ``demo``) with
+  itself as owner, coordinator and mission owner; later starts find it there;
+* optionally agents (:meth:`EmbeddedStack.start_agent`), each an
+  :class:`~missionweave.worker.AgentRuntime` with its state under ``agents/``, publishing to the
+  same artifact store the coordinator's review reads.
+
+Public names are re-exported by :mod:`missionweave.dev`. ``missionweave dev up`` runs the stack
+until Ctrl-C; the demo runs a Mission on it::
+
+    async with EmbeddedStack("data", temporal_port=0, ui_port=0, authority_port=0) as stack:
+        await stack.start_agent(card, key, load_handlers("my.handlers"))
+        handle = await stack.client.start_workflow(...)
+
+It stops in reverse order of start: agents, the coordinator Worker, the Authority client, the
+HTTP server, the Authority, and the Temporal server last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote
+
+import uvicorn
+from temporalio.client import Client, Interceptor
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from ._devserver import TemporalDevServer
+from ._groups import OWNER_ROLES, ensure_group, ensure_member
+from .artifacts import FilesystemStore
+from .authority import Authority, AuthorityError
+from .authority.client import AuthorityClient
+from .authority.server import create_app
+from .coordinator import coordinator_worker
+from .protocol import Actor, AgentCard, MissionWeaveError, SignatureError, SigningKey
+from .protocol.mission import mission_workflow_id
+from .telemetry import temporal_interceptors
+
+if TYPE_CHECKING:
+    from .activities import Check
+    from .worker import AgentRuntime, HandlerRegistry
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: The Group the embedded stack creates unless told otherwise.
+DEFAULT_GROUP = "demo"
+
+
+class StackError(MissionWeaveError):
+    """The embedded stack cannot start: a port is taken, a key file is not a key, the
+    Authority database belongs to another key, or the Group belongs to another coordinator.
+    (A Temporal dev server that cannot start raises
+    :class:`~missionweave.dev.DevServerError`.)"""
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handlers: the process that embeds the stack owns
+    SIGINT/SIGTERM and stops the stack in order."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _load_or_create_key(path: Path) -> SigningKey:
+    if not path.exists():
+        key = SigningKey.generate()
+        key.to_file(path)
+        log.info("created key %s", path)
+        return key
+    try:
+        return SigningKey.from_file(path)
+    except SignatureError as exc:
+        raise StackError(f"{path}: {exc}") from None
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise StackError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+class EmbeddedStack:
+    """Temporal dev server, Authority, artifact store and coordinator under one data directory.
+
+    Args:
+        data_dir: the directory holding every file of the stack (created if missing).
+        host: the interface every server binds.
+        temporal_port: the Temporal gRPC frontend port (0: a free one).
+        ui_port: the Temporal web UI port (0: a free one).
+        authority_port: the Authority's HTTP port (0: a free one).
+        headless: run Temporal without its web UI.
+        group: the Group the coordinator creates (or finds) on start.
+        coordinator_id: the coordinator's agent id.
+        namespace: the Temporal namespace.
+        temporal_log_level: the dev server's log level.
+        dynamic_config: Temporal dynamic config values (see ``TemporalDevServer``).
+        checks: deterministic review checks by name, for the coordinator.
+        schemas: JSON Schemas by id, for deliverables.
+        interceptors: Temporal client interceptors; the coordinator's and the agents' Workers
+            use those that are also worker interceptors. OpenTelemetry tracing
+            (:func:`missionweave.telemetry.temporal_interceptors`) is added unless one of them
+            traces; it records nothing until tracing is configured.
+
+    Attributes set by :meth:`start`: :attr:`client` (Temporal), :attr:`authority`,
+    :attr:`authority_client`, :attr:`artifacts`, :attr:`coordinator`.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        host: str = "127.0.0.1",
+        temporal_port: int = 7233,
+        ui_port: int = 8233,
+        authority_port: int = 8787,
+        headless: bool = False,
+        group: str = DEFAULT_GROUP,
+        coordinator_id: str = "coordinator",
+        namespace: str = "default",
+        temporal_log_level: str = "warn",
+        dynamic_config: Mapping[str, Any] | None = None,
+        checks: Mapping[str, Check] | None = None,
+        schemas: Mapping[str, dict[str, Any]] | None = None,
+        interceptors: Sequence[Interceptor] = (),
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.host = host
+        self.authority_port = authority_port
+        self.group = group
+        self.coordinator_id = coordinator_id
+        self.checks = dict(checks or {})
+        self.schemas = dict(schemas or {})
+        self.interceptors = list(interceptors)
+        self.temporal = TemporalDevServer(
+            self.data_dir, port=temporal_port, ui=not headless, ui_port=ui_port, ip=host,
+            namespace=namespace, log_level=temporal_log_level, dynamic_config=dynamic_config,
+        )  # fmt: skip
+        self._exit: AsyncExitStack | None = None
+        self._client: Client | None = None
+        self._authority: Authority | None = None
+        self._authority_client: AuthorityClient | None = None
+        self._coordinator: Actor | None = None
+        self.artifacts = FilesystemStore(self.artifacts_path)
+        self.agents: dict[str, AgentRuntime] = {}
+
+    # -------------------------------------------------------------------------- where
+
+    @property
+    def authority_db_path(self) -> Path:
+        """``<data_dir>/authority.db``."""
+        return self.data_dir / "authority.db"
+
+    @property
+    def authority_key_path(self) -> Path:
+        """``<data_dir>/authority.key``, created on the first start."""
+        return self.data_dir / "authority.key"
+
+    @property
+    def artifacts_path(self) -> Path:
+        """``<data_dir>/artifacts``, the filesystem artifact store."""
+        return self.data_dir / "artifacts"
+
+    @property
+    def coordinator_key_path(self) -> Path:
+        """``<data_dir>/keys/coordinator.pem`` (named after the coordinator id), created on
+        the first start."""
+        return self.data_dir / "keys" / f"{self.coordinator_id}.pem"
+
+    @property
+    def authority_url(self) -> str:
+        """``http://host:port`` of the Authority (the port is known after :meth:`start`)."""
+        return f"http://{self.host}:{self.authority_port}"
+
+    @property
+    def temporal_target(self) -> str:
+        """``host:port`` of the Temporal frontend."""
+        return self.temporal.target
+
+    @property
+    def namespace(self) -> str:
+        """The Temporal namespace."""
+        return self.temporal.namespace
+
+    @property
+    def ui_url(self) -> str | None:
+        """``http://host:port`` of the Temporal web UI, or ``None`` when headless."""
+        return self.temporal.ui_url
+
+    def mission_url(self, mission_id: str) -> str | None:
+        """The web UI page of a Mission's workflow (its latest run), or ``None`` when headless."""
+        if self.ui_url is None:
+            return None
+        return workflow_ui_url(self.ui_url, self.namespace, mission_workflow_id(mission_id))
+
+    @property
+    def running(self) -> bool:
+        """Whether :meth:`start` completed and :meth:`stop` has not run."""
+        return self._exit is not None
+
+    # ---------------------------------------------------------------- started parts
+
+    @property
+    def client(self) -> Client:
+        """The Temporal client (pydantic data converter)."""
+        return self._started(self._client)
+
+    @property
+    def authority(self) -> Authority:
+        """The Authority (served over HTTP at :attr:`authority_url`)."""
+        return self._started(self._authority)
+
+    @property
+    def authority_client(self) -> AuthorityClient:
+        """An HTTP client of the Authority, pinned to its key."""
+        return self._started(self._authority_client)
+
+    @property
+    def coordinator(self) -> Actor:
+        """The coordinator identity, its Membership Epoch in :attr:`group` current."""
+        return self._started(self._coordinator)
+
+    def _started(self, part: T | None) -> T:
+        if part is None:
+            raise StackError("the embedded stack is not running")
+        return part
+
+    # --------------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        """Start every part and wait until each answers.
+
+        Raises:
+            StackError: already running; a port is taken; a key file is unreadable; the
+                Authority database was created with another key; the Group belongs to
+                another coordinator key.
+            DevServerError: the Temporal dev server cannot start.
+            AuthorityUnavailable: the Authority did not answer its first request.
+        """
+        if self._exit is not None:
+            raise StackError("the embedded stack is already running")
+        exits = AsyncExitStack()
+        try:
+            await self._start(exits)
+        except BaseException:
+            await exits.aclose()
+            raise
+        self._exit = exits
+
+    async def _start(self, exits: AsyncExitStack) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.artifacts_path.mkdir(exist_ok=True)
+        # Registered first, so it is stopped last: every Worker drains before it goes.
+        exits.push_async_callback(self.temporal.stop)
+        temporal_started = asyncio.create_task(self.temporal.start(), name="temporal-dev")
+        try:
+            await self._start_authority(exits)
+            await temporal_started
+        finally:
+            if not temporal_started.done():
+                temporal_started.cancel()
+                with contextlib.suppress(BaseException):
+                    await temporal_started
+        self._client = await Client.connect(
+            self.temporal.target, namespace=self.namespace,
+            data_converter=pydantic_data_converter, interceptors=self._client_interceptors(),
+        )  # fmt: skip
+        worker = coordinator_worker(
+            self._client, self.authority_client, self.coordinator,
+            checks=self.checks, schemas=self.schemas, artifact_store=self.artifacts,
+        )  # fmt: skip
+        await exits.enter_async_context(worker)
+        log.info("embedded stack up: Temporal %s, Authority %s, group %s",
+                 self.temporal_target, self.authority_url, self.group)  # fmt: skip
+
+    def _client_interceptors(self) -> list[Interceptor]:
+        """The given interceptors, plus OpenTelemetry tracing unless one of them traces (the
+        client's Workers inherit it; a no-op until tracing is configured)."""
+        from temporalio.contrib.opentelemetry import TracingInterceptor
+
+        if any(isinstance(i, TracingInterceptor) for i in self.interceptors):
+            return list(self.interceptors)
+        return [*self.interceptors, *temporal_interceptors()]
+
+    async def _start_authority(self, exits: AsyncExitStack) -> None:
+        key = _load_or_create_key(self.authority_key_path)
+        try:
+            authority = Authority(self.authority_db_path, key)
+        except AuthorityError as exc:
+            raise StackError(f"{self.authority_db_path}: {exc}") from None
+        self._authority = authority
+        exits.callback(authority.close)
+        sock = _listen(self.host, self.authority_port)
+        self.authority_port = int(sock.getsockname()[1])
+        server = _QuietServer(uvicorn.Config(
+            create_app(authority), log_level="warning", lifespan="on",
+            timeout_graceful_shutdown=2,
+        ))  # fmt: skip
+        serving = asyncio.create_task(server.serve(sockets=[sock]), name="authority-http")
+
+        async def stop_server() -> None:
+            server.should_exit = True
+            await serving
+            sock.close()
+
+        exits.push_async_callback(stop_server)
+        while not server.started:
+            if serving.done():
+                serving.result()  # raises the startup error
+                raise StackError(f"the Authority server on {self.authority_url} did not start")
+            await asyncio.sleep(0.01)
+        client = AuthorityClient(self.authority_url, authority_public_key=authority.public_key)
+        self._authority_client = client
+        exits.push_async_callback(client.aclose)
+        coordinator = Actor(self.coordinator_id, _load_or_create_key(self.coordinator_key_path))
+        try:
+            created = await ensure_group(client, coordinator, self.group, OWNER_ROLES)
+        except MissionWeaveError as exc:
+            raise StackError(str(exc)) from None
+        self._coordinator = coordinator
+        log.info("group %s %s", self.group, "created" if created else "found")
+
+    async def stop(self) -> None:
+        """Stop every part, agents first and the Temporal server last. Safe to call twice."""
+        exits, self._exit = self._exit, None
+        if exits is not None:
+            await exits.aclose()
+        self._client = self._authority_client = self._coordinator = None
+        self._authority = None
+        self.agents.clear()
+
+    async def __aenter__(self) -> EmbeddedStack:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # ------------------------------------------------------------------------ agents
+
+    async def add_member(
+        self, agent_id: str, public_key: str, roles: Sequence[str] = ("worker",)
+    ) -> str:
+        """Make ``agent_id`` a member of :attr:`group` with at least ``roles`` (idempotent).
+
+        Returns:
+            ``"added"``, ``"updated"`` or ``"present"``.
+        """
+        return await ensure_member(
+            self.authority_client, self.coordinator, self.group, agent_id, public_key, roles
+        )
+
+    async def start_agent(
+        self,
+        card: AgentCard,
+        key: SigningKey,
+        handlers: HandlerRegistry,
+        *,
+        roles: Sequence[str] = ("worker",),
+        **runtime_kw: Any,
+    ) -> AgentRuntime:
+        """Add the agent to :attr:`group` (if needed) and run an ``AgentRuntime`` for it until
+        the stack stops; its local state is ``<data_dir>/agents/<agent_id>.db``.
+
+        Args:
+            card: its Agent Card (``public_key`` = ``key``'s).
+            key: its signing key.
+            handlers: its work handlers.
+            roles: its roles in the Group.
+            **runtime_kw: more ``AgentRuntime`` arguments (``admission``, ``max_wait``,
+                ``interceptors`` …); ``artifact_store`` defaults to :attr:`artifacts`.
+
+        Returns:
+            The runtime, once it follows the Group's log (``runtime.ready``).
+
+        Raises:
+            StackError: the stack is not running, or the runtime stopped while starting (the
+                cause is chained).
+        """
+        from .worker import AgentRuntime
+
+        if self._exit is None:
+            raise StackError("the embedded stack is not running")
+        await self.add_member(card.agent_id, key.public_key, roles)
+        runtime = AgentRuntime(
+            card, key, groups=[self.group], authority_url=self.authority_url,
+            temporal_client=self.client, handlers=handlers,
+            state_path=self.data_dir / "agents" / f"{card.agent_id}.db",
+            **{"artifact_store": self.artifacts, **runtime_kw},
+        )  # fmt: skip
+        task = asyncio.create_task(runtime.run(), name=f"agent-{card.agent_id}")
+
+        async def stop_agent() -> None:
+            await runtime.stop()
+            try:
+                await asyncio.wait_for(
+                    asyncio.shield(task), runtime.graceful_shutdown.total_seconds() + 5
+                )
+            except TimeoutError:
+                task.cancel()
+            except Exception as exc:  # already reported when it happened
+                log.debug("agent %s ended with %r", card.agent_id, exc)
+            with contextlib.suppress(BaseException):
+                await task
+
+        self._exit.push_async_callback(stop_agent)
+        self.agents[card.agent_id] = runtime
+        ready = asyncio.create_task(runtime.ready.wait())
+        await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            ready.cancel()
+            exc = task.exception() if not task.cancelled() else None
+            raise StackError(f"agent {card.agent_id} stopped while starting: {exc!r}") from exc
+        return runtime
+
+
+def workflow_ui_url(ui_url: str, namespace: str, workflow_id: str) -> str:
+    """The Temporal web UI page of a workflow's latest run:
+    ``<ui>/namespaces/<namespace>/workflows/<workflow id>`` (the UI redirects to the run)."""
+    return (
+        f"{ui_url.rstrip('/')}/namespaces/{quote(namespace, safe='')}"
+        f"/workflows/{quote(workflow_id, safe='')}"
+    )
+
+
+__all__ = ["DEFAULT_GROUP", "EmbeddedStack", "StackError", "workflow_ui_url"]

@@ -1,0 +1,148 @@
+"""``missionweave approve``: a MissionOwner approves (or rejects) a reviewed WorkItem result.
+
+The last step of the review (MW-13.2-b step 5). The command reads the Mission's ``status``
+query to find the WorkItem awaiting approval and the digest of its review record, signs
+``approval.grant_result`` (``--reject``: ``approval.deny_result``) with the owner's key, and
+sends it as the ``approve`` Update to ``mission-<M>``; the workflow forwards it to the
+Authority, which checks the signature and the ``mission_owner`` role. A refusal leaves the
+WorkItem waiting and exits 1 with one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from ._common import DEFAULT_URL, CliError
+from ._mission import _run as run_client_command
+from ._worker import load_key
+
+if TYPE_CHECKING:
+    from ..protocol import SigningKey
+    from ..protocol.mission import MissionStatus, WorkItemStatus
+
+
+def approve_command(
+    mission: str = typer.Option(..., "--mission", help="The Mission id (workflow mission-<id>)."),
+    item: str | None = typer.Option(
+        None, "--item", help="The WorkItem; may be left out when only one awaits approval."
+    ),
+    key: Path = typer.Option(..., "--key", help="The MissionOwner's Ed25519 key (PEM)."),
+    agent_id: str | None = typer.Option(
+        None, "--agent-id", help="The MissionOwner's agent id. Default: the key file's name."
+    ),
+    reject: bool = typer.Option(False, "--reject", help="Reject the result instead."),
+    reason: str = typer.Option("", "--reason", help="Why (required with --reject)."),
+    authority_url: str = typer.Option(
+        DEFAULT_URL, "--authority-url", envvar="MISSIONWEAVE_AUTHORITY_URL",
+        help="Authority base URL (for the owner's Membership Epoch).",
+    ),
+    temporal_address: str = typer.Option(
+        "127.0.0.1:7233", "--temporal-address", envvar="TEMPORAL_ADDRESS",
+        help="Temporal frontend host:port.",
+    ),
+    namespace: str = typer.Option(
+        "default", "--namespace", envvar="TEMPORAL_NAMESPACE", help="Temporal namespace."
+    ),
+) -> None:  # fmt: skip
+    """Approve a reviewed WorkItem result as a MissionOwner (or --reject it with --reason).
+
+    Exits 0 when the Authority recorded the decision, 1 when it refused it (wrong key, not a
+    mission_owner, …; the WorkItem keeps waiting), 2 on bad input or an unreachable service.
+    """
+    if reject and not reason.strip():
+        raise CliError("--reject needs --reason")
+    if len(reason) > 2000:
+        raise CliError("--reason is at most 2,000 characters")
+    signing_key = load_key(key)
+    # a short-lived Temporal client process: ends without interpreter teardown (see _mission)
+    run_client_command(_approve(mission, item, signing_key, agent_id or key.stem, reject, reason,
+                                authority_url, temporal_address, namespace))  # fmt: skip
+
+
+def _waiting(status: MissionStatus, item: str | None) -> WorkItemStatus:
+    waiting = [i for i in status.items if i.review_stage == "approval"]
+    if item is not None:
+        found = next((i for i in status.items if i.work_item_id == item), None)
+        if found is None:
+            raise CliError(f"Mission {status.mission_id} has no WorkItem {item!r}")
+        if found.review_stage != "approval":
+            raise CliError(f"WorkItem {item} does not await approval (state {found.state.value}"
+                           + (f", review stage {found.review_stage}" if found.review_stage
+                              else "") + ")")  # fmt: skip
+        return found
+    if not waiting:
+        raise CliError(f"no WorkItem of Mission {status.mission_id} awaits approval")
+    if len(waiting) > 1:
+        names = ", ".join(i.work_item_id for i in waiting)
+        raise CliError(f"several WorkItems await approval ({names}): name one with --item")
+    return waiting[0]
+
+
+async def _approve(mission: str, item: str | None, key: SigningKey, agent_id: str, reject: bool,
+                   reason: str, authority_url: str, temporal_address: str,
+                   namespace: str) -> None:  # fmt: skip
+    from temporalio.client import Client, WorkflowUpdateFailedError
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.service import RPCError
+
+    from ..authority.client import AuthorityClient, AuthorityClientError
+    from ..protocol import Actor
+    from ..protocol.mission import ApprovalInput, CommandVerdict, MissionStatus
+    from ..protocol.mission import mission_workflow_id as workflow_id
+
+    try:
+        client = await Client.connect(temporal_address, namespace=namespace,
+                                      data_converter=pydantic_data_converter)  # fmt: skip
+    except Exception as exc:  # the SDK raises RuntimeError/RPCError variants
+        first = str(exc).splitlines()[0] if str(exc) else repr(exc)
+        raise CliError(f"cannot reach Temporal at {temporal_address}: {first}") from None
+    handle = client.get_workflow_handle(workflow_id(mission))
+    try:
+        status = await handle.query("status", result_type=MissionStatus)
+    except RPCError as exc:
+        raise CliError(f"cannot read Mission {mission}: {exc.message}") from None
+    target = _waiting(status, item)
+    assert target.review_digest is not None
+    actor = Actor(agent_id, key)
+    try:
+        async with AuthorityClient(authority_url, timeout=10.0) as authority:
+            members = {a.agent_id: a for a in await authority.agents(status.group_id)}
+    except AuthorityClientError as exc:
+        raise CliError(f"cannot reach the Authority at {authority_url}: {exc}") from None
+    if agent_id in members:  # else the Authority refuses it as not a member: let it say so
+        actor.membership_epochs[status.group_id] = members[agent_id].membership_epoch
+        actor.session_epoch = members[agent_id].session_epoch
+    body = {"work_item_id": target.work_item_id, "review_digest": target.review_digest}
+    if reason:
+        body["reason"] = reason
+    cmd = actor.command("approval.deny_result" if reject else "approval.grant_result",
+                        status.group_id, body)  # fmt: skip
+    for st in target.review:
+        typer.echo(f"  {st.get('step')}: {'pass' if st.get('passed') else 'FAIL'} "
+                   f"— {str(st.get('detail', ''))[:120]}", err=True)  # fmt: skip
+    try:
+        verdict = await handle.execute_update(
+            "approve", ApprovalInput(command=cmd), id=cmd.command_id, result_type=CommandVerdict
+        )
+    except WorkflowUpdateFailedError as exc:
+        cause = exc.cause
+        raise CliError(f"refused by the Mission: {getattr(cause, 'type', None) or 'error'}: "
+                       f"{getattr(cause, 'message', None) or cause}") from None  # fmt: skip
+    except RPCError as exc:
+        raise CliError(f"cannot update Mission {mission}: {exc.message}") from None
+    if not verdict.accepted:
+        rej = verdict.rejection
+        why = f"{rej.code}: {rej.reason}" if rej else verdict.status
+        raise CliError(f"the Authority refused the approval: {why} "
+                       f"(WorkItem {target.work_item_id} still awaits approval)",
+                       exit_code=1)  # fmt: skip
+    seq = verdict.events[0].seq if verdict.events else "?"
+    decided = "rejected" if reject else "approved"
+    typer.echo(f"{decided} {target.work_item_id} of Mission {mission} "
+               f"(review {target.review_digest[:16]}, event seq {seq})")  # fmt: skip
+
+
+__all__ = ["approve_command"]

@@ -1,0 +1,126 @@
+"""``missionweave dev …``: the embedded stack of one machine."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from ._common import CliError
+
+if TYPE_CHECKING:
+    from .._stack import EmbeddedStack
+
+app = typer.Typer(help="Run everything MissionWeave needs on this machine.", no_args_is_help=True)
+
+
+def _default_data_dir() -> Path:
+    return Path(os.environ.get("MISSIONWEAVE_DATA_DIR") or "data")
+
+
+@app.command("up")
+def up(
+    data_dir: Path = typer.Option(
+        _default_data_dir,
+        "--data-dir",
+        show_default="$MISSIONWEAVE_DATA_DIR or ./data",
+        help="Directory for every file of the stack (databases, keys, artifacts, logs).",
+    ),
+    temporal_port: int = typer.Option(
+        7233, "--temporal-port", min=0, max=65535, help="Temporal gRPC port (0: any free one)."
+    ),
+    ui_port: int = typer.Option(
+        8233, "--ui-port", min=0, max=65535, help="Temporal web UI port (0: any free one)."
+    ),
+    authority_port: int = typer.Option(
+        8787, "--authority-port", min=0, max=65535, help="Authority HTTP port (0: any free one)."
+    ),
+    headless: bool = typer.Option(False, "--headless", help="No Temporal web UI."),
+    group: str = typer.Option("demo", "--group", "-g", help="The Group to create (or find)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface every server binds."),
+) -> None:
+    """Start the embedded stack and keep it up until Ctrl-C (or SIGTERM).
+
+    It runs the Temporal dev server (state in DATA_DIR/temporal.db, our search attributes
+    registered, web UI), the Group Authority on SQLite (DATA_DIR/authority.db) over HTTP, the
+    filesystem artifact store (DATA_DIR/artifacts) and the coordinator (key
+    DATA_DIR/keys/coordinator.pem), which creates the Group on the first start with itself
+    as owner, coordinator and mission owner. Agents run separately: missionweave worker.
+
+    Example: missionweave dev up --data-dir data --group demo
+    """
+    asyncio.run(_up(data_dir, temporal_port, ui_port, authority_port, headless, group, host))
+
+
+def _describe(stack: EmbeddedStack) -> str:
+    key = stack.coordinator_key_path
+    ui = stack.ui_url or "(headless)"
+    ui_env = f" MISSIONWEAVE_UI_URL={stack.ui_url}" if stack.ui_url else ""
+    return "\n".join([
+        "MissionWeave dev stack is up; Ctrl-C stops it.",
+        f"  Temporal      {stack.temporal_target} (namespace {stack.namespace})",
+        f"  Temporal UI   {ui}",
+        f"  Authority     {stack.authority_url}",
+        f"  Artifacts     {stack.artifacts_path}",
+        f"  Data dir      {stack.data_dir}",
+        f"  Coordinator   {stack.coordinator.agent_id}, key {key}",
+        f"  Group         {stack.group}",
+        "Next, in another shell:",
+        f"  export TEMPORAL_ADDRESS={stack.temporal_target} "
+        f"MISSIONWEAVE_AUTHORITY_URL={stack.authority_url}{ui_env}",
+        f"  missionweave group add --key {key} --group {stack.group} "
+        "--agent-id ada --agent-key ada.pem --create-key",
+        f"  missionweave worker --card ada.yaml --key ada.pem --handlers my.handlers "
+        f"--group {stack.group} --authority-url {stack.authority_url} "
+        f"--temporal-address {stack.temporal_target} --artifacts {stack.artifacts_path}",
+        "  missionweave mission start mission.yaml",
+    ])  # fmt: skip
+
+
+async def _up(data_dir: Path, temporal_port: int, ui_port: int, authority_port: int,
+              headless: bool, group: str, host: str) -> None:  # fmt: skip
+    from .._stack import EmbeddedStack, StackError
+    from ..authority.client import AuthorityUnavailable
+    from ..dev import DevServerError
+    from ..telemetry import TelemetryError, setup_tracing
+
+    try:  # from OTEL_*; off unless configured
+        setup_tracing("missionweave-dev")
+    except TelemetryError as exc:
+        raise CliError(str(exc)) from None
+    stack = EmbeddedStack(
+        data_dir, host=host, temporal_port=temporal_port, ui_port=ui_port,
+        authority_port=authority_port, headless=headless, group=group,
+    )  # fmt: skip
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        try:
+            await stack.start()
+        except DevServerError as exc:
+            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+            first = lines[0].removesuffix(":") if lines else "cannot start"
+            last = f" — {lines[-1][:200]}" if len(lines) > 1 else ""
+            raise CliError(f"Temporal dev server: {first}{last}") from None
+        except StackError as exc:
+            raise CliError(str(exc)) from None
+        except AuthorityUnavailable as exc:
+            raise CliError(f"the Authority did not answer: {exc}") from None
+        typer.echo(_describe(stack))
+        await stop.wait()
+        # A second Ctrl-C while stopping interrupts the orderly shutdown.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        typer.echo("stopping: agents and the coordinator, the Authority, then Temporal", err=True)
+    finally:
+        await stack.stop()
+    typer.echo("stopped", err=True)
+
+
+__all__ = ["app"]

@@ -1,0 +1,470 @@
+"""``missionweave mission …``: start, inspect, follow, cancel and draw Missions on Temporal."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import os
+import sys
+from collections.abc import Callable, Coroutine
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import typer
+import yaml
+from pydantic import ValidationError
+
+from ..protocol.mission import MissionResult, MissionSpec, MissionStatus, mission_workflow_id
+from ._common import CliError
+from ._mission_view import console, counts_line, render_table, to_mermaid
+
+if TYPE_CHECKING:
+    from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHandle
+
+app = typer.Typer(
+    help="Start Missions and follow them: status, live watch, cancel, Mermaid graph.",
+    no_args_is_help=True,
+)
+
+DEFAULT_TEMPORAL = "127.0.0.1:7233"
+DEFAULT_UI = "http://127.0.0.1:8233"
+#: How long a query or the ``cancel`` update may wait for the coordinator.
+QUERY_TIMEOUT = timedelta(seconds=10)
+
+_ADDRESS = typer.Option(
+    DEFAULT_TEMPORAL, "--temporal-address", envvar="TEMPORAL_ADDRESS",
+    help="Temporal frontend host:port.",
+)  # fmt: skip
+_NAMESPACE = typer.Option(
+    "default", "--namespace", envvar="TEMPORAL_NAMESPACE", help="Temporal namespace."
+)
+_UI = typer.Option(
+    DEFAULT_UI, "--ui-url", envvar="MISSIONWEAVE_UI_URL", help="Temporal web UI base URL."
+)
+_ID = typer.Argument(
+    ..., metavar="ID", help="The mission id (the workflow id mission-<id> is accepted too)."
+)
+
+# ------------------------------------------------------------------------ reading a spec
+
+
+def load_spec(source: str) -> MissionSpec:
+    """Read and validate a MissionSpec from a JSON or YAML file, or ``-`` for stdin.
+
+    The DAG is checked too (unknown dependencies, self-loops, cycles, duplicate ids), so a
+    Mission that the workflow would refuse is refused here, before anything starts.
+
+    Raises:
+        CliError: the file is missing, is neither JSON nor YAML, or is not a valid
+            MissionSpec; the message is one line naming the first bad field.
+    """
+    from ..protocol import GraphError, WorkGraph
+
+    name = "stdin" if source == "-" else source
+    if source == "-":
+        text = sys.stdin.read()
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise CliError(f"no mission file at {source}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CliError(f"cannot read {source}: {exc}") from None
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise CliError(f"{name}: neither JSON nor YAML: {first}") from None
+    if not isinstance(data, dict):
+        raise CliError(f"{name}: a MissionSpec is a mapping (group_id, mission_id, items, …)")
+    try:
+        spec = MissionSpec.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        err = errors[0]
+        where = ".".join(str(p) for p in err["loc"]) or "MissionSpec"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise CliError(f"{name}: invalid MissionSpec: {where}: {err['msg']}{more}") from None
+    seen: set[str] = set()
+    for i, item in enumerate(spec.items):
+        if item.work_item_id in seen:
+            raise CliError(f"{name}: invalid MissionSpec: items.{i}.work_item_id: "
+                           f"duplicate id {item.work_item_id!r}")  # fmt: skip
+        seen.add(item.work_item_id)
+    try:
+        WorkGraph().add(
+            {i.work_item_id: i.dependencies for i in spec.items},
+            {i.work_item_id: i.contract.dependency_strategy for i in spec.items},
+        )
+    except GraphError as exc:
+        raise CliError(f"{name}: invalid MissionSpec: items: {exc}") from None
+    return spec
+
+
+# ------------------------------------------------------------------------------ Temporal
+
+
+def _standalone() -> bool:
+    """Whether this is the ``missionweave`` process itself writing to its real stdout (not
+    click's CliRunner nor pytest, which replace ``sys.stdout``)."""
+    return sys.stdout is sys.__stdout__ and Path(sys.argv[0]).name == "missionweave"
+
+
+def _finish(code: int) -> NoReturn:
+    """End the process without interpreter teardown.
+
+    temporalio's Rust core may still call into Python from its threads while CPython
+    finalizes, which aborts a short-lived client process ("Fatal Python error:
+    PyGILState_Release", temporalio/sdk-python#300). Exit handlers (logging, telemetry
+    exporters) run first; only the teardown is skipped.
+    """
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _run(work: Coroutine[Any, Any, int | None]) -> None:
+    """Run a Temporal client command: its exit code is what ``work`` returns (``None``: 0);
+    a :class:`CliError` is one line on stderr."""
+    try:
+        code = asyncio.run(work) or 0
+    except CliError as exc:
+        if not _standalone():
+            raise
+        typer.echo(f"error: {exc}", err=True)
+        _finish(exc.exit_code)
+    except KeyboardInterrupt:
+        if not _standalone():
+            raise
+        _finish(130)
+    if _standalone():
+        _finish(code)
+    if code:
+        raise typer.Exit(code)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0].split(": tonic::")[0] if text else type(exc).__name__
+
+
+async def _connect(address: str, namespace: str) -> Client:
+    from ..dev import connect_client
+    from ..telemetry import TelemetryError, setup_tracing
+
+    try:  # from OTEL_*; off unless configured. The client traces the calls it makes.
+        setup_tracing("missionweave-cli")
+    except TelemetryError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        async with asyncio.timeout(15):
+            return await connect_client(address, namespace)
+    except Exception as exc:  # the SDK raises RuntimeError/RPCError variants
+        raise CliError(f"cannot reach Temporal at {address}: {_first_line(exc)}") from None
+
+
+def _rpc_error(exc: BaseException, what: str) -> NoReturn:
+    raise CliError(f"{what}: {_first_line(exc)}") from None
+
+
+async def _find(
+    client: Client, mission: str
+) -> tuple[WorkflowHandle[Any, Any], WorkflowExecutionDescription]:
+    """The handle and description of the Mission ``mission`` (an id, or its workflow id).
+
+    Raises:
+        CliError: no such workflow in the namespace, or Temporal answered with an error.
+    """
+    from temporalio.service import RPCError, RPCStatusCode
+
+    candidates = [mission_workflow_id(mission)]
+    if mission.startswith("mission-"):
+        candidates.append(mission)
+    for wid in candidates:
+        handle = client.get_workflow_handle(wid, result_type=MissionResult)
+        try:
+            return handle, await handle.describe(rpc_timeout=QUERY_TIMEOUT)
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND and "amespace" not in exc.message:
+                continue
+            _rpc_error(exc, f"cannot look up mission {mission!r}")
+    raise CliError(
+        f"no mission {mission!r} in namespace {client.namespace!r} (no workflow {candidates[0]})"
+    )
+
+
+def _result_status(result: MissionResult) -> MissionStatus:
+    """A status built from a closed Mission's result (when no coordinator answers queries)."""
+    from ..protocol.mission import WorkItemStatus
+
+    counts: dict[str, int] = {}
+    for item in result.items:
+        counts[item.state.value] = counts.get(item.state.value, 0) + 1
+    return MissionStatus(
+        mission_id=result.mission_id, group_id=result.group_id, status=result.status,
+        counts=counts, event_range=result.event_range,
+        items=[WorkItemStatus(work_item_id=i.work_item_id, state=i.state, owner=i.owner,
+                              ownership_epoch=i.ownership_epoch, attempts=i.attempts)
+               for i in result.items],
+    )  # fmt: skip
+
+
+async def _status(
+    handle: WorkflowHandle[Any, Any], desc: WorkflowExecutionDescription, mission: str
+) -> MissionStatus:
+    """The ``status`` query's answer; for a closed Mission whose query nobody answers, the
+    status built from its result.
+
+    Raises:
+        CliError: the query failed (no coordinator running, or an error) and there is no
+            result to fall back on.
+    """
+    from temporalio.client import WorkflowExecutionStatus
+
+    try:
+        answer: MissionStatus = await handle.query(
+            "status", result_type=MissionStatus, rpc_timeout=QUERY_TIMEOUT
+        )
+        return answer
+    except Exception as exc:
+        if desc.status == WorkflowExecutionStatus.COMPLETED:
+            try:
+                result = await handle.result(rpc_timeout=QUERY_TIMEOUT)
+                if isinstance(result, MissionResult):
+                    return _result_status(result)
+            except Exception:
+                pass
+        hint = ""
+        if desc.status == WorkflowExecutionStatus.RUNNING:
+            hint = " (is a coordinator running on task queue missionweave-coordinator?)"
+        raise CliError(
+            f"the status query of mission {mission!r} failed: {_first_line(exc)}{hint}"
+        ) from None
+
+
+# ------------------------------------------------------------------------------ commands
+
+
+@app.command("start")
+def start(
+    file: str = typer.Argument(
+        ..., metavar="FILE", help="MissionSpec as JSON or YAML; - reads stdin."
+    ),
+    temporal_address: str = _ADDRESS,
+    namespace: str = _NAMESPACE,
+    ui_url: str = _UI,
+) -> None:
+    """Validate a MissionSpec and start its Mission workflow.
+
+    The workflow id is mission-<mission_id> on task queue missionweave-coordinator, its
+    summary the spec's title. Prints the workflow id and its Temporal web UI link. Exits 2
+    with one line naming the first bad field when the spec is invalid.
+
+    Example: missionweave mission start examples/missions/hello.yaml
+    """
+    spec = load_spec(file)
+    _run(_start(spec, temporal_address, namespace, ui_url))
+
+
+async def _start(spec: MissionSpec, address: str, namespace: str, ui_url: str) -> None:
+    from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    from .._stack import workflow_ui_url
+    from ..protocol.mission import COORDINATOR_TASK_QUEUE, MISSION_WORKFLOW_TYPE
+
+    client = await _connect(address, namespace)
+    wid = mission_workflow_id(spec.mission_id)
+    try:
+        await client.start_workflow(
+            MISSION_WORKFLOW_TYPE, args=[spec, None], id=wid, task_queue=COORDINATOR_TASK_QUEUE,
+            static_summary=spec.title or spec.mission_id,
+            # A mission id is unique within its Group: never start a second run of it.
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL, rpc_timeout=QUERY_TIMEOUT,
+        )  # fmt: skip
+    except WorkflowAlreadyStartedError:
+        raise CliError(f"mission {spec.mission_id!r} already exists (workflow {wid})") from None
+    except Exception as exc:
+        _rpc_error(exc, f"cannot start mission {spec.mission_id!r}")
+    typer.echo(f"started mission {spec.mission_id} in group {spec.group_id}: workflow {wid}")
+    typer.echo(workflow_ui_url(ui_url, namespace, wid))
+
+
+@app.command("status")
+def status(
+    mission: str = _ID,
+    as_json: bool = typer.Option(False, "--json", help="Print the status query's JSON."),
+    temporal_address: str = _ADDRESS,
+    namespace: str = _NAMESPACE,
+) -> None:
+    """Show a Mission's WorkItems: state, owner, epoch, lease, attempts, detail.
+
+    The table comes from the workflow's status query; --json prints the query's answer.
+
+    Example: missionweave mission status audit-1 --json
+    """
+    _run(_show_status(mission, as_json, temporal_address, namespace))
+
+
+async def _show_status(mission: str, as_json: bool, address: str, namespace: str) -> None:
+    client = await _connect(address, namespace)
+    handle, desc = await _find(client, mission)
+    answer = await _status(handle, desc, mission)
+    if as_json:
+        typer.echo(answer.model_dump_json(indent=2))
+    else:
+        console().print(render_table(answer))
+
+
+@app.command("watch")
+def watch(
+    mission: str = _ID,
+    interval: float = typer.Option(1.0, "--interval", min=0.1, help="Refresh every N seconds."),
+    temporal_address: str = _ADDRESS,
+    namespace: str = _NAMESPACE,
+) -> None:
+    """Show a live table of a Mission's WorkItems until the Mission ends.
+
+    Exits 0 when the Mission completed, 1 when it failed or was cancelled.
+
+    Example: missionweave mission watch audit-1
+    """
+    _run(_watch(mission, interval, temporal_address, namespace))
+
+
+async def _watch(mission: str, interval: float, address: str, namespace: str) -> int:
+    from rich.live import Live
+    from temporalio.client import WorkflowExecutionStatus
+
+    client = await _connect(address, namespace)
+    handle, desc = await _find(client, mission)
+    screen = console()
+    answer = await _status(handle, desc, mission)
+
+    async def follow(show: Callable[[MissionStatus], None]) -> None:
+        nonlocal desc, answer
+        show(answer)
+        while desc.status == WorkflowExecutionStatus.RUNNING:
+            await asyncio.sleep(interval)
+            try:
+                desc = await handle.describe(rpc_timeout=QUERY_TIMEOUT)
+            except Exception as exc:
+                _rpc_error(exc, f"lost mission {mission!r}")
+            answer = await _status(handle, desc, mission)
+            show(answer)
+
+    if screen.is_terminal:
+        with Live(render_table(answer), console=screen, auto_refresh=False) as live:
+            await follow(lambda st: live.update(render_table(st), refresh=True))
+    else:  # a log, not a screen: one line whenever the counts change, then the final table
+        seen: list[str] = []
+
+        def line(st: MissionStatus) -> None:
+            text = f"{st.mission_id} {st.status}: " + counts_line(st)
+            if not seen or seen[-1] != text:
+                seen.append(text)
+                typer.echo(text)
+
+        await follow(line)
+        screen.print(render_table(answer))
+    return await _ending(mission, handle, desc, answer)
+
+
+async def _ending(
+    mission: str,
+    handle: WorkflowHandle[Any, Any],
+    desc: WorkflowExecutionDescription,
+    answer: MissionStatus,
+) -> int:
+    """Print how the Mission ended; the exit code (0 only when it completed)."""
+    from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+
+    final = answer.status
+    try:
+        result = await handle.result(rpc_timeout=QUERY_TIMEOUT)
+        if isinstance(result, MissionResult):
+            final = result.status
+    except WorkflowFailureError as exc:
+        typer.echo(f"mission {mission} failed: {_first_line(exc.cause or exc)}")
+        return 1
+    except Exception:  # the query's answer stands
+        pass
+    if desc.status == WorkflowExecutionStatus.COMPLETED:
+        typer.echo(f"mission {mission} {final}")
+        return 0 if final == "completed" else 1
+    name = desc.status.name.lower() if desc.status is not None else "closed"
+    typer.echo(f"mission {mission}: workflow {name}")
+    return 1
+
+
+@app.command("cancel")
+def cancel(
+    mission: str = _ID,
+    reason: str = typer.Option("cancelled by request", "--reason", help="Why (recorded)."),
+    temporal_address: str = _ADDRESS,
+    namespace: str = _NAMESPACE,
+) -> None:
+    """Cancel a running Mission and every unfinished WorkItem.
+
+    Sends the workflow's cancel update and prints the Mission's final status.
+
+    Example: missionweave mission cancel audit-1 --reason "wrong input"
+    """
+    _run(_cancel(mission, reason, temporal_address, namespace))
+
+
+async def _cancel(mission: str, reason: str, address: str, namespace: str) -> None:
+    from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
+
+    from ..protocol.mission import CancelInput
+
+    client = await _connect(address, namespace)
+    handle, desc = await _find(client, mission)
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        name = desc.status.name.lower() if desc.status is not None else "closed"
+        raise CliError(f"mission {mission!r} is not running (workflow {name})")
+    try:
+        async with asyncio.timeout(QUERY_TIMEOUT.total_seconds() * 3):
+            final: str = await handle.execute_update(
+                "cancel", CancelInput(reason=reason), result_type=str
+            )
+    except TimeoutError:
+        raise CliError(
+            f"mission {mission!r} did not answer the cancel update "
+            "(is a coordinator running on task queue missionweave-coordinator?)"
+        ) from None
+    except WorkflowUpdateFailedError as exc:
+        _rpc_error(exc.cause or exc, f"cannot cancel mission {mission!r}")
+    except Exception as exc:
+        _rpc_error(exc, f"cannot cancel mission {mission!r}")
+    typer.echo(f"mission {mission} {final}")
+
+
+@app.command("graph")
+def graph(
+    mission: str = _ID,
+    temporal_address: str = _ADDRESS,
+    namespace: str = _NAMESPACE,
+) -> None:
+    """Print a Mermaid flowchart of a Mission's DAG, each WorkItem coloured by its state.
+
+    Example: missionweave mission graph audit-1 > audit-1.mmd
+    """
+    _run(_graph(mission, temporal_address, namespace))
+
+
+async def _graph(mission: str, address: str, namespace: str) -> None:
+    client = await _connect(address, namespace)
+    handle, desc = await _find(client, mission)
+    typer.echo(to_mermaid(await _status(handle, desc, mission)), nl=False)
+
+
+__all__ = ["app", "load_spec"]

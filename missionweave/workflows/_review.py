@@ -1,0 +1,305 @@
+"""Review of submitted WorkItems in the spec's order (MW-13.2-b), as a mixin of the Mission
+workflow. Every step's result is kept in ``ItemState.review`` and shown in the Mission's result.
+
+1. ``integrity`` and 2. ``deterministic`` — the coordinator's ``review_submission`` activity
+   (:mod:`missionweave.activities._review`): Artifact integrity and output schemas, then
+   Evidence for every criterion and the registered checks.
+3. ``semantic`` — when the contract has ``semantic`` or ``qualitative`` criteria, the workflow
+   authorizes a review WorkItem ``<item>:review`` whose input is a :class:`ReviewRequest` and
+   whose criteria carry the same ids; it is offered only to agents holding the Mission's reviewer
+   capability and the ``reviewer`` role, never to the submitter. The workflow waits for it to be
+   verified; the reviewer's Evidence is the step's Evidence, and any result but ``pass`` fails
+   the step.
+4. ``verdict`` — the combined result of the steps so far.
+5. ``approval`` — when the contract has ``human`` criteria and the verdict passed: the workflow
+   waits for the ``approve`` update carrying a MissionOwner's signed ``approval.grant_result``
+   (or ``approval.deny_result``) naming the digest of steps 1–4; the Authority checks the
+   signature and the role, and a refused Command leaves the WorkItem waiting.
+
+Then ``work.accept_result`` (every step passed) or ``work.fail`` (with every step's Evidence).
+Waiting (steps 3 and 5) is plain state in :class:`ItemState`, advanced by the main loop, so a
+Mission waiting days for an Approval may continue as new.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ..protocol import (
+        AcceptanceCriterion,
+        Budget,
+        Deliverable,
+        Evidence,
+        WorkContract,
+        WorkItemState,
+        digest,
+    )
+    from ..protocol.mission import (
+        AgentCommandInput,
+        ApprovalInput,
+        CommandVerdict,
+        ReviewInput,
+        ReviewRequest,
+        ReviewResult,
+        ReviewStep,
+        WorkItemSpec,
+    )
+    from ._state import ItemState
+
+if TYPE_CHECKING:
+    from ..protocol import WorkGraph
+    from ._state import MissionState
+
+_REVIEW_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
+                            maximum_interval=timedelta(seconds=10))  # fmt: skip
+#: Criterion kinds a reviewer agent judges (step 3).
+SEMANTIC_KINDS = frozenset({"semantic", "qualitative"})
+#: The MissionOwner's Commands on a reviewed result (step 5) → whether they grant it.
+APPROVAL_COMMANDS = {"approval.grant_result": True, "approval.deny_result": False}
+_MAX_ID = 128
+
+
+def refuse(code: str, message: str) -> ApplicationError:
+    """An update validator's refusal; agents see ``code`` as the rejection code."""
+    return ApplicationError(message, type=code, non_retryable=True)
+
+
+def review_digest(steps: list[ReviewStep]) -> str:
+    """SHA-256 hex of the canonical review record (steps 1–4) a MissionOwner approves."""
+    return digest([st.model_dump(mode="json") for st in steps])
+
+
+def criteria(item: ItemState, kinds: frozenset[str]) -> list[AcceptanceCriterion]:
+    """The item's acceptance criteria of the given kinds."""
+    return [c for c in item.spec.contract.acceptance_criteria if c.kind in kinds]
+
+
+class ReviewMixin:
+    """The review part of :class:`~missionweave.workflows.MissionWorkflow` (see the module)."""
+
+    if TYPE_CHECKING:
+        s: MissionState
+        graph: WorkGraph
+
+        def _intent(self, type: str, body: dict[str, Any], purpose: tuple[str, str]) -> str: ...
+
+        def _now(self) -> int: ...
+
+        def _authorize(self, item: ItemState) -> None: ...
+
+        async def _forward(self, cmd_input: AgentCommandInput) -> CommandVerdict: ...
+
+    # ------------------------------------------------------------------ steps 1 and 2
+
+    async def _review(self, item: ItemState) -> None:
+        """Review a submission (MW-13.2-b): steps 1–2 in the coordinator's activity, then a
+        review WorkItem for semantic criteria (step 3) or straight to the verdict (step 4)."""
+        item.reviewing = True
+        item.review_stage = item.review_item = item.review_digest = None
+        item.approval = None
+        result = await workflow.execute_activity(
+            "review_submission",
+            ReviewInput(group_id=self.s.spec.group_id, mission_id=self.s.spec.mission_id,
+                        work_item_id=item.work_item_id, contract=item.spec.contract,
+                        outputs=item.outputs, artifacts=item.artifacts,
+                        evidence=item.evidence, review_of=item.review_of),
+            result_type=ReviewResult, start_to_close_timeout=timedelta(minutes=5),
+            retry_policy=_REVIEW_RETRY, summary=f"review {item.work_item_id}",
+        )  # fmt: skip
+        item.review = list(result.steps)
+        if result.passed and item.review_of is None and criteria(item, SEMANTIC_KINDS):
+            self._request_review(item)
+        else:
+            self._verdict(item)
+
+    # ------------------------------------------------------------------------- step 3
+
+    def _review_id(self, item: ItemState) -> str:
+        n = item.reviews + 1
+        while True:
+            rid = f"{item.work_item_id}:review" + (str(n) if n > 1 else "")
+            if len(rid) > _MAX_ID:
+                rid = f"review-{digest(item.work_item_id)[:32]}-{n}"
+            if rid not in self.s.items:
+                item.reviews = n
+                return rid
+            n += 1
+
+    def _request_review(self, item: ItemState) -> None:
+        """Authorize the review WorkItem of ``item`` and wait for it (step 3)."""
+        c = item.spec.contract
+        semantic = criteria(item, SEMANTIC_KINDS)
+        ids = {k.id for k in semantic}
+        rid = self._review_id(item)
+        contract = WorkContract(
+            objective=f"Review WorkItem {item.work_item_id} of Mission "
+            f"{self.s.spec.mission_id} against its semantic and qualitative criteria",
+            deliverables=[Deliverable(name="review")],
+            # same ids; kind deterministic: a review WorkItem is never itself reviewed by
+            # another reviewer (its Evidence is checked for presence only)
+            acceptance_criteria=[AcceptanceCriterion(
+                id=k.id, description=k.description, kind="deterministic",
+                evidence_required=k.evidence_required) for k in semantic],
+            required_capabilities=[self.s.spec.review.reviewer_capability],
+            deadline_ms=c.deadline_ms, urgency=c.urgency, business_impact=c.business_impact,
+            budget=Budget(wall_clock_ms=c.budget.wall_clock_ms), retry=c.retry,
+            timeouts=c.timeouts, risk_class=c.risk_class, allowed_data=c.allowed_data,
+            notes=f"review of {item.work_item_id}",
+        )  # fmt: skip
+        request = ReviewRequest(
+            subject=item.work_item_id, mission_id=self.s.spec.mission_id, objective=c.objective,
+            criteria=semantic, outputs=item.outputs, artifacts=item.artifacts,
+            evidence=[e for e in item.evidence if e.criterion in ids],
+        )  # fmt: skip
+        review = ItemState(
+            spec=WorkItemSpec(work_item_id=rid, contract=contract,
+                              input=request.model_dump(mode="json")),
+            review_of=item.work_item_id, excluded=[item.owner] if item.owner else [],
+        )  # fmt: skip
+        self.graph.add({rid: []}, {rid: contract.dependency_strategy})
+        self.s.items[rid] = review
+        self._authorize(review)
+        item.review_item, item.review_stage, item.reviewing = rid, "semantic", False
+        item.detail = f"awaiting reviewer Evidence from {rid}"
+
+    def _semantic_step(self, item: ItemState, review: ItemState) -> ReviewStep:
+        by: dict[str, list[Evidence]] = {}
+        for e in review.evidence:
+            by.setdefault(e.criterion, []).append(e)
+        problems: list[str] = []
+        evidence: list[Evidence] = []
+        for k in criteria(item, SEMANTIC_KINDS):
+            found = by.get(k.id, [])
+            if not found:
+                problems.append(f"{k.id}: no reviewer Evidence")
+            for e in found:
+                evidence.append(e)
+                if e.result != "pass":
+                    problems.append(f"{k.id}: reviewer {e.producer} says {e.result}"
+                                    + (f" ({e.summary[:200]})" if e.summary else ""))  # fmt: skip
+        return ReviewStep(
+            step="semantic", passed=not problems, evidence=evidence,
+            detail="; ".join(problems)
+            or f"reviewer {review.owner} passed every criterion ({review.work_item_id})",
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ steps 4 and 5
+
+    def _verdict(self, item: ItemState) -> None:
+        """Step 4: the combined verdict; then the Approval when a criterion is ``human``."""
+        failed = [st.step for st in item.review if not st.passed]
+        item.review.append(ReviewStep(
+            step="verdict", passed=not failed,
+            detail="failed: " + ", ".join(failed) if failed else "every step passed"))  # fmt: skip
+        if not failed and item.review_of is None and criteria(item, frozenset({"human"})):
+            item.review_stage, item.reviewing = "approval", False
+            item.review_digest = review_digest(item.review)
+            item.detail = f"awaiting a MissionOwner's approval of review {item.review_digest[:16]}"
+            return
+        self._decide(item, not failed)
+
+    def _approval_step(self, item: ItemState) -> ReviewStep:
+        a = item.approval or {}
+        granted = a.get("type") == "approval.result_granted"
+        approver = str(a.get("approver") or "?")
+        reason = str(a.get("reason") or "")
+        what = f"{a.get('type')} by {approver} (seq {a.get('seq')})" + (
+            f": {reason}" if reason else ""
+        )
+        at = a.get("decided_at_ms")
+        evidence = [Evidence(
+            subject=item.work_item_id, criterion=k.id, method="MissionOwner approval",
+            result="pass" if granted else "fail", producer=approver,
+            timestamp_ms=at if isinstance(at, int) else self._now(),
+            summary=f"{what}; review {item.review_digest}"[:2000],
+        ) for k in criteria(item, frozenset({"human"}))]  # fmt: skip
+        return ReviewStep(step="approval", passed=granted, detail=what[:2000], evidence=evidence)
+
+    def _decide(self, item: ItemState, passed: bool) -> None:
+        """``work.accept_result`` or ``work.fail`` with every step's Evidence."""
+        item.review_stage, item.reviewing = None, True
+        evidence = [e.model_dump(mode="json") for st in item.review for e in st.evidence]
+        if passed:
+            self._intent("work.accept_result", {"work_item_id": item.work_item_id,
+                                                "evidence": evidence},
+                         ("review", item.work_item_id))  # fmt: skip
+            return
+        failed = [st for st in item.review if not st.passed and st.step != "verdict"]
+        evidence = _fail_evidence(item, failed, self._now()) + evidence
+        self._intent("work.fail", {"work_item_id": item.work_item_id, "retryable": True,
+                                   "evidence": evidence},
+                     ("review", item.work_item_id))  # fmt: skip
+
+    def _advance_reviews(self) -> None:
+        """Move waiting reviews on (called by the main loop after every batch): a verified
+        review WorkItem gives step 3, a MissionOwner's recorded decision gives step 5."""
+        for item in list(self.s.items.values()):
+            if item.review_stage is None:
+                continue
+            if item.state is not WorkItemState.SUBMITTED:  # cancelled or failed meanwhile
+                item.review_stage = None
+            elif item.review_stage == "semantic":
+                review = self.s.items.get(item.review_item or "")
+                if review is not None and review.state is WorkItemState.VERIFIED:
+                    item.review.append(self._semantic_step(item, review))
+                    item.review_stage = None
+                    self._verdict(item)
+            elif item.approval is not None and (
+                item.approval.get("ownership_epoch") == item.ownership_epoch
+            ):
+                item.review.append(self._approval_step(item))
+                self._decide(item, item.review[-1].passed)
+
+    # ------------------------------------------------------------------ the approve update
+
+    @workflow.update
+    async def approve(self, inp: ApprovalInput) -> CommandVerdict:
+        """A MissionOwner's decision on a reviewed result (MW-13.2-b step 5): its own signed
+        ``approval.grant_result`` or ``approval.deny_result``. The Authority checks the
+        signature, the ``mission_owner`` role and the state; a refused Command leaves the
+        WorkItem waiting. ``missionweave approve`` sends it."""
+        return await self._forward(AgentCommandInput(command=inp.command))
+
+    @approve.validator
+    def _check_approve(self, inp: ApprovalInput) -> None:
+        cmd = inp.command
+        if cmd.command_id in self.s.verdicts:
+            return
+        if cmd.type not in APPROVAL_COMMANDS:
+            raise refuse("wrong_command_type", "expected approval.grant_result or "
+                         f"approval.deny_result, got {cmd.type}")  # fmt: skip
+        if cmd.group_id != self.s.spec.group_id:
+            raise refuse("wrong_group", f"the Mission's Group is {self.s.spec.group_id}")
+        item = self.s.items.get(str(cmd.body.get("work_item_id")))
+        if item is None:
+            raise refuse("unknown_work_item", "unknown WorkItem")
+        if item.review_stage != "approval":
+            raise refuse("not_awaiting_approval",
+                         f"WorkItem {item.work_item_id} is not awaiting approval")  # fmt: skip
+        if cmd.body.get("review_digest") != item.review_digest:
+            raise refuse("stale_review", f"the review record of {item.work_item_id} is "
+                         f"{item.review_digest}")  # fmt: skip
+
+
+def _fail_evidence(item: ItemState, failed: list[ReviewStep], now_ms: int) -> list[dict[str, Any]]:
+    """One Evidence summing up why the review failed (first in ``work.fail``)."""
+    return [
+        {
+            "subject": item.work_item_id,
+            "criterion": "review",
+            "method": "coordinator review",
+            "result": "fail",
+            "producer": "coordinator",
+            "timestamp_ms": now_ms,
+            "summary": "; ".join(f"{st.step}: {st.detail}" for st in failed)[:2000],
+        }
+    ]
+
+
+__all__ = ["APPROVAL_COMMANDS", "SEMANTIC_KINDS", "ReviewMixin", "refuse", "review_digest"]

@@ -1,0 +1,241 @@
+"""``docker-compose.yml`` and the ``Dockerfile`` agree with the code (no Docker engine here).
+
+Checks: every image is pinned; host ports do not collide; every MissionWeave command in the
+file exists in our CLI (``--help`` exits 0) with options it knows; every environment variable
+set for our services is read by the package (or, for ``OTEL_*``, by the OpenTelemetry SDK our
+``setup_tracing`` configures); ``depends_on`` names services; the Authority, Temporal, MinIO and
+trace URLs point at the right service names and ports; the search attributes registered are
+the Mission's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import opentelemetry.sdk.environment_variables as otel_env
+import pytest
+import typer
+import yaml
+from typer.testing import CliRunner
+
+from missionweave.cli import app
+from missionweave.dev import SEARCH_ATTRIBUTES
+from missionweave.protocol.mission import mission_workflow_id
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "missionweave"
+OUR_IMAGE = re.compile(r"^missionweave:")
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    data = yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))
+    assert isinstance(data, dict) and isinstance(data.get("services"), dict)
+    return data
+
+
+def _services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return dict(compose["services"])
+
+
+def _ours(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The services that run our image."""
+    return {n: s for n, s in _services(compose).items() if OUR_IMAGE.match(s.get("image", ""))}
+
+
+def _env(service: dict[str, Any]) -> dict[str, str]:
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        return dict(item.split("=", 1) for item in env)
+    return {str(k): str(v) for k, v in env.items()}
+
+
+def _words(service: dict[str, Any]) -> list[str]:
+    command = service.get("command") or []
+    return shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
+
+
+def _invocations(service: dict[str, Any]) -> Iterator[list[str]]:
+    """The ``missionweave`` argument lists a service of our image runs: its command under our
+    entrypoint, or every ``missionweave …`` of a ``sh -c`` script."""
+    entrypoint = service.get("entrypoint")
+    words = _words(service)
+    if entrypoint is None:
+        yield words
+        return
+    assert entrypoint[:2] == ["/bin/sh", "-c"], entrypoint
+    for part in re.split(r"&&|;|\|\|", " ".join(words)):
+        tokens = shlex.split(part)
+        if tokens and tokens[0] == "missionweave":
+            yield tokens[1:]
+
+
+def _command_path(args: list[str]) -> tuple[list[str], Any, list[str]]:
+    """Resolve ``args`` to the (click) command it names; (path, command, the rest)."""
+    command: Any = typer.main.get_command(app)
+    path: list[str] = []
+    rest = list(args)
+    while hasattr(command, "commands") and rest and not rest[0].startswith("-"):
+        sub = command.commands.get(rest[0])
+        assert sub is not None, f"no command {' '.join([*path, rest[0]])!r} in our CLI"
+        path.append(rest.pop(0))
+        command = sub
+    return path, command, rest
+
+
+def test_every_image_is_pinned(compose: dict[str, Any]) -> None:
+    for name, service in _services(compose).items():
+        image = service.get("image")
+        assert image, f"{name} has no image"
+        _, sep, tag = image.rpartition(":")
+        assert sep and "/" not in tag, f"{name}: {image} has no tag"
+        assert tag != "latest" and re.search(r"\d", tag), f"{name}: {image} is not pinned"
+    froms = re.findall(r"^ARG PYTHON_IMAGE=(\S+)|^FROM (\S+)",
+                       (ROOT / "Dockerfile").read_text(), flags=re.M)  # fmt: skip
+    images = [a or f for a, f in froms if (a or f) != "${PYTHON_IMAGE}"]
+    assert images, "the Dockerfile names no base image"
+    for image in images:
+        assert ":" in image and not image.endswith(":latest"), image
+
+
+def test_host_ports_do_not_collide(compose: dict[str, Any]) -> None:
+    seen: dict[str, str] = {}
+    for name, service in _services(compose).items():
+        for port in service.get("ports", []):
+            host = str(port).rsplit(":", 1)[0] if ":" in str(port) else str(port)
+            assert host not in seen, f"host port {host}: {seen.get(host)} and {name}"
+            seen[host] = name
+    assert {"7233", "8080", "8787", "9000", "16686", "4318"} <= set(seen)
+
+
+def test_depends_on_names_services(compose: dict[str, Any]) -> None:
+    services = _services(compose)
+    for name, service in services.items():
+        deps = service.get("depends_on") or []
+        for dep in deps if isinstance(deps, list) else list(deps):
+            assert dep in services, f"{name} depends on unknown service {dep}"
+            if isinstance(deps, dict):
+                assert deps[dep]["condition"] in {
+                    "service_started", "service_healthy", "service_completed_successfully",
+                }  # fmt: skip
+                if deps[dep]["condition"] == "service_healthy":
+                    assert "healthcheck" in services[dep], f"{dep} has no healthcheck"
+
+
+def test_our_services_run_commands_and_options_our_cli_has(compose: dict[str, Any]) -> None:
+    ours = _ours(compose)
+    assert {"authority", "bootstrap", "coordinator", "agent-counter", "agent-checker"} <= set(ours)
+    runner = CliRunner()
+    seen: set[str] = set()
+    for name, service in ours.items():
+        invocations = list(_invocations(service))
+        assert invocations, f"{name} runs no missionweave command"
+        for args in invocations:
+            path, command, rest = _command_path(args)
+            r = runner.invoke(app, [*path, "--help"])
+            assert r.exit_code == 0, (name, path, r.output)
+            known = {opt for p in command.params for opt in p.opts}
+            for token in rest:
+                if token.startswith("--"):
+                    assert token.split("=", 1)[0] in known, f"{name}: {' '.join(path)} {token}"
+            seen.add(" ".join(path))
+    assert {"authority serve", "coordinator", "worker", "group create", "group add"} <= seen
+
+
+def test_our_services_set_only_variables_the_code_reads(compose: dict[str, Any]) -> None:
+    source = "\n".join(p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py"))
+    sdk_variables = {v for k, v in vars(otel_env).items() if k.startswith("OTEL_")}
+    assert "setup_tracing(" in source  # our processes hand OTEL_* to the OpenTelemetry SDK
+    for name, service in _ours(compose).items():
+        for var in _env(service):
+            if var.startswith("OTEL_"):
+                assert var in source or var in sdk_variables, f"{name}: {var} is read by nobody"
+            else:
+                assert re.search(rf"[\"']{var}[\"']", source), f"{name}: {var} is never read"
+
+
+def _port(service: dict[str, Any], container: str) -> bool:
+    return any(str(p).rsplit(":", 1)[-1] == container for p in service.get("ports", []))
+
+
+def test_urls_point_at_the_right_services(compose: dict[str, Any]) -> None:
+    services = _services(compose)
+    authority = services["authority"]
+    words = _words(authority)
+    port = words[words.index("--port") + 1] if "--port" in words else "8787"
+    assert "--host" in words and words[words.index("--host") + 1] == "0.0.0.0"
+    assert _port(authority, port)
+    authority_url = f"http://authority:{port}"
+    expected = {
+        "MISSIONWEAVE_AUTHORITY_URL": authority_url, "--authority-url": authority_url,
+        "TEMPORAL_ADDRESS": "temporal:7233", "--temporal-address": "temporal:7233",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318", "--s3-endpoint": "minio:9000",
+        "TEMPORAL_NAMESPACE": "default", "--namespace": "default",
+    }  # fmt: skip
+    checked: set[str] = set()
+    for name, service in services.items():
+        for var, value in _env(service).items():
+            if var in expected:
+                assert value == expected[var], f"{name}: {var}={value}"
+                checked.add(var)
+        for args in _invocations(service) if OUR_IMAGE.match(service["image"]) else []:
+            for flag, value in itertools.pairwise(args):
+                if flag in expected:
+                    assert value == expected[flag], f"{name}: {flag} {value}"
+                    checked.add(flag)
+    assert {"MISSIONWEAVE_AUTHORITY_URL", "--authority-url", "TEMPORAL_ADDRESS",
+            "--temporal-address", "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "--s3-endpoint"} <= checked  # fmt: skip
+    assert _port(services["temporal"], "7233")
+    assert _port(services["jaeger"], "4318")
+    assert _env(services["jaeger"])["COLLECTOR_OTLP_ENABLED"] == "true"
+    assert _port(services["minio"], "9000")
+    # The bucket the services use is the one minio-setup makes, with the same credentials.
+    setup = " ".join(_words(services["minio-setup"]))
+    minio_env = _env(services["minio"])
+    assert f"local/{_flag(services['coordinator'], '--s3-bucket')}" in setup
+    for name in ("coordinator", "agent-counter", "agent-checker"):
+        env = _env(services[name])
+        assert env["MISSIONWEAVE_S3_ACCESS_KEY"] == minio_env["MINIO_ROOT_USER"]
+        assert env["MISSIONWEAVE_S3_SECRET_KEY"] == minio_env["MINIO_ROOT_PASSWORD"]
+
+
+def _flag(service: dict[str, Any], flag: str) -> str:
+    words = _words(service)
+    return words[words.index(flag) + 1]
+
+
+def test_agents_join_the_group_bootstrap_creates(compose: dict[str, Any]) -> None:
+    services = _services(compose)
+    script = " ".join(_words(services["bootstrap"]))
+    for name in ("agent-counter", "agent-checker"):
+        card = yaml.safe_load((ROOT / "examples" / _flag(services[name], "--card").removeprefix(
+            "examples/")).read_text())  # fmt: skip
+        key = _flag(services[name], "--key")
+        assert f"--agent-id {card['agent_id']} --agent-key {key}" in script
+        assert f"--group {_flag(services[name], '--group')}" in script
+    assert f"--key {_flag(services['coordinator'], '--key')}" in script
+
+
+def test_temporal_setup_registers_the_mission_search_attributes(compose: dict[str, Any]) -> None:
+    script = " ".join(_words(_services(compose)["temporal-setup"]))
+    types = {1: "Text", 2: "Keyword", 3: "Int"}
+    for key in SEARCH_ATTRIBUTES:
+        assert f"{key.name}={types[int(key.indexed_value_type)]}" in script
+    assert mission_workflow_id("x") == "mission-x"  # the README's host-side example relies on it
+
+
+def test_dockerfile_copies_what_exists_and_runs_our_cli() -> None:
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    for line in re.findall(r"^COPY (?!--from)(.+)$", text, flags=re.M):
+        for source in line.split()[:-1]:
+            assert (ROOT / source).exists(), f"the Dockerfile copies missing {source}"
+    assert 'ENTRYPOINT ["missionweave"]' in text
+    assert "USER missionweave" in text  # not root
+    # the agents' cards and handlers are in the image, where compose says
+    assert (ROOT / "examples" / "agents" / "handlers.py").is_file()

@@ -1,0 +1,51 @@
+"""How ``missionweave mission status|graph`` show a Mission (pure: no server)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from missionweave.cli._mission_view import STATE_FILL, render_table, to_mermaid
+from missionweave.protocol import WorkItemState
+from missionweave.protocol.mission import MissionStatus
+
+
+def _status() -> MissionStatus:
+    return MissionStatus.model_validate({
+        "mission_id": "m", "group_id": "g", "status": "running",
+        "counts": {"verified": 1, "active": 1, "open": 1}, "event_range": [3, 40],
+        "items": [
+            {"work_item_id": "inventory", "state": "verified", "owner": "ada"},
+            {"work_item_id": 'verify:"x"<y>', "state": "active", "owner": "bob",
+             "ownership_epoch": 2, "lease_id": "lease_0123456789abcdef", "attempts": 1,
+             "dependencies": ["inventory"]},
+            {"work_item_id": "sbom", "state": "open", "dependencies": ["inventory",
+             'verify:"x"<y>', "not-in-this-mission"], "detail": "waiting for dependencies"},
+        ],
+    })  # fmt: skip
+
+
+def test_mermaid_has_a_node_per_item_edges_and_a_class_per_state() -> None:
+    text = to_mermaid(_status())
+    lines = text.splitlines()
+    assert lines[:2] == ["%% Mission m (group g): running", "flowchart LR"]
+    assert '  w0["inventory<br/>verified · ada"]' in lines
+    assert '  w1["verify:#quot;x#quot;#lt;y#gt;<br/>active · bob"]' in lines
+    assert '  w2["sbom<br/>open"]' in lines
+    assert [ln for ln in lines if "-->" in ln] == ["  w0 --> w1", "  w0 --> w2", "  w1 --> w2"]
+    assert {"  class w1 active", "  class w2 open", "  class w0 verified"} <= set(lines)
+    for state in ("active", "open", "verified"):
+        assert f"  classDef {state} {STATE_FILL[state]}" in lines
+
+
+def test_every_state_has_a_colour() -> None:
+    assert set(STATE_FILL) == {s.value for s in WorkItemState}
+
+
+def test_table_shows_every_column() -> None:
+    console = Console(width=160, record=True)
+    console.print(render_table(_status()))
+    text = console.export_text()
+    for word in ("Mission m · group g · running", "inventory", "verified", "ada", "bob",
+                 "01234567…", "waiting for dependencies", "1 active, 1 open, 1 verified",
+                 "events 3–40"):  # fmt: skip
+        assert word in text, word

@@ -1,0 +1,95 @@
+"""``missionweave._stack.EmbeddedStack`` in-process: a Mission with an in-process agent, the Group
+bootstrap that is idempotent across restarts, and a coordinator key the Group does not know."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus
+
+from missionweave.dev import EmbeddedStack, StackError, workflow_ui_url
+from missionweave.protocol import AgentCard, SigningKey
+from missionweave.protocol.mission import (
+    COORDINATOR_TASK_QUEUE,
+    MissionSpec,
+    mission_workflow_id,
+)
+from missionweave.worker import HandlerRegistry, Submission, WorkContext
+from missionweave.workflows import MissionWorkflow
+
+from .mission_harness import contract
+
+
+def _registry() -> HandlerRegistry:
+    reg = HandlerRegistry()
+
+    @reg.handler("demo.step", version="1.0")
+    async def step(ctx: WorkContext, input: dict[str, object]) -> Submission:
+        await ctx.guard()
+        return Submission(outputs={"result": {"item": ctx.work_item_id}},
+                          evidence=[ctx.evidence("done", method="demo")])  # fmt: skip
+
+    return reg
+
+
+def _stack(data: Path) -> EmbeddedStack:
+    return EmbeddedStack(data, temporal_port=0, authority_port=0, headless=True, group="g1")
+
+
+async def test_embedded_stack_runs_a_mission_then_restarts_on_its_data(tmp_path: Path) -> None:
+    key = SigningKey.generate()
+    card = AgentCard(agent_id="ada", public_key=key.public_key,
+                     capabilities=["demo.step@1.0"], max_concurrency=1)  # fmt: skip
+    async with _stack(tmp_path) as stack:
+        assert stack.running and stack.temporal.running
+        assert stack.coordinator.membership_epochs["g1"] == 1
+        assert stack.mission_url("s1") is None  # headless
+        runtime = await stack.start_agent(card, key, _registry())
+        assert runtime.ready.is_set()
+        spec = MissionSpec.model_validate({
+            "group_id": "g1", "mission_id": "s1", "title": "one step",
+            "items": [{"work_item_id": "s1:a", "contract": contract().wire()},
+                      {"work_item_id": "s1:b", "contract": contract().wire(),
+                       "dependencies": ["s1:a"]}],
+            "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
+        })  # fmt: skip
+        handle = await stack.client.start_workflow(
+            MissionWorkflow.run, args=[spec, None], id=mission_workflow_id("s1"),
+            task_queue=COORDINATOR_TASK_QUEUE, static_summary=spec.title,
+        )  # fmt: skip
+        result = await handle.result()
+        assert result.status == "completed"
+        assert [(i.work_item_id, i.state.value, i.owner) for i in result.items] == [
+            ("s1:a", "verified", "ada"), ("s1:b", "verified", "ada"),
+        ]  # fmt: skip
+    assert not stack.running and not stack.temporal.running
+    with pytest.raises(StackError, match="not running"):
+        _ = stack.client
+
+    # The same data directory: the Group, the member and the Mission's history are found.
+    async with _stack(tmp_path) as again:
+        events = await again.authority_client.events("g1", after_sequence=0, limit=1000)
+        assert [e.type for e in events].count("group.created") == 1
+        assert await again.add_member("ada", key.public_key) == "present"
+        assert await again.add_member("ada", key.public_key, ["worker", "reviewer"]) == "updated"
+        desc = await again.client.get_workflow_handle(mission_workflow_id("s1")).describe()
+        assert desc.status == WorkflowExecutionStatus.COMPLETED
+        await again.stop()
+        await again.stop()  # twice is fine
+
+
+async def test_a_coordinator_key_the_group_does_not_know_is_refused(tmp_path: Path) -> None:
+    async with _stack(tmp_path):
+        pass
+    SigningKey.generate().to_file(tmp_path / "keys" / "coordinator.pem")
+    stack = _stack(tmp_path)
+    with pytest.raises(StackError, match="records another public key for 'coordinator'"):
+        await stack.start()
+    assert not stack.running and not stack.temporal.running
+
+
+def test_workflow_ui_url_quotes_ids() -> None:
+    assert workflow_ui_url("http://h:8233/", "default", "mission-a/b c") == (
+        "http://h:8233/namespaces/default/workflows/mission-a%2Fb%20c"
+    )

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..authority import SubmitResult
-from ..protocol.mission import CommandVerdict, EventSummary
+from ..protocol.mission import CommandVerdict
 
 #: Rejection codes that mean "this lease, session or ownership is no longer yours": the
 #: fencing checks of MW-11.3-c, plus a WorkItem that moved on (cancelled, reassigned).
@@ -24,30 +22,12 @@ FENCE_CODES = frozenset(
     }
 )
 
-#: Event body keys too heavy for a workflow payload (the contract is in the workflow's state).
-_HEAVY = frozenset({"contract"})
-
-
-def _light(body: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in body.items() if k not in _HEAVY}
-
 
 def command_verdict(result: SubmitResult) -> CommandVerdict:
-    """Convert the Authority's :class:`SubmitResult` into a :class:`CommandVerdict`.
-
-    Events become :class:`EventSummary` items (seq, type, work item, body without the
-    ``contract`` key); the reply (lease, capability token, …) is kept whole.
-    """
-    return CommandVerdict(
-        command_id=result.command_id,
-        status=result.status,
-        rejection=result.rejection,
-        events=[
-            EventSummary(seq=e.seq, type=e.type, work_item_id=e.work_item_id, body=_light(e.body))
-            for e in result.events
-        ],
-        reply=dict(result.reply),
-    )
+    """Convert the Authority's :class:`SubmitResult` into a :class:`CommandVerdict`: Events as
+    :class:`EventSummary` items (body without the ``contract`` key), the reply kept whole.
+    The conversion itself is :meth:`SubmitResult.verdict`, shared with the coordinator."""
+    return result.verdict()
 
 
 def is_fenced_out(verdict: CommandVerdict) -> bool:

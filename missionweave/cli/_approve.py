@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ._common import DEFAULT_URL, CliError
-from ._mission import _run as run_client_command
+from ._common import DEFAULT_URL, CliError, run_client_command
 from ._worker import load_key
 
 if TYPE_CHECKING:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import os
+import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, NoReturn
 
 import typer
 
@@ -44,3 +49,43 @@ def existing_db(path: Path) -> Path:
     if not path.is_file():
         raise CliError(f"no Authority database at {path}")
     return path
+
+
+def _standalone() -> bool:
+    """Whether this is the ``missionweave`` process itself writing to its real stdout (not
+    click's CliRunner nor pytest, which replace ``sys.stdout``)."""
+    return sys.stdout is sys.__stdout__ and Path(sys.argv[0]).name == "missionweave"
+
+
+def _finish(code: int) -> NoReturn:
+    """End the process without interpreter teardown.
+
+    temporalio's Rust core may still call into Python from its threads while CPython
+    finalizes, which aborts a short-lived client process ("Fatal Python error:
+    PyGILState_Release", temporalio/sdk-python#300). Exit handlers (logging, telemetry
+    exporters) run first; only the teardown is skipped.
+    """
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def run_client_command(work: Coroutine[Any, Any, int | None]) -> None:
+    """Run a Temporal client command: its exit code is what ``work`` returns (``None``: 0);
+    a :class:`CliError` is one line on stderr."""
+    try:
+        code = asyncio.run(work) or 0
+    except CliError as exc:
+        if not _standalone():
+            raise
+        typer.echo(f"error: {exc}", err=True)
+        _finish(exc.exit_code)
+    except KeyboardInterrupt:
+        if not _standalone():
+            raise
+        _finish(130)
+    if _standalone():
+        _finish(code)
+    if code:
+        raise typer.Exit(code)

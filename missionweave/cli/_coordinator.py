@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from ._artifacts import S3_BUCKET, S3_ENDPOINT, S3_SECURE, open_store
-from ._common import DEFAULT_URL, CliError
+from ._common import DEFAULT_URL, CliError, run_client_command
 from ._worker import load_key
 
 if TYPE_CHECKING:
@@ -53,8 +53,6 @@ def coordinator_command(
     Artifacts in --artifacts (or the S3 bucket). Stops cleanly on Ctrl-C."""
     signing_key = load_key(key)
     store = open_store(artifacts, s3_endpoint, s3_bucket, s3_secure, create=True)
-    from ._mission import _run as run_client_command  # exits without the SDK's teardown crash
-
     run_client_command(
         _run(signing_key, agent_id, authority_url, temporal_address, namespace, store)
     )

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import atexit
 import json
-import os
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -17,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..protocol.mission import MissionResult, MissionSpec, MissionStatus, mission_workflow_id
-from ._common import CliError
+from ._common import CliError, run_client_command
 from ._mission_view import console, counts_line, render_table, to_mermaid
 
 if TYPE_CHECKING:
@@ -108,46 +106,6 @@ def load_spec(source: str) -> MissionSpec:
 
 
 # ------------------------------------------------------------------------------ Temporal
-
-
-def _standalone() -> bool:
-    """Whether this is the ``missionweave`` process itself writing to its real stdout (not
-    click's CliRunner nor pytest, which replace ``sys.stdout``)."""
-    return sys.stdout is sys.__stdout__ and Path(sys.argv[0]).name == "missionweave"
-
-
-def _finish(code: int) -> NoReturn:
-    """End the process without interpreter teardown.
-
-    temporalio's Rust core may still call into Python from its threads while CPython
-    finalizes, which aborts a short-lived client process ("Fatal Python error:
-    PyGILState_Release", temporalio/sdk-python#300). Exit handlers (logging, telemetry
-    exporters) run first; only the teardown is skipped.
-    """
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-def _run(work: Coroutine[Any, Any, int | None]) -> None:
-    """Run a Temporal client command: its exit code is what ``work`` returns (``None``: 0);
-    a :class:`CliError` is one line on stderr."""
-    try:
-        code = asyncio.run(work) or 0
-    except CliError as exc:
-        if not _standalone():
-            raise
-        typer.echo(f"error: {exc}", err=True)
-        _finish(exc.exit_code)
-    except KeyboardInterrupt:
-        if not _standalone():
-            raise
-        _finish(130)
-    if _standalone():
-        _finish(code)
-    if code:
-        raise typer.Exit(code)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -270,7 +228,7 @@ def start(
     Example: missionweave mission start examples/missions/hello.yaml
     """
     spec = load_spec(file)
-    _run(_start(spec, temporal_address, namespace, ui_url))
+    run_client_command(_start(spec, temporal_address, namespace, ui_url))
 
 
 async def _start(spec: MissionSpec, address: str, namespace: str, ui_url: str) -> None:
@@ -311,7 +269,7 @@ def status(
 
     Example: missionweave mission status audit-1 --json
     """
-    _run(_show_status(mission, as_json, temporal_address, namespace))
+    run_client_command(_show_status(mission, as_json, temporal_address, namespace))
 
 
 async def _show_status(mission: str, as_json: bool, address: str, namespace: str) -> None:
@@ -337,7 +295,7 @@ def watch(
 
     Example: missionweave mission watch audit-1
     """
-    _run(_watch(mission, interval, temporal_address, namespace))
+    run_client_command(_watch(mission, interval, temporal_address, namespace))
 
 
 async def _watch(mission: str, interval: float, address: str, namespace: str) -> int:
@@ -418,7 +376,7 @@ def cancel(
 
     Example: missionweave mission cancel audit-1 --reason "wrong input"
     """
-    _run(_cancel(mission, reason, temporal_address, namespace))
+    run_client_command(_cancel(mission, reason, temporal_address, namespace))
 
 
 async def _cancel(mission: str, reason: str, address: str, namespace: str) -> None:
@@ -458,7 +416,7 @@ def graph(
 
     Example: missionweave mission graph audit-1 > audit-1.mmd
     """
-    _run(_graph(mission, temporal_address, namespace))
+    run_client_command(_graph(mission, temporal_address, namespace))
 
 
 async def _graph(mission: str, address: str, namespace: str) -> None:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from ..protocol import AgentCard, SignatureError, SigningKey
 from ._artifacts import S3_BUCKET, S3_ENDPOINT, S3_SECURE, open_store
-from ._common import DEFAULT_URL, CliError
+from ._common import DEFAULT_URL, CliError, run_client_command
 
 if TYPE_CHECKING:
     from ..artifacts import ArtifactStore
@@ -163,8 +163,6 @@ def worker_command(
     state_path = state_dir / f"{agent_card.agent_id}.db"
     store = open_store(artifacts or state_dir / "artifacts", s3_endpoint, s3_bucket, s3_secure,
                        create=True)  # fmt: skip
-    from ._mission import _run as run_client_command  # exits without the SDK's teardown crash
-
     run_client_command(
         _run(agent_card, signing_key, registry, list(group), authority_url, temporal_address,
              namespace, state_path, store)

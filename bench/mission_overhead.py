@@ -103,6 +103,8 @@ async def run_mission(env: WorkflowEnvironment, n: int, layers: int, agents: int
             for a in range(agents):
                 await ms.agent(f"agent{a}", registry(), capabilities=["bench.step@1.0"],
                                max_concurrency=slots)  # fmt: skip
+            # like the bare run's Workers, the agents are up before the clock starts
+            await asyncio.gather(*(rt.ready.wait() for rt in ms.runtimes))
             c = contract(["bench.step@1.0"]).wire()
             spec = MissionSpec.model_validate(
                 {

@@ -43,7 +43,14 @@ def test_stored_history_is_a_whole_mission() -> None:
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
     ]
-    assert updates == ["accept_offer", "start_work"]
+    # the agent had a free slot: it accepted and started in one Update (``then_start``)
+    assert updates == ["accept_offer"]
+    accepts = [
+        e.workflow_execution_update_accepted_event_attributes.accepted_request.input.args
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    ]
+    assert b'"then_start":{' in accepts[0].payloads[0].data
 
 
 async def test_stored_mission_history_replays() -> None:
@@ -64,10 +71,9 @@ async def test_stored_review_history_replays__MW_13_2_b() -> None:
     history = WorkflowHistory.from_json(MISSION_REVIEW_ID, MISSION_REVIEW.read_text())
     last = history.events[-1]
     assert last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
-    # the subject and its review WorkItem each accepted and started, then the Approval
-    assert sorted(_updates(history)) == sorted(
-        ["accept_offer", "start_work", "accept_offer", "start_work", "approve"]
-    )
+    # the subject and its review WorkItem each accepted and started (one Update each), then
+    # the Approval
+    assert _updates(history) == ["accept_offer", "accept_offer", "approve"]
     assert _updates(history)[-1] == "approve"
     replayer = Replayer(workflows=[MissionWorkflow], data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(history)

@@ -17,7 +17,9 @@ from ..artifacts import ArtifactStore
 from ..authority.client import AuthorityClient, CursorTooOldError
 from ..protocol import Actor, Command, SelectionBasis, sign_command
 from ..protocol.mission import (
+    BatchEntry,
     Candidate,
+    CoordinatorIntent,
     ReviewInput,
     ReviewResult,
     SelectCandidatesBatch,
@@ -27,6 +29,7 @@ from ..protocol.mission import (
     SubmitCommandsInput,
     SubmitCommandsResult,
 )
+from ..protocol.review_decision import decision_command, verdict_step
 from ._review import Check, SubmissionReview
 
 log = logging.getLogger(__name__)
@@ -55,6 +58,19 @@ def capability_matches(offered: list[str], required: list[str]) -> list[str] | N
 def _int(s: str) -> int:
     head = s.split(".")[0]
     return int(head) if head.isdigit() else 0
+
+
+def _offer_intent(req: SelectCandidatesInput, res: SelectCandidatesResult) -> CoordinatorIntent:
+    """The ``work.offer`` to the ranked candidates, recording their selection basis (MW-10.3-f)."""
+    assert req.offer is not None
+    return CoordinatorIntent(
+        command_id=req.offer.command_id, type="work.offer", issued_at_ms=req.offer.issued_at_ms,
+        body={"work_item_id": req.work_item_id,
+              "candidates": [c.agent_id for c in res.candidates],
+              "expires_at_ms": req.offer.expires_at_ms,
+              "selection_basis": {c.agent_id: c.basis.model_dump(mode="json")
+                                  for c in res.candidates}},
+    )  # fmt: skip
 
 
 class CoordinatorActivities:
@@ -117,6 +133,9 @@ class CoordinatorActivities:
         Raises:
             AuthorityUnavailable: the Authority cannot be reached (Temporal retries).
         """
+        return await self._submit(inp)
+
+    async def _submit(self, inp: SubmitCommandsInput) -> SubmitCommandsResult:
         cmds = [
             e.command if e.command is not None else self._sign(inp.group_id, e.intent)
             for e in inp.entries
@@ -185,24 +204,45 @@ class CoordinatorActivities:
     @activity.defn(name="select_candidates")
     async def select_candidates(self, inp: SelectCandidatesBatch) -> SelectCandidatesBatchResult:
         """Rank agents for each request (MW-10.3-b/f): capability match (same id, same major
-        version), the worker role, Presence (free slots first), per-capability reliability from
-        past outcomes (Laplace-smoothed success rate), then expected cost. Returns the
-        structured selection basis that the offer records; no prose.
+        version), the worker role, Presence (free slots first, less the offers made earlier in
+        the same batch), per-capability reliability from past outcomes (Laplace-smoothed
+        success rate), then expected cost. Returns the structured selection basis that the
+        offer records; no prose. A request with an ``offer`` slot is also offered to its
+        candidates: the signed ``work.offer`` Commands of a batch go to the Authority in one
+        request, and each result carries its verdict.
+
+        Raises:
+            AuthorityUnavailable: the Authority cannot be reached (Temporal retries).
         """
         by_group: dict[str, Any] = {}
-        out = []
+        out: list[SelectCandidatesResult] = []
+        offers: dict[str, list[tuple[int, CoordinatorIntent]]] = {}
         for req in inp.requests:
             if req.group_id not in by_group:
                 agents = await self.authority.agents(req.group_id)
                 presence = await self.authority.presence(req.group_id)
-                by_group[req.group_id] = (agents, presence)
-            agents, presence = by_group[req.group_id]
-            out.append(self._rank(req, agents, presence))
+                free = {a: p.free_slots for a, p in presence.items()}
+                by_group[req.group_id] = (agents, free)
+            agents, free = by_group[req.group_id]
+            res = self._rank(req, agents, free)
+            for c in res.candidates:  # a batch spreads over the free slots it sees
+                if free.get(c.agent_id) is not None:
+                    free[c.agent_id] -= 1
+            if req.offer is not None and res.candidates:
+                offers.setdefault(req.group_id, []).append((len(out), _offer_intent(req, res)))
+            out.append(res)
+        for group_id, intents in offers.items():
+            done = await self._submit(SubmitCommandsInput(
+                group_id=group_id, entries=[BatchEntry(intent=i) for _, i in intents]))  # fmt: skip
+            for (n, _), verdict in zip(intents, done.verdicts, strict=True):
+                out[n] = out[n].model_copy(update={"verdict": verdict})
         return SelectCandidatesBatchResult(results=out)
 
     @staticmethod
-    def _rank(req: SelectCandidatesInput, agents: list[Any], presence: Mapping[str, Any]
+    def _rank(req: SelectCandidatesInput, agents: list[Any], free_slots: Mapping[str, int]
               ) -> SelectCandidatesResult:  # fmt: skip
+        """Rank for one request; ``free_slots``: each agent's Presence free slots, less the
+        offers made to it earlier in the same batch (absent: no Presence known)."""
         scored = []
         for a in agents:
             if not set(req.roles) <= set(a.roles) or a.agent_id in req.exclude or a.card is None:
@@ -215,8 +255,7 @@ class CoordinatorActivities:
             rel = {c: a.reliability.get(c) for c in req.required_capabilities}
             ok = sum(r.ok for r in rel.values() if r is not None)
             fail = sum(r.fail for r in rel.values() if r is not None)
-            p = presence.get(a.agent_id)
-            free = p.free_slots if p is not None else None
+            free = free_slots.get(a.agent_id)
             score = (
                 0 if free is None or free > 0 else 1,       # available first
                 -((ok + 1) * 1000 // (ok + fail + 2)),      # then reliability (smoothed)
@@ -247,7 +286,10 @@ class CoordinatorActivities:
         manifests, and required output schemas; (2) ``deterministic`` — Evidence for every
         acceptance criterion and the contract's registered checks. The reviewer agent's
         Evidence (step 3), the combined verdict (4) and the human Approval (5) follow in the
-        workflow (:mod:`missionweave.workflows._review`).
+        workflow (:mod:`missionweave.workflows._review`) — except when ``inp.decision`` is
+        given and steps 1–2 decide (they failed, or passed and nothing else is awaited): then
+        this activity appends the verdict and signs and submits ``work.accept_result`` or
+        ``work.fail`` under the workflow's fixed id (``ReviewResult.verdict``).
 
         Raises:
             ApplicationError: a criterion names a check that is not registered (non-retryable).
@@ -255,4 +297,15 @@ class CoordinatorActivities:
             AuthorityUnavailable: the Authority cannot be reached (retried).
         """
         steps = [await self.review.integrity(inp), self.review.deterministic(inp)]
-        return ReviewResult(steps=steps, passed=all(s.passed for s in steps))
+        passed = all(s.passed for s in steps)
+        slot = inp.decision
+        if slot is None or (passed and not slot.final_if_passed):
+            return ReviewResult(steps=steps, passed=passed)
+        steps.append(verdict_step(steps))
+        type_, body = decision_command(inp.work_item_id, steps, passed, slot.issued_at_ms)
+        intent = CoordinatorIntent(command_id=slot.command_id, type=type_, body=body,
+                                   issued_at_ms=slot.issued_at_ms)  # fmt: skip
+        done = await self._submit(
+            SubmitCommandsInput(group_id=inp.group_id, entries=[BatchEntry(intent=intent)])
+        )
+        return ReviewResult(steps=steps, passed=passed, verdict=done.verdicts[0])

@@ -50,21 +50,24 @@ class MemoryCursorStore:
 
 
 class SqliteCursorStore:
-    """A durable :class:`CursorStore` in a SQLite file (WAL, ``synchronous=FULL``).
+    """A durable :class:`CursorStore` in a SQLite file (WAL).
 
     Args:
         path: the database file (created with its parent directories if missing).
-
-    The cursor survives a process restart; ``set`` has committed (fsynced) when it returns.
+        fsync: ``True`` (``synchronous=FULL``): ``set`` has fsynced when it returns, and the
+            cursor survives a power loss. ``False`` (``synchronous=NORMAL``): it survives a
+            process crash, but a power loss may take it back a little, and the Events after
+            it are then delivered again — right for a consumer whose own state shares the
+            file and goes back with it (the agent runtime's local state).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, fsync: bool = True) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.path = str(path)
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS cursors (group_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, "
             "last_hash TEXT NOT NULL, updated_at_ms INTEGER NOT NULL) WITHOUT ROWID"

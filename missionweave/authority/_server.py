@@ -36,6 +36,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..protocol import CanonicalizationError, Command
+from . import _verifier
 from ._batch import BatchWriter, Notifier
 from ._engine import Authority, SubmitResult
 from ._errors import CursorTooOldError, UnknownGroupError
@@ -116,6 +117,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if authority.config.parallel_verify_min:  # ready before the first large batch
+            await asyncio.to_thread(_verifier.warm_up)
         yield
         await writer.drain()
 

@@ -13,10 +13,12 @@ duplicates from a replay simply meet the sequencer.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
@@ -47,6 +49,16 @@ def subscribe_frame(
     }  # fmt: skip
     frame["signature"] = actor.key.sign(canonical_bytes(frame))
     return frame
+
+
+def _compression(ws_url: str) -> str | None:
+    """``permessage-deflate`` except on loopback, where it only costs CPU on both ends."""
+    host = (urlsplit(ws_url).hostname or "").lower()
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    return None if loopback else "deflate"
 
 
 class Subscriber:
@@ -174,7 +186,9 @@ class Subscriber:
             await asyncio.sleep(self._delay_s)
 
     async def _connect_once(self) -> None:
-        async with connect(self.ws_url, max_size=64 * 2**20, open_timeout=10) as ws:
+        async with connect(
+            self.ws_url, max_size=64 * 2**20, open_timeout=10, compression=_compression(self.ws_url)
+        ) as ws:
             self.connections += 1
             for g in self._groups:  # resume from the durable cursor (MW-16-d)
                 cursor = self._seq[g].cursor

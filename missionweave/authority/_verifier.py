@@ -13,6 +13,7 @@ import atexit
 import json
 import logging
 import multiprocessing
+import signal
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 
@@ -45,6 +46,12 @@ def verify_batch(items: list[tuple[str, str]]) -> list[bool]:
     return out
 
 
+def _ignore_interrupts() -> None:
+    """In the verifier process: Ctrl-C reaches the whole process group, but only the parent
+    decides when to stop (it shuts the pool down at exit)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def submit(items: list[tuple[str, str]]) -> Future[list[bool]] | None:
     """Start verifying ``items`` in the verifier process; ``None`` if it cannot run here."""
     global _pool, _broken
@@ -54,7 +61,9 @@ def submit(items: list[tuple[str, str]]) -> Future[list[bool]] | None:
         if _pool is None:
             try:
                 _pool = ProcessPoolExecutor(
-                    max_workers=1, mp_context=multiprocessing.get_context("spawn")
+                    max_workers=1,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_ignore_interrupts,
                 )
                 atexit.register(shutdown)
             except (OSError, ValueError) as exc:  # pragma: no cover - platform without processes
@@ -68,6 +77,21 @@ def submit(items: list[tuple[str, str]]) -> Future[list[bool]] | None:
             _broken = True
             _pool = None
             return None
+
+
+def warm_up(timeout_s: float = 30.0) -> bool:
+    """Start the verifier process now and wait (at most ``timeout_s`` seconds) until it answers,
+    so that the first large batch does not wait for it to spawn and import (1–2 s). Blocking:
+    call it from a thread. Returns whether the process answered; never raises."""
+    pending = submit([])
+    if pending is None:
+        return False
+    try:
+        pending.result(timeout=timeout_s)
+    except Exception as exc:  # a broken pool is noticed again, and handled, by submit()
+        log.warning("verifier process did not start: %s", exc)
+        return False
+    return True
 
 
 def shutdown() -> None:

@@ -144,10 +144,20 @@ class MissionSpec(BaseModel):
 
 class AgentCommandInput(BaseModel):
     """An update from an agent: its own signed Command (``work.accept_offer``,
-    ``work.decline_offer`` or ``work.start``), which the workflow forwards to the Authority."""
+    ``work.decline_offer`` or ``work.start``), which the workflow forwards to the Authority.
+
+    Attributes:
+        command: the signed Command.
+        then_start: with ``accept_offer`` only: the same agent's signed ``work.start`` for the
+            same WorkItem (``ownership_epoch`` one above the offered item's), sent by an agent
+            that has a free slot now. The workflow submits it right after the acceptance, in
+            the same Authority batch: one Update instead of two (Temporal admits at most 10
+            Updates in flight per workflow). Its verdict is ``CommandVerdict.start``.
+    """
 
     model_config = _MODEL
     command: Command
+    then_start: Command | None = None
 
 
 class EventSummary(BaseModel):
@@ -169,6 +179,7 @@ class CommandVerdict(BaseModel):
         rejection: why, when not accepted.
         events: the Events written.
         reply: facts for the caller (a lease and capability token for ``work.start``).
+        start: on an ``accept_offer`` verdict: the verdict on its ``then_start`` Command.
     """
 
     model_config = _MODEL
@@ -177,6 +188,7 @@ class CommandVerdict(BaseModel):
     rejection: Rejection | None = None
     events: list[EventSummary] = Field(default_factory=list)
     reply: dict[str, Any] = Field(default_factory=dict)
+    start: CommandVerdict | None = None
 
     @property
     def accepted(self) -> bool:
@@ -384,6 +396,22 @@ class SelectCandidatesInput(BaseModel):
     limit: int = Field(default=3, ge=1, le=8)
     roles: list[str] = Field(default_factory=lambda: ["worker"],
                              description="roles a candidate must hold, all of them")  # fmt: skip
+    offer: OfferSlot | None = Field(
+        default=None, description="when set, the activity also makes the offer to the ranked"
+    )
+
+
+class OfferSlot(BaseModel):
+    """The id, issue time and expiry the workflow fixes for a ``work.offer``, so that
+    ``select_candidates`` signs and submits the offer to the agents it ranked (one activity
+    instead of two). A retried activity re-signs the same id; if its ranking changed
+    meanwhile, the Authority's answer is the first offer's (``idempotency_conflict`` resolved
+    to the original)."""
+
+    model_config = _MODEL
+    command_id: str
+    issued_at_ms: int = Field(ge=0)
+    expires_at_ms: int = Field(ge=0, description="the offer's expiry, epoch milliseconds")
 
 
 class Candidate(BaseModel):
@@ -395,10 +423,12 @@ class Candidate(BaseModel):
 
 
 class SelectCandidatesResult(BaseModel):
-    """Ranked candidates, best first (possibly empty)."""
+    """Ranked candidates, best first (possibly empty), and the verdict on the offer made to
+    them when the request carried an :class:`OfferSlot` (``None`` when no one was eligible)."""
 
     model_config = _MODEL
     candidates: list[Candidate] = Field(default_factory=list)
+    verdict: CommandVerdict | None = None
 
 
 class CoordinatorIntent(BaseModel):
@@ -466,6 +496,21 @@ class ReviewInput(BaseModel):
     review_of: str | None = Field(
         default=None, description="set for a review WorkItem: the WorkItem it reviews"
     )
+    decision: DecisionSlot | None = Field(
+        default=None, description="when set, the activity may issue the decision itself"
+    )
+
+
+class DecisionSlot(BaseModel):
+    """The id and issue time the workflow fixes for the review's decision Command, so that the
+    ``review_submission`` activity can sign and submit it (one activity instead of two): it
+    does when the review failed, or when it passed and ``final_if_passed`` (no reviewer agent
+    and no Approval to wait for). A retried activity re-signs the same id."""
+
+    model_config = _MODEL
+    command_id: str
+    issued_at_ms: int = Field(ge=0)
+    final_if_passed: bool
 
 
 class ReviewRequest(BaseModel):
@@ -518,6 +563,11 @@ class ReviewResult(BaseModel):
     model_config = _MODEL
     steps: list[ReviewStep] = Field(default_factory=list)
     passed: bool = False
+    verdict: CommandVerdict | None = Field(
+        default=None, description="the Authority's verdict on the decision, when it was issued"
+    )
 
 
 WorkItemSpec.model_rebuild()
+ReviewInput.model_rebuild()
+SelectCandidatesInput.model_rebuild()

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..authority import now_ms
-from ..protocol import Actor
+from ..protocol import Actor, Command
 from ..protocol.mission import CommandVerdict
 from ._admission import Accept, AdmissionControl, AdmissionRequest, Decline
-from ._slots import SlotBoard
+from ._slots import SlotBoard, SlotKey
 from ._state import LocalState, PendingOffer
 from ._updates import UpdateSender
 
@@ -107,6 +107,25 @@ class OfferDesk:
             now_ms=now,
         )
 
+    def _start_now(self, req: AdmissionRequest, key: SlotKey) -> Command | None:
+        """The signed ``work.start`` to send with the acceptance when a slot is free now and
+        no accepted WorkItem of any Group waits for one (the scheduler keeps its say over the
+        queue, MW-11.1-c), the contract needs no execution approval, and the offered item's
+        epoch is known; the slot is reserved for it. ``None`` otherwise."""
+        item = self.state.item(req.group_id, req.work_item_id)
+        if (
+            item is None
+            or req.contract is None
+            or req.contract.approval_required
+            or self.board.free() < 1
+            or req.queued_total > 0
+        ):
+            return None
+        self.board.reserve(key, hold_s=req.contract.timeouts.lease_ms / 1000)
+        return self.actor.command("work.start", req.group_id, {
+            "work_item_id": req.work_item_id, "ownership_epoch": item.ownership_epoch + 1,
+        })  # fmt: skip
+
     async def _answer(self, offer: PendingOffer) -> None:
         g = offer.group_id
         try:
@@ -120,22 +139,31 @@ class OfferDesk:
                 "work_item_id": offer.work_item_id,
                 "offer_id": offer.offer_id,
             }
+            start: Command | None = None
+            key = (g, offer.work_item_id)
             if isinstance(decision, Accept):
                 body["revision"] = offer.revision
                 update, type_ = "accept_offer", "work.accept_offer"
-                self._accepting[g] = self._accepting.get(g, 0) + 1
+                start = self._start_now(req, key)
+                if start is None:  # it will wait in the queue: counts against its capacity
+                    self._accepting[g] = self._accepting.get(g, 0) + 1
             else:
                 body["reason"] = str(decision.reason)
                 body["detail"] = decision.detail
                 update, type_ = "decline_offer", "work.decline_offer"
+            started = False
             try:
                 cmd = self.actor.command(type_, g, body)
                 verdict = await self.sender.send(
-                    offer.mission_id, update, cmd, deadline_ms=offer.expires_at_ms
-                )
+                    offer.mission_id, update, cmd, deadline_ms=offer.expires_at_ms,
+                    then_start=start,
+                )  # fmt: skip
+                started = verdict.start is not None and verdict.start.accepted
             finally:
-                if isinstance(decision, Accept):
+                if isinstance(decision, Accept) and start is None:
                     self._accepting[g] -= 1
+                if start is not None and not started:
+                    self.board.release(key)  # the dispatcher starts it the usual way
             self.answers.append(OfferAnswer(offer, decision, verdict))
             if verdict.accepted:
                 log.info("%s %s of %s", type_, offer.offer_id, offer.work_item_id)

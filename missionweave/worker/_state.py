@@ -1,6 +1,6 @@
 """The agent's durable local state: per Group an inbox, a cursor and a work queue projection.
 
-One SQLite file (WAL, ``synchronous=FULL``) holds, per Group (MW-11.1-a):
+One SQLite file (WAL, ``synchronous=NORMAL``) holds, per Group (MW-11.1-a):
 
 * ``inbox`` — the Events received, in order; an offer addressed to this agent stays
   ``pending`` until admission control has answered it;
@@ -11,7 +11,10 @@ One SQLite file (WAL, ``synchronous=FULL``) holds, per Group (MW-11.1-a):
   and published card version as the log records them.
 
 Everything is derived from Group Events only (no local clock), so deleting the file and
-replaying the log rebuilds the same projection (MW-11.1-b); the log stays authoritative.
+replaying the log rebuilds the same projection (MW-11.1-b); the log stays authoritative. That is
+also why ``synchronous=NORMAL`` is enough: a power loss can undo the last commits, but the
+projection and the cursor live in one file and go back together, and the Events after the
+cursor are delivered again (an fsync per Event cost more than the rest of applying it).
 """
 
 from __future__ import annotations
@@ -112,12 +115,12 @@ class LocalState:
         self._conn = sqlite3.connect(str(self.path), isolation_level=None)
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=5000")
         self._conn.executescript(_SCHEMA)
         self._projector = Projector(self._conn, agent_id)
         #: The Subscriber's durable cursors, in the same file (MW-16-c).
-        self.cursors = SqliteCursorStore(self.path)
+        self.cursors = SqliteCursorStore(self.path, fsync=False)
 
     def close(self) -> None:
         """Close both connections."""

@@ -103,7 +103,13 @@ class UpdateSender:
         self.attempts = self.retries = 0
 
     async def send(
-        self, mission_id: str, update: str, command: Command, *, deadline_ms: int | None = None
+        self,
+        mission_id: str,
+        update: str,
+        command: Command,
+        *,
+        deadline_ms: int | None = None,
+        then_start: Command | None = None,
     ) -> CommandVerdict:
         """Send ``command`` as Update ``update`` to the Mission's workflow.
 
@@ -113,6 +119,8 @@ class UpdateSender:
             command: the agent's signed Command; its id is the update id.
             deadline_ms: stop retrying at this time, epoch milliseconds (an offer's expiry, a
                 start deadline).
+            then_start: with ``accept_offer``: the agent's ``work.start`` for the same WorkItem,
+                submitted right after the acceptance (its verdict: ``CommandVerdict.start``).
 
         Returns:
             The workflow's verdict. A refusal by the update's validator, or a workflow that
@@ -122,7 +130,7 @@ class UpdateSender:
         wid = mission_workflow_id(mission_id)
         gate = self._gates.setdefault(wid, asyncio.Semaphore(self.max_in_flight))
         handle = self.client.get_workflow_handle(wid)
-        arg = AgentCommandInput(command=command)
+        arg = AgentCommandInput(command=command, then_start=then_start)
         r = self.retry
         delay = r.initial_backoff.total_seconds()
         last = "no attempt"

@@ -17,7 +17,7 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ..protocol import GraphError, WorkGraph, WorkItemState
+    from ..protocol import Command, GraphError, WorkGraph, WorkItemState
     from ..protocol.mission import (
         MISSION_WORKFLOW_TYPE,
         AgentCommandInput,
@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         MissionResult,
         MissionSpec,
         MissionStatus,
+        OfferSlot,
         OutcomeKind,
         ParentLink,
         ProgressSignal,
@@ -173,10 +174,14 @@ class MissionWorkflow(ReviewMixin):
     def _now(self) -> int:
         return int(workflow.now().timestamp() * 1000)
 
+    def _command_id(self) -> str:
+        """A new coordinator Command id: deterministic, unique within the Mission."""
+        self.s.next_command += 1
+        return f"{workflow.info().workflow_id}/c{self.s.next_command}"
+
     def _intent(self, type: str, body: dict[str, Any], purpose: tuple[str, str]) -> str:
         """Queue a coordinator Command with a deterministic id and issue time."""
-        self.s.next_command += 1
-        cid = f"{workflow.info().workflow_id}/c{self.s.next_command}"
+        cid = self._command_id()
         self.queue.append(BatchEntry(intent=CoordinatorIntent(
             command_id=cid, type=type, body=body, issued_at_ms=self._now())))  # fmt: skip
         self.purpose[cid] = purpose
@@ -203,11 +208,19 @@ class MissionWorkflow(ReviewMixin):
                 if entry.command is not None:
                     self.s.remember(verdict)
                 else:
-                    self.intent_verdicts[verdict.command_id] = verdict
                     self._on_intent(verdict)
             self.wake = True
 
+    def _applied_intent(self, v: CommandVerdict, purpose: tuple[str, str]) -> None:
+        """Apply the verdict on a coordinator Command an activity issued itself."""
+        if v.status != "rejected":
+            apply_events(self.s, v.events)
+        self.purpose[v.command_id] = purpose
+        self._on_intent(v)
+        self.wake = True
+
     def _on_intent(self, v: CommandVerdict) -> None:
+        self.intent_verdicts[v.command_id] = v
         kind, wid = self.purpose.pop(v.command_id, ("", ""))
         item = self.s.items.get(wid)
         now = self._now()
@@ -242,60 +255,75 @@ class MissionWorkflow(ReviewMixin):
     # -------------------------------------------------------------------------- offers
 
     async def _select_and_offer(self, wanted: list[tuple[str, list[str]]]) -> None:
+        """Rank agents for the wanted WorkItems and offer each to its best-ranked (or, urgent,
+        to a bounded candidate set; MW-10.3-b/c) in one activity, ``select_candidates``."""
         policy = self.s.spec.offer_policy
+        now = self._now()
         requests = []
         for wid, exclude in wanted:
             item = self.s.items[wid]
-            item.selecting = True
+            # an agent may answer the offer (seen on the Group stream) before this workflow
+            # has the verdict: while it is in flight, its validators leave it to the Authority
+            item.selecting = item.offer_pending = True
             urgent = item.spec.contract.urgency.value == "urgent"
             requests.append(SelectCandidatesInput(
                 group_id=self.s.spec.group_id, work_item_id=wid,
                 required_capabilities=item.spec.contract.required_capabilities,
                 exclude=sorted(set(exclude) | set(item.tried) | set(item.excluded)),
                 limit=policy.candidate_set_size if urgent else 1,
-                roles=["reviewer", "worker"] if item.review_of else ["worker"]))  # fmt: skip
+                roles=["reviewer", "worker"] if item.review_of else ["worker"],
+                offer=OfferSlot(command_id=self._command_id(), issued_at_ms=now,
+                                expires_at_ms=now + policy.offer_ttl_ms)))  # fmt: skip
         try:
             ranked = await workflow.execute_activity(
                 "select_candidates", SelectCandidatesBatch(requests=requests),
                 result_type=SelectCandidatesBatchResult,
                 start_to_close_timeout=timedelta(seconds=30), retry_policy=_SUBMIT_RETRY,
-                summary=f"rank agents for {len(requests)} WorkItem(s)",
+                summary=f"rank agents for and offer {len(requests)} WorkItem(s)",
             )  # fmt: skip
         finally:
             for wid, _ in wanted:
                 self.s.items[wid].selecting = False
+                self.s.items[wid].offer_pending = False
         now = self._now()
         for (wid, _), res in zip(wanted, ranked.results, strict=True):
             item = self.s.items[wid]
-            cands = res.candidates
+            cands = [c.agent_id for c in res.candidates]
+            if res.verdict is not None:  # the offer the Authority recorded is what counts
+                cands = next((list(e.body.get("candidates") or cands) for e in res.verdict.events
+                              if e.type == "work.offered"), cands)  # fmt: skip
             if not cands and item.tried:  # everyone tried: start over after a pause
                 item.tried = []
-            if not cands:
+            if not cands or res.verdict is None:
+                item.offer_pending = False
                 item.retry_at_ms = now + max(1000, policy.reoffer_backoff_ms)
                 item.detail = "no eligible agent"
                 continue
             item.retry_at_ms = None
-            item.tried = ([*item.tried, *(c.agent_id for c in cands)])[
-                -policy.max_sequential_offers * 4 :
-            ]
-            item.offer_pending = True
-            item.detail = "offered to " + ", ".join(c.agent_id for c in cands)
-            self._intent("work.offer", {
-                "work_item_id": wid, "candidates": [c.agent_id for c in cands],
-                "expires_at_ms": now + policy.offer_ttl_ms,
-                "selection_basis": {c.agent_id: c.basis.model_dump(mode="json") for c in cands},
-            }, ("offer", wid))  # fmt: skip
+            item.tried = [*item.tried, *cands][-policy.max_sequential_offers * 4 :]
+            item.detail = "offered to " + ", ".join(cands)
+            self._applied_intent(res.verdict, ("offer", wid))
 
     # --------------------------------------------------------------- updates from agents
 
-    async def _forward(self, cmd_input: AgentCommandInput) -> CommandVerdict:
-        cid = cmd_input.command.command_id
+    def _enqueue(self, command: Command) -> str:
+        cid = command.command_id
         if cid not in self.s.verdicts and not any(
             e.command is not None and e.command.command_id == cid for e in self.queue
         ):
-            self.queue.append(BatchEntry(command=cmd_input.command))
+            self.queue.append(BatchEntry(command=command))
+        return cid
+
+    async def _forward(self, cmd_input: AgentCommandInput) -> CommandVerdict:
+        cid = self._enqueue(cmd_input.command)
         await workflow.wait_condition(lambda: cid in self.s.verdicts)
         return self.s.verdicts[cid]
+
+    def _started(self, verdict: CommandVerdict, wid: str) -> None:
+        """After a ``work.start`` verdict: run the WorkItem when the Authority granted it."""
+        item = self.s.items[wid]
+        if verdict.accepted and item.state is S.ACTIVE and wid not in self.tasks:
+            self.tasks[wid] = asyncio.create_task(self._execute(item))
 
     def _validate_agent(self, cmd_input: AgentCommandInput, type: str,
                         states: set[WorkItemState]) -> ItemState:  # fmt: skip
@@ -315,11 +343,20 @@ class MissionWorkflow(ReviewMixin):
 
     @workflow.update
     async def accept_offer(self, cmd: AgentCommandInput) -> CommandVerdict:
-        """An agent accepts an offer with its signed ``work.accept_offer`` (MW-10.3-c)."""
-        return await self._forward(cmd)
+        """An agent accepts an offer with its signed ``work.accept_offer`` (MW-10.3-c); with
+        ``then_start``, it also starts at once (MW-11.3-b): both go in one Authority batch, in
+        that order, and the start's verdict is the answer's ``start``."""
+        start = cmd.then_start
+        if start is None:
+            return await self._forward(cmd)
+        cid, sid = self._enqueue(cmd.command), self._enqueue(start)
+        await workflow.wait_condition(lambda: cid in self.s.verdicts and sid in self.s.verdicts)
+        self._started(self.s.verdicts[sid], str(start.body.get("work_item_id")))
+        return self.s.verdicts[cid].model_copy(update={"start": self.s.verdicts[sid]})
 
     @accept_offer.validator
     def _check_accept(self, cmd: AgentCommandInput) -> None:
+        self._check_then_start(cmd)
         item = self._validate_agent(
             cmd, "work.accept_offer", {S.OFFERED, S.OPEN, S.FAILED, S.QUEUED, S.BLOCKED, S.ACTIVE}
         )
@@ -331,6 +368,18 @@ class MissionWorkflow(ReviewMixin):
             raise _refuse("stale_request", f"WorkItem {item.work_item_id} is {item.state.value}")
         if cmd.command.actor not in item.offer_candidates:
             raise _refuse("not_a_candidate", "not a candidate of the current offer")
+
+    def _check_then_start(self, cmd: AgentCommandInput) -> None:
+        start, accept = cmd.then_start, cmd.command
+        if start is None or start.command_id in self.s.verdicts:
+            return
+        if start.type != "work.start":
+            raise _refuse("wrong_command_type", f"then_start must be work.start, got {start.type}")
+        if (start.group_id, start.actor, start.body.get("work_item_id")) != (
+            accept.group_id, accept.actor, accept.body.get("work_item_id")
+        ):  # fmt: skip
+            raise _refuse("then_start_mismatch",
+                          "then_start must be the same agent's, for the same WorkItem")  # fmt: skip
 
     @workflow.update
     async def decline_offer(self, cmd: AgentCommandInput) -> CommandVerdict:
@@ -352,10 +401,7 @@ class MissionWorkflow(ReviewMixin):
         """The owner starts: the Authority grants a lease, then ``execute_work_item`` runs on
         the owner's task queue (MW-11.3-b)."""
         verdict = await self._forward(cmd)
-        wid = str(cmd.command.body.get("work_item_id"))
-        item = self.s.items[wid]
-        if verdict.accepted and item.state is S.ACTIVE and wid not in self.tasks:
-            self.tasks[wid] = asyncio.create_task(self._execute(item))
+        self._started(verdict, str(cmd.command.body.get("work_item_id")))
         return verdict
 
     @start_work.validator

@@ -44,12 +44,14 @@ with workflow.unsafe.imports_passed_through():
         AgentCommandInput,
         ApprovalInput,
         CommandVerdict,
+        DecisionSlot,
         ReviewInput,
         ReviewRequest,
         ReviewResult,
         ReviewStep,
         WorkItemSpec,
     )
+    from ..protocol.review_decision import decision_command, verdict_step
     from ._state import ItemState
 
 if TYPE_CHECKING:
@@ -89,6 +91,10 @@ class ReviewMixin:
 
         def _intent(self, type: str, body: dict[str, Any], purpose: tuple[str, str]) -> str: ...
 
+        def _command_id(self) -> str: ...
+
+        def _applied_intent(self, v: CommandVerdict, purpose: tuple[str, str]) -> None: ...
+
         def _now(self) -> int: ...
 
         def _authorize(self, item: ItemState) -> None: ...
@@ -103,16 +109,22 @@ class ReviewMixin:
         item.reviewing = True
         item.review_stage = item.review_item = item.review_digest = None
         item.approval = None
+        slot = DecisionSlot(command_id=self._command_id(), issued_at_ms=self._now(),
+                            final_if_passed=self._final_if_passed(item))  # fmt: skip
         result = await workflow.execute_activity(
             "review_submission",
             ReviewInput(group_id=self.s.spec.group_id, mission_id=self.s.spec.mission_id,
                         work_item_id=item.work_item_id, contract=item.spec.contract,
                         outputs=item.outputs, artifacts=item.artifacts,
-                        evidence=item.evidence, review_of=item.review_of),
+                        evidence=item.evidence, review_of=item.review_of, decision=slot),
             result_type=ReviewResult, start_to_close_timeout=timedelta(minutes=5),
             retry_policy=_REVIEW_RETRY, summary=f"review {item.work_item_id}",
         )  # fmt: skip
         item.review = list(result.steps)
+        if result.verdict is not None:  # the activity issued the decision (steps 1–4)
+            item.review_stage = None
+            self._applied_intent(result.verdict, ("review", item.work_item_id))
+            return
         if result.passed and item.review_of is None and criteria(item, SEMANTIC_KINDS):
             self._request_review(item)
         else:
@@ -193,16 +205,23 @@ class ReviewMixin:
 
     def _verdict(self, item: ItemState) -> None:
         """Step 4: the combined verdict; then the Approval when a criterion is ``human``."""
-        failed = [st.step for st in item.review if not st.passed]
-        item.review.append(ReviewStep(
-            step="verdict", passed=not failed,
-            detail="failed: " + ", ".join(failed) if failed else "every step passed"))  # fmt: skip
-        if not failed and item.review_of is None and criteria(item, frozenset({"human"})):
+        item.review.append(verdict_step(item.review))
+        if item.review[-1].passed and self._awaits_approval(item):
             item.review_stage, item.reviewing = "approval", False
             item.review_digest = review_digest(item.review)
             item.detail = f"awaiting a MissionOwner's approval of review {item.review_digest[:16]}"
             return
-        self._decide(item, not failed)
+        self._decide(item, item.review[-1].passed)
+
+    def _awaits_approval(self, item: ItemState) -> bool:
+        return item.review_of is None and bool(criteria(item, frozenset({"human"})))
+
+    def _final_if_passed(self, item: ItemState) -> bool:
+        """Whether steps 1–2 passing decide the WorkItem (no reviewer, no Approval to wait
+        for): the review activity then issues the decision itself."""
+        return item.review_of is not None or not (
+            criteria(item, SEMANTIC_KINDS) or self._awaits_approval(item)
+        )
 
     def _approval_step(self, item: ItemState) -> ReviewStep:
         a = item.approval or {}
@@ -224,17 +243,8 @@ class ReviewMixin:
     def _decide(self, item: ItemState, passed: bool) -> None:
         """``work.accept_result`` or ``work.fail`` with every step's Evidence."""
         item.review_stage, item.reviewing = None, True
-        evidence = [e.model_dump(mode="json") for st in item.review for e in st.evidence]
-        if passed:
-            self._intent("work.accept_result", {"work_item_id": item.work_item_id,
-                                                "evidence": evidence},
-                         ("review", item.work_item_id))  # fmt: skip
-            return
-        failed = [st for st in item.review if not st.passed and st.step != "verdict"]
-        evidence = _fail_evidence(item, failed, self._now()) + evidence
-        self._intent("work.fail", {"work_item_id": item.work_item_id, "retryable": True,
-                                   "evidence": evidence},
-                     ("review", item.work_item_id))  # fmt: skip
+        type_, body = decision_command(item.work_item_id, item.review, passed, self._now())
+        self._intent(type_, body, ("review", item.work_item_id))
 
     def _advance_reviews(self) -> None:
         """Move waiting reviews on (called by the main loop after every batch): a verified
@@ -285,21 +295,6 @@ class ReviewMixin:
         if cmd.body.get("review_digest") != item.review_digest:
             raise refuse("stale_review", f"the review record of {item.work_item_id} is "
                          f"{item.review_digest}")  # fmt: skip
-
-
-def _fail_evidence(item: ItemState, failed: list[ReviewStep], now_ms: int) -> list[dict[str, Any]]:
-    """One Evidence summing up why the review failed (first in ``work.fail``)."""
-    return [
-        {
-            "subject": item.work_item_id,
-            "criterion": "review",
-            "method": "coordinator review",
-            "result": "fail",
-            "producer": "coordinator",
-            "timestamp_ms": now_ms,
-            "summary": "; ".join(f"{st.step}: {st.detail}" for st in failed)[:2000],
-        }
-    ]
 
 
 __all__ = ["APPROVAL_COMMANDS", "SEMANTIC_KINDS", "ReviewMixin", "refuse", "review_digest"]

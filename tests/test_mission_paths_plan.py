@@ -78,7 +78,9 @@ async def test_runtime_additions_cycles_rejected_valid_ones_run__MW_10_4_a__MW_1
 
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", _registry({"a": gate}))
-        handle = await ms.start(ms.spec("plan1", [{"work_item_id": "a", "contract": c}]))
+        handle = await ms.start(ms.spec("plan1", [
+            {"work_item_id": "a", "contract": c},
+            {"work_item_id": "s", "contract": c, "dependencies": ["a"]}]))  # fmt: skip
         await wait_status(handle, lambda s: item(s, "a").state.value == "active")
 
         refused = [
@@ -88,6 +90,7 @@ async def test_runtime_additions_cycles_rejected_valid_ones_run__MW_10_4_a__MW_1
             ("unknown_id", AuthorizeWorkInput(items=[spec("u", "nope")])),
             ("unknown_id", AuthorizeWorkInput(items=[spec("v")], edges=[("ghost", "v")])),
             ("duplicate_id", AuthorizeWorkInput(items=[spec("a")])),
+            ("not_open", AuthorizeWorkInput(items=[spec("w")], edges=[("w", "a")])),  # a runs
         ]
         for code, bad in refused:
             with pytest.raises(WorkflowUpdateFailedError) as info:
@@ -96,26 +99,31 @@ async def test_runtime_additions_cycles_rejected_valid_ones_run__MW_10_4_a__MW_1
             assert isinstance(cause, ApplicationError), cause
             assert (cause.type, cause.non_retryable) == (code, True), cause
         st = await handle.query(MissionWorkflow.status)
-        assert [i.work_item_id for i in st.items] == ["a"]
-        assert {e.work_item_id for e in events(ms) if e.type == "work.authorized"} == {"a"}
+        assert [i.work_item_id for i in st.items] == ["a", "s"]
+        assert {e.work_item_id for e in events(ms) if e.type == "work.authorized"} == {"a", "s"}
 
-        # a valid addition: b after a, c after b, and d after a by an extra edge
+        # a valid addition: b after a, c after b, d after a by an extra edge, and the open
+        # item s (authorized at the start) now also waits for c
         out = await handle.execute_update(
             MissionWorkflow.authorize_work,
             AuthorizeWorkInput(items=[spec("b", "a"), spec("c", "b"), spec("d")],
-                               edges=[("a", "d")]),
+                               edges=[("a", "d"), ("c", "s")]),
         )  # fmt: skip
-        assert [v.status for v in out.verdicts] == ["accepted"] * 3
+        assert [v.status for v in out.verdicts] == ["accepted"] * 5
         st = await handle.query(MissionWorkflow.status)
         assert {i.work_item_id: i.state.value for i in st.items} == {
-            "a": "active", "b": "open", "c": "open", "d": "open",
+            "a": "active", "s": "open", "b": "open", "c": "open", "d": "open",
         }  # fmt: skip
+        assert item(st, "s").dependencies == ["a", "c"]  # what `mission graph` draws
+        added = {e.work_item_id: e.body["dependencies"] for e in events(ms)
+                 if e.type == "work.dependencies_added"}  # fmt: skip
+        assert added == {"d": ["a"], "s": ["a", "c"]}  # recorded by the Authority
         gate.set()
 
         res = await result(handle)
         assert res.status == "completed"
         assert {i.work_item_id: i.state.value for i in res.items} == dict.fromkeys(
-            "abcd", "verified"
+            "asbcd", "verified"
         )
         log = events(ms)
         first: dict[str, int] = {}
@@ -126,6 +134,7 @@ async def test_runtime_additions_cycles_rejected_valid_ones_run__MW_10_4_a__MW_1
         assert first[f"{verified} a"] < first[f"{started} b"]
         assert first[f"{verified} b"] < first[f"{started} c"]
         assert first[f"{verified} a"] < first[f"{started} d"]
+        assert first[f"{verified} c"] < first[f"{started} s"]
 
 
 # ------------------------------------------------------------------------- child Missions
@@ -252,6 +261,37 @@ async def test_child_mission_failure_follows_policy__spec_10_2_child_failed(
         row = ms.stack.authority.work_item(ms.group, "p")
         assert row is not None
         assert row["state"] == ("failed" if policy == "fail" else "cancelled")
+
+
+# ------------------------------------------------------------- ids unique within the Group
+
+
+async def test_a_work_item_id_of_another_mission_cancels_the_mission__MW_10_4_c(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """WorkItem ids are unique within the Group: a Mission naming another Mission's WorkItem
+    is not authorized it — it ends ``cancelled`` saying whose id it is, and nothing of the
+    other Mission is offered or touched on its behalf."""
+    async with mission_stack(dev_env, tmp_path) as ms:
+        await ms.agent("ada", _registry())
+        c = contract().wire()
+        first = await result(
+            await ms.start(ms.spec("m-first", [{"work_item_id": "x", "contract": c}]))
+        )
+        assert first.status == "completed"
+        before = [e.seq for e in events(ms, "x")]
+        second = await result(await ms.start(ms.spec("m-second", [
+            {"work_item_id": "y", "contract": c},
+            {"work_item_id": "x", "contract": c}])))  # fmt: skip
+        assert second.status == "cancelled"
+        assert second.reason == (
+            "x not authorized: WorkItem 'x' already exists in Mission 'm-first'"
+        ), second.reason
+        x = next(i for i in second.items if i.work_item_id == "x")
+        assert "already exists in Mission 'm-first'" in x.detail, x.detail
+        assert [e.seq for e in events(ms, "x")] == before  # the other Mission's item: untouched
+        cancelled = [e for e in events(ms) if e.type == "mission.cancelled"]
+        assert "x not authorized" in cancelled[-1].body["reason"]
 
 
 # --------------------------------------------------------------------- the temporal CLI

@@ -38,7 +38,14 @@ from ..protocol import (
 )
 from ..protocol.mission import CommandVerdict, EventSummary
 from ..telemetry import tracer
-from . import _handlers_admin, _handlers_context, _handlers_lease, _handlers_work, _verifier  # noqa: F401
+from . import (  # noqa: F401
+    _handlers_admin,
+    _handlers_context,
+    _handlers_dag,
+    _handlers_lease,
+    _handlers_work,
+    _verifier,
+)
 from ._agents import AgentReads
 from ._context import Ctx, Reject, dumps
 from ._errors import AuthorityError

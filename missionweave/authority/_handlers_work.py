@@ -88,8 +88,13 @@ def work_propose(ctx: Ctx) -> None:
     wid = _valid_id(need(ctx.body, "work_item_id"), "work_item_id")
     mid = need(ctx.body, "mission_id")
     _mission(ctx, mid)
-    if ctx.one("SELECT 1 FROM work_items WHERE group_id=? AND work_item_id=?", ctx.group_id, wid):
-        raise Reject("duplicate_id", f"WorkItem {wid!r} already exists", work_item_id=wid)
+    taken = ctx.one(
+        "SELECT mission_id FROM work_items WHERE group_id=? AND work_item_id=?", ctx.group_id, wid
+    )
+    if taken is not None:
+        raise Reject("duplicate_id", f"WorkItem {wid!r} already exists in Mission "
+                     f"{taken['mission_id']!r}", work_item_id=wid,
+                     mission_id=taken["mission_id"])  # fmt: skip
     gate(ctx, None)
     contract = parse(WorkContract, ctx.body.get("contract"), "contract")
     ctx.run(
@@ -112,7 +117,10 @@ def work_authorize(ctx: Ctx) -> None:
         "SELECT * FROM work_items WHERE group_id=? AND work_item_id=?", ctx.group_id, wid
     )
     if existing is not None and existing["state"] != "proposed":
-        raise Reject("duplicate_id", f"WorkItem {wid!r} already exists", work_item_id=wid)
+        # WorkItem ids are unique within the Group: the detail names the Mission holding it
+        raise Reject("duplicate_id", f"WorkItem {wid!r} already exists in Mission "
+                     f"{existing['mission_id']!r}", work_item_id=wid,
+                     mission_id=existing["mission_id"])  # fmt: skip
     gate(ctx, existing)
     contract = parse(WorkContract, ctx.body.get("contract"), "contract")
     deps = ctx.body.get("dependencies", [])

@@ -372,10 +372,16 @@ class ItemResult(BaseModel):
     evidence: list[Evidence] = Field(default_factory=list)
     review: list[dict[str, Any]] = Field(default_factory=list)
     review_of: str | None = None
+    detail: str = Field(default="", description="the last thing that happened to it, in words")
 
 
 class MissionResult(BaseModel):
-    """What the ``Mission`` workflow returns."""
+    """What the ``Mission`` workflow returns.
+
+    Attributes:
+        reason: why it failed or was cancelled (empty when it completed).
+        event_range: the first and last Group sequence numbers of the Mission's Events.
+    """
 
     model_config = _MODEL
     mission_id: str
@@ -383,6 +389,7 @@ class MissionResult(BaseModel):
     status: Literal["completed", "failed", "cancelled"]
     items: list[ItemResult] = Field(default_factory=list)
     event_range: tuple[int, int] | None = None
+    reason: str = ""
 
 
 class SelectCandidatesInput(BaseModel):

@@ -236,18 +236,25 @@ class MissionWorkflow(ReviewMixin):
                 item.retry_at_ms = now + max(1000, self.s.spec.offer_policy.reoffer_backoff_ms)
                 item.detail = f"offer refused: {v.rejection.code if v.rejection else '?'}"
         elif kind == "authorize" and not v.accepted:
-            if v.rejection is not None and v.rejection.code == "duplicate_id":
-                item.authorized = True  # authorized by an earlier run
-            else:
-                item.detail = f"not authorized: {v.rejection.code if v.rejection else '?'}"
-                self.s.cancel_reason = self.s.cancel_reason or f"{wid} not authorized"
+            rej = v.rejection
+            if (
+                rej is not None
+                and rej.code == "duplicate_id"
+                and (rej.detail.get("mission_id") == self.s.spec.mission_id)
+            ):
+                item.authorized = True  # authorized by an earlier run of this Mission
+            else:  # e.g. the id is another Mission's: WorkItem ids are unique per Group
+                item.detail = f"not authorized: {rej.reason if rej else '?'}"
+                self.s.cancel_reason = self.s.cancel_reason or f"{wid} not authorized: " + (
+                    rej.reason if rej else "?"
+                )
         elif kind == "review":
             item.reviewing = False
         elif kind == "child" and v.accepted:
             self._start_child(item)
 
-    def _authorize(self, item: ItemState) -> None:
-        self._intent("work.authorize", {
+    def _authorize(self, item: ItemState) -> str:
+        return self._intent("work.authorize", {
             "work_item_id": item.work_item_id, "mission_id": self.s.spec.mission_id,
             "contract": item.spec.contract.wire(), "dependencies": item.spec.dependencies,
         }, ("authorize", item.work_item_id))  # fmt: skip
@@ -453,8 +460,21 @@ class MissionWorkflow(ReviewMixin):
         cids = []
         for spec in inp.items:
             item = self.s.items[spec.work_item_id] = ItemState(spec=spec)
-            self._authorize(item)
-            cids.append(self.queue[-1].intent.command_id if self.queue[-1].intent else "")
+            cids.append(self._authorize(item))
+        # Edges into WorkItems authorized before: kept in their spec (the state that travels
+        # through continue-as-new) and recorded by the Authority, which checks them on offers.
+        added: dict[str, list[str]] = {}
+        for dep, dependent in inp.edges:
+            added.setdefault(dependent, []).append(dep)
+        for wid, deps in added.items():
+            item = self.s.items[wid]
+            new = [d for d in dict.fromkeys(deps) if d not in item.spec.dependencies]
+            item.spec = item.spec.model_copy(
+                update={"dependencies": [*item.spec.dependencies, *new]}
+            )
+            cids.append(self._intent("work.add_dependencies",
+                                     {"work_item_id": wid, "dependencies": new},
+                                     ("dependencies", wid)))  # fmt: skip
         await workflow.wait_condition(lambda: all(c in self.intent_verdicts for c in cids))
         return SubmitCommandsResult(verdicts=[self.intent_verdicts[c] for c in cids])
 
@@ -467,6 +487,14 @@ class MissionWorkflow(ReviewMixin):
             trial.add({i.work_item_id: i.dependencies for i in inp.items}, edges=inp.edges)
         except GraphError as exc:
             raise _refuse(exc.rejection.code, str(exc)) from None
+        for _, dependent in inp.edges:
+            item = self.s.items.get(dependent)
+            if item is not None and (
+                item.state is not S.OPEN or item.offer_pending or item.selecting
+            ):  # no agent may hold work that a new edge says cannot start yet
+                raise _refuse("not_open", f"WorkItem {dependent} is {item.state.value}"
+                              + (" (being offered)" if item.state is S.OPEN else "")
+                              + ": edges only go into an open WorkItem")  # fmt: skip
 
     @workflow.signal
     def report_progress(self, sig: ProgressSignal) -> None:
@@ -610,7 +638,7 @@ class MissionWorkflow(ReviewMixin):
             body["reason"] = reason
         self._intent(command, body, ("mission_end", ""))
         await self._flush()
-        self.s.status = status
+        self.s.status, self.s.end_reason = status, reason
         self._publish_status()
 
     def _can_continue_as_new(self) -> bool:
@@ -645,6 +673,7 @@ class MissionWorkflow(ReviewMixin):
                               ownership_epoch=it.ownership_epoch, attempts=it.attempts,
                               outputs=it.outputs, artifacts=it.artifacts, evidence=it.evidence,
                               review=[st.model_dump(mode="json") for st in it.review],
-                              review_of=it.review_of)
+                              review_of=it.review_of, detail=it.detail)
                    for w, it in self.s.items.items()],
+            reason=self.s.end_reason,
         )  # fmt: skip

@@ -104,6 +104,7 @@ class MissionState(BaseModel):
             update is answered, not applied twice — also across continue-as-new).
         status: running / completed / failed / cancelled.
         cancel_reason: set when a cancel was requested.
+        end_reason: why it failed or was cancelled (``MissionResult.reason``).
         first_seq / last_seq: the Group sequence range this Mission's Commands produced.
     """
 
@@ -115,6 +116,7 @@ class MissionState(BaseModel):
     verdicts: dict[str, CommandVerdict] = Field(default_factory=dict)
     status: str = "running"
     cancel_reason: str | None = None
+    end_reason: str = ""
     first_seq: int | None = None
     last_seq: int | None = None
 

@@ -13,44 +13,35 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.common import SearchAttributeKey
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ..protocol import Command, GraphError, WorkGraph, WorkItemState
+    from ..protocol import GraphError, WorkGraph, WorkItemState
     from ..protocol.mission import (
         MISSION_WORKFLOW_TYPE,
-        AgentCommandInput,
         AuthorizeWorkInput,
         BatchEntry,
         CancelInput,
-        ChildOutcome,
         CommandVerdict,
         CoordinatorIntent,
-        ExecuteWorkItemInput,
         ItemResult,
         MissionResult,
         MissionSpec,
         MissionStatus,
-        OfferSlot,
-        OutcomeKind,
-        ParentLink,
         ProgressSignal,
-        SelectCandidatesBatch,
-        SelectCandidatesBatchResult,
-        SelectCandidatesInput,
         SubmitCommandsInput,
         SubmitCommandsResult,
         UnblockInput,
         WorkItemStatus,
-        WorkOutcome,
-        agent_task_queue,
-        mission_workflow_id,
     )
+    from ._agent_updates import AgentUpdatesMixin
+    from ._children import ChildMissionsMixin
     from ._plan import counts, finished, open_count, plan
     from ._review import ReviewMixin
     from ._review import refuse as _refuse
     from ._state import ItemState, MissionState, apply_events
+    from ._work import SUBMIT_RETRY, WorkMixin
 
 MISSION_ID = SearchAttributeKey.for_keyword("MissionId")
 GROUP_ID = SearchAttributeKey.for_keyword("GroupId")
@@ -58,8 +49,6 @@ MISSION_STATUS = SearchAttributeKey.for_keyword("MissionStatus")
 OPEN_WORK_ITEMS = SearchAttributeKey.for_int("OpenWorkItems")
 
 MAX_BATCH = 100
-_SUBMIT_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
-                            maximum_interval=timedelta(seconds=10))  # fmt: skip
 S = WorkItemState
 
 
@@ -68,7 +57,7 @@ def _ms(t: timedelta) -> int:
 
 
 @workflow.defn(name=MISSION_WORKFLOW_TYPE)
-class MissionWorkflow(ReviewMixin):
+class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMixin):
     """One Mission. Input: a :class:`MissionSpec` (plain JSON); result: :class:`MissionResult`.
 
     Updates: ``accept_offer``, ``decline_offer``, ``start_work`` (agents, each carrying the
@@ -199,7 +188,7 @@ class MissionWorkflow(ReviewMixin):
                 SubmitCommandsInput(group_id=self.s.spec.group_id, entries=batch),
                 result_type=SubmitCommandsResult,
                 start_to_close_timeout=timedelta(seconds=60),
-                retry_policy=_SUBMIT_RETRY,
+                retry_policy=SUBMIT_RETRY,
                 summary=f"{len(batch)} command(s) to the Authority",
             )
             for entry, verdict in zip(batch, result.verdicts, strict=True):
@@ -259,167 +248,7 @@ class MissionWorkflow(ReviewMixin):
             "contract": item.spec.contract.wire(), "dependencies": item.spec.dependencies,
         }, ("authorize", item.work_item_id))  # fmt: skip
 
-    # -------------------------------------------------------------------------- offers
-
-    async def _select_and_offer(self, wanted: list[tuple[str, list[str]]]) -> None:
-        """Rank agents for the wanted WorkItems and offer each to its best-ranked (or, urgent,
-        to a bounded candidate set; MW-10.3-b/c) in one activity, ``select_candidates``."""
-        policy = self.s.spec.offer_policy
-        now = self._now()
-        requests = []
-        for wid, exclude in wanted:
-            item = self.s.items[wid]
-            # an agent may answer the offer (seen on the Group stream) before this workflow
-            # has the verdict: while it is in flight, its validators leave it to the Authority
-            item.selecting = item.offer_pending = True
-            urgent = item.spec.contract.urgency.value == "urgent"
-            requests.append(SelectCandidatesInput(
-                group_id=self.s.spec.group_id, work_item_id=wid,
-                required_capabilities=item.spec.contract.required_capabilities,
-                exclude=sorted(set(exclude) | set(item.tried) | set(item.excluded)),
-                limit=policy.candidate_set_size if urgent else 1,
-                roles=["reviewer", "worker"] if item.review_of else ["worker"],
-                offer=OfferSlot(command_id=self._command_id(), issued_at_ms=now,
-                                expires_at_ms=now + policy.offer_ttl_ms)))  # fmt: skip
-        try:
-            ranked = await workflow.execute_activity(
-                "select_candidates", SelectCandidatesBatch(requests=requests),
-                result_type=SelectCandidatesBatchResult,
-                start_to_close_timeout=timedelta(seconds=30), retry_policy=_SUBMIT_RETRY,
-                summary=f"rank agents for and offer {len(requests)} WorkItem(s)",
-            )  # fmt: skip
-        finally:
-            for wid, _ in wanted:
-                self.s.items[wid].selecting = False
-                self.s.items[wid].offer_pending = False
-        now = self._now()
-        for (wid, _), res in zip(wanted, ranked.results, strict=True):
-            item = self.s.items[wid]
-            cands = [c.agent_id for c in res.candidates]
-            if res.verdict is not None:  # the offer the Authority recorded is what counts
-                cands = next((list(e.body.get("candidates") or cands) for e in res.verdict.events
-                              if e.type == "work.offered"), cands)  # fmt: skip
-            if not cands and item.tried:  # everyone tried: start over after a pause
-                item.tried = []
-            if not cands or res.verdict is None:
-                item.offer_pending = False
-                item.retry_at_ms = now + max(1000, policy.reoffer_backoff_ms)
-                item.detail = "no eligible agent"
-                continue
-            item.retry_at_ms = None
-            item.tried = [*item.tried, *cands][-policy.max_sequential_offers * 4 :]
-            item.detail = "offered to " + ", ".join(cands)
-            self._applied_intent(res.verdict, ("offer", wid))
-
-    # --------------------------------------------------------------- updates from agents
-
-    def _enqueue(self, command: Command) -> str:
-        cid = command.command_id
-        if cid not in self.s.verdicts and not any(
-            e.command is not None and e.command.command_id == cid for e in self.queue
-        ):
-            self.queue.append(BatchEntry(command=command))
-        return cid
-
-    async def _forward(self, cmd_input: AgentCommandInput) -> CommandVerdict:
-        cid = self._enqueue(cmd_input.command)
-        await workflow.wait_condition(lambda: cid in self.s.verdicts)
-        return self.s.verdicts[cid]
-
-    def _started(self, verdict: CommandVerdict, wid: str) -> None:
-        """After a ``work.start`` verdict: run the WorkItem when the Authority granted it."""
-        item = self.s.items[wid]
-        if verdict.accepted and item.state is S.ACTIVE and wid not in self.tasks:
-            self.tasks[wid] = asyncio.create_task(self._execute(item))
-
-    def _validate_agent(self, cmd_input: AgentCommandInput, type: str,
-                        states: set[WorkItemState]) -> ItemState:  # fmt: skip
-        cmd = cmd_input.command
-        if cmd.command_id in self.s.verdicts:
-            return self.s.items[str(cmd.body.get("work_item_id"))]
-        if cmd.type != type:
-            raise _refuse("wrong_command_type", f"expected a {type} Command, got {cmd.type}")
-        if cmd.group_id != self.s.spec.group_id:
-            raise _refuse("wrong_group", f"the Mission's Group is {self.s.spec.group_id}")
-        item = self.s.items.get(str(cmd.body.get("work_item_id")))
-        if item is None:
-            raise _refuse("unknown_work_item", "unknown WorkItem")
-        if item.state not in states:
-            raise _refuse("stale_request", f"WorkItem {item.work_item_id} is {item.state.value}")
-        return item
-
-    @workflow.update
-    async def accept_offer(self, cmd: AgentCommandInput) -> CommandVerdict:
-        """An agent accepts an offer with its signed ``work.accept_offer`` (MW-10.3-c); with
-        ``then_start``, it also starts at once (MW-11.3-b): both go in one Authority batch, in
-        that order, and the start's verdict is the answer's ``start``."""
-        start = cmd.then_start
-        if start is None:
-            return await self._forward(cmd)
-        cid, sid = self._enqueue(cmd.command), self._enqueue(start)
-        await workflow.wait_condition(lambda: cid in self.s.verdicts and sid in self.s.verdicts)
-        self._started(self.s.verdicts[sid], str(start.body.get("work_item_id")))
-        return self.s.verdicts[cid].model_copy(update={"start": self.s.verdicts[sid]})
-
-    @accept_offer.validator
-    def _check_accept(self, cmd: AgentCommandInput) -> None:
-        self._check_then_start(cmd)
-        item = self._validate_agent(
-            cmd, "work.accept_offer", {S.OFFERED, S.OPEN, S.FAILED, S.QUEUED, S.BLOCKED, S.ACTIVE}
-        )
-        # The agent may see the offer on the Group stream before this workflow has applied
-        # the Authority's verdict on it: while an offer is in flight, the Authority judges.
-        if item.offer_pending or cmd.command.command_id in self.s.verdicts:
-            return
-        if item.state is not S.OFFERED:
-            raise _refuse("stale_request", f"WorkItem {item.work_item_id} is {item.state.value}")
-        if cmd.command.actor not in item.offer_candidates:
-            raise _refuse("not_a_candidate", "not a candidate of the current offer")
-
-    def _check_then_start(self, cmd: AgentCommandInput) -> None:
-        start, accept = cmd.then_start, cmd.command
-        if start is None or start.command_id in self.s.verdicts:
-            return
-        if start.type != "work.start":
-            raise _refuse("wrong_command_type", f"then_start must be work.start, got {start.type}")
-        if (start.group_id, start.actor, start.body.get("work_item_id")) != (
-            accept.group_id, accept.actor, accept.body.get("work_item_id")
-        ):  # fmt: skip
-            raise _refuse("then_start_mismatch",
-                          "then_start must be the same agent's, for the same WorkItem")  # fmt: skip
-
-    @workflow.update
-    async def decline_offer(self, cmd: AgentCommandInput) -> CommandVerdict:
-        """An agent declines with a structured reason (MW-10.3-e)."""
-        verdict = await self._forward(cmd)
-        self.wake = True
-        return verdict
-
-    @decline_offer.validator
-    def _check_decline(self, cmd: AgentCommandInput) -> None:
-        item = self._validate_agent(
-            cmd, "work.decline_offer", {S.OFFERED, S.OPEN, S.FAILED, S.QUEUED, S.BLOCKED, S.ACTIVE}
-        )
-        if item.state is not S.OFFERED and not item.offer_pending:
-            raise _refuse("stale_request", f"WorkItem {item.work_item_id} is {item.state.value}")
-
-    @workflow.update
-    async def start_work(self, cmd: AgentCommandInput) -> CommandVerdict:
-        """The owner starts: the Authority grants a lease, then ``execute_work_item`` runs on
-        the owner's task queue (MW-11.3-b)."""
-        verdict = await self._forward(cmd)
-        self._started(verdict, str(cmd.command.body.get("work_item_id")))
-        return verdict
-
-    @start_work.validator
-    def _check_start(self, cmd: AgentCommandInput) -> None:
-        item = self._validate_agent(cmd, "work.start", {S.QUEUED, S.OFFERED})
-        # Agents learn of their acceptance from the Group stream, possibly before this
-        # workflow has applied it: an owner not yet known here is for the Authority to judge.
-        if cmd.command.command_id in self.s.verdicts or item.state is S.OFFERED:
-            return
-        if cmd.command.actor != item.owner:
-            raise _refuse("not_owner", "only the owner may start the WorkItem")
+    # --------------------------------------------------------------- updates from people
 
     @workflow.update
     async def unblock(self, inp: UnblockInput) -> CommandVerdict:
@@ -503,24 +332,6 @@ class MissionWorkflow(ReviewMixin):
         if item is not None and item.owner == sig.agent_id:
             item.last_progress = sig.report
 
-    @workflow.signal
-    def child_finished(self, out: ChildOutcome) -> None:
-        """A child Mission reports its outcome; the parent item follows (spec 10.2)."""
-        item = self.s.items.get(out.work_item_id)
-        if item is None or item.state is not S.BLOCKED:
-            return
-        if out.approved:
-            self._intent("mission.child_approved", {
-                "work_item_id": out.work_item_id, "child_mission_id": out.child_mission_id,
-                "evidence": [e.model_dump(mode="json") for e in out.evidence]},
-                ("child_result", out.work_item_id))  # fmt: skip
-        else:
-            self._intent("mission.child_failed", {
-                "work_item_id": out.work_item_id, "child_mission_id": out.child_mission_id,
-                "policy": self.s.spec.child_failure_policy.value},
-                ("child_result", out.work_item_id))  # fmt: skip
-        item.detail = f"child Mission {out.child_mission_id}: {out.summary}"
-
     @workflow.query
     def status(self) -> MissionStatus:
         """Per item: state, owner, epoch, lease, attempts."""
@@ -540,92 +351,6 @@ class MissionWorkflow(ReviewMixin):
                 review=[st.model_dump(mode="json") for st in it.review]) for w, it in
                 self.s.items.items()],
         )  # fmt: skip
-
-    # ---------------------------------------------------------------------- execution
-
-    async def _execute(self, item: ItemState) -> None:
-        """Run the WorkItem on its owner's task queue and apply the outcome."""
-        assert item.lease is not None and item.owner is not None
-        c = item.spec.contract
-        item.running = True
-        try:
-            outcome = await workflow.execute_activity(
-                "execute_work_item",
-                ExecuteWorkItemInput(
-                    group_id=self.s.spec.group_id, mission_id=self.s.spec.mission_id,
-                    work_item_id=item.work_item_id, contract=c, input=item.spec.input,
-                    lease=item.lease, checkpoint=item.checkpoint, attempt=item.attempts + 1,
-                    dependency_artifacts={d: self.s.items[d].artifacts
-                                          for d in item.spec.dependencies
-                                          if d in self.s.items and self.s.items[d].artifacts}),
-                result_type=WorkOutcome,
-                task_queue=agent_task_queue(item.owner),
-                heartbeat_timeout=timedelta(milliseconds=c.timeouts.lease_ms),
-                start_to_close_timeout=timedelta(
-                    milliseconds=c.budget.wall_clock_ms or 24 * 3_600_000),
-                retry_policy=RetryPolicy(maximum_attempts=1),
-                summary=f"{item.work_item_id} by {item.owner} (epoch {item.ownership_epoch})",
-            )  # fmt: skip
-        except ActivityError as exc:  # heartbeat timeout: the lease is lost (MW-11.5-a)
-            outcome = WorkOutcome(kind=OutcomeKind.LEASE_LOST, error=str(exc.cause or exc))
-        finally:
-            item.running = False
-            self.tasks.pop(item.work_item_id, None)
-        if outcome.verdict is not None and outcome.verdict.status != "rejected":
-            apply_events(self.s, outcome.verdict.events)
-        item.detail = f"{outcome.kind.value}" + (f": {outcome.error}" if outcome.error else "")
-        if outcome.kind is OutcomeKind.SUBMITTED and item.state is S.SUBMITTED:
-            item.outputs, item.artifacts = outcome.outputs, outcome.artifacts
-            item.evidence = outcome.evidence
-            await self._review(item)
-        elif outcome.kind is OutcomeKind.LEASE_LOST and item.state is S.ACTIVE:
-            item.tried = [item.owner] if item.owner else []
-            item.lease = None
-            item.owner = None  # re-offer with a higher epoch; the Authority closes the owner
-        self.wake = True
-
-    # -------------------------------------------------------------------- child missions
-
-    def _create_child(self, item: ItemState) -> None:
-        assert item.spec.child_mission is not None
-        item.offer_pending = True  # nothing else may be planned for it meanwhile
-        self._intent(
-            "mission.create_child",
-            {
-                "work_item_id": item.work_item_id,
-                "child_mission_id": item.spec.child_mission.mission_id,
-                "child_group_id": item.spec.child_mission.group_id,
-            },
-            ("child", item.work_item_id),
-        )
-
-    def _start_child(self, item: ItemState) -> None:
-        child = item.spec.child_mission
-        assert child is not None
-        spec = child.model_copy(update={"parent": ParentLink(
-            workflow_id=workflow.info().workflow_id, mission_id=self.s.spec.mission_id,
-            work_item_id=item.work_item_id)})  # fmt: skip
-        item.child_workflow_id = mission_workflow_id(child.mission_id)
-        item.offer_pending = False
-
-        async def start() -> None:
-            # ABANDON: any other policy kills the child when this run continues-as-new
-            await workflow.start_child_workflow(
-                MISSION_WORKFLOW_TYPE, args=[spec, None], id=mission_workflow_id(child.mission_id),
-                task_queue=workflow.info().task_queue,  # the coordinator's, whatever its name
-                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                static_summary=f"child of {self.s.spec.mission_id}: {child.title}",
-            )  # fmt: skip
-
-        self.tasks[f"child:{item.work_item_id}"] = asyncio.create_task(start())
-
-    async def _report_to_parent(self, parent: ParentLink, result: MissionResult) -> None:
-        evidence = [e for it in result.items for e in it.evidence]
-        handle = workflow.get_external_workflow_handle(parent.workflow_id)
-        await handle.signal(MissionWorkflow.child_finished, ChildOutcome(
-            work_item_id=parent.work_item_id, child_mission_id=self.s.spec.mission_id,
-            approved=result.status == "completed", evidence=evidence[:50],
-            summary=f"{result.status}: {len(result.items)} WorkItem(s)"))  # fmt: skip
 
     # ------------------------------------------------------------------------ the end
 

@@ -1,0 +1,100 @@
+"""Child Missions of the Mission workflow, as a mixin: ``mission.create_child`` starts a child
+``Mission`` workflow (``ParentClosePolicy.ABANDON``: any other policy kills the child when the
+parent continues as new), which reports back with the ``child_finished`` signal; the parent
+item follows the child's outcome and the Mission's child-failure policy (spec 10.2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from ..protocol import WorkItemState
+    from ..protocol.mission import (
+        MISSION_WORKFLOW_TYPE,
+        ChildOutcome,
+        MissionResult,
+        ParentLink,
+        mission_workflow_id,
+    )
+    from ._state import ItemState
+
+if TYPE_CHECKING:
+    from ._state import MissionState
+
+S = WorkItemState
+
+
+class ChildMissionsMixin:
+    """The child-Mission part of :class:`~missionweave.workflows.MissionWorkflow`."""
+
+    if TYPE_CHECKING:
+        s: MissionState
+        tasks: dict[str, asyncio.Task[None]]
+
+        def _intent(self, type: str, body: dict[str, Any], purpose: tuple[str, str]) -> str: ...
+
+    @workflow.signal
+    def child_finished(self, out: ChildOutcome) -> None:
+        """A child Mission reports its outcome; the parent item follows (spec 10.2)."""
+        item = self.s.items.get(out.work_item_id)
+        if item is None or item.state is not S.BLOCKED:
+            return
+        if out.approved:
+            self._intent("mission.child_approved", {
+                "work_item_id": out.work_item_id, "child_mission_id": out.child_mission_id,
+                "evidence": [e.model_dump(mode="json") for e in out.evidence]},
+                ("child_result", out.work_item_id))  # fmt: skip
+        else:
+            self._intent("mission.child_failed", {
+                "work_item_id": out.work_item_id, "child_mission_id": out.child_mission_id,
+                "policy": self.s.spec.child_failure_policy.value},
+                ("child_result", out.work_item_id))  # fmt: skip
+        item.detail = f"child Mission {out.child_mission_id}: {out.summary}"
+
+    def _create_child(self, item: ItemState) -> None:
+        assert item.spec.child_mission is not None
+        item.offer_pending = True  # nothing else may be planned for it meanwhile
+        self._intent(
+            "mission.create_child",
+            {
+                "work_item_id": item.work_item_id,
+                "child_mission_id": item.spec.child_mission.mission_id,
+                "child_group_id": item.spec.child_mission.group_id,
+            },
+            ("child", item.work_item_id),
+        )
+
+    def _start_child(self, item: ItemState) -> None:
+        child = item.spec.child_mission
+        assert child is not None
+        spec = child.model_copy(update={"parent": ParentLink(
+            workflow_id=workflow.info().workflow_id, mission_id=self.s.spec.mission_id,
+            work_item_id=item.work_item_id)})  # fmt: skip
+        item.child_workflow_id = mission_workflow_id(child.mission_id)
+        item.offer_pending = False
+
+        async def start() -> None:
+            # ABANDON: any other policy kills the child when this run continues-as-new
+            await workflow.start_child_workflow(
+                MISSION_WORKFLOW_TYPE, args=[spec, None], id=mission_workflow_id(child.mission_id),
+                task_queue=workflow.info().task_queue,  # the coordinator's, whatever its name
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                static_summary=f"child of {self.s.spec.mission_id}: {child.title}",
+            )  # fmt: skip
+
+        self.tasks[f"child:{item.work_item_id}"] = asyncio.create_task(start())
+
+    async def _report_to_parent(self, parent: ParentLink, result: MissionResult) -> None:
+        evidence = [e for it in result.items for e in it.evidence]
+        handle = workflow.get_external_workflow_handle(parent.workflow_id)
+        await handle.signal("child_finished", ChildOutcome(
+            work_item_id=parent.work_item_id, child_mission_id=self.s.spec.mission_id,
+            approved=result.status == "completed", evidence=evidence[:50],
+            summary=f"{result.status}: {len(result.items)} WorkItem(s)"))  # fmt: skip
+
+
+__all__ = ["ChildMissionsMixin"]

@@ -34,7 +34,7 @@ from missionweave.authority import now_ms
 from missionweave.coordinator import coordinator_worker
 from missionweave.protocol import Actor, AgentCard, WorkContract
 from missionweave.protocol.mission import MissionResult, MissionSpec, mission_workflow_id
-from missionweave.worker import AgentRuntime, HandlerRegistry
+from missionweave.worker import AgentRuntime, HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
 from .temporal_env import AuthorityStack, authority_stack, new_task_queue
@@ -53,6 +53,20 @@ def contract(caps: Sequence[str] = ("demo.step@1.0",), **over: Any) -> WorkContr
     }  # fmt: skip
     base.update(over)
     return WorkContract.model_validate(base)
+
+
+def step_registry(capability: str = "demo.step", version: str = "1.0") -> HandlerRegistry:
+    """One handler, ``capability@version``: checks its lease (``guard``), then submits
+    ``{"result": {"item": <id>}}`` with a passing Evidence for criterion ``done``."""
+    reg = HandlerRegistry()
+
+    @reg.handler(capability, version=version)
+    async def step(ctx: WorkContext, input: dict[str, object]) -> Submission:
+        await ctx.guard()
+        return Submission(outputs={"result": {"item": ctx.work_item_id}},
+                          evidence=[ctx.evidence("done", method="demo")])  # fmt: skip
+
+    return reg
 
 
 async def until(what: str, probe: Callable[[], Any], timeout_s: float = 20.0) -> Any:

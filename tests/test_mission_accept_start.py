@@ -16,11 +16,10 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.authority import verify_log
 from missionweave.protocol import Event
 from missionweave.protocol.mission import AgentCommandInput
-from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
 from . import temporal_env
-from .mission_harness import MissionStack, contract, mission_stack, until
+from .mission_harness import MissionStack, contract, mission_stack, step_registry, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 dev_env = temporal_env.dev_env
@@ -28,17 +27,6 @@ dev_env = temporal_env.dev_env
 
 def _events(ms: MissionStack, type: str) -> list[Event]:
     return [e for e in ms.stack.authority.events(ms.group) if e.type == type]
-
-
-def _registry() -> HandlerRegistry:
-    reg = HandlerRegistry()
-
-    @reg.handler("demo.step", version="1.0")
-    async def step(ctx: WorkContext, input: dict[str, object]) -> Submission:
-        return Submission(outputs={"result": {"item": ctx.work_item_id}},
-                          evidence=[ctx.evidence("done", method="demo")])  # fmt: skip
-
-    return reg
 
 
 async def test_accept_then_start_in_one_update__MW_10_3_c__MW_11_3_b(
@@ -74,7 +62,7 @@ async def test_accept_then_start_in_one_update__MW_10_3_c__MW_11_3_b(
         assert _events(ms, "work.offer_accepted") == []
 
         # ada's runtime has free slots: it answers both offers with one Update each
-        await ms.agent("ada", _registry(), actor=ada)
+        await ms.agent("ada", step_registry(), actor=ada)
         result = await handle.result()
         accepted = _events(ms, "work.offer_accepted")
         started = _events(ms, "work.started")

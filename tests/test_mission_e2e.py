@@ -9,35 +9,20 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
-from missionweave.worker import HandlerRegistry, Submission, WorkContext
 
 from . import temporal_env
-from .mission_harness import contract, mission_stack
+from .mission_harness import contract, mission_stack, step_registry
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 dev_env = temporal_env.dev_env
-
-
-def _registry() -> HandlerRegistry:
-    reg = HandlerRegistry()
-
-    @reg.handler("demo.step", version="1.0")
-    async def step(ctx: WorkContext, input: dict[str, object]) -> Submission:
-        await ctx.guard()
-        return Submission(
-            outputs={"result": {"item": ctx.work_item_id}},
-            evidence=[ctx.evidence("done", method="demo")],
-        )
-
-    return reg
 
 
 async def test_small_dag_completes_and_chain_verifies__MW_10_4_a(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     async with mission_stack(dev_env, tmp_path) as ms:
-        await ms.agent("ada", _registry())
-        await ms.agent("bob", _registry())
+        await ms.agent("ada", step_registry())
+        await ms.agent("bob", step_registry())
         c = contract().wire()
         spec = ms.spec("dag1", [
             {"work_item_id": "a", "contract": c},
@@ -69,7 +54,7 @@ async def test_wide_dag_of_many_items_completes_in_parallel__MW_10_4_a(
 
     async with mission_stack(dev_env, tmp_path) as ms:
         for name in ("ada", "bob", "cyd"):
-            await ms.agent(name, _registry(), max_concurrency=4)
+            await ms.agent(name, step_registry(), max_concurrency=4)
         c = contract().wire()
         items = [{"work_item_id": f"r{i}", "contract": c} for i in range(8)]
         items += [{"work_item_id": f"s{i}", "contract": c, "dependencies": [f"r{i % 8}"]}

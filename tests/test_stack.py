@@ -15,22 +15,9 @@ from missionweave.protocol.mission import (
     MissionSpec,
     mission_workflow_id,
 )
-from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
-from .mission_harness import contract
-
-
-def _registry() -> HandlerRegistry:
-    reg = HandlerRegistry()
-
-    @reg.handler("demo.step", version="1.0")
-    async def step(ctx: WorkContext, input: dict[str, object]) -> Submission:
-        await ctx.guard()
-        return Submission(outputs={"result": {"item": ctx.work_item_id}},
-                          evidence=[ctx.evidence("done", method="demo")])  # fmt: skip
-
-    return reg
+from .mission_harness import contract, step_registry
 
 
 def _stack(data: Path) -> EmbeddedStack:
@@ -45,7 +32,7 @@ async def test_embedded_stack_runs_a_mission_then_restarts_on_its_data(tmp_path:
         assert stack.running and stack.temporal.running
         assert stack.coordinator.membership_epochs["g1"] == 1
         assert stack.mission_url("s1") is None  # headless
-        runtime = await stack.start_agent(card, key, _registry())
+        runtime = await stack.start_agent(card, key, step_registry())
         assert runtime.ready.is_set()
         spec = MissionSpec.model_validate({
             "group_id": "g1", "mission_id": "s1", "title": "one step",

@@ -28,11 +28,10 @@ from missionweave.telemetry import (
     temporal_interceptors,
     tracer,
 )
-from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
 from . import temporal_env
-from .mission_harness import contract, mission_stack
+from .mission_harness import contract, mission_stack, step_registry
 from .world import make_world
 
 dev_env = temporal_env.dev_env
@@ -69,17 +68,6 @@ def _one(found: Sequence[ReadableSpan], what: str) -> ReadableSpan:
     return found[0]
 
 
-def _registry() -> HandlerRegistry:
-    reg = HandlerRegistry()
-
-    @reg.handler("demo.step", version="1.0")
-    async def step(ctx: WorkContext, input: dict[str, object]) -> Submission:
-        return Submission(outputs={"result": {"item": ctx.work_item_id}},
-                          evidence=[ctx.evidence("done", method="demo")])  # fmt: skip
-
-    return reg
-
-
 @pytest.mark.asyncio(loop_scope="session")  # the dev server fixture lives on the session loop
 async def test_one_trace_from_start_through_workflow_activity_and_append(
     dev_env: WorkflowEnvironment, tmp_path: Path, spans: InMemorySpanExporter
@@ -89,7 +77,7 @@ async def test_one_trace_from_start_through_workflow_activity_and_append(
     config["interceptors"] = interceptors
     client = Client(**config)  # as `mission start` connects: with the tracing interceptor
     async with mission_stack(dev_env, tmp_path, interceptors=interceptors) as ms:
-        await ms.agent("ada", _registry())
+        await ms.agent("ada", step_registry())
         spec = ms.spec("traced", [{"work_item_id": "a", "contract": contract().wire()}])
         handle = await client.start_workflow(
             MissionWorkflow.run, args=[spec, None], id=mission_workflow_id(spec.mission_id),

@@ -33,7 +33,7 @@ dev: $(STAMP)
 	$(BIN)/missionweave dev up
 
 demo: $(STAMP)
-	$(BIN)/python examples/authority_walkthrough.py
+	$(BIN)/missionweave demo --keep-running
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

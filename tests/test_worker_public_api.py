@@ -10,8 +10,8 @@ WORKER = {
     "HandlerOutcome", "HandlerRegistry", "HandlerSpec", "LeaseLost", "LocalState", "Membership",
     "Pause", "PendingOffer", "PermanentFailure", "QueuedItem", "RunningItem", "SchedulePlan",
     "Scheduler", "SessionError", "SlotBoard", "Submission", "UpdateRetry", "UpdateSender",
-    "UsageMeter", "WorkContext", "WorkItemExecutor", "WorkItemView", "WorkerError",
-    "command_verdict", "handler", "load_handlers",
+    "UsageMeter", "WorkAuthorizationRejected", "WorkContext", "WorkItemExecutor", "WorkItemView",
+    "WorkerError", "command_verdict", "handler", "load_handlers",
 }  # fmt: skip
 
 

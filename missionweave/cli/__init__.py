@@ -17,6 +17,7 @@ from ._artifacts import app as artifacts_app
 from ._authority import app as authority_app
 from ._common import CliError
 from ._coordinator import coordinator_command
+from ._demo import demo_command
 from ._dev import app as dev_app
 from ._events import app as events_app
 from ._group import app as group_app
@@ -41,6 +42,7 @@ app.add_typer(group_app, name="group")
 app.command("worker")(worker_command)
 app.command("coordinator")(coordinator_command)
 app.command("approve")(approve_command)
+app.command("demo")(demo_command)
 
 
 def main() -> None:

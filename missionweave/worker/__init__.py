@@ -26,7 +26,7 @@ from ._admission import (
     Decline,
     DependencyCheck,
 )
-from ._context import WorkContext
+from ._context import WorkAuthorizationRejected, WorkContext
 from ._errors import (
     Blocked,
     HandlerLoadError,
@@ -77,6 +77,7 @@ __all__ = [
     "UpdateRetry",
     "UpdateSender",
     "UsageMeter",
+    "WorkAuthorizationRejected",
     "WorkContext",
     "WorkItemExecutor",
     "WorkItemView",

@@ -13,6 +13,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, BinaryIO, NoReturn
 
 from temporalio import activity
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 
 from ..artifacts import ArtifactRef, ArtifactStore, LeaseInfo, PublishRejected, publish_artifact
 from ..authority.client import AuthorityUnavailable
@@ -22,16 +25,54 @@ from ..protocol import (
     ProgressReport,
     WorkContract,
     attempt_key,
+    digest,
     idempotency_key,
 )
-from ..protocol.mission import ExecuteWorkItemInput, LeaseGrant
+from ..protocol.mission import (
+    AuthorizeWorkInput,
+    CommandVerdict,
+    ExecuteWorkItemInput,
+    LeaseGrant,
+    SubmitCommandsResult,
+    WorkItemSpec,
+    mission_workflow_id,
+)
 from ._errors import Blocked, LeaseLost, Pause, WorkerError
 from ._lease import LeaseSession, UsageMeter
+from ._updates import RETRYABLE, UpdateRetry
 from ._verdicts import FENCE_CODES
 
 log = logging.getLogger(__name__)
 
 ProgressHook = Callable[[ProgressReport], Awaitable[None]]
+
+
+class WorkAuthorizationRejected(WorkerError):
+    """:meth:`WorkContext.authorize_work` was refused; nothing was added (or, for an Authority
+    refusal, not everything: ``verdicts`` says which items were authorized).
+
+    Attributes:
+        code: ``cycle``, ``self_loop``, ``unknown_id``, ``duplicate_id`` or ``mission_closed``
+            (the workflow's validator, MW-10.4-c); the Authority's rejection code of the first
+            refused item; ``update_rejected`` (a refusal without a code), ``update_error``
+            (Temporal refused the call) or ``workflow_unreachable`` (retries exhausted).
+        reason: one sentence.
+        detail: machine-readable facts (workflow id, update id, item id, …).
+        verdicts: the Authority's verdicts when the update itself went through.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        reason: str,
+        detail: Mapping[str, Any] | None = None,
+        verdicts: Iterable[CommandVerdict] = (),
+    ) -> None:
+        super().__init__(f"authorize_work rejected: {code}: {reason}")
+        self.code = code
+        self.reason = reason
+        self.detail: dict[str, Any] = dict(detail or {})
+        self.verdicts = list(verdicts)
 
 
 def heartbeat(details: dict[str, Any]) -> None:
@@ -399,5 +440,97 @@ class WorkContext:
         """
         await self._session.check()
 
+    # ----------------------------------------------------------------- the Mission's DAG
 
-__all__ = ["ProgressHook", "WorkContext", "heartbeat"]
+    async def authorize_work(
+        self,
+        items: Iterable[WorkItemSpec],
+        edges: Iterable[tuple[str, str]] = (),
+        *,
+        update_id: str | None = None,
+        retry: UpdateRetry | None = None,
+    ) -> list[CommandVerdict]:
+        """Add WorkItems (and dependency edges) to this Mission while it runs (MW-10.4-a).
+
+        Sends the Mission workflow's ``authorize_work`` update (:class:`AuthorizeWorkInput`)
+        through the agent runtime's Temporal client and waits until the Authority has answered
+        every ``work.authorize``. Call it before submitting: a new item that a not-yet-started
+        item must wait for (an edge into it) only holds that item back once it is added.
+        The lease is checked first (:meth:`guard`). The update id is stable for the same
+        items and edges under this ownership epoch, so a retry is answered, not applied twice.
+
+        Args:
+            items: the new WorkItems (ids unique in the Group; dependencies on known or new ids).
+            edges: extra ``(dependency, dependent)`` pairs between known or new ids, e.g. a new
+                item that an existing, not yet started item must wait for.
+            update_id: the Temporal update id (default: derived from the ids and edges).
+            retry: backoff while Temporal is busy (the 10-updates-in-flight bound) or briefly
+                unreachable.
+
+        Returns:
+            The Authority's verdicts on the Commands the change produced — one
+            ``work.authorize`` per item, in order, first — all ``accepted``.
+
+        Raises:
+            LeaseLost: the lease is gone: nothing was sent.
+            WorkAuthorizationRejected: the workflow's validator refused the change (``cycle``,
+                ``self_loop``, ``unknown_id``, ``duplicate_id``, ``mission_closed``; nothing was
+                added), the Authority refused an item (its code; ``verdicts`` tells which), or
+                Temporal refused or stayed unreachable (``update_error``,
+                ``workflow_unreachable``).
+            WorkerError: called outside the ``execute_work_item`` activity.
+        """
+        specs = [WorkItemSpec.model_validate(i) for i in items]
+        pairs = [(str(a), str(b)) for a, b in edges]
+        if not activity.in_activity():
+            raise WorkerError("authorize_work runs inside the execute_work_item activity")
+        await self.guard()
+        workflow_id = activity.info().workflow_id or mission_workflow_id(self.mission_id)
+        uid = update_id or self.idempotency_key(
+            "authorize_work:" + digest([[s.work_item_id for s in specs], [list(p) for p in pairs]])
+        )
+        arg = AuthorizeWorkInput(items=specs, edges=pairs)
+        handle = activity.client().get_workflow_handle(workflow_id)
+        r = retry or UpdateRetry()
+        delay, last = r.initial_backoff.total_seconds(), "no attempt"
+        facts = {"workflow_id": workflow_id, "update_id": uid}
+        for attempt in range(1, r.max_attempts + 1):
+            try:
+                result = await handle.execute_update(
+                    "authorize_work", arg, id=uid, result_type=SubmitCommandsResult,
+                    rpc_timeout=r.rpc_timeout,
+                )  # fmt: skip
+                break
+            except WorkflowUpdateFailedError as exc:  # the validator refused: nothing added
+                cause = exc.cause
+                code = cause.type if isinstance(cause, ApplicationError) and cause.type else None
+                raise WorkAuthorizationRejected(
+                    code or "update_rejected", str(cause) or str(exc), facts
+                ) from None
+            except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
+                last = str(exc)
+            except RPCError as exc:
+                if exc.status not in RETRYABLE:
+                    raise WorkAuthorizationRejected(
+                        "update_error", exc.message, {**facts, "status": exc.status.name}
+                    ) from None
+                last = f"{exc.status.name}: {exc.message}"
+            if attempt == r.max_attempts:
+                raise WorkAuthorizationRejected("workflow_unreachable", last, facts)
+            self.logger.info("authorize_work: %s; retrying in %.2fs", last, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, r.max_backoff.total_seconds())
+        refused = [v for v in result.verdicts if not v.accepted]
+        if refused:
+            rej = refused[0].rejection
+            raise WorkAuthorizationRejected(
+                rej.code if rej else refused[0].status,
+                rej.reason if rej else "the Authority did not accept work.authorize",
+                {**facts, **(rej.detail if rej else {}), "refused": len(refused)},
+                result.verdicts,
+            )
+        self.logger.info("authorized %d WorkItem(s) and %d edge(s)", len(specs), len(pairs))
+        return list(result.verdicts)
+
+
+__all__ = ["ProgressHook", "WorkAuthorizationRejected", "WorkContext", "heartbeat"]

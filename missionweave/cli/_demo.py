@@ -1,0 +1,147 @@
+"""``missionweave demo``: the one-command demonstration — an integrity audit of a real Python
+environment run as a Mission on the embedded stack (see ``docs/demo.md``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from ._common import CliError, run_client_command
+
+if TYPE_CHECKING:
+    from ..demo import DemoOptions
+
+DEFAULT_DATA_DIR = Path(".missionweave") / "demo"
+
+
+def demo_command(
+    site_packages: list[Path] = typer.Option(
+        [], "--site-packages", metavar="PATH",
+        help="A site-packages directory to audit (repeatable). Default: the running "
+        "interpreter's environment.",
+    ),
+    data_dir: Path = typer.Option(
+        DEFAULT_DATA_DIR, "--data-dir", metavar="DIR",
+        help="Every file of the stack: Temporal and Authority databases, keys, Artifacts, "
+        "logs, and the SBOM copies. A re-run on the same directory starts a new Mission.",
+    ),
+    keep_running: bool = typer.Option(
+        False, "--keep-running", help="After the summary, keep the stack up for the web UI "
+        "until Ctrl-C.",
+    ),
+    require_approval: bool = typer.Option(
+        False, "--require-approval", help="The SBOM needs a MissionOwner's Approval: the demo "
+        "prints the missionweave approve command to run, and waits.",
+    ),
+    temporal_port: int = typer.Option(
+        7233, "--temporal-port", min=0, max=65535, help="Temporal gRPC port (0: any free one)."
+    ),
+    ui_port: int = typer.Option(
+        8233, "--ui-port", min=0, max=65535, help="Temporal web UI port (0: any free one)."
+    ),
+    authority_port: int = typer.Option(
+        8787, "--authority-port", min=0, max=65535, help="Authority HTTP port (0: any free one)."
+    ),
+    headless: bool = typer.Option(False, "--headless", help="No Temporal web UI."),
+) -> None:  # fmt: skip
+    """Audit a Python environment's integrity as a Mission, with live progress and a summary.
+
+    Starts the embedded stack under DIR (Temporal dev server, Authority, artifact store,
+    coordinator) and four agents, then a Mission: `inventory` lists the distributions and
+    adds one `verify:<dist>` WorkItem per distribution while the Mission runs; each re-hashes
+    the files of its RECORD; `sbom` builds a CycloneDX SBOM that a reviewer agent checks
+    against the inventory. Exits 0 only when the Mission completed (every file matched).
+
+    Example: missionweave demo --site-packages .venv/lib/python3.11/site-packages
+    """
+    from ..demo import DemoError, DemoOptions
+    from ..demo._runner import resolve_target
+
+    try:  # before anything starts: a bad target is one line
+        resolve_target(site_packages)
+    except DemoError as exc:
+        raise CliError(str(exc)) from None
+    opts = DemoOptions(
+        data_dir=data_dir, site_packages=tuple(site_packages), keep_running=keep_running,
+        require_approval=require_approval, temporal_port=temporal_port, ui_port=ui_port,
+        authority_port=authority_port, headless=headless,
+    )  # fmt: skip
+    run_client_command(_demo(opts))
+
+
+@contextlib.contextmanager
+def _logs_to(path: Path) -> Iterator[None]:
+    """Send the stack's log records to ``path`` (INFO and up) and keep only errors on the
+    terminal, where the live table is; put everything back afterwards."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    ours = logging.getLogger("missionweave")
+    streams = [h for h in root.handlers if type(h) is logging.StreamHandler]
+    levels = [h.level for h in streams]
+    old_level = ours.level
+    root.addHandler(handler)
+    ours.setLevel(logging.INFO)
+    for h in streams:
+        h.setLevel(max(h.level, logging.ERROR))
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+        ours.setLevel(old_level)
+        for h, level in zip(streams, levels, strict=True):
+            h.setLevel(level)
+
+
+async def _demo(opts: DemoOptions) -> int:
+    from ..demo import DemoError, DemoInterrupted, run_demo
+    from ._mission_view import console as make_console
+
+    console = make_console()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGINT, signal.SIGTERM)
+
+    def interrupt() -> None:
+        if stop.is_set():  # a second Ctrl-C: the orderly stop may wait on a server Ctrl-C killed
+            typer.echo("forced exit", err=True)
+            os._exit(130)
+        typer.echo("stopping (Ctrl-C again to force)", err=True)
+        stop.set()
+
+    for sig in signals:
+        loop.add_signal_handler(sig, interrupt)
+    try:
+        with _logs_to(opts.data_dir / "demo.log"):
+            summary = await run_demo(opts, console, stop=stop)
+    except DemoInterrupted as exc:
+        typer.echo(str(exc), err=True)
+        return 130
+    except DemoError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"{exc.filename or opts.data_dir}: {exc.strerror or exc}") from None
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+    if summary.status == "completed":
+        return 0
+    problems = "; ".join(
+        f"{p.distribution}: {p.summary}" + (f" ({', '.join(p.files[:3])})" if p.files else "")
+        for p in summary.problems
+    )  # fmt: skip
+    typer.echo(f"audit {summary.status}" + (f": {problems}" if problems else ""), err=True)
+    return 1
+
+
+__all__ = ["DEFAULT_DATA_DIR", "demo_command"]

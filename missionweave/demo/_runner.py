@@ -1,0 +1,386 @@
+"""``missionweave demo``: the embedded stack, the demo agents, the audit Mission, live progress
+and the summary.
+
+:func:`run_demo` starts an :class:`~missionweave.dev.EmbeddedStack` under the data directory
+(Temporal dev server, Authority, artifact store, coordinator with the audit's schemas and
+checks), the four demo agents, then the Mission; it follows the Mission until it ends, copies
+the SBOM out of the store, verifies the Group log offline and prints the summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowQueryFailedError
+from temporalio.service import RPCError
+
+from ..protocol import AgentCard, MissionWeaveError, SignatureError, SigningKey
+from ..protocol.mission import (
+    COORDINATOR_TASK_QUEUE,
+    CancelInput,
+    MissionResult,
+    MissionStatus,
+    mission_workflow_id,
+)
+from ._environment import default_site_packages, metadata_dirs
+from ._handlers import demo_registry
+from ._progress import ProgressView
+from ._spec import AGENTS, OWNER_ID, audit_mission, checks, new_mission_id, sbom_id, schemas
+from ._summary import Summary, log_stats, print_summary, summarize, verify_chain
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .._stack import EmbeddedStack
+    from ..authority.client import AuthorityClient
+    from ..protocol import Event
+
+
+class DemoError(MissionWeaveError):
+    """The demo cannot run: a bad ``--site-packages``, a port in use, a stack part that does
+    not start. The message is one line for the user."""
+
+
+class DemoInterrupted(DemoError):
+    """Ctrl-C (or SIGTERM) during the audit: the Mission was cancelled."""
+
+
+@dataclass(frozen=True, slots=True)
+class DemoOptions:
+    """How to run the demo.
+
+    Attributes:
+        data_dir: every file of the stack, the agents' keys and the SBOM copies.
+        site_packages: the directories to audit (empty: the running interpreter's).
+        keep_running: keep the stack up after the summary until ``stop`` is set.
+        require_approval: the SBOM needs a MissionOwner's Approval (``missionweave approve``).
+        group: the Group.
+        temporal_port / ui_port / authority_port: ports (0: a free one).
+        headless: no Temporal web UI.
+        poll_s: how often the progress is refreshed, seconds.
+    """
+
+    data_dir: Path
+    site_packages: tuple[Path, ...] = ()
+    keep_running: bool = False
+    require_approval: bool = False
+    group: str = "demo"
+    temporal_port: int = 7233
+    ui_port: int = 8233
+    authority_port: int = 8787
+    headless: bool = False
+    poll_s: float = 1.0
+
+
+def resolve_target(site_packages: Sequence[Path]) -> tuple[list[Path], bool]:
+    """The directories to audit and whether they are the running interpreter's.
+
+    Raises:
+        DemoError: a directory does not exist or holds no ``*.dist-info`` / ``*.egg-info``.
+    """
+    if not site_packages:
+        paths = default_site_packages()
+        if not paths:
+            raise DemoError("the running interpreter has no site-packages directory")
+        return [p.absolute() for p in paths], True
+    out = []
+    for p in site_packages:
+        if not p.is_dir():
+            raise DemoError(f"--site-packages {p}: no such directory")
+        try:
+            found = metadata_dirs(p)
+        except OSError as exc:
+            raise DemoError(f"--site-packages {p}: {exc.strerror or exc}") from None
+        if not found:
+            raise DemoError(f"--site-packages {p}: no distribution (*.dist-info) in it")
+        out.append(p.absolute())
+    return out, False
+
+
+class LogReports:
+    """Finds the Artifacts verified WorkItems submitted, in the Group log.
+
+    The SBOM handler reads the verify reports from its ``dependency_artifacts``; the verify
+    WorkItems are joined to it by edges added at run time, and a workflow that hands over only
+    the dependencies declared at authorization leaves them out: then the handler asks here.
+    It reads the log from the Mission's ``mission.created`` on, then only what is new.
+
+    Args:
+        client: an Authority client.
+    """
+
+    PAGE = 1000
+
+    def __init__(self, client: AuthorityClient) -> None:
+        self.client = client
+        self._after: dict[tuple[str, str], int] = {}
+        self._submitted: dict[str, list[str]] = {}
+        self._verified: dict[str, list[str]] = {}
+
+    async def _start(self, group_id: str, mission_id: str) -> int:
+        upper, _ = await self.client.head(group_id)
+        while upper > 0:
+            after = max(0, upper - self.PAGE)
+            for ev in await self.client.events(group_id, after, upper - after):
+                if ev.type == "mission.created" and ev.body.get("mission_id") == mission_id:
+                    return ev.seq - 1
+            upper = after
+        return 0
+
+    def _apply(self, ev: Event) -> None:
+        wid = ev.work_item_id
+        if wid is None:
+            return
+        if ev.type == "work.submitted":
+            self._submitted[wid] = [str(a) for a in ev.body.get("artifacts", [])]
+        elif ev.type == "work.result_accepted" and wid in self._submitted:
+            self._verified[wid] = self._submitted[wid]
+
+    async def __call__(
+        self, group_id: str, mission_id: str, wanted: Sequence[str]
+    ) -> dict[str, list[str]]:
+        """Verified WorkItems among ``wanted`` → the Artifacts of their accepted submission."""
+        key = (group_id, mission_id)
+        if key not in self._after:
+            self._after[key] = await self._start(group_id, mission_id)
+        while True:
+            page = await self.client.events(group_id, self._after[key], self.PAGE)
+            for ev in page:
+                self._apply(ev)
+            if page:
+                self._after[key] = page[-1].seq
+            if len(page) < self.PAGE:
+                break
+        return {w: self._verified[w] for w in wanted if w in self._verified}
+
+
+def _key(path: Path) -> SigningKey:
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key = SigningKey.generate()
+        key.to_file(path)
+        return key
+    try:
+        return SigningKey.from_file(path)
+    except SignatureError as exc:
+        raise DemoError(f"{path}: {exc}") from None
+
+
+async def _start_stack(stack: EmbeddedStack) -> None:
+    from .._stack import StackError
+    from ..authority.client import AuthorityUnavailable
+    from ..dev import DevServerError
+
+    try:
+        await stack.start()
+    except DevServerError as exc:
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        first = lines[0].removesuffix(":") if lines else "cannot start"
+        last = f" — {lines[-1][:200]}" if len(lines) > 1 else ""
+        raise DemoError(f"Temporal dev server: {first}{last}") from None
+    except StackError as exc:
+        raise DemoError(str(exc)) from None
+    except AuthorityUnavailable as exc:
+        raise DemoError(f"the Authority did not answer: {exc}") from None
+
+
+async def _start_agents(stack: EmbeddedStack, keys_dir: Path) -> None:
+    from ..worker import AdmissionPolicy
+
+    lookup = LogReports(stack.authority_client)
+    for a in AGENTS:
+        key = _key(keys_dir / f"{a.agent_id}.pem")
+        card = AgentCard(
+            agent_id=a.agent_id,
+            public_key=key.public_key,
+            capabilities=list(a.capabilities),
+            max_concurrency=a.max_concurrency,
+        )
+        # handlers here end within seconds: a short graceful shutdown keeps Ctrl-C quick
+        await stack.start_agent(card, key, demo_registry(a.capabilities, lookup), roles=a.roles,
+                                admission=AdmissionPolicy(max_queue_depth=a.max_queue_depth,
+                                                          default_estimate_ms=2_000),
+                                graceful_shutdown=timedelta(seconds=3))  # fmt: skip
+
+
+def approve_command(stack: EmbeddedStack, mission_id: str, key_path: Path) -> str:
+    """The ``missionweave approve`` command that grants the SBOM's Approval."""
+    exe = Path(sys.executable).with_name("missionweave")  # the venv's, found from any shell
+    return (
+        f"{exe if exe.exists() else 'missionweave'} approve --mission {mission_id} "
+        f"--item {sbom_id(mission_id)} "
+        f"--key {key_path} --authority-url {stack.authority_url} "
+        f"--temporal-address {stack.temporal_target} --namespace {stack.namespace}"
+    )
+
+
+async def _cancel(handle: WorkflowHandle[Any, MissionResult]) -> str:
+    """Cancel the Mission on an interruption; says how that went, in one line."""
+    try:
+        await asyncio.wait_for(handle.execute_update(
+            "cancel", CancelInput(reason="demo interrupted"), result_type=str), 5)  # fmt: skip
+    except Exception as exc:  # the server may be gone already (Ctrl-C reaches it too)
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"interrupted; the Mission could not be cancelled ({why})"
+    return "interrupted; the Mission was cancelled"
+
+
+async def _follow(
+    handle: WorkflowHandle[Any, MissionResult],
+    view: ProgressView,
+    stop: asyncio.Event,
+    poll_s: float,
+    approve: str | None,
+) -> MissionResult:
+    result = asyncio.ensure_future(handle.result())
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        while True:
+            # a query may miss a busy or restarting worker: ask again next time
+            with contextlib.suppress(RPCError, WorkflowQueryFailedError):
+                status = await handle.query("status", result_type=MissionStatus)
+                view.update(status)
+                if approve and any(i.review_stage == "approval" for i in status.items):
+                    view.note("The SBOM awaits a MissionOwner's Approval. In another shell:\n"
+                              f"  {approve}")  # fmt: skip
+                    approve = None
+            if result.done():
+                return result.result()
+            await asyncio.wait({result, stopped}, timeout=poll_s,
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            if stop.is_set() and not result.done():
+                raise DemoInterrupted(await _cancel(handle))
+    except WorkflowFailureError as exc:
+        raise DemoError(f"the Mission workflow failed: {exc.cause or exc}") from None
+    finally:
+        stopped.cancel()
+        if not result.done():
+            result.cancel()
+        elif not result.cancelled():
+            result.exception()  # retrieved: an interrupted wait's RPC error is not news
+        view.close()
+
+
+def _say(console: Console, text: str) -> None:
+    """Print ``text`` as is: no markup, never wrapped (paths and links stay whole)."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _header(console: Console, stack: EmbeddedStack, opts: DemoOptions, paths: list[Path]) -> None:
+    agents = ", ".join(
+        f"{a.agent_id} ({'+'.join(c.split('@')[0] for c in a.capabilities)}, "
+        f"{a.max_concurrency} slot{'s' if a.max_concurrency > 1 else ''})"
+        for a in AGENTS
+    )
+    _say(console, f"MissionWeave demo: integrity audit of {', '.join(map(str, paths))}")
+    _say(console, f"  data dir     {opts.data_dir}")
+    _say(console, f"  Authority    {stack.authority_url}")
+    _say(console, f"  Temporal     {stack.temporal_target}")
+    _say(console, f"  agents       {agents}")
+
+
+async def _mission_events(stack: EmbeddedStack, result: MissionResult) -> list[Event]:
+    if result.event_range is None:
+        return []
+    first, last = result.event_range
+    out: list[Event] = []
+    after = first - 1
+    while after < last:
+        page = await stack.authority_client.events(stack.group, after, 1000)
+        if not page:
+            break
+        out += [e for e in page if e.seq <= last]
+        after = page[-1].seq
+    return out
+
+
+async def run_demo(
+    opts: DemoOptions, console: Console, *, stop: asyncio.Event | None = None
+) -> Summary:
+    """Run the audit end to end and print its summary.
+
+    Args:
+        opts: the settings.
+        console: where progress and the summary go.
+        stop: set it (Ctrl-C) to cancel the Mission, or to end ``keep_running``.
+
+    Returns:
+        The summary; the Mission succeeded when ``summary.status == "completed"``.
+
+    Raises:
+        DemoError: a bad target, a stack part that does not start, a workflow failure.
+        DemoInterrupted: ``stop`` was set before the Mission ended (it was cancelled).
+    """
+    from .._stack import EmbeddedStack
+    from ..workflows import MissionWorkflow
+
+    paths, interpreter = resolve_target(opts.site_packages)
+    stop = stop or asyncio.Event()
+    stack = EmbeddedStack(
+        opts.data_dir, temporal_port=opts.temporal_port, ui_port=opts.ui_port,
+        authority_port=opts.authority_port, headless=opts.headless, group=opts.group,
+        checks=checks(), schemas=schemas(),
+    )  # fmt: skip
+    try:
+        await _start_stack(stack)
+        keys = opts.data_dir / "keys"
+        await _start_agents(stack, keys)
+        approve = None
+        if opts.require_approval:
+            owner = _key(keys / f"{OWNER_ID}.pem")
+            await stack.add_member(OWNER_ID, owner.public_key, ["mission_owner"])
+        mission_id = new_mission_id()
+        if opts.require_approval:
+            approve = approve_command(stack, mission_id, keys / f"{OWNER_ID}.pem")
+        spec = audit_mission(
+            stack.group,
+            mission_id,
+            [str(p) for p in paths],
+            interpreter=interpreter,
+            require_approval=opts.require_approval,
+        )
+        _header(console, stack, opts, paths)
+        handle = await stack.client.start_workflow(
+            MissionWorkflow.run, args=[spec, None], id=mission_workflow_id(mission_id),
+            task_queue=COORDINATOR_TASK_QUEUE, static_summary=spec.title,
+        )  # fmt: skip
+        _say(
+            console, f"  mission      {mission_id}  {stack.mission_url(mission_id) or ''}".rstrip()
+        )
+        view = ProgressView(console, live=console.is_terminal)
+        result = await _follow(handle, view, stop, opts.poll_s, approve)
+        summary = summarize(result, stack.artifacts)
+        if summary.sbom is not None:
+            dest = opts.data_dir / f"sbom-{mission_id}.cdx.json"
+            await asyncio.to_thread(stack.artifacts.get_to_file, summary.sbom, dest)
+            summary.sbom_path = dest
+        items = {i.work_item_id for i in result.items}
+        summary.stats = log_stats(await _mission_events(stack, result), items)
+        summary.chain_ok, summary.chain = await asyncio.to_thread(
+            verify_chain, stack.authority_db_path, stack.group)  # fmt: skip
+        print_summary(console, summary, mission_url=stack.mission_url(mission_id))
+        if opts.keep_running and not stop.is_set():
+            _say(console, f"\nThe stack stays up for the web UI ({stack.ui_url or 'headless'}); "
+                 "Ctrl-C stops it.")  # fmt: skip
+            await stop.wait()
+        return summary
+    finally:
+        await stack.stop()
+
+
+__all__ = [
+    "DemoError",
+    "DemoInterrupted",
+    "DemoOptions",
+    "LogReports",
+    "approve_command",
+    "resolve_target",
+    "run_demo",
+]

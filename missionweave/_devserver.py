@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import json
 import os
 import shutil
+import signal
 import socket
 import sys
 from collections.abc import Mapping, Sequence
@@ -29,6 +32,10 @@ from temporalio.service import RPCError
 
 from .protocol import MissionWeaveError
 from .telemetry import temporal_interceptors
+
+#: ``prctl`` from the C library, loaded in the parent (nothing is imported after fork).
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
 
 #: ``MissionId`` (Keyword): the Mission's id within its Group.
 MISSION_ID = SearchAttributeKey.for_keyword("MissionId")
@@ -138,6 +145,12 @@ async def connect_client(
         target, namespace=namespace, data_converter=pydantic_data_converter,
         interceptors=temporal_interceptors() if tracing else [],
     )  # fmt: skip
+
+
+def _die_with_parent() -> None:
+    """In the forked child, before exec (Linux): SIGTERM when the parent dies, however it
+    dies, so a killed ``dev up`` leaves no server behind."""
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class TemporalDevServer:
@@ -272,9 +285,13 @@ class TemporalDevServer:
         self._log = self.log_path.open("ab")
         self._log.write(f"--- {' '.join(cmd)}\n".encode())
         self._log.flush()
+        # Its own process group: Ctrl-C in the terminal reaches this process only, which then
+        # stops agents, the coordinator and the Authority *before* Temporal, instead of the
+        # server dying first under them. On Linux it still dies with this process.
         self._proc = await asyncio.create_subprocess_exec(
-            *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=self._log, stderr=self._log
-        )
+            *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=self._log, stderr=self._log,
+            process_group=0, preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )  # fmt: skip
         try:
             await self._wait_ready()
         except BaseException:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -119,3 +123,43 @@ def test_public_surface() -> None:
         "DEFAULT_GROUP", "EmbeddedStack", "StackError", "workflow_ui_url",
     }  # fmt: skip
     assert all(hasattr(dev, n) for n in dev.__all__)
+
+
+_OWNER = """
+import asyncio, sys
+from missionweave.dev import TemporalDevServer
+
+async def main() -> None:
+    server = TemporalDevServer(sys.argv[1], port=0, ui=False)
+    await server.start()
+    print(server._proc.pid, flush=True)  # the server's pid, for the test
+    await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="parent-death signal is Linux-only")
+def test_the_server_has_its_own_process_group_and_dies_with_its_owner(tmp_path: Path) -> None:
+    """Ctrl-C in a terminal goes to the foreground process group: the server is not in it (its
+    owner stops it last, after what depends on it). Killed hard, the owner takes the server
+    with it: nothing is left running."""
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _OWNER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert owner.stdout is not None
+        server_pid = int(owner.stdout.readline())
+        assert os.getpgid(server_pid) == server_pid != os.getpgid(owner.pid)
+    finally:
+        owner.kill()
+        owner.wait(30)
+    for _ in range(300):  # a bounded wait for the exit, not a timing assertion
+        try:
+            os.kill(server_pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(server_pid, 9)
+        raise AssertionError("the Temporal dev server outlived its owner")

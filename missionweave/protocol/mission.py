@@ -373,6 +373,11 @@ class ItemResult(BaseModel):
     review: list[dict[str, Any]] = Field(default_factory=list)
     review_of: str | None = None
     detail: str = Field(default="", description="the last thing that happened to it, in words")
+    trimmed: bool = Field(
+        default=False,
+        description="its Evidence, review and input (maybe outputs) were left out to keep the "
+        "result under Temporal's 2 MiB payload limit; the Group log has them",
+    )
 
 
 class MissionResult(BaseModel):

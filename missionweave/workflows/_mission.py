@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from ._plan import counts, finished, open_count, plan
     from ._review import ReviewMixin
     from ._review import refuse as _refuse
-    from ._state import ItemState, MissionState, apply_events
+    from ._state import ItemState, MissionState, apply_events, compact, trim
     from ._work import SUBMIT_RETRY, WorkMixin
 
 MISSION_ID = SearchAttributeKey.for_keyword("MissionId")
@@ -71,6 +71,8 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
         # `temporal workflow start --input-file mission.json` passes one argument for two
         # parameters: the SDK then drops the type hints and the spec arrives as a plain dict.
         spec = MissionSpec.model_validate(spec)
+        if resume is not None:
+            resume = MissionState.model_validate(resume)
         self.s = resume or MissionState(
             spec=spec, items={i.work_item_id: ItemState(spec=i) for i in spec.items}
         )
@@ -140,7 +142,10 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
                     # The items live in the state: the spec travels without them, so the
                     # continue-as-new input stays well under Temporal's 2 MiB payload limit.
                     slim = self.s.spec.model_copy(update={"items": []})
-                    workflow.continue_as_new(args=[slim, self.s.model_copy(update={"spec": slim})])
+                    trim(self.s)
+                    # without default values (a WorkContract is mostly defaults): about a
+                    # quarter of the bytes; the next run's validation restores them
+                    workflow.continue_as_new(args=[slim, compact(self.s, slim)])
                 continue
             self._publish_status()
             self.wake = False
@@ -388,6 +393,7 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
         )
 
     def _result(self) -> MissionResult:
+        trim(self.s)  # a result over 2 MiB would fail the workflow's completion
         status = self.s.status if self.s.status != "running" else "failed"
         return MissionResult(
             mission_id=self.s.spec.mission_id, group_id=self.s.spec.group_id,
@@ -398,7 +404,8 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
                               ownership_epoch=it.ownership_epoch, attempts=it.attempts,
                               outputs=it.outputs, artifacts=it.artifacts, evidence=it.evidence,
                               review=[st.model_dump(mode="json") for st in it.review],
-                              review_of=it.review_of, detail=it.detail)
+                              review_of=it.review_of, detail=it.detail,
+                              trimmed=it.trimmed)
                    for w, it in self.s.items.items()],
             reason=self.s.end_reason,
         )  # fmt: skip

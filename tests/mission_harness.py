@@ -148,12 +148,14 @@ async def mission_stack(env: WorkflowEnvironment, tmp: Path,
                         clock: Callable[[], int] | None = None, *,
                         checks: dict[str, Check] | None = None,
                         schemas: dict[str, dict[str, Any]] | None = None,
+                        authority_process: bool = False,
                         ) -> AsyncIterator[MissionStack]:  # fmt: skip
     """Authority (on ``clock``), coordinator Worker (with ``interceptors``, review ``checks``
     and ``schemas``) and, through :meth:`MissionStack.agent`, agent runtimes on the same clock
     and interceptors, all sharing one artifact store; every runtime and Worker is stopped on
-    exit."""
-    async with authority_stack(tmp, clock=clock) as stack:
+    exit. ``authority_process``: the Authority runs as its own process (see
+    :func:`~tests.temporal_env.authority_stack`)."""
+    async with authority_stack(tmp, clock=clock, process=authority_process) as stack:
         tq = new_task_queue()
         store = FilesystemStore(tmp / "artifacts")
         ms = MissionStack(env, stack, tmp, tq, store, clock=stack.clock,

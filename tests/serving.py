@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import pytest_asyncio
 import uvicorn
@@ -83,6 +85,57 @@ class LiveServer:
         self._server.should_exit = True
         await self._task
         self._server = self._task = None
+
+
+class ProcessServer:
+    """``missionweave authority serve`` as its own process — how the Authority is deployed —
+    on a loopback port, over ``db`` with the Authority key ``key``. Same surface as
+    :class:`LiveServer` (``url``, ``ws_url``, ``start``, ``stop``)."""
+
+    def __init__(self, db: Path, key: Path) -> None:
+        self.db, self.key = db, key
+        self.port = 0
+        self._proc: asyncio.subprocess.Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/v1/stream"
+
+    async def start(self) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        cli = Path(sys.executable).with_name("missionweave")
+        self._proc = await asyncio.create_subprocess_exec(
+            str(cli), "authority", "serve", "--db", str(self.db), "--key", str(self.key),
+            "--port", str(self.port), stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        async with httpx.AsyncClient() as http:
+            for _ in range(300):  # up to 30 s for the process to import and listen
+                if self._proc.returncode is not None:
+                    raise RuntimeError(f"authority serve exited with {self._proc.returncode}")
+                try:
+                    if (await http.get(f"{self.url}/healthz")).status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.1)
+        raise RuntimeError("authority serve did not answer within 30 s")
+
+    async def stop(self) -> None:
+        if self._proc is not None and self._proc.returncode is None:
+            self._proc.terminate()
+            try:
+                await asyncio.wait_for(self._proc.wait(), 15)
+            except TimeoutError:
+                self._proc.kill()
+                await self._proc.wait()
+        self._proc = None
 
 
 @pytest.fixture

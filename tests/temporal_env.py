@@ -93,7 +93,7 @@ from missionweave.authority.client import AuthorityClient
 from missionweave.dev import SEARCH_ATTRIBUTES, find_temporal_cli
 from missionweave.protocol import Actor, AgentCard, SigningKey
 
-from .serving import LiveServer
+from .serving import LiveServer, ProcessServer
 
 #: History events after which ``dev_env_small_history`` suggests continue-as-new.
 SMALL_HISTORY_EVENTS = 20
@@ -316,7 +316,7 @@ class AuthorityStack:
     """
 
     authority: Authority
-    server: LiveServer
+    server: LiveServer | ProcessServer
     client: AuthorityClient
     group: str
     coordinator: Actor
@@ -401,6 +401,7 @@ async def authority_stack(
     group: str = "g1",
     coordinator_id: str = "coordinator",
     config: AuthorityConfig | None = None,
+    process: bool = False,
 ) -> AsyncIterator[AuthorityStack]:
     """A running :class:`AuthorityStack` under ``tmp_path``; everything is closed on exit.
 
@@ -411,10 +412,20 @@ async def authority_stack(
         group: the Group id.
         coordinator_id: the coordinator's agent id.
         config: Authority settings.
+        process: serve with ``missionweave authority serve`` in its own process (wall clock,
+            default settings; ``stack.authority`` then reads the same file), as deployed.
     """
     tick = clock or now_ms
-    authority = Authority(tmp_path / "authority.db", SigningKey.generate(), config, clock=tick)
-    server = LiveServer(authority, poll_interval_s=0.05)
+    key = SigningKey.generate()
+    authority = Authority(tmp_path / "authority.db", key, config, clock=tick)
+    server: LiveServer | ProcessServer
+    if process:
+        if clock is not None or config is not None:
+            raise ValueError("an Authority process runs on the wall clock with default settings")
+        key.to_file(tmp_path / "authority.key")
+        server = ProcessServer(tmp_path / "authority.db", tmp_path / "authority.key")
+    else:
+        server = LiveServer(authority, poll_interval_s=0.05)
     client: AuthorityClient | None = None
     try:
         await server.start()

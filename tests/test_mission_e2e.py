@@ -17,10 +17,13 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 dev_env = temporal_env.dev_env
 
 
+@pytest.mark.parametrize("authority_process", [False, True], ids=["inline", "process"])
 async def test_small_dag_completes_and_chain_verifies__MW_10_4_a(
-    dev_env: WorkflowEnvironment, tmp_path: Path
+    dev_env: WorkflowEnvironment, tmp_path: Path, authority_process: bool
 ) -> None:
-    async with mission_stack(dev_env, tmp_path) as ms:
+    """Also with the Authority as its own process (``missionweave authority serve``), as the
+    overhead benchmark runs it."""
+    async with mission_stack(dev_env, tmp_path, authority_process=authority_process) as ms:
         await ms.agent("ada", step_registry())
         await ms.agent("bob", step_registry())
         c = contract().wire()

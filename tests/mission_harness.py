@@ -34,7 +34,13 @@ from missionweave.authority import now_ms
 from missionweave.coordinator import coordinator_worker
 from missionweave.protocol import Actor, AgentCard, WorkContract
 from missionweave.protocol.mission import MissionResult, MissionSpec, mission_workflow_id
-from missionweave.worker import AgentRuntime, HandlerRegistry, Submission, WorkContext
+from missionweave.worker import (
+    AdmissionPolicy,
+    AgentRuntime,
+    HandlerRegistry,
+    Submission,
+    WorkContext,
+)
 from missionweave.workflows import MissionWorkflow
 
 from .temporal_env import AuthorityStack, authority_stack, new_task_queue
@@ -55,12 +61,14 @@ def contract(caps: Sequence[str] = ("demo.step@1.0",), **over: Any) -> WorkContr
     return WorkContract.model_validate(base)
 
 
-def step_registry(capability: str = "demo.step", version: str = "1.0") -> HandlerRegistry:
+def step_registry(capability: str = "demo.step", version: str = "1.0",
+                  estimate_ms: int | None = None) -> HandlerRegistry:  # fmt: skip
     """One handler, ``capability@version``: checks its lease (``guard``), then submits
-    ``{"result": {"item": <id>}}`` with a passing Evidence for criterion ``done``."""
+    ``{"result": {"item": <id>}}`` with a passing Evidence for criterion ``done``;
+    ``estimate_ms``: the duration it declares (admission control's expected wait)."""
     reg = HandlerRegistry()
 
-    @reg.handler(capability, version=version)
+    @reg.handler(capability, version=version, estimate_ms=estimate_ms)
     async def step(ctx: WorkContext, input: dict[str, object]) -> Submission:
         await ctx.guard()
         return Submission(outputs={"result": {"item": ctx.work_item_id}},
@@ -107,7 +115,8 @@ class MissionStack:
     async def agent(self, agent_id: str, handlers: HandlerRegistry, *,
                     capabilities: Sequence[str] = ("demo.step@1.0",), max_concurrency: int = 2,
                     roles: Sequence[str] = ("worker",),
-                    actor: Actor | None = None) -> AgentRuntime:  # fmt: skip
+                    actor: Actor | None = None,
+                    admission: AdmissionPolicy | None = None) -> AgentRuntime:  # fmt: skip
         """Start an agent runtime; ``actor``: a member added before (else a new one)."""
         if actor is None:
             actor = await self.stack.add_agent(agent_id, roles, capabilities=capabilities,
@@ -122,7 +131,7 @@ class MissionStack:
         rt = AgentRuntime(card, actor.key, groups=[self.group], authority_url=self.stack.url,
                           temporal_client=self.env.client, handlers=handlers,
                           state_path=self.tmp / f"{agent_id}.sqlite3", clock=self.clock,
-                          interceptors=self.interceptors,
+                          interceptors=self.interceptors, admission=admission,
                           artifact_store=self.artifacts)  # fmt: skip
         self.runtimes.append(rt)
         self.tasks.append(asyncio.create_task(rt.run()))

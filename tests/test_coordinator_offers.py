@@ -91,3 +91,27 @@ async def test_a_retried_batch_gets_the_first_offers_back(tmp_path: Path) -> Non
         assert _offered(again) == [["ada"]]  # the Authority's answer: the first offer
         offers = [e for e in stack.authority.events("g1") if e.type == "work.offered"]
         assert len(offers) == 1
+
+
+async def test_no_offer_to_an_agent_without_room__MW_10_3_b(tmp_path: Path) -> None:
+    """An agent with no free slot takes offers into its queue up to as many as it has slots;
+    past that it would only decline them, so it is not offered the work: the result says
+    ``saturated`` (offer again later), and nothing is written."""
+    async with authority_stack(tmp_path) as stack:
+        ada = await stack.add_agent("ada", capabilities=[CAP], max_concurrency=1)
+        items = ["w1", "w2"]
+        await _setup(stack, items)
+        await stack.client.put_presence(ada, "g1", 0, 0)  # busy, nothing queued: room 1
+        acts = CoordinatorActivities(stack.client, stack.coordinator)
+        res = await acts.select_candidates(_batch(items, stack.clock()))
+        first, second = res.results
+        assert [c.agent_id for c in first.candidates] == ["ada"] and not first.saturated
+        assert first.candidates[0].basis.availability_estimate_ms is None  # queued, not free
+        assert second.candidates == [] and second.saturated and second.verdict is None
+        offers = [e for e in stack.authority.events("g1") if e.type == "work.offered"]
+        assert [e.work_item_id for e in offers] == ["w1"]
+        # no capable agent at all is not "saturated"
+        other = _batch(["w2"], stack.clock()).requests[0].model_copy(
+            update={"required_capabilities": ["nobody.has@1.0"]})  # fmt: skip
+        none = await acts.select_candidates(SelectCandidatesBatch(requests=[other]))
+        assert none.results[0].candidates == [] and not none.results[0].saturated

@@ -205,8 +205,9 @@ async def test_work_started_just_before_continue_as_new_still_runs__MW_11_3_b(
             # run's history just past the suggestion and start at once: the start_work then
             # races the continue-as-new, in either order the Mission must finish.
             h = await latest.fetch_history()
-            if len(h.events) > SMALL_HISTORY_EVENTS:
-                return True
+            first = h.events[0].workflow_execution_started_event_attributes
+            if len(h.events) > SMALL_HISTORY_EVENTS or first.continued_execution_run_id:
+                return True  # past the suggestion, or it already continued as new on it
             await handle.signal(MissionWorkflow.child_finished, ChildOutcome(
                 work_item_id="none", child_mission_id="none", approved=False))  # fmt: skip
             return False

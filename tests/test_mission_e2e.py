@@ -9,6 +9,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
+from missionweave.worker import AdmissionPolicy
 
 from . import temporal_env
 from .mission_harness import contract, mission_stack, step_registry
@@ -72,3 +73,26 @@ async def test_wide_dag_of_many_items_completes_in_parallel__MW_10_4_a(
             workflows=[MissionWorkflow], data_converter=dev_env.client.data_converter
         ).replay_workflow(history)
         verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+
+
+async def test_work_waits_at_the_coordinator_not_in_declines__MW_10_3_b__MW_10_3_e(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """One agent, one slot and a queue of one, six independent WorkItems: each is offered when
+    the agent has room (a free slot, or a queue place) and at no other time — no offer ends in
+    a ``capacity`` decline, none is offered twice — and the Mission completes."""
+    async with mission_stack(dev_env, tmp_path) as ms:
+        # a short declared duration: admission control lets one wait in the queue
+        await ms.agent("ada", step_registry(estimate_ms=1_000), max_concurrency=1,
+                       admission=AdmissionPolicy(max_queue_depth=1))  # fmt: skip
+        c = contract().wire()
+        spec = ms.spec("room", [{"work_item_id": f"w{i}", "contract": c} for i in range(6)])
+        result = await (await ms.start(spec)).result()
+        log = ms.stack.authority.events(ms.group)
+    assert result.status == "completed"
+    assert [e.type for e in log].count("work.offered") == 6, [
+        (e.type, e.work_item_id, e.body.get("reason"))
+        for e in log
+        if e.type.startswith(("work.off", "offer"))
+    ]
+    assert "work.offer_declined" not in {e.type for e in log}

@@ -15,10 +15,9 @@ from temporalio import activity
 
 from ..artifacts import ArtifactStore
 from ..authority.client import AuthorityClient, CursorTooOldError
-from ..protocol import Actor, Command, SelectionBasis, sign_command
+from ..protocol import Actor, Command, sign_command
 from ..protocol.mission import (
     BatchEntry,
-    Candidate,
     CoordinatorIntent,
     ReviewInput,
     ReviewResult,
@@ -30,34 +29,10 @@ from ..protocol.mission import (
     SubmitCommandsResult,
 )
 from ..protocol.review_decision import decision_command, verdict_step
+from ._ranking import capacities, rank
 from ._review import Check, SubmissionReview
 
 log = logging.getLogger(__name__)
-
-
-def capability_matches(offered: list[str], required: list[str]) -> list[str] | None:
-    """The card capabilities that satisfy ``required`` (``id@semver``: same id, same major
-    version, minor ≥), or ``None`` when one is missing."""
-    out = []
-    for req in required:
-        rid, _, rver = req.partition("@")
-        rmaj, _, rmin = rver.partition(".")
-        hit = None
-        for cap in offered:
-            cid, _, cver = cap.partition("@")
-            cmaj, _, cmin = cver.partition(".")
-            if cid == rid and cmaj == rmaj and _int(cmin) >= _int(rmin):
-                hit = cap
-                break
-        if hit is None:
-            return None
-        out.append(hit)
-    return out
-
-
-def _int(s: str) -> int:
-    head = s.split(".")[0]
-    return int(head) if head.isdigit() else 0
 
 
 def _offer_intent(req: SelectCandidatesInput, res: SelectCandidatesResult) -> CoordinatorIntent:
@@ -203,11 +178,11 @@ class CoordinatorActivities:
 
     @activity.defn(name="select_candidates")
     async def select_candidates(self, inp: SelectCandidatesBatch) -> SelectCandidatesBatchResult:
-        """Rank agents for each request (MW-10.3-b/f): capability match (same id, same major
-        version), the worker role, Presence (free slots first, less the offers made earlier in
-        the same batch), per-capability reliability from past outcomes (Laplace-smoothed
-        success rate), then expected cost. Returns the structured selection basis that the
-        offer records; no prose. A request with an ``offer`` slot is also offered to its
+        """Rank agents for each request (MW-10.3-b/f; see :mod:`._ranking`): capability
+        match, roles, an open session, room per Presence (less the offers made earlier in the
+        same batch; none anywhere → ``saturated``), free slots first, per-capability
+        reliability, expected cost. Returns the structured selection basis that the offer
+        records; no prose. A request with an ``offer`` slot is also offered to its
         candidates: the signed ``work.offer`` Commands of a batch go to the Authority in one
         request, and each result carries its verdict.
 
@@ -221,13 +196,12 @@ class CoordinatorActivities:
             if req.group_id not in by_group:
                 agents = await self.authority.agents(req.group_id)
                 presence = await self.authority.presence(req.group_id)
-                free = {a: p.free_slots for a, p in presence.items()}
-                by_group[req.group_id] = (agents, free)
-            agents, free = by_group[req.group_id]
-            res = self._rank(req, agents, free)
-            for c in res.candidates:  # a batch spreads over the free slots it sees
-                if free.get(c.agent_id) is not None:
-                    free[c.agent_id] -= 1
+                by_group[req.group_id] = (agents, capacities(agents, presence))
+            agents, capacity = by_group[req.group_id]
+            res = rank(req, agents, capacity)
+            for c in res.candidates:  # a batch spreads over the room Presence shows
+                if c.agent_id in capacity:
+                    capacity[c.agent_id].take()
             if req.offer is not None and res.candidates:
                 offers.setdefault(req.group_id, []).append((len(out), _offer_intent(req, res)))
             out.append(res)
@@ -237,47 +211,6 @@ class CoordinatorActivities:
             for (n, _), verdict in zip(intents, done.verdicts, strict=True):
                 out[n] = out[n].model_copy(update={"verdict": verdict})
         return SelectCandidatesBatchResult(results=out)
-
-    @staticmethod
-    def _rank(req: SelectCandidatesInput, agents: list[Any], free_slots: Mapping[str, int]
-              ) -> SelectCandidatesResult:  # fmt: skip
-        """Rank for one request; ``free_slots``: each agent's Presence free slots, less the
-        offers made to it earlier in the same batch (absent: no Presence known)."""
-        scored = []
-        for a in agents:
-            if not set(req.roles) <= set(a.roles) or a.agent_id in req.exclude or a.card is None:
-                continue
-            if a.session_epoch == 0:
-                continue  # never started a runtime: it could not start the work
-            caps = capability_matches(list(a.card.capabilities), req.required_capabilities)
-            if caps is None:
-                continue
-            rel = {c: a.reliability.get(c) for c in req.required_capabilities}
-            ok = sum(r.ok for r in rel.values() if r is not None)
-            fail = sum(r.fail for r in rel.values() if r is not None)
-            free = free_slots.get(a.agent_id)
-            score = (
-                0 if free is None or free > 0 else 1,       # available first
-                -((ok + 1) * 1000 // (ok + fail + 2)),      # then reliability (smoothed)
-                a.card.cost_per_item_minor_units,           # then cheaper
-                a.agent_id,                                 # deterministic tie-break
-            )  # fmt: skip
-            basis = SelectionBasis(
-                capability_matches=caps, authorization_eligible=True,
-                availability_estimate_ms=0 if free else None,
-                expected_cost_minor_units=a.card.cost_per_item_minor_units,
-                reliability={f"{c}:ok": r.ok if r else 0 for c, r in rel.items()}
-                | {f"{c}:fail": r.fail if r else 0 for c, r in rel.items()},
-                policy_rules=["capability-major-version-match",
-                              "worker-role" if req.roles == ["worker"]
-                              else "roles:" + "+".join(sorted(req.roles)), "has-session",
-                              "presence-first", "reliability-smoothed", "cost-ascending"],
-            )  # fmt: skip
-            scored.append((score, a.agent_id, basis))
-        scored.sort(key=lambda x: x[0])
-        return SelectCandidatesResult(candidates=[
-            Candidate(agent_id=aid, basis=b.model_copy(update={"rank": i + 1}))
-            for i, (_, aid, b) in enumerate(scored[: req.limit])])  # fmt: skip
 
     @activity.defn(name="review_submission")
     async def review_submission(self, inp: ReviewInput) -> ReviewResult:

@@ -436,11 +436,14 @@ class Candidate(BaseModel):
 
 class SelectCandidatesResult(BaseModel):
     """Ranked candidates, best first (possibly empty), and the verdict on the offer made to
-    them when the request carried an :class:`OfferSlot` (``None`` when no one was eligible)."""
+    them when the request carried an :class:`OfferSlot` (``None`` when no one was eligible).
+    ``saturated``: no candidate because every eligible agent's Presence showed no room (offer
+    again when a slot frees up), not because no agent can do the work."""
 
     model_config = _MODEL
     candidates: list[Candidate] = Field(default_factory=list)
     verdict: CommandVerdict | None = None
+    saturated: bool = False
 
 
 class CoordinatorIntent(BaseModel):

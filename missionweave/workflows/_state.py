@@ -109,6 +109,8 @@ class MissionState(BaseModel):
         status: running / completed / failed / cancelled.
         cancel_reason: set when a cancel was requested.
         end_reason: why it failed or was cancelled (``MissionResult.reason``).
+        awaiting_room: WorkItems no agent had room for (``saturated``): offered again when an
+            execution of this Mission ends, or at their retry time.
         first_seq / last_seq: the Group sequence range this Mission's Commands produced.
     """
 
@@ -121,6 +123,7 @@ class MissionState(BaseModel):
     status: str = "running"
     cancel_reason: str | None = None
     end_reason: str = ""
+    awaiting_room: list[str] = Field(default_factory=list)
     first_seq: int | None = None
     last_seq: int | None = None
 

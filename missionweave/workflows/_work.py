@@ -98,6 +98,10 @@ class WorkMixin:
                 item.offer_pending = False
                 item.retry_at_ms = now + max(1000, policy.reoffer_backoff_ms)
                 item.detail = "no eligible agent"
+                if res.saturated:  # offered again as soon as one of this Mission's runs ends
+                    item.detail = "every capable agent is busy"
+                    if wid not in self.s.awaiting_room:
+                        self.s.awaiting_room.append(wid)
                 continue
             item.retry_at_ms = None
             item.tried = [*item.tried, *cands][-policy.max_sequential_offers * 4 :]
@@ -132,6 +136,9 @@ class WorkMixin:
         finally:
             item.running = False
             self.tasks.pop(item.work_item_id, None)
+            for wid in self.s.awaiting_room:  # a slot is free: offer those waiting for one
+                self.s.items[wid].retry_at_ms = None
+            self.s.awaiting_room.clear()
         if outcome.verdict is not None and outcome.verdict.status != "rejected":
             apply_events(self.s, outcome.verdict.events)
         item.detail = f"{outcome.kind.value}" + (f": {outcome.error}" if outcome.error else "")

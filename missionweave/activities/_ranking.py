@@ -1,0 +1,139 @@
+"""Ranking agents for an offer (MW-10.3-b/f), as the ``select_candidates`` activity does it.
+
+Eligible: holds every required role, has a published card and an open session, matches every
+required capability (same id, same major version, minor ≥), is not excluded. Ranked: available
+first (free slots per Presence), then per-capability reliability (Laplace-smoothed success rate
+from past outcomes), then expected cost, then id. The structured selection basis is what the
+offer records; no prose.
+
+**Room.** An agent with no free slot still takes offers into its queue, up to as many waiting
+WorkItems as it has slots; past that it would only decline them (``capacity``), and every
+decline is an Update the Mission workflow must take (at most 10 in flight). So an agent whose
+Presence shows no room is not offered the work: the request comes back ``saturated`` and the
+workflow offers again when a slot frees up. Within one batch each offer takes a free slot, or a
+place in the queue, from what Presence reported. An agent without a Presence report is
+assumed to have room.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..protocol import SelectionBasis
+from ..protocol.mission import Candidate, SelectCandidatesInput, SelectCandidatesResult
+
+
+def capability_matches(offered: list[str], required: list[str]) -> list[str] | None:
+    """The card capabilities that satisfy ``required`` (``id@semver``: same id, same major
+    version, minor ≥), or ``None`` when one is missing."""
+    out = []
+    for req in required:
+        rid, _, rver = req.partition("@")
+        rmaj, _, rmin = rver.partition(".")
+        hit = None
+        for cap in offered:
+            cid, _, cver = cap.partition("@")
+            cmaj, _, cmin = cver.partition(".")
+            if cid == rid and cmaj == rmaj and _int(cmin) >= _int(rmin):
+                hit = cap
+                break
+        if hit is None:
+            return None
+        out.append(hit)
+    return out
+
+
+def _int(s: str) -> int:
+    head = s.split(".")[0]
+    return int(head) if head.isdigit() else 0
+
+
+@dataclass(slots=True)
+class Capacity:
+    """One agent's capacity in one Group during one batch, from its Presence report.
+
+    Attributes:
+        free: execution slots free.
+        queued: WorkItems waiting in its queue for this Group.
+        slots: its card's ``max_concurrency`` (also the queue allowance).
+    """
+
+    free: int
+    queued: int
+    slots: int
+
+    @property
+    def room(self) -> int:
+        """Offers it can still take: free slots, plus queue places up to ``slots`` waiting."""
+        return self.free + max(0, self.slots - self.queued)
+
+    def take(self) -> None:
+        """One more offer made to it: a free slot if any, else a queue place."""
+        if self.free > 0:
+            self.free -= 1
+        else:
+            self.queued += 1
+
+
+def capacities(agents: Iterable[Any], presence: Mapping[str, Any]) -> dict[str, Capacity]:
+    """The :class:`Capacity` of every agent with a card and a Presence report."""
+    return {
+        a.agent_id: Capacity(p.free_slots, p.queue_depth, a.card.max_concurrency)
+        for a in agents
+        if a.card is not None and (p := presence.get(a.agent_id)) is not None
+    }
+
+
+def rank(req: SelectCandidatesInput, agents: Iterable[Any],
+         capacity: Mapping[str, Capacity]) -> SelectCandidatesResult:  # fmt: skip
+    """The best ``req.limit`` eligible agents with room, best first; ``saturated`` when some
+    were eligible but none had room (see the module)."""
+    scored = []
+    full = False
+    for a in agents:
+        if not set(req.roles) <= set(a.roles) or a.agent_id in req.exclude or a.card is None:
+            continue
+        if a.session_epoch == 0:
+            continue  # never started a runtime: it could not start the work
+        caps = capability_matches(list(a.card.capabilities), req.required_capabilities)
+        if caps is None:
+            continue
+        cap = capacity.get(a.agent_id)
+        if cap is not None and cap.room <= 0:
+            full = True
+            continue
+        rel = {c: a.reliability.get(c) for c in req.required_capabilities}
+        ok = sum(r.ok for r in rel.values() if r is not None)
+        fail = sum(r.fail for r in rel.values() if r is not None)
+        free = cap is None or cap.free > 0
+        score = (
+            0 if free else 1,                           # a free slot first
+            -((ok + 1) * 1000 // (ok + fail + 2)),      # then reliability (smoothed)
+            a.card.cost_per_item_minor_units,           # then cheaper
+            a.agent_id,                                 # deterministic tie-break
+        )  # fmt: skip
+        basis = SelectionBasis(
+            capability_matches=caps, authorization_eligible=True,
+            availability_estimate_ms=0 if free else None,
+            expected_cost_minor_units=a.card.cost_per_item_minor_units,
+            reliability={f"{c}:ok": r.ok if r else 0 for c, r in rel.items()}
+            | {f"{c}:fail": r.fail if r else 0 for c, r in rel.items()},
+            policy_rules=["capability-major-version-match",
+                          "worker-role" if req.roles == ["worker"]
+                          else "roles:" + "+".join(sorted(req.roles)), "has-session",
+                          "room-per-presence", "presence-first", "reliability-smoothed",
+                          "cost-ascending"],
+        )  # fmt: skip
+        scored.append((score, a.agent_id, basis))
+    scored.sort(key=lambda x: x[0])
+    chosen = scored[: req.limit]
+    return SelectCandidatesResult(
+        candidates=[Candidate(agent_id=aid, basis=b.model_copy(update={"rank": i + 1}))
+                    for i, (_, aid, b) in enumerate(chosen)],
+        saturated=full and not chosen,
+    )  # fmt: skip
+
+
+__all__ = ["Capacity", "capability_matches", "capacities", "rank"]

@@ -188,8 +188,7 @@ def test_urls_point_at_the_right_services(compose: dict[str, Any]) -> None:
                 if flag in expected:
                     assert value == expected[flag], f"{name}: {flag} {value}"
                     checked.add(flag)
-    assert {"MISSIONWEAVE_AUTHORITY_URL", "--authority-url", "TEMPORAL_ADDRESS",
-            "--temporal-address", "OTEL_EXPORTER_OTLP_ENDPOINT",
+    assert {"MISSIONWEAVE_AUTHORITY_URL", "TEMPORAL_ADDRESS", "OTEL_EXPORTER_OTLP_ENDPOINT",
             "--s3-endpoint"} <= checked  # fmt: skip
     assert _port(services["temporal"], "7233")
     assert _port(services["jaeger"], "4318")
@@ -203,6 +202,34 @@ def test_urls_point_at_the_right_services(compose: dict[str, Any]) -> None:
         env = _env(services[name])
         assert env["MISSIONWEAVE_S3_ACCESS_KEY"] == minio_env["MINIO_ROOT_USER"]
         assert env["MISSIONWEAVE_S3_SECRET_KEY"] == minio_env["MINIO_ROOT_PASSWORD"]
+
+
+def test_our_commands_reach_the_servers_by_option_or_environment(
+    compose: dict[str, Any],
+) -> None:
+    """Every server option of every command our services run ends up at the right service:
+    its flag when given, else the environment variable the option itself reads (click's
+    ``envvar``, the code's setting), never the loopback default."""
+    expected = {"--authority-url": "http://authority:8787", "--url": "http://authority:8787",
+                "--temporal-address": "temporal:7233", "--namespace": "default"}  # fmt: skip
+    resolved: set[str] = set()
+    for name, service in _ours(compose).items():
+        env = _env(service)
+        for args in _invocations(service):
+            path, command, rest = _command_path(args)
+            for param in command.params:
+                flags = [o for o in param.opts if o in expected]
+                if not flags:
+                    continue
+                given = [b for a, b in itertools.pairwise(rest) if a in param.opts]
+                envvar = param.envvar if isinstance(param.envvar, str) else None
+                assert given or (envvar and envvar in env), (
+                    f"{name}: {' '.join(path)} {flags[0]} falls back to {param.default!r}"
+                )
+                value = given[-1] if given else env[str(envvar)]
+                assert value == expected[flags[0]], f"{name}: {' '.join(path)} {flags[0]} {value}"
+                resolved.add(" ".join(path))
+    assert {"coordinator", "worker", "group create", "group add"} <= resolved
 
 
 def _flag(service: dict[str, Any], flag: str) -> str:

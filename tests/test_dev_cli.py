@@ -11,62 +11,32 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import re
-import signal
 import socket
-import subprocess
-import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import httpx
-import pytest
 import yaml
 
+from .cli_processes import (
+    EXE,
+    STARTUP_S,
+    Process,
+    eventually,
+    processes,
+    processes_mentioning,
+)
+from .cli_processes import mw as _mw
+from .cli_processes import one_line_error as _one_line_error
 from .mission_harness import contract
 
-EXE = str(Path(sys.executable).with_name("missionweave"))
-ROOT = Path(__file__).resolve().parent.parent
-STARTUP_S = 60
+__all__ = ["processes"]  # the fixture
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _mw(*args: str, env: dict[str, str] | None = None, stdin: str | None = None,
-        timeout: float = 60) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT, env=env, input=stdin, check=False)  # fmt: skip
-
-
-def _one_line_error(r: subprocess.CompletedProcess[str], *needles: str) -> None:
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-
-
-def _processes_mentioning(text: str) -> list[str]:
-    """Command lines of live processes that mention ``text`` (e.g. a test's tmp path)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (proc / "stat").read_text().split(") ", 1)[1][:1]
-        except OSError:
-            continue
-        if text in cmdline and state != "Z":
-            found.append(f"{proc.name}: {cmdline}")
-    return found
 
 
 def _spec(mission_id: str, capability: str) -> dict[str, Any]:
@@ -83,61 +53,6 @@ def _spec(mission_id: str, capability: str) -> dict[str, Any]:
                    "input": {"text": "one two three\nfour\n"}}],
         "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
     }  # fmt: skip
-
-
-class Process:
-    """A child process whose stdout lines are read by a thread (never blocks the test)."""
-
-    def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
-        self.log = log.open("w")
-        # Its own process group, as a terminal gives it: Ctrl-C reaches it and its children.
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, text=True,
-                                     cwd=ROOT, env=env, start_new_session=True)  # fmt: skip
-        self.lines: queue.Queue[str] = queue.Queue()
-        assert self.proc.stdout is not None
-        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
-
-    def _read(self, out: IO[str]) -> None:
-        for line in out:
-            self.lines.put(line.rstrip("\n"))
-
-    def read_until(self, pattern: str, timeout_s: float) -> dict[str, str]:
-        """Lines up to one matching ``pattern``; every ``key  value`` line seen, by key."""
-        seen: dict[str, str] = {}
-        while True:
-            try:
-                line = self.lines.get(timeout=timeout_s)
-            except queue.Empty:
-                raise AssertionError(f"no line matching {pattern!r}: {self.stderr()}") from None
-            m = re.match(r"^  (\S+(?: \S+)?)\s{2,}(.*)$", line)
-            if m:
-                seen[m.group(1)] = m.group(2)
-            if re.search(pattern, line):
-                return seen
-
-    def stderr(self) -> str:
-        self.log.flush()
-        return Path(self.log.name).read_text()
-
-    def interrupt(self, timeout_s: float = 60) -> int:
-        """Ctrl-C: SIGINT to the whole process group; the exit status."""
-        os.killpg(self.proc.pid, signal.SIGINT)
-        return self.proc.wait(timeout=timeout_s)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self.log.close()
-
-
-@pytest.fixture
-def processes() -> Iterator[list[Process]]:
-    """Processes started by a test; any still running at its end is killed."""
-    started: list[Process] = []
-    yield started
-    for p in started:
-        p.close()
 
 
 def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
@@ -187,7 +102,7 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
         return any(a["agent_id"] == "counter-1" and a["session_epoch"] > 0 and a["card"]
                    for a in agents)  # fmt: skip
 
-    _eventually(agent_ready, "the agent's session and card", worker)
+    eventually(agent_ready, "the agent's session and card", worker)
 
     # A Mission that completes.
     spec_file = tmp_path / "t1.json"
@@ -234,19 +149,9 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     assert stack.interrupt() == 0, stack.stderr()
     log = stack.stderr()
     assert "stopped" in log and "Traceback" not in log, log
-    assert _processes_mentioning(str(tmp_path)) == []
+    assert processes_mentioning(str(tmp_path)) == []
     r = _mw("events", "verify", "--db", str(data / "authority.db"))
     assert r.returncode == 0 and "ok   group demo" in r.stdout, r.stdout + r.stderr
-
-
-def _eventually(probe: Any, what: str, proc: Process, timeout_s: float = 30) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while not probe():
-        if proc.proc.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"no {what}: {proc.stderr()}")
-        time.sleep(0.1)
 
 
 def test_mission_bad_input_is_one_line(tmp_path: Path) -> None:
@@ -280,7 +185,7 @@ def test_dev_up_with_a_taken_port_is_one_line_and_leaves_nothing(tmp_path: Path)
         r = _mw("dev", "up", "--data-dir", str(tmp_path / "data"), "--temporal-port", "0",
                 "--headless", "--authority-port", str(port))  # fmt: skip
     _one_line_error(r, f"cannot listen on 127.0.0.1:{port}")
-    assert _processes_mentioning(str(tmp_path)) == []
+    assert processes_mentioning(str(tmp_path)) == []
 
 
 def test_help_of_the_new_commands() -> None:

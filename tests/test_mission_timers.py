@@ -241,3 +241,42 @@ async def test_missed_start_deadline_reoffers_the_only_agent_next_epoch__MW_11_5
     assert result.status == "completed"
     (res,) = result.items
     assert (res.state.value, res.owner, res.ownership_epoch) == ("verified", "ada", 2)
+
+
+async def test_an_item_nobody_can_take_is_ranked_ever_less_often(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Nobody holds the capability: the workflow ranks again after 1 s, 2 s, 4 s … at most
+    every 30 s — ten unattended minutes cost a few dozen activities, not six hundred — and
+    the Mission still ends when cancelled."""
+    from temporalio.api.enums.v1 import EventType
+
+    from missionweave.protocol.mission import CancelInput
+
+    clock = await VirtualClock.of(time_env)
+    with time_env.auto_time_skipping_disabled():
+        async with mission_stack(
+            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
+        ) as ms:
+            await _silent_agent(ms, clock)  # holds demo.step only
+            rare = contract(["rare.skill@1.0"]).wire()
+            spec = ms.spec("nobody", [{"work_item_id": "a", "contract": rare}])
+            handle = await ms.start(spec)
+
+            async def ranked() -> bool:
+                st: MissionStatus = await handle.query(MissionWorkflow.status)
+                return st.items[0].detail == "no eligible agent"
+
+            await until("the first empty ranking", ranked)
+            await time_env.sleep(TEN_MINUTES)
+            assert await handle.execute_update(MissionWorkflow.cancel, CancelInput(reason="x"))
+            result = await _finish(handle)
+            history = await handle.fetch_history()
+    rankings = [
+        e for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "select_candidates"
+    ]  # fmt: skip
+    assert result.status == "cancelled"
+    # 1+2+4+8+16+32(capped to 30) s, then every 30 s: about 25 in 600 s
+    assert 15 <= len(rankings) <= 30, len(rankings)

@@ -6,7 +6,7 @@ from rich.console import Console
 
 from missionweave.cli._mission_view import STATE_FILL, render_table, to_mermaid
 from missionweave.protocol import WorkItemState
-from missionweave.protocol.mission import MissionStatus
+from missionweave.protocol.mission import MissionResult, MissionStatus
 
 
 def _status() -> MissionStatus:
@@ -49,3 +49,22 @@ def test_table_shows_every_column() -> None:
                  "01234567…", "waiting for dependencies", "1 active, 1 open, 1 verified",
                  "events 3–40"):  # fmt: skip
         assert word in text, word
+
+
+def test_a_closed_missions_graph_keeps_its_edges__MW_10_4_a() -> None:
+    """With no coordinator to answer the ``status`` query, ``mission graph`` draws a closed
+    Mission from its result: every dependency, edges added at run time included."""
+    from missionweave.cli._mission import _result_status
+
+    result = MissionResult.model_validate({
+        "mission_id": "m", "group_id": "g", "status": "completed", "event_range": [3, 9],
+        "items": [{"work_item_id": "a", "state": "verified"},
+                  {"work_item_id": "b", "state": "verified", "dependencies": ["a"]},
+                  {"work_item_id": "c", "state": "verified", "dependencies": ["a", "b"],
+                   "detail": "submitted"}],
+    })  # fmt: skip
+    status = _result_status(result)
+    assert [i.dependencies for i in status.items] == [[], ["a"], ["a", "b"]]
+    assert status.items[2].detail == "submitted"
+    edges = [ln for ln in to_mermaid(status).splitlines() if "-->" in ln]
+    assert edges == ["  w0 --> w1", "  w0 --> w2", "  w1 --> w2"]

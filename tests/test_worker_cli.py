@@ -1,21 +1,32 @@
-"""``missionweave worker``: run as a user runs it (a real process); bad input is one line."""
+"""``missionweave worker``: run as a user runs it (a real process); bad input is one line;
+Ctrl-C ends it even when the Authority and Temporal are gone."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
+import pytest
+
+from missionweave.cli._common import CliError, serve_until_signalled
 from missionweave.protocol import SigningKey
 
-from . import serving
+from . import cli_processes, serving
+from .cli_processes import STARTUP_S, Process, eventually, mw, processes_mentioning
+from .mission_harness import contract
 from .serving import LiveServer
 from .world import World
 
 live = serving.live
 world = serving.world
+processes = cli_processes.processes
 
 EXE = str(Path(sys.executable).with_name("missionweave"))
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,10 +94,152 @@ async def test_worker_unreachable_temporal_is_one_line(
     assert len(err.decode().strip().splitlines()) == 1
 
 
-def test_worker_help_names_its_options() -> None:
-    r = subprocess.run([EXE, "worker", "--help"], capture_output=True, text=True, timeout=60,
-                       check=False)  # fmt: skip
-    assert r.returncode == 0
-    for option in ("--card", "--key", "--handlers", "--group", "--authority-url",
-                   "--temporal-address", "--namespace", "--state-dir"):  # fmt: skip
-        assert option in r.stdout
+def test_worker_and_coordinator_help_name_their_options_and_variables() -> None:
+    """The shared options (one definition in ``cli/_options.py``) say which environment
+    variable sets their default, for ``worker`` as for ``coordinator``."""
+    shared = ("--authority-url", "--temporal-address", "--namespace", "--artifacts",
+              "--s3-endpoint", "--stop-timeout", "env var: MISSIONWEAVE_AUTHORITY_URL",
+              "env var: TEMPORAL_ADDRESS", "env var: TEMPORAL_NAMESPACE")  # fmt: skip
+    for command, own in (("worker", ("--card", "--key", "--handlers", "--group", "--state-dir")),
+                         ("coordinator", ("--key", "--agent-id"))):  # fmt: skip
+        r = subprocess.run([EXE, command, "--help"], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "COLUMNS": "200"}, check=False)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        for word in (*own, *shared):
+            assert word in r.stdout, (command, word)
+
+
+#: How long a worker may take to exit after Ctrl-C: its --stop-timeout (default 20 s) plus a
+#: generous margin for a loaded machine. A process wait, not a speed assertion.
+STOP_BOUND_S = 30
+
+
+def _children(pid: int) -> dict[int, str]:
+    """The live children of ``pid`` and their command lines (``dev up`` runs the Temporal server
+    as one, in a process group of its own, and the Authority's signature verifiers)."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            if (
+                proc.name.isdigit()
+                and int((proc / "stat").read_text().rsplit(") ", 1)[1].split()[1]) == pid
+            ):
+                found[int(proc.name)] = (
+                    (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                )
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _stopped_alone(worker: Process, agent: str) -> None:
+    """Ctrl-C, then the worker exits within STOP_BOUND_S: cleanly (0), or, when its clean stop
+    cannot finish without the servers, by its stop timeout (1, one line); never a traceback."""
+    worker.signal(signal.SIGINT)
+    try:
+        code = worker.proc.wait(timeout=STOP_BOUND_S)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(
+            f"{agent} still runs {STOP_BOUND_S} s after Ctrl-C: {worker.stderr()}"
+        ) from None
+    err = worker.stderr()
+    assert "Traceback" not in err, err
+    assert f"stopping agent {agent}; Ctrl-C again exits at once" in err, err
+    if code == 1:
+        assert (
+            f"error: agent {agent} did not stop within 20 s (are the Authority and Temporal "
+            "reachable?); exiting without a clean stop"
+        ) in err.splitlines(), err
+    else:
+        assert code == 0, (code, err)
+
+
+def test_ctrl_c_stops_a_worker_whose_servers_are_gone(
+    tmp_path: Path, processes: list[Process]
+) -> None:
+    """Two agents each hold a running WorkItem of one Mission; then the servers go away and each
+    gets Ctrl-C. ``frozen-1`` while the Authority and Temporal are frozen (SIGSTOP: connections
+    stay open, nothing answers — a host that vanished), ``gone-1`` once they are killed. The
+    workers read the servers' addresses from TEMPORAL_ADDRESS and MISSIONWEAVE_AUTHORITY_URL,
+    as the coordinator does."""
+    data = tmp_path / "data"
+    stack = Process([EXE, "dev", "up", "--data-dir", str(data), "--temporal-port", "0",
+                     "--headless", "--authority-port", "0"], tmp_path / "dev.log")  # fmt: skip
+    processes.append(stack)
+    info = stack.read_until(r"^  Group ", STARTUP_S)
+    temporal, authority = info["Temporal"].split()[0], info["Authority"]
+    env = {**os.environ, "TEMPORAL_ADDRESS": temporal, "MISSIONWEAVE_AUTHORITY_URL": authority}
+    workers: dict[str, Process] = {}
+    for agent, capability in (("frozen-1", "test.hold@1.0"), ("gone-1", "test.wait@1.0")):
+        key = tmp_path / f"{agent}.pem"
+        owner_key = data / "keys" / "coordinator.pem"
+        r = mw("group", "add", "--key", str(owner_key), "--group", "demo", "--agent-id", agent,
+               "--agent-key", str(key), "--create-key", env=env)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        card = tmp_path / f"{agent}.yaml"
+        card.write_text(f"agent_id: {agent}\ncapabilities: [{capability}]\nmax_concurrency: 1\n",
+                        encoding="utf-8")  # fmt: skip
+        workers[agent] = Process(
+            [EXE, "worker", "--card", str(card), "--key", str(key), "--handlers",
+             "tests.hold_handlers", "--group", "demo", "--state-dir", str(tmp_path / "state"),
+             "--artifacts", str(data / "artifacts")], tmp_path / f"{agent}.log", env=env,
+        )  # fmt: skip
+        processes.append(workers[agent])
+    spec = {
+        "group_id": "demo", "mission_id": "hold-1", "title": "two WorkItems held until stopped",
+        "items": [{"work_item_id": f"hold-1:{c}", "contract": contract((f"test.{c}@1.0",)).wire()}
+                  for c in ("hold", "wait")],
+        "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
+    }  # fmt: skip
+    r = mw("mission", "start", "-", env=env, stdin=json.dumps(spec))
+    assert r.returncode == 0, r.stderr
+
+    def both_started() -> bool:
+        events = httpx.get(f"{authority}/v1/groups/demo/events", timeout=5,
+                           params={"after_sequence": 0, "limit": 1000}).json()  # fmt: skip
+        started = {e["work_item_id"] for e in events["events"] if e["type"] == "work.started"}
+        return started == {"hold-1:hold", "hold-1:wait"}
+
+    eventually(both_started, "two started WorkItems", stack, timeout_s=60)
+
+    children = _children(stack.proc.pid)
+    assert any(" server start-dev " in cmd for cmd in children.values()), children
+    servers = [stack.proc.pid, *children]  # dev up (the Authority), Temporal, the verifiers
+    for pid in servers:
+        os.kill(pid, signal.SIGSTOP)
+    _stopped_alone(workers["frozen-1"], "frozen-1")
+    for pid in servers:
+        os.kill(pid, signal.SIGKILL)
+    stack.proc.wait(timeout=30)
+    _stopped_alone(workers["gone-1"], "gone-1")
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+async def test_ctrl_c_bounds_the_stop_of_a_served_command() -> None:
+    """``serve_until_signalled`` (``worker`` and ``coordinator``), in-process with real signals:
+    Ctrl-C calls ``stop()`` and a server that stops ends the command; one that does not is ended
+    by the stop timeout (status 1), or at once by a second Ctrl-C (status 130)."""
+    loop = asyncio.get_running_loop()
+
+    def ctrl_c(after_s: float) -> None:
+        loop.call_later(after_s, os.kill, os.getpid(), signal.SIGINT)
+
+    stopped = asyncio.Event()
+    ctrl_c(0.05)
+    await serve_until_signalled(stopped.wait(), stopped.set, what="agent a", stop_timeout=60)
+    assert stopped.is_set()
+
+    ctrl_c(0.05)
+    with pytest.raises(CliError) as stuck:
+        await serve_until_signalled(asyncio.Event().wait(), lambda: None, what="agent b",
+                                    stop_timeout=1)  # fmt: skip
+    assert stuck.value.exit_code == 1
+    assert str(stuck.value).startswith("agent b did not stop within 1 s")
+
+    ctrl_c(0.05)
+    ctrl_c(0.3)
+    with pytest.raises(CliError) as twice:
+        await serve_until_signalled(asyncio.Event().wait(), lambda: None, what="agent c",
+                                    stop_timeout=60)  # fmt: skip
+    assert twice.value.exit_code == 130
+    assert str(twice.value) == "interrupted again: agent c exits without a clean stop"

@@ -309,3 +309,39 @@ async def test_runtime_refuses_to_start_without_membership(
     with pytest.raises(SessionError, match="unknown_actor"):
         async with rt:
             pass
+
+
+async def test_a_stop_during_start_up_ends_the_runtime_though_the_authority_is_silent(
+    tmp_path: Path,
+) -> None:
+    """An Authority that accepts connections and never answers (a frozen host): the runtime
+    is stuck opening its session, and ``stop()`` (Ctrl-C in ``missionweave worker``) still
+    ends ``run()`` — nothing runs yet that would need a graceful end."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)  # read nothing, answer nothing
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    key = SigningKey.generate()
+    rt = AgentRuntime(AgentCard(agent_id="ada", public_key=key.public_key), key,
+                      groups=["g1"], authority_url=f"http://127.0.0.1:{port}",
+                      temporal_client=_Busy(),  # type: ignore[arg-type]
+                      handlers=load_handlers("tests.worker_handlers"),
+                      state_path=tmp_path / "s.db")  # fmt: skip
+    try:
+        run = asyncio.create_task(rt.run())
+        for _ in range(200):  # until the runtime is connected and waiting for an answer
+            if accepted:
+                break
+            await asyncio.sleep(0.05)
+        assert accepted and not run.done()
+        await rt.stop()
+        await asyncio.wait_for(run, 10)  # a bound on a hang, not a speed assertion
+        assert not rt.ready.is_set()
+    finally:
+        for w in accepted:
+            w.close()
+        server.close()
+        await server.wait_closed()

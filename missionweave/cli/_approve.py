@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ._common import DEFAULT_URL, CliError, run_client_command
-from ._worker import load_key
+from . import _options as opt
+from ._common import CliError, connect_temporal, load_key, run_client_command
 
 if TYPE_CHECKING:
     from ..protocol import SigningKey
@@ -34,17 +34,9 @@ def approve_command(
     ),
     reject: bool = typer.Option(False, "--reject", help="Reject the result instead."),
     reason: str = typer.Option("", "--reason", help="Why (required with --reject)."),
-    authority_url: str = typer.Option(
-        DEFAULT_URL, "--authority-url", envvar="MISSIONWEAVE_AUTHORITY_URL",
-        help="Authority base URL (for the owner's Membership Epoch).",
-    ),
-    temporal_address: str = typer.Option(
-        "127.0.0.1:7233", "--temporal-address", envvar="TEMPORAL_ADDRESS",
-        help="Temporal frontend host:port.",
-    ),
-    namespace: str = typer.Option(
-        "default", "--namespace", envvar="TEMPORAL_NAMESPACE", help="Temporal namespace."
-    ),
+    authority_url: str = opt.AUTHORITY_URL,
+    temporal_address: str = opt.TEMPORAL_ADDRESS,
+    namespace: str = opt.NAMESPACE,
 ) -> None:  # fmt: skip
     """Approve a reviewed WorkItem result as a MissionOwner (or --reject it with --reason).
 
@@ -83,8 +75,7 @@ def _waiting(status: MissionStatus, item: str | None) -> WorkItemStatus:
 async def _approve(mission: str, item: str | None, key: SigningKey, agent_id: str, reject: bool,
                    reason: str, authority_url: str, temporal_address: str,
                    namespace: str) -> None:  # fmt: skip
-    from temporalio.client import Client, WorkflowUpdateFailedError
-    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.client import WorkflowUpdateFailedError
     from temporalio.service import RPCError
 
     from ..authority.client import AuthorityClient, AuthorityClientError
@@ -92,12 +83,7 @@ async def _approve(mission: str, item: str | None, key: SigningKey, agent_id: st
     from ..protocol.mission import ApprovalInput, CommandVerdict, MissionStatus
     from ..protocol.mission import mission_workflow_id as workflow_id
 
-    try:
-        client = await Client.connect(temporal_address, namespace=namespace,
-                                      data_converter=pydantic_data_converter)  # fmt: skip
-    except Exception as exc:  # the SDK raises RuntimeError/RPCError variants
-        first = str(exc).splitlines()[0] if str(exc) else repr(exc)
-        raise CliError(f"cannot reach Temporal at {temporal_address}: {first}") from None
+    client = await connect_temporal(temporal_address, namespace)
     handle = client.get_workflow_handle(workflow_id(mission))
     try:
         status = await handle.query("status", result_type=MissionStatus)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ._common import CliError
+from ._options import DATA_DIR_ENV
 
 if TYPE_CHECKING:
     from ..artifacts import ArtifactStore
@@ -27,9 +28,13 @@ _S3_HELP = (
 )
 
 
-def default_store_path() -> Path:
-    """``$MISSIONWEAVE_DATA_DIR/artifacts``, or ``./data/artifacts``."""
-    return Path(os.environ.get("MISSIONWEAVE_DATA_DIR") or "data") / "artifacts"
+def default_store_path(fallback: Path | None = None) -> Path:
+    """``$MISSIONWEAVE_DATA_DIR/artifacts``; without that variable ``fallback``, else
+    ``./data/artifacts`` (``dev up``'s store when run from the same directory)."""
+    data_dir = os.environ.get(DATA_DIR_ENV)
+    if data_dir:
+        return Path(data_dir) / "artifacts"
+    return fallback if fallback is not None else Path("data") / "artifacts"
 
 
 def open_store(
@@ -76,6 +81,18 @@ _STORE = typer.Option(None, "--store", help=_STORE_HELP)
 S3_ENDPOINT = typer.Option(None, "--s3-endpoint", help=_S3_HELP)
 S3_BUCKET = typer.Option(None, "--s3-bucket", help="S3 bucket (with --s3-endpoint).")
 S3_SECURE = typer.Option(False, "--s3-secure", help="Use HTTPS for the S3 endpoint.")
+
+
+def artifacts_option(use: str, default: str) -> Any:
+    """The ``--artifacts DIR`` option of ``worker`` and ``coordinator``: the filesystem store
+    the agents publish to and the coordinator's review verifies in (the S3 options select a
+    bucket instead). ``use`` says what this command does with it, ``default`` where it is
+    without the option."""
+    return typer.Option(
+        None, "--artifacts", metavar="DIR",
+        help=f"Filesystem artifact store {use}; agents and the coordinator must share it. "
+        f"Default: {default}.",
+    )  # fmt: skip
 
 
 @app.command("get")

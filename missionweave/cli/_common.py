@@ -1,20 +1,24 @@
-"""Shared CLI helpers: errors, defaults, key loading."""
+"""Shared CLI helpers: errors, key loading, reaching Temporal and the Authority, running a
+client command and serving until Ctrl-C. The shared options are in :mod:`._options`."""
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import inspect
 import os
+import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 from ..protocol import SignatureError, SigningKey
 
-DEFAULT_URL = os.environ.get("MISSIONWEAVE_AUTHORITY_URL", "http://127.0.0.1:8787")
+if TYPE_CHECKING:
+    from temporalio.client import Client
 
 
 class CliError(Exception):
@@ -25,23 +29,32 @@ class CliError(Exception):
         self.exit_code = exit_code
 
 
+def load_key(path: Path) -> SigningKey:
+    """Load an Ed25519 PEM key (an agent's, the coordinator's, an owner's).
+
+    Raises:
+        CliError: missing or not an Ed25519 key.
+    """
+    if not path.is_file():
+        raise CliError(f"no key file at {path}")
+    try:
+        return SigningKey.from_file(path)
+    except SignatureError as exc:
+        raise CliError(str(exc)) from None
+
+
 def load_or_create_key(path: Path, *, create: bool) -> SigningKey:
     """Load the Ed25519 key at ``path``; with ``create``, generate it (mode 0600) if missing.
 
     Raises:
         CliError: the file is missing (and ``create`` is false) or is not an Ed25519 PEM key.
     """
-    if not path.exists():
-        if not create:
-            raise CliError(f"no key file at {path}")
+    if not path.exists() and create:
         key = SigningKey.generate()
         key.to_file(path)
         typer.echo(f"created Authority key {path} (public {key.public_key})", err=True)
         return key
-    try:
-        return SigningKey.from_file(path)
-    except SignatureError as exc:
-        raise CliError(str(exc)) from None
+    return load_key(path)
 
 
 def existing_db(path: Path) -> Path:
@@ -69,6 +82,122 @@ def _finish(code: int) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def exit_now(message: str, code: int) -> NoReturn:
+    """End the command at once with ``error: message`` and ``code``, whatever still runs (a
+    Temporal Worker that cannot drain, a handler that does not pause). In-process (tests,
+    ``CliRunner``) it raises :class:`CliError` instead."""
+    if not _standalone():
+        raise CliError(message, exit_code=code)
+    typer.echo(f"error: {message}", err=True)
+    _finish(code)
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message, without the Rust core's ``tonic::`` detail."""
+    text = str(exc).strip()
+    return text.splitlines()[0].split(": tonic::")[0] if text else type(exc).__name__
+
+
+def setup_cli_tracing(service_name: str) -> None:
+    """Configure tracing from ``OTEL_*`` (off unless configured); a setting that cannot be
+    honoured is a :class:`CliError`."""
+    from ..telemetry import TelemetryError, setup_tracing
+
+    try:
+        setup_tracing(service_name)
+    except TelemetryError as exc:
+        raise CliError(str(exc)) from None
+
+
+async def connect_temporal(address: str, namespace: str, *, timeout_s: float = 15.0) -> Client:
+    """A Temporal client (pydantic data converter, tracing interceptor) of ``address``.
+
+    Raises:
+        CliError: it cannot be reached within ``timeout_s`` seconds.
+    """
+    from ..dev import connect_client
+
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await connect_client(address, namespace)
+    except Exception as exc:  # the SDK raises RuntimeError/RPCError variants
+        raise CliError(f"cannot reach Temporal at {address}: {first_line(exc)}") from None
+
+
+async def check_authority(url: str) -> None:
+    """Ask the Authority at ``url`` who it is.
+
+    Raises:
+        CliError: it does not answer.
+    """
+    from ..authority.client import AuthorityClient, AuthorityUnavailable
+
+    try:
+        async with AuthorityClient(url, timeout=5.0) as probe:
+            await probe.info()
+    except AuthorityUnavailable:
+        raise CliError(f"cannot reach the Authority at {url}") from None
+
+
+async def serve_until_signalled(
+    serve: Coroutine[Any, Any, None],
+    stop: Callable[[], object],
+    *,
+    what: str,
+    stop_timeout: float,
+) -> None:
+    """Run ``serve`` (a Worker, an agent runtime) until it returns; Ctrl-C or SIGTERM calls
+    ``stop()`` (a function or a coroutine function), which makes it return after a clean stop.
+
+    A clean stop needs the servers: handlers report to the Authority, the Temporal Worker
+    reports its activities. When they are gone (or frozen) it can take minutes or never end,
+    so the command ends anyway — status 1, one line — ``stop_timeout`` seconds after the
+    first signal, and at once (status 130) on a second one. What was not reported is what a
+    crash leaves behind: leases expire and the work is offered again.
+
+    Raises:
+        Exception: whatever ``serve`` raised.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(serve)
+    first, second = asyncio.Event(), asyncio.Event()
+    stopping: set[asyncio.Future[Any]] = set()
+
+    def on_signal() -> None:
+        if first.is_set():
+            second.set()
+            return
+        first.set()
+        typer.echo(f"stopping {what}; Ctrl-C again exits at once", err=True)
+        result = stop()
+        if inspect.isawaitable(result):
+            stopping.add(asyncio.ensure_future(result))
+
+    signals = (signal.SIGINT, signal.SIGTERM)
+    for sig in signals:
+        loop.add_signal_handler(sig, on_signal)
+    waiters = [asyncio.create_task(first.wait()), asyncio.create_task(second.wait())]
+    try:
+        await asyncio.wait({task, waiters[0]}, return_when=asyncio.FIRST_COMPLETED)
+        if not task.done():
+            await asyncio.wait({task, waiters[1]}, timeout=stop_timeout,
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        if not task.done():
+            task.cancel()  # in-process only: a standalone command exits below
+            if second.is_set():
+                exit_now(f"interrupted again: {what} exits without a clean stop", 130)
+            exit_now(
+                f"{what} did not stop within {stop_timeout:g} s (are the Authority and "
+                "Temporal reachable?); exiting without a clean stop", 1,
+            )  # fmt: skip
+        task.result()
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+        for w in waiters:
+            w.cancel()
 
 
 def run_client_command(work: Coroutine[Any, Any, int | None]) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import typer
 
-from ._common import DEFAULT_URL, CliError, existing_db
+from ._common import CliError, existing_db
+from ._options import AUTHORITY_URL_ENV, DEFAULT_AUTHORITY_URL
 
 app = typer.Typer(help="Read, follow and verify Group event logs.", no_args_is_help=True)
 
@@ -64,7 +65,11 @@ def verify(
 def tail(
     group: str = typer.Option(..., "--group", "-g", help="The Group to read."),
     url: str = typer.Option(
-        DEFAULT_URL, "--url", help="Authority base URL.", envvar="MISSIONWEAVE_AUTHORITY_URL"
+        DEFAULT_AUTHORITY_URL,
+        "--url",
+        "--authority-url",
+        envvar=AUTHORITY_URL_ENV,
+        help="Authority base URL.",
     ),
     after: int = typer.Option(0, "--after", min=0, help="Print Events after this sequence."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new Events."),

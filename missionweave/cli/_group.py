@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 from ..protocol import Actor, MissionWeaveError, SigningKey
-from ._common import DEFAULT_URL, CliError
-from ._worker import load_key
+from . import _options as opt
+from ._common import CliError, load_key
 
 if TYPE_CHECKING:
     from ..authority.client import AuthorityClient
@@ -23,9 +23,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-_URL = typer.Option(
-    DEFAULT_URL, "--authority-url", envvar="MISSIONWEAVE_AUTHORITY_URL", help="Authority URL."
-)
 _GROUP = typer.Option(..., "--group", "-g", help="The Group id.")
 
 
@@ -77,7 +74,7 @@ def create(
     group: str = _GROUP,
     agent_id: str = typer.Option("coordinator", "--agent-id", help="The creator's agent id."),
     create_key: bool = typer.Option(False, "--create-key", help="Generate --key if missing."),
-    authority_url: str = _URL,
+    authority_url: str = opt.AUTHORITY_URL,
 ) -> None:
     """Create a Group whose first member (the key's holder) is its owner, coordinator and
     mission owner. Does nothing when the Group exists with that member.
@@ -109,7 +106,7 @@ def add(
         help="A role: worker, reviewer, coordinator, mission_owner, owner, member (repeatable).",
     ),
     owner_id: str = typer.Option("coordinator", "--owner-id", help="The owner's agent id."),
-    authority_url: str = _URL,
+    authority_url: str = opt.AUTHORITY_URL,
 ) -> None:
     """Add an agent to a Group with the given roles (or add missing roles to a member).
 

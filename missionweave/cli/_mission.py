@@ -15,7 +15,8 @@ import yaml
 from pydantic import ValidationError
 
 from ..protocol.mission import MissionResult, MissionSpec, MissionStatus, mission_workflow_id
-from ._common import CliError, run_client_command
+from . import _options as opt
+from ._common import CliError, connect_temporal, first_line, run_client_command, setup_cli_tracing
 from ._mission_view import console, counts_line, render_table, to_mermaid
 
 if TYPE_CHECKING:
@@ -26,21 +27,9 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-DEFAULT_TEMPORAL = "127.0.0.1:7233"
-DEFAULT_UI = "http://127.0.0.1:8233"
 #: How long a query or the ``cancel`` update may wait for the coordinator.
 QUERY_TIMEOUT = timedelta(seconds=10)
 
-_ADDRESS = typer.Option(
-    DEFAULT_TEMPORAL, "--temporal-address", envvar="TEMPORAL_ADDRESS",
-    help="Temporal frontend host:port.",
-)  # fmt: skip
-_NAMESPACE = typer.Option(
-    "default", "--namespace", envvar="TEMPORAL_NAMESPACE", help="Temporal namespace."
-)
-_UI = typer.Option(
-    DEFAULT_UI, "--ui-url", envvar="MISSIONWEAVE_UI_URL", help="Temporal web UI base URL."
-)
 _ID = typer.Argument(
     ..., metavar="ID", help="The mission id (the workflow id mission-<id> is accepted too)."
 )
@@ -108,28 +97,13 @@ def load_spec(source: str) -> MissionSpec:
 # ------------------------------------------------------------------------------ Temporal
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0].split(": tonic::")[0] if text else type(exc).__name__
-
-
 async def _connect(address: str, namespace: str) -> Client:
-    from ..dev import connect_client
-    from ..telemetry import TelemetryError, setup_tracing
-
-    try:  # from OTEL_*; off unless configured. The client traces the calls it makes.
-        setup_tracing("missionweave-cli")
-    except TelemetryError as exc:
-        raise CliError(str(exc)) from None
-    try:
-        async with asyncio.timeout(15):
-            return await connect_client(address, namespace)
-    except Exception as exc:  # the SDK raises RuntimeError/RPCError variants
-        raise CliError(f"cannot reach Temporal at {address}: {_first_line(exc)}") from None
+    setup_cli_tracing("missionweave-cli")  # the client traces the calls it makes
+    return await connect_temporal(address, namespace)
 
 
 def _rpc_error(exc: BaseException, what: str) -> NoReturn:
-    raise CliError(f"{what}: {_first_line(exc)}") from None
+    raise CliError(f"{what}: {first_line(exc)}") from None
 
 
 async def _find(
@@ -169,7 +143,8 @@ def _result_status(result: MissionResult) -> MissionStatus:
         mission_id=result.mission_id, group_id=result.group_id, status=result.status,
         counts=counts, event_range=result.event_range,
         items=[WorkItemStatus(work_item_id=i.work_item_id, state=i.state, owner=i.owner,
-                              ownership_epoch=i.ownership_epoch, attempts=i.attempts)
+                              ownership_epoch=i.ownership_epoch, attempts=i.attempts,
+                              dependencies=i.dependencies, detail=i.detail)
                for i in result.items],
     )  # fmt: skip
 
@@ -203,7 +178,7 @@ async def _status(
         if desc.status == WorkflowExecutionStatus.RUNNING:
             hint = " (is a coordinator running on task queue missionweave-coordinator?)"
         raise CliError(
-            f"the status query of mission {mission!r} failed: {_first_line(exc)}{hint}"
+            f"the status query of mission {mission!r} failed: {first_line(exc)}{hint}"
         ) from None
 
 
@@ -215,9 +190,9 @@ def start(
     file: str = typer.Argument(
         ..., metavar="FILE", help="MissionSpec as JSON or YAML; - reads stdin."
     ),
-    temporal_address: str = _ADDRESS,
-    namespace: str = _NAMESPACE,
-    ui_url: str = _UI,
+    temporal_address: str = opt.TEMPORAL_ADDRESS,
+    namespace: str = opt.NAMESPACE,
+    ui_url: str = opt.UI_URL,
 ) -> None:
     """Validate a MissionSpec and start its Mission workflow.
 
@@ -260,8 +235,8 @@ async def _start(spec: MissionSpec, address: str, namespace: str, ui_url: str) -
 def status(
     mission: str = _ID,
     as_json: bool = typer.Option(False, "--json", help="Print the status query's JSON."),
-    temporal_address: str = _ADDRESS,
-    namespace: str = _NAMESPACE,
+    temporal_address: str = opt.TEMPORAL_ADDRESS,
+    namespace: str = opt.NAMESPACE,
 ) -> None:
     """Show a Mission's WorkItems: state, owner, epoch, lease, attempts, detail.
 
@@ -286,8 +261,8 @@ async def _show_status(mission: str, as_json: bool, address: str, namespace: str
 def watch(
     mission: str = _ID,
     interval: float = typer.Option(1.0, "--interval", min=0.1, help="Refresh every N seconds."),
-    temporal_address: str = _ADDRESS,
-    namespace: str = _NAMESPACE,
+    temporal_address: str = opt.TEMPORAL_ADDRESS,
+    namespace: str = opt.NAMESPACE,
 ) -> None:
     """Show a live table of a Mission's WorkItems until the Mission ends.
 
@@ -351,7 +326,7 @@ async def _ending(
         if isinstance(result, MissionResult):
             final = result.status
     except WorkflowFailureError as exc:
-        typer.echo(f"mission {mission} failed: {_first_line(exc.cause or exc)}")
+        typer.echo(f"mission {mission} failed: {first_line(exc.cause or exc)}")
         return 1
     except Exception:  # the query's answer stands
         pass
@@ -367,8 +342,8 @@ async def _ending(
 def cancel(
     mission: str = _ID,
     reason: str = typer.Option("cancelled by request", "--reason", help="Why (recorded)."),
-    temporal_address: str = _ADDRESS,
-    namespace: str = _NAMESPACE,
+    temporal_address: str = opt.TEMPORAL_ADDRESS,
+    namespace: str = opt.NAMESPACE,
 ) -> None:
     """Cancel a running Mission and every unfinished WorkItem.
 
@@ -409,8 +384,8 @@ async def _cancel(mission: str, reason: str, address: str, namespace: str) -> No
 @app.command("graph")
 def graph(
     mission: str = _ID,
-    temporal_address: str = _ADDRESS,
-    namespace: str = _NAMESPACE,
+    temporal_address: str = opt.TEMPORAL_ADDRESS,
+    namespace: str = opt.NAMESPACE,
 ) -> None:
     """Print a Mermaid flowchart of a Mission's DAG, each WorkItem coloured by its state.
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,9 +12,26 @@ import typer
 import yaml
 from pydantic import ValidationError
 
-from ..protocol import AgentCard, SignatureError, SigningKey
-from ._artifacts import S3_BUCKET, S3_ENDPOINT, S3_SECURE, open_store
-from ._common import DEFAULT_URL, CliError, run_client_command
+from ..protocol import AgentCard, MissionWeaveError, SigningKey
+from . import _options as opt
+from ._artifacts import (
+    S3_BUCKET,
+    S3_ENDPOINT,
+    S3_SECURE,
+    artifacts_option,
+    default_store_path,
+    open_store,
+)
+from ._common import (
+    CliError,
+    check_authority,
+    connect_temporal,
+    first_line,
+    load_key,
+    run_client_command,
+    serve_until_signalled,
+    setup_cli_tracing,
+)
 
 if TYPE_CHECKING:
     from ..artifacts import ArtifactStore
@@ -51,20 +66,6 @@ def load_card(path: Path, key: SigningKey) -> AgentCard:
         raise CliError(f"{path}: invalid card: {where}: {err['msg']}") from None
 
 
-def load_key(path: Path) -> SigningKey:
-    """Load the agent's Ed25519 PEM key.
-
-    Raises:
-        CliError: missing or not an Ed25519 key.
-    """
-    if not path.is_file():
-        raise CliError(f"no key file at {path}")
-    try:
-        return SigningKey.from_file(path)
-    except SignatureError as exc:
-        raise CliError(str(exc)) from None
-
-
 async def _run(
     card: AgentCard,
     key: SigningKey,
@@ -75,46 +76,32 @@ async def _run(
     namespace: str,
     state_path: Path,
     artifact_store: ArtifactStore,
+    stop_timeout: float,
 ) -> None:
-    from temporalio.client import Client
-    from temporalio.contrib.pydantic import pydantic_data_converter
-
-    from ..authority.client import AuthorityClient, AuthorityUnavailable, SubscriptionRefused
-    from ..telemetry import setup_tracing, temporal_interceptors
+    from ..authority.client import SubscriptionRefused
     from ..worker import AgentRuntime
 
-    setup_tracing(f"missionweave-agent-{card.agent_id}")  # from OTEL_*; off unless configured
-
-    try:
-        async with AuthorityClient(authority_url, timeout=5.0) as probe:
-            await probe.info()
-    except AuthorityUnavailable:
-        raise CliError(f"cannot reach the Authority at {authority_url}") from None
-    try:
-        client = await Client.connect(
-            temporal_address, namespace=namespace, data_converter=pydantic_data_converter,
-            interceptors=temporal_interceptors(),
-        )  # fmt: skip
-    except Exception as exc:
-        first = str(exc).splitlines()[0].split(": tonic::")[0] if str(exc) else repr(exc)
-        raise CliError(f"cannot reach Temporal at {temporal_address}: {first}") from None
+    setup_cli_tracing(f"missionweave-agent-{card.agent_id}")  # from OTEL_*; off unless set
+    await check_authority(authority_url)
+    client = await connect_temporal(temporal_address, namespace)
     runtime = AgentRuntime(
         card, key, groups=groups, authority_url=authority_url, temporal_client=client,
         handlers=handlers, state_path=state_path, artifact_store=artifact_store,
     )  # fmt: skip
-    loop = asyncio.get_running_loop()
-    stopping: set[asyncio.Task[None]] = set()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, lambda: stopping.add(loop.create_task(runtime.stop())))
     typer.echo(
         f"agent {card.agent_id} working in {', '.join(groups)} "
         f"(Authority {authority_url}, Temporal {temporal_address}/{namespace}); Ctrl-C stops",
         err=True,
     )
     try:
-        await runtime.run()
+        await serve_until_signalled(runtime.run(), runtime.stop, what=f"agent {card.agent_id}",
+                                    stop_timeout=stop_timeout)  # fmt: skip
     except SubscriptionRefused as exc:
         raise CliError(f"subscription refused: {exc}") from None
+    except MissionWeaveError as exc:  # the Authority went away or refused the session
+        raise CliError(f"agent {card.agent_id} stopped: {exc}") from None
+    except RuntimeError as exc:  # the Temporal Worker failed
+        raise CliError(f"agent {card.agent_id} stopped: {first_line(exc)}") from None
 
 
 def worker_command(
@@ -124,31 +111,28 @@ def worker_command(
         ..., "--handlers", help="Module with @handler functions (repeatable)."
     ),
     group: list[str] = typer.Option(..., "--group", help="A Group to work in (repeatable)."),
-    authority_url: str = typer.Option(DEFAULT_URL, "--authority-url", help="Authority URL."),
-    temporal_address: str = typer.Option(
-        "127.0.0.1:7233", "--temporal-address", help="Temporal frontend host:port."
-    ),
-    namespace: str = typer.Option("default", "--namespace", help="Temporal namespace."),
+    authority_url: str = opt.AUTHORITY_URL,
+    temporal_address: str = opt.TEMPORAL_ADDRESS,
+    namespace: str = opt.NAMESPACE,
     state_dir: Path = typer.Option(
         Path(".missionweave"), "--state-dir", help="Local state directory (per-Group queues)."
     ),
-    artifacts: Path | None = typer.Option(
-        None,
-        "--artifacts",
-        metavar="DIR",
-        help="Filesystem artifact store that handlers publish to (ctx.publish) and read from "
-        "(ctx.fetch); share it with the coordinator. Default: <state-dir>/artifacts.",
+    artifacts: Path | None = artifacts_option(
+        "that handlers publish to (ctx.publish) and read from (ctx.fetch)",
+        "$MISSIONWEAVE_DATA_DIR/artifacts, else <state-dir>/artifacts",
     ),
     s3_endpoint: str | None = S3_ENDPOINT,
     s3_bucket: str | None = S3_BUCKET,
     s3_secure: bool = S3_SECURE,
+    stop_timeout: float = opt.STOP_TIMEOUT,
 ) -> None:
     """Run an agent: answer offers, schedule and execute WorkItems with your handlers.
 
     The agent opens a session, follows each Group's log into local state
     (<state-dir>/<agent_id>.db, rebuilt from the log if deleted), and runs the
     execute_work_item activity on task queue missionweave-agent-<agent_id>. Artifacts go to
-    --artifacts (or the S3 bucket), which the coordinator must see too.
+    --artifacts (or the S3 bucket), which the coordinator must see too. Ctrl-C asks
+    running handlers to pause and drains the Worker; --stop-timeout bounds that wait.
     """
     from ..worker import HandlerLoadError, load_handlers
 
@@ -161,12 +145,12 @@ def worker_command(
     except HandlerLoadError as exc:
         raise CliError(str(exc)) from None
     state_path = state_dir / f"{agent_card.agent_id}.db"
-    store = open_store(artifacts or state_dir / "artifacts", s3_endpoint, s3_bucket, s3_secure,
-                       create=True)  # fmt: skip
+    store = open_store(artifacts or default_store_path(state_dir / "artifacts"), s3_endpoint,
+                       s3_bucket, s3_secure, create=True)  # fmt: skip
     run_client_command(
         _run(agent_card, signing_key, registry, list(group), authority_url, temporal_address,
-             namespace, state_path, store)
+             namespace, state_path, store, stop_timeout)
     )  # fmt: skip
 
 
-__all__ = ["load_card", "load_key", "worker_command"]
+__all__ = ["load_card", "worker_command"]

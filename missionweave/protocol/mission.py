@@ -373,6 +373,9 @@ class ItemResult(BaseModel):
     review: list[dict[str, Any]] = Field(default_factory=list)
     review_of: str | None = None
     detail: str = Field(default="", description="the last thing that happened to it, in words")
+    dependencies: list[str] = Field(
+        default_factory=list, description="what it depended on, edges added at run time included"
+    )
     trimmed: bool = Field(
         default=False,
         description="its Evidence, review and input (maybe outputs) were left out to keep the "

@@ -204,7 +204,9 @@ class AgentRuntime:
             w.set()
 
     async def run(self) -> None:
-        """Run until :meth:`stop` (or a fatal error).
+        """Run until :meth:`stop` (or a fatal error). A stop during start-up — session,
+        subscription, catching up with the log — ends it at once, even while the Authority
+        does not answer: nothing runs yet that would need a graceful end.
 
         Raises:
             AuthorityUnavailable: the Authority cannot be reached at start-up.
@@ -215,7 +217,20 @@ class AgentRuntime:
         state = self.state = LocalState(self.state_path, self.card.agent_id)
         try:
             async with AuthorityClient(self.authority_url, transport=self._transport) as client:
-                await self._run(client, state)
+                running = asyncio.create_task(self._run(client, state), name="agent runtime")
+                stopping = asyncio.create_task(self._stop.wait())
+                try:
+                    await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                    if not running.done() and not self.ready.is_set():
+                        running.cancel()  # still starting up
+                        await asyncio.gather(running, return_exceptions=True)
+                        return
+                    await running  # serving: it stops gracefully by itself
+                finally:
+                    stopping.cancel()
+                    if not running.done():
+                        running.cancel()
+                        await asyncio.gather(running, return_exceptions=True)
         finally:
             state.close()
             self.ready.clear()

@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from ._plan import counts, finished, open_count, plan
     from ._review import ReviewMixin
     from ._review import refuse as _refuse
-    from ._state import ItemState, MissionState, apply_events, compact, trim
+    from ._state import ItemState, MissionState, apply_events, compact, name_items, trim
     from ._work import SUBMIT_RETRY, WorkMixin
 
 MISSION_ID = SearchAttributeKey.for_keyword("MissionId")
@@ -50,6 +50,16 @@ OPEN_WORK_ITEMS = SearchAttributeKey.for_int("OpenWorkItems")
 
 MAX_BATCH = 100
 S = WorkItemState
+
+
+def _item_ids(batch: list[BatchEntry]) -> list[str]:
+    """The WorkItems a batch of Commands concerns, in order."""
+    out = []
+    for e in batch:
+        body = e.intent.body if e.intent else e.command.body if e.command else {}
+        if "work_item_id" in body:
+            out.append(str(body["work_item_id"]))
+    return out
 
 
 def _ms(t: timedelta) -> int:
@@ -194,7 +204,8 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
                 result_type=SubmitCommandsResult,
                 start_to_close_timeout=timedelta(seconds=60),
                 retry_policy=SUBMIT_RETRY,
-                summary=f"{len(batch)} command(s) to the Authority",
+                summary=f"{len(batch)} command(s) to the Authority"
+                + (f" for {named}" if (named := name_items(_item_ids(batch))) else ""),
             )
             for entry, verdict in zip(batch, result.verdicts, strict=True):
                 if verdict.status != "rejected":
@@ -405,7 +416,7 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
                               outputs=it.outputs, artifacts=it.artifacts, evidence=it.evidence,
                               review=[st.model_dump(mode="json") for st in it.review],
                               review_of=it.review_of, detail=it.detail,
-                              trimmed=it.trimmed)
+                              dependencies=it.spec.dependencies, trimmed=it.trimmed)
                    for w, it in self.s.items.items()],
             reason=self.s.end_reason,
         )  # fmt: skip

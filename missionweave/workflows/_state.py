@@ -35,6 +35,8 @@ class ItemState(BaseModel):
         tried: agents already offered this attempt (sequential offers).
         attempts: failed executions so far (the retry policy bounds them).
         retry_at_ms: when the next offer may go out after a failure or an empty ranking.
+        empty_rankings: rankings in a row that found nobody (the wait doubles each time, up
+            to 30 s).
         running: an ``execute_work_item`` activity is in flight.
         selecting: candidates are being ranked.
         offer_pending: a ``work.offer`` is queued or in flight.
@@ -90,6 +92,7 @@ class ItemState(BaseModel):
     review_digest: str | None = None
     approval: dict[str, Any] | None = None
     trimmed: bool = False
+    empty_rankings: int = 0
 
     @property
     def work_item_id(self) -> str:
@@ -259,3 +262,12 @@ def _size(state: MissionState) -> int:
     """Bytes of the state's JSON as it travels: without defaults, and without the spec's items
     (the state's items repeat them)."""
     return len(state.model_dump_json(exclude={"spec": {"items"}}, exclude_defaults=True))
+
+
+def name_items(ids: list[str], most: int = 3) -> str:
+    """WorkItem ids for an activity summary in the web UI: all of them up to ``most``, else the
+    first ones and how many there are in all."""
+    ids = list(dict.fromkeys(ids))
+    if len(ids) <= most:
+        return ", ".join(ids)
+    return f"{', '.join(ids[:most])} … ({len(ids)} WorkItems)"

@@ -27,12 +27,14 @@ with workflow.unsafe.imports_passed_through():
         WorkOutcome,
         agent_task_queue,
     )
-    from ._state import ItemState, apply_events
+    from ._state import ItemState, apply_events, name_items
 
 if TYPE_CHECKING:
     from ._state import MissionState
 
 S = WorkItemState
+#: The longest wait between two rankings of a WorkItem nobody could take, milliseconds.
+MAX_IDLE_BACKOFF_MS = 30_000
 #: Retries of the coordinator's own activities (the Authority may be briefly unreachable).
 SUBMIT_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
                            maximum_interval=timedelta(seconds=10))  # fmt: skip
@@ -79,7 +81,7 @@ class WorkMixin:
                 "select_candidates", SelectCandidatesBatch(requests=requests),
                 result_type=SelectCandidatesBatchResult,
                 start_to_close_timeout=timedelta(seconds=30), retry_policy=SUBMIT_RETRY,
-                summary=f"rank agents for and offer {len(requests)} WorkItem(s)",
+                summary=f"rank agents for and offer {name_items([w for w, _ in wanted])}",
             )  # fmt: skip
         finally:
             for wid, _ in wanted:
@@ -96,7 +98,11 @@ class WorkMixin:
                 item.tried = []
             if not cands or res.verdict is None:
                 item.offer_pending = False
-                item.retry_at_ms = now + max(1000, policy.reoffer_backoff_ms)
+                # doubling while nobody can take it: an unattended Mission's history grows
+                # by a few events per try, not by thousands an hour
+                wait = max(1000, policy.reoffer_backoff_ms) << min(item.empty_rankings, 5)
+                item.empty_rankings += 1
+                item.retry_at_ms = now + min(wait, MAX_IDLE_BACKOFF_MS)
                 item.detail = "no eligible agent"
                 if res.saturated:  # offered again as soon as one of this Mission's runs ends
                     item.detail = "every capable agent is busy"
@@ -104,6 +110,7 @@ class WorkMixin:
                         self.s.awaiting_room.append(wid)
                 continue
             item.retry_at_ms = None
+            item.empty_rankings = 0
             item.tried = [*item.tried, *cands][-policy.max_sequential_offers * 4 :]
             item.detail = "offered to " + ", ".join(cands)
             self._applied_intent(res.verdict, ("offer", wid))

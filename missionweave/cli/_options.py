@@ -1,0 +1,74 @@
+"""Options shared by the commands that talk to Temporal, the Authority or an artifact store.
+
+One definition each, so that every command spells a setting the same way, reads the same
+environment variable for its default and shows the same help:
+
+=====================  ============================  ===========================
+option                 environment variable          default
+=====================  ============================  ===========================
+``--temporal-address``  ``TEMPORAL_ADDRESS``          ``127.0.0.1:7233``
+``--namespace``         ``TEMPORAL_NAMESPACE``        ``default``
+``--authority-url``     ``MISSIONWEAVE_AUTHORITY_URL``  ``http://127.0.0.1:8787``
+``--ui-url``            ``MISSIONWEAVE_UI_URL``       ``http://127.0.0.1:8233``
+=====================  ============================  ===========================
+
+``MISSIONWEAVE_DATA_DIR`` is the data directory of ``dev up`` and the default place of the
+filesystem artifact store (:func:`missionweave.cli._artifacts.default_store_path`).
+"""
+
+from __future__ import annotations
+
+import typer
+
+DEFAULT_TEMPORAL_ADDRESS = "127.0.0.1:7233"
+DEFAULT_NAMESPACE = "default"
+DEFAULT_AUTHORITY_URL = "http://127.0.0.1:8787"
+DEFAULT_UI_URL = "http://127.0.0.1:8233"
+
+#: The environment variables behind the defaults (what docker-compose.yml sets).
+TEMPORAL_ADDRESS_ENV = "TEMPORAL_ADDRESS"
+NAMESPACE_ENV = "TEMPORAL_NAMESPACE"
+AUTHORITY_URL_ENV = "MISSIONWEAVE_AUTHORITY_URL"
+UI_URL_ENV = "MISSIONWEAVE_UI_URL"
+DATA_DIR_ENV = "MISSIONWEAVE_DATA_DIR"
+
+TEMPORAL_ADDRESS = typer.Option(
+    DEFAULT_TEMPORAL_ADDRESS, "--temporal-address", envvar=TEMPORAL_ADDRESS_ENV,
+    help="Temporal frontend host:port.",
+)  # fmt: skip
+NAMESPACE = typer.Option(
+    DEFAULT_NAMESPACE, "--namespace", envvar=NAMESPACE_ENV, help="Temporal namespace."
+)
+AUTHORITY_URL = typer.Option(
+    DEFAULT_AUTHORITY_URL, "--authority-url", envvar=AUTHORITY_URL_ENV,
+    help="Authority base URL.",
+)  # fmt: skip
+UI_URL = typer.Option(
+    DEFAULT_UI_URL, "--ui-url", envvar=UI_URL_ENV, help="Temporal web UI base URL."
+)
+
+#: ``worker`` and ``coordinator``: how long Ctrl-C waits for a clean stop (see
+#: :func:`missionweave.cli._common.serve_until_signalled`).
+STOP_TIMEOUT = typer.Option(
+    20.0, "--stop-timeout", min=1.0, metavar="SECONDS",
+    help="After Ctrl-C (or SIGTERM), how long to wait for a clean stop — running handlers "
+    "pause and report, the Temporal Worker drains — before exiting anyway (status 1), e.g. "
+    "when the Authority or Temporal is gone. A second Ctrl-C exits at once.",
+)  # fmt: skip
+
+__all__ = [
+    "AUTHORITY_URL",
+    "AUTHORITY_URL_ENV",
+    "DATA_DIR_ENV",
+    "DEFAULT_AUTHORITY_URL",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_TEMPORAL_ADDRESS",
+    "DEFAULT_UI_URL",
+    "NAMESPACE",
+    "NAMESPACE_ENV",
+    "STOP_TIMEOUT",
+    "TEMPORAL_ADDRESS",
+    "TEMPORAL_ADDRESS_ENV",
+    "UI_URL",
+    "UI_URL_ENV",
+]

@@ -6,13 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
+from missionweave.protocol.mission import SelectCandidatesBatchResult
 from missionweave.worker import AdmissionPolicy
 
 from . import temporal_env
-from .mission_harness import contract, mission_stack, step_registry
+from .mission_harness import MissionStack, contract, mission_stack, step_registry, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 dev_env = temporal_env.dev_env
@@ -78,21 +80,35 @@ async def test_wide_dag_of_many_items_completes_in_parallel__MW_10_4_a(
 async def test_work_waits_at_the_coordinator_not_in_declines__MW_10_3_b__MW_10_3_e(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    """One agent, one slot and a queue of one, six independent WorkItems: each is offered when
-    the agent has room (a free slot, or a queue place) and at no other time — no offer ends in
-    a ``capacity`` decline, none is offered twice — and the Mission completes."""
+    """One agent, one slot and a queue of one, six independent WorkItems eligible at once: the
+    first ranking offers two (the free slot and the queue place its Presence shows) and keeps
+    four at the coordinator (``saturated``) instead of offering them into declines; they are
+    offered as runs end, and the Mission completes."""
     async with mission_stack(dev_env, tmp_path) as ms:
         # a short declared duration: admission control lets one wait in the queue
-        await ms.agent("ada", step_registry(estimate_ms=1_000), max_concurrency=1,
-                       admission=AdmissionPolicy(max_queue_depth=1))  # fmt: skip
+        ada = await ms.agent("ada", step_registry(estimate_ms=1_000), max_concurrency=1,
+                             admission=AdmissionPolicy(max_queue_depth=1))  # fmt: skip
+        await until("ada's Presence", lambda: _present(ms, "ada"))
+        assert ada.ready.is_set()
         c = contract().wire()
-        spec = ms.spec("room", [{"work_item_id": f"w{i}", "contract": c} for i in range(6)])
-        result = await (await ms.start(spec)).result()
-        log = ms.stack.authority.events(ms.group)
+        policy = {"offer_ttl_ms": 60_000, "reoffer_backoff_ms": 300}
+        items = [{"work_item_id": f"w{i}", "contract": c} for i in range(6)]
+        spec = ms.spec("room", items, offer_policy=policy)
+        handle = await ms.start(spec)
+        result = await handle.result()
+        history = await handle.fetch_history()
     assert result.status == "completed"
-    assert [e.type for e in log].count("work.offered") == 6, [
-        (e.type, e.work_item_id, e.body.get("reason"))
-        for e in log
-        if e.type.startswith(("work.off", "offer"))
-    ]
-    assert "work.offer_declined" not in {e.type for e in log}
+    assert [i.state.value for i in result.items] == ["verified"] * 6
+    first = next(
+        e.activity_task_completed_event_attributes.result.payloads[0].data
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        and b'"saturated"' in e.activity_task_completed_event_attributes.result.payloads[0].data
+    )
+    ranked = SelectCandidatesBatchResult.model_validate_json(first).results
+    assert [bool(r.candidates) for r in ranked] == [True, True, False, False, False, False]
+    assert [r.saturated for r in ranked] == [False, False, True, True, True, True]
+
+
+async def _present(ms: MissionStack, agent_id: str) -> bool:
+    return agent_id in await ms.stack.client.presence(ms.group)

@@ -112,6 +112,17 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], Accept | str]] = [
 ]  # fmt: skip
 
 
+def test_a_zero_queue_takes_only_work_that_starts_at_once__MW_10_3_d_e() -> None:
+    """``max_queue_depth=0``: accept onto a free slot (the work starts at once), decline with
+    ``capacity`` what would have to wait."""
+    strict = AdmissionControl(CARD, load_handlers("tests.worker_handlers"),
+                              AdmissionPolicy(max_queue_depth=0))  # fmt: skip
+    assert isinstance(strict.decide(request(contract(), busy_slots=1)), Accept)
+    busy = strict.decide(request(contract(), busy_slots=2))
+    assert isinstance(busy, Decline) and busy.reason == DeclineReason.CAPACITY
+    assert busy.detail["limit"] == "queue_depth"
+
+
 @pytest.mark.parametrize(("name", "over", "facts", "want"), CASES, ids=[c[0] for c in CASES])
 def test_admission_decides_each_reason__MW_10_3_d_e(
     name: str, over: dict[str, Any], facts: dict[str, Any], want: Accept | str

@@ -267,12 +267,14 @@ class DemoAgent:
     roles: tuple[str, ...] = ("worker",)
 
 
-#: Different capabilities and concurrency, so offers, declines (``verifier-2``'s short queue
-#: fills up: ``capacity``) and parallel executions show in the log.
+#: Different capabilities and concurrency, so offers, declines and parallel executions show
+#: in the log. ``verifier-2`` takes only work it can start at once (queue 0): offered a
+#: WorkItem while busy — the coordinator counts one queue place per slot — it declines with
+#: ``capacity``, and the WorkItem goes to the next-ranked agent.
 AGENTS: tuple[DemoAgent, ...] = (
     DemoAgent("surveyor", (INVENTORY_CAPABILITY, SBOM_CAPABILITY), 1, 4),
     DemoAgent("verifier-1", (VERIFY_CAPABILITY,), 3, 32),
-    DemoAgent("verifier-2", (VERIFY_CAPABILITY,), 1, 8),
+    DemoAgent("verifier-2", (VERIFY_CAPABILITY,), 1, 0),
     DemoAgent("reviewer", (REVIEW_CAPABILITY,), 1, 4, ("worker", "reviewer")),
 )
 

@@ -56,7 +56,9 @@ class AdmissionPolicy:
     """The runtime's admission settings.
 
     Attributes:
-        max_queue_depth: most queued WorkItems per Group (accepted, not yet started).
+        max_queue_depth: most WorkItems per Group accepted to wait for a slot (accepted, not
+            yet started); an offer that can start at once is not held by it, so ``0`` means
+            "take work only when it can start now".
         default_estimate_ms: expected duration of one execution when the handler declares
             none, milliseconds.
         dependency_check: decides whether the contract's inputs are readable (``None``: all
@@ -140,7 +142,10 @@ class AdmissionControl:
             )
         if c.open_questions:
             return Decline(AMBIGUOUS, {"open_questions": list(c.open_questions)})
-        if req.queue_depth >= self.policy.max_queue_depth:
+        # the queue bound holds work that would wait: an offer that can start at once (a free
+        # slot and nothing queued ahead of it) never sits in the queue
+        waits = req.queued_total + req.busy_slots >= self.card.max_concurrency
+        if waits and req.queue_depth >= self.policy.max_queue_depth:
             return Decline(
                 DeclineReason.CAPACITY,
                 {

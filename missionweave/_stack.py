@@ -43,11 +43,11 @@ import uvicorn
 from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from ._devserver import TemporalDevServer
+from ._devserver import DevServerError, TemporalDevServer
 from ._groups import OWNER_ROLES, ensure_group, ensure_member
 from .artifacts import FilesystemStore
 from .authority import Authority, AuthorityError
-from .authority.client import AuthorityClient
+from .authority.client import AuthorityClient, AuthorityUnavailable
 from .authority.server import create_app
 from .coordinator import coordinator_worker
 from .protocol import Actor, AgentCard, MissionWeaveError, SignatureError, SigningKey
@@ -68,9 +68,9 @@ DEFAULT_GROUP = "demo"
 
 class StackError(MissionWeaveError):
     """The embedded stack cannot start: a port is taken, a key file is not a key, the
-    Authority database belongs to another key, or the Group belongs to another coordinator.
-    (A Temporal dev server that cannot start raises
-    :class:`~missionweave.dev.DevServerError`.)"""
+    Authority database belongs to another key, the Group belongs to another coordinator, the
+    Temporal dev server cannot start (the :class:`~missionweave.dev.DevServerError` is its
+    ``__cause__``) or the Authority does not answer. The message is one line."""
 
 
 class _QuietServer(uvicorn.Server):
@@ -261,17 +261,23 @@ class EmbeddedStack:
         Raises:
             StackError: already running; a port is taken; a key file is unreadable; the
                 Authority database was created with another key; the Group belongs to
-                another coordinator key.
-            DevServerError: the Temporal dev server cannot start.
-            AuthorityUnavailable: the Authority did not answer its first request.
+                another coordinator key; the Temporal dev server cannot start; the Authority
+                did not answer its first request. Its message is one line, for a CLI.
         """
         if self._exit is not None:
             raise StackError("the embedded stack is already running")
         exits = AsyncExitStack()
         try:
             await self._start(exits)
-        except BaseException:
+        except BaseException as exc:
             await exits.aclose()
+            if isinstance(exc, DevServerError):  # its message ends with the server's log
+                lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+                first = lines[0].removesuffix(":") if lines else "cannot start"
+                last = f" — {lines[-1][:200]}" if len(lines) > 1 else ""
+                raise StackError(f"Temporal dev server: {first}{last}") from exc
+            if isinstance(exc, AuthorityUnavailable):
+                raise StackError(f"the Authority did not answer: {exc}") from exc
             raise
         self._exit = exits
 

@@ -36,7 +36,21 @@ class _Server(uvicorn.Server):
         yield
 
 
-class LiveServer:
+class _Loopback:
+    """An Authority server on a 127.0.0.1 port: its HTTP and WebSocket URLs."""
+
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/v1/stream"
+
+
+class LiveServer(_Loopback):
     """``create_app(authority)`` behind uvicorn on a loopback port.
 
     Attributes:
@@ -52,14 +66,6 @@ class LiveServer:
         self.app: Any = None
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/v1/stream"
 
     async def start(self) -> None:
         # IPPROTO_TCP: asyncio then sets TCP_NODELAY on each connection (see _stack._listen)
@@ -87,7 +93,7 @@ class LiveServer:
         self._server = self._task = None
 
 
-class ProcessServer:
+class ProcessServer(_Loopback):
     """``missionweave authority serve`` as its own process — how the Authority is deployed —
     on a loopback port, over ``db`` with the Authority key ``key``. Same surface as
     :class:`LiveServer` (``url``, ``ws_url``, ``start``, ``stop``)."""
@@ -96,14 +102,6 @@ class ProcessServer:
         self.db, self.key = db, key
         self.port = 0
         self._proc: asyncio.subprocess.Process | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/v1/stream"
 
     async def start(self) -> None:
         with socket.socket() as s:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from ._common import CliError, run_client_command
+from ._options import AUTHORITY_PORT, HEADLESS, TEMPORAL_PORT, UI_PORT
 
 if TYPE_CHECKING:
     from ..demo import DemoOptions
@@ -41,16 +42,10 @@ def demo_command(
         False, "--require-approval", help="The SBOM needs a MissionOwner's Approval: the demo "
         "prints the missionweave approve command to run, and waits.",
     ),
-    temporal_port: int = typer.Option(
-        7233, "--temporal-port", min=0, max=65535, help="Temporal gRPC port (0: any free one)."
-    ),
-    ui_port: int = typer.Option(
-        8233, "--ui-port", min=0, max=65535, help="Temporal web UI port (0: any free one)."
-    ),
-    authority_port: int = typer.Option(
-        8787, "--authority-port", min=0, max=65535, help="Authority HTTP port (0: any free one)."
-    ),
-    headless: bool = typer.Option(False, "--headless", help="No Temporal web UI."),
+    temporal_port: int = TEMPORAL_PORT,
+    ui_port: int = UI_PORT,
+    authority_port: int = AUTHORITY_PORT,
+    headless: bool = HEADLESS,
 ) -> None:  # fmt: skip
     """Audit a Python environment's integrity as a Mission, with live progress and a summary.
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from ._common import CliError
+from ._options import AUTHORITY_PORT, HEADLESS, TEMPORAL_PORT, UI_PORT
 
 if TYPE_CHECKING:
     from .._stack import EmbeddedStack
@@ -30,16 +31,10 @@ def up(
         show_default="$MISSIONWEAVE_DATA_DIR or ./data",
         help="Directory for every file of the stack (databases, keys, artifacts, logs).",
     ),
-    temporal_port: int = typer.Option(
-        7233, "--temporal-port", min=0, max=65535, help="Temporal gRPC port (0: any free one)."
-    ),
-    ui_port: int = typer.Option(
-        8233, "--ui-port", min=0, max=65535, help="Temporal web UI port (0: any free one)."
-    ),
-    authority_port: int = typer.Option(
-        8787, "--authority-port", min=0, max=65535, help="Authority HTTP port (0: any free one)."
-    ),
-    headless: bool = typer.Option(False, "--headless", help="No Temporal web UI."),
+    temporal_port: int = TEMPORAL_PORT,
+    ui_port: int = UI_PORT,
+    authority_port: int = AUTHORITY_PORT,
+    headless: bool = HEADLESS,
     group: str = typer.Option("demo", "--group", "-g", help="The Group to create (or find)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface every server binds."),
 ) -> None:
@@ -84,8 +79,6 @@ def _describe(stack: EmbeddedStack) -> str:
 async def _up(data_dir: Path, temporal_port: int, ui_port: int, authority_port: int,
               headless: bool, group: str, host: str) -> None:  # fmt: skip
     from .._stack import EmbeddedStack, StackError
-    from ..authority.client import AuthorityUnavailable
-    from ..dev import DevServerError
     from ..telemetry import TelemetryError, setup_tracing
 
     try:  # from OTEL_*; off unless configured
@@ -103,15 +96,8 @@ async def _up(data_dir: Path, temporal_port: int, ui_port: int, authority_port: 
     try:
         try:
             await stack.start()
-        except DevServerError as exc:
-            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-            first = lines[0].removesuffix(":") if lines else "cannot start"
-            last = f" — {lines[-1][:200]}" if len(lines) > 1 else ""
-            raise CliError(f"Temporal dev server: {first}{last}") from None
         except StackError as exc:
             raise CliError(str(exc)) from None
-        except AuthorityUnavailable as exc:
-            raise CliError(f"the Authority did not answer: {exc}") from None
         typer.echo(_describe(stack))
         await stop.wait()
         # A second Ctrl-C while stopping interrupts the orderly shutdown.

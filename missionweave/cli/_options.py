@@ -47,6 +47,18 @@ UI_URL = typer.Option(
     DEFAULT_UI_URL, "--ui-url", envvar=UI_URL_ENV, help="Temporal web UI base URL."
 )
 
+#: ``dev up`` and ``demo``: the embedded stack's ports.
+TEMPORAL_PORT = typer.Option(
+    7233, "--temporal-port", min=0, max=65535, help="Temporal gRPC port (0: any free one)."
+)
+UI_PORT = typer.Option(
+    8233, "--ui-port", min=0, max=65535, help="Temporal web UI port (0: any free one)."
+)
+AUTHORITY_PORT = typer.Option(
+    8787, "--authority-port", min=0, max=65535, help="Authority HTTP port (0: any free one)."
+)
+HEADLESS = typer.Option(False, "--headless", help="No Temporal web UI.")
+
 #: ``worker`` and ``coordinator``: how long Ctrl-C waits for a clean stop (see
 #: :func:`missionweave.cli._common.serve_until_signalled`).
 STOP_TIMEOUT = typer.Option(
@@ -57,6 +69,7 @@ STOP_TIMEOUT = typer.Option(
 )  # fmt: skip
 
 __all__ = [
+    "AUTHORITY_PORT",
     "AUTHORITY_URL",
     "AUTHORITY_URL_ENV",
     "DATA_DIR_ENV",
@@ -64,11 +77,14 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "DEFAULT_TEMPORAL_ADDRESS",
     "DEFAULT_UI_URL",
+    "HEADLESS",
     "NAMESPACE",
     "NAMESPACE_ENV",
     "STOP_TIMEOUT",
     "TEMPORAL_ADDRESS",
     "TEMPORAL_ADDRESS_ENV",
+    "TEMPORAL_PORT",
+    "UI_PORT",
     "UI_URL",
     "UI_URL_ENV",
 ]

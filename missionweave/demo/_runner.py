@@ -175,20 +175,11 @@ def _key(path: Path) -> SigningKey:
 
 async def _start_stack(stack: EmbeddedStack) -> None:
     from .._stack import StackError
-    from ..authority.client import AuthorityUnavailable
-    from ..dev import DevServerError
 
     try:
         await stack.start()
-    except DevServerError as exc:
-        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-        first = lines[0].removesuffix(":") if lines else "cannot start"
-        last = f" — {lines[-1][:200]}" if len(lines) > 1 else ""
-        raise DemoError(f"Temporal dev server: {first}{last}") from None
     except StackError as exc:
         raise DemoError(str(exc)) from None
-    except AuthorityUnavailable as exc:
-        raise DemoError(f"the Authority did not answer: {exc}") from None
 
 
 async def _start_agents(stack: EmbeddedStack, keys_dir: Path) -> None:

@@ -129,14 +129,21 @@ async def ensure_member(
         ``"added"``, ``"updated"`` (roles added) or ``"present"`` (nothing to do).
 
     Raises:
-        GroupSetupError: ``owner`` is not an owner of the Group, or the Authority refused.
+        GroupSetupError: ``owner`` is not an owner of the Group, ``agent_id`` is a member
+            with another public key, or the Authority refused.
         UnknownGroupError: no such Group.
         AuthorityUnavailable: the Authority cannot be reached.
     """
     owner_roles = await _owner_epoch(client, owner, group_id)
     if "owner" not in owner_roles:
         raise GroupSetupError(f"{owner.agent_id!r} is not an owner of group {group_id!r}")
-    current = {a.agent_id: set(a.roles) for a in await client.agents(group_id)}
+    members = {a.agent_id: a for a in await client.agents(group_id)}
+    current = {a: set(m.roles) for a, m in members.items()}
+    if agent_id in members and members[agent_id].public_key not in ("", public_key):
+        raise GroupSetupError(
+            f"{agent_id!r} is already a member of group {group_id!r} with another public key; "
+            "a member is never re-keyed here: remove it first (member.remove), then add it"
+        )
     change: MemberChange
     if agent_id not in current:
         cmd = owner.command("member.add", group_id, {

@@ -176,3 +176,25 @@ def test_archive_of_unknown_group_is_a_clear_error(tmp_path: Path) -> None:
         w.authority.maybe_archive("nope", force=True)
     with pytest.raises(ValueError):
         w.authority.query("DELETE FROM events")
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["notakey", "", "A" * 43 + "=", SigningKey.generate().public_key + "==", "AAAA"],
+    ids=["text", "empty", "padded-43", "padded", "short"],
+)
+def test_a_member_key_that_is_not_an_ed25519_key_is_refused(tmp_path: Path, key: str) -> None:
+    """``member.add`` (and ``group.create``) take an Ed25519 public key in one spelling —
+    32 bytes, unpadded base64url — or nothing: a bad key would sit in the signed log and no
+    Command of that member could ever verify."""
+    w = make_world(tmp_path / "a.db")
+    head = w.authority.head(w.group)
+    r = w.submit(w.coordinator, "member.add",
+                 {"agent_id": "mallory", "public_key": key, "roles": ["worker"]})  # fmt: skip
+    assert r.rejection is not None and r.rejection.code in ("invalid_body", "missing_field")
+    assert w.authority.head(w.group) == head
+    # group.create authenticates with the body's key itself: a bad one fails the signature
+    creator = Actor.generate("eve")
+    r = w.authority.submit(creator.command("group.create", "g2", {"public_key": key}))
+    assert r.rejection is not None and r.rejection.code in ("bad_signature", "missing_field")
+    assert w.authority.query("SELECT group_id FROM groups WHERE group_id='g2'") == []

@@ -1,7 +1,8 @@
 """The Mission workflow's state stays under Temporal's payload limit (2 MiB) however many
 WorkItems a Mission has: it is the continue-as-new input and the source of the result.
 ``trim`` drops the bulky details of finished WorkItems (the Group log keeps them all);
-``remember`` keeps agent verdicts without their already-applied Events."""
+``remember`` keeps agent verdicts with their already-applied Events stripped to sequence and
+type."""
 
 from __future__ import annotations
 
@@ -99,11 +100,12 @@ def test_a_review_item_awaited_by_its_subject_keeps_its_evidence() -> None:
     assert s.items["v8"].trimmed
 
 
-def test_remembered_verdicts_leave_their_events_out() -> None:
+def test_remembered_verdicts_keep_their_events_without_bodies() -> None:
     s = _state(0, "")
     started = EventSummary(seq=5, type="work.started", body={"x": 1})
     v = CommandVerdict(command_id="c1", status="accepted", reply={"lease": {"lease_id": "l"}},
                        events=[started])  # fmt: skip
     s.remember(v)
     kept = s.verdicts["c1"]
-    assert kept.events == [] and kept.reply == v.reply and kept.accepted
+    assert [(e.seq, e.type, e.body) for e in kept.events] == [(5, "work.started", {})]
+    assert kept.reply == v.reply and kept.accepted

@@ -347,6 +347,7 @@ async def test_approval_wrong_key_refused_then_granted__MW_13_2_b(
         events = log(ms, "a")
         granted = last(events, "approval.result_granted")
         assert granted.actor == "olivia"
+        assert f"event seq {granted.seq})" in out  # where the Approval landed in the log
         assert granted.body["approver"] == "olivia" and granted.body["review_digest"] == digest
         accepted = last(events, "work.result_accepted")
         assert accepted.seq > granted.seq

@@ -39,6 +39,7 @@ class AgentInfo(BaseModel):
 
     Attributes:
         agent_id: the agent.
+        public_key: its Ed25519 public key as the Group records it (base64url).
         roles: its roles in the Group.
         membership_epoch: its current Membership Epoch in the Group.
         card: its latest published Agent Card, or ``None`` when it never published one.
@@ -49,6 +50,7 @@ class AgentInfo(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     agent_id: str
+    public_key: str = ""
     roles: list[str]
     membership_epoch: int = Field(ge=0)
     card: AgentCard | None = None
@@ -77,7 +79,8 @@ class AgentReads:
             ).fetchone() is None:  # fmt: skip
                 raise UnknownGroupError(group_id)
             members = self.conn.execute(
-                "SELECT m.agent_id, m.roles, m.membership_epoch, a.card, a.session_epoch "
+                "SELECT m.agent_id, m.public_key, m.roles, m.membership_epoch, a.card, "
+                "a.session_epoch "
                 "FROM members m JOIN agents a ON a.agent_id = m.agent_id "
                 "WHERE m.group_id=? AND m.active=1 ORDER BY m.agent_id",
                 (group_id,),
@@ -102,13 +105,14 @@ class AgentReads:
         return [
             AgentInfo(
                 agent_id=agent_id,
+                public_key=key,
                 roles=list(json.loads(roles)),
                 membership_epoch=int(m_epoch),
                 card=AgentCard.model_validate_json(card) if card else None,
                 session_epoch=int(s_epoch),
                 reliability=dict(sorted(counts.get(agent_id, {}).items())),
             )
-            for agent_id, roles, m_epoch, card, s_epoch in members
+            for agent_id, key, roles, m_epoch, card, s_epoch in members
         ]
 
 

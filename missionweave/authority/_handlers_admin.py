@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import re
 
-from ..protocol import GENESIS_HASH, AgentCard, Role
+from ..protocol import GENESIS_HASH, AgentCard, Role, SignatureError, b64u_encode
+from ..protocol._crypto import load_public_key
 from ._context import Ctx, Reject, dumps, need
 from ._items import parse
 from ._registry import command
@@ -29,6 +30,20 @@ def _roles(value: object) -> list[str]:
         raise Reject(
             "invalid_body", "unknown role", field="roles", allowed=[r.value for r in Role]
         ) from None
+
+
+def _public_key(ctx: Ctx) -> str:
+    """The body's ``public_key``: an Ed25519 public key, 32 bytes in unpadded base64url (one
+    spelling per key, so that the log compares keys as strings)."""
+    key = need(ctx.body, "public_key")
+    try:
+        ok = isinstance(key, str) and b64u_encode(load_public_key(key).public_bytes_raw()) == key
+    except SignatureError:
+        ok = False
+    if not ok:
+        raise Reject("invalid_body", "public_key is not an Ed25519 public key (32 bytes, "
+                     "unpadded base64url)", field="public_key")  # fmt: skip
+    return str(key)
 
 
 def _register_agent(ctx: Ctx, agent_id: str, public_key: str) -> None:
@@ -49,7 +64,7 @@ def group_create(ctx: Ctx) -> None:
         raise Reject("invalid_command", "group.create needs a valid group_id")
     if ctx.one("SELECT 1 FROM groups WHERE group_id=?", gid):
         raise Reject("group_exists", f"group {gid!r} already exists", group_id=gid)
-    key = need(ctx.body, "public_key")
+    key = _public_key(ctx)
     roles = sorted(set(_roles(ctx.body.get("roles", ["owner"]))) | {"owner"})
     _register_agent(ctx, ctx.command.actor, key)
     ctx.run(
@@ -81,7 +96,7 @@ def member_add(ctx: Ctx) -> None:
     agent_id = need(ctx.body, "agent_id")
     if not _ID.match(agent_id):
         raise Reject("invalid_body", "agent_id has invalid characters", field="agent_id")
-    key = need(ctx.body, "public_key")
+    key = _public_key(ctx)
     roles = _roles(ctx.body.get("roles"))
     row = ctx.one(
         "SELECT membership_epoch, active FROM members WHERE group_id=? AND agent_id=?",

@@ -221,6 +221,9 @@ class _Run:
             return
 
     async def _conclude(self, task: asyncio.Task[Any]) -> WorkOutcome:
+        # read the handler's exception first, whatever the outcome: one never retrieved is
+        # logged by asyncio as an error with a traceback (seen on Ctrl-C as LeaseLost)
+        failure = None if task.cancelled() else task.exception()
         if self.budget_verdict is not None:
             rej = self.budget_verdict.rejection
             dims = rej.detail.get("dimensions") if rej is not None else None
@@ -229,8 +232,7 @@ class _Run:
             return self._lease_lost(self.session.lost)
         if task.cancelled():
             return await self._fail("the handler was cancelled", retryable=True)
-        exc = task.exception()
-        result: Any = task.result() if exc is None else exc
+        result: Any = task.result() if failure is None else failure
         if isinstance(result, LeaseLost):
             return self._lease_lost(result)
         if isinstance(result, Submission):

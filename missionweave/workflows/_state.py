@@ -133,9 +133,11 @@ class MissionState(BaseModel):
     def remember(self, verdict: CommandVerdict, keep: int = 500) -> None:
         """Store an applied agent verdict, keeping the newest ``keep`` (a retried update is
         answered from here; the Authority itself answers older repeats idempotently). Its
-        Events are applied already and left out: a retry needs the status, rejection and
-        reply, and the state travels through continue-as-new."""
-        self.verdicts[verdict.command_id] = verdict.model_copy(update={"events": []})
+        Events are applied already: they are kept without their bodies (sequence, type and
+        WorkItem tell the caller where it landed), as the state travels through
+        continue-as-new. The first answer and a retried one are the same."""
+        slim = [e.model_copy(update={"body": {}}) for e in verdict.events]
+        self.verdicts[verdict.command_id] = verdict.model_copy(update={"events": slim})
         while len(self.verdicts) > keep:
             del self.verdicts[next(iter(self.verdicts))]
 

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import socket
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
@@ -92,6 +93,36 @@ def _load_or_create_key(path: Path) -> SigningKey:
         return SigningKey.from_file(path)
     except SignatureError as exc:
         raise StackError(f"{path}: {exc}") from None
+
+
+def _lock_data_dir(data_dir: Path) -> Callable[[], None]:
+    """Hold ``data_dir/stack.lock`` (an exclusive ``flock``) while this stack runs: two stacks
+    on one directory would run two Temporal servers on one ``temporal.db`` and two Authorities
+    on one ``authority.db``. Returns the release function.
+
+    Raises:
+        StackError: another process holds it (its pid is named).
+    """
+    path = data_dir / "stack.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise StackError(
+            f"{data_dir} is in use by another MissionWeave stack (pid {holder}); stop it, or "
+            "give this one another --data-dir"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+    def release() -> None:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    return release
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -283,6 +314,7 @@ class EmbeddedStack:
 
     async def _start(self, exits: AsyncExitStack) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        exits.callback(_lock_data_dir(self.data_dir))
         self.artifacts_path.mkdir(exist_ok=True)
         # Registered first, so it is stopped last: every Worker drains before it goes.
         exits.push_async_callback(self.temporal.stop)

@@ -3,6 +3,7 @@ bootstrap that is idempotent across restarts, and a coordinator key the Group do
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,20 @@ def test_workflow_ui_url_quotes_ids() -> None:
     assert workflow_ui_url("http://h:8233/", "default", "mission-a/b c") == (
         "http://h:8233/namespaces/default/workflows/mission-a%2Fb%20c"
     )
+
+
+async def test_one_data_directory_serves_one_stack_at_a_time(tmp_path: Path) -> None:
+    """A second stack on a directory in use is refused, naming the holder, before it starts
+    anything; once the first stops, the directory is free again."""
+    first = _stack(tmp_path)
+    await first.start()
+    try:
+        second = _stack(tmp_path)
+        holder = rf"in use by another MissionWeave stack \(pid {os.getpid()}\)"
+        with pytest.raises(StackError, match=holder):
+            await second.start()
+        assert not second.running and not second.temporal.running
+    finally:
+        await first.stop()
+    async with _stack(tmp_path) as again:
+        assert again.running

@@ -168,6 +168,9 @@ def test_mission_bad_input_is_one_line(tmp_path: Path) -> None:
     _one_line_error(_mw("mission", "start", "-", stdin="group_id: [unclosed"),
                     "stdin: neither JSON nor YAML")  # fmt: skip
     _one_line_error(_mw("mission", "start", "-", stdin="[1, 2]"), "a MissionSpec is a mapping")
+    empty = {**_spec("b4", "text.stats@1.0"), "items": []}
+    _one_line_error(_mw("mission", "start", "-", stdin=json.dumps(empty)),
+                    "items: a Mission needs at least one WorkItem")  # fmt: skip
     spec = tmp_path / "ok.json"
     spec.write_text(json.dumps(_spec("b3", "text.stats@1.0")), encoding="utf-8")
     nowhere = f"127.0.0.1:{_free_port()}"

@@ -78,6 +78,9 @@ def load_spec(source: str) -> MissionSpec:
         where = ".".join(str(p) for p in err["loc"]) or "MissionSpec"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise CliError(f"{name}: invalid MissionSpec: {where}: {err['msg']}{more}") from None
+    if not spec.items:  # it would complete at once, before anything could be added
+        raise CliError(f"{name}: invalid MissionSpec: items: a Mission needs at least one "
+                       "WorkItem")  # fmt: skip
     seen: set[str] = set()
     for i, item in enumerate(spec.items):
         if item.work_item_id in seen:

@@ -72,6 +72,36 @@ def test_cli_get_verifies_and_fails_in_one_line__MW_13_1_d(tmp_path: Path) -> No
         _one_line_error(r)
 
 
+def test_cli_get_into_a_directory_writes_the_hash_there(tmp_path: Path) -> None:
+    root = tmp_path / "artifacts"
+    report, _, _ = _three_levels(root)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = _run("get", report, "-o", str(out), "--store", str(root))
+    assert r.returncode == 0, r.stderr
+    assert (out / report).read_bytes() == b'{"rows": 2}'
+    assert r.stdout == f"ok {report} 11 bytes -> {out / report}\n"
+    a_file = tmp_path / "f"
+    a_file.write_text("")
+    r = _run("get", report, "-o", str(a_file / "x"), "--store", str(root))
+    assert r.returncode == 2
+    assert _one_line_error(r) == f"error: cannot write {a_file / 'x'}: {a_file} is not a directory"
+
+
+def test_cli_lineage_of_an_artifact_without_manifest_is_an_error(tmp_path: Path) -> None:
+    root = tmp_path / "artifacts"
+    report, _, raw = _three_levels(root)
+    for h in ("0" * 64, FilesystemStore(root).put(b"unsigned").hash):
+        r = _run("lineage", h, "--store", str(root))
+        assert r.returncode == 2 and r.stdout == ""
+        assert _one_line_error(r) == f"error: no manifest for artifact {h} in {root}"
+    # an ancestor without a manifest is part of the answer, not an error
+    (root / "manifests" / f"{raw}.json").unlink()
+    r = _run("lineage", report, "--store", str(root))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[2] == f"    └── {raw}  (no manifest)"
+
+
 def test_cli_lineage_tree_and_mermaid__MW_13_1_c(tmp_path: Path) -> None:
     root = tmp_path / "artifacts"
     report, cleaned, raw = _three_levels(root)

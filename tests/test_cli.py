@@ -17,9 +17,11 @@ from .world import make_world
 EXE = str(Path(sys.executable).with_name("missionweave"))
 
 
-def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def _run(
+    *args: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=timeout,
-                          check=False)  # fmt: skip
+                          check=False, env={**os.environ, **(env or {})})  # fmt: skip
 
 
 def test_help_lists_commands() -> None:
@@ -29,6 +31,29 @@ def test_help_lists_commands() -> None:
         assert word in r.stdout
     r = _run("events", "verify", "--help")
     assert r.returncode == 0 and "--db" in r.stdout and "--public-key" in r.stdout
+
+
+def test_command_help_reads_as_prose() -> None:
+    """typer prints a command's description as written, paragraph by paragraph: no RST
+    markup, and no line broken mid-sentence (on a terminal wide enough not to wrap)."""
+    for command in (["coordinator"], ["approve"], ["artifacts", "get"],
+                    ["artifacts", "lineage"]):  # fmt: skip
+        r = _run(*command, "--help", env={"COLUMNS": "400"})
+        assert r.returncode == 0, r.stderr
+        head = r.stdout.split("╭", 1)[0].splitlines()
+        usage = next(i for i, line in enumerate(head) if "Usage:" in line)
+        text = [line.strip() for line in head[usage + 1 :] if line.strip()]
+        assert text, r.stdout
+        for line in text:
+            assert "``" not in line and line.endswith("."), (command, line)
+
+
+def test_data_dir_that_is_a_file_is_one_line(tmp_path: Path) -> None:
+    a_file = tmp_path / "f"
+    a_file.write_text("")
+    r = _run("dev", "up", "--data-dir", str(a_file), "--headless")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [f"error: --data-dir {a_file} is not a directory"]
 
 
 def test_events_verify_ok_then_names_first_bad_sequence(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import json
 import re
 import shlex
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -28,9 +29,11 @@ from typing import Any
 import pytest
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
+from rich.console import Console
 from typer.testing import CliRunner
 
 from missionweave.cli import app
+from missionweave.cli._demo import failure_line
 from missionweave.demo import (
     DistReport,
     build_sbom,
@@ -41,14 +44,23 @@ from missionweave.demo import (
     validate_sbom,
     verify_distribution,
 )
-from missionweave.demo._environment import claimed_files, normalize_name
+from missionweave.demo._environment import claimed_files, id_slug, normalize_name
+from missionweave.demo._handlers import evidence_summary
 from missionweave.demo._progress import line, render
 from missionweave.demo._record import RecordError, licence_of
-from missionweave.demo._spec import audit_mission, check_files_match, verify_id
+from missionweave.demo._spec import (
+    audit_mission,
+    check_files_match,
+    new_mission_id,
+    verify_id,
+    verify_items,
+)
+from missionweave.demo._summary import UI_STOPS, print_summary, summarize
 from missionweave.dev import EmbeddedStack
 from missionweave.protocol import AgentCard, Event, SigningKey
 from missionweave.protocol.mission import (
     COORDINATOR_TASK_QUEUE,
+    MissionResult,
     MissionSpec,
     MissionStatus,
     WorkItemSpec,
@@ -127,12 +139,16 @@ def mission_of(out: str) -> str:
     return found.group(1)
 
 
-def write_dist(site: Path, files: dict[str, bytes], *, name: str = "pkg") -> Path:
-    """A distribution ``name`` 1.0 in ``site`` whose RECORD lists ``files`` with their real
-    hashes and sizes, and itself without a hash."""
+def write_dist(
+    site: Path, files: dict[str, bytes], *, name: str = "pkg", meta_name: str | None = None
+) -> Path:
+    """A distribution ``name`` 1.0 in ``site`` (its METADATA's ``Name:`` is ``meta_name`` when
+    given) whose RECORD lists ``files`` with their real hashes and sizes, and itself without a
+    hash."""
     dist_info = site / f"{name}-1.0.dist-info"
     dist_info.mkdir(parents=True)
-    meta = f"Metadata-Version: 2.4\nName: {name}\nVersion: 1.0\nLicense-Expression: MIT\n"
+    meta = (f"Metadata-Version: 2.4\nName: {meta_name or name}\nVersion: 1.0\n"
+            "License-Expression: MIT\n")  # fmt: skip
     (dist_info / "METADATA").write_text(meta)
     rows = []
     for rel, data in {**files, f"{dist_info.name}/METADATA": meta.encode()}.items():
@@ -194,6 +210,32 @@ def test_verify_finds_missing_modified_and_unlisted_files(tmp_path: Path) -> Non
     assert again.unlisted == []
     # the report is what the coordinator's schema describes
     assert DistReport.model_validate_json(report.model_dump_json()) == report
+
+
+def test_unreadable_record_messages_name_record_and_stay_one_line(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    dist_info = write_dist(site, {"m.py": b"1\n"})
+    record = dist_info / "RECORD"
+    record.write_bytes(b"\xff\xfe\x00\x81garbage")
+    report = verify_distribution(dist_info)
+    assert report.record_error == "RECORD is not UTF-8 text (byte 0xff at offset 0)"
+    assert not report.files_match and not report.record
+    assert evidence_summary(report) == "pkg 1.0: RECORD is not UTF-8 text (byte 0xff at offset 0)"
+    # a line break inside a quoted field: the path is taken as written, every message that
+    # names it stays on one line
+    other = record_digest(b"2\n")
+    record.write_text(f'"pkg/a\nb.py",{EMPTY_SHA256},0\nm.py,{other},2\n')
+    report = verify_distribution(dist_info)
+    assert report.missing == ["pkg/a\nb.py"] and [m.path for m in report.modified] == ["m.py"]
+    line = evidence_summary(report)
+    assert line == "missing: pkg/a\\nb.py; modified: m.py" and "\n" not in line
+    bad = {"record": True, "missing": 1, "modified": 1, "unsupported": 0,
+           "files_by_kind": {"missing": ["pkg/a\nb.py"], "modified": ["m.py"]}}  # fmt: skip
+    assert check_files_match(bad, []) == line
+    record.write_text('"a.py",sha256,1\n"b\n.py",,"1\n2"\n')
+    with pytest.raises(RecordError) as err:
+        parse_record(record.read_text())
+    assert "\n" not in str(err.value)
 
 
 def test_verify_without_a_usable_record_or_with_an_unknown_algorithm(tmp_path: Path) -> None:
@@ -262,8 +304,100 @@ def test_mission_spec_and_the_files_match_check() -> None:
     assert len(verify_id("audit-1", "x" * 200)) <= 120
     ok = {"record": True, "missing": 0, "modified": 0, "unsupported": 0}
     assert check_files_match(ok, []) is None
-    bad = {**ok, "modified": 1, "problem_files": ["pkg/mod.py"]}
-    assert check_files_match(bad, []) == "1 modified: pkg/mod.py"
+    bad = {**ok, "missing": 7, "modified": 1,
+           "files_by_kind": {"missing": [f"m{i}.pyc" for i in range(5)],
+                             "modified": ["pkg/mod.py"]}}  # fmt: skip
+    assert check_files_match(bad, []) == (
+        "missing: m0.pyc, m1.pyc, m2.pyc, m3.pyc, m4.pyc … 2 more; modified: pkg/mod.py"
+    )
+    assert check_files_match({"record": True}, []) is not None  # no counts: not a pass
+
+
+def test_verify_ids_are_valid_and_unique_whatever_the_names(tmp_path: Path) -> None:
+    """WorkItem ids derive from the PEP 503 name with characters the Authority refuses
+    replaced, plus a digest of the name as written when that changed it or two collide; the
+    inventory, the reports and the summary keep the name as written."""
+    from missionweave.authority._handlers_work import _ID as AUTHORITY_ID
+
+    site = tmp_path / "site"
+    names = {"weird": "we ird/../x", "plus": "a+b", "space": "a b", "plain": "a-b",
+             "upper": "Typing_Extensions", "accent": "café", "long": "n" * 300}  # fmt: skip
+    for d, n in names.items():
+        write_dist(site, {f"{d}.py": b""}, name=d, meta_name=n)
+    mission = new_mission_id()
+    inv = take_inventory([site], mission, lambda slug: verify_id(mission, slug))
+    ids = {d.name: d.work_item_id for d in inv.distributions}
+    assert set(ids) == set(names.values())  # the names as written
+    assert len(set(ids.values())) == len(ids)
+    for wid in ids.values():
+        assert AUTHORITY_ID.match(wid) and AUTHORITY_ID.match(wid + ":review"), wid
+    short = {n: w.removeprefix(f"{mission}:verify:") for n, w in ids.items()}
+    assert short["a-b"] == "a-b" and short["Typing_Extensions"] == "typing-extensions"
+    assert re.fullmatch(r"we-ird-x-[0-9a-f]{8}", short["we ird/../x"])
+    assert re.fullmatch(r"a-b-[0-9a-f]{8}", short["a+b"]) and short["a+b"] != short["a b"]
+    assert re.fullmatch(r"caf-[0-9a-f]{8}", short["café"])
+    assert id_slug("a-b", {"a-b"}) != "a-b"
+    specs = verify_items(mission, inv)  # the WorkItems the inventory adds
+    assert {s.input["name"] for s in specs} == set(names.values())
+    weird = next(d for d in inv.distributions if d.name == "we ird/../x")
+    assert verify_distribution(Path(weird.dist_info)).name == "we ird/../x"
+
+
+def test_summary_names_why_and_lists_bad_files_per_kind(tmp_path: Path) -> None:
+    from missionweave.artifacts import FilesystemStore
+
+    store = FilesystemStore(tmp_path / "artifacts")
+    site = tmp_path / "site"
+    files = {"six.py": b"X = 1\n", "__pycache__/six.cpython-311.pyc": b"\0",
+             **{f"pkg/f{i}.py": b"" for i in range(7)}}  # fmt: skip
+    dist_info = write_dist(site, files, name="six")
+    (site / "__pycache__/six.cpython-311.pyc").unlink()
+    (site / "six.py").write_bytes(b"X = 2\n")
+    for i in range(7):
+        (site / f"pkg/f{i}.py").unlink()
+    report = verify_distribution(dist_info)
+    h = store.put(report.model_dump_json().encode(), "application/json").hash
+    m = "audit-1"
+    result = MissionResult.model_validate({
+        "mission_id": m, "group_id": "demo", "status": "failed",
+        "reason": f"{m}:verify:six failed for good",
+        "items": [
+            {"work_item_id": f"{m}:inventory", "state": "verified"},
+            {"work_item_id": f"{m}:verify:six", "state": "failed", "outputs": {"report": h},
+             "detail": "failed after 2 attempt(s)"},
+            {"work_item_id": f"{m}:sbom", "state": "cancelled", "detail": "mission failed"}],
+    })  # fmt: skip
+    s = summarize(result, store)
+    assert s.reason == f"{m}:verify:six failed for good"
+    assert [(u.work_item_id, u.state, u.detail) for u in s.unfinished] == [
+        (f"{m}:verify:six", "failed", "failed after 2 attempt(s)"),
+        (f"{m}:sbom", "cancelled", "mission failed")]  # fmt: skip
+    (p,) = s.problems
+    assert p.summary == "8 missing, 1 modified"
+    assert p.describe() == ("missing: __pycache__/six.cpython-311.pyc, pkg/f0.py, pkg/f1.py, "
+                            "pkg/f2.py, pkg/f3.py … 3 more; modified: six.py")  # fmt: skip
+    assert failure_line(s) == f"audit failed: six 1.0: {p.describe()}"
+    console = Console(record=True, width=80)
+    print_summary(console, s, mission_url="http://ui/m", ui_stays_up=False)
+    out = console.export_text()
+    assert f"  reason          {m}:verify:six failed for good" in out
+    assert "    six 1.0: 8 missing, 1 modified" in out
+    assert "      missing     __pycache__/six.cpython-311.pyc" in out
+    assert "      missing     … 3 more" in out and "      modified    six.py" in out
+    assert "  not verified    2" in out
+    assert "    verify:six: failed — failed after 2 attempt(s)" in out
+    assert "    sbom: cancelled — mission failed" in out
+    assert f"  Temporal UI     http://ui/m  {UI_STOPS}" in out
+    console = Console(record=True, width=80)
+    print_summary(console, s, mission_url="http://ui/m", ui_stays_up=True)
+    assert "  Temporal UI     http://ui/m\n" in console.export_text()
+    # a Mission cancelled before any verify ran: the stderr line says why
+    cancelled = result.model_copy(update={
+        "status": "cancelled", "reason": f"{m}:verify:x not authorized: invalid id",
+        "items": [result.items[0], result.items[2]]})  # fmt: skip
+    assert failure_line(summarize(cancelled, store)) == (
+        f"audit cancelled: {m}:verify:x not authorized: invalid id | sbom cancelled: mission failed"
+    )
 
 
 def test_progress_line_and_table() -> None:
@@ -290,18 +424,32 @@ def test_demo_help_names_every_option() -> None:
         assert opt in result.output
 
 
-def test_bad_site_packages_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    for target, why in ((tmp_path / "nope", "no such directory"),
-                        (tmp_path, "no distribution")):  # fmt: skip
-        r = subprocess.run([EXE, "demo", "--site-packages", str(target), "--data-dir",
-                            str(tmp_path / "data")], capture_output=True, text=True,
-                           timeout=60, check=False)  # fmt: skip
+def test_bad_site_packages_or_data_dir_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    a_file = tmp_path / "hostname"
+    a_file.write_text("box\n")
+    data = tmp_path / "data"
+    for args, message in (
+        (("--site-packages", str(tmp_path / "nope")),
+         f"--site-packages {tmp_path / 'nope'}: no such directory"),
+        (("--site-packages", str(a_file)), f"--site-packages {a_file}: not a directory"),
+        (("--site-packages", str(tmp_path)),
+         f"--site-packages {tmp_path}: no distribution (*.dist-info) in it"),
+    ):  # fmt: skip
+        r = subprocess.run([EXE, "demo", *args, "--data-dir", str(data)], capture_output=True,
+                           text=True, timeout=60, check=False)  # fmt: skip
         assert r.returncode == 2, r.stderr
-        assert r.stderr.strip().splitlines() == [f"error: --site-packages {target}: {why}"
-                                                 + ("" if why == "no such directory"
-                                                    else " (*.dist-info) in it")]  # fmt: skip
+        assert r.stderr.strip().splitlines() == [f"error: {message}"]
         assert "Traceback" not in r.stderr + r.stdout
-    assert not (tmp_path / "data").exists()  # nothing started
+    assert not data.exists()  # nothing started
+    site = write_dist(tmp_path / "site", {"m.py": b""}).parent
+    for data_dir, message in ((a_file, f"--data-dir {a_file} is not a directory"),
+                              (a_file / "sub", f"--data-dir {a_file / 'sub'} is not a "
+                                               f"directory ({a_file} is a file)")):  # fmt: skip
+        r = subprocess.run([EXE, "demo", "--site-packages", str(site), "--data-dir",
+                            str(data_dir)], capture_output=True, text=True, timeout=60,
+                           check=False)  # fmt: skip
+        assert (r.returncode, r.stderr.strip().splitlines()) == (2, [f"error: {message}"])
+    assert a_file.read_text() == "box\n"
 
 
 # ------------------------------------------------------- authorize_work, in a real Mission
@@ -385,8 +533,12 @@ def test_demo_audits_real_distributions_and_reruns_on_its_data__MW_10_4_a(
     mission = mission_of(out)
     assert "3 listed, 3 verified" in out and "problems        none" in out
     assert re.search(r"events verify   ok: \d+ events", out), out
-    assert f"/namespaces/default/workflows/mission-{mission}" in out
-    assert "Traceback" not in r.stderr
+    # without --keep-running the web UI goes with the demo, and its links say so
+    page = f"/namespaces/default/workflows/mission-{mission}"
+    assert re.search(rf"^  mission      {mission}  http://\S+{page}  \(up while the demo runs; "
+                     r"--keep-running keeps it up after\)$", out, re.M), out  # fmt: skip
+    assert re.search(rf"^  Temporal UI     http://\S+{page}  {re.escape(UI_STOPS)}$", out, re.M)
+    assert "Traceback" not in r.stderr and "stopped" not in r.stderr
 
     sbom_path = data / f"sbom-{mission}.cdx.json"
     assert f"SBOM            {sbom_path}" in out
@@ -432,8 +584,10 @@ def test_demo_with_a_modified_file_fails_naming_the_file(tmp_path: Path) -> None
     mission = mission_of(r.stdout)
     assert f"Mission {mission}: failed" in r.stdout
     fqdn = f"fqdn {version('fqdn')}"
-    assert f"{fqdn}: 1 modified" in r.stdout and "fqdn/__init__.py" in r.stdout
-    assert f"audit failed: {fqdn}: 1 modified (fqdn/__init__.py)" in r.stderr
+    assert f"    {fqdn}: 1 modified\n      modified    fqdn/__init__.py\n" in r.stdout
+    assert r.stderr.strip().splitlines()[-1] == f"audit failed: {fqdn}: modified: fqdn/__init__.py"
+    assert f"  reason          {mission}:verify:fqdn failed for good" in r.stdout
+    assert re.search(r"^    verify:fqdn: failed — \S", r.stdout, re.M), r.stdout  # its detail
     assert "Traceback" not in r.stderr
     item = f"{mission}:verify:fqdn"
     log = [e for e in group_log(data) if e.work_item_id == item]
@@ -446,30 +600,43 @@ def test_demo_with_a_modified_file_fails_naming_the_file(tmp_path: Path) -> None
     assert not any(e.type == "work.result_accepted" for e in log)
 
 
+def _wait_for(proc: subprocess.Popen[str], path: Path, pattern: str) -> re.Match[str]:
+    """The first match of ``pattern`` in the output ``proc`` writes to ``path``."""
+    deadline = time.monotonic() + 240
+    while proc.poll() is None and time.monotonic() < deadline:
+        found = re.search(pattern, path.read_text(), re.M)
+        if found:
+            return found
+        time.sleep(0.2)
+    found = re.search(pattern, path.read_text(), re.M)
+    assert found, path.read_text()
+    return found
+
+
 @pytest.mark.timeout(600)
-def test_demo_require_approval_waits_for_the_printed_approve_command(tmp_path: Path) -> None:
+def test_demo_require_approval_and_keep_running_until_ctrl_c(tmp_path: Path) -> None:
     """With ``--require-approval`` the SBOM waits for a MissionOwner's Approval; the command
-    the demo prints grants it (MW-13.2-b step 5) and the demo then completes."""
+    the demo prints grants it (MW-13.2-b step 5) and the demo then completes. With
+    ``--keep-running`` the web UI's links stand plain, and Ctrl-C ends with ``stopped``."""
     site = site_with(tmp_path, "six")
     data = tmp_path / "data"
     out_path = tmp_path / "demo.out"
     with out_path.open("w") as out:
         proc = subprocess.Popen(
-            [EXE, "demo", "--site-packages", str(site), "--data-dir", str(data), "--headless",
-             "--temporal-port", "0", "--authority-port", "0", "--require-approval"],
+            [EXE, "demo", "--site-packages", str(site), "--data-dir", str(data),
+             "--temporal-port", "0", "--ui-port", "0", "--authority-port", "0",
+             "--require-approval", "--keep-running"],
             stdout=out, stderr=subprocess.STDOUT, text=True)  # fmt: skip
         try:
-            command = None
-            deadline = time.monotonic() + 240
-            while command is None and proc.poll() is None and time.monotonic() < deadline:
-                found = re.search(r"^  (\S+ approve --mission .+)$", out_path.read_text(), re.M)
-                command = found.group(1) if found else None
-                time.sleep(0.2)
-            assert command is not None, out_path.read_text()
+            command = _wait_for(proc, out_path, r"^  (\S+ approve --mission .+)$").group(1)
             approved = subprocess.run(shlex.split(command), capture_output=True, text=True,
                                       timeout=60, check=False)  # fmt: skip
             assert approved.returncode == 0, approved.stdout + approved.stderr
             assert approved.stdout.startswith("approved ")
+            _wait_for(proc, out_path, r"^The stack stays up for the web UI \(http://\S+\); "
+                      r"Ctrl-C stops it\.$")  # fmt: skip
+            assert proc.poll() is None, out_path.read_text()  # it stays up
+            proc.send_signal(signal.SIGINT)
             assert proc.wait(timeout=120) == 0, out_path.read_text()
         finally:
             if proc.poll() is None:
@@ -480,3 +647,7 @@ def test_demo_require_approval_waits_for_the_printed_approve_command(tmp_path: P
     granted = [e for e in group_log(data) if e.type == "approval.result_granted"]
     assert [(e.actor, e.work_item_id) for e in granted] == [("owner", f"{mission}:sbom")]
     assert "1 listed, 1 verified" in text
+    page = f"/namespaces/default/workflows/mission-{mission}"
+    assert re.search(rf"^  mission      {mission}  http://\S+{page}$", text, re.M), text
+    assert re.search(rf"^  Temporal UI     http://\S+{page}$", text, re.M), text
+    assert text.splitlines()[-2:] == ["stopping (Ctrl-C again to force)", "stopped"], text

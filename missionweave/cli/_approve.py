@@ -40,8 +40,9 @@ def approve_command(
 ) -> None:  # fmt: skip
     """Approve a reviewed WorkItem result as a MissionOwner (or --reject it with --reason).
 
-    Exits 0 when the Authority recorded the decision, 1 when it refused it (wrong key, not a
-    mission_owner, …; the WorkItem keeps waiting), 2 on bad input or an unreachable service.
+    Exit status 0: the Authority recorded the decision.
+    Exit status 1: the Authority refused it (wrong key, not a mission_owner, …); it still waits.
+    Exit status 2: bad input or an unreachable service.
     """
     if reject and not reason.strip():
         raise CliError("--reject needs --reason")

@@ -95,33 +95,67 @@ def artifacts_option(use: str, default: str) -> Any:
     )  # fmt: skip
 
 
-@app.command("get")
+def _store_name(store: Path | None, s3_endpoint: str | None, s3_bucket: str | None) -> str:
+    """Where the options point, for messages: ``s3://bucket`` or the store's directory."""
+    return f"s3://{s3_bucket}" if s3_endpoint else str(store or default_store_path())
+
+
+# typer shows a command's help as written: paragraphs apart, each on one line (it wraps them)
+_GET_HELP = (
+    "Fetch an Artifact to a file, verifying its SHA-256 (MW-13.1-d).\n\n"
+    "OUTPUT may be an existing directory: the Artifact is then written into it, named by its "
+    "hash.\n\n"
+    "Exits 1 with one line when the stored bytes do not match the hash (OUTPUT is then left "
+    "untouched), 2 when the Artifact or the store is missing."
+)
+
+
+@app.command("get", help=_GET_HELP)
 def get(
     content_hash: str = typer.Argument(..., metavar="HASH", help="SHA-256 hex of the content."),
-    output: Path = typer.Option(..., "--output", "-o", help="File to write."),
+    output: Path = typer.Option(
+        ..., "--output", "-o", metavar="OUTPUT",
+        help="File to write, or an existing directory to write HASH into.",
+    ),
     store: Path | None = _STORE,
     s3_endpoint: str | None = S3_ENDPOINT,
     s3_bucket: str | None = S3_BUCKET,
     s3_secure: bool = S3_SECURE,
-) -> None:
-    """Fetch an Artifact to a file, verifying its SHA-256 (MW-13.1-d).
-
-    Exits 1 with one line when the stored bytes do not match the hash (OUTPUT is then left
-    untouched), 2 when the Artifact or the store is missing.
-    """
+) -> None:  # fmt: skip
+    """Fetch an Artifact to ``output`` (a file, or an existing directory to write it into as
+    ``<hash>``), verifying its SHA-256 (MW-13.1-d); exit 1 on a mismatch, 2 when missing."""
     from ..artifacts import ArtifactIntegrityError, ArtifactNotFound
 
     backend = open_store(store, s3_endpoint, s3_bucket, s3_secure)
+    if output.is_dir():
+        output = output / content_hash  # like cp FILE DIR (the hash is checked before use)
+        if output.is_dir():
+            raise CliError(f"{output} is a directory")
+    above = next((p for p in output.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise CliError(f"cannot write {output}: {above} is not a directory")
     try:
         ref = backend.get_to_file(content_hash, output)
     except (ValueError, ArtifactNotFound) as exc:
         raise CliError(str(exc)) from None
     except ArtifactIntegrityError as exc:
         raise CliError(str(exc), exit_code=1) from None
+    except OSError as exc:  # e.g. OUTPUT's parent is a file, or not writable
+        raise CliError(f"{exc.filename or output}: {exc.strerror or exc}") from None
     typer.echo(f"ok {ref.hash} {ref.size} bytes -> {output}")
 
 
-@app.command("lineage")
+_LINEAGE_HELP = (
+    "Print an Artifact's provenance (MW-13.1-c): an indented tree of the Artifacts it was "
+    "derived from, read from their signed manifests. --mermaid prints a Mermaid flowchart "
+    "instead.\n\n"
+    "Manifests whose signature does not verify are not followed; they are shown as "
+    '"(unverified)". An ancestor without a manifest is shown as "(no manifest)".\n\n'
+    "Exits 2 when HASH itself has no manifest in the store."
+)
+
+
+@app.command("lineage", help=_LINEAGE_HELP)
 def lineage(
     content_hash: str = typer.Argument(..., metavar="HASH", help="SHA-256 hex of the content."),
     store: Path | None = _STORE,
@@ -130,12 +164,8 @@ def lineage(
     s3_bucket: str | None = S3_BUCKET,
     s3_secure: bool = S3_SECURE,
 ) -> None:
-    """Print an Artifact's provenance (MW-13.1-c): an indented tree of the Artifacts it was
-    derived from, from their signed manifests; ``--mermaid`` prints a flowchart instead.
-
-    Manifests whose signature does not verify are not followed and are reported as
-    ``unverified``.
-    """
+    """Print an Artifact's provenance tree (MW-13.1-c) from the signed manifests in the
+    store, or a Mermaid flowchart; exit 2 when the Artifact itself has no manifest."""
     from ..artifacts import ManifestIndex, to_mermaid, to_text
 
     backend = open_store(store, s3_endpoint, s3_bucket, s3_secure)
@@ -143,4 +173,7 @@ def lineage(
         tree = ManifestIndex(backend).lineage(content_hash)
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    if tree.status == "no_manifest":
+        where = _store_name(store, s3_endpoint, s3_bucket)
+        raise CliError(f"no manifest for artifact {content_hash} in {where}")
     typer.echo(to_mermaid(tree) if mermaid else to_text(tree), nl=False)

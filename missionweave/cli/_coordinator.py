@@ -41,10 +41,11 @@ def coordinator_command(
     s3_secure: bool = S3_SECURE,
     stop_timeout: float = opt.STOP_TIMEOUT,
 ) -> None:
-    """Run the coordinator: the ``Mission`` workflow and its activities on the
-    ``missionweave-coordinator`` task queue, signing with --key. Reviews verify submitted
+    """Run the coordinator: the Mission workflow and its activities on the
+    missionweave-coordinator task queue, signing with --key. Reviews verify submitted
     Artifacts in --artifacts (or the S3 bucket). Stops cleanly on Ctrl-C; --stop-timeout
-    bounds the wait for the Worker to drain."""
+    bounds the wait for the Worker to drain.
+    """
     signing_key = load_key(key)
     store = open_store(artifacts, s3_endpoint, s3_bucket, s3_secure, create=True)
     run_client_command(_run(signing_key, agent_id, authority_url, temporal_address, namespace,

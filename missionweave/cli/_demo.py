@@ -18,9 +18,11 @@ from ._common import CliError, run_client_command
 from ._options import AUTHORITY_PORT, HEADLESS, TEMPORAL_PORT, UI_PORT
 
 if TYPE_CHECKING:
-    from ..demo import DemoOptions
+    from ..demo import DemoOptions, Summary
 
 DEFAULT_DATA_DIR = Path(".missionweave") / "demo"
+#: Failing distributions named on the stderr line, at most.
+SHOWN_PROBLEMS = 5
 
 
 def demo_command(
@@ -58,10 +60,11 @@ def demo_command(
     Example: missionweave demo --site-packages .venv/lib/python3.11/site-packages
     """
     from ..demo import DemoError, DemoOptions
-    from ..demo._runner import resolve_target
+    from ..demo._runner import check_data_dir, resolve_target
 
     try:  # before anything starts: a bad target is one line
         resolve_target(site_packages)
+        check_data_dir(data_dir)
     except DemoError as exc:
         raise CliError(str(exc)) from None
     opts = DemoOptions(
@@ -121,6 +124,7 @@ async def _demo(opts: DemoOptions) -> int:
             summary = await run_demo(opts, console, stop=stop)
     except DemoInterrupted as exc:
         typer.echo(str(exc), err=True)
+        typer.echo("stopped", err=True)
         return 130
     except DemoError as exc:
         raise CliError(str(exc)) from None
@@ -129,14 +133,28 @@ async def _demo(opts: DemoOptions) -> int:
     finally:
         for sig in signals:
             loop.remove_signal_handler(sig)
-    if summary.status == "completed":
-        return 0
-    problems = "; ".join(
-        f"{p.distribution}: {p.summary}" + (f" ({', '.join(p.files[:3])})" if p.files else "")
-        for p in summary.problems
-    )  # fmt: skip
-    typer.echo(f"audit {summary.status}" + (f": {problems}" if problems else ""), err=True)
-    return 1
+    if summary.status != "completed":
+        typer.echo(failure_line(summary), err=True)
+    if stop.is_set():  # Ctrl-C ended --keep-running (or came during the summary)
+        typer.echo("stopped", err=True)
+    return 0 if summary.status == "completed" else 1
 
 
-__all__ = ["DEFAULT_DATA_DIR", "demo_command"]
+def failure_line(summary: Summary) -> str:
+    """The one line on stderr when the audit did not complete: each failing distribution and
+    its files per kind (``six 1.16.0: missing: a.pyc; modified: six.py``, distributions apart
+    by `` | ``), else why the Mission ended and its first WorkItem not verified."""
+    from ..demo._spec import short_id
+
+    shown = [f"{p.distribution}: {p.describe()}" for p in summary.problems[:SHOWN_PROBLEMS]]
+    if len(summary.problems) > SHOWN_PROBLEMS:
+        shown.append(f"… {len(summary.problems) - SHOWN_PROBLEMS} more distributions")
+    if not shown:
+        shown = [summary.reason] if summary.reason else []
+        for u in summary.unfinished[:1]:
+            shown.append(f"{short_id(summary.mission_id, u.work_item_id)} {u.state}"
+                         + (f": {u.detail}" if u.detail else ""))  # fmt: skip
+    return f"audit {summary.status}" + (f": {' | '.join(shown)}" if shown else "")
+
+
+__all__ = ["DEFAULT_DATA_DIR", "demo_command", "failure_line"]

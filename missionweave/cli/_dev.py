@@ -48,6 +48,8 @@ def up(
 
     Example: missionweave dev up --data-dir data --group demo
     """
+    if data_dir.exists() and not data_dir.is_dir():
+        raise CliError(f"--data-dir {data_dir} is not a directory")
     asyncio.run(_up(data_dir, temporal_port, ui_port, authority_port, headless, group, host))
 
 

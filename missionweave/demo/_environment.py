@@ -9,12 +9,13 @@ directory shadows a later one, as on ``sys.path``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import site
 import sys
 import sysconfig
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from importlib.metadata import Distribution, PackageMetadata
 from pathlib import Path
 from typing import Final, Literal
@@ -26,12 +27,36 @@ from ._record import licence_of, meta_field, record_paths
 INVENTORY_FORMAT: Final = "missionweave.demo/inventory@1"
 
 _NORMALIZE = re.compile(r"[-_.]+")
+_NOT_IN_ID = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def normalize_name(name: str) -> str:
     """The PEP 503 normalized form of a distribution name (``Typing_Extensions`` →
     ``typing-extensions``)."""
     return _NORMALIZE.sub("-", name).lower()
+
+
+def _name_digest(name: str) -> str:
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+def id_slug(name: str, taken: Collection[str] = ()) -> str:
+    """The part of a verify WorkItem id that names distribution ``name``: its PEP 503 form
+    when that holds only ``[a-z0-9-]`` (``typing-extensions``); otherwise every other character
+    replaced by ``-``, followed by ``-`` and 8 hex digits of the SHA-256 of ``name`` as
+    written (``we ird/../x`` → ``we-ird-x-<digest>``). A slug already in ``taken`` gets the
+    digest too (and then a counter), so the ids of one inventory never collide."""
+    norm = normalize_name(name)
+    slug = _NORMALIZE.sub("-", _NOT_IN_ID.sub("-", norm)).strip("-")
+    if slug != norm or not slug:
+        slug = f"{slug}-{_name_digest(name)}" if slug else _name_digest(name)
+    if slug in taken:
+        slug = f"{slug}-{_name_digest(name)}"
+    base, n = slug, 1
+    while slug in taken:
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
 
 
 def default_site_packages() -> list[Path]:
@@ -132,7 +157,8 @@ def take_inventory(
     Args:
         paths: site-packages directories, in order of precedence.
         mission_id: the Mission the inventory is for.
-        item_id: normalized name → the id of the WorkItem that verifies it.
+        item_id: the distribution's :func:`id_slug` → the id of the WorkItem that verifies
+            it.
         interpreter: the paths are the running interpreter's (recorded in the inventory).
 
     Returns:
@@ -142,6 +168,7 @@ def take_inventory(
         OSError: a directory cannot be listed.
     """
     seen: dict[str, DistEntry] = {}
+    slugs: set[str] = set()
     shadowed: list[Shadowed] = []
     for root in paths:
         root = Path(root).absolute()
@@ -154,10 +181,12 @@ def take_inventory(
             if norm in seen:
                 shadowed.append(Shadowed(name=name, version=version, dist_info=str(d)))
                 continue
+            slug = id_slug(name, slugs)
+            slugs.add(slug)
             seen[norm] = DistEntry(
                 name=name, normalized=norm, version=version,
                 license=licence_of(meta), dist_info=str(d),
-                root=str(root), files_listed=_rows(d), work_item_id=item_id(norm),
+                root=str(root), files_listed=_rows(d), work_item_id=item_id(slug),
             )  # fmt: skip
     return Inventory(
         mission_id=mission_id,
@@ -185,6 +214,7 @@ __all__ = [
     "Shadowed",
     "claimed_files",
     "default_site_packages",
+    "id_slug",
     "metadata_dirs",
     "normalize_name",
     "take_inventory",

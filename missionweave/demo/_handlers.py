@@ -37,7 +37,7 @@ from ..worker import (
     handler,
 )
 from ._environment import Inventory, claimed_files, metadata_dirs, take_inventory
-from ._record import DistReport, verify_distribution
+from ._record import SHOWN_PER_KIND, DistReport, describe_files, one_line, verify_distribution
 from ._sbom import build_sbom, coverage_problems, sbom_components, validate_sbom
 from ._spec import (
     AUTHORIZE_CHUNK,
@@ -59,6 +59,8 @@ ReportLookup = Callable[[str, str, Sequence[str]], Awaitable[dict[str, list[str]
 
 #: How often the SBOM handler looks again for reports not yet verified, seconds.
 REPORT_POLL_S = 1.0
+#: Files named per kind in a verify's Evidence summary (at most 2,000 characters in all).
+EVIDENCE_FILES = 50
 
 _MODEL = ConfigDict(extra="forbid")
 
@@ -159,11 +161,8 @@ def evidence_summary(report: DistReport) -> str:
                 f"({report.files_unhashed} listed without hash, {len(report.unlisted)} "
                 f"unlisted, {report.unlisted_bytecode} unlisted bytecode)")  # fmt: skip
     if not report.record:
-        return f"{report.name} {report.version}: {report.record_error or 'no RECORD'}"
-    parts = [f"{k}: {', '.join(v)}" for k, v in (
-        ("missing", report.missing), ("modified", [m.path for m in report.modified]),
-        ("unsupported hash", report.unsupported)) if v]  # fmt: skip
-    return "; ".join(parts)[:2000]
+        return one_line(f"{report.name} {report.version}: {report.record_error or 'no RECORD'}")
+    return describe_files(report.problems_by_kind(), limit=EVIDENCE_FILES)[:2000]
 
 
 @handler("dist.verify", version="1.0", estimate_ms=2_000)
@@ -181,7 +180,8 @@ async def verify(ctx: WorkContext, inp: VerifyInput) -> Submission:
                  **{k: report.counts.get(k, 0)
                     for k in ("missing", "modified", "unsupported", "unlisted")},
                  "unlisted_bytecode": report.unlisted_bytecode,
-                 "problem_files": report.problem_files()[:10]},
+                 "files_by_kind": {k.kind: list(k.paths[:SHOWN_PER_KIND])
+                                   for k in report.problems_by_kind()}},
         evidence=[ctx.evidence("files_match", "pass" if report.files_match else "fail",
                                method="RECORD hash and size re-check",
                                summary=evidence_summary(report), artifacts=[ref.hash])],

@@ -121,11 +121,11 @@ class ProgressView:
         text = line(status, self.elapsed_s)
         if text.split("] ", 1)[1] != self._last:
             self._last = text.split("] ", 1)[1]
-            self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+            self.console.print(text, markup=False, highlight=False, soft_wrap=True, emoji=False)
 
     def note(self, message: str) -> None:
         """Print ``message`` above the live table (or as a line)."""
-        self.console.print(message, markup=False, highlight=False, soft_wrap=True)
+        self.console.print(message, markup=False, highlight=False, soft_wrap=True, emoji=False)
 
     def close(self) -> None:
         """Stop drawing (the last table stays on screen)."""

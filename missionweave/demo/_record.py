@@ -20,7 +20,8 @@ import csv
 import hashlib
 import io
 import os
-from collections.abc import Collection, Iterable
+import re
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from email.message import Message
 from importlib.metadata import Distribution, PackageMetadata
@@ -58,15 +59,43 @@ class RecordError(ValueError):
     """A ``RECORD`` row that cannot be parsed (the message names the row)."""
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters — a line break in a quoted RECORD field, say — written
+    as escapes (``\\n``), so that a message naming it stays one line."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def record_text(data: bytes) -> str:
+    """The text of a ``RECORD`` file.
+
+    Raises:
+        RecordError: it is not UTF-8 (the message names RECORD, the byte and its offset).
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start : exc.start + 1].hex()
+        raise RecordError(
+            f"RECORD is not UTF-8 text (byte 0x{bad} at offset {exc.start})"
+        ) from None
+
+
 def parse_record(text: str) -> list[RecordEntry]:
     """Parse the CSV text of a ``RECORD`` file.
 
     Raises:
-        RecordError: a row has no path, a hash that is not ``algorithm=digest``, or a size that
-            is not a non-negative integer.
+        RecordError: the text is not CSV, or a row has no path, a hash that is not
+            ``algorithm=digest``, or a size that is not a non-negative integer.
     """
     out: list[RecordEntry] = []
-    for n, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:  # a NUL byte, a field over the csv module's limit
+        raise RecordError(f"RECORD is not CSV text ({one_line(str(exc))})") from None
+    for n, row in enumerate(rows, start=1):
         if not row or not any(cell.strip() for cell in row):
             continue
         path = row[0].strip()
@@ -115,6 +144,33 @@ def file_digest(path: Path, algorithm: str) -> tuple[str, int]:
     return f"{algorithm}={encoded}", size
 
 
+@dataclass(frozen=True, slots=True)
+class FilesOfKind:
+    """Files of one kind of problem: ``paths`` (maybe only the first ones) of ``count``."""
+
+    kind: str
+    paths: Sequence[str]
+    count: int
+
+
+#: Files named per kind in a one-line description (:func:`describe_files`).
+SHOWN_PER_KIND = 5
+
+
+def describe_files(kinds: Iterable[FilesOfKind], limit: int = SHOWN_PER_KIND) -> str:
+    """One line naming the files per kind, at most ``limit`` each:
+    ``missing: a.pyc; modified: six.py, b.py … 3 more`` (control characters escaped)."""
+    parts = []
+    for k in kinds:
+        shown = [one_line(p) for p in k.paths[:limit]]
+        more = k.count - len(shown)
+        if not shown:
+            parts.append(f"{k.kind}: {k.count} file{'s' if k.count != 1 else ''}")
+        else:
+            parts.append(f"{k.kind}: " + ", ".join(shown) + (f" … {more} more" if more > 0 else ""))
+    return "; ".join(parts)
+
+
 class ModifiedFile(BaseModel):
     """A listed file whose content differs from its ``RECORD`` row."""
 
@@ -159,6 +215,13 @@ class DistReport(BaseModel):
         """The missing, modified and unsupported paths, in that order."""
         return [*self.missing, *(m.path for m in self.modified), *self.unsupported]
 
+    def problems_by_kind(self) -> list[FilesOfKind]:
+        """The bad files per kind (``missing``, ``modified``, ``unsupported``; kinds with
+        none left out), each with its exact count."""
+        found = (("missing", self.missing), ("modified", [m.path for m in self.modified]),
+                 ("unsupported", self.unsupported))  # fmt: skip
+        return [FilesOfKind(k, v, max(self.counts.get(k, 0), len(v))) for k, v in found if v]
+
 
 def meta_field(meta: PackageMetadata | Message | None, key: str) -> str | None:
     """One field of a distribution's metadata, or ``None`` when absent."""
@@ -194,8 +257,8 @@ def record_paths(dist_info: Path) -> set[str]:
     it cannot be parsed): the files this distribution claims."""
     dist_info = Path(dist_info).absolute()
     try:
-        entries = parse_record((dist_info / "RECORD").read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, RecordError):
+        entries = parse_record(record_text((dist_info / "RECORD").read_bytes()))
+    except (OSError, RecordError):
         return set()
     return {_resolve(dist_info.parent, e.path) for e in entries}
 
@@ -255,14 +318,14 @@ def verify_distribution(dist_info: Path, claimed: Collection[str] = frozenset())
     base = {"name": name, "version": version, "dist_info": str(dist_info), "root": str(root),
             "license": licence_of(meta)}  # fmt: skip
     try:
-        entries = parse_record((dist_info / "RECORD").read_text("utf-8"))
+        entries = parse_record(record_text((dist_info / "RECORD").read_bytes()))
     except FileNotFoundError:
         return DistReport(**base, record=False, record_error="no RECORD file", files_listed=0,
                           files_hashed=0, files_unhashed=0, bytes_hashed=0,
                           files_match=False)  # fmt: skip
-    except (RecordError, UnicodeDecodeError) as exc:
-        return DistReport(**base, record=False, record_error=str(exc)[:500], files_listed=0,
-                          files_hashed=0, files_unhashed=0, bytes_hashed=0,
+    except RecordError as exc:
+        return DistReport(**base, record=False, record_error=one_line(str(exc))[:500],
+                          files_listed=0, files_hashed=0, files_unhashed=0, bytes_hashed=0,
                           files_match=False)  # fmt: skip
     missing: list[str] = []
     modified: list[ModifiedFile] = []
@@ -307,15 +370,20 @@ def verify_distribution(dist_info: Path, claimed: Collection[str] = frozenset())
 
 __all__ = [
     "REPORT_FORMAT",
+    "SHOWN_PER_KIND",
     "DistReport",
+    "FilesOfKind",
     "ModifiedFile",
     "RecordEntry",
     "RecordError",
+    "describe_files",
     "file_digest",
     "licence_of",
     "meta_field",
+    "one_line",
     "parse_record",
     "record_digest",
     "record_paths",
+    "record_text",
     "verify_distribution",
 ]

@@ -83,7 +83,8 @@ def resolve_target(site_packages: Sequence[Path]) -> tuple[list[Path], bool]:
     """The directories to audit and whether they are the running interpreter's.
 
     Raises:
-        DemoError: a directory does not exist or holds no ``*.dist-info`` / ``*.egg-info``.
+        DemoError: a path does not exist, is not a directory or holds no ``*.dist-info`` /
+            ``*.egg-info``.
     """
     if not site_packages:
         paths = default_site_packages()
@@ -92,6 +93,8 @@ def resolve_target(site_packages: Sequence[Path]) -> tuple[list[Path], bool]:
         return [p.absolute() for p in paths], True
     out = []
     for p in site_packages:
+        if p.exists() and not p.is_dir():
+            raise DemoError(f"--site-packages {p}: not a directory")
         if not p.is_dir():
             raise DemoError(f"--site-packages {p}: no such directory")
         try:
@@ -102,6 +105,18 @@ def resolve_target(site_packages: Sequence[Path]) -> tuple[list[Path], bool]:
             raise DemoError(f"--site-packages {p}: no distribution (*.dist-info) in it")
         out.append(p.absolute())
     return out, False
+
+
+def check_data_dir(data_dir: Path) -> None:
+    """Refuse a data directory that is a file, or lies under one.
+
+    Raises:
+        DemoError: ``--data-dir DIR is not a directory``.
+    """
+    existing = next((p for p in (data_dir, *data_dir.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        under = "" if existing == data_dir else f" ({existing} is a file)"
+        raise DemoError(f"--data-dir {data_dir} is not a directory{under}")
 
 
 class LogReports:
@@ -261,7 +276,7 @@ async def _follow(
 
 def _say(console: Console, text: str) -> None:
     """Print ``text`` as is: no markup, never wrapped (paths and links stay whole)."""
-    console.print(text, markup=False, highlight=False, soft_wrap=True)
+    console.print(text, markup=False, highlight=False, soft_wrap=True, emoji=False)
 
 
 def _header(console: Console, stack: EmbeddedStack, opts: DemoOptions, paths: list[Path]) -> None:
@@ -306,13 +321,15 @@ async def run_demo(
         The summary; the Mission succeeded when ``summary.status == "completed"``.
 
     Raises:
-        DemoError: a bad target, a stack part that does not start, a workflow failure.
+        DemoError: a bad target or data directory, a stack part that does not start, a
+            workflow failure.
         DemoInterrupted: ``stop`` was set before the Mission ended (it was cancelled).
     """
     from .._stack import EmbeddedStack
     from ..workflows import MissionWorkflow
 
     paths, interpreter = resolve_target(opts.site_packages)
+    check_data_dir(opts.data_dir)
     stop = stop or asyncio.Event()
     stack = EmbeddedStack(
         opts.data_dir, temporal_port=opts.temporal_port, ui_port=opts.ui_port,
@@ -342,9 +359,10 @@ async def run_demo(
             MissionWorkflow.run, args=[spec, None], id=mission_workflow_id(mission_id),
             task_queue=COORDINATOR_TASK_QUEUE, static_summary=spec.title,
         )  # fmt: skip
-        _say(
-            console, f"  mission      {mission_id}  {stack.mission_url(mission_id) or ''}".rstrip()
-        )
+        url = stack.mission_url(mission_id)
+        if url is not None and not opts.keep_running:
+            url += "  (up while the demo runs; --keep-running keeps it up after)"
+        _say(console, f"  mission      {mission_id}  {url or ''}".rstrip())
         view = ProgressView(console, live=console.is_terminal)
         result = await _follow(handle, view, stop, opts.poll_s, approve)
         summary = summarize(result, stack.artifacts)
@@ -356,7 +374,8 @@ async def run_demo(
         summary.stats = log_stats(await _mission_events(stack, result), items)
         summary.chain_ok, summary.chain = await asyncio.to_thread(
             verify_chain, stack.authority_db_path, stack.group)  # fmt: skip
-        print_summary(console, summary, mission_url=stack.mission_url(mission_id))
+        print_summary(console, summary, mission_url=stack.mission_url(mission_id),
+                      ui_stays_up=opts.keep_running and not stop.is_set())  # fmt: skip
         if opts.keep_running and not stop.is_set():
             _say(console, f"\nThe stack stays up for the web UI ({stack.ui_url or 'headless'}); "
                  "Ctrl-C stops it.")  # fmt: skip
@@ -372,6 +391,7 @@ __all__ = [
     "DemoOptions",
     "LogReports",
     "approve_command",
+    "check_data_dir",
     "resolve_target",
     "run_demo",
 ]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import AcceptanceCriterion, Deliverable, Evidence, WorkContract
 from ..protocol.mission import MissionSpec, OfferPolicy, ReviewPolicy, WorkItemSpec
 from ._environment import Inventory
-from ._record import DistReport
+from ._record import DistReport, FilesOfKind, describe_files
 
 if TYPE_CHECKING:
     from ..activities import Check
@@ -56,12 +56,14 @@ def sbom_id(mission_id: str) -> str:
     return f"{mission_id}:sbom"
 
 
-def verify_id(mission_id: str, normalized: str) -> str:
-    """``<mission>:verify:<normalized name>``, shortened with a digest when too long."""
-    wid = f"{mission_id}:verify:{normalized}"
+def verify_id(mission_id: str, slug: str) -> str:
+    """``<mission>:verify:<slug>`` — the slug being the distribution's name in a form the
+    Authority accepts in ids (:func:`~._environment.id_slug`) — shortened with a digest when
+    too long."""
+    wid = f"{mission_id}:verify:{slug}"
     if len(wid) <= _MAX_ID:
         return wid
-    tail = hashlib.sha256(normalized.encode()).hexdigest()[:8]
+    tail = hashlib.sha256(slug.encode()).hexdigest()[:8]
     return wid[: _MAX_ID - 9] + "-" + tail
 
 
@@ -217,6 +219,10 @@ def _int(outputs: Mapping[str, Any], key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
+def _strs(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
 def check_inventory_listed(outputs: Mapping[str, Any], evidence: list[Evidence]) -> str | None:
     """Deterministic check: at least one distribution, and one verify WorkItem for each."""
     n, items = _int(outputs, "distributions"), _int(outputs, "verify_items")
@@ -227,14 +233,16 @@ def check_inventory_listed(outputs: Mapping[str, Any], evidence: list[Evidence])
 
 def check_files_match(outputs: Mapping[str, Any], evidence: list[Evidence]) -> str | None:
     """Deterministic check of a verify submission: a RECORD, nothing missing, modified or
-    hashed with an unknown algorithm."""
+    hashed with an unknown algorithm; a failure names the first files of each kind."""
     if outputs.get("record") is not True:
         return "no usable RECORD"
     bad = {k: _int(outputs, k) for k in ("missing", "modified", "unsupported")}
-    if any(v != 0 for v in bad.values()):
-        return ", ".join(f"{v} {k}" for k, v in bad.items() if v) + (
-            ": " + ", ".join(outputs.get("problem_files", [])[:5])
-        )
+    if any(v < 0 for v in bad.values()):
+        return "no count of missing, modified and unsupported files"
+    if any(bad.values()):
+        listed = outputs.get("files_by_kind")
+        listed = listed if isinstance(listed, dict) else {}
+        return describe_files(FilesOfKind(k, _strs(listed.get(k)), n) for k, n in bad.items() if n)
     return None
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import Event
 from ..protocol.mission import ItemResult, MissionResult
 from ._progress import kind_of
-from ._record import DistReport
+from ._record import SHOWN_PER_KIND, DistReport, FilesOfKind, describe_files, one_line
 from ._spec import short_id
 
 if TYPE_CHECKING:
@@ -23,16 +23,34 @@ if TYPE_CHECKING:
 
 #: Reports listed one by one in the printed summary (all of them are in the Mission result).
 SHOWN_REPORTS = 8
+#: WorkItems not verified listed one by one when the Mission did not complete.
+SHOWN_UNFINISHED = 10
 
 
 @dataclass
 class Problem:
-    """A verify WorkItem that did not pass: the distribution, what is wrong, which files."""
+    """A verify WorkItem that did not pass: the distribution, what is wrong (one line: the
+    counts per kind, a RECORD error, the last failed Evidence), which files of which kind."""
 
     work_item_id: str
     distribution: str
     summary: str
-    files: list[str] = field(default_factory=list)
+    files: list[FilesOfKind] = field(default_factory=list)
+
+    def describe(self, limit: int = SHOWN_PER_KIND) -> str:
+        """One line: the files per kind (``missing: a.pyc; modified: six.py``), else the
+        summary."""
+        return describe_files(self.files, limit) if self.files else self.summary
+
+
+@dataclass
+class Unfinished:
+    """A WorkItem of a Mission that did not complete which is not verified: its id, state
+    and ``detail`` (the last thing that happened to it)."""
+
+    work_item_id: str
+    state: str
+    detail: str
 
 
 @dataclass
@@ -67,7 +85,8 @@ class Summary:
     chain: str = "not verified"
     chain_ok: bool = False
     stats: LogStats = field(default_factory=LogStats)
-    failed_items: list[str] = field(default_factory=list)
+    reason: str = ""
+    unfinished: list[Unfinished] = field(default_factory=list)
 
 
 def _report(store: ArtifactStore, item: ItemResult) -> DistReport | None:
@@ -81,25 +100,29 @@ def _report(store: ArtifactStore, item: ItemResult) -> DistReport | None:
 
 
 def _problem(mission_id: str, item: ItemResult, report: DistReport | None) -> Problem:
-    name = str(item.outputs.get("name") or short_id(mission_id, item.work_item_id))
+    name = one_line(str(item.outputs.get("name") or short_id(mission_id, item.work_item_id)))
     if report is not None and not report.files_match:
-        files = report.problem_files()
-        found = (("missing", report.missing), ("modified", report.modified),
-                 ("unsupported", report.unsupported))  # fmt: skip
-        kinds = [f"{len(v)} {k}" for k, v in found if v]
+        files = report.problems_by_kind()
+        kinds = [f"{k.count} {k.kind}" for k in files]
         what = ", ".join(kinds) or report.record_error or "no RECORD"
-        return Problem(item.work_item_id, f"{report.name} {report.version}", what, files)
+        dist = one_line(f"{report.name} {report.version}")
+        return Problem(item.work_item_id, dist, one_line(what), files)
     fails = [e.summary for e in item.evidence if e.result == "fail" and e.summary]
-    return Problem(item.work_item_id, name, (fails[-1] if fails else item.state.value)[:300])
+    why = fails[-1] if fails else item.detail or item.state.value
+    return Problem(item.work_item_id, name, one_line(why)[:300])
 
 
 def summarize(result: MissionResult, store: ArtifactStore) -> Summary:
-    """The audit's figures from the Mission's result and the reports in ``store``."""
-    s = Summary(result.mission_id, result.status, event_range=result.event_range)
+    """The audit's figures from the Mission's result and the reports in ``store``; for a
+    Mission that did not complete, also why (``MissionResult.reason``) and every WorkItem
+    not verified with its ``detail``."""
+    s = Summary(result.mission_id, result.status, event_range=result.event_range,
+                reason=one_line(result.reason))  # fmt: skip
     for item in result.items:
         kind = kind_of(result.mission_id, item.work_item_id)
-        if item.state.value == "failed":
-            s.failed_items.append(item.work_item_id)
+        if result.status != "completed" and item.state.value != "verified":
+            s.unfinished.append(Unfinished(item.work_item_id, item.state.value,
+                                           one_line(item.detail)))  # fmt: skip
         if kind == "inventory":
             s.inventory = _str(item.outputs.get("inventory"))
             s.distributions = int(item.outputs.get("distributions") or 0)
@@ -119,6 +142,8 @@ def summarize(result: MissionResult, store: ArtifactStore) -> Summary:
                 s.verified += 1
             elif item.state.value == "failed" or (report is not None and not report.files_match):
                 s.problems.append(_problem(result.mission_id, item, report))
+    order = {"failed": 0, "cancelled": 2}
+    s.unfinished.sort(key=lambda u: (order.get(u.state, 1), not u.detail))  # likely causes first
     return s
 
 
@@ -165,17 +190,36 @@ def verify_chain(db: Path, group_id: str) -> tuple[bool, str]:
     return True, f"ok: {rep.events} events, head {rep.head_seq} {rep.head_hash[:16]}…"
 
 
-def print_summary(console: Console, s: Summary, *, mission_url: str | None) -> None:
-    """The summary the demo ends with (lines are never wrapped: paths and links stay whole)."""
+#: Appended to the web UI's link when the stack stops with the demo.
+UI_STOPS = "(stops when the demo exits; --keep-running keeps it up)"
+
+
+def print_summary(
+    console: Console, s: Summary, *, mission_url: str | None, ui_stays_up: bool = True
+) -> None:
+    """The summary the demo ends with (lines are never wrapped: paths and links stay whole).
+
+    Args:
+        console: where to print.
+        s: the figures.
+        mission_url: the Mission's page in the Temporal web UI (``None``: headless).
+        ui_stays_up: the stack stays up after the summary (``--keep-running``); otherwise the
+            link says that it stops.
+    """
     from rich.markup import escape
 
     def out(label: str, text: str, style: str = "") -> None:
         body = f"[{style}]{escape(text)}[/]" if style else escape(text)
-        console.print(f"  {label:<15} {body}", highlight=False, soft_wrap=True)
+        console.print(f"  {label:<15} {body}", highlight=False, soft_wrap=True, emoji=False)
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True, emoji=False)
 
     ok = s.status == "completed"
     console.print(f"\nMission {s.mission_id}: [{'bold green' if ok else 'bold red'}]{s.status}[/]",
                   highlight=False, soft_wrap=True)  # fmt: skip
+    if not ok and s.reason:
+        out("reason", s.reason, "bold red")
     out("distributions", f"{s.distributions} listed, {s.verified} verified")
     out("files checked", f"{s.files_checked}: {s.files_hashed} hashed ({s.bytes_hashed:,} bytes), "
                          f"{s.files_checked - s.files_hashed} listed without a hash; "
@@ -183,12 +227,19 @@ def print_summary(console: Console, s: Summary, *, mission_url: str | None) -> N
     out("problems", str(len(s.problems)) if s.problems else "none",
         "bold red" if s.problems else "")  # fmt: skip
     for p in s.problems:
-        console.print(f"    {p.distribution}: {p.summary}", markup=False, highlight=False,
-                      soft_wrap=True)  # fmt: skip
-        for f in p.files[:10]:
-            console.print(f"      {f}", markup=False, highlight=False, soft_wrap=True)
-    if s.failed_items and not s.problems:
-        out("failed", ", ".join(short_id(s.mission_id, w) for w in s.failed_items), "bold red")
+        say(f"    {p.distribution}: {p.summary}")
+        for k in p.files:
+            for f in k.paths[:SHOWN_PER_KIND]:
+                say(f"      {k.kind:<11} {one_line(f)}")
+            if k.count > len(k.paths[:SHOWN_PER_KIND]):
+                say(f"      {k.kind:<11} … {k.count - len(k.paths[:SHOWN_PER_KIND])} more")
+    if s.unfinished:
+        out("not verified", str(len(s.unfinished)), "bold red")
+        for u in s.unfinished[:SHOWN_UNFINISHED]:
+            say(f"    {short_id(s.mission_id, u.work_item_id)}: {u.state}"
+                + (f" — {u.detail}" if u.detail else ""))  # fmt: skip
+        if len(s.unfinished) > SHOWN_UNFINISHED:
+            say(f"    … {len(s.unfinished) - SHOWN_UNFINISHED} more")
     console.print("  artifacts")
     if s.inventory:
         out("  inventory", s.inventory)
@@ -209,13 +260,19 @@ def print_summary(console: Console, s: Summary, *, mission_url: str | None) -> N
     out("executions", f"{runs}; at most {st.peak_parallel} at once")
     out("events", f"{s.event_range[0]}–{s.event_range[1]}" if s.event_range else "none")
     out("events verify", s.chain, "green" if s.chain_ok else "bold red")
-    out("Temporal UI", mission_url or "(headless)")
+    if mission_url is None:
+        out("Temporal UI", "(headless)")
+    else:
+        out("Temporal UI", mission_url if ui_stays_up else f"{mission_url}  {UI_STOPS}")
 
 
 __all__ = [
+    "SHOWN_UNFINISHED",
+    "UI_STOPS",
     "LogStats",
     "Problem",
     "Summary",
+    "Unfinished",
     "log_stats",
     "print_summary",
     "summarize",

@@ -130,3 +130,27 @@ def test_authority_serve_and_events_tail_over_loopback(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=15)
+
+
+def test_help_paragraphs_are_reflowed_for_the_terminal() -> None:
+    """Docstrings are wrapped for the source; ``--help`` joins each paragraph's lines so the
+    terminal wraps them, keeping list items and labels on lines of their own."""
+    from missionweave.cli import reflow
+
+    doc = """Run an agent: answer offers.
+
+    The agent opens a session, follows each
+    Group's log into local state.
+
+    Exit status 0: recorded.
+    Exit status 1: refused,
+    and it still waits.
+    - one item
+    - another
+    """
+    assert reflow(doc) == (
+        "Run an agent: answer offers.\n\n"
+        "The agent opens a session, follows each Group's log into local state.\n\n"
+        "Exit status 0: recorded.\nExit status 1: refused, and it still waits.\n"
+        "- one item\n- another"
+    )

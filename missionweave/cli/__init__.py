@@ -7,7 +7,9 @@ prints one line on stderr and exits non-zero; it never shows a traceback.
 from __future__ import annotations
 
 import logging
+import re
 import sys
+from typing import Any
 
 import typer
 
@@ -45,11 +47,40 @@ app.command("approve")(approve_command)
 app.command("demo")(demo_command)
 
 
+_LINE_START = re.compile(r"^(?:[-*•] |\d+\. |[A-Z][A-Za-z ]{0,24}\d*:)")
+
+
+def reflow(text: str) -> str:
+    """Help text as paragraphs the terminal wraps: the lines of a paragraph joined, except a
+    line that starts a list item or a label (``- x``, ``1. x``, ``Exit status 1:``). Docstrings
+    are wrapped for the source; ``--help`` shows them in a narrower box."""
+    out = []
+    for para in text.strip().split("\n\n"):
+        lines: list[str] = []
+        for line in para.splitlines():
+            line = line.strip()
+            if lines and line and not _LINE_START.match(line):
+                lines[-1] += " " + line
+            elif line:
+                lines.append(line)
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+def _reflow_all(command: Any) -> Any:
+    """Reflow the help of ``command`` (a click command typer built) and its subcommands."""
+    if command.help:
+        command.help = reflow(command.help)
+    for sub in getattr(command, "commands", {}).values():
+        _reflow_all(sub)
+    return command
+
+
 def main() -> None:
     """Console entry point: run the app, turning known errors into one line and exit code 2."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        app()
+        _reflow_all(typer.main.get_command(app))()
     except CliError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -60,4 +91,4 @@ def main() -> None:
         sys.exit(130)
 
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "reflow"]

@@ -57,6 +57,7 @@ def _describe(stack: EmbeddedStack) -> str:
     key = stack.coordinator_key_path
     ui = stack.ui_url or "(headless)"
     ui_env = f" MISSIONWEAVE_UI_URL={stack.ui_url}" if stack.ui_url else ""
+    agent_key = key.parent / "ada.pem"  # private keys stay under the data dir, not in the cwd
     return "\n".join([
         "MissionWeave dev stack is up; Ctrl-C stops it.",
         f"  Temporal      {stack.temporal_target} (namespace {stack.namespace})",
@@ -70,8 +71,8 @@ def _describe(stack: EmbeddedStack) -> str:
         f"  export TEMPORAL_ADDRESS={stack.temporal_target} "
         f"MISSIONWEAVE_AUTHORITY_URL={stack.authority_url}{ui_env}",
         f"  missionweave group add --key {key} --group {stack.group} "
-        "--agent-id ada --agent-key ada.pem --create-key",
-        f"  missionweave worker --card ada.yaml --key ada.pem --handlers my.handlers "
+        f"--agent-id ada --agent-key {agent_key} --create-key",
+        f"  missionweave worker --card ada.yaml --key {agent_key} --handlers my.handlers "
         f"--group {stack.group} --authority-url {stack.authority_url} "
         f"--temporal-address {stack.temporal_target} --artifacts {stack.artifacts_path}",
         "  missionweave mission start mission.yaml",

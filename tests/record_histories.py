@@ -35,7 +35,7 @@ from missionweave.protocol.mission import ApprovalInput, CommandVerdict, ReviewR
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
-from .mission_harness import contract, mission_stack, until
+from .mission_harness import contract, mission_stack, step_registry, until
 
 HISTORIES = Path(__file__).parent / "histories"
 #: The stored one-WorkItem Mission and its workflow id.
@@ -46,25 +46,11 @@ MISSION_REVIEW = HISTORIES / "mission_review.json"
 MISSION_REVIEW_ID = "mission-replay-review"
 
 
-def _registry() -> HandlerRegistry:
-    reg = HandlerRegistry()
-
-    @reg.handler("demo.step", version="1.0")
-    async def step(ctx: WorkContext, input: dict[str, object]) -> Submission:
-        await ctx.guard()
-        return Submission(
-            outputs={"result": {"item": ctx.work_item_id}},
-            evidence=[ctx.evidence("done", method="demo")],
-        )
-
-    return reg
-
-
 async def record_mission_small(env: WorkflowEnvironment, tmp: Path) -> WorkflowHistory:
     """Run a one-WorkItem Mission on ``env`` (a dev server with our search attributes) with a
     real Authority and agent runtime; its history once it completed."""
     async with mission_stack(env, tmp) as ms:
-        await ms.agent("ada", _registry())
+        await ms.agent("ada", step_registry())
         spec = ms.spec("replay-small", [{"work_item_id": "a", "contract": contract().wire()}])
         handle = await ms.start(spec)
         assert handle.id == MISSION_SMALL_ID

@@ -87,8 +87,9 @@ async def test_agents_list_roles_epochs_cards_and_sessions__MW_10_3_f(
         raw = (await httpx.AsyncClient(base_url=live.url).get(
             f"/v1/groups/{world.group}/agents")).json()  # fmt: skip
         row = next(a for a in raw["agents"] if a["agent_id"] == w0.agent_id)
-        assert set(row) == {"agent_id", "roles", "membership_epoch", "card", "session_epoch",
-                            "reliability"}  # fmt: skip
+        assert set(row) == {"agent_id", "public_key", "roles", "membership_epoch", "card",
+                            "session_epoch", "reliability"}  # fmt: skip
+        assert row["public_key"] == w0.public_key  # the key the Group records for it
         assert row["card"]["capabilities"] == [CAP, "sbom@2.0"]
 
 

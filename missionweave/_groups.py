@@ -4,7 +4,7 @@ Used by the embedded stack (``missionweave dev up``), by ``missionweave group â€
 deployments (the compose file's bootstrap service). Every function may run again on a set-up
 Group and then changes nothing::
 
-    async with AuthorityClient(url) as authority:
+    async with AuthorityClient(url, signing_key=coordinator.key) as authority:
         await ensure_group(authority, coordinator, "demo")   # owner, coordinator, mission_owner
         await ensure_member(authority, coordinator, "demo", "ada", ada_public_key)
 """
@@ -64,8 +64,8 @@ async def ensure_group(
     On return ``owner.membership_epochs[group_id]`` is current, so ``owner`` can sign.
 
     Args:
-        client: the Authority.
-        owner: the creator (self-signed ``group.create``).
+        client: the Authority, signing its reads with ``owner``'s key.
+        owner: the creator (self-signed ``group.create``), an operator of the Authority.
         group_id: the Group.
         roles: the creator's roles (default ``owner``, ``coordinator``, ``mission_owner``).
 
@@ -77,23 +77,27 @@ async def ensure_group(
             is another key; or the Authority refused ``group.create``.
         AuthorityUnavailable: the Authority cannot be reached.
     """
-    groups = (await client.info()).get("groups", [])
-    if group_id not in groups:
-        result = await client.submit(
-            owner.command("group.create", group_id,
-                          {"public_key": owner.public_key, "roles": list(roles)})
-        )  # fmt: skip
-        if result.accepted:
-            for ev in result.events:
-                if ev.type == "member.added":
-                    owner.membership_epochs[group_id] = int(ev.body["membership_epoch"])
-            return True
-        assert result.rejection is not None
-        if result.rejection.code != "group_exists":  # another process may have just made it
-            raise GroupSetupError(
-                f"cannot create group {group_id!r}: {result.rejection.code}: "
-                f"{result.rejection.reason}"
-            )
+    # group.create answers group_exists for a Group that exists, and writes nothing then
+    result = await client.submit(
+        owner.command("group.create", group_id,
+                      {"public_key": owner.public_key, "roles": list(roles)})
+    )  # fmt: skip
+    if result.accepted:
+        for ev in result.events:
+            if ev.type == "member.added":
+                owner.membership_epochs[group_id] = int(ev.body["membership_epoch"])
+        return True
+    assert result.rejection is not None
+    if result.rejection.code != "group_exists":
+        hint = (
+            f" (start the Authority with --operator-key {owner.public_key})"
+            if result.rejection.code == "operator_required"
+            else ""
+        )
+        raise GroupSetupError(
+            f"cannot create group {group_id!r}: {result.rejection.code}: "
+            f"{result.rejection.reason}{hint}"
+        )
     recorded = await _recorded_key(client, group_id, owner.agent_id)
     if recorded is not None and recorded != owner.public_key:
         raise GroupSetupError(

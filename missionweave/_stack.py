@@ -47,9 +47,9 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from ._devserver import DevServerError, TemporalDevServer
 from ._groups import OWNER_ROLES, ensure_group, ensure_member
 from .artifacts import FilesystemStore
-from .authority import Authority, AuthorityError
+from .authority import Authority, AuthorityConfig, AuthorityError
 from .authority.client import AuthorityClient, AuthorityUnavailable
-from .authority.server import create_app
+from .authority.server import WS_MAX_BYTES, create_app
 from .coordinator import coordinator_worker
 from .protocol import Actor, AgentCard, MissionWeaveError, SignatureError, SigningKey
 from .protocol.mission import mission_workflow_id
@@ -350,8 +350,11 @@ class EmbeddedStack:
 
     async def _start_authority(self, exits: AsyncExitStack) -> None:
         key = _load_or_create_key(self.authority_key_path)
+        coordinator = Actor(self.coordinator_id, _load_or_create_key(self.coordinator_key_path))
+        # the coordinator is this stack's operator: it creates the Group and reads everything
+        config = AuthorityConfig(operator_keys=frozenset({coordinator.public_key}))
         try:
-            authority = Authority(self.authority_db_path, key)
+            authority = Authority(self.authority_db_path, key, config)
         except AuthorityError as exc:
             raise StackError(f"{self.authority_db_path}: {exc}") from None
         self._authority = authority
@@ -359,7 +362,7 @@ class EmbeddedStack:
         sock = _listen(self.host, self.authority_port)
         self.authority_port = int(sock.getsockname()[1])
         server = _QuietServer(uvicorn.Config(
-            create_app(authority), log_level="warning", lifespan="on",
+            create_app(authority), log_level="warning", lifespan="on", ws_max_size=WS_MAX_BYTES,
             timeout_graceful_shutdown=2,
         ))  # fmt: skip
         serving = asyncio.create_task(server.serve(sockets=[sock]), name="authority-http")
@@ -375,10 +378,12 @@ class EmbeddedStack:
                 serving.result()  # raises the startup error
                 raise StackError(f"the Authority server on {self.authority_url} did not start")
             await asyncio.sleep(0.01)
-        client = AuthorityClient(self.authority_url, authority_public_key=authority.public_key)
+        client = AuthorityClient(
+            self.authority_url, authority_public_key=authority.public_key,
+            signing_key=coordinator.key,
+        )  # fmt: skip
         self._authority_client = client
         exits.push_async_callback(client.aclose)
-        coordinator = Actor(self.coordinator_id, _load_or_create_key(self.coordinator_key_path))
         try:
             created = await ensure_group(client, coordinator, self.group, OWNER_ROLES)
         except MissionWeaveError as exc:

@@ -85,7 +85,7 @@ async def run_coordinator(
         stop: set it to stop.
         artifact_store: where submitted Artifacts are verified (see :func:`coordinator_worker`).
     """
-    async with AuthorityClient(authority_url) as authority:
+    async with AuthorityClient(authority_url, signing_key=coordinator.key) as authority:
         async with coordinator_worker(client, authority, coordinator,
                                       artifact_store=artifact_store):  # fmt: skip
             log.info("coordinator %s polling %s", coordinator.agent_id, COORDINATOR_TASK_QUEUE)

@@ -22,6 +22,7 @@ import pytest_asyncio
 import uvicorn
 
 from missionweave.authority import Authority, AuthorityConfig, now_ms
+from missionweave.authority._readsig import SignedReads
 from missionweave.authority.server import create_app
 from missionweave.protocol import Actor, Command, canonical_bytes
 
@@ -98,8 +99,8 @@ class ProcessServer(_Loopback):
     on a loopback port, over ``db`` with the Authority key ``key``. Same surface as
     :class:`LiveServer` (``url``, ``ws_url``, ``start``, ``stop``)."""
 
-    def __init__(self, db: Path, key: Path) -> None:
-        self.db, self.key = db, key
+    def __init__(self, db: Path, key: Path, operator_keys: tuple[str, ...] = ()) -> None:
+        self.db, self.key, self.operator_keys = db, key, operator_keys
         self.port = 0
         self._proc: asyncio.subprocess.Process | None = None
 
@@ -110,7 +111,9 @@ class ProcessServer(_Loopback):
         cli = Path(sys.executable).with_name("missionweave")
         self._proc = await asyncio.create_subprocess_exec(
             str(cli), "authority", "serve", "--db", str(self.db), "--key", str(self.key),
-            "--port", str(self.port), stdin=asyncio.subprocess.DEVNULL,
+            "--port", str(self.port),
+            *(a for k in self.operator_keys for a in ("--operator-key", k)),
+            stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
         )  # fmt: skip
         async with httpx.AsyncClient() as http:
@@ -155,6 +158,11 @@ async def live(world: World) -> AsyncIterator[LiveServer]:
         yield server
     finally:
         await server.stop()
+
+
+def signed_http(url: str, reader: Actor, **kw: Any) -> httpx.AsyncClient:
+    """A raw HTTP client of ``url`` whose reads are signed by ``reader`` (RFC 9421)."""
+    return httpx.AsyncClient(base_url=url, auth=SignedReads(reader.key), **kw)
 
 
 def mission_cmd(w: World, mission_id: str) -> Command:

@@ -64,7 +64,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -417,21 +417,28 @@ async def authority_stack(
     """
     tick = clock or now_ms
     key = SigningKey.generate()
-    authority = Authority(tmp_path / "authority.db", key, config, clock=tick)
+    coordinator = Actor.generate(coordinator_id)  # the operator: it creates the Group
+    if process and (clock is not None or config is not None):
+        raise ValueError("an Authority process runs on the wall clock with default settings")
+    operated = replace(
+        config or AuthorityConfig(), operator_keys=frozenset({coordinator.public_key})
+    )
+    authority = Authority(tmp_path / "authority.db", key, operated, clock=tick)
     server: LiveServer | ProcessServer
     if process:
-        if clock is not None or config is not None:
-            raise ValueError("an Authority process runs on the wall clock with default settings")
         key.to_file(tmp_path / "authority.key")
-        server = ProcessServer(tmp_path / "authority.db", tmp_path / "authority.key")
+        server = ProcessServer(
+            tmp_path / "authority.db", tmp_path / "authority.key", (coordinator.public_key,)
+        )
     else:
         server = LiveServer(authority, poll_interval_s=0.05)
     client: AuthorityClient | None = None
     try:
         await server.start()
-        client = AuthorityClient(server.url, authority_public_key=authority.public_key)
+        client = AuthorityClient(
+            server.url, authority_public_key=authority.public_key, signing_key=coordinator.key
+        )
         keys_dir = tmp_path / "keys"
-        coordinator = Actor.generate(coordinator_id)
         key_file = keys_dir / f"{coordinator_id}.pem"
         coordinator.key.to_file(key_file)
         stack = AuthorityStack(

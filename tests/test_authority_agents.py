@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
 
 from missionweave.authority import UnknownGroupError
@@ -20,7 +19,7 @@ from missionweave.authority.client import (
 from missionweave.protocol import Actor, AgentCard, canonical_bytes
 
 from . import serving
-from .serving import LiveServer
+from .serving import LiveServer, signed_http
 from .world import World, contract, evidence
 
 live = serving.live
@@ -61,7 +60,7 @@ async def test_agents_list_roles_epochs_cards_and_sessions__MW_10_3_f(
     live: LiveServer, world: World
 ) -> None:
     w0, w1 = world.workers
-    async with AuthorityClient(live.url) as client:
+    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as client:
         agents = by_id(await client.agents(world.group))
         assert list(agents) == sorted(["coordinator", "reviewer", w0.agent_id, w1.agent_id])
         coord = agents["coordinator"]
@@ -84,7 +83,7 @@ async def test_agents_list_roles_epochs_cards_and_sessions__MW_10_3_f(
         assert "reviewer" not in agents  # removed members take no work
 
         # Raw JSON: the documented shape.
-        raw = (await httpx.AsyncClient(base_url=live.url).get(
+        raw = (await signed_http(live.url, world.coordinator).get(
             f"/v1/groups/{world.group}/agents")).json()  # fmt: skip
         row = next(a for a in raw["agents"] if a["agent_id"] == w0.agent_id)
         assert set(row) == {"agent_id", "public_key", "roles", "membership_epoch", "card",
@@ -107,7 +106,7 @@ async def test_reliability_counts_accepted_and_failed_per_capability__MW_10_3_f(
         "work_item_id": "d", "evidence": evidence("coordinator", "d", ("hashes",), "fail"),
         "retryable": False})  # fmt: skip
 
-    async with AuthorityClient(live.url) as client:
+    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as client:
         agents = by_id(await client.agents(world.group))
     assert agents[w0.agent_id].reliability == {
         CAP: Reliability(ok=1, fail=1), "sbom@2.0": Reliability(ok=0, fail=1),
@@ -117,15 +116,15 @@ async def test_reliability_counts_accepted_and_failed_per_capability__MW_10_3_f(
     assert contract().required_capabilities == [CAP]
 
 
-async def test_agents_of_unknown_group_is_404(live: LiveServer) -> None:
-    async with AuthorityClient(live.url) as client:
+async def test_agents_of_unknown_group_is_404(live: LiveServer, world: World) -> None:
+    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as client:
         with pytest.raises(UnknownGroupError):
             await client.agents("nope")
         with pytest.raises(UnknownGroupError):
             await client.presence("nope")
         with pytest.raises(UnknownGroupError):
             await client.put_presence(Actor.generate("x"), "nope", 1, 0)
-    async with httpx.AsyncClient(base_url=live.url) as http:
+    async with signed_http(live.url, world.coordinator) as http:
         resp = await http.get("/v1/groups/nope/agents")
     assert resp.status_code == 404 and resp.json()["code"] == "unknown_group"
 
@@ -134,7 +133,7 @@ async def test_presence_is_kept_in_memory_with_a_ttl(live: LiveServer, world: Wo
     w0, w1 = world.workers
     head = world.authority.head(world.group)
     clock = world.clock
-    async with AuthorityClient(live.url) as client:
+    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as client:
         assert await client.presence(world.group) == {}
         assert await client.put_presence(w0, world.group, 2, 1, issued_at_ms=clock.now)
         assert await client.presence(world.group) == {
@@ -145,7 +144,7 @@ async def test_presence_is_kept_in_memory_with_a_ttl(live: LiveServer, world: Wo
 
         old = presence_frame(w1, world.group, 3, 0, clock.now)
         newer = presence_frame(w1, world.group, 0, 4, clock.now + 1)
-        async with httpx.AsyncClient(base_url=live.url) as http:
+        async with signed_http(live.url, world.coordinator) as http:
             url = f"/v1/groups/{world.group}/presence"
             assert (await http.put(url, json=newer)).json() == {"stored": True}
             # Out of order or replayed: an older report never overwrites a newer one.
@@ -168,7 +167,7 @@ async def test_presence_refusals(live: LiveServer, world: World) -> None:
     url = f"/v1/groups/{world.group}/presence"
 
     async def put(frame: Any, path: str = url) -> tuple[int, str]:
-        async with httpx.AsyncClient(base_url=live.url) as http:
+        async with signed_http(live.url, world.coordinator) as http:
             resp = await http.put(path, json=frame)
         return resp.status_code, str(resp.json()["code"] if resp.status_code != 200 else "ok")
 
@@ -192,7 +191,7 @@ async def test_presence_refusals(live: LiveServer, world: World) -> None:
     assert await put([1, 2]) == (422, "invalid_request")
 
     world.ok(world.coordinator, "member.remove", {"agent_id": w1.agent_id})
-    async with AuthorityClient(live.url) as client:
+    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as client:
         with pytest.raises(AuthorityRequestError) as err:
             await client.put_presence(w1, world.group, 1, 0, issued_at_ms=now)
         assert (err.value.status, err.value.code) == (403, "unauthorized")

@@ -22,7 +22,7 @@ from missionweave.authority.server import create_app
 from missionweave.protocol import GENESIS_HASH, check_event
 
 from . import serving
-from .serving import LiveServer, eventually, mission_cmd, windowed_world
+from .serving import LiveServer, eventually, mission_cmd, signed_http, windowed_world
 from .world import World
 
 live = serving.live
@@ -31,7 +31,7 @@ world = serving.world
 
 async def test_post_command_accepted_rejected_and_repeated(live: LiveServer, world: World) -> None:
     cmd = mission_cmd(world, "m-http")
-    async with httpx.AsyncClient(base_url=live.url) as http:
+    async with signed_http(live.url, world.coordinator) as http:
         first = await http.post("/v1/commands", json=cmd.model_dump(mode="json"))
         assert first.status_code == 200
         body = first.json()
@@ -57,7 +57,7 @@ async def test_post_command_accepted_rejected_and_repeated(live: LiveServer, wor
 
 
 async def test_client_submit_and_submit_many(live: LiveServer, world: World) -> None:
-    async with AuthorityClient(live.url) as client:
+    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as client:
         r = await client.submit(mission_cmd(world, "m-one"))
         assert r.accepted and r.events[0].type == "mission.created"
         conflict = world.coordinator.command(
@@ -78,7 +78,7 @@ async def test_client_submit_and_submit_many(live: LiveServer, world: World) -> 
 
 async def test_events_paging_and_head(live: LiveServer, world: World) -> None:
     head, head_hash = world.authority.head(world.group)
-    async with httpx.AsyncClient(base_url=live.url) as http:
+    async with signed_http(live.url, world.coordinator) as http:
         pages, after = [], 0
         while True:
             resp = await http.get(
@@ -95,7 +95,7 @@ async def test_events_paging_and_head(live: LiveServer, world: World) -> None:
         assert len(pages) == -(-head // 3)
         got = (await http.get(f"/v1/groups/{world.group}/head")).json()
         assert got == {"seq": head, "hash": head_hash}
-    async with AuthorityClient(live.url) as client:
+    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as client:
         events = await client.events(world.group, 0, 1000)
         assert await client.head(world.group) == (head, head_hash)
     assert [e.seq for e in events] == list(range(1, head + 1))
@@ -107,7 +107,7 @@ async def test_events_paging_and_head(live: LiveServer, world: World) -> None:
 
 
 async def test_error_bodies_are_structured(live: LiveServer, world: World) -> None:
-    async with httpx.AsyncClient(base_url=live.url) as http:
+    async with signed_http(live.url, world.coordinator) as http:
         r = await http.get("/v1/groups/nope/events")
         assert r.status_code == 404
         assert r.json() == {
@@ -138,7 +138,7 @@ async def test_error_bodies_are_structured(live: LiveServer, world: World) -> No
         assert r.status_code == 422 and r.json()["detail"]["max"] == 1000
         r = await http.get(f"/v1/groups/{world.group}/snapshots/999")
         assert r.status_code == 404 and r.json()["code"] == "unknown_snapshot"
-    async with AuthorityClient(live.url) as client:
+    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as client:
         with pytest.raises(UnknownGroupError) as unknown:
             await client.events("nope")
         assert isinstance(unknown.value, AuthorityRequestError)  # one except for every answer
@@ -153,13 +153,17 @@ async def test_lease_info_and_health(live: LiveServer, world: World) -> None:
     offer = world.offer("a", world.workers[0])
     assert world.accept(world.workers[0], "a", offer).accepted
     lease = world.start(world.workers[0], "a")
-    async with AuthorityClient(live.url) as client:
+    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as client:
         row = await client.lease(lease["lease_id"])
         assert row is not None and row["valid"] is True and row["agent_id"] == "worker-0"
         assert await client.lease("lease_unknown") is None
         info = await client.info()
-    assert info == {"public_key": world.authority.public_key, "groups": [world.group]}
-    async with httpx.AsyncClient(base_url=live.url) as http:
+    assert info == {
+        "public_key": world.authority.public_key,
+        "groups": [world.group],
+        "operator": True,
+    }
+    async with signed_http(live.url, world.coordinator) as http:
         assert (await http.get("/healthz")).json() == {"ok": True}
         assert (await http.get("/v1/leases/lease_unknown")).json()["code"] == "unknown_lease"
 
@@ -174,7 +178,7 @@ async def test_concurrent_posts_share_transactions(live: LiveServer, world: Worl
     # Hold SQLite's write lock so the first transaction waits and the rest queue behind it.
     blocker = sqlite3.connect(world.authority.db_path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
-    async with httpx.AsyncClient(base_url=live.url) as http:
+    async with signed_http(live.url, world.coordinator) as http:
 
         async def post(i: int) -> httpx.Response:
             return await http.post("/v1/commands", json=cmds[i].model_dump(mode="json"))
@@ -203,7 +207,7 @@ async def test_cursor_too_old_410_and_snapshot_verification(tmp_path: Path) -> N
     server = LiveServer(w.authority)
     await server.start()
     try:
-        async with httpx.AsyncClient(base_url=server.url) as http:
+        async with signed_http(server.url, w.coordinator) as http:
             r = await http.get(f"/v1/groups/{w.group}/events", params={"after_sequence": 0})
             assert r.status_code == 410
             body = r.json()
@@ -211,7 +215,7 @@ async def test_cursor_too_old_410_and_snapshot_verification(tmp_path: Path) -> N
             ref = body["snapshot"]
             full = (await http.get(f"/v1/groups/{w.group}/snapshots/{ref['seq']}")).json()
             assert verify_snapshot(full, w.authority.public_key) and full["hash"] == ref["hash"]
-        async with AuthorityClient(server.url) as client:
+        async with AuthorityClient(server.url, signing_key=w.coordinator.key) as client:
             with pytest.raises(CursorTooOldError) as err:
                 await client.events(w.group, 0)
             assert err.value.snapshot == ref and err.value.group_id == w.group
@@ -241,7 +245,9 @@ async def test_cursor_too_old_410_and_snapshot_verification(tmp_path: Path) -> N
 
 async def test_client_in_process_over_asgi_transport(world: World) -> None:
     transport = httpx.ASGITransport(app=create_app(world.authority))
-    async with AuthorityClient("http://authority", transport=transport) as client:
+    async with AuthorityClient(
+        "http://authority", transport=transport, signing_key=world.coordinator.key
+    ) as client:
         r = await client.submit(mission_cmd(world, "m-asgi"))
         assert r.accepted
         events = await client.events(world.group, r.events[0].seq - 1)
@@ -265,7 +271,13 @@ async def test_client_unavailable_names_the_url() -> None:
 def test_public_surface_of_server_and_client() -> None:
     from missionweave.authority import client, server
 
-    assert set(server.__all__) == {"BatchWriter", "create_app", "serve"}
+    assert set(server.__all__) == {
+        "BatchWriter",
+        "ErrorBody",
+        "WS_MAX_BYTES",
+        "create_app",
+        "serve",
+    }
     assert {
         "AuthorityClient", "AuthorityClientError", "AuthorityUnavailable", "AuthorityRequestError",
         "Subscriber", "CursorStore", "SqliteCursorStore", "MemoryCursorStore", "GroupSequencer",

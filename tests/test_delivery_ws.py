@@ -55,7 +55,7 @@ async def test_subscribe_replays_then_streams_live__MW_16_d(live: LiveServer, wo
             assert check_event(e, world.authority.public_key, prev) is None
             prev = e.hash
         # a live append through the HTTP front (the BatchWriter wakes the stream) ...
-        async with AuthorityClient(live.url) as client:
+        async with AuthorityClient(live.url, signing_key=world.coordinator.key) as client:
             r = await client.submit(mission_cmd(world, "m-live"))
         (live_ev,) = await recv_events(ws, 1)
         assert live_ev.event_id == r.events[0].event_id and live_ev.prev_hash == prev
@@ -173,7 +173,7 @@ async def test_cursor_too_old_error_frame_carries_snapshot__MW_16_e(tmp_path: Pa
             assert err["detail"]["first_online_seq"] == through + 1
             ref = err["snapshot"]
             assert ref["group_id"] == w.group and ref["seq"] >= through
-            async with AuthorityClient(server.url) as client:
+            async with AuthorityClient(server.url, signing_key=w.coordinator.key) as client:
                 snap = await client.snapshot(w.group, ref["seq"])
             assert verify_snapshot(snap, w.authority.public_key)
             # resuming from the snapshot's sequence works on the same socket

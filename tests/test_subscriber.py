@@ -180,7 +180,7 @@ async def test_subscriber_delivers_acks_and_resumes_after_restart__MW_16_c(
     sub = subscriber(live.ws_url, world, store, rec)
     task = asyncio.create_task(sub.run())
     await eventually(lambda: sub.cursor(world.group) == head)
-    async with AuthorityClient(live.url) as client:
+    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as client:
         await client.submit_many([mission_cmd(world, "m-a"), mission_cmd(world, "m-b")])
     await eventually(lambda: sub.cursor(world.group) == head + 2)
 

@@ -38,8 +38,8 @@ class VerifyInput(BaseModel):
 
 
 @pytest_asyncio.fixture
-async def client(live: LiveServer) -> AsyncIterator[AuthorityClient]:
-    async with AuthorityClient(live.url) as c:
+async def client(live: LiveServer, world: World) -> AsyncIterator[AuthorityClient]:
+    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as c:
         yield c
 
 

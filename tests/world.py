@@ -6,7 +6,7 @@ reviewer, opens the workers' sessions and offers helpers that walk a WorkItem th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +129,11 @@ class World:
 def make_world(path: Path, n_workers: int = 2, config: AuthorityConfig | None = None) -> World:
     """A fresh Authority at ``path`` with one Group, a Mission ``m1`` and open worker sessions."""
     clock = Clock()
+    coord = Actor.generate("coordinator")
+    # the coordinator is the Authority's operator (it may create Groups and read them all)
+    config = replace(config or AuthorityConfig(), operator_keys=frozenset({coord.public_key}))
     auth = Authority(path, SigningKey.generate(), config, clock=clock)
     group = "g1"
-    coord = Actor.generate("coordinator")
     r = auth.submit(coord.command("group.create", group, {
         "public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
         issued_at_ms=clock.now))  # fmt: skip

@@ -25,17 +25,19 @@ A rejected Command is not an error: :meth:`AuthorityClient.submit` returns its
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
 import httpx
 
-from ..protocol import Actor, Command, Event
+from ..protocol import Actor, Command, Event, SigningKey
 from ._agents import AgentInfo
 from ._engine import SubmitResult, now_ms
 from ._errors import AuthorityError, CursorTooOldError, UnknownGroupError
 from ._presence import PresenceInfo, presence_frame
+from ._readsig import SignedReads
 from ._snapshots import verify_snapshot
 from ._tracing import inject_trace_headers
 
@@ -135,8 +137,17 @@ class AuthorityClient:
         timeout: seconds per request.
         authority_public_key: pin the Authority's key for snapshot verification; without it
             the key is read once from ``GET /v1/authority``.
+        signing_key: the reader's key: every ``GET`` is signed with it (RFC 9421 HTTP Message
+            Signatures, see ``docs/authority.md``, "Security model"). The Authority answers
+            reads only for Groups in which this key is an active member's (or an operator's);
+            without it only :meth:`submit`, :meth:`submit_many`, :meth:`put_presence` (signed
+            themselves) and :meth:`public_key` work, and a read raises
+            :class:`AuthorityRequestError` 401 ``unauthenticated``.
+        verify: TLS verification for an ``https://`` URL: ``True`` (the system's CAs), a CA
+            bundle path, or an :class:`ssl.SSLContext`.
 
-    Use as ``async with AuthorityClient(url) as c: ...`` or call :meth:`aclose`.
+    Use as ``async with AuthorityClient(url, signing_key=actor.key) as c: ...`` or call
+    :meth:`aclose`.
     """
 
     def __init__(
@@ -146,10 +157,14 @@ class AuthorityClient:
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: float = 10.0,
         authority_public_key: str | None = None,
+        signing_key: SigningKey | None = None,
+        verify: ssl.SSLContext | str | bool = True,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.signing_key = signing_key
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, transport=transport, timeout=timeout,
+            base_url=self.base_url, transport=transport, timeout=timeout, verify=verify,
+            auth=SignedReads(signing_key) if signing_key is not None else None,
             event_hooks={"request": [inject_trace_headers]},  # W3C traceparent of the caller
         )  # fmt: skip
         self._public_key = authority_public_key
@@ -367,7 +382,8 @@ class AuthorityClient:
         return {str(a): PresenceInfo.model_validate(p) for a, p in body.items()}
 
     async def info(self) -> dict[str, Any]:
-        """``{"public_key": str, "groups": [str]}``."""
+        """``{"public_key": str}``; with a ``signing_key`` also ``"operator": bool`` and
+        ``"groups": [str]``, the Groups that key may read (every Group for an operator)."""
         body: dict[str, Any] = (await self._request("GET", "/v1/authority")).json()
         return body
 

@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol import Command, Rejection, Role, SigningKey
+from ..protocol import Command, Rejection, Role, SigningKey, identifier_problem, label_problem
 
 
 class Reject(Exception):
@@ -94,6 +94,25 @@ class Ctx:
 def dumps(value: Any) -> str:
     """Compact JSON text for a stored column."""
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def need_id(body: dict[str, Any], key: str) -> str:
+    """``body[key]``, present and a valid identifier (:mod:`missionweave.protocol`'s one
+    rule); raises :class:`Reject` ``invalid_body`` naming the field and the problem."""
+    value = need(body, key)
+    problem = identifier_problem(value)
+    if problem is not None:
+        raise Reject("invalid_body", f"{key} {problem}", field=key)
+    return str(value)
+
+
+def need_label(body: dict[str, Any], key: str) -> str:
+    """``body[key]`` (default ``""``), a valid label; raises :class:`Reject` ``invalid_body``."""
+    value = body.get(key, "")
+    problem = label_problem(value)
+    if problem is not None:
+        raise Reject("invalid_body", f"{key} {problem}", field=key)
+    return str(value)
 
 
 def need(body: dict[str, Any], key: str, kind: type | tuple[type, ...] = str) -> Any:

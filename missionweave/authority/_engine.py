@@ -71,6 +71,9 @@ class AuthorityConfig:
         max_batch: Commands per group-commit transaction.
         parallel_verify_min: batches of at least this many Commands have their signatures
             verified in a separate process while the writer applies them (0 disables it).
+        operator_keys: the operators' Ed25519 public keys (base64url). Only an operator may
+            create a Group (``group.create``) or make admin reads (every Group, every agent);
+            none by default, so a new Authority takes no Group until one is configured.
     """
 
     max_candidates: int = 8
@@ -78,6 +81,7 @@ class AuthorityConfig:
     online_window: int | None = None
     max_batch: int = 256
     parallel_verify_min: int = 8
+    operator_keys: frozenset[str] = frozenset()
 
 
 class SubmitResult(BaseModel):
@@ -107,12 +111,23 @@ class SubmitResult(BaseModel):
 
     def verdict(self) -> CommandVerdict:
         """This result as a workflow payload: Events summarized (seq, type, work item, body
-        without the ``contract``, which the workflow already holds), reply kept whole."""
+        without the ``contract``, which the workflow already holds), reply kept whole.
+
+        The log records a capability token without its bearer signature; the summary of the
+        Event that issued it carries the whole token from the caller's ``reply`` instead, so
+        the workflow can hand it to the lease holder."""
+        token = self.reply.get("capability_token")
+
+        def body(e: Event) -> dict[str, Any]:
+            b = {k: v for k, v in e.body.items() if k != "contract"}
+            if token is not None and "capability_token" in b:
+                b["capability_token"] = token
+            return b
+
         return CommandVerdict(
             command_id=self.command_id, status=self.status, rejection=self.rejection,
             events=[EventSummary(seq=e.seq, type=e.type, work_item_id=e.work_item_id,
-                                 body={k: v for k, v in e.body.items() if k != "contract"})
-                    for e in self.events],
+                                 body=body(e)) for e in self.events],
             reply=dict(self.reply),
         )  # fmt: skip
 
@@ -358,30 +373,21 @@ class Authority(LogReader, AgentReads):
     def _apply(
         self, cmd: Command, heads: dict[str, _Head], verified_key: str | None = None
     ) -> SubmitResult:
-        prior = self.conn.execute(
-            "SELECT signature, status, refs FROM commands WHERE command_id=?", (cmd.command_id,)
-        ).fetchone()
-        if prior is not None:
-            # Ed25519 signatures are deterministic: the same Command signed again by the same
-            # key has the same signature, and any change to it changes the signature.
-            if prior[0] != cmd.signature:
-                return _rejected(
-                    cmd, "idempotency_conflict",
-                    "this command id was used before with a different body",
-                    command_id=cmd.command_id,
-                )  # fmt: skip
-            refs = json.loads(prior[2])
-            data = json.loads(refs.get("result", "null") or "null") or {}
-            return SubmitResult(
-                command_id=cmd.command_id, status=prior[1],
-                events=[self._load_event(g, s) for g, s in refs["events"]],
-                rejection=Rejection(**data["rejection"]) if data.get("rejection") else None,
-                reply=data.get("reply", {}), duplicate=True,
-            )  # fmt: skip
         saved = {g: (h.seq, h.hash, h.dirty) for g, h in heads.items()}
         self.conn.execute("SAVEPOINT cmd")
         try:
-            ctx = self._authenticate(cmd, verified_key)
+            # The signature first: a Command id is the actor's, scoped to its Group, so nobody
+            # but the actor can use (or use up) one of its ids.
+            member = self._verify_actor(cmd, verified_key)
+            prior = self.conn.execute(
+                "SELECT signature, status, refs FROM commands "
+                "WHERE group_id=? AND actor=? AND command_id=?",
+                (cmd.group_id or "", cmd.actor, cmd.command_id),
+            ).fetchone()
+            if prior is not None:
+                self.conn.execute("RELEASE cmd")
+                return self._repeated(cmd, prior)
+            ctx = self._admit(cmd, member)
             HANDLERS[cmd.type].fn(ctx)
             if cmd.type.startswith(_MEMBERSHIP_PREFIXES):
                 self._members.clear()
@@ -392,9 +398,10 @@ class Authority(LogReader, AgentReads):
             if ctx.rejection:
                 result_extra["rejection"] = ctx.rejection.model_dump()
             self.conn.execute(
-                "INSERT INTO commands (command_id, signature, status, refs) VALUES (?,?,?,?)",
+                "INSERT INTO commands (group_id, actor, command_id, signature, status, refs) "
+                "VALUES (?,?,?,?,?,?)",
                 (
-                    cmd.command_id, cmd.signature, ctx.status,
+                    cmd.group_id or "", cmd.actor, cmd.command_id, cmd.signature, ctx.status,
                     dumps({"events": [[e.group_id, e.seq] for e in events],
                            "result": dumps(result_extra)}),
                 ),
@@ -418,7 +425,35 @@ class Authority(LogReader, AgentReads):
             rejection=ctx.rejection, reply=ctx.reply,
         )  # fmt: skip
 
-    def _authenticate(self, cmd: Command, trusted_key: str | None) -> Ctx:
+    def _repeated(self, cmd: Command, prior: Any) -> SubmitResult:
+        """The answer to a Command id its actor used before in this Group: the original
+        verdict, or ``idempotency_conflict`` when the body differs (MW-16-f)."""
+        # Ed25519 signatures are deterministic and this one verified: the same Command signed
+        # again has the same signature, and any other body under the same id has another.
+        if prior[0] != cmd.signature:
+            return _rejected(
+                cmd, "idempotency_conflict",
+                "this command id was used before with a different body",
+                command_id=cmd.command_id,
+            )  # fmt: skip
+        refs = json.loads(prior[2])
+        data = json.loads(refs.get("result", "null") or "null") or {}
+        return SubmitResult(
+            command_id=cmd.command_id, status=prior[1],
+            events=[self._load_event(g, s) for g, s in refs["events"]],
+            rejection=Rejection(**data["rejection"]) if data.get("rejection") else None,
+            reply=data.get("reply", {}), duplicate=True,
+        )  # fmt: skip
+
+    def _verify_actor(self, cmd: Command, trusted_key: str | None) -> Any:
+        """Check that ``cmd`` is signed by its actor; the actor's membership row (key, roles,
+        membership epoch, active, session epoch) for member Commands, else ``None``.
+
+        Raises:
+            Reject: ``unknown_command``, ``unknown_actor``, ``unknown_group``,
+                ``not_a_member``, ``invalid_command`` or ``bad_signature``.
+        """
+
         def signed_by(key: object) -> bool:
             if not isinstance(key, str):
                 return False
@@ -430,12 +465,11 @@ class Authority(LogReader, AgentReads):
         spec = HANDLERS.get(cmd.type)
         if spec is None:
             raise Reject("unknown_command", f"no such command type {cmd.type!r}", type=cmd.type)
-        roles: frozenset[Role] = frozenset()
         if spec.auth == "self":
-            key = cmd.body.get("public_key")
-            if not signed_by(key):
+            if not signed_by(cmd.body.get("public_key")):
                 raise Reject("bad_signature", "the command's signature does not verify")
-        elif spec.auth == "agent":
+            return None
+        if spec.auth == "agent":
             row = self.conn.execute(
                 "SELECT public_key FROM agents WHERE agent_id=?", (cmd.actor,)
             ).fetchone()
@@ -443,49 +477,57 @@ class Authority(LogReader, AgentReads):
                 raise Reject("unknown_actor", f"agent {cmd.actor!r} is not known", actor=cmd.actor)
             if not signed_by(row[0]):
                 raise Reject("bad_signature", "the command's signature does not verify")
-        else:
-            if not cmd.group_id:
-                raise Reject("invalid_command", "this command needs a group_id")
-            # Within one transaction a member's row changes only through the Commands that
-            # clear this cache (see _apply), so repeated actors skip the lookup.
-            row = self._members.get((cmd.group_id, cmd.actor))
-            if row is None:
-                row = self.conn.execute(
-                    "SELECT m.public_key, m.roles, m.membership_epoch, m.active, "
-                    "a.session_epoch FROM members m JOIN agents a ON a.agent_id = m.agent_id "
-                    "WHERE m.group_id=? AND m.agent_id=?",
-                    (cmd.group_id, cmd.actor),
-                ).fetchone()
-                if row is not None:
-                    self._members[(cmd.group_id, cmd.actor)] = row
-            if row is None or not row[3]:
-                if (
-                    self.conn.execute(
-                        "SELECT 1 FROM groups WHERE group_id=?", (cmd.group_id,)
-                    ).fetchone()
-                    is None
-                ):
-                    raise Reject("unknown_group", f"no group {cmd.group_id!r}",
-                                 group_id=cmd.group_id)  # fmt: skip
-                raise Reject("not_a_member", f"{cmd.actor!r} is not a member of the group",
-                             actor=cmd.actor)  # fmt: skip
-            if not signed_by(row[0]):
-                raise Reject("bad_signature", "the command's signature does not verify")
-            if cmd.membership_epoch != row[2]:
+            return None
+        if not cmd.group_id:
+            raise Reject("invalid_command", "this command needs a group_id")
+        # Within one transaction a member's row changes only through the Commands that
+        # clear this cache (see _apply), so repeated actors skip the lookup.
+        row = self._members.get((cmd.group_id, cmd.actor))
+        if row is None:
+            row = self.conn.execute(
+                "SELECT m.public_key, m.roles, m.membership_epoch, m.active, "
+                "a.session_epoch FROM members m JOIN agents a ON a.agent_id = m.agent_id "
+                "WHERE m.group_id=? AND m.agent_id=?",
+                (cmd.group_id, cmd.actor),
+            ).fetchone()
+            if row is not None:
+                self._members[(cmd.group_id, cmd.actor)] = row
+        if row is None or not row[3]:
+            if self.conn.execute(
+                "SELECT 1 FROM groups WHERE group_id=?", (cmd.group_id,)
+            ).fetchone() is None:  # fmt: skip
+                raise Reject("unknown_group", f"no group {cmd.group_id!r}",
+                             group_id=cmd.group_id)  # fmt: skip
+            raise Reject("not_a_member", f"{cmd.actor!r} is not a member of the group",
+                         actor=cmd.actor)  # fmt: skip
+        if not signed_by(row[0]):
+            raise Reject("bad_signature", "the command's signature does not verify")
+        return row
+
+    def _admit(self, cmd: Command, member: Any) -> Ctx:
+        """The handler's context once the epochs hold: for a member Command, its Membership
+        and Session Epochs must be current (and a session open where the type needs one).
+
+        Raises:
+            Reject: ``stale_membership_epoch``, ``stale_session_epoch`` or ``no_session``.
+        """
+        roles: frozenset[Role] = frozenset()
+        if member is not None:
+            if cmd.membership_epoch != member[2]:
                 raise Reject(
                     "stale_membership_epoch",
-                    f"membership epoch {cmd.membership_epoch} is not the current {row[2]}",
-                    membership_epoch=cmd.membership_epoch, current=row[2],
+                    f"membership epoch {cmd.membership_epoch} is not the current {member[2]}",
+                    membership_epoch=cmd.membership_epoch, current=member[2],
                 )  # fmt: skip
-            if cmd.session_epoch != row[4]:
+            if cmd.session_epoch != member[4]:
                 raise Reject(
                     "stale_session_epoch",
-                    f"session epoch {cmd.session_epoch} is not the current {row[4]}",
-                    session_epoch=cmd.session_epoch, current=row[4],
+                    f"session epoch {cmd.session_epoch} is not the current {member[4]}",
+                    session_epoch=cmd.session_epoch, current=member[4],
                 )  # fmt: skip
-            if spec.needs_session and row[4] == 0:
+            if HANDLERS[cmd.type].needs_session and member[4] == 0:
                 raise Reject("no_session", "open a session before taking work")
-            roles = _roles(row[1])
+            roles = _roles(member[1])
         return Ctx(self.conn, self.clock(), cmd, roles, self.config, self.key)
 
     def _append(self, ctx: Ctx, heads: dict[str, _Head]) -> list[Event]:

@@ -15,9 +15,7 @@ from typing import Any
 from ..protocol import CanonicalizationError, canonical_bytes, verify
 from ._engine import Authority
 from ._errors import UnknownGroupError
-
-#: How far ``issuedAtMs`` of a signed frame may be from the Authority's clock, in milliseconds.
-MAX_SKEW_MS = 300_000
+from ._readsig import MAX_SKEW_MS
 
 
 class FrameError(Exception):

@@ -1,6 +1,8 @@
 """Handlers for Group, membership, Agent Card and session Commands.
 
-``group.create`` — self-signed by the creator, who becomes the Group's ``owner`` member.
+``group.create`` — self-signed by the creator, who must hold an operator key
+(:attr:`AuthorityConfig.operator_keys`) and becomes the Group's ``owner`` member. Agents are
+registered only here and by ``member.add`` (a Group owner), so nobody squats an agent id.
 ``member.add`` / ``member.update`` / ``member.remove`` — by an ``owner``; every change raises the
 member's Membership Epoch. ``agent.publish_card`` — by the agent itself. ``session.open`` — by the
 agent; raises its Session Epoch and revokes its active execution leases, returning their
@@ -10,15 +12,12 @@ WorkItems to ``queued`` first (MW-11.3-f).
 from __future__ import annotations
 
 import json
-import re
 
 from ..protocol import GENESIS_HASH, AgentCard, Role, SignatureError, b64u_encode
 from ..protocol._crypto import load_public_key
-from ._context import Ctx, Reject, dumps, need
+from ._context import Ctx, Reject, dumps, need, need_id
 from ._items import parse
 from ._registry import command
-
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 
 
 def _roles(value: object) -> list[str]:
@@ -60,11 +59,17 @@ def _register_agent(ctx: Ctx, agent_id: str, public_key: str) -> None:
 @command("group.create", auth="self")
 def group_create(ctx: Ctx) -> None:
     gid = ctx.command.group_id
-    if not gid or not _ID.match(gid):
-        raise Reject("invalid_command", "group.create needs a valid group_id")
+    if not gid:  # its spelling is checked with the envelope (Command.group_id)
+        raise Reject("invalid_command", "group.create needs a group_id")
     if ctx.one("SELECT 1 FROM groups WHERE group_id=?", gid):
         raise Reject("group_exists", f"group {gid!r} already exists", group_id=gid)
     key = _public_key(ctx)
+    if key not in ctx.config.operator_keys:
+        raise Reject(
+            "operator_required",
+            "group.create needs an operator key (authority serve --operator-key)",
+            group_id=gid,
+        )
     roles = sorted(set(_roles(ctx.body.get("roles", ["owner"]))) | {"owner"})
     _register_agent(ctx, ctx.command.actor, key)
     ctx.run(
@@ -93,9 +98,7 @@ def _require(ctx: Ctx, role: Role) -> None:
 @command("member.add")
 def member_add(ctx: Ctx) -> None:
     _require(ctx, Role.OWNER)
-    agent_id = need(ctx.body, "agent_id")
-    if not _ID.match(agent_id):
-        raise Reject("invalid_body", "agent_id has invalid characters", field="agent_id")
+    agent_id = need_id(ctx.body, "agent_id")
     key = _public_key(ctx)
     roles = _roles(ctx.body.get("roles"))
     row = ctx.one(

@@ -161,7 +161,7 @@ def work_start(ctx: Ctx) -> None:
     checkpoint = json.loads(item["checkpoint"]) if item["checkpoint"] else None
     ctx.emit(
         "work.started",
-        {"lease": lease, "capability_token": token, "checkpoint": checkpoint},
+        {"lease": lease, "capability_token": _public(token), "checkpoint": checkpoint},
         work_item_id=item["work_item_id"],
     )
     ctx.reply.update(lease=lease, capability_token=token, checkpoint=checkpoint)
@@ -182,7 +182,7 @@ def lease_renew(ctx: Ctx) -> None:
         "lease_id": lease["lease_id"],
         "expires_at_ms": expires,
         "renewal": len(renewals),
-        "capability_token": token,
+        "capability_token": _public(token),
     }
     if usage is not None:
         body["usage"] = usage.model_dump()

@@ -27,7 +27,7 @@ from ..protocol import (
     is_material_revision,
     new_id,
 )
-from ._context import Ctx, Reject, dumps, need
+from ._context import Ctx, Reject, dumps, need, need_id, need_label
 from ._items import (
     close_owner,
     contract_of,
@@ -42,15 +42,8 @@ from ._items import (
 )
 from ._registry import command
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")
 _REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
-
-
-def _valid_id(value: str, field: str) -> str:
-    if not _ID.match(value):
-        raise Reject("invalid_body", f"{field} has invalid characters or length", field=field)
-    return value
 
 
 def _mission(ctx: Ctx, mission_id: str) -> dict[str, str]:
@@ -69,7 +62,7 @@ def _mission(ctx: Ctx, mission_id: str) -> dict[str, str]:
 def mission_create(ctx: Ctx) -> None:
     if "coordinator" not in ctx.roles and "mission_owner" not in ctx.roles:
         raise Reject("role_not_allowed", "mission.create needs coordinator or mission_owner")
-    mid = _valid_id(need(ctx.body, "mission_id"), "mission_id")
+    mid = need_id(ctx.body, "mission_id")
     parent = ctx.body.get("parent")
     if ctx.one("SELECT 1 FROM missions WHERE group_id=? AND mission_id=?", ctx.group_id, mid):
         raise Reject("mission_exists", f"Mission {mid!r} already exists", mission_id=mid)
@@ -77,7 +70,7 @@ def mission_create(ctx: Ctx) -> None:
         "INSERT INTO missions (group_id, mission_id, state, parent) VALUES (?,?,?,?)",
         ctx.group_id, mid, "running", dumps(parent) if parent else None,
     )  # fmt: skip
-    body = {"mission_id": mid, "title": str(ctx.body.get("title", ""))[:200]}
+    body = {"mission_id": mid, "title": need_label(ctx.body, "title")}
     if parent:
         body["parent"] = parent
     ctx.emit("mission.created", body)
@@ -85,7 +78,7 @@ def mission_create(ctx: Ctx) -> None:
 
 @command("work.propose")
 def work_propose(ctx: Ctx) -> None:
-    wid = _valid_id(need(ctx.body, "work_item_id"), "work_item_id")
+    wid = need_id(ctx.body, "work_item_id")
     mid = need(ctx.body, "mission_id")
     _mission(ctx, mid)
     taken = ctx.one(
@@ -110,7 +103,7 @@ def work_propose(ctx: Ctx) -> None:
 def work_authorize(ctx: Ctx) -> None:
     """Create a WorkItem (``open``); its dependencies must already exist in the Mission, so no
     cycle or self-loop can form (MW-10.4-c)."""
-    wid = _valid_id(need(ctx.body, "work_item_id"), "work_item_id")
+    wid = need_id(ctx.body, "work_item_id")
     mid = need(ctx.body, "mission_id")
     _mission(ctx, mid)
     existing = ctx.one(
@@ -470,7 +463,7 @@ def mission_create_child(ctx: Ctx) -> None:
     """Block the parent item and close its ownership while the child Mission runs."""
     item = load_item(ctx)
     gate(ctx, item)
-    child = _valid_id(need(ctx.body, "child_mission_id"), "child_mission_id")
+    child = need_id(ctx.body, "child_mission_id")
     end_leases(ctx, item, "revoked", "child_mission")
     withdraw_offers(ctx, item, "child_mission")
     set_item(ctx, item, state="blocked", owner=None, lease_id=None, start_deadline_ms=None,

@@ -102,6 +102,38 @@ class LogReader:
             ).fetchall()
         return [Event.model_validate_json(r[1]) for r in rows]
 
+    def member_groups(self, public_key: str) -> list[str]:
+        """The Groups in which ``public_key`` is an active member's key, in order."""
+        with self._lock:
+            return [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT DISTINCT group_id FROM members WHERE public_key=? AND active=1 "
+                    "ORDER BY 1",
+                    (public_key,),
+                )
+            ]
+
+    def may_read(self, group_id: str, public_key: str) -> bool:
+        """Whether ``public_key`` is an active member's key in ``group_id`` (spec 13.3-b: a
+        member reads its Group's log; nobody else does).
+
+        Raises:
+            UnknownGroupError: no such Group.
+        """
+        with self._lock:
+            if self.conn.execute(
+                "SELECT 1 FROM groups WHERE group_id=?", (group_id,)
+            ).fetchone() is None:  # fmt: skip
+                raise UnknownGroupError(group_id)
+            return (
+                self.conn.execute(
+                    "SELECT 1 FROM members WHERE group_id=? AND public_key=? AND active=1",
+                    (group_id, public_key),
+                ).fetchone()
+                is not None
+            )
+
     def groups(self) -> list[str]:
         """Every Group id."""
         with self._lock:

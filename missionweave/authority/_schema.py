@@ -10,7 +10,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+#: The schema this code writes. 2: Command ids scoped to ``(group_id, actor, command_id)``.
+SCHEMA_VERSION = 2
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,10 +57,13 @@ CREATE TABLE IF NOT EXISTS archived_events (
     PRIMARY KEY (group_id, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS commands (
-    command_id TEXT PRIMARY KEY,
+    group_id TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    command_id TEXT NOT NULL,
     signature TEXT NOT NULL,
     status TEXT NOT NULL,
-    refs TEXT NOT NULL
+    refs TEXT NOT NULL,
+    PRIMARY KEY (group_id, actor, command_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS missions (
     group_id TEXT NOT NULL,
@@ -191,8 +195,70 @@ def connect(path: str | Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA foreign_keys=ON")
-    conn.executescript(DDL)
-    conn.execute(
-        "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
-    )
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        _migrate(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
     return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Create the schema, or bring an older one to :data:`SCHEMA_VERSION`, in the caller's
+    transaction (committed here).
+
+    Raises:
+        sqlite3.DatabaseError: the file was written by a newer MissionWeave (its
+            ``schema_version`` is above this code's).
+    """
+    has_meta = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+    ).fetchone()
+    row = (
+        conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if has_meta
+        else None
+    )
+    version = int(row[0]) if row else None
+    if version is not None and version > SCHEMA_VERSION:
+        raise sqlite3.DatabaseError(
+            f"the database has schema version {version}; this MissionWeave reads up to "
+            f"{SCHEMA_VERSION}: upgrade MissionWeave"
+        )
+    if version == 1:
+        _v1_to_v2(conn)
+    for statement in DDL.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+        "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+        (str(SCHEMA_VERSION),),
+    )
+    conn.execute("COMMIT")
+
+
+def _v1_to_v2(conn: sqlite3.Connection) -> None:
+    """Scope each remembered Command id to its Group and actor, read from the first Event
+    it wrote (every remembered Command wrote one; its ``command`` carries both)."""
+    conn.execute("ALTER TABLE commands RENAME TO commands_v1")
+    conn.execute(
+        """CREATE TABLE commands (
+            group_id TEXT NOT NULL, actor TEXT NOT NULL, command_id TEXT NOT NULL,
+            signature TEXT NOT NULL, status TEXT NOT NULL, refs TEXT NOT NULL,
+            PRIMARY KEY (group_id, actor, command_id)
+        ) WITHOUT ROWID"""
+    )
+    conn.execute(
+        """INSERT INTO commands
+           SELECT coalesce(json_extract(e.data, '$.command.group_id'), ''),
+                  json_extract(e.data, '$.command.actor'), c.command_id, c.signature,
+                  c.status, c.refs
+           FROM commands_v1 c
+           JOIN (SELECT group_id, seq, data FROM events
+                 UNION ALL SELECT group_id, seq, data FROM archived_events) e
+             ON e.group_id = json_extract(c.refs, '$.events[0][0]')
+            AND e.seq = json_extract(c.refs, '$.events[0][1]')"""
+    )
+    conn.execute("DROP TABLE commands_v1")

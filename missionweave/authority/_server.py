@@ -15,6 +15,12 @@ Routes::
     GET  /healthz                              → {ok: true}
     WS   /v1/stream                            SUBSCRIBE / EVENT / ACK / ERROR (see ``_stream``)
 
+Every read (``GET``) but ``/healthz`` and the Authority's public key is a signed request
+(RFC 9421, :mod:`._readsig`) of an active member of the Group it reads — or of an operator
+key (:attr:`AuthorityConfig.operator_keys`), who may read everything. ``GET /v1/authority``
+answers anyone with the public key, and a signed reader with its Groups too. Bodies, JSON depth
+and integers are bounded (:mod:`._limits`).
+
 Every error body is ``{"code", "reason", "detail"}``; a cursor below the online window answers
 410 ``CURSOR_TOO_OLD`` with a signed ``snapshot`` reference (MW-16-e). Every Authority call runs
 in a worker thread, so a slow fsync never stalls the event loop; writes go through one
@@ -30,9 +36,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import uvicorn
-from fastapi import Body, FastAPI, Query, Request, WebSocket
+from fastapi import Body, Depends, FastAPI, Path, Query, Request, WebSocket
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..protocol import CanonicalizationError, Command
@@ -41,7 +48,9 @@ from ._batch import BatchWriter, Notifier
 from ._engine import Authority, SubmitResult
 from ._errors import CursorTooOldError, UnknownGroupError
 from ._frames import FrameError, check_member_frame
+from ._limits import MAX_COMMAND_BYTES, BodyLimits
 from ._presence import PRESENCE_TTL_MS, PresenceBoard, check_presence_shape
+from ._readsig import ACCEPT_SIGNATURE, ReadRefused, ReadVerifier
 from ._stream import StreamSession
 from ._tracing import NATIVE_TRACING_OFF, TraceContextMiddleware
 
@@ -49,6 +58,26 @@ log = logging.getLogger(__name__)
 
 #: Most Commands accepted by one ``POST /v1/commands/batch``.
 MAX_BATCH_REQUEST = 1000
+#: Largest sequence number a request may name (SQLite's INTEGER).
+MAX_SEQ = 2**63 - 1
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: a stable ``code``, one human ``reason``, machine-readable ``detail``."""
+
+    code: str
+    reason: str
+    detail: dict[str, Any]
+
+
+def _responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` of a route's error answers (all :class:`ErrorBody`)."""
+    return {s: {"model": ErrorBody} for s in (422, *statuses)}
+
+
+_READ = (401, 403, 429)
+#: Largest WebSocket message uvicorn takes before closing the socket (1009), bytes.
+WS_MAX_BYTES = 1024 * 1024
 
 
 def error_body(code: str, reason: str, **detail: Any) -> dict[str, Any]:
@@ -66,12 +95,18 @@ def _result(r: SubmitResult) -> dict[str, Any]:
 
 def _unsignable(commands: list[Command]) -> JSONResponse | None:
     # A float in a body passes the pydantic model but can never be canonicalized or verified:
-    # refuse it here rather than let it fail inside a shared transaction.
+    # refuse it here rather than let it fail inside a shared transaction. So is a Command
+    # larger than what one Command may add to the log.
     for i, cmd in enumerate(commands):
         try:
-            cmd.signing_bytes()
+            size = len(cmd.signing_bytes())
         except CanonicalizationError as exc:
             return _error(422, "invalid_command", str(exc), index=i, command_id=cmd.command_id)
+        if size > MAX_COMMAND_BYTES:
+            return _error(
+                413, "command_too_large", f"a Command is at most {MAX_COMMAND_BYTES} bytes",
+                index=i, command_id=cmd.command_id, bytes=size, max_bytes=MAX_COMMAND_BYTES,
+            )  # fmt: skip
     return None
 
 
@@ -126,6 +161,9 @@ def create_app(
         title="MissionWeave Group Authority", version="1", lifespan=lifespan, **NATIVE_TRACING_OFF
     )
     app.add_middleware(TraceContextMiddleware)  # joins the caller's trace (traceparent)
+    app.add_middleware(BodyLimits, error=error_body)
+    reads = ReadVerifier(authority.clock)
+    operators = authority.config.operator_keys
     app.state.authority = authority
     app.state.writer = writer
     app.state.notifier = notifier
@@ -149,7 +187,45 @@ def create_app(
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return _error(exc.status_code, code, str(exc.detail))
+        response = _error(exc.status_code, code, str(exc.detail))
+        response.headers.update(exc.headers or {})  # 405 keeps its Allow
+        return response
+
+    @app.exception_handler(ReadRefused)
+    async def _refused(_: Request, exc: ReadRefused) -> JSONResponse:
+        response = _error(exc.status, exc.code, exc.reason, **exc.detail)
+        if exc.status == 401:
+            response.headers["Accept-Signature"] = ACCEPT_SIGNATURE
+        return response
+
+    async def reader(request: Request) -> str | None:
+        """The signed reader's public key, ``None`` when the request is not signed."""
+        scope = request.scope
+        query = scope.get("query_string", b"")
+        raw_path = scope.get("raw_path") or scope["path"].encode()
+        url = "http://authority" + raw_path.decode("latin-1")
+        if query:
+            url += "?" + query.decode("latin-1")
+        return reads.verify(request.method, url, request.headers.items())
+
+    async def member(group_id: str, key: str | None = Depends(reader)) -> str:
+        """Only an active member of ``group_id`` (or an operator) reads it."""
+        if key is None:
+            raise ReadRefused(401, "unauthenticated", "reads need a signed request (RFC 9421)")
+        if key in operators:
+            await asyncio.to_thread(authority.head, group_id)  # unknown_group for operators too
+            return key
+        if not await asyncio.to_thread(authority.may_read, group_id, key):
+            raise ReadRefused(
+                403, "not_a_member", "only an active member of the group reads it",
+                group_id=group_id,
+            )  # fmt: skip
+        return key
+
+    @app.exception_handler(UnknownGroupError)
+    async def _unknown_group(_: Request, exc: UnknownGroupError) -> JSONResponse:
+        gid = exc.group_id
+        return _error(404, "unknown_group", f"unknown group {gid!r}", group_id=gid)
 
     @app.exception_handler(Exception)
     async def _internal(_: Request, exc: Exception) -> JSONResponse:
@@ -158,7 +234,7 @@ def create_app(
             500, "internal_error", "the Authority failed to answer", type=type(exc).__name__
         )
 
-    @app.post("/v1/commands")
+    @app.post("/v1/commands", responses=_responses(409, 413))
     async def post_command(command: Command) -> JSONResponse:
         refused = _unsignable([command])
         if refused is not None:
@@ -168,7 +244,7 @@ def create_app(
             _result(result), status_code=409 if result.status == "rejected" else 200
         )
 
-    @app.post("/v1/commands/batch")
+    @app.post("/v1/commands/batch", responses=_responses(413))
     async def post_batch(commands: list[Command] = Body(...)) -> JSONResponse:
         if len(commands) > MAX_BATCH_REQUEST:
             return _error(
@@ -181,17 +257,16 @@ def create_app(
         results = await writer.submit(commands)
         return JSONResponse([_result(r) for r in results])
 
-    @app.get("/v1/groups/{group_id}/events")
+    @app.get("/v1/groups/{group_id}/events", responses=_responses(*_READ, 404, 410))
     async def get_events(
         group_id: str,
-        after_sequence: int = Query(0, ge=0),
+        after_sequence: int = Query(0, ge=0, le=MAX_SEQ),
         limit: int = Query(1000, ge=1, le=10_000),
+        _: str = Depends(member),
     ) -> JSONResponse:
         try:
             events = await asyncio.to_thread(authority.events, group_id, after_sequence, limit)
             head_seq, _ = await asyncio.to_thread(authority.head, group_id)
-        except UnknownGroupError:
-            return _error(404, "unknown_group", f"unknown group {group_id!r}", group_id=group_id)
         except CursorTooOldError as exc:
             body = error_body(
                 exc.code, str(exc), group_id=group_id, after_sequence=exc.after_sequence,
@@ -202,16 +277,15 @@ def create_app(
             {"events": [e.model_dump(mode="json") for e in events], "head_seq": head_seq}
         )
 
-    @app.get("/v1/groups/{group_id}/head")
-    async def get_head(group_id: str) -> JSONResponse:
-        try:
-            seq, h = await asyncio.to_thread(authority.head, group_id)
-        except UnknownGroupError:
-            return _error(404, "unknown_group", f"unknown group {group_id!r}", group_id=group_id)
+    @app.get("/v1/groups/{group_id}/head", responses=_responses(*_READ, 404))
+    async def get_head(group_id: str, _: str = Depends(member)) -> JSONResponse:
+        seq, h = await asyncio.to_thread(authority.head, group_id)
         return JSONResponse({"seq": seq, "hash": h})
 
-    @app.get("/v1/groups/{group_id}/snapshots/{seq}")
-    async def get_snapshot(group_id: str, seq: int) -> JSONResponse:
+    @app.get("/v1/groups/{group_id}/snapshots/{seq}", responses=_responses(*_READ, 404))
+    async def get_snapshot(
+        group_id: str, seq: int = Path(ge=0, le=MAX_SEQ), _: str = Depends(member)
+    ) -> JSONResponse:
         snap = await asyncio.to_thread(authority.load_snapshot, group_id, seq)
         if snap is None:
             return _error(
@@ -220,22 +294,20 @@ def create_app(
             )  # fmt: skip
         return JSONResponse(snap)
 
-    @app.get("/v1/leases/{lease_id}")
-    async def get_lease(lease_id: str) -> JSONResponse:
+    @app.get("/v1/leases/{lease_id}", responses=_responses(*_READ, 404))
+    async def get_lease(lease_id: str, key: str | None = Depends(reader)) -> JSONResponse:
         row = await asyncio.to_thread(authority.lease, lease_id)
         if row is None:
             return _error(404, "unknown_lease", f"no lease {lease_id!r}", lease_id=lease_id)
+        await member(str(row["group_id"]), key)
         return JSONResponse(row)
 
-    @app.get("/v1/groups/{group_id}/agents")
-    async def get_agents(group_id: str) -> JSONResponse:
-        try:
-            agents = await asyncio.to_thread(authority.agents, group_id)
-        except UnknownGroupError:
-            return _error(404, "unknown_group", f"unknown group {group_id!r}", group_id=group_id)
+    @app.get("/v1/groups/{group_id}/agents", responses=_responses(*_READ, 404))
+    async def get_agents(group_id: str, _: str = Depends(member)) -> JSONResponse:
+        agents = await asyncio.to_thread(authority.agents, group_id)
         return JSONResponse({"agents": [a.model_dump(mode="json") for a in agents]})
 
-    @app.put("/v1/groups/{group_id}/presence")
+    @app.put("/v1/groups/{group_id}/presence", responses=_responses(403, 404))
     async def put_presence(group_id: str, frame: dict[str, Any] = Body(...)) -> JSONResponse:
         try:
             check_presence_shape(frame, group_id)
@@ -250,19 +322,22 @@ def create_app(
         )  # fmt: skip
         return JSONResponse({"stored": stored})
 
-    @app.get("/v1/groups/{group_id}/presence")
-    async def get_presence(group_id: str) -> JSONResponse:
-        try:
-            await asyncio.to_thread(authority.head, group_id)
-        except UnknownGroupError:
-            return _error(404, "unknown_group", f"unknown group {group_id!r}", group_id=group_id)
+    @app.get("/v1/groups/{group_id}/presence", responses=_responses(*_READ, 404))
+    async def get_presence(group_id: str, _: str = Depends(member)) -> JSONResponse:
         fresh = presence.fresh(group_id)
         return JSONResponse({a: p.model_dump(mode="json") for a, p in fresh.items()})
 
-    @app.get("/v1/authority")
-    async def get_authority() -> JSONResponse:
-        groups = await asyncio.to_thread(authority.groups)
-        return JSONResponse({"public_key": authority.public_key, "groups": groups})
+    @app.get("/v1/authority", responses=_responses(401, 429))
+    async def get_authority(key: str | None = Depends(reader)) -> JSONResponse:
+        """The Authority's public key; with a signed request, the reader's Groups too (every
+        Group for an operator)."""
+        body: dict[str, Any] = {"public_key": authority.public_key}
+        if key is not None:
+            body["operator"] = key in operators
+            body["groups"] = await asyncio.to_thread(
+                authority.groups if key in operators else lambda: authority.member_groups(key)
+            )
+        return JSONResponse(body)
 
     @app.get("/healthz")
     async def healthz() -> JSONResponse:
@@ -284,11 +359,14 @@ def serve(authority: Authority, host: str = "127.0.0.1", port: int = 8787, **kw:
         host: the interface to bind.
         port: the TCP port.
         **kw: ``max_batch``, ``poll_interval_s`` and ``presence_ttl_ms`` go to
-            :func:`create_app`; anything else to ``uvicorn.Config`` (e.g. ``log_level``).
+            :func:`create_app`; anything else to ``uvicorn.Config`` (e.g. ``log_level``, or
+            ``ssl_certfile``/``ssl_keyfile`` for TLS). WebSocket messages are capped at
+            :data:`WS_MAX_BYTES` unless ``ws_max_size`` says otherwise.
     """
     app_kw = {k: kw.pop(k) for k in ("max_batch", "poll_interval_s", "presence_ttl_ms") if k in kw}
     app = create_app(authority, **app_kw)
+    kw.setdefault("ws_max_size", WS_MAX_BYTES)
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, **kw)).run()
 
 
-__all__ = ["BatchWriter", "create_app", "serve"]
+__all__ = ["WS_MAX_BYTES", "BatchWriter", "ErrorBody", "create_app", "serve"]

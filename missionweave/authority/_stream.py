@@ -29,6 +29,7 @@ from ._batch import Notifier
 from ._engine import Authority
 from ._errors import CursorTooOldError
 from ._frames import MAX_SKEW_MS, FrameError, check_member_frame, is_int
+from ._limits import MAX_FRAME_BYTES, JSONProblem, parse_json
 
 log = logging.getLogger(__name__)
 
@@ -83,10 +84,15 @@ class StreamSession:
                 await asyncio.wait(tasks)
 
     async def _handle(self, raw: str | bytes) -> None:
+        if len(raw) > MAX_FRAME_BYTES:
+            raise FrameError(
+                "invalid_frame", f"a frame is at most {MAX_FRAME_BYTES} bytes",
+                max_bytes=MAX_FRAME_BYTES,
+            )  # fmt: skip
         try:
-            frame = json.loads(raw)
-        except ValueError:
-            raise FrameError("invalid_frame", "a frame is one JSON object") from None
+            frame = parse_json(raw)
+        except JSONProblem as exc:
+            raise FrameError("invalid_frame", f"a frame is one JSON object: {exc.reason}") from None
         if not isinstance(frame, dict):
             raise FrameError("invalid_frame", "a frame is one JSON object")
         kind = frame.get("type")

@@ -5,6 +5,6 @@
 """
 
 from ._batch import BatchWriter
-from ._server import create_app, serve
+from ._server import WS_MAX_BYTES, ErrorBody, create_app, serve
 
-__all__ = ["BatchWriter", "create_app", "serve"]
+__all__ = ["WS_MAX_BYTES", "BatchWriter", "ErrorBody", "create_app", "serve"]

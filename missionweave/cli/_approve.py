@@ -94,7 +94,7 @@ async def _approve(mission: str, item: str | None, key: SigningKey, agent_id: st
     assert target.review_digest is not None
     actor = Actor(agent_id, key)
     try:
-        async with AuthorityClient(authority_url, timeout=10.0) as authority:
+        async with AuthorityClient(authority_url, timeout=10.0, signing_key=key) as authority:
             members = {a.agent_id: a for a in await authority.agents(status.group_id)}
     except AuthorityClientError as exc:
         raise CliError(f"cannot reach the Authority at {authority_url}: {exc}") from None

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import typer
 
-from ._common import CliError, load_or_create_key
+from ._common import CliError, load_key, load_or_create_key
+
+#: The environment variable of ``--operator-key``.
+OPERATOR_KEYS_ENV = "MISSIONWEAVE_OPERATOR_KEYS"
 
 app = typer.Typer(help="Run the Group Authority (signed event log).", no_args_is_help=True)
 
@@ -28,11 +31,28 @@ def serve(
         min=1,
         help="Events kept online per Group; older ones move to the archive (default: all).",
     ),
+    operator_key: list[str] = typer.Option(
+        [],
+        "--operator-key",
+        envvar=OPERATOR_KEYS_ENV,
+        help="An operator's Ed25519 public key (base64url), or a PEM key file whose public key "
+        "it is (repeatable; the environment variable takes them separated by spaces). Only an "
+        "operator may create a Group, and an operator may read every Group. None: no Group can "
+        "be created.",
+    ),
+    tls_cert: Path | None = typer.Option(
+        None, "--tls-cert", help="Serve HTTPS/WSS with this PEM certificate (chain)."
+    ),
+    tls_key: Path | None = typer.Option(
+        None, "--tls-key", help="The PEM private key of --tls-cert."
+    ),
 ) -> None:
     """Serve the Authority over HTTP and WebSocket (protocol section 16).
 
     Endpoints: POST /v1/commands, GET /v1/groups/{group}/events?after_sequence=N&limit=M,
-    WebSocket /v1/stream (SUBSCRIBE / EVENT / ACK / ERROR frames).
+    WebSocket /v1/stream (SUBSCRIBE / EVENT / ACK / ERROR frames). Every read is a signed
+    request of a member of the Group it reads (or of an operator); see docs/authority.md,
+    "Security model".
     """
     from ..authority import Authority, AuthorityConfig
     from ..authority.server import serve as run_server
@@ -42,10 +62,35 @@ def serve(
     key_path = key or db.with_name("authority.key")
     if key is not None and not key.exists():
         raise CliError(f"no key file at {key}")
+    if (tls_cert is None) != (tls_key is None):
+        raise CliError("--tls-cert and --tls-key go together")
+    for path in (tls_cert, tls_key):
+        if path is not None and not path.is_file():
+            raise CliError(f"no file at {path}")
+    operators = frozenset(_public_key(k) for v in operator_key for k in v.split())
     signing_key = load_or_create_key(key_path, create=key is None)
-    authority = Authority(db, signing_key, AuthorityConfig(online_window=online_window))
-    typer.echo(f"Authority {signing_key.public_key} serving {db} on http://{host}:{port}", err=True)
+    config = AuthorityConfig(online_window=online_window, operator_keys=operators)
+    authority = Authority(db, signing_key, config)
+    scheme = "https" if tls_cert else "http"
+    typer.echo(f"Authority {signing_key.public_key} serving {db} on {scheme}://{host}:{port} "
+               f"({len(operators)} operator key(s))", err=True)  # fmt: skip
+    tls = {"ssl_certfile": str(tls_cert), "ssl_keyfile": str(tls_key)} if tls_cert else {}
     try:
-        run_server(authority, host=host, port=port)
+        run_server(authority, host=host, port=port, **tls)
     finally:
         authority.close()
+
+
+def _public_key(value: str) -> str:
+    """An operator key given as a base64url public key or as a PEM key file."""
+    from ..protocol import SignatureError, b64u_encode
+    from ..protocol._crypto import load_public_key
+
+    if Path(value).is_file():
+        return load_key(Path(value)).public_key
+    try:
+        return b64u_encode(load_public_key(value).public_bytes_raw())
+    except SignatureError:
+        raise CliError(
+            f"--operator-key {value!r} is neither a key file nor an Ed25519 public key"
+        ) from None

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import typer
 
-from ._common import CliError, existing_db
-from ._options import AUTHORITY_URL_ENV, DEFAULT_AUTHORITY_URL
+from ..protocol import SigningKey
+from ._common import CliError, existing_db, load_key
+from ._options import AUTHORITY_URL_ENV, DEFAULT_AUTHORITY_URL, READER_KEY, READER_KEY_ENV
 
 app = typer.Typer(help="Read, follow and verify Group event logs.", no_args_is_help=True)
 
@@ -75,16 +76,25 @@ def tail(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new Events."),
     as_json: bool = typer.Option(False, "--json", help="One JSON Event per line."),
     poll_s: float = typer.Option(1.0, "--poll", min=0.05, help="Follow poll interval, seconds."),
+    key: Path | None = READER_KEY,
 ) -> None:
-    """Print a Group's Events (one line each), optionally following new ones."""
-    asyncio.run(_tail(group, url, after, follow, as_json, poll_s))
+    """Print a Group's Events (one line each), optionally following new ones.
+
+    The reads are signed with --key: the Authority shows a Group's log only to its members.
+    """
+    if key is None:
+        raise CliError(
+            f"reads are signed: pass --key (or set {READER_KEY_ENV}) with the PEM key of a "
+            "member of the Group; with `dev up`, <data-dir>/keys/coordinator.pem"
+        )
+    asyncio.run(_tail(group, url, after, follow, as_json, poll_s, load_key(key)))
 
 
 async def _tail(group: str, url: str, after: int, follow: bool, as_json: bool,
-                poll_s: float) -> None:  # fmt: skip
+                poll_s: float, key: SigningKey) -> None:  # fmt: skip
     from ..authority.client import AuthorityClient, AuthorityRequestError, AuthorityUnavailable
 
-    async with AuthorityClient(url) as client:
+    async with AuthorityClient(url, signing_key=key) as client:
         cursor = after
         while True:
             try:

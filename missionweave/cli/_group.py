@@ -38,7 +38,7 @@ def _key(path: Path, create: bool) -> SigningKey:
 async def _run_create(url: str, owner: Actor, group: str) -> bool:
     from .._groups import ensure_group
 
-    async with _authority(url) as client:
+    async with _authority(url, owner) as client:
         return await ensure_group(client, owner, group)
 
 
@@ -46,14 +46,14 @@ async def _run_add(url: str, owner: Actor, group: str, agent_id: str, public_key
                    roles: list[str]) -> str:  # fmt: skip
     from .._groups import ensure_member
 
-    async with _authority(url) as client:
+    async with _authority(url, owner) as client:
         return await ensure_member(client, owner, group, agent_id, public_key, roles)
 
 
-def _authority(url: str) -> AuthorityClient:
+def _authority(url: str, owner: Actor) -> AuthorityClient:
     from ..authority.client import AuthorityClient
 
-    return AuthorityClient(url, timeout=10.0)
+    return AuthorityClient(url, timeout=10.0, signing_key=owner.key)
 
 
 def _call(run: Callable[[], Coroutine[Any, Any, T]], url: str) -> T:

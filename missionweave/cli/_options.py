@@ -47,6 +47,16 @@ UI_URL = typer.Option(
     DEFAULT_UI_URL, "--ui-url", envvar=UI_URL_ENV, help="Temporal web UI base URL."
 )
 
+#: The environment variable of :data:`READER_KEY`.
+READER_KEY_ENV = "MISSIONWEAVE_KEY"
+#: Commands that read a Group's log over HTTP sign their reads with a member's key.
+READER_KEY = typer.Option(
+    None, "--key", envvar=READER_KEY_ENV, metavar="PEM",
+    help="Ed25519 key (PEM) of an active member of the Group, or of an operator, that signs "
+    "the reads (the Authority answers nobody else). With `dev up`: "
+    "<data-dir>/keys/coordinator.pem.",
+)  # fmt: skip
+
 #: ``dev up`` and ``demo``: the embedded stack's ports.
 TEMPORAL_PORT = typer.Option(
     7233, "--temporal-port", min=0, max=65535, help="Temporal gRPC port (0: any free one)."
@@ -80,6 +90,8 @@ __all__ = [
     "HEADLESS",
     "NAMESPACE",
     "NAMESPACE_ENV",
+    "READER_KEY",
+    "READER_KEY_ENV",
     "STOP_TIMEOUT",
     "TEMPORAL_ADDRESS",
     "TEMPORAL_ADDRESS_ENV",

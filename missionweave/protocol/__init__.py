@@ -46,9 +46,17 @@ from ._errors import (
     Rejection,
     SignatureError,
 )
+from ._identifiers import (
+    MAX_ID_CHARS,
+    MAX_LABEL_CHARS,
+    check_identifier,
+    identifier_problem,
+    label_problem,
+)
 from ._ids import attempt_key, idempotency_key
 from ._messages import (
     GENESIS_HASH,
+    MAX_SAFE_INT,
     Command,
     Event,
     check_event,
@@ -79,6 +87,9 @@ from ._states import (
 
 __all__ = [
     "GENESIS_HASH",
+    "MAX_ID_CHARS",
+    "MAX_LABEL_CHARS",
+    "MAX_SAFE_INT",
     "TERMINAL_STATES",
     "TRANSITIONS",
     "UNFINISHED_STATES",
@@ -125,11 +136,14 @@ __all__ = [
     "b64u_encode",
     "canonical_bytes",
     "check_event",
+    "check_identifier",
     "check_transition",
     "dependencies_satisfied",
     "digest",
     "idempotency_key",
+    "identifier_problem",
     "is_material_revision",
+    "label_problem",
     "new_id",
     "seal_event",
     "sha256_hex",

@@ -21,13 +21,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._canonical import canonical_bytes, sha256_hex
 from ._crypto import SigningKey, verify
+from ._identifiers import check_identifier
 
 #: ``prev_hash`` of a Group's first Event.
 GENESIS_HASH = "0" * 64
+#: Largest integer a Command or Event carries: what every JSON reader holds exactly (2**53 - 1).
+MAX_SAFE_INT = 2**53 - 1
 
 _ENVELOPE = ConfigDict(extra="forbid", frozen=True)
 
@@ -53,11 +56,21 @@ class Command(BaseModel):
     group_id: str | None = Field(default=None, max_length=128)
     type: str = Field(min_length=1, max_length=64)
     actor: str = Field(min_length=1, max_length=128)
-    issued_at_ms: int = Field(ge=0)
-    session_epoch: int = Field(default=0, ge=0)
-    membership_epoch: int = Field(default=0, ge=0)
+    issued_at_ms: int = Field(ge=0, le=MAX_SAFE_INT, strict=True)
+    session_epoch: int = Field(default=0, ge=0, le=MAX_SAFE_INT, strict=True)
+    membership_epoch: int = Field(default=0, ge=0, le=MAX_SAFE_INT, strict=True)
     body: dict[str, Any] = Field(default_factory=dict)
-    signature: str = ""
+    signature: str = Field(default="", max_length=128)
+
+    @field_validator("command_id", "actor")
+    @classmethod
+    def _identifier(cls, value: str, info: Any) -> str:
+        return check_identifier(value, str(info.field_name))
+
+    @field_validator("group_id")
+    @classmethod
+    def _group(cls, value: str | None) -> str | None:
+        return None if value is None else check_identifier(value, "group_id", path_segment=True)
 
     def signing_bytes(self) -> bytes:
         """Canonical bytes that the actor signs (every field but ``signature``).

@@ -216,7 +216,9 @@ class AgentRuntime:
         """
         state = self.state = LocalState(self.state_path, self.card.agent_id)
         try:
-            async with AuthorityClient(self.authority_url, transport=self._transport) as client:
+            async with AuthorityClient(
+                self.authority_url, transport=self._transport, signing_key=self.actor.key
+            ) as client:
                 running = asyncio.create_task(self._run(client, state), name="agent runtime")
                 stopping = asyncio.create_task(self._stop.wait())
                 try:

@@ -1,0 +1,167 @@
+"""Input bounds of the Authority's front: body size, JSON depth, duplicate keys, JSON numbers.
+
+Every bound refuses with a structured 4xx and writes nothing. Checked before FastAPI parses a
+request (:class:`BodyLimits`, an ASGI middleware) and before a WebSocket frame is parsed
+(:func:`json_problem`), so no hostile body costs more than its size or reaches a parser that
+would fail with a 5xx (pydantic's depth error, Python's recursion limit).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+#: Largest request body, bytes, of ``POST /v1/commands/batch``.
+MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
+#: Largest request body, bytes, of any other route.
+MAX_BODY_BYTES = 1024 * 1024
+#: Largest canonical Command (its signed bytes), bytes: what one Command may add to the log.
+MAX_COMMAND_BYTES = 1024 * 1024
+#: Largest WebSocket frame the stream parses, bytes.
+MAX_FRAME_BYTES = 64 * 1024
+#: Deepest nesting of JSON arrays and objects accepted anywhere.
+MAX_JSON_DEPTH = 64
+
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class JSONProblem(ValueError):
+    """A JSON text breaks a bound: ``code`` (``invalid_json``, ``too_deep``) and a reason."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code, self.reason = code, reason
+
+
+def _depth(raw: bytes) -> int:
+    depth = deepest = 0
+    for c in _STRINGS.sub(b"", raw).translate(None, _NOT_BRACKETS):
+        if c in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in obj:
+            raise JSONProblem("invalid_json", f"the key {k!r} appears twice in one object")
+        obj[k] = v
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise JSONProblem("invalid_json", f"{name} is not a JSON number")
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """Parse ``raw`` under the bounds: at most :data:`MAX_JSON_DEPTH` deep, no key twice in
+    one object, no ``NaN``/``Infinity``.
+
+    Raises:
+        JSONProblem: ``too_deep`` or ``invalid_json`` (not JSON, not UTF-8, a duplicate key, a
+            non-finite number).
+    """
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise JSONProblem("too_deep", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(data, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except JSONProblem:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise JSONProblem("invalid_json", f"the body is not JSON: {exc}") from None
+
+
+class BodyLimits:
+    """ASGI middleware: refuse an HTTP body over its route's size (413 ``body_too_large``) or
+    one that :func:`parse_json` refuses (422 ``invalid_command`` on ``/v1/commands*``,
+    ``invalid_request`` elsewhere, with ``detail.problem`` ``too_deep`` or ``invalid_json``),
+    before the app reads it.
+
+    Args:
+        app: the wrapped ASGI app.
+        error: builds the error body, ``(code, reason, **detail) -> dict``.
+    """
+
+    def __init__(self, app: ASGIApp, error: Callable[..., dict[str, Any]]) -> None:
+        self.app, self.error = app, error
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        limit = MAX_BATCH_BODY_BYTES if scope["path"] == "/v1/commands/batch" else MAX_BODY_BYTES
+        declared = dict(scope.get("headers") or ()).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._refuse(send, 413, "body_too_large",
+                               f"the body is over {limit} bytes", max_bytes=limit)  # fmt: skip
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await self._refuse(send, 413, "body_too_large",
+                                   f"the body is over {limit} bytes", max_bytes=limit)  # fmt: skip
+                return
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        if body:
+            try:
+                parse_json(body)
+            except JSONProblem as exc:  # the codes of the app's own 422s, the kind in detail
+                code = (
+                    "invalid_command"
+                    if scope["path"].startswith("/v1/commands")
+                    else ("invalid_request")
+                )
+                await self._refuse(send, 422, code, exc.reason, problem=exc.code)
+                return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Send, status: int, code: str, reason: str, **detail: Any) -> None:
+        payload = json.dumps(self.error(code, reason, **detail)).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(payload)).encode())]})  # fmt: skip
+        await send({"type": "http.response.body", "body": payload})
+
+
+__all__ = [
+    "MAX_BATCH_BODY_BYTES",
+    "MAX_BODY_BYTES",
+    "MAX_COMMAND_BYTES",
+    "MAX_FRAME_BYTES",
+    "MAX_JSON_DEPTH",
+    "BodyLimits",
+    "JSONProblem",
+    "parse_json",
+]

@@ -1,0 +1,212 @@
+"""Signed reads: every read of the Authority is an RFC 9421 HTTP Message Signature by a key.
+
+A reader signs ``"@method"``, ``"@path"`` and ``"@query"`` of its request with its Ed25519 key
+(the one it signs Commands with), with the parameters ``created`` (epoch seconds), ``nonce``
+(random, base64url), ``keyid`` (the signer's public key, base64url: the key *is* the identity,
+so nothing is looked up before the signature verifies), ``alg="ed25519"`` and
+``tag="missionweave-read"``, under the label ``mw``::
+
+    Signature-Input: mw=("@method" "@path" "@query");created=1767225600;nonce="…";
+                     keyid="<public key>";alg="ed25519";tag="missionweave-read"
+    Signature: mw=:<64 bytes, base64>:
+
+The Authority (:class:`ReadVerifier`) refuses a request whose signature does not verify, whose
+``created`` is more than :data:`MAX_SKEW_MS` from its clock, or whose nonce it has seen within
+that window (a replay). Which Groups the key may read is the caller's policy (``_server``).
+The signatures themselves come from the ``http-message-signatures`` package.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from http_message_signatures import (
+    HTTPMessageSigner,
+    HTTPMessageVerifier,
+    HTTPSignatureKeyResolver,
+    algorithms,
+)
+from http_message_signatures.exceptions import HTTPMessageSignaturesException
+
+from ..protocol import SignatureError, SigningKey, b64u_decode, b64u_encode
+from ..protocol._crypto import load_public_key
+
+#: How far a signed frame's or read's creation time may be from the Authority's clock, in
+#: milliseconds (5 minutes); the replay window of signed reads is as long.
+MAX_SKEW_MS = 300_000
+#: The signature's label and application tag.
+LABEL, TAG = "mw", "missionweave-read"
+#: The request components a read signature covers.
+COVERED = ("@method", "@path", "@query")
+#: What a 401 asks for (RFC 9421 section 5.1).
+ACCEPT_SIGNATURE = f'{LABEL}=("@method" "@path" "@query");alg="ed25519";tag="{TAG}"'
+#: Nonces remembered at once; past this, reads are refused until old ones expire.
+MAX_NONCES = 200_000
+
+
+@dataclass(slots=True)
+class _Message:
+    """The request as the signature library sees it: method, whole URL, header fields."""
+
+    method: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class _NoKeys(HTTPSignatureKeyResolver):
+    """Signing is external (:meth:`SigningKey.sign`); keys are resolved by ``keyid``."""
+
+    def resolve_public_key(self, key_id: str) -> Any:
+        try:
+            return load_public_key(key_id)
+        except SignatureError:
+            return None
+
+    def resolve_private_key(self, key_id: str) -> Any:  # pragma: no cover - never asked
+        raise KeyError(key_id)
+
+
+def sign_read(
+    method: str, url: str, key: SigningKey, *, created_s: int | None = None
+) -> dict[str, str]:
+    """The ``Signature-Input`` and ``Signature`` headers of a read of ``url`` by ``key``.
+
+    Args:
+        method: the HTTP method (``"GET"``).
+        url: the whole request URL as sent (scheme, host, percent-encoded path and query).
+        key: the reader's key.
+        created_s: the creation time, epoch seconds; now by default.
+    """
+    created = datetime.datetime.fromtimestamp(
+        created_s if created_s is not None else datetime.datetime.now().timestamp(),
+        tz=datetime.UTC,
+    )
+    message = _Message(method.upper(), url)
+    signer = HTTPMessageSigner(signature_algorithm=algorithms.ED25519)
+    prepared = signer.prepare(
+        message, key_id=key.public_key, created=created, label=LABEL, tag=TAG,
+        nonce=b64u_encode(os.urandom(18)), covered_component_ids=COVERED,
+    )  # fmt: skip
+    signer.apply(message, prepared, b64u_decode(key.sign(prepared.signature_base)))
+    return {k: v for k, v in message.headers.items()}
+
+
+class SignedReads(httpx.Auth):
+    """httpx authentication that signs every ``GET`` with ``key`` (:func:`sign_read`)."""
+
+    def __init__(self, key: SigningKey) -> None:
+        self.key = key
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        if request.method == "GET":
+            request.headers.update(sign_read(request.method, str(request.url), self.key))
+        yield request
+
+
+class ReadRefused(Exception):
+    """A read is refused; the server answers ``status`` with ``{code, reason, detail}``.
+
+    Codes: 401 ``unauthenticated`` (no signature, a bad one, a stale ``created``, a replayed
+    nonce), 403 ``not_a_member`` (the key may not read that Group), 429 ``too_many_requests``
+    (the nonce memory is full).
+    """
+
+    def __init__(self, status: int, code: str, reason: str, **detail: Any) -> None:
+        super().__init__(reason)
+        self.status, self.code, self.reason, self.detail = status, code, reason, detail
+
+
+class ReadVerifier:
+    """Checks signed reads against one clock and remembers their nonces.
+
+    Args:
+        clock: the Authority's clock, epoch milliseconds.
+        max_skew_ms: how far ``created`` may be from ``clock``, milliseconds.
+        max_nonces: how many nonces are remembered at once.
+
+    Thread safety: call from one event loop (the server's); it does no I/O.
+    """
+
+    def __init__(
+        self,
+        clock: Callable[[], int],
+        *,
+        max_skew_ms: int = MAX_SKEW_MS,
+        max_nonces: int = MAX_NONCES,
+    ) -> None:
+        self._clock = clock
+        self._skew = max_skew_ms
+        self._max = max_nonces
+        self._nonces: OrderedDict[str, int] = OrderedDict()
+        self._verifier = HTTPMessageVerifier(
+            signature_algorithm=algorithms.ED25519, key_resolver=_NoKeys()
+        )
+
+    def verify(self, method: str, url: str, headers: Iterable[tuple[str, str]]) -> str | None:
+        """The reader's public key, or ``None`` for a request with no signature at all.
+
+        Args:
+            method: the HTTP method.
+            url: the request URL as received (raw, percent-encoded path and query).
+            headers: the request's header fields (any case).
+
+        Raises:
+            ReadRefused: a signature is present but does not verify, is stale or replayed.
+        """
+        fields = {k.lower(): v for k, v in headers if k.lower() in ("signature", "signature-input")}
+        if not fields:
+            return None
+        try:
+            (result,) = self._verifier.verify(
+                _Message(method.upper(), url, fields), max_age=None, expect_tag=TAG,
+                require_components=COVERED,
+            )  # fmt: skip
+        except (HTTPMessageSignaturesException, ValueError) as exc:
+            raise ReadRefused(
+                401, "unauthenticated", f"the read's signature does not verify: {exc}"
+            ) from None
+        params = result.parameters
+        created, nonce, key = params.get("created"), params.get("nonce"), params.get("keyid")
+        now = self._clock()
+        if not isinstance(created, int) or abs(created * 1000 - now) > self._skew:
+            raise ReadRefused(
+                401, "unauthenticated",
+                f"the read's signature was created more than {self._skew} ms from the "
+                "Authority's clock", created=created, server_time_ms=now,
+            )  # fmt: skip
+        if not isinstance(nonce, str) or not 16 <= len(nonce) <= 64:
+            raise ReadRefused(
+                401, "unauthenticated", "the read's signature needs a nonce of 16 to 64 characters"
+            )
+        self._forget(now)
+        if nonce in self._nonces:
+            raise ReadRefused(401, "unauthenticated", "this signed read was seen before (a replay)")
+        if len(self._nonces) >= self._max:
+            raise ReadRefused(
+                429, "too_many_requests", "too many signed reads in the replay window"
+            )
+        self._nonces[nonce] = now + 2 * self._skew
+        return str(key)
+
+    def _forget(self, now: int) -> None:
+        while self._nonces:
+            nonce, until = next(iter(self._nonces.items()))
+            if until > now:
+                return
+            del self._nonces[nonce]
+
+
+__all__ = [
+    "ACCEPT_SIGNATURE",
+    "MAX_SKEW_MS",
+    "ReadRefused",
+    "ReadVerifier",
+    "SignedReads",
+    "sign_read",
+]

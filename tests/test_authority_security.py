@@ -1,0 +1,290 @@
+"""Who may read and write the Authority, over a real loopback server (docs/authority.md,
+"Security model"). Each test is one attack, and asserts the refusal, that nothing was written
+(the log's length) and that the log still verifies."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+
+from missionweave.authority import verify_log
+from missionweave.authority._readsig import sign_read
+from missionweave.authority.client import AuthorityClient, AuthorityRequestError
+from missionweave.protocol import Actor, sign_command
+
+from . import serving
+from .serving import LiveServer, signed_http, signed_subscribe
+from .world import World, contract
+
+live = serving.live
+world = serving.world
+
+READS = (
+    "/v1/groups/{g}/events",
+    "/v1/groups/{g}/head",
+    "/v1/groups/{g}/agents",
+    "/v1/groups/{g}/presence",
+    "/v1/groups/{g}/snapshots/{snap}",
+)
+
+
+def _untouched(world: World, before: int) -> None:
+    """Nothing was appended since ``before`` events, and the chain verifies."""
+    assert len(world.authority.all_events(world.group)) == before
+    report = verify_log(world.authority.conn, world.group, world.authority.public_key)
+    assert report.events == before
+
+
+async def test_reads_need_a_members_signature__MW_13_3_b(live: LiveServer, world: World) -> None:
+    snap = world.authority.snapshot(world.group)["seq"]
+    world.authorize("a")
+    offer = world.offer("a", world.workers[0])
+    assert world.accept(world.workers[0], "a", offer).accepted
+    lease_id = world.start(world.workers[0], "a")["lease_id"]
+    before = len(world.authority.all_events(world.group))
+    stranger = Actor.generate("stranger")
+    async with httpx.AsyncClient(base_url=live.url) as anon, signed_http(
+        live.url, stranger
+    ) as strange, signed_http(live.url, world.workers[1]) as member:  # fmt: skip
+        for path in (*READS, "/v1/leases/" + lease_id):
+            url = path.format(g=world.group, snap=snap)
+            r = await anon.get(url)
+            assert r.status_code == 401 and r.json()["code"] == "unauthenticated", url
+            assert "Accept-Signature" in r.headers
+            r = await strange.get(url)
+            assert r.status_code == 403 and r.json()["code"] == "not_a_member", url
+            assert (await member.get(url)).status_code == 200, url
+        # the Authority's public key is public; the Groups are not
+        assert (await anon.get("/v1/authority")).json() == {
+            "public_key": world.authority.public_key
+        }
+        assert (await strange.get("/v1/authority")).json()["groups"] == []
+        body = (await member.get("/v1/authority")).json()
+        assert body["groups"] == [world.group] and body["operator"] is False
+    # a removed member reads no more
+    world.ok(world.coordinator, "member.remove", {"agent_id": world.workers[1].agent_id})
+    before += 1
+    async with signed_http(live.url, world.workers[1]) as former:
+        r = await former.get(f"/v1/groups/{world.group}/events")
+        assert r.status_code == 403
+    _untouched(world, before)
+
+
+async def test_signed_reads_refuse_replays_stale_and_retargeted_signatures(
+    live: LiveServer, world: World
+) -> None:
+    before = len(world.authority.all_events(world.group))
+    reader = world.workers[0]
+    url = f"{live.url}/v1/groups/{world.group}/events?after_sequence=0&limit=5"
+    headers = sign_read("GET", url, reader.key)
+    async with httpx.AsyncClient() as http:
+        assert (await http.get(url, headers=headers)).status_code == 200
+        again = await http.get(url, headers=headers)  # the same signature, replayed
+        assert again.status_code == 401 and "replay" in again.json()["reason"]
+        other = url.replace("limit=5", "limit=6")  # a signature for another request
+        r = await http.get(other, headers=sign_read("GET", url, reader.key))
+        assert r.status_code == 401
+        stale = sign_read("GET", url, reader.key, created_s=int(time.time()) - 3600)
+        r = await http.get(url, headers=stale)
+        assert r.status_code == 401 and "created" in r.json()["reason"]
+        bad = dict(sign_read("GET", url, reader.key))
+        bad["Signature"] = "mw=:" + "A" * 86 + "==:"
+        assert (await http.get(url, headers=bad)).status_code == 401
+    # the client signs every read, and an unsigned client learns only the public key
+    async with AuthorityClient(live.url) as anon:
+        with pytest.raises(AuthorityRequestError) as err:
+            await anon.events(world.group)
+        assert err.value.status == 401
+        assert await anon.public_key() == world.authority.public_key
+    _untouched(world, before)
+
+
+async def test_command_ids_are_the_actors_own_in_its_group__MW_16_f(
+    live: LiveServer, world: World
+) -> None:
+    """Finding 2: a stranger cannot use up a Coordinator's predictable Command ids."""
+    stranger = Actor.generate("mallory")
+    poisoned = [f"mission-victim-1/c{i}" for i in range(1, 6)]
+    async with AuthorityClient(live.url) as anon:
+        for i, cid in enumerate(poisoned):  # throwaway Groups with the victim's ids
+            cmd = stranger.command("group.create", f"junk-{i}",
+                                   {"public_key": stranger.public_key}, command_id=cid)  # fmt: skip
+            r = await anon.submit(cmd)
+            assert r.rejection is not None and r.rejection.code == "operator_required"
+        # an operator-made Group where mallory owns the id space of its own actor
+        world.ok(world.coordinator, "member.add", {
+            "agent_id": stranger.agent_id, "public_key": stranger.public_key,
+            "roles": ["mission_owner"]})  # fmt: skip
+        stranger.membership_epochs[world.group] = 1
+        squat = stranger.command(
+            "mission.create", world.group, {"mission_id": "mallory-m", "title": "x"},
+            command_id=poisoned[0],
+        )  # fmt: skip
+        assert (await anon.submit(squat)).accepted
+        # the victim's own Commands under the same ids are its own, and are accepted
+        coord = world.coordinator
+        first = coord.command(
+            "mission.create", world.group, {"mission_id": "victim-1", "title": "victim"},
+            command_id=poisoned[0],
+        )  # fmt: skip
+        assert (await anon.submit(first)).accepted
+        world.mission = "victim-1"
+        for i, cid in enumerate(poisoned[1:]):
+            r = await anon.submit(coord.command("work.authorize", world.group, {
+                "work_item_id": f"v{i}", "mission_id": "victim-1",
+                "contract": contract().wire(), "dependencies": []}, command_id=cid))  # fmt: skip
+            assert r.accepted, r.rejection
+    assert world.authority.work_item(world.group, "v3") is not None
+
+
+async def test_a_tampered_repeat_is_refused_and_a_reused_id_conflicts__MW_16_f(
+    live: LiveServer, world: World
+) -> None:
+    """Finding 7: the same id with the old signature over a changed body is no duplicate."""
+    cmd = world.coordinator.command("mission.create", world.group,
+                                    {"mission_id": "m-t", "title": "t"})  # fmt: skip
+    async with AuthorityClient(live.url) as client:
+        assert (await client.submit(cmd)).accepted
+        before = len(world.authority.all_events(world.group))
+        tampered = cmd.model_copy(update={"body": {"mission_id": "m-t2", "title": "t"}})
+        r = await client.submit(tampered)
+        assert r.status == "rejected" and r.rejection and r.rejection.code == "bad_signature"
+        resigned = sign_command(tampered, world.coordinator.key)
+        r = await client.submit(resigned)
+        assert r.rejection is not None and r.rejection.code == "idempotency_conflict"
+        again = await client.submit(cmd)
+        assert again.accepted and again.duplicate
+    _untouched(world, before)
+
+
+async def test_bearer_signature_of_capability_tokens_never_enters_the_log__MW_11_3_d(
+    live: LiveServer, world: World
+) -> None:
+    """Finding 3: the log keeps the token's facts and hash; the holder alone gets the signature."""
+    world.authorize("a")
+    offer = world.offer("a", world.workers[0])
+    assert world.accept(world.workers[0], "a", offer).accepted
+    item = world.authority.work_item(world.group, "a")
+    assert item is not None
+    epoch = item["ownership_epoch"]
+    started = world.ok(
+        world.workers[0], "work.start", {"work_item_id": "a", "ownership_epoch": epoch}
+    )
+    world.leases["a"] = started.reply["lease"]
+    renewed = world.ok(world.workers[0], "lease.renew", world.leased("a"))
+    for r in (started, renewed):
+        token = r.reply["capability_token"]
+        assert token["signature"]
+        logged = r.events[0].body["capability_token"]
+        assert "signature" not in logged and logged["hash"] == token["hash"]
+        # the workflow's payload of the verdict carries the whole token to the lease holder
+        summary = r.verdict().events[0].body["capability_token"]
+        assert summary["signature"] == token["signature"]
+    async with signed_http(live.url, world.workers[1]) as member:
+        text = (await member.get(f"/v1/groups/{world.group}/events?limit=10000")).text
+    assert started.reply["capability_token"]["signature"] not in text
+    assert renewed.reply["capability_token"]["signature"] not in text
+
+
+@pytest.mark.parametrize(
+    "bad", ["coord\u200b", "\u202ecoord", "co\x00ord", "   ", " coord", "cafe\u0301"]
+)
+async def test_ids_follow_one_rule_everywhere_they_enter(
+    live: LiveServer, world: World, bad: str
+) -> None:
+    """Finding 4: invisible, control, bidi, padded or non-NFC ids are refused as actor, Group
+    and agent ids; nobody but an operator registers the first agent of a Group."""
+    before = len(world.authority.all_events(world.group))
+    intruder = Actor.generate("intruder")
+    with pytest.raises(ValueError):  # the client refuses to build such a Command at all
+        Actor.generate(bad).command("group.create", "g-new", {})
+    raw = intruder.command("group.create", "g-new", {"public_key": intruder.public_key})
+    async with httpx.AsyncClient(base_url=live.url) as http:
+        for field, value in (("actor", bad), ("group_id", bad), ("command_id", bad)):
+            body = {**raw.model_dump(mode="json"), field: value}
+            r = await http.post("/v1/commands", json=body)
+            assert r.status_code == 422 and r.json()["code"] == "invalid_command", (field, r.text)
+    async with AuthorityClient(live.url) as client:
+        r = await client.submit(world.coordinator.command("member.add", world.group, {
+            "agent_id": bad, "public_key": intruder.public_key, "roles": ["worker"]}))  # fmt: skip
+        assert r.rejection is not None and r.rejection.code == "invalid_body"
+        r = await client.submit(world.coordinator.command("mission.create", world.group, {
+            "mission_id": "m-bad", "title": f"title {bad}\x00"}))  # fmt: skip
+        assert r.rejection is not None and r.rejection.code == "invalid_body"
+    _untouched(world, before)
+
+
+async def test_agent_ids_cannot_be_squatted(live: LiveServer, world: World) -> None:
+    """Finding 4: a stranger's self-signed group.create no longer registers an agent id."""
+    squatter = Actor.generate("ada")
+    async with AuthorityClient(live.url) as client:
+        r = await client.submit(
+            squatter.command("group.create", "g-squat", {"public_key": squatter.public_key})
+        )
+        assert r.rejection is not None and r.rejection.code == "operator_required"
+        ada = Actor.generate("ada")
+        r = await client.submit(world.coordinator.command("member.add", world.group, {
+            "agent_id": "ada", "public_key": ada.public_key, "roles": ["worker"]}))  # fmt: skip
+        assert r.accepted, r.rejection
+
+
+async def test_bodies_json_depth_and_integers_are_bounded(live: LiveServer, world: World) -> None:
+    """Findings 5 and 6: each bound is a structured 4xx that writes nothing."""
+    before = len(world.authority.all_events(world.group))
+    headers = {"content-type": "application/json"}
+    async with signed_http(live.url, world.workers[0], timeout=30) as http:
+        r = await http.post("/v1/commands", content=b"[" * 2_000_000, headers=headers)
+        assert r.status_code == 413 and r.json()["code"] == "body_too_large"
+        for depth in (65, 300, 998, 5000):
+            r = await http.post("/v1/commands", content=b"[" * depth + b"]" * depth,
+                                headers=headers)  # fmt: skip
+            assert r.status_code == 422 and r.json()["detail"]["problem"] == "too_deep", depth
+        cmd = world.coordinator.command("mission.create", world.group,
+                                        {"mission_id": "m-dup", "title": "t"})  # fmt: skip
+        text = json.dumps(cmd.model_dump(mode="json"))
+        dup = text.replace('"actor":', '"actor": "x", "actor":', 1)
+        r = await http.post("/v1/commands", content=dup.encode(), headers=headers)
+        assert r.status_code == 422 and "twice" in r.json()["reason"]
+        nan = text.replace('"title": "t"', '"title": NaN')
+        r = await http.post("/v1/commands", content=nan.encode(), headers=headers)
+        assert r.status_code == 422
+        truthy = {**cmd.model_dump(mode="json"), "membership_epoch": True}
+        r = await http.post("/v1/commands", json=truthy)
+        assert r.status_code == 422  # a boolean is not an integer
+        # a member's signed Command with a 1.5 MB field is refused whole, in a batch too
+        pad = {"mission_id": "m-big", "title": "t", "pad": "x" * 1_500_000}
+        big = world.coordinator.command("mission.create", world.group, pad)
+        r = await http.post("/v1/commands", json=big.model_dump(mode="json"))
+        assert r.status_code == 413 and r.json()["code"] == "body_too_large"
+        r = await http.post("/v1/commands/batch", json=[big.model_dump(mode="json")])
+        assert r.status_code == 413 and r.json()["code"] == "command_too_large"
+        for path in (
+            f"/v1/groups/{world.group}/events?after_sequence={2**63}",
+            f"/v1/groups/{world.group}/events?after_sequence={2**64}",
+            f"/v1/groups/{world.group}/snapshots/{2**64}",
+            f"/v1/groups/{world.group}/events?limit=true",
+        ):
+            r = await http.get(path)
+            assert r.status_code == 422 and r.json()["code"] == "invalid_request", path
+    _untouched(world, before)
+
+
+async def test_a_deeply_nested_frame_gets_an_error_and_the_socket_stays(
+    live: LiveServer, world: World
+) -> None:
+    """Finding 6: a WebSocket frame nested 100k deep is an ERROR frame, not a dropped socket."""
+    worker = world.workers[0]
+    async with connect(live.ws_url) as ws:
+        await ws.send("[" * 50_000 + "]" * 50_000)
+        err: dict[str, Any] = json.loads(await ws.recv())
+        assert err["type"] == "ERROR" and err["code"] == "invalid_frame"
+        await ws.send("{" + '"a":{' * 100 + "}" * 101)
+        assert json.loads(await ws.recv())["code"] == "invalid_frame"
+        await ws.send(json.dumps(signed_subscribe(worker, world.group, 0, world.clock.now)))
+        first = json.loads(await ws.recv())
+        assert first["type"] == "EVENT" and first["event"]["seq"] == 1

@@ -56,9 +56,9 @@ def evidence(agent: Actor, wid: str, result: str = "pass") -> list[dict[str, Any
 
 
 class Walk:
-    def __init__(self, client: AuthorityClient) -> None:
+    def __init__(self, client: AuthorityClient, coordinator: Actor) -> None:
         self.client = client
-        self.coord = Actor.generate("coordinator")
+        self.coord = coordinator  # the Authority's operator: it may create the Group
         self.workers = [Actor.generate(n) for n in ("ada", "brook", "cyd")]
         self.leases: dict[str, dict[str, Any]] = {}
 
@@ -229,9 +229,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def walk_and_summarize(url: str) -> None:
-    async with AuthorityClient(url) as client:
-        await Walk(client).run()
+async def walk_and_summarize(url: str, coordinator: Actor) -> None:
+    # reads are signed: the coordinator, a member of the Group, reads its log
+    async with AuthorityClient(url, signing_key=coordinator.key) as client:
+        await Walk(client, coordinator).run()
         events = await client.events(GROUP, limit=10_000)
     table = Table(title=f"{len(events)} Events in group {GROUP!r}")
     table.add_column("type")
@@ -249,8 +250,10 @@ def run(data_dir: Path) -> int:
     db = data_dir / "authority.db"
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    coordinator = Actor.generate("coordinator")
     server = subprocess.Popen(
-        [EXE, "authority", "serve", "--db", str(db), "--port", str(port)],
+        [EXE, "authority", "serve", "--db", str(db), "--port", str(port),
+         "--operator-key", coordinator.public_key],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -266,7 +269,7 @@ def run(data_dir: Path) -> int:
                 return 1
             time.sleep(0.1)
         console.print(f"Authority at {url}, database {db}")
-        asyncio.run(walk_and_summarize(url))
+        asyncio.run(walk_and_summarize(url, coordinator))
     finally:
         server.terminate()
         server.wait(timeout=15)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from .authority.client import AuthorityClient, CursorTooOldError
+from .authority.client import AuthorityClient, AuthorityRequestError, CursorTooOldError
 from .protocol import Actor, MissionWeaveError
 
 #: The roles of the Group's creator in the embedded stack: it administers the Group, acts as
@@ -73,8 +73,9 @@ async def ensure_group(
         ``True`` when the Group was created now, ``False`` when it existed.
 
     Raises:
-        GroupSetupError: the Group exists and ``owner`` is not a member, or its recorded key
-            is another key; or the Authority refused ``group.create``.
+        GroupSetupError: the Group exists and ``owner``'s key is no member's there, or its
+            recorded key is another key; or the Authority refused ``group.create`` (an
+            ``operator_required`` refusal names the flag to start the Authority with).
         AuthorityUnavailable: the Authority cannot be reached.
     """
     # group.create answers group_exists for a Group that exists, and writes nothing then
@@ -98,7 +99,15 @@ async def ensure_group(
             f"cannot create group {group_id!r}: {result.rejection.code}: "
             f"{result.rejection.reason}{hint}"
         )
-    recorded = await _recorded_key(client, group_id, owner.agent_id)
+    try:
+        recorded = await _recorded_key(client, group_id, owner.agent_id)
+    except AuthorityRequestError as exc:
+        if exc.code != "not_a_member":
+            raise
+        raise GroupSetupError(
+            f"group {group_id!r} exists and this key ({owner.public_key}) is not one of its "
+            f"members: it cannot act as {owner.agent_id!r} there"
+        ) from None
     if recorded is not None and recorded != owner.public_key:
         raise GroupSetupError(
             f"group {group_id!r} records another public key for {owner.agent_id!r} "

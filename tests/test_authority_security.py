@@ -4,17 +4,32 @@
 
 from __future__ import annotations
 
+import asyncio
+import datetime
+import ipaddress
 import json
+import socket
+import ssl
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from websockets.asyncio.client import connect
 
 from missionweave.authority import verify_log
 from missionweave.authority._readsig import sign_read
-from missionweave.authority.client import AuthorityClient, AuthorityRequestError
+from missionweave.authority.client import (
+    AuthorityClient,
+    AuthorityRequestError,
+    AuthorityUnavailable,
+)
 from missionweave.protocol import Actor, sign_command
 
 from . import serving
@@ -288,3 +303,64 @@ async def test_a_deeply_nested_frame_gets_an_error_and_the_socket_stays(
         await ws.send(json.dumps(signed_subscribe(worker, world.group, 0, world.clock.now)))
         first = json.loads(await ws.recv())
         assert first["type"] == "EVENT" and first["event"]["seq"] == 1
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName(
+            [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    cert_path, key_path = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))  # fmt: skip
+    return cert_path, key_path
+
+
+async def test_authority_serve_over_tls(tmp_path: Path) -> None:
+    """``authority serve --tls-cert/--tls-key``: HTTPS, and signed reads work over it."""
+    cert, key = _self_signed(tmp_path)
+    operator = Actor.generate("operator")
+    operator_pem = tmp_path / "operator.pem"
+    operator.key.to_file(operator_pem)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cli = Path(sys.executable).with_name("missionweave")
+    proc = await asyncio.create_subprocess_exec(
+        str(cli), "authority", "serve", "--db", str(tmp_path / "a.db"), "--port", str(port),
+        "--tls-cert", str(cert), "--tls-key", str(key), "--operator-key", str(operator_pem),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    trust = ssl.create_default_context(cafile=str(cert))
+    url = f"https://127.0.0.1:{port}"
+    try:
+        async with AuthorityClient(url, signing_key=operator.key, verify=trust) as client:
+            for _ in range(300):
+                assert proc.returncode is None, "authority serve exited"
+                try:
+                    await client.info()
+                    break
+                except AuthorityUnavailable:
+                    await asyncio.sleep(0.1)
+            r = await client.submit(operator.command(
+                "group.create", "tls", {"public_key": operator.public_key}))  # fmt: skip
+            assert r.accepted, r.rejection
+            assert [e.type for e in await client.events("tls")][:1] == ["group.created"]
+        async with httpx.AsyncClient() as plain:  # no plain HTTP on that port
+            with pytest.raises(httpx.TransportError):
+                await plain.get(f"http://127.0.0.1:{port}/healthz")
+    finally:
+        proc.terminate()
+        await proc.wait()

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import httpx
 
+from missionweave.protocol import SigningKey
+
 from .world import make_world
 
 EXE = str(Path(sys.executable).with_name("missionweave"))
@@ -120,12 +122,21 @@ def test_authority_serve_and_events_tail_over_loopback(tmp_path: Path) -> None:
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "server did not start"
             time.sleep(0.1)
-        r = _run("events", "tail", "--group", "g1", "--url", f"http://127.0.0.1:{port}")
+        url = f"http://127.0.0.1:{port}"
+        r = _run("events", "tail", "--group", "g1", "--url", url)
+        assert r.returncode == 2 and "reads are signed: pass --key" in r.stderr
+        stranger = tmp_path / "stranger.pem"
+        SigningKey.generate().to_file(stranger)
+        r = _run("events", "tail", "--group", "g1", "--url", url, "--key", str(stranger))
+        assert r.returncode == 2 and "not_a_member" in r.stderr
+        member = tmp_path / "worker.pem"
+        w.workers[0].key.to_file(member)
+        r = _run("events", "tail", "--group", "g1", "--url", url, "--key", str(member))
         assert r.returncode == 0, r.stderr
         lines = r.stdout.strip().splitlines()
         assert len(lines) == head
         assert "group.created" in lines[0] and "work.authorized" in lines[-1]
-        r = _run("events", "tail", "--group", "nope", "--url", f"http://127.0.0.1:{port}")
+        r = _run("events", "tail", "--group", "nope", "--url", url, "--key", str(member))
         assert r.returncode == 2 and "unknown group" in r.stderr
     finally:
         proc.terminate()

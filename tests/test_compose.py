@@ -70,7 +70,9 @@ def _invocations(service: dict[str, Any]) -> Iterator[list[str]]:
         return
     assert entrypoint[:2] == ["/bin/sh", "-c"], entrypoint
     for part in re.split(r"&&|;|\|\|", " ".join(words)):
-        tokens = shlex.split(part)
+        tokens = [t.strip("()") for t in shlex.split(part)]
+        if tokens[:1] == ["exec"]:
+            tokens = tokens[1:]
         if tokens and tokens[0] == "missionweave":
             yield tokens[1:]
 
@@ -107,10 +109,28 @@ def test_host_ports_do_not_collide(compose: dict[str, Any]) -> None:
     seen: dict[str, str] = {}
     for name, service in _services(compose).items():
         for port in service.get("ports", []):
-            host = str(port).rsplit(":", 1)[0] if ":" in str(port) else str(port)
+            host = str(port).split(":")[-2]
             assert host not in seen, f"host port {host}: {seen.get(host)} and {name}"
             seen[host] = name
     assert {"7233", "8080", "8787", "9000", "16686", "4318"} <= set(seen)
+
+
+def test_published_ports_bind_loopback_and_secrets_come_from_an_env_file(
+    compose: dict[str, Any],
+) -> None:
+    """Nothing is published beyond this machine, and no secret is written in the file."""
+    for name, service in _services(compose).items():
+        for port in service.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} on every interface"
+    text = (ROOT / "docker-compose.yml").read_text(encoding="utf-8")
+    assert "missionweave-secret" not in text and "POSTGRES_PASSWORD: temporal" not in text
+    needed = set(re.findall(r"\$\{(\w+):\?", text))
+    assert needed >= {"POSTGRES_PASSWORD", "MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD"}
+    example = (ROOT / ".env.example").read_text(encoding="utf-8")
+    assert needed <= set(re.findall(r"^(\w+)=", example, re.M))
+    assert "/.env" in (ROOT / ".gitignore").read_text(encoding="utf-8").split()
+    authority = _services(compose)["authority"]
+    assert "--operator-key" in " ".join(_words(authority))
 
 
 def test_depends_on_names_services(compose: dict[str, Any]) -> None:
@@ -166,7 +186,7 @@ def _port(service: dict[str, Any], container: str) -> bool:
 def test_urls_point_at_the_right_services(compose: dict[str, Any]) -> None:
     services = _services(compose)
     authority = services["authority"]
-    words = _words(authority)
+    (words,) = [w for w in _invocations(authority) if w[:2] == ["authority", "serve"]]
     port = words[words.index("--port") + 1] if "--port" in words else "8787"
     assert "--host" in words and words[words.index("--host") + 1] == "0.0.0.0"
     assert _port(authority, port)

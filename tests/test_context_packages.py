@@ -178,8 +178,13 @@ def test_cross_mission_use_refused_without_promotion__MW_13_3_d(tmp_path: Path) 
 def test_promotion_allows_use_with_verifiable_event__MW_13_3_d(tmp_path: Path) -> None:
     w = _world(tmp_path)
     other = Actor.generate("other-owner")  # a second Group of the same Organization
-    assert w.authority.submit(other.command("group.create", "g2", {
-        "public_key": other.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
+    coord = w.coordinator  # the operator creates it and hands it to its owner
+    assert w.authority.submit(coord.command("group.create", "g2", {
+        "public_key": coord.public_key}, issued_at_ms=w.clock.now)).accepted  # fmt: skip
+    coord.membership_epochs["g2"] = 1
+    roles = ["owner", "coordinator", "mission_owner"]
+    assert w.authority.submit(coord.command("member.add", "g2", {
+        "agent_id": other.agent_id, "public_key": other.public_key, "roles": roles},
         issued_at_ms=w.clock.now)).accepted  # fmt: skip
     other.membership_epochs["g2"] = 1
     assert w.authority.submit(other.command("mission.create", "g2", {"mission_id": "mx"},

@@ -78,7 +78,7 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     assert r.returncode == 0 and "group demo exists (owner coordinator)" in r.stdout, r.stderr
     assert _mw("keys", "generate", str(tmp_path / "other.pem")).returncode == 0
     r = _mw("group", "create", "--key", str(tmp_path / "other.pem"), "--group", "demo", env=env)
-    _one_line_error(r, "group 'demo' records another public key for 'coordinator'")
+    _one_line_error(r, "group 'demo' exists and this key")
 
     # An example agent joins the Group (idempotently) and starts working.
     agent_key = tmp_path / "counter-1.pem"

@@ -234,7 +234,10 @@ def create_app(
             500, "internal_error", "the Authority failed to answer", type=type(exc).__name__
         )
 
-    @app.post("/v1/commands", responses=_responses(409, 413))
+    @app.post(
+        "/v1/commands",
+        responses={**_responses(413), 200: {"model": SubmitResult}, 409: {"model": SubmitResult}},
+    )
     async def post_command(command: Command) -> JSONResponse:
         refused = _unsignable([command])
         if refused is not None:
@@ -244,7 +247,9 @@ def create_app(
             _result(result), status_code=409 if result.status == "rejected" else 200
         )
 
-    @app.post("/v1/commands/batch", responses=_responses(413))
+    @app.post(
+        "/v1/commands/batch", responses={**_responses(413), 200: {"model": list[SubmitResult]}}
+    )
     async def post_batch(commands: list[Command] = Body(...)) -> JSONResponse:
         if len(commands) > MAX_BATCH_REQUEST:
             return _error(

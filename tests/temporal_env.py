@@ -436,8 +436,9 @@ async def authority_stack(
     try:
         await server.start()
         client = AuthorityClient(
-            server.url, authority_public_key=authority.public_key, signing_key=coordinator.key
-        )
+            server.url, authority_public_key=authority.public_key, signing_key=coordinator.key,
+            clock=tick,
+        )  # fmt: skip
         keys_dir = tmp_path / "keys"
         key_file = keys_dir / f"{coordinator_id}.pem"
         coordinator.key.to_file(key_file)

@@ -26,7 +26,7 @@ A rejected Command is not an error: :meth:`AuthorityClient.submit` returns its
 from __future__ import annotations
 
 import ssl
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -145,6 +145,8 @@ class AuthorityClient:
             :class:`AuthorityRequestError` 401 ``unauthenticated``.
         verify: TLS verification for an ``https://`` URL: ``True`` (the system's CAs), a CA
             bundle path, or an :class:`ssl.SSLContext`.
+        clock: epoch milliseconds for the signed reads' ``created`` (within 5 minutes of the
+            Authority's clock); the wall clock by default.
 
     Use as ``async with AuthorityClient(url, signing_key=actor.key) as c: ...`` or call
     :meth:`aclose`.
@@ -159,12 +161,13 @@ class AuthorityClient:
         authority_public_key: str | None = None,
         signing_key: SigningKey | None = None,
         verify: ssl.SSLContext | str | bool = True,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.signing_key = signing_key
         self._http = httpx.AsyncClient(
             base_url=self.base_url, transport=transport, timeout=timeout, verify=verify,
-            auth=SignedReads(signing_key) if signing_key is not None else None,
+            auth=SignedReads(signing_key, clock) if signing_key is not None else None,
             event_hooks={"request": [inject_trace_headers]},  # W3C traceparent of the caller
         )  # fmt: skip
         self._public_key = authority_public_key

@@ -154,8 +154,9 @@ class Subscriber:
         owns_client = self._client is None
         if self._client is None:
             self._client = AuthorityClient(
-                _http_base(self.ws_url), authority_public_key=self._key, signing_key=self._actor.key
-            )
+                _http_base(self.ws_url), authority_public_key=self._key,
+                signing_key=self._actor.key, clock=self._clock,
+            )  # fmt: skip
         tasks = {
             asyncio.create_task(self._process(), name="subscriber-process"),
             asyncio.create_task(self._connect_forever(), name="subscriber-connect"),

@@ -14,6 +14,7 @@ characters, under the same character rule.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 #: Longest identifier, in characters.
@@ -23,6 +24,8 @@ MAX_LABEL_CHARS = 200
 
 _FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _NOT_IN_PATH = frozenset("/?#%")
+# Printable ASCII, no space at either end: valid under the rule, checked without a loop.
+_PLAIN_ASCII = re.compile(r"[!-~](?:[ -~]*[!-~])?")
 
 
 def identifier_problem(value: object, *, path_segment: bool = False) -> str | None:
@@ -57,6 +60,8 @@ def _text_problem(value: str, max_chars: int) -> str | None:
         return "is empty"
     if len(value) > max_chars:
         return f"is longer than {max_chars} characters"
+    if _PLAIN_ASCII.fullmatch(value):
+        return None
     for i, ch in enumerate(value):
         if unicodedata.category(ch) in _FORBIDDEN_CATEGORIES:
             return f"has a control or invisible character (U+{ord(ch):04X}) at index {i}"

@@ -217,7 +217,10 @@ class AgentRuntime:
         state = self.state = LocalState(self.state_path, self.card.agent_id)
         try:
             async with AuthorityClient(
-                self.authority_url, transport=self._transport, signing_key=self.actor.key
+                self.authority_url,
+                transport=self._transport,
+                signing_key=self.actor.key,
+                clock=self.clock,
             ) as client:
                 running = asyncio.create_task(self._run(client, state), name="agent runtime")
                 stopping = asyncio.create_task(self._stop.wait())

@@ -18,6 +18,9 @@ from typing import Any
 import httpx
 import yaml
 
+from missionweave.authority._readsig import SignedReads
+from missionweave.protocol import SigningKey
+
 from .cli_processes import (
     EXE,
     STARTUP_S,
@@ -97,8 +100,11 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     )  # fmt: skip
     processes.append(worker)
 
+    reads = SignedReads(SigningKey.from_file(coordinator_key))  # reads are a member's
+
     def agent_ready() -> bool:
-        agents = httpx.get(f"{authority}/v1/groups/demo/agents", timeout=5).json()["agents"]
+        url = f"{authority}/v1/groups/demo/agents"
+        agents = httpx.get(url, timeout=5, auth=reads).json()["agents"]
         return any(a["agent_id"] == "counter-1" and a["session_epoch"] > 0 and a["card"]
                    for a in agents)  # fmt: skip
 

@@ -22,6 +22,9 @@ PROTOCOL = {
     "ArtifactManifest", "Classification", "SignedManifest", "sign_manifest", "verify_manifest",
     "ContextPackage", "EventRange", "SignedContextPackage", "sign_context_package",
     "verify_chain", "verify_context_package",
+    # the one identifier rule and the JSON integer bound (section 16)
+    "MAX_ID_CHARS", "MAX_LABEL_CHARS", "MAX_SAFE_INT", "check_identifier", "identifier_problem",
+    "label_problem",
 }  # fmt: skip
 
 AUTHORITY = {

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from missionweave.authority._readsig import SignedReads
 from missionweave.cli._common import CliError, serve_until_signalled
 from missionweave.protocol import SigningKey
 
@@ -195,7 +196,8 @@ def test_ctrl_c_stops_a_worker_whose_servers_are_gone(
     assert r.returncode == 0, r.stderr
 
     def both_started() -> bool:
-        events = httpx.get(f"{authority}/v1/groups/demo/events", timeout=5,
+        reads = SignedReads(SigningKey.from_file(data / "keys" / "coordinator.pem"))
+        events = httpx.get(f"{authority}/v1/groups/demo/events", timeout=5, auth=reads,
                            params={"after_sequence": 0, "limit": 1000}).json()  # fmt: skip
         started = {e["work_item_id"] for e in events["events"] if e["type"] == "work.started"}
         return started == {"hold-1:hold", "hold-1:wait"}

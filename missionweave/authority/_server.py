@@ -202,7 +202,8 @@ def create_app(
         """The signed reader's public key, ``None`` when the request is not signed."""
         scope = request.scope
         query = scope.get("query_string", b"")
-        raw_path = scope.get("raw_path") or scope["path"].encode()
+        # raw_path as sent (percent-encoded); some ASGI servers leave the query on it
+        raw_path = (scope.get("raw_path") or scope["path"].encode()).split(b"?", 1)[0]
         url = "http://authority" + raw_path.decode("latin-1")
         if query:
             url += "?" + query.decode("latin-1")

@@ -79,7 +79,7 @@ async def _approve(mission: str, item: str | None, key: SigningKey, agent_id: st
     from temporalio.client import WorkflowUpdateFailedError
     from temporalio.service import RPCError
 
-    from ..authority.client import AuthorityClient, AuthorityClientError
+    from ..authority.client import AuthorityClient, AuthorityClientError, AuthorityRequestError
     from ..protocol import Actor
     from ..protocol.mission import ApprovalInput, CommandVerdict, MissionStatus
     from ..protocol.mission import mission_workflow_id as workflow_id
@@ -96,6 +96,10 @@ async def _approve(mission: str, item: str | None, key: SigningKey, agent_id: st
     try:
         async with AuthorityClient(authority_url, timeout=10.0, signing_key=key) as authority:
             members = {a.agent_id: a for a in await authority.agents(status.group_id)}
+    except AuthorityRequestError as exc:
+        if exc.code != "not_a_member":
+            raise CliError(f"the Authority at {authority_url} refused to answer: {exc}") from None
+        members = {}  # this key reads nothing there: the Authority will refuse the Command too
     except AuthorityClientError as exc:
         raise CliError(f"cannot reach the Authority at {authority_url}: {exc}") from None
     if agent_id in members:  # else the Authority refuses it as not a member: let it say so

@@ -198,3 +198,51 @@ def test_a_member_key_that_is_not_an_ed25519_key_is_refused(tmp_path: Path, key:
     r = w.authority.submit(creator.command("group.create", "g2", {"public_key": key}))
     assert r.rejection is not None and r.rejection.code in ("bad_signature", "missing_field")
     assert w.authority.query("SELECT group_id FROM groups WHERE group_id='g2'") == []
+
+
+def test_a_schema_1_database_is_migrated_on_open__MW_16_f(tmp_path: Path) -> None:
+    """Schema 1 kept Command ids global; opening it scopes each remembered id to its Group
+    and actor, so a repeat still gets its original verdict."""
+    w = make_world(tmp_path / "a.db")
+    cmd = w.coordinator.command("mission.create", w.group, {"mission_id": "m-old", "title": "t"},
+                                issued_at_ms=w.clock.now)  # fmt: skip
+    assert w.authority.submit(cmd).accepted
+    opened = w.workers[0].command("session.open", None, {}, issued_at_ms=w.clock.now)
+    assert w.authority.submit(opened).accepted
+    remembered = w.authority.query("SELECT count(*) AS n FROM commands")[0]["n"]
+    conn = w.authority.conn
+    conn.executescript(
+        """
+        CREATE TABLE commands_1 (command_id TEXT PRIMARY KEY, signature TEXT NOT NULL,
+                                 status TEXT NOT NULL, refs TEXT NOT NULL) WITHOUT ROWID;
+        INSERT INTO commands_1 SELECT command_id, signature, status, refs FROM commands;
+        DROP TABLE commands;
+        ALTER TABLE commands_1 RENAME TO commands;
+        UPDATE meta SET value='1' WHERE key='schema_version';
+        """
+    )
+    key, clock = w.authority.key, w.clock
+    w.authority.close()
+    again = Authority(tmp_path / "a.db", key, w.authority.config, clock=clock)
+    try:
+        rows = again.query("SELECT group_id, actor FROM commands WHERE command_id=?",
+                           cmd.command_id)  # fmt: skip
+        assert rows == [{"group_id": w.group, "actor": "coordinator"}]
+        assert again.query("SELECT group_id FROM commands WHERE command_id=?",
+                           opened.command_id) == [{"group_id": ""}]  # fmt: skip
+        assert again.query("SELECT count(*) AS n FROM commands")[0]["n"] == remembered
+        assert again.query("SELECT value FROM meta WHERE key='schema_version'") == [{"value": "2"}]
+        r = again.submit(cmd)
+        assert r.accepted and r.duplicate
+        verify_log(again.conn, w.group, key.public_key)
+    finally:
+        again.close()
+
+
+def test_a_database_of_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    w = make_world(tmp_path / "a.db")
+    w.authority.conn.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    key = w.authority.key
+    w.authority.close()
+    with pytest.raises(sqlite3.DatabaseError, match="schema version 99"):
+        Authority(tmp_path / "a.db", key)

@@ -188,6 +188,7 @@ def connect(path: str | Path) -> sqlite3.Connection:
 
     Raises:
         sqlite3.Error: the file cannot be opened or is not a database.
+        sqlite3.DatabaseError: the file has a newer schema than this code reads.
     """
     if str(path) != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -200,6 +201,7 @@ def connect(path: str | Path) -> sqlite3.Connection:
         _migrate(conn)
     except BaseException:
         conn.execute("ROLLBACK")
+        conn.close()
         raise
     return conn
 

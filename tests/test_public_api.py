@@ -25,6 +25,8 @@ PROTOCOL = {
     # the one identifier rule and the JSON integer bound (section 16)
     "MAX_ID_CHARS", "MAX_LABEL_CHARS", "MAX_SAFE_INT", "check_identifier", "identifier_problem",
     "label_problem",
+    # the one capability matcher (MW-10.3-d/f)
+    "best_match", "capability_matches", "parse_capability", "satisfies",
 }  # fmt: skip
 
 AUTHORITY = {

@@ -1,7 +1,8 @@
 """Ranking agents for an offer (MW-10.3-b/f), as the ``select_candidates`` activity does it.
 
 Eligible: holds every required role, has a published card and an open session, matches every
-required capability (same id, same major version, minor ≥), is not excluded. Ranked: available
+required capability (``missionweave.protocol.satisfies``: same name, same major version,
+at least the required version), is not excluded. Ranked: available
 first (free slots per Presence), then per-capability reliability (Laplace-smoothed success rate
 from past outcomes), then expected cost, then id. The structured selection basis is what the
 offer records; no prose.
@@ -21,33 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol import SelectionBasis
+from ..protocol import SelectionBasis, capability_matches
 from ..protocol.mission import Candidate, SelectCandidatesInput, SelectCandidatesResult
-
-
-def capability_matches(offered: list[str], required: list[str]) -> list[str] | None:
-    """The card capabilities that satisfy ``required`` (``id@semver``: same id, same major
-    version, minor ≥), or ``None`` when one is missing."""
-    out = []
-    for req in required:
-        rid, _, rver = req.partition("@")
-        rmaj, _, rmin = rver.partition(".")
-        hit = None
-        for cap in offered:
-            cid, _, cver = cap.partition("@")
-            cmaj, _, cmin = cver.partition(".")
-            if cid == rid and cmaj == rmaj and _int(cmin) >= _int(rmin):
-                hit = cap
-                break
-        if hit is None:
-            return None
-        out.append(hit)
-    return out
-
-
-def _int(s: str) -> int:
-    head = s.split(".")[0]
-    return int(head) if head.isdigit() else 0
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ from ._artifacts import (
     verify_manifest,
 )
 from ._canonical import canonical_bytes, digest, sha256_hex
+from ._capabilities import best_match, capability_matches, parse_capability, satisfies
 from ._context_package import (
     ContextPackage,
     EventRange,
@@ -134,7 +135,9 @@ __all__ = [
     "attempt_key",
     "b64u_decode",
     "b64u_encode",
+    "best_match",
     "canonical_bytes",
+    "capability_matches",
     "check_event",
     "check_identifier",
     "check_transition",
@@ -145,6 +148,8 @@ __all__ = [
     "is_material_revision",
     "label_problem",
     "new_id",
+    "parse_capability",
+    "satisfies",
     "seal_event",
     "sha256_hex",
     "sign_command",

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..protocol import Evidence
+from ..protocol import Evidence, best_match, satisfies
 from ._errors import HandlerLoadError
 
 if TYPE_CHECKING:
@@ -51,31 +52,22 @@ HandlerFn = Callable[["WorkContext", Any], Coroutine[Any, Any, Any]]
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 
-def parse_version(version: str) -> tuple[int, ...]:
-    """``"1.2"`` → ``(1, 2)``; a missing part counts as 0 when compared.
+def parse_version(version: str) -> Version:
+    """A handler's version, e.g. ``"1.2"`` (a :class:`packaging.version.Version`).
 
     Raises:
-        ValueError: a part is not a non-negative integer.
+        ValueError: not a version ``packaging`` reads.
     """
-    parts = version.split(".")
-    if not parts or not all(p.isdigit() for p in parts):
-        raise ValueError(f"version {version!r} is not dotted integers")
-    return tuple(int(p) for p in parts)
-
-
-def _pad(v: tuple[int, ...], n: int) -> tuple[int, ...]:
-    return v + (0,) * (n - len(v))
+    try:
+        return Version(version)
+    except InvalidVersion:
+        raise ValueError(f"version {version!r} is not a version") from None
 
 
 def compatible(provided: str, required: str) -> bool:
     """Whether a handler of version ``provided`` serves a contract asking ``required``: same
-    major version and ``provided >= required`` (semantic versioning)."""
-    try:
-        p, r = parse_version(provided), parse_version(required)
-    except ValueError:
-        return provided == required
-    n = max(len(p), len(r))
-    return p[0] == r[0] and _pad(p, n) >= _pad(r, n)
+    major version and ``provided >= required`` (:func:`missionweave.protocol.satisfies`)."""
+    return satisfies(f"x@{provided}", f"x@{required}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +127,7 @@ def handler(name: str, *, version: str = "1.0", estimate_ms: int | None = None) 
 
     Args:
         name: the capability name, e.g. ``"dist.verify"``.
-        version: dotted integers, e.g. ``"1.0"``.
+        version: a version, e.g. ``"1.0"`` (as ``packaging.version`` reads it).
         estimate_ms: expected duration of one execution, milliseconds (for admission).
 
     Raises:
@@ -221,15 +213,10 @@ class HandlerRegistry:
 
     def find(self, capability: str) -> HandlerSpec | None:
         """The handler serving ``capability`` (``name@version``): same name, compatible
-        version (same major, at least the required version; the highest such wins)."""
-        name, _, version = capability.partition("@")
-        best: HandlerSpec | None = None
-        for spec in self._specs.values():
-            if spec.name != name or not compatible(spec.version, version):
-                continue
-            if best is None or _later(spec.version, best.version):
-                best = spec
-        return best
+        version (same major, at least the required version; the highest such wins) —
+        :func:`missionweave.protocol.best_match`, the rule ranking and admission use too."""
+        key = best_match(self._specs, capability)
+        return None if key is None else self._specs[key]
 
     def for_capabilities(self, required: Iterable[str]) -> tuple[HandlerSpec | None, list[str]]:
         """The handler for a contract and the required capabilities nothing here serves.
@@ -248,15 +235,6 @@ class HandlerRegistry:
             elif chosen is None:
                 chosen = spec
         return chosen, missing
-
-
-def _later(a: str, b: str) -> bool:
-    try:
-        pa, pb = parse_version(a), parse_version(b)
-    except ValueError:
-        return a > b
-    n = max(len(pa), len(pb))
-    return _pad(pa, n) > _pad(pb, n)
 
 
 def load_handlers(*modules: str, registry: HandlerRegistry | None = None) -> HandlerRegistry:

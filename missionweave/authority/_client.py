@@ -193,8 +193,13 @@ class AuthorityClient:
         try:
             resp = await self._http.request(method, path, **kw)
         except httpx.TransportError as exc:
+            hint = (
+                " (a private CA? point SSL_CERT_FILE at its certificate, or pass verify=)"
+                if "CERTIFICATE_VERIFY_FAILED" in str(exc)
+                else ""
+            )
             raise AuthorityUnavailable(
-                f"{method} {self.base_url}{path}: {type(exc).__name__}: {exc}"
+                f"{method} {self.base_url}{path}: {type(exc).__name__}: {exc}{hint}"
             ) from exc
         if resp.status_code in ok:
             return resp

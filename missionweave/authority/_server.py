@@ -218,8 +218,10 @@ def create_app(
             return key
         if not await asyncio.to_thread(authority.may_read, group_id, key):
             raise ReadRefused(
-                403, "not_a_member", "only an active member of the group reads it",
-                group_id=group_id,
+                403, "not_a_member",
+                f"key {key} is no active member's key in group {group_id!r}: only members "
+                "read a Group (an owner adds one with `missionweave group add`)",
+                group_id=group_id, key=key,
             )  # fmt: skip
         return key
 

@@ -34,6 +34,7 @@ def serve(
     operator_key: list[str] = typer.Option(
         [],
         "--operator-key",
+        metavar="KEY",
         envvar=OPERATOR_KEYS_ENV,
         help="An operator's Ed25519 public key (base64url), or a PEM key file whose public key "
         "it is (repeatable; the environment variable takes them separated by spaces). Only an "
@@ -74,6 +75,9 @@ def serve(
     scheme = "https" if tls_cert else "http"
     typer.echo(f"Authority {signing_key.public_key} serving {db} on {scheme}://{host}:{port} "
                f"({len(operators)} operator key(s))", err=True)  # fmt: skip
+    if not operators:
+        typer.echo("warning: no --operator-key: nobody can create a Group on this Authority",
+                   err=True)  # fmt: skip
     tls = {"ssl_certfile": str(tls_cert), "ssl_keyfile": str(tls_key)} if tls_cert else {}
     try:
         run_server(authority, host=host, port=port, **tls)

@@ -62,15 +62,20 @@ def _call(run: Callable[[], Coroutine[Any, Any, T]], url: str) -> T:
 
     try:
         return asyncio.run(run())
-    except AuthorityUnavailable:
-        raise CliError(f"cannot reach the Authority at {url}") from None
+    except AuthorityUnavailable as exc:
+        raise CliError(f"cannot reach the Authority at {url}: {exc}") from None
     except MissionWeaveError as exc:
         raise CliError(str(exc)) from None
 
 
 @app.command("create")
 def create(
-    key: Path = typer.Option(..., "--key", help="The creator's Ed25519 key (PEM)."),
+    key: Path = typer.Option(
+        ...,
+        "--key",
+        help="The creator's Ed25519 key (PEM): one of the Authority's operator keys "
+        "(`authority serve --operator-key`). It also signs the reads.",
+    ),
     group: str = _GROUP,
     agent_id: str = typer.Option("coordinator", "--agent-id", help="The creator's agent id."),
     create_key: bool = typer.Option(False, "--create-key", help="Generate --key if missing."),

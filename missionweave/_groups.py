@@ -14,7 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from .authority.client import AuthorityClient, AuthorityRequestError, CursorTooOldError
+from .authority.client import (
+    AuthorityClient,
+    AuthorityRequestError,
+    CursorTooOldError,
+    UnknownGroupError,
+)
 from .protocol import Actor, MissionWeaveError
 
 #: The roles of the Group's creator in the embedded stack: it administers the Group, acts as
@@ -53,6 +58,18 @@ async def _recorded_key(client: AuthorityClient, group_id: str, agent_id: str) -
     return None
 
 
+async def _exists(client: AuthorityClient, group_id: str) -> bool:
+    """Whether ``group_id`` exists (a refused read of it says so as well as an answer)."""
+    try:
+        await client.head(group_id)
+    except UnknownGroupError:
+        return False
+    except AuthorityRequestError as exc:
+        if exc.code != "not_a_member":
+            raise
+    return True
+
+
 async def ensure_group(
     client: AuthorityClient,
     owner: Actor,
@@ -78,7 +95,8 @@ async def ensure_group(
             ``operator_required`` refusal names the flag to start the Authority with).
         AuthorityUnavailable: the Authority cannot be reached.
     """
-    # group.create answers group_exists for a Group that exists, and writes nothing then
+    # group.create answers group_exists for a Group that exists (operator_required first
+    # for a key that is no operator's), and writes nothing then
     result = await client.submit(
         owner.command("group.create", group_id,
                       {"public_key": owner.public_key, "roles": list(roles)})
@@ -89,7 +107,9 @@ async def ensure_group(
                 owner.membership_epochs[group_id] = int(ev.body["membership_epoch"])
         return True
     assert result.rejection is not None
-    if result.rejection.code != "group_exists":
+    if result.rejection.code == "operator_required" and await _exists(client, group_id):
+        pass  # made by an operator already: this key may still be its owner
+    elif result.rejection.code != "group_exists":
         hint = (
             f" (start the Authority with --operator-key {owner.public_key})"
             if result.rejection.code == "operator_required"

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import socket
 import sys
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -184,7 +185,7 @@ def signed_subscribe(actor: Actor, group: str, after: int, issued_at_ms: int) ->
     """A SUBSCRIBE frame signed by ``actor``, built by hand (independent of the client)."""
     frame: dict[str, Any] = {
         "type": "SUBSCRIBE", "group": group, "afterSequence": after,
-        "agent": actor.agent_id, "issuedAtMs": issued_at_ms,
+        "agent": actor.agent_id, "issuedAtMs": issued_at_ms, "nonce": uuid.uuid4().hex,
     }  # fmt: skip
     frame["signature"] = actor.key.sign(canonical_bytes(frame))
     return frame

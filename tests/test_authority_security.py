@@ -208,8 +208,10 @@ async def test_bearer_signature_of_capability_tokens_never_enters_the_log__MW_11
 
 
 @pytest.mark.parametrize(
-    "bad", ["coord\u200b", "\u202ecoord", "co\x00ord", "   ", " coord", "cafe\u0301"]
-)
+    "bad",
+    ["coord\u200b", "\u202ecoord", "co\x00ord", "   ", " coord", "cafe\u0301", "w1\u3164",
+     "w1\u034f"],
+)  # fmt: skip
 async def test_ids_follow_one_rule_everywhere_they_enter(
     live: LiveServer, world: World, bad: str
 ) -> None:
@@ -365,3 +367,166 @@ async def test_authority_serve_over_tls(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         await proc.wait()
+
+
+# ------------------------------------------------------ found by an attack (2026-12-01)
+
+
+async def test_a_replayed_start_never_hands_out_the_bearer_secret__MW_11_3_d(
+    live: LiveServer, world: World
+) -> None:
+    """The signed ``work.start`` is in the log: another member sending it again gets the
+    original verdict, but not the capability token's signature."""
+    world.authorize("a")
+    offer = world.offer("a", world.workers[0])
+    assert world.accept(world.workers[0], "a", offer).accepted
+    item = world.authority.work_item(world.group, "a")
+    assert item is not None
+    epoch = item["ownership_epoch"]
+    started = world.ok(
+        world.workers[0], "work.start", {"work_item_id": "a", "ownership_epoch": epoch}
+    )
+    secret = started.reply["capability_token"]["signature"]
+    async with signed_http(live.url, world.workers[1]) as thief:
+        events = (await thief.get(f"/v1/groups/{world.group}/events?limit=10000")).json()
+        logged = next(e for e in events["events"] if e["type"] == "work.started")
+        r = await thief.post("/v1/commands", json=logged["command"])
+    body = r.json()
+    assert r.status_code == 200 and body["duplicate"] is True
+    assert body["reply"]["lease"]["lease_id"] == started.reply["lease"]["lease_id"]
+    assert "signature" not in body["reply"]["capability_token"]
+    assert secret not in r.text
+
+
+async def test_json_is_utf8_and_numbers_are_finite(live: LiveServer, world: World) -> None:
+    """A UTF-16 body could hide its depth from a byte count; ``1e400`` parses to infinity."""
+    before = len(world.authority.all_events(world.group))
+    deep = '{"a":"\u0122","x":' + "[" * 300 + "]" * 300 + ',"b":"\u0122"}'
+    cmd = world.workers[0].command("session.open", None, {})
+    text = json.dumps(cmd.model_dump(mode="json"))
+    async with httpx.AsyncClient(base_url=live.url) as http:
+        for body in (deep.encode("utf-16-le"), deep.encode("utf-32"), text.encode("utf-16")):
+            r = await http.post("/v1/commands", content=body,
+                                headers={"content-type": "application/json"})  # fmt: skip
+            assert r.status_code == 422 and r.json()["detail"]["problem"] == "invalid_json"
+        huge = text.replace('"body": {}', '"body": {"x": 1e400}')
+        r = await http.post("/v1/commands", content=huge.encode(),
+                            headers={"content-type": "application/json"})  # fmt: skip
+        assert r.status_code == 422 and "finite" in r.json()["reason"]
+    async with connect(live.ws_url) as ws:
+        await ws.send(("[" * 200 + "]" * 200).encode("utf-16-le"))
+        assert json.loads(await ws.recv())["code"] == "invalid_frame"
+    _untouched(world, before)
+
+
+async def test_a_long_batch_is_refused_before_its_elements_are_validated(
+    live: LiveServer, world: World
+) -> None:
+    async with httpx.AsyncClient(base_url=live.url, timeout=30) as http:
+        r = await http.post("/v1/commands/batch", content=b"[" + b"{}," * 200_000 + b"{}]",
+                            headers={"content-type": "application/json"})  # fmt: skip
+    body = r.json()
+    assert r.status_code == 422 and body["code"] == "invalid_command"
+    assert [e["type"] for e in body["detail"]["errors"]] == ["too_long"]
+
+
+async def test_strangers_take_no_room_in_the_replay_memory(live: LiveServer, world: World) -> None:
+    """Only an allowed reader's nonce is remembered: a stranger cannot fill the memory and
+    lock the members out; a member's replay is still refused."""
+    stranger = Actor.generate("flood")
+    url = f"{live.url}/v1/authority"
+    async with httpx.AsyncClient() as http:
+        strange = sign_read("GET", url, stranger.key)
+        for _ in range(2):  # not remembered: nothing to replay, it learns nothing
+            r = await http.get(url, headers=strange)
+            assert r.status_code == 200 and r.json()["groups"] == []
+        mine = sign_read("GET", url, world.workers[0].key)
+        assert (await http.get(url, headers=mine)).status_code == 200
+        assert (await http.get(url, headers=mine)).status_code == 401
+
+
+def test_the_replay_memory_is_bounded_per_key() -> None:
+    from missionweave.authority._readsig import ReadRefused, ReadVerifier
+
+    now = 1_800_000_000_000
+    reads = ReadVerifier(lambda: now, max_nonces=10, max_nonces_per_key=3)
+    for i in range(3):
+        reads.remember("greedy", f"nonce-{i:012d}", now)
+    with pytest.raises(ReadRefused) as err:
+        reads.remember("greedy", "nonce-000000000009", now)
+    assert err.value.status == 429
+    reads.remember("other", "nonce-000000000000", now)  # other keys still read
+    with pytest.raises(ReadRefused) as err:
+        reads.remember("other", "nonce-000000000000", now)
+    assert err.value.status == 401
+
+
+async def test_a_removed_member_stops_receiving_at_its_removal(
+    live: LiveServer, world: World
+) -> None:
+    worker = world.workers[1]
+    head, _ = world.authority.head(world.group)
+    async with connect(live.ws_url) as ws:
+        await ws.send(json.dumps(signed_subscribe(worker, world.group, head, world.clock.now)))
+        await ws.send(json.dumps({"type": "BARRIER"}))  # frames are handled in order
+        assert json.loads(await ws.recv())["code"] == "invalid_frame"  # so it is subscribed
+        world.ok(world.coordinator, "member.remove", {"agent_id": worker.agent_id})
+        removal = json.loads(await ws.recv())
+        assert removal["event"]["type"] == "member.removed"
+        err = json.loads(await ws.recv())
+        assert err["type"] == "ERROR" and err["code"] == "unauthorized"
+        world.ok(world.coordinator, "mission.create", {"mission_id": "secret", "title": "x"})
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(ws.recv(), 0.5)
+
+
+async def test_a_captured_subscribe_cannot_be_replayed(live: LiveServer, world: World) -> None:
+    frame = json.dumps(signed_subscribe(world.workers[0], world.group, 0, world.clock.now))
+    async with connect(live.ws_url) as first:
+        await first.send(frame)
+        assert json.loads(await first.recv())["type"] == "EVENT"
+    async with connect(live.ws_url) as second:
+        await second.send(frame)
+        err = json.loads(await second.recv())
+        assert (
+            err["type"] == "ERROR" and err["code"] == "unauthorized" and "replay" in err["reason"]
+        )
+
+
+async def test_leases_and_command_ids_cannot_be_probed(live: LiveServer, world: World) -> None:
+    world.authorize("a")
+    offer = world.offer("a", world.workers[0])
+    assert world.accept(world.workers[0], "a", offer).accepted
+    lease_id = world.start(world.workers[0], "a")["lease_id"]
+    stranger = Actor.generate("probe")
+    async with httpx.AsyncClient(base_url=live.url) as anon, signed_http(live.url, stranger) as s:
+        assert (await anon.get("/v1/leases/nope")).status_code == 401
+        assert (await s.get("/v1/leases/nope")).status_code == 403
+        assert (await s.get(f"/v1/leases/{lease_id}")).status_code == 403
+    # a self-signed Command naming the coordinator and one of its ids learns nothing
+    used = world.authority.query("SELECT command_id FROM commands WHERE actor='coordinator'")
+    probe = Actor(world.coordinator.agent_id, stranger.key).command(
+        "group.create", world.group, {"public_key": stranger.public_key},
+        command_id=used[0]["command_id"],
+    )  # fmt: skip
+    async with AuthorityClient(live.url) as client:
+        r = await client.submit(probe)
+    assert r.rejection is not None and r.rejection.code == "operator_required"
+
+
+async def test_a_slow_body_is_cut_off(
+    live: LiveServer, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from missionweave.authority import _limits
+
+    monkeypatch.setattr(_limits, "BODY_TIMEOUT_S", 0.5)
+
+    async def trickle() -> Any:
+        yield b'{"command_id":'
+        await asyncio.sleep(5)
+        yield b'"x"}'
+
+    async with httpx.AsyncClient(base_url=live.url, timeout=10) as http:
+        r = await http.post("/v1/commands", content=trickle(),
+                            headers={"content-type": "application/json"})  # fmt: skip
+    assert r.status_code == 408 and r.json()["code"] == "body_timeout"

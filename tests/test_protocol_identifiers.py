@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from missionweave.protocol import Actor, Command, identifier_problem, label_problem
+from missionweave.protocol._identifiers import INVISIBLE_RANGES
 
 FORBIDDEN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 
@@ -20,6 +21,8 @@ def _valid(s: str) -> bool:
         and s == s.strip()
         and unicodedata.normalize("NFC", s) == s
         and all(unicodedata.category(c) not in FORBIDDEN for c in s)
+        and all(c == " " or unicodedata.category(c) != "Zs" for c in s)
+        and not any(lo <= ord(c) <= hi for c in s for lo, hi in INVISIBLE_RANGES)
     )
 
 
@@ -31,7 +34,10 @@ def test_identifier_rule_matches_its_definition(s: str) -> None:
 @pytest.mark.parametrize(
     "bad",
     ["", " a", "a ", "   ", "a\x00b", "coord\u200b", "\u202ecoord", "a\u2066b", "cafe\u0301",
-     "x" * 129, "a\nb", "\ufeffa"],
+     "x" * 129, "a\nb", "\ufeffa",
+     # invisible though letters, marks or symbols (found by an attack on 2026-12-01)
+     "w1\u3164", "w1\u034f", "w1\ufe0f", "w1\u115f", "w1\uffa0", "w1\u2800",
+     "w1\U000e0100", "w1\u180b", "a\u00a0b", "a\u3000b"],
 )  # fmt: skip
 def test_invisible_padded_or_unnormalized_ids_are_refused(bad: str) -> None:
     assert identifier_problem(bad) is not None

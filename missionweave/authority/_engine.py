@@ -438,11 +438,18 @@ class Authority(LogReader, AgentReads):
             )  # fmt: skip
         refs = json.loads(prior[2])
         data = json.loads(refs.get("result", "null") or "null") or {}
+        reply = dict(data.get("reply", {}))
+        token = reply.get("capability_token")
+        if isinstance(token, dict):
+            # The signed Command is in the log, so anyone who reads it can send it again: a
+            # repeat must not hand out the bearer secret. The holder renews (a new Command,
+            # which only it can sign) to get a token it can use.
+            reply["capability_token"] = {k: v for k, v in token.items() if k != "signature"}
         return SubmitResult(
             command_id=cmd.command_id, status=prior[1],
             events=[self._load_event(g, s) for g, s in refs["events"]],
             rejection=Rejection(**data["rejection"]) if data.get("rejection") else None,
-            reply=data.get("reply", {}), duplicate=True,
+            reply=reply, duplicate=True,
         )  # fmt: skip
 
     def _verify_actor(self, cmd: Command, trusted_key: str | None) -> Any:
@@ -466,8 +473,17 @@ class Authority(LogReader, AgentReads):
         if spec is None:
             raise Reject("unknown_command", f"no such command type {cmd.type!r}", type=cmd.type)
         if spec.auth == "self":
-            if not signed_by(cmd.body.get("public_key")):
+            key = cmd.body.get("public_key")
+            if not signed_by(key):
                 raise Reject("bad_signature", "the command's signature does not verify")
+            # before the Command id is looked at: a stranger's self-signed Command must not
+            # learn (or touch) the ids of the actor it names
+            if key not in self.config.operator_keys:
+                raise Reject(
+                    "operator_required",
+                    f"{cmd.type} needs an operator key (authority serve --operator-key)",
+                    group_id=cmd.group_id,
+                )  # fmt: skip
             return None
         if spec.auth == "agent":
             row = self.conn.execute(

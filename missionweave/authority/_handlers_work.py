@@ -464,12 +464,13 @@ def mission_create_child(ctx: Ctx) -> None:
     item = load_item(ctx)
     gate(ctx, item)
     child = need_id(ctx.body, "child_mission_id")
+    child_group = need_id(ctx.body, "child_group_id") if "child_group_id" in ctx.body else None
     end_leases(ctx, item, "revoked", "child_mission")
     withdraw_offers(ctx, item, "child_mission")
     set_item(ctx, item, state="blocked", owner=None, lease_id=None, start_deadline_ms=None,
              child_mission_id=child)  # fmt: skip
     ctx.emit("mission.child_created", {"child_mission_id": child, "state": "blocked",
-             "child_group_id": ctx.body.get("child_group_id", ctx.group_id)},
+             "child_group_id": child_group or ctx.group_id},
              work_item_id=item["work_item_id"])  # fmt: skip
 
 

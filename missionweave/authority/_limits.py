@@ -8,7 +8,9 @@ would fail with a 5xx (pydantic's depth error, Python's recursion limit).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -22,6 +24,8 @@ MAX_COMMAND_BYTES = 1024 * 1024
 MAX_FRAME_BYTES = 64 * 1024
 #: Deepest nesting of JSON arrays and objects accepted anywhere.
 MAX_JSON_DEPTH = 64
+#: Longest a request body may take to arrive, seconds (a slow, unfinished body holds memory).
+BODY_TIMEOUT_S = 30.0
 
 _BRACKETS_ONLY = bytes(c for c in range(256) if c not in b"[]{}")
 
@@ -72,19 +76,40 @@ def _no_constant(name: str) -> Any:
     raise JSONProblem("invalid_json", f"{name} is not a JSON number")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise JSONProblem("invalid_json", f"{text} is beyond a finite number")
+    return value
+
+
 def parse_json(raw: bytes | str) -> Any:
-    """Parse ``raw`` under the bounds: at most :data:`MAX_JSON_DEPTH` deep, no key twice in
-    one object, no ``NaN``/``Infinity``.
+    """Parse ``raw`` under the bounds: UTF-8 only, at most :data:`MAX_JSON_DEPTH` deep, no
+    key twice in one object, no ``NaN``/``Infinity`` and no number that overflows to one.
+
+    The text is decoded as UTF-8 first and the decoded text is what is parsed, so the depth
+    counted on the bytes is the depth parsed (``json.loads`` of bytes would guess UTF-16 or
+    UTF-32 and see other quotes).
 
     Raises:
         JSONProblem: ``too_deep`` or ``invalid_json`` (not JSON, not UTF-8, a duplicate key, a
             non-finite number).
     """
-    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if isinstance(raw, str):
+        text, data = raw, raw.encode("utf-8", "surrogatepass")
+    else:
+        data = raw
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JSONProblem("invalid_json", f"the body is not UTF-8: {exc}") from None
     if _depth(data) > MAX_JSON_DEPTH:
         raise JSONProblem("too_deep", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        return json.loads(data, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        return json.loads(
+            text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
+            parse_float=_finite,
+        )  # fmt: skip
     except JSONProblem:
         raise
     except (ValueError, RecursionError) as exc:
@@ -112,24 +137,29 @@ class BodyLimits:
         limit = MAX_BATCH_BODY_BYTES if scope["path"] == "/v1/commands/batch" else MAX_BODY_BYTES
         declared = dict(scope.get("headers") or ()).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._refuse(send, 413, "body_too_large",
-                               f"the body is over {limit} bytes", max_bytes=limit)  # fmt: skip
+            await self._too_large(send, limit)
             return
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await self._refuse(send, 413, "body_too_large",
-                                   f"the body is over {limit} bytes", max_bytes=limit)  # fmt: skip
-                return
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                break
+        try:
+            async with asyncio.timeout(BODY_TIMEOUT_S):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        await self._too_large(send, limit)
+                        return
+                    chunks.append(chunk)
+                    if not message.get("more_body"):
+                        break
+        except TimeoutError:
+            await self._refuse(send, 408, "body_timeout",
+                               f"the body did not arrive within {BODY_TIMEOUT_S:g} s",
+                               seconds=BODY_TIMEOUT_S)  # fmt: skip
+            return
         body = b"".join(chunks)
         if body:
             try:
@@ -153,6 +183,11 @@ class BodyLimits:
 
         await self.app(scope, replay, send)
 
+    async def _too_large(self, send: Send, limit: int) -> None:
+        await self._refuse(
+            send, 413, "body_too_large", f"the body is over {limit} bytes", max_bytes=limit
+        )
+
     async def _refuse(self, send: Send, status: int, code: str, reason: str, **detail: Any) -> None:
         payload = json.dumps(self.error(code, reason, **detail)).encode()
         await send({"type": "http.response.start", "status": status,
@@ -162,6 +197,7 @@ class BodyLimits:
 
 
 __all__ = [
+    "BODY_TIMEOUT_S",
     "MAX_BATCH_BODY_BYTES",
     "MAX_BODY_BYTES",
     "MAX_COMMAND_BYTES",

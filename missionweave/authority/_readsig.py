@@ -11,8 +11,9 @@ so nothing is looked up before the signature verifies), ``alg="ed25519"`` and
     Signature: mw=:<64 bytes, base64>:
 
 The Authority (:class:`ReadVerifier`) refuses a request whose signature does not verify, whose
-``created`` is more than :data:`MAX_SKEW_MS` from its clock, or whose nonce it has seen within
-that window (a replay). Which Groups the key may read is the caller's policy (``_server``).
+``created`` is more than :data:`MAX_SKEW_MS` from its clock, or whose nonce the same key used
+within that window (a replay). Which Groups the key may read is the caller's policy
+(``_server``), which remembers a nonce only once the key is allowed.
 The signatures themselves come from the ``http-message-signatures`` package.
 """
 
@@ -46,8 +47,11 @@ LABEL, TAG = "mw", "missionweave-read"
 COVERED = ("@method", "@path", "@query")
 #: What a 401 asks for (RFC 9421 section 5.1).
 ACCEPT_SIGNATURE = f'{LABEL}=("@method" "@path" "@query");alg="ed25519";tag="{TAG}"'
-#: Nonces remembered at once; past this, reads are refused until old ones expire.
-MAX_NONCES = 200_000
+#: Nonces remembered at once, all keys together; past this, reads are refused (429) until old
+#: ones expire. Only keys allowed to read take room, so strangers cannot fill it.
+MAX_NONCES = 500_000
+#: Nonces one key may hold at once (about 330 signed reads a second for the 5-minute window).
+MAX_NONCES_PER_KEY = 100_000
 
 
 @dataclass(slots=True)
@@ -139,13 +143,26 @@ class ReadRefused(Exception):
         self.status, self.code, self.reason, self.detail = status, code, reason, detail
 
 
+@dataclass(frozen=True, slots=True)
+class SignedRead:
+    """A read whose signature verified: the signer's public key, its nonce and ``created``
+    (epoch milliseconds). Not yet remembered: :meth:`ReadVerifier.remember` it once the key
+    is known to be allowed, so a stranger's reads never take room in the nonce memory."""
+
+    key: str
+    nonce: str
+    created_ms: int
+
+
 class ReadVerifier:
-    """Checks signed reads against one clock and remembers their nonces.
+    """Checks signed reads (and signed frames' nonces) against one clock; remembers nonces.
 
     Args:
         clock: the Authority's clock, epoch milliseconds.
-        max_skew_ms: how far ``created`` may be from ``clock``, milliseconds.
-        max_nonces: how many nonces are remembered at once.
+        max_skew_ms: how far ``created`` may be from ``clock``, milliseconds; a nonce is
+            remembered while its ``created`` is within that window.
+        max_nonces: nonces remembered at once, all keys together.
+        max_nonces_per_key: nonces remembered at once for one key.
 
     Thread safety: call from one event loop (the server's); it does no I/O.
     """
@@ -156,17 +173,23 @@ class ReadVerifier:
         *,
         max_skew_ms: int = MAX_SKEW_MS,
         max_nonces: int = MAX_NONCES,
+        max_nonces_per_key: int = MAX_NONCES_PER_KEY,
     ) -> None:
         self._clock = clock
         self._skew = max_skew_ms
         self._max = max_nonces
-        self._nonces: OrderedDict[str, int] = OrderedDict()
+        self._max_per_key = max_nonces_per_key
+        # (key, nonce) -> forget at (ms); insertion order is arrival order
+        self._nonces: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._per_key: dict[str, int] = {}
         self._verifier = _AuthorityClockVerifier(
             signature_algorithm=algorithms.ED25519, key_resolver=_NoKeys()
         )
 
-    def verify(self, method: str, url: str, headers: Iterable[tuple[str, str]]) -> str | None:
-        """The reader's public key, or ``None`` for a request with no signature at all.
+    def verify(
+        self, method: str, url: str, headers: Iterable[tuple[str, str]]
+    ) -> SignedRead | None:
+        """The verified read, or ``None`` for a request with no signature at all.
 
         Args:
             method: the HTTP method.
@@ -174,7 +197,8 @@ class ReadVerifier:
             headers: the request's header fields (any case).
 
         Raises:
-            ReadRefused: a signature is present but does not verify, is stale or replayed.
+            ReadRefused: a signature is present but does not verify, has no usable nonce, or
+                was created more than ``max_skew_ms`` from the clock.
         """
         fields = {k.lower(): v for k, v in headers if k.lower() in ("signature", "signature-input")}
         if not fields:
@@ -186,44 +210,78 @@ class ReadVerifier:
             )  # fmt: skip
         except (HTTPMessageSignaturesException, ValueError) as exc:
             raise ReadRefused(
-                401, "unauthenticated", f"the read's signature does not verify: {exc}"
-            ) from None
+                401, "unauthenticated",
+                f"the read's signature does not verify ({str(exc) or type(exc).__name__})",
+            ) from None  # fmt: skip
         params = result.parameters
         created, nonce, key = params.get("created"), params.get("nonce"), params.get("keyid")
+        if not isinstance(created, int):
+            raise ReadRefused(401, "unauthenticated", "the read's signature needs created")
+        self.check_fresh(created * 1000, nonce)
+        assert isinstance(nonce, str)
+        return SignedRead(str(key), nonce, created * 1000)
+
+    def check_fresh(self, created_ms: int, nonce: object) -> None:
+        """Refuse a ``created_ms`` outside the window or a nonce of the wrong shape.
+
+        Raises:
+            ReadRefused: 401 ``unauthenticated``.
+        """
         now = self._clock()
-        if not isinstance(created, int) or abs(created * 1000 - now) > self._skew:
+        if abs(created_ms - now) > self._skew:
             raise ReadRefused(
                 401, "unauthenticated",
-                f"the read's signature was created more than {self._skew} ms from the "
-                "Authority's clock", created=created, server_time_ms=now,
+                f"the signature was created more than {self._skew} ms from the Authority's "
+                "clock", created_ms=created_ms, server_time_ms=now,
             )  # fmt: skip
         if not isinstance(nonce, str) or not 16 <= len(nonce) <= 64:
             raise ReadRefused(
-                401, "unauthenticated", "the read's signature needs a nonce of 16 to 64 characters"
+                401, "unauthenticated", "a signature needs a nonce of 16 to 64 characters"
             )
+
+    def remember(self, key: str, nonce: str, created_ms: int) -> None:
+        """Record ``key``'s ``nonce``; refuse it if seen within the window (a replay).
+
+        Raises:
+            ReadRefused: 401 ``unauthenticated`` for a replay; 429 ``too_many_requests`` when
+                this key, or all keys together, hold as many live nonces as allowed.
+        """
+        now = self._clock()
         self._forget(now)
-        if nonce in self._nonces:
-            raise ReadRefused(401, "unauthenticated", "this signed read was seen before (a replay)")
-        if len(self._nonces) >= self._max:
+        if (key, nonce) in self._nonces:
             raise ReadRefused(
-                429, "too_many_requests", "too many signed reads in the replay window"
+                401, "unauthenticated", "this signed request was seen before (a replay)"
             )
-        self._nonces[nonce] = now + 2 * self._skew
-        return str(key)
+        if len(self._nonces) >= self._max or self._per_key.get(key, 0) >= self._max_per_key:
+            raise ReadRefused(
+                429, "too_many_requests", "too many signed requests in the replay window"
+            )
+        self._nonces[(key, nonce)] = max(created_ms + self._skew, now) + 1
+        self._per_key[key] = self._per_key.get(key, 0) + 1
 
     def _forget(self, now: int) -> None:
+        # arrival order is close to expiry order (expiry = created + skew); an entry that
+        # expires later than one behind it is only forgotten a little late
         while self._nonces:
-            nonce, until = next(iter(self._nonces.items()))
+            (key, nonce), until = next(iter(self._nonces.items()))
             if until > now:
                 return
-            del self._nonces[nonce]
+            del self._nonces[(key, nonce)]
+            left = self._per_key[key] - 1
+            if left:
+                self._per_key[key] = left
+            else:
+                del self._per_key[key]
 
 
 __all__ = [
     "ACCEPT_SIGNATURE",
+    "MAX_NONCES",
+    "MAX_NONCES_PER_KEY",
     "MAX_SKEW_MS",
     "ReadRefused",
     "ReadVerifier",
+    "SignedRead",
     "SignedReads",
     "sign_read",
 ]

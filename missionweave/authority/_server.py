@@ -50,7 +50,7 @@ from ._errors import CursorTooOldError, UnknownGroupError
 from ._frames import FrameError, check_member_frame
 from ._limits import MAX_COMMAND_BYTES, BodyLimits
 from ._presence import PRESENCE_TTL_MS, PresenceBoard, check_presence_shape
-from ._readsig import ACCEPT_SIGNATURE, ReadRefused, ReadVerifier
+from ._readsig import ACCEPT_SIGNATURE, ReadRefused, ReadVerifier, SignedRead
 from ._stream import StreamSession
 from ._tracing import NATIVE_TRACING_OFF, TraceContextMiddleware
 
@@ -198,8 +198,9 @@ def create_app(
             response.headers["Accept-Signature"] = ACCEPT_SIGNATURE
         return response
 
-    async def reader(request: Request) -> str | None:
-        """The signed reader's public key, ``None`` when the request is not signed."""
+    async def reader(request: Request) -> SignedRead | None:
+        """The verified signed read, ``None`` when the request is not signed (not yet
+        remembered: see :meth:`ReadVerifier.remember`)."""
         scope = request.scope
         query = scope.get("query_string", b"")
         # raw_path as sent (percent-encoded); some ASGI servers leave the query on it
@@ -209,20 +210,26 @@ def create_app(
             url += "?" + query.decode("latin-1")
         return reads.verify(request.method, url, request.headers.items())
 
-    async def member(group_id: str, key: str | None = Depends(reader)) -> str:
-        """Only an active member of ``group_id`` (or an operator) reads it."""
-        if key is None:
+    def signed(read: SignedRead | None) -> SignedRead:
+        if read is None:
             raise ReadRefused(401, "unauthenticated", "reads need a signed request (RFC 9421)")
+        return read
+
+    async def member(group_id: str, read: SignedRead | None = Depends(reader)) -> str:
+        """Only an active member of ``group_id`` (or an operator) reads it; its nonce is
+        remembered once that holds."""
+        key = signed(read).key
         if key in operators:
             await asyncio.to_thread(authority.head, group_id)  # unknown_group for operators too
-            return key
-        if not await asyncio.to_thread(authority.may_read, group_id, key):
+        elif not await asyncio.to_thread(authority.may_read, group_id, key):
             raise ReadRefused(
                 403, "not_a_member",
                 f"key {key} is no active member's key in group {group_id!r}: only members "
                 "read a Group (an owner adds one with `missionweave group add`)",
                 group_id=group_id, key=key,
             )  # fmt: skip
+        assert read is not None
+        reads.remember(key, read.nonce, read.created_ms)
         return key
 
     @app.exception_handler(UnknownGroupError)
@@ -253,12 +260,10 @@ def create_app(
     @app.post(
         "/v1/commands/batch", responses={**_responses(413), 200: {"model": list[SubmitResult]}}
     )
-    async def post_batch(commands: list[Command] = Body(...)) -> JSONResponse:
-        if len(commands) > MAX_BATCH_REQUEST:
-            return _error(
-                422, "invalid_command", f"at most {MAX_BATCH_REQUEST} commands per batch",
-                count=len(commands), max=MAX_BATCH_REQUEST,
-            )  # fmt: skip
+    async def post_batch(
+        commands: list[Command] = Body(..., max_length=MAX_BATCH_REQUEST),
+    ) -> JSONResponse:
+        # max_length is checked before any element is validated: a long list costs nothing
         refused = _unsignable(commands)
         if refused is not None:
             return refused
@@ -303,11 +308,14 @@ def create_app(
         return JSONResponse(snap)
 
     @app.get("/v1/leases/{lease_id}", responses=_responses(*_READ, 404))
-    async def get_lease(lease_id: str, key: str | None = Depends(reader)) -> JSONResponse:
+    async def get_lease(lease_id: str, read: SignedRead | None = Depends(reader)) -> JSONResponse:
+        key = signed(read).key
         row = await asyncio.to_thread(authority.lease, lease_id)
-        if row is None:
+        if row is None:  # a stranger learns nothing of which leases exist
+            if key not in operators and not await asyncio.to_thread(authority.member_groups, key):
+                raise ReadRefused(403, "not_a_member", "only members of a Group read its leases")
             return _error(404, "unknown_lease", f"no lease {lease_id!r}", lease_id=lease_id)
-        await member(str(row["group_id"]), key)
+        await member(str(row["group_id"]), read)
         return JSONResponse(row)
 
     @app.get("/v1/groups/{group_id}/agents", responses=_responses(*_READ, 404))
@@ -336,15 +344,19 @@ def create_app(
         return JSONResponse({a: p.model_dump(mode="json") for a, p in fresh.items()})
 
     @app.get("/v1/authority", responses=_responses(401, 429))
-    async def get_authority(key: str | None = Depends(reader)) -> JSONResponse:
+    async def get_authority(read: SignedRead | None = Depends(reader)) -> JSONResponse:
         """The Authority's public key; with a signed request, the reader's Groups too (every
         Group for an operator)."""
         body: dict[str, Any] = {"public_key": authority.public_key}
-        if key is not None:
-            body["operator"] = key in operators
-            body["groups"] = await asyncio.to_thread(
+        if read is not None:
+            key = read.key
+            groups = await asyncio.to_thread(
                 authority.groups if key in operators else lambda: authority.member_groups(key)
             )
+            if groups or key in operators:  # a stranger's read shows nothing: no nonce kept
+                reads.remember(key, read.nonce, read.created_ms)
+            body["operator"] = key in operators
+            body["groups"] = groups
         return JSONResponse(body)
 
     @app.get("/healthz")
@@ -354,7 +366,7 @@ def create_app(
     @app.websocket("/v1/stream")
     async def stream(ws: WebSocket) -> None:
         await ws.accept()
-        await StreamSession(ws, authority, notifier, poll_interval_s).run()
+        await StreamSession(ws, authority, notifier, poll_interval_s, reads).run()
 
     return app
 

@@ -2,7 +2,7 @@
 
 Frames are JSON objects with a ``type``::
 
-    client → server  SUBSCRIBE {group, afterSequence, agent, issuedAtMs, signature}
+    client → server  SUBSCRIBE {group, afterSequence, agent, issuedAtMs, nonce, signature}
                      ACK       {cursors: {group: seq}}
     server → client  EVENT     {group, event}
                      ERROR     {code, reason, detail[, snapshot]}
@@ -10,7 +10,10 @@ Frames are JSON objects with a ``type``::
 ``signature`` is the agent's Ed25519 signature (base64url) over the canonical bytes of the
 SUBSCRIBE frame without ``signature``; the agent must be an active member of the Group and
 ``issuedAtMs`` within :data:`MAX_SKEW_MS` of the Authority's clock (checked by
-:func:`~._frames.check_member_frame`, shared with presence reports). One socket may hold several
+:func:`~._frames.check_member_frame`, shared with presence reports); its ``nonce`` (16 to 64
+characters) is never accepted twice within that window, so a captured frame cannot be replayed
+on another socket. A subscription ends (``ERROR unauthorized``) right after it delivers the
+subscriber's own ``member.removed``. One socket may hold several
 subscriptions (one per Group); a new SUBSCRIBE for a Group replaces the previous one.
 """
 
@@ -30,6 +33,7 @@ from ._engine import Authority
 from ._errors import CursorTooOldError
 from ._frames import MAX_SKEW_MS, FrameError, check_member_frame, is_int
 from ._limits import MAX_FRAME_BYTES, JSONProblem, parse_json
+from ._readsig import ReadRefused, ReadVerifier
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +55,19 @@ class StreamSession:
         authority: the Authority whose Group logs are streamed.
         notifier: wakes the pumps after a commit.
         poll_interval_s: fallback poll period, seconds (appends by other processes).
+        reads: the server's nonce memory (a SUBSCRIBE's nonce is used once).
     """
 
     def __init__(
-        self, ws: WebSocket, authority: Authority, notifier: Notifier, poll_interval_s: float
+        self,
+        ws: WebSocket,
+        authority: Authority,
+        notifier: Notifier,
+        poll_interval_s: float,
+        reads: ReadVerifier,
     ) -> None:
         self._ws = ws
+        self._reads = reads
         self._authority = authority
         self._notifier = notifier
         self._poll_interval_s = poll_interval_s
@@ -127,6 +138,11 @@ class StreamSession:
         head_seq = await asyncio.to_thread(
             check_member_frame, self._authority, frame, group, agent, "SUBSCRIBE"
         )
+        try:
+            self._reads.check_fresh(issued, frame.get("nonce"))
+            self._reads.remember(f"agent:{agent}", str(frame["nonce"]), issued)
+        except ReadRefused as exc:
+            raise FrameError("unauthorized", exc.reason, group=group, agent=agent) from None
         if after > head_seq:
             raise FrameError(
                 "invalid_frame",
@@ -138,7 +154,7 @@ class StreamSession:
         if old is not None:
             old.task.cancel()
             await asyncio.wait({old.task})
-        task = asyncio.create_task(self._pump(group, after), name=f"stream-{group}")
+        task = asyncio.create_task(self._pump(group, agent, after), name=f"stream-{group}")
         self._subs[group] = _Subscription(agent, task)
 
     async def _ack(self, frame: dict[str, Any]) -> None:
@@ -159,8 +175,9 @@ class StreamSession:
             except ValueError as exc:
                 await self._error("invalid_frame", str(exc), {"group": group, "seq": seq})
 
-    async def _pump(self, group: str, after: int) -> None:
-        """Replay Events after ``after`` in order, then follow the log live (MW-16-d)."""
+    async def _pump(self, group: str, agent: str, after: int) -> None:
+        """Replay Events after ``after`` in order, then follow the log live (MW-16-d), until
+        ``agent``'s own removal from the Group, which ends the subscription."""
         last = after
         try:
             while True:
@@ -182,6 +199,13 @@ class StreamSession:
                         {"type": "EVENT", "group": group, "event": ev.model_dump(mode="json")}
                     )
                     last = ev.seq
+                    if ev.type == "member.removed" and ev.body.get("agent_id") == agent:
+                        await self._error(
+                            "unauthorized", "the subscriber was removed from the group",
+                            {"group": group, "agent": agent, "seq": ev.seq},
+                        )  # fmt: skip
+                        self._subs.pop(group, None)
+                        return
                 if len(events) < PAGE:
                     await self._notifier.wait(waiter, self._poll_interval_s)
         except asyncio.CancelledError:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
 
-from ..protocol import Actor, Event, canonical_bytes
+from ..protocol import Actor, Event, canonical_bytes, new_id
 from ._client import (
     AuthorityClient,
     AuthorityRequestError,
@@ -42,10 +42,11 @@ log = logging.getLogger(__name__)
 def subscribe_frame(
     actor: Actor, group_id: str, after_sequence: int, issued_at_ms: int
 ) -> dict[str, Any]:
-    """A signed SUBSCRIBE frame: the actor's signature over the canonical frame without it."""
+    """A signed SUBSCRIBE frame: the actor's signature over the canonical frame without it,
+    with a fresh ``nonce`` (the Authority refuses a replayed frame)."""
     frame: dict[str, Any] = {
         "type": "SUBSCRIBE", "group": group_id, "afterSequence": after_sequence,
-        "agent": actor.agent_id, "issuedAtMs": issued_at_ms,
+        "agent": actor.agent_id, "issuedAtMs": issued_at_ms, "nonce": new_id("sub"),
     }  # fmt: skip
     frame["signature"] = actor.key.sign(canonical_bytes(frame))
     return frame

@@ -5,8 +5,10 @@ Events that people read and machines compare as strings, so two that look alike 
 and one must never disguise itself. The rule: 1 to :data:`MAX_ID_CHARS` characters, already in
 Unicode NFC, none of them a control or format character (Unicode categories ``Cc``, ``Cf`` —
 which covers NUL, the bidi overrides ``U+202A``–``U+202E``/``U+2066``–``U+2069`` and the
-zero-width characters —, ``Cs``, ``Co``, ``Cn``, ``Zl``, ``Zp``), and no white space at either
-end. Group ids also exclude ``/``, ``?``, ``#`` and ``%``: they are URL path segments.
+zero-width characters —, ``Cs``, ``Co``, ``Cn``, ``Zl``, ``Zp``), none invisible though it is a
+letter or mark (:data:`INVISIBLE_RANGES`: Hangul fillers, variation selectors, the combining
+grapheme joiner, …), no space but U+0020, and no white space at either end. Group ids also
+exclude ``/``, ``?``, ``#`` and ``%``: they are URL path segments.
 
 A label (a Mission title) may hold inner white space and up to :data:`MAX_LABEL_CHARS`
 characters, under the same character rule.
@@ -23,6 +25,16 @@ MAX_ID_CHARS = 128
 MAX_LABEL_CHARS = 200
 
 _FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+#: Characters that show nothing though their category is a letter, mark or symbol: Unicode's
+#: Default_Ignorable_Code_Point set (DerivedCoreProperties.txt; combining grapheme joiner,
+#: Hangul fillers, variation selectors, Mongolian selectors, …) and the blank Braille pattern.
+INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
+    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
+    (0x2060, 0x206F), (0x2800, 0x2800), (0x3164, 0x3164), (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)  # fmt: skip
 _NOT_IN_PATH = frozenset("/?#%")
 # Printable ASCII, no space at either end: valid under the rule, checked without a loop.
 _PLAIN_ASCII = re.compile(r"[!-~](?:[ -~]*[!-~])?")
@@ -63,13 +75,24 @@ def _text_problem(value: str, max_chars: int) -> str | None:
     if _PLAIN_ASCII.fullmatch(value):
         return None
     for i, ch in enumerate(value):
-        if unicodedata.category(ch) in _FORBIDDEN_CATEGORIES:
+        category = unicodedata.category(ch)
+        if (
+            category in _FORBIDDEN_CATEGORIES
+            or (category == "Zs" and ch != " ")
+            or is_invisible(ch)
+        ):
             return f"has a control or invisible character (U+{ord(ch):04X}) at index {i}"
     if value != value.strip():
         return "has white space at its start or end"
     if unicodedata.normalize("NFC", value) != value:
         return "is not in Unicode NFC"
     return None
+
+
+def is_invisible(ch: str) -> bool:
+    """Whether ``ch`` is in :data:`INVISIBLE_RANGES`."""
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in INVISIBLE_RANGES)
 
 
 def check_identifier(value: object, field: str, *, path_segment: bool = False) -> str:

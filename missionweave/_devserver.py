@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import json
 import os
 import shutil
@@ -30,12 +28,9 @@ from temporalio.common import SearchAttributeIndexedValueType, SearchAttributeKe
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
+from ._lifetime import die_with_parent
 from .protocol import MissionWeaveError
 from .telemetry import temporal_interceptors
-
-#: ``prctl`` from the C library, loaded in the parent (nothing is imported after fork).
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-_PR_SET_PDEATHSIG = 1
 
 #: ``MissionId`` (Keyword): the Mission's id within its Group.
 MISSION_ID = SearchAttributeKey.for_keyword("MissionId")
@@ -150,7 +145,7 @@ async def connect_client(
 def _die_with_parent() -> None:
     """In the forked child, before exec (Linux): SIGTERM when the parent dies, however it
     dies, so a killed ``dev up`` leaves no server behind."""
-    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    die_with_parent(signal.SIGTERM)
 
 
 class TemporalDevServer:

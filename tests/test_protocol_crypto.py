@@ -1,4 +1,4 @@
-"""RFC 8785 canonical bytes, SHA-256 digests and Ed25519 keys (DESIGN §6)."""
+"""RFC 8785 canonical bytes, SHA-256 digests and Ed25519 keys (docs/design.md §6)."""
 
 from __future__ import annotations
 

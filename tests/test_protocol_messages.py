@@ -1,4 +1,4 @@
-"""Signed Commands and the Authority's hash-chained, signed Events (DESIGN §6)."""
+"""Signed Commands and the Authority's hash-chained, signed Events (docs/design.md §6)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The Temporal web UI shows a Mission as DESIGN §5 and issue 5 promise, checked against the UI
-server's own HTTP API (``temporal server start-dev``'s UI, started by ``EmbeddedStack``), the
-same requests the UI's pages make:
+"""The Temporal web UI shows a Mission as docs/design.md §5 and issue 5 promise, checked
+against the UI server's own HTTP API (``temporal server start-dev``'s UI, started by
+``EmbeddedStack``), the same requests the UI's pages make:
 
 * ``GET  {ui}/api/v1/namespaces/{ns}/workflows?query=…`` — the workflow list and its search;
 * ``GET  {ui}/api/v1/namespaces/{ns}/workflows/{workflow_id}`` — the workflow's page (describe);

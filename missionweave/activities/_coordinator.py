@@ -2,7 +2,7 @@
 
 Activities are methods on :class:`CoordinatorActivities`, which holds the Authority client, the
 coordinator's signing identity and the review checks. Signing happens here, never in the
-workflow (DESIGN §5).
+workflow (docs/design.md §5).
 """
 
 from __future__ import annotations

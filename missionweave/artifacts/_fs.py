@@ -1,4 +1,4 @@
-"""The filesystem artifact store: the embedded default (DESIGN §8).
+"""The filesystem artifact store: the embedded default (docs/design.md §8).
 
 Layout under ``root``::
 

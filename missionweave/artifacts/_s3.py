@@ -1,4 +1,4 @@
-"""The S3 artifact store (MinIO or any S3 API) through the ``minio`` client (DESIGN §8)."""
+"""The S3 artifact store (MinIO or any S3 API) through the ``minio`` client (docs/design.md §8)."""
 
 from __future__ import annotations
 

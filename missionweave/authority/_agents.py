@@ -2,7 +2,7 @@
 
 Mixed into :class:`~missionweave.authority.Authority` (read side). Serves
 ``GET /v1/groups/{g}/agents``, which the coordinator's ``select_candidates`` activity ranks from
-(DESIGN §4 step 3, MW-10.3-f). Metadata only (MW-13.3-e): no WorkItem content.
+(docs/design.md §4 step 3, MW-10.3-f). Metadata only (MW-13.3-e): no WorkItem content.
 """
 
 from __future__ import annotations

@@ -322,7 +322,7 @@ class AuthorityClient:
 
     async def lease(self, lease_id: str) -> dict[str, Any] | None:
         """The lease row with ``valid`` (active and unexpired on the Authority's clock), or
-        ``None`` when unknown. Check it before an external side effect (DESIGN §5)."""
+        ``None`` when unknown. Check it before an external side effect (docs/design.md §5)."""
         resp = await self._request("GET", f"/v1/leases/{lease_id}", ok=(200, 404))
         if resp.status_code == 404:
             if resp.json().get("code") != "unknown_lease":

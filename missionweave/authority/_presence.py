@@ -1,4 +1,4 @@
-"""Presence: each agent's current capacity in a Group (DESIGN §2).
+"""Presence: each agent's current capacity in a Group (docs/design.md §2).
 
 Presence is ephemeral and deliberately **not** in the log: an agent reports ``free_slots`` and
 ``queue_depth`` in a small signed frame (``PUT /v1/groups/{g}/presence``)::

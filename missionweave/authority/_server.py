@@ -1,4 +1,4 @@
-"""The Authority's HTTP and WebSocket front (protocol section 16, DESIGN §6).
+"""The Authority's HTTP and WebSocket front (protocol section 16, docs/design.md §6).
 
 Routes::
 

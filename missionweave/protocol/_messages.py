@@ -4,7 +4,7 @@ A :class:`Command` is what an actor asks, signed by the actor. An :class:`Event`
 Authority accepted: it carries the command's id and actor, a contiguous group sequence, the hash of
 the previous Event, its own hash and the Authority's signature.
 
-Hashing and signing (DESIGN §6):
+Hashing and signing (docs/design.md §6):
 
 * ``command.signature`` = Ed25519(actor key, canonical(command without ``signature``));
 * ``event.hash`` = SHA-256 hex of canonical(event without ``hash``, ``signature`` and the carried

@@ -79,7 +79,7 @@ class ProgressReport(BaseModel):
 
 
 class AgentCard(BaseModel):
-    """A versioned description of an agent (DESIGN §2).
+    """A versioned description of an agent (docs/design.md §2).
 
     Attributes:
         agent_id: the agent's id.

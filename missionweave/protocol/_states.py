@@ -29,7 +29,7 @@ class WorkItemState(StrEnum):
 
 
 class Role(StrEnum):
-    """Roles a Group member may hold (DESIGN §2)."""
+    """Roles a Group member may hold (docs/design.md §2)."""
 
     MEMBER = "member"
     WORKER = "worker"

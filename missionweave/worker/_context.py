@@ -1,4 +1,5 @@
-"""``WorkContext``: what a handler sees of its WorkItem, its lease and the runtime (DESIGN §4.6).
+"""``WorkContext``: what a handler sees of its WorkItem, its lease and the runtime
+(docs/design.md §4.6).
 
 Each execution slot gets its own context — ids, lease, checkpoint, usage meters and
 idempotency keys are never shared between slots (MW-11.1-e).

@@ -1,4 +1,4 @@
-"""The ``execute_work_item`` activity: run the user's handler under its lease (DESIGN §4.6).
+"""The ``execute_work_item`` activity: run the user's handler under its lease (docs/design.md §4.6).
 
 While the handler runs, a heartbeat loop sends a Temporal heartbeat and a signed ``lease.renew``
 with the slot's usage delta every ``heartbeat_ms``; a rejected renewal cancels the handler

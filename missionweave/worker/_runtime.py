@@ -66,7 +66,7 @@ def _ws_url(http_url: str) -> str:
 
 
 class AgentRuntime:
-    """The agent runtime (DESIGN §7).
+    """The agent runtime (docs/design.md §7).
 
     Use it as ``async with AgentRuntime(...) as rt:`` (returns once the agent is ready) or
     ``await rt.run()`` with :meth:`stop` from elsewhere. An instance runs once; make a new one

@@ -1,4 +1,5 @@
-"""The agent's scheduler: which queued WorkItems start in which free slots (spec 11.1, DESIGN §7).
+"""The agent's scheduler: which queued WorkItems start in which free slots (spec 11.1,
+docs/design.md §7).
 
 Pure and synchronous: given the per-Group queues, the running slots and the time, :meth:`plan`
 says what to start, what to ask to pause and which items missed their start deadline. It sees

@@ -1,4 +1,5 @@
-"""Sending an agent's signed Commands to a Mission workflow as Temporal Updates (DESIGN §4.4-5).
+"""Sending an agent's signed Commands to a Mission workflow as Temporal Updates
+(docs/design.md §4.4-5).
 
 ``accept_offer``, ``decline_offer`` and ``start_work`` each carry
 ``AgentCommandInput(command=<signed Command>)`` with ``update_id = command.command_id`` and

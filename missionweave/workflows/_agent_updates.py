@@ -2,7 +2,7 @@
 ``then_start``), ``decline_offer`` and ``start_work``. Each carries the agent's own signed
 Command; the validator refuses stale or impossible requests before they reach history, the
 handler enqueues the Command for the main loop's next Authority batch and answers the verdict
-(DESIGN §4.4-5, MW-10.3-c/e, MW-11.3-b).
+(docs/design.md §4.4-5, MW-10.3-c/e, MW-11.3-b).
 """
 
 from __future__ import annotations

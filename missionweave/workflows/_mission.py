@@ -3,7 +3,7 @@
 Every state change goes through the Group Authority as a Command; the workflow applies the
 Authority's verdict, never its own guess. Update handlers only validate and enqueue; the main loop
 submits what is queued in batches (one ``submit_commands`` activity per batch) and resolves the
-waiting handlers. See DESIGN §4–§5 and docs/missions.md.
+waiting handlers. See docs/design.md §4–§5 and docs/missions.md.
 """
 
 from __future__ import annotations

@@ -128,7 +128,11 @@ async def test_error_bodies_are_structured(live: LiveServer, world: World) -> No
         floaty = mission_cmd(world, "m-float").model_copy(update={"body": {"x": 1.5}})
         r = await http.post("/v1/commands", json=floaty.model_dump(mode="json"))
         assert r.status_code == 422 and r.json()["code"] == "invalid_command"
-        assert r.json()["detail"]["command_id"] == floaty.command_id
+        assert "float 1.5 at body.x" in r.json()["reason"]
+        for bad in ("NaN", "Infinity", "-Infinity"):  # NaN must not be signed as null
+            raw = json.dumps(floaty.model_dump(mode="json")).replace("1.5", bad)
+            r = await http.post("/v1/commands", content=raw, headers=headers)
+            assert r.status_code == 422 and r.json()["code"] == "invalid_command", bad
         r = await http.get(f"/v1/groups/{world.group}/events", params={"limit": 0})
         assert r.status_code == 422 and r.json()["code"] == "invalid_request"
         r = await http.get("/v1/no/such/route")

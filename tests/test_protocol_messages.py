@@ -99,11 +99,14 @@ def test_signing_bytes_are_canonical_and_exclude_the_signature() -> None:
 
 
 def test_command_body_refuses_floats() -> None:
-    with pytest.raises(CanonicalizationError):
+    with pytest.raises(ValueError, match=r"float 1\.5 at body\.amount"):
         _command(body={"amount": 1.5})
     actor = Actor("worker-0", _KEY)
-    with pytest.raises(CanonicalizationError):
-        actor.command("progress.report", "g1", {"percent": 42.0})
+    for value in (42.0, float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(CanonicalizationError, match="signed bodies hold integers only"):
+            actor.command("progress.report", "g1", {"percent": value})
+    with pytest.raises(CanonicalizationError, match="lone surrogate"):
+        actor.command("progress.report", "g1", {"\ud800": 1})
 
 
 def test_actor_signs_with_its_epochs() -> None:

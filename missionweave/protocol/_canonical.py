@@ -16,17 +16,34 @@ import rfc8785
 from ._errors import CanonicalizationError
 
 
+def _text(value: str, path: str) -> None:
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CanonicalizationError(
+                f"a lone surrogate at {path or '$'}: signed text is valid Unicode"
+            ) from None
+
+
 def _check(value: Any, path: str) -> None:
-    if value is None or isinstance(value, (bool, str)):
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        _text(value, path)
         return
     if isinstance(value, int):
         return
-    if isinstance(value, float):
-        raise CanonicalizationError(f"float at {path or '$'}: signed bodies hold integers only")
+    if isinstance(value, float):  # NaN and Infinity too: pydantic would sign them as null
+        raise CanonicalizationError(
+            f"float {value!r} at {path or '$'}: signed bodies hold integers only "
+            "(money in minor units, durations in milliseconds)"
+        )
     if isinstance(value, Mapping):
         for k, v in value.items():
             if not isinstance(k, str):
                 raise CanonicalizationError(f"non-string key {k!r} at {path or '$'}")
+            _text(k, f"{path}.<key>")
             _check(v, f"{path}.{k}")
         return
     if isinstance(value, (list, tuple)):
@@ -34,6 +51,16 @@ def _check(value: Any, path: str) -> None:
             _check(v, f"{path}[{i}]")
         return
     raise CanonicalizationError(f"unsupported type {type(value).__name__} at {path or '$'}")
+
+
+def check_json_value(value: Any, path: str = "") -> None:
+    """Check that ``value`` can be canonicalized and signed as it is: JSON built from dict (str
+    keys), list, str (valid Unicode), int, bool and None — no float, NaN or Infinity included.
+
+    Raises:
+        CanonicalizationError: naming the first offending place (``body.budget.cost``).
+    """
+    _check(value, path)
 
 
 def canonical_bytes(value: Any) -> bytes:

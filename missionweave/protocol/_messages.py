@@ -23,8 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ._canonical import canonical_bytes, sha256_hex
+from ._canonical import canonical_bytes, check_json_value, sha256_hex
 from ._crypto import SigningKey, verify
+from ._errors import CanonicalizationError
 from ._identifiers import check_identifier
 
 #: ``prev_hash`` of a Group's first Event.
@@ -66,6 +67,16 @@ class Command(BaseModel):
     @classmethod
     def _identifier(cls, value: str, info: Any) -> str:
         return check_identifier(value, str(info.field_name))
+
+    @field_validator("body")
+    @classmethod
+    def _signable(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # before model_dump(mode="json") can turn NaN or Infinity into null and sign that
+        try:
+            check_json_value(value, "body")
+        except CanonicalizationError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     @field_validator("group_id")
     @classmethod

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._canonical import check_json_value
 from ._crypto import SigningKey
 from ._messages import Command, new_id, sign_command
 
@@ -58,8 +59,12 @@ class Actor:
             issued_at_ms: the issue time, epoch milliseconds; now by default.
 
         Raises:
-            CanonicalizationError: the body holds a float or a non-JSON value.
+            CanonicalizationError: the body holds a float (NaN and Infinity included), a lone
+                surrogate or a non-JSON value.
+            pydantic.ValidationError: an id breaks the identifier rule
+                (:func:`~missionweave.protocol.identifier_problem`).
         """
+        check_json_value(body or {}, "body")
         cmd = Command(
             command_id=command_id or new_id("cmd"),
             group_id=group_id,

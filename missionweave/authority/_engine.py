@@ -297,7 +297,11 @@ class Authority(LogReader, AgentReads):
                 for i, cmd in enumerate(commands)
             ]  # fmt: skip
             if pending is not None and self._trusted:
-                verdicts = pending.result()
+                try:
+                    verdicts = pending.result()
+                except Exception:  # the verifier process died: redo with inline verification
+                    self.conn.execute("ROLLBACK")
+                    return None
                 assert keys is not None
                 verdict_of = {}
                 j = 0

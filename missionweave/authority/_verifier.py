@@ -18,7 +18,7 @@ import signal
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 
-from .._lifetime import die_with_parent
+from .._lifetime import exit_with_parent
 from ..protocol import canonical_bytes, verify
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ def _child_of(parent_pid: int) -> None:
     decides when to stop (it shuts the pool down at exit); and when the parent dies without
     that (``kill -9``), this process dies too instead of lingering with parent PID 1."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent(signal.SIGKILL, parent_pid=parent_pid)
+    exit_with_parent(parent_pid)
 
 
 def submit(items: list[tuple[str, str]]) -> Future[list[bool]] | None:

@@ -530,3 +530,58 @@ async def test_a_slow_body_is_cut_off(
         r = await http.post("/v1/commands", content=trickle(),
                             headers={"content-type": "application/json"})  # fmt: skip
     assert r.status_code == 408 and r.json()["code"] == "body_timeout"
+
+
+def test_the_replay_memory_forgets_by_expiry_and_spares_operators() -> None:
+    """A nonce dated far ahead holds back nobody's expiry; members of other Groups together
+    cannot lock an operator out (second attack round, 2026-12-01)."""
+    from missionweave.authority._readsig import MAX_SKEW_MS, ReadRefused, ReadVerifier
+
+    clock = [1_800_000_000_000]
+    reads = ReadVerifier(lambda: clock[0], max_nonces=3, max_nonces_per_key=2)
+    reads.remember("k", "ahead-0000000000", clock[0] + MAX_SKEW_MS)  # kept for two windows
+    reads.remember("k", "now-000000000000", clock[0])
+    clock[0] += MAX_SKEW_MS + 2  # the second expired; the first not yet
+    reads.remember("k", "later-0000000000", clock[0])
+    reads.remember("m", "fills-0000000000", clock[0])  # three non-operator nonces: full
+    with pytest.raises(ReadRefused) as err:
+        reads.remember("n", "other-0000000000", clock[0])
+    assert err.value.status == 429
+    reads.remember("op", "operator-00000000", clock[0], operator=True)
+
+
+async def test_a_large_log_is_read_in_pages_bounded_by_size(live: LiveServer, world: World) -> None:
+    """Events near the Command size bound are read a few at a time (no read costs the server
+    more than MAX_PAGE_BYTES); the client reads on until it has what it asked for."""
+    from missionweave.authority._server import MAX_PAGE_BYTES
+
+    world.authorize("a")
+    offer = world.offer("a", world.workers[0])
+    assert world.accept(world.workers[0], "a", offer).accepted
+    world.start(world.workers[0], "a")
+    first = world.authority.head(world.group)[0]
+    for i in range(4):  # each Event holds the checkpoint twice: in its body and its Command
+        world.ok(world.workers[0], "progress.report",
+                 world.leased("a", report={"phase": "padding"},
+                              checkpoint={"pad": f"{i}" * 900_000}))  # fmt: skip
+    head = world.authority.head(world.group)[0]
+    async with signed_http(live.url, world.workers[1], timeout=30) as http:
+        r = await http.get(f"/v1/groups/{world.group}/events",
+                           params={"after_sequence": first, "limit": 100})  # fmt: skip
+    page = r.json()
+    assert 1 <= len(page["events"]) < head - first and page["head_seq"] == head
+    assert len(r.content) <= MAX_PAGE_BYTES + 4 * 1024 * 1024  # one Event may pass the bound
+    async with AuthorityClient(live.url, signing_key=world.workers[1].key) as client:
+        events = await client.events(world.group, first, 100)
+    assert [e.seq for e in events] == list(range(first + 1, head + 1))
+
+
+async def test_a_strangers_lease_reads_all_look_alike(live: LiveServer, world: World) -> None:
+    world.authorize("a")
+    offer = world.offer("a", world.workers[0])
+    assert world.accept(world.workers[0], "a", offer).accepted
+    lease_id = world.start(world.workers[0], "a")["lease_id"]
+    async with signed_http(live.url, Actor.generate("probe")) as s:
+        there, missing = await s.get(f"/v1/leases/{lease_id}"), await s.get("/v1/leases/nope")
+    assert there.status_code == missing.status_code == 403
+    assert there.json() == missing.json()

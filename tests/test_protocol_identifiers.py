@@ -37,7 +37,9 @@ def test_identifier_rule_matches_its_definition(s: str) -> None:
      "x" * 129, "a\nb", "\ufeffa",
      # invisible though letters, marks or symbols (found by an attack on 2026-12-01)
      "w1\u3164", "w1\u034f", "w1\ufe0f", "w1\u115f", "w1\uffa0", "w1\u2800",
-     "w1\U000e0100", "w1\u180b", "a\u00a0b", "a\u3000b"],
+     "w1\U000e0100", "w1\u180b", "a\u00a0b", "a\u3000b",
+     # and by its second round
+     "w1\U0001d159", "w1\U00016fe4", "w1\u303f", "w1\U0001bc9d", "w1\ufffc"],
 )  # fmt: skip
 def test_invisible_padded_or_unnormalized_ids_are_refused(bad: str) -> None:
     assert identifier_problem(bad) is not None
@@ -52,5 +54,7 @@ def test_readable_ids_pass_and_group_ids_are_path_segments() -> None:
         assert identifier_problem(good) is None, good
     assert identifier_problem("g/1", path_segment=True) is not None
     assert identifier_problem("g%2F1", path_segment=True) is not None
+    assert identifier_problem("..", path_segment=True) is not None
+    assert identifier_problem(".", path_segment=True) is not None
     assert label_problem("") is None and label_problem("A title, with spaces") is None
     assert label_problem("title\x00") is not None and label_problem("\u202etitle") is not None

@@ -267,11 +267,20 @@ class AuthorityClient:
                 is the signed reference to restore from (MW-16-e).
             AuthorityUnavailable: unreachable or timed out.
         """
-        resp = await self._request(
-            "GET", f"/v1/groups/{group_id}/events",
-            params={"after_sequence": after_sequence, "limit": limit},
-        )  # fmt: skip
-        return [Event.model_validate(e) for e in resp.json()["events"]]
+        out: list[Event] = []
+        after = after_sequence
+        while len(out) < limit:  # the server cuts pages by size too: read on to the limit
+            resp = await self._request(
+                "GET", f"/v1/groups/{group_id}/events",
+                params={"after_sequence": after, "limit": limit - len(out)},
+            )  # fmt: skip
+            body = resp.json()
+            page = [Event.model_validate(e) for e in body["events"]]
+            out += page
+            if not page or page[-1].seq >= int(body.get("head_seq", 0)):
+                break
+            after = page[-1].seq
+        return out
 
     async def head(self, group_id: str) -> tuple[int, str]:
         """The Group's last ``(seq, hash)``, like :meth:`Authority.head`.

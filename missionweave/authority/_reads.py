@@ -75,6 +75,25 @@ class LogReader:
             CursorTooOldError: ``after_sequence`` is below the online window (MW-16-e).
             ValueError: ``limit`` or ``after_sequence`` out of range.
         """
+        return self.events_page(group_id, after_sequence, limit)[0]
+
+    def events_page(
+        self,
+        group_id: str,
+        after_sequence: int = 0,
+        limit: int = 1000,
+        max_bytes: int | None = None,
+    ) -> tuple[list[Event], bool]:
+        """Like :meth:`events`, with the page also cut once its Events' stored JSON passes
+        ``max_bytes`` (always at least one Event): what a server answers one reader at a time.
+
+        Returns:
+            ``(events, cut)``: ``cut`` when the byte bound, not ``limit`` or the head, ended
+            the page (read on from the last Event's ``seq``).
+
+        Raises:
+            UnknownGroupError, CursorTooOldError, ValueError: as :meth:`events`.
+        """
         if not 1 <= limit <= 10_000 or after_sequence < 0:
             raise ValueError("limit must be 1..10000 and after_sequence >= 0")
         with self._lock:
@@ -86,11 +105,20 @@ class LogReader:
             if after_sequence < row[0]:
                 snap = latest_snapshot(self.conn, group_id)
                 raise CursorTooOldError(group_id, after_sequence, row[0] + 1, snap or {})
-            rows = self.conn.execute(
+            cursor = self.conn.execute(
                 "SELECT data FROM events WHERE group_id=? AND seq>? ORDER BY seq LIMIT ?",
                 (group_id, after_sequence, limit),
-            ).fetchall()
-        return [Event.model_validate_json(r[0]) for r in rows]
+            )
+            rows: list[str] = []
+            size, cut = 0, False
+            for (data,) in cursor:
+                if rows and max_bytes is not None and size + len(data) > max_bytes:
+                    cut = True
+                    break
+                rows.append(data)
+                size += len(data)
+            cursor.close()
+        return [Event.model_validate_json(r) for r in rows], cut
 
     def all_events(self, group_id: str) -> list[Event]:
         """The whole log, archive included, in order (for verification and tests)."""

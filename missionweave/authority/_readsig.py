@@ -20,8 +20,8 @@ The signatures themselves come from the ``http-message-signatures`` package.
 from __future__ import annotations
 
 import datetime
+import heapq
 import os
-from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -179,9 +179,10 @@ class ReadVerifier:
         self._skew = max_skew_ms
         self._max = max_nonces
         self._max_per_key = max_nonces_per_key
-        # (key, nonce) -> forget at (ms); insertion order is arrival order
-        self._nonces: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._nonces: dict[tuple[str, str], bool] = {}  # (key, nonce) -> an operator's
+        self._expiry: list[tuple[int, str, str]] = []  # heap of (forget at ms, key, nonce)
         self._per_key: dict[str, int] = {}
+        self._operators = 0
         self._verifier = _AuthorityClockVerifier(
             signature_algorithm=algorithms.ED25519, key_resolver=_NoKeys()
         )
@@ -239,12 +240,21 @@ class ReadVerifier:
                 401, "unauthenticated", "a signature needs a nonce of 16 to 64 characters"
             )
 
-    def remember(self, key: str, nonce: str, created_ms: int) -> None:
+    def remember(self, key: str, nonce: str, created_ms: int, *, operator: bool = False) -> None:
         """Record ``key``'s ``nonce``; refuse it if seen within the window (a replay).
+
+        Args:
+            key: who signed (a public key, or ``agent:<id>`` for frames).
+            nonce: the signature's nonce.
+            created_ms: its creation time, epoch milliseconds: it is forgotten once that is
+                out of the window.
+            operator: an operator's nonce counts against its own per-key bound only, so
+                members of any Group together cannot lock an operator out.
 
         Raises:
             ReadRefused: 401 ``unauthenticated`` for a replay; 429 ``too_many_requests`` when
-                this key, or all keys together, hold as many live nonces as allowed.
+                this key, or all (non-operator) keys together, hold as many live nonces as
+                allowed.
         """
         now = self._clock()
         self._forget(now)
@@ -252,21 +262,22 @@ class ReadVerifier:
             raise ReadRefused(
                 401, "unauthenticated", "this signed request was seen before (a replay)"
             )
-        if len(self._nonces) >= self._max or self._per_key.get(key, 0) >= self._max_per_key:
+        full = not operator and len(self._nonces) - self._operators >= self._max
+        if full or self._per_key.get(key, 0) >= self._max_per_key:
             raise ReadRefused(
                 429, "too_many_requests", "too many signed requests in the replay window"
             )
-        self._nonces[(key, nonce)] = max(created_ms + self._skew, now) + 1
+        until = max(created_ms + self._skew, now) + 1
+        self._nonces[(key, nonce)] = operator
+        heapq.heappush(self._expiry, (until, key, nonce))
         self._per_key[key] = self._per_key.get(key, 0) + 1
+        self._operators += operator
 
     def _forget(self, now: int) -> None:
-        # arrival order is close to expiry order (expiry = created + skew); an entry that
-        # expires later than one behind it is only forgotten a little late
-        while self._nonces:
-            (key, nonce), until = next(iter(self._nonces.items()))
-            if until > now:
-                return
-            del self._nonces[(key, nonce)]
+        # a heap by expiry: one nonce dated far ahead holds back nothing else
+        while self._expiry and self._expiry[0][0] <= now:
+            _, key, nonce = heapq.heappop(self._expiry)
+            self._operators -= self._nonces.pop((key, nonce))
             left = self._per_key[key] - 1
             if left:
                 self._per_key[key] = left

@@ -5,6 +5,7 @@ Routes::
     POST /v1/commands                          one Command → SubmitResult (200, or 409 rejected)
     POST /v1/commands/batch                    up to 1000 Commands → [SubmitResult] (200)
     GET  /v1/groups/{group_id}/events          ?after_sequence=N&limit=M → {events, head_seq}
+                                               (also cut at MAX_PAGE_BYTES: page on)
     GET  /v1/groups/{group_id}/head            → {seq, hash}
     GET  /v1/groups/{group_id}/snapshots/{seq} → the whole signed snapshot
     GET  /v1/leases/{lease_id}                 → the lease row with ``valid``
@@ -58,6 +59,9 @@ log = logging.getLogger(__name__)
 
 #: Most Commands accepted by one ``POST /v1/commands/batch``.
 MAX_BATCH_REQUEST = 1000
+#: Most bytes of Events in one answer (one page of ``GET …/events``, one replay step of the
+#: stream): a reader pages on from the last ``seq``, and no read costs the server more.
+MAX_PAGE_BYTES = 4 * 1024 * 1024
 #: Largest sequence number a request may name (SQLite's INTEGER).
 MAX_SEQ = 2**63 - 1
 
@@ -229,7 +233,7 @@ def create_app(
                 group_id=group_id, key=key,
             )  # fmt: skip
         assert read is not None
-        reads.remember(key, read.nonce, read.created_ms)
+        reads.remember(key, read.nonce, read.created_ms, operator=key in operators)
         return key
 
     @app.exception_handler(UnknownGroupError)
@@ -278,7 +282,9 @@ def create_app(
         _: str = Depends(member),
     ) -> JSONResponse:
         try:
-            events = await asyncio.to_thread(authority.events, group_id, after_sequence, limit)
+            events, _cut = await asyncio.to_thread(
+                authority.events_page, group_id, after_sequence, limit, MAX_PAGE_BYTES
+            )
             head_seq, _ = await asyncio.to_thread(authority.head, group_id)
         except CursorTooOldError as exc:
             body = error_body(
@@ -310,12 +316,19 @@ def create_app(
     @app.get("/v1/leases/{lease_id}", responses=_responses(*_READ, 404))
     async def get_lease(lease_id: str, read: SignedRead | None = Depends(reader)) -> JSONResponse:
         key = signed(read).key
+        assert read is not None
         row = await asyncio.to_thread(authority.lease, lease_id)
-        if row is None:  # a stranger learns nothing of which leases exist
-            if key not in operators and not await asyncio.to_thread(authority.member_groups, key):
-                raise ReadRefused(403, "not_a_member", "only members of a Group read its leases")
+        group = None if row is None else str(row["group_id"])
+        allowed = key in operators or (
+            await asyncio.to_thread(authority.may_read, group, key)
+            if group is not None
+            else bool(await asyncio.to_thread(authority.member_groups, key))
+        )
+        if not allowed:  # one answer: a stranger learns neither the lease nor its Group
+            raise ReadRefused(403, "not_a_member", "only members of a lease's Group read it")
+        reads.remember(key, read.nonce, read.created_ms, operator=key in operators)
+        if row is None:
             return _error(404, "unknown_lease", f"no lease {lease_id!r}", lease_id=lease_id)
-        await member(str(row["group_id"]), read)
         return JSONResponse(row)
 
     @app.get("/v1/groups/{group_id}/agents", responses=_responses(*_READ, 404))
@@ -354,7 +367,7 @@ def create_app(
                 authority.groups if key in operators else lambda: authority.member_groups(key)
             )
             if groups or key in operators:  # a stranger's read shows nothing: no nonce kept
-                reads.remember(key, read.nonce, read.created_ms)
+                reads.remember(key, read.nonce, read.created_ms, operator=key in operators)
             body["operator"] = key in operators
             body["groups"] = groups
         return JSONResponse(body)

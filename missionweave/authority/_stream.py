@@ -37,8 +37,9 @@ from ._readsig import ReadRefused, ReadVerifier
 
 log = logging.getLogger(__name__)
 
-#: Events read from the log per page while replaying.
+#: Events read from the log per page while replaying (and at most this many bytes of them).
 PAGE = 1000
+MAX_PAGE_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -183,7 +184,9 @@ class StreamSession:
             while True:
                 waiter = self._notifier.waiter(group)  # before the read: see _batch.Notifier
                 try:
-                    events = await asyncio.to_thread(self._authority.events, group, last, PAGE)
+                    events, cut = await asyncio.to_thread(
+                        self._authority.events_page, group, last, PAGE, MAX_PAGE_BYTES
+                    )
                 except CursorTooOldError as exc:
                     await self._send(
                         {
@@ -206,7 +209,7 @@ class StreamSession:
                         )  # fmt: skip
                         self._subs.pop(group, None)
                         return
-                if len(events) < PAGE:
+                if len(events) < PAGE and not cut:
                     await self._notifier.wait(waiter, self._poll_interval_s)
         except asyncio.CancelledError:
             raise

@@ -8,7 +8,7 @@ which covers NUL, the bidi overrides ``U+202A``–``U+202E``/``U+2066``–``U+20
 zero-width characters —, ``Cs``, ``Co``, ``Cn``, ``Zl``, ``Zp``), none invisible though it is a
 letter or mark (:data:`INVISIBLE_RANGES`: Hangul fillers, variation selectors, the combining
 grapheme joiner, …), no space but U+0020, and no white space at either end. Group ids also
-exclude ``/``, ``?``, ``#`` and ``%``: they are URL path segments.
+exclude ``/``, ``?``, ``#``, ``%``, ``.`` and ``..``: they are URL path segments.
 
 A label (a Mission title) may hold inner white space and up to :data:`MAX_LABEL_CHARS`
 characters, under the same character rule.
@@ -27,12 +27,15 @@ MAX_LABEL_CHARS = 200
 _FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 #: Characters that show nothing though their category is a letter, mark or symbol: Unicode's
 #: Default_Ignorable_Code_Point set (DerivedCoreProperties.txt; combining grapheme joiner,
-#: Hangul fillers, variation selectors, Mongolian selectors, …) and the blank Braille pattern.
+#: Hangul fillers, variation selectors, Mongolian selectors, …), and blank-rendering ones found
+#: by attack: the blank Braille pattern, the ideographic half fill space, the object
+#: replacement character, the Khitan filler, a Duployan selector, the null notehead.
 INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
     (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
     (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
-    (0x2060, 0x206F), (0x2800, 0x2800), (0x3164, 0x3164), (0xFE00, 0xFE0F),
-    (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+    (0x2060, 0x206F), (0x2800, 0x2800), (0x303F, 0x303F), (0x3164, 0x3164),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFC),
+    (0x16FE4, 0x16FE4), (0x1BC9D, 0x1BC9D), (0x1BCA0, 0x1BCA3), (0x1D159, 0x1D159),
     (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
 )  # fmt: skip
 _NOT_IN_PATH = frozenset("/?#%")
@@ -53,11 +56,13 @@ def identifier_problem(value: object, *, path_segment: bool = False) -> str | No
     """
     if not isinstance(value, str):
         return "is not a string"
-    return _text_problem(value, MAX_ID_CHARS) or (
-        "contains one of / ? # %"
-        if path_segment and any(c in _NOT_IN_PATH for c in value)
-        else None
-    )
+    problem = _text_problem(value, MAX_ID_CHARS)
+    if problem is None and path_segment:
+        if any(c in _NOT_IN_PATH for c in value):
+            problem = "contains one of / ? # %"
+        elif value in (".", ".."):
+            problem = "is a dot segment (. or ..), which URLs drop"
+    return problem
 
 
 def label_problem(value: object) -> str | None:

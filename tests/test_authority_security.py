@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from websockets.asyncio.client import connect
 
-from missionweave.authority import verify_log
+from missionweave.authority import SubmitResult, verify_log
 from missionweave.authority._readsig import sign_read
 from missionweave.authority.client import (
     AuthorityClient,
@@ -46,6 +46,19 @@ READS = (
     "/v1/groups/{g}/presence",
     "/v1/groups/{g}/snapshots/{snap}",
 )
+
+
+def _started(world: World, wid: str) -> SubmitResult:
+    """Authorize ``wid``, offer it to worker-0, which accepts and starts it: the verdict."""
+    world.authorize(wid)
+    offer = world.offer(wid, world.workers[0])
+    assert world.accept(world.workers[0], wid, offer).accepted
+    item = world.authority.work_item(world.group, wid)
+    assert item is not None
+    body = {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]}
+    started = world.ok(world.workers[0], "work.start", body)
+    world.leases[wid] = started.reply["lease"]
+    return started
 
 
 def _untouched(world: World, before: int) -> None:
@@ -182,15 +195,7 @@ async def test_bearer_signature_of_capability_tokens_never_enters_the_log__MW_11
     live: LiveServer, world: World
 ) -> None:
     """Finding 3: the log keeps the token's facts and hash; the holder alone gets the signature."""
-    world.authorize("a")
-    offer = world.offer("a", world.workers[0])
-    assert world.accept(world.workers[0], "a", offer).accepted
-    item = world.authority.work_item(world.group, "a")
-    assert item is not None
-    epoch = item["ownership_epoch"]
-    started = world.ok(
-        world.workers[0], "work.start", {"work_item_id": "a", "ownership_epoch": epoch}
-    )
+    started = _started(world, "a")
     world.leases["a"] = started.reply["lease"]
     renewed = world.ok(world.workers[0], "lease.renew", world.leased("a"))
     for r in (started, renewed):
@@ -377,15 +382,7 @@ async def test_a_replayed_start_never_hands_out_the_bearer_secret__MW_11_3_d(
 ) -> None:
     """The signed ``work.start`` is in the log: another member sending it again gets the
     original verdict, but not the capability token's signature."""
-    world.authorize("a")
-    offer = world.offer("a", world.workers[0])
-    assert world.accept(world.workers[0], "a", offer).accepted
-    item = world.authority.work_item(world.group, "a")
-    assert item is not None
-    epoch = item["ownership_epoch"]
-    started = world.ok(
-        world.workers[0], "work.start", {"work_item_id": "a", "ownership_epoch": epoch}
-    )
+    started = _started(world, "a")
     secret = started.reply["capability_token"]["signature"]
     async with signed_http(live.url, world.workers[1]) as thief:
         events = (await thief.get(f"/v1/groups/{world.group}/events?limit=10000")).json()

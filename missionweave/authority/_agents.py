@@ -14,7 +14,7 @@ import threading
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..protocol import AgentCard
-from ._errors import UnknownGroupError
+from ._reads import require_group
 
 #: The outcome Events reliability is counted from; both bodies name ``owner`` and
 #: ``capabilities`` (the WorkItem's required capabilities).
@@ -74,10 +74,7 @@ class AgentReads:
             UnknownGroupError: no such Group.
         """
         with self._lock:
-            if self.conn.execute(
-                "SELECT 1 FROM groups WHERE group_id=?", (group_id,)
-            ).fetchone() is None:  # fmt: skip
-                raise UnknownGroupError(group_id)
+            require_group(self.conn, group_id)
             members = self.conn.execute(
                 "SELECT m.agent_id, m.public_key, m.roles, m.membership_epoch, a.card, "
                 "a.session_epoch "

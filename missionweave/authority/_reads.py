@@ -17,6 +17,12 @@ from ._errors import CursorTooOldError, UnknownGroupError
 from ._snapshots import latest_snapshot, load_snapshot, take_snapshot
 
 
+def require_group(conn: sqlite3.Connection, group_id: str) -> None:
+    """Raise :class:`UnknownGroupError` unless ``group_id`` exists (the caller holds the lock)."""
+    if conn.execute("SELECT 1 FROM groups WHERE group_id=?", (group_id,)).fetchone() is None:
+        raise UnknownGroupError(group_id)
+
+
 class LogReader:
     """Read and maintenance methods of the Authority (see the module docstring)."""
 
@@ -150,10 +156,7 @@ class LogReader:
             UnknownGroupError: no such Group.
         """
         with self._lock:
-            if self.conn.execute(
-                "SELECT 1 FROM groups WHERE group_id=?", (group_id,)
-            ).fetchone() is None:  # fmt: skip
-                raise UnknownGroupError(group_id)
+            require_group(self.conn, group_id)
             return (
                 self.conn.execute(
                     "SELECT 1 FROM members WHERE group_id=? AND public_key=? AND active=1",

@@ -107,9 +107,12 @@ async def ensure_group(
                 owner.membership_epochs[group_id] = int(ev.body["membership_epoch"])
         return True
     assert result.rejection is not None
-    if result.rejection.code == "operator_required" and await _exists(client, group_id):
-        pass  # made by an operator already: this key may still be its owner
-    elif result.rejection.code != "group_exists":
+    code = result.rejection.code
+    # made by an operator already, the Group may still be this (non-operator) key's to own
+    exists = code == "group_exists" or (
+        code == "operator_required" and await _exists(client, group_id)
+    )
+    if not exists:
         hint = (
             f" (start the Authority with --operator-key {owner.public_key})"
             if result.rejection.code == "operator_required"

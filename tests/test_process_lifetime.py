@@ -63,3 +63,33 @@ def test_the_verifier_process_dies_with_a_killed_authority(tmp_path: Path) -> No
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_nothing_outlives_a_killed_dev_stack(tmp_path: Path) -> None:
+    """``kill -9`` of ``missionweave dev up`` takes the Temporal dev server, the Authority's
+    verifier process and multiprocessing's resource tracker with it (issue 11, item 14)."""
+    exe = str(Path(sys.executable).with_name("missionweave"))
+    log = tmp_path / "dev.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [exe, "dev", "up", "--data-dir", str(tmp_path / "data"), "--temporal-port", "0",
+             "--ui-port", "0", "--authority-port", "0", "--headless"],
+            stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while "is up" not in log.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        children = _children(proc.pid)
+        assert len(children) >= 3, children  # the dev server, the verifier and its tracker
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while any(_alive(c) for c in children):
+            assert time.monotonic() < deadline, f"outlived dev up: {children}"
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -306,9 +306,14 @@ async def test_runtime_refuses_to_start_without_membership(
                       temporal_client=_Busy(),  # type: ignore[arg-type]
                       handlers=load_handlers("tests.worker_handlers"),
                       state_path=tmp_path / "s.db")  # fmt: skip
-    with pytest.raises(SessionError, match="unknown_actor"):
+    with pytest.raises(SessionError, match="unknown_actor") as err:
         async with rt:
             pass
+    # it says what to run (issue 11, item 13)
+    assert (
+        f"group add --key OWNER.pem --group GROUP --agent-id stranger --public-key "
+        f"{stranger.public_key}" in str(err.value)
+    )
 
 
 async def test_a_stop_during_start_up_ends_the_runtime_though_the_authority_is_silent(

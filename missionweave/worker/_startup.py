@@ -28,7 +28,15 @@ async def open_session(client: AuthorityClient, actor: Actor) -> int:
     result = await client.submit(actor.command("session.open", None, {}))
     if not result.accepted:
         rej = result.rejection
-        raise SessionError(rej.code if rej else result.status, rej.reason if rej else "")
+        code, reason = (rej.code, rej.reason) if rej else (result.status, "")
+        if code in ("unknown_actor", "not_a_member"):
+            reason += (
+                f"; an owner of its Group adds it: missionweave group add --key OWNER.pem "
+                f"--group GROUP --agent-id {actor.agent_id} --public-key {actor.public_key}"
+            )
+        elif code == "bad_signature":
+            reason += f"; agent {actor.agent_id!r} is registered with another key than this one"
+        raise SessionError(code, reason)
     actor.session_epoch = int(result.reply["session_epoch"])
     log.info("agent %s opened session %s", actor.agent_id, actor.session_epoch)
     return actor.session_epoch

@@ -550,7 +550,7 @@ def test_the_replay_memory_forgets_by_expiry_and_spares_operators() -> None:
 async def test_a_large_log_is_read_in_pages_bounded_by_size(live: LiveServer, world: World) -> None:
     """Events near the Command size bound are read a few at a time (no read costs the server
     more than MAX_PAGE_BYTES); the client reads on until it has what it asked for."""
-    from missionweave.authority._server import MAX_PAGE_BYTES
+    from missionweave.authority._limits import MAX_PAGE_BYTES
 
     world.authorize("a")
     offer = world.offer("a", world.workers[0])

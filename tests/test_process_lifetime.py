@@ -23,6 +23,16 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+def _kill_and_outlive_none(proc: subprocess.Popen[bytes], children: set[int], secs: float) -> None:
+    """``kill -9`` ``proc``; fail unless every one of ``children`` is gone within ``secs``."""
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + secs
+    while any(_alive(c) for c in children):
+        assert time.monotonic() < deadline, f"outlived {proc.args[1:3]}: {children}"
+        time.sleep(0.1)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -53,12 +63,7 @@ def test_the_verifier_process_dies_with_a_killed_authority(tmp_path: Path) -> No
                 pass
             children = _children(proc.pid)
             time.sleep(0.1)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while any(_alive(c) for c in children):
-            assert time.monotonic() < deadline, f"outlived the server: {children}"
-            time.sleep(0.1)
+        _kill_and_outlive_none(proc, children, 10)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -83,12 +88,7 @@ def test_nothing_outlives_a_killed_dev_stack(tmp_path: Path) -> None:
             time.sleep(0.2)
         children = _children(proc.pid)
         assert len(children) >= 3, children  # the dev server, the verifier and its tracker
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-        deadline = time.monotonic() + 15
-        while any(_alive(c) for c in children):
-            assert time.monotonic() < deadline, f"outlived dev up: {children}"
-            time.sleep(0.1)
+        _kill_and_outlive_none(proc, children, 15)
     finally:
         if proc.poll() is None:
             proc.kill()

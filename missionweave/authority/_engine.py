@@ -49,6 +49,7 @@ from . import (  # noqa: F401
 from ._agents import AgentReads
 from ._context import Ctx, Reject, dumps
 from ._errors import AuthorityError
+from ._handlers_lease import public_token
 from ._reads import LogReader
 from ._registry import HANDLERS
 from ._schema import connect
@@ -448,7 +449,7 @@ class Authority(LogReader, AgentReads):
             # The signed Command is in the log, so anyone who reads it can send it again: a
             # repeat must not hand out the bearer secret. The holder renews (a new Command,
             # which only it can sign) to get a token it can use.
-            reply["capability_token"] = {k: v for k, v in token.items() if k != "signature"}
+            reply["capability_token"] = public_token(token)
         return SubmitResult(
             command_id=cmd.command_id, status=prior[1],
             events=[self._load_event(g, s) for g, s in refs["events"]],

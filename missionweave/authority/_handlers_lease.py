@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -114,7 +115,7 @@ def _token(ctx: Ctx, lease_id: str, item: sqlite3.Row, expires_at_ms: int) -> di
     return token
 
 
-def _public(token: dict[str, object]) -> dict[str, object]:
+def public_token(token: dict[str, Any]) -> dict[str, Any]:
     """What the log records of a capability token: everything but the bearer signature, which
     goes to the lease holder alone (in the reply)."""
     return {k: v for k, v in token.items() if k != "signature"}
@@ -161,7 +162,7 @@ def work_start(ctx: Ctx) -> None:
     checkpoint = json.loads(item["checkpoint"]) if item["checkpoint"] else None
     ctx.emit(
         "work.started",
-        {"lease": lease, "capability_token": _public(token), "checkpoint": checkpoint},
+        {"lease": lease, "capability_token": public_token(token), "checkpoint": checkpoint},
         work_item_id=item["work_item_id"],
     )
     ctx.reply.update(lease=lease, capability_token=token, checkpoint=checkpoint)
@@ -182,7 +183,7 @@ def lease_renew(ctx: Ctx) -> None:
         "lease_id": lease["lease_id"],
         "expires_at_ms": expires,
         "renewal": len(renewals),
-        "capability_token": _public(token),
+        "capability_token": public_token(token),
     }
     if usage is not None:
         body["usage"] = usage.model_dump()

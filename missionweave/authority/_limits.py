@@ -27,6 +27,9 @@ MAX_COMMAND_BYTES = 1024 * 1024
 MAX_FRAME_BYTES = 64 * 1024
 #: Deepest nesting of JSON arrays and objects accepted anywhere.
 MAX_JSON_DEPTH = 64
+#: Most bytes of Events in one answer (one page of ``GET …/events``, one replay step of the
+#: stream): a reader pages on from the last ``seq``, and no read costs the server more.
+MAX_PAGE_BYTES = 4 * 1024 * 1024
 #: Longest a request body may take to arrive, seconds (a slow, unfinished body holds memory).
 BODY_TIMEOUT_S = 30.0
 
@@ -209,6 +212,7 @@ __all__ = [
     "MAX_COMMAND_BYTES",
     "MAX_FRAME_BYTES",
     "MAX_JSON_DEPTH",
+    "MAX_PAGE_BYTES",
     "BodyLimits",
     "JSONProblem",
     "parse_json",

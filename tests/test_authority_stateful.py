@@ -30,7 +30,7 @@ from hypothesis.stateful import (
 )
 
 from missionweave.authority import SubmitResult, verify_log
-from missionweave.protocol import Actor, Command, SigningKey, new_id, sign_command
+from missionweave.protocol import Actor, Command, SigningKey, new_id, reduce_events, sign_command
 
 from .world import contract, evidence, make_world
 
@@ -825,6 +825,30 @@ class AuthorityMachine(RuleBasedStateMachine):
             if item.state in ("queued", "active", "blocked"):
                 assert row["owner"] == item.owner, wid
             assert row["lease_id"] == (item.lease if item.state == "active" else None), wid
+
+    @invariant()
+    def reducer_matches_authority(self) -> None:
+        # docs/design.md §4 "One reducer": the facts the workflow and the agents fold from the
+        # log are the Authority's rows (MW-10.2-a, MW-11.1-b)
+        facts = reduce_events(self.auth.all_events(self.g))
+        rows = {r["work_item_id"]: r for r in self.auth.query(
+            "SELECT * FROM work_items WHERE group_id=?", self.g)}  # fmt: skip
+        assert set(facts) == set(rows)
+        for wid, row in rows.items():
+            f = facts[wid]
+            assert (f.state, f.ownership_epoch, f.revision, f.attempts) == (
+                row["state"],
+                row["ownership_epoch"],
+                row["revision"],
+                row["attempts"],
+            ), wid
+            if row["state"] in ("queued", "active", "blocked"):
+                assert f.owner == row["owner"], wid
+            if row["state"] == "active":
+                assert f.lease_id == row["lease_id"], wid
+            if row["state"] == "queued":
+                assert f.start_deadline_ms == row["start_deadline_ms"], wid
+            assert f.approved == bool(row["approved"]), wid
 
     @invariant()
     def leases_match_model(self) -> None:

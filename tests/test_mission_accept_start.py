@@ -1,25 +1,26 @@
-"""Accepting and starting in one Update (``AgentCommandInput.then_start``): the workflow submits
-the agent's ``work.accept_offer`` and ``work.start`` in that order, answers both verdicts and
-runs the WorkItem (MW-10.3-c, MW-11.3-b); a ``then_start`` that is not the same agent's
-``work.start`` for the same WorkItem is refused by the validator before it reaches history."""
+"""The offer is the activity (docs/design.md §4.3-5): each offer is an ``execute_work_item``
+activity on the candidate's task queue whose schedule-to-start timeout is the offer's expiry and
+whose heartbeat timeout is the lease bound; the agent accepts and starts with the Authority itself
+— in one request when a slot is free — and an accepted item waits in the agent's queue until the
+scheduler gives it a slot (MW-10.3-c, MW-11.3-b). No agent sends an Update."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowUpdateFailedError
-from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
 from missionweave.protocol import Event
-from missionweave.protocol.mission import AgentCommandInput
-from missionweave.workflows import MissionWorkflow
+from missionweave.protocol.mission import agent_task_queue
+from missionweave.worker import HandlerRegistry, Submission, WorkContext
 
 from . import temporal_env
-from .mission_harness import MissionStack, contract, mission_stack, step_registry, until
+from .mission_harness import MissionStack, contract, mission_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 dev_env = temporal_env.dev_env
@@ -29,62 +30,58 @@ def _events(ms: MissionStack, type: str) -> list[Event]:
     return [e for e in ms.stack.authority.events(ms.group) if e.type == type]
 
 
-async def test_accept_then_start_in_one_update__MW_10_3_c__MW_11_3_b(
+def _slow_registry(seconds: float) -> HandlerRegistry:
+    reg = HandlerRegistry()
+
+    # it declares its duration: admission control expects a short wait, and queues the second
+    @reg.handler("demo.step", version="1.0", estimate_ms=int(seconds * 1000))
+    async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
+        await asyncio.sleep(seconds)
+        return Submission(outputs={"result": {"item": ctx.work_item_id}},
+                          evidence=[ctx.evidence("done", method="demo")])  # fmt: skip
+
+    return reg
+
+
+async def test_the_offer_is_an_activity_the_agent_accepts_and_starts__MW_10_3_c__MW_11_3_b(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     async with mission_stack(dev_env, tmp_path) as ms:
-        ada = await ms.stack.add_agent("ada", capabilities=["demo.step@1.0"], max_concurrency=2)
-        bob = await ms.stack.add_agent("bob", capabilities=["demo.step@1.0"], max_concurrency=2)
-        await ms.stack.client.put_presence(bob, ms.group, 0, 0)  # ada is the one offered
+        # one slot: "a" starts at once (acceptance and start in one request), "b" is accepted
+        # while "a" runs and waits in ada's queue for the slot
+        await ms.agent("ada", _slow_registry(0.5), max_concurrency=1)
         c = contract().wire()
-        spec = ms.spec("one-update", [{"work_item_id": w, "contract": c} for w in ("a", "b")])
+        spec = ms.spec("offer-activity", [{"work_item_id": w, "contract": c} for w in "ab"])
         handle = await ms.start(spec)
-        offers = await until("a's offer", lambda: [
-            e for e in _events(ms, "work.offered") if e.work_item_id == "a"])  # fmt: skip
-        offer = offers[0]
-        assert offer.body["candidates"] == ["ada"]
-        accept = ada.command("work.accept_offer", ms.group, {
-            "work_item_id": "a", "offer_id": offer.body["offer_id"],
-            "revision": offer.body["revision"]})  # fmt: skip
-
-        # refused before history: the start names another WorkItem, or is another agent's
-        for wrong in (
-            ada.command("work.start", ms.group, {"work_item_id": "b", "ownership_epoch": 1}),
-            bob.command("work.start", ms.group, {"work_item_id": "a", "ownership_epoch": 1}),
-        ):
-            with pytest.raises(WorkflowUpdateFailedError) as exc:
-                await handle.execute_update(
-                    MissionWorkflow.accept_offer,
-                    AgentCommandInput(command=accept, then_start=wrong),
-                )  # fmt: skip
-            assert isinstance(exc.value.cause, ApplicationError)
-            assert exc.value.cause.type == "then_start_mismatch"
-        assert _events(ms, "work.offer_accepted") == []
-
-        # ada's runtime has free slots: it answers both offers with one Update each
-        await ms.agent("ada", step_registry(), actor=ada)
         result = await handle.result()
-        accepted = _events(ms, "work.offer_accepted")
-        started = _events(ms, "work.started")
         history = await handle.fetch_history()
+        events = ms.stack.authority.events(ms.group)
         verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
 
     assert result.status == "completed"
     assert [i.state.value for i in result.items] == ["verified", "verified"]
-    updates = [
-        e.workflow_execution_update_accepted_event_attributes.accepted_request
+    # no Update at all: agents talk to the Authority, not to the workflow
+    assert not [e for e in history.events if e.event_type in (
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ADMITTED)]  # fmt: skip
+    scheduled = [
+        e.activity_task_scheduled_event_attributes
         for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "execute_work_item"
     ]
-    assert [u.input.name for u in updates] == ["accept_offer", "accept_offer"]  # no start_work
-    carried = [
-        AgentCommandInput.model_validate_json(u.input.args.payloads[0].data) for u in updates
-    ]
-    assert all(c.then_start is not None for c in carried)
-    # the Authority applied each acceptance, then the start carried with it, under ada's key
-    assert sorted(e.command_id for e in accepted) == sorted(c.command.command_id for c in carried)
-    assert sorted(e.command_id for e in started) == sorted(
-        c.then_start.command_id for c in carried if c.then_start
-    )
-    assert {e.actor for e in started} == {"ada"}
-    assert [e.body["lease"]["ownership_epoch"] for e in started] == [1, 1]
+    assert len(scheduled) == 2
+    for a in scheduled:
+        assert a.task_queue.name == agent_task_queue("ada")
+        # until the offer's expiry (offer_ttl_ms 5 s from the offer), and the lease bound
+        assert 4_000 < a.schedule_to_start_timeout.ToMilliseconds() <= 5_000
+        assert a.heartbeat_timeout.ToMilliseconds() == 10_000
+    by = {(e.type, e.work_item_id): e for e in events}
+    first, second = sorted("ab", key=lambda w: by["work.started", w].seq)
+    accept_1, start_1 = by["work.offer_accepted", first], by["work.started", first]
+    accept_2, start_2 = by["work.offer_accepted", second], by["work.started", second]
+    assert {accept_1.actor, start_1.actor, accept_2.actor, start_2.actor} == {"ada"}
+    assert start_1.seq == accept_1.seq + 1  # one request: accepted, then started
+    # acceptance is a schedule commitment (spec 10.3): the second waited for the first's slot
+    assert accept_2.seq < by["work.submitted", first].seq < start_2.seq
+    assert [e.body["lease"]["ownership_epoch"] for e in (start_1, start_2)] == [1, 1]

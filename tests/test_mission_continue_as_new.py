@@ -1,12 +1,6 @@
-"""The Mission workflow continues as new when Temporal suggests it, carrying its whole state —
-including the verdicts of applied agent Commands, so that an update retried after
-continue-as-new is answered from them and not applied twice (docs/design.md §5: Temporal
-deduplicates update ids within one run only). An acceptance wins one ownership epoch, once
-(MW-10.3-c): a retried ``accept_offer`` must neither reach the Authority again nor re-apply its
-old Events.
-
-It also continues as new only when the run is really quiet: never between granting a lease
-and scheduling the execution that uses it.
+"""The Mission workflow continues as new when Temporal suggests it, carrying its whole state,
+and only when the run is really quiet: no offer or execution (``execute_work_item``) in
+flight, so none is orphaned. An acceptance wins one ownership epoch, once (MW-10.3-c).
 
 Runs on ``dev_env_small_history``: the dev server suggests continue-as-new after 20 history
 events, so a few sequential WorkItems are enough.
@@ -25,12 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
 from missionweave.protocol import Event
-from missionweave.protocol.mission import (
-    AgentCommandInput,
-    ChildOutcome,
-    CommandVerdict,
-    mission_workflow_id,
-)
+from missionweave.protocol.mission import ChildOutcome, mission_workflow_id
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
@@ -102,87 +91,65 @@ _AUTHORITY_CALLS = {
 }
 
 
-async def test_continue_as_new_carries_verdicts_so_a_retried_update_is_not_reapplied__MW_10_3_c(
+def _unfinished_executions(history: WorkflowHistory) -> int:
+    """``execute_work_item`` activities of a run scheduled and not closed when it ended."""
+    scheduled = {
+        e.event_id for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "execute_work_item"
+    }  # fmt: skip
+    for e in history.events:
+        for attrs in ("activity_task_completed_event_attributes",
+                      "activity_task_failed_event_attributes",
+                      "activity_task_timed_out_event_attributes",
+                      "activity_task_canceled_event_attributes"):  # fmt: skip
+            if e.WhichOneof("attributes") == attrs:
+                scheduled.discard(getattr(e, attrs).scheduled_event_id)
+    return len(scheduled)
+
+
+async def test_continue_as_new_never_leaves_an_offer_or_execution_behind__MW_10_3_c(
     dev_env_small_history: WorkflowEnvironment, tmp_path: Path
 ) -> None:
+    """A chain of WorkItems on a server that suggests continue-as-new every 20 events: the
+    Mission continues as new many times, only when no offer (``execute_work_item``) is in
+    flight, carries its whole state, and every WorkItem is accepted, started and verified
+    exactly once (one ownership epoch each)."""
     env = dev_env_small_history
-    last_running = asyncio.Event()
-    release = asyncio.Event()  # item d holds the Mission open while the update is retried
-    reg = _step_registry(release, last_running)
-
     async with mission_stack(env, tmp_path) as ms:
-        # ada's first acceptance is driven by hand (a raw, signed update); her runtime then
-        # starts that item and takes the rest.
-        ada = await ms.stack.add_agent("ada", capabilities=["demo.step@1.0"], max_concurrency=2)
+        await ms.agent("ada", _step_registry(), max_concurrency=2)
         c = contract().wire()
+        ids = ["a", "b", "c", "d", "e"]
         spec = ms.spec("can-1", [
-            {"work_item_id": "a", "contract": c},
-            {"work_item_id": "b", "contract": c, "dependencies": ["a"]},
-            {"work_item_id": "c", "contract": c, "dependencies": ["b"]},
-            {"work_item_id": "d", "contract": c, "dependencies": ["c"]},
+            {"work_item_id": w, "contract": c, "dependencies": [ids[i - 1]] if i else []}
+            for i, w in enumerate(ids)
         ], offer_policy={"offer_ttl_ms": 60_000, "reoffer_backoff_ms": 300})  # fmt: skip
         handle = await ms.start(spec)
         first_run = handle.first_execution_run_id or handle.result_run_id
         assert first_run is not None
-        (offer,) = await until("a's offer", lambda: _events(ms, "work.offered", "a"))
-        cmd = ada.command("work.accept_offer", ms.group, {
-            "work_item_id": "a", "offer_id": offer.body["offer_id"],
-            "revision": offer.body["revision"]})  # fmt: skip
-        update = AgentCommandInput(command=cmd)
-        original: CommandVerdict = await handle.execute_update(
-            MissionWorkflow.accept_offer, update, id=cmd.command_id
-        )
-        assert original.accepted, original.rejection
-
-        await ms.agent("ada", reg, actor=ada)
-        wid = mission_workflow_id(spec.mission_id)
-        try:
-            await until("d to run", last_running.is_set, timeout_s=60)
-            runs = await _runs(env, wid, first_run)
-            applied_in = [
-                i for i, h in enumerate(runs)
-                if _mentions(h, cmd.command_id, {EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED})
-            ]  # fmt: skip
-            assert len(applied_in) == 1, applied_in
-            assert applied_in[0] < len(runs) - 1, "no continue-as-new since the acceptance"
-
-            # The agent retries: the same signed Command under the same update id, now answered
-            # by a later run than the one that applied it.
-            again = await env.client.get_workflow_handle(wid).execute_update(
-                MissionWorkflow.accept_offer, update, id=cmd.command_id
-            )
-            assert again == original
-        finally:
-            release.set()
-        result = await handle.result()
-        offers_accepted = _events(ms, "work.offer_accepted", "a")
+        result = await asyncio.wait_for(handle.result(), 60)
+        events = ms.stack.authority.events(ms.group)
         verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+        runs = await _runs(env, mission_workflow_id(spec.mission_id), first_run)
 
     assert result.status == "completed"
-    assert [i.state.value for i in result.items] == ["verified"] * 4
-    # The Authority saw the acceptance once; the retry was answered from the carried verdicts.
-    assert [(e.command_id, e.body["ownership_epoch"]) for e in offers_accepted] == [
-        (cmd.command_id, 1)
-    ]
-    runs = await _runs(env, wid, first_run)
-    answered_in = [
-        i for i, h in enumerate(runs)
-        if _mentions(h, cmd.command_id, {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED})
-    ]  # fmt: skip
-    assert len(answered_in) == 2 and answered_in[0] == applied_in[0], answered_in
-    retry_run = runs[answered_in[1]]
-    # The run that answered the retry received the verdict in its continue-as-new input …
-    assert cmd.command_id.encode() in retry_run.events[0].SerializeToString()
-    # … and never sent the Command to the Authority again.
-    assert not _mentions(retry_run, cmd.command_id, _AUTHORITY_CALLS)
+    assert [i.state.value for i in result.items] == ["verified"] * len(ids)
+    assert len(runs) >= 3, len(runs)  # it did continue as new, several times
+    assert [_unfinished_executions(h) for h in runs] == [0] * len(runs)
+    for w in ids:
+        accepted = [e for e in events if e.type == "work.offer_accepted" and e.work_item_id == w]
+        started = [e for e in events if e.type == "work.started" and e.work_item_id == w]
+        assert [e.body["ownership_epoch"] for e in accepted] == [1], w
+        assert len(started) == 1, w
 
 
-async def test_work_started_just_before_continue_as_new_still_runs__MW_11_3_b(
+async def test_work_accepted_just_before_continue_as_new_still_runs__MW_11_3_b(
     dev_env_small_history: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    """``start_work`` arrives when continue-as-new is already suggested: the run must not
-    continue as new between the lease grant and scheduling ``execute_work_item`` (the new run
-    would hold an ACTIVE item that nothing executes, and the Mission would never finish)."""
+    """An acceptance the workflow has not seen (sent to the Authority while the agent's runtime
+    was down) when continue-as-new is already suggested: the offer's activity finds it taken,
+    the workflow reads the Authority's log, and the owner's runtime is handed the WorkItem —
+    the Mission finishes under that one ownership epoch."""
     env = dev_env_small_history
     async with mission_stack(env, tmp_path) as ms:
         ada = await ms.stack.add_agent("ada", capabilities=["demo.step@1.0"], max_concurrency=2)
@@ -192,19 +159,17 @@ async def test_work_started_just_before_continue_as_new_still_runs__MW_11_3_b(
         cmd = ada.command("work.accept_offer", ms.group, {
             "work_item_id": "a", "offer_id": offer.body["offer_id"],
             "revision": offer.body["revision"]})  # fmt: skip
-        verdict = await handle.execute_update(
-            MissionWorkflow.accept_offer, AgentCommandInput(command=cmd), id=cmd.command_id
-        )
+        verdict = (await ms.stack.client.submit(cmd)).verdict()
         assert verdict.accepted, verdict.rejection
 
-        # Grow the history past the suggestion (signals the Mission ignores), so the next
-        # workflow task — the one carrying ada's start_work — says "continue as new".
+        # Grow the history past the suggestion (signals the Mission ignores), so that the
+        # run continues as new as soon as nothing is in flight.
         latest = env.client.get_workflow_handle(handle.id)  # follows continue-as-new
 
         async def suggested() -> bool:
             # A quiet run continues as new as soon as it is suggested, so grow the *current*
-            # run's history just past the suggestion and start at once: the start_work then
-            # races the continue-as-new, in either order the Mission must finish.
+            # run's history just past the suggestion and start at once: the runtime's answer
+            # then races the continue-as-new; in either order the Mission must finish.
             h = await latest.fetch_history()
             first = h.events[0].workflow_execution_started_event_attributes
             if len(h.events) > SMALL_HISTORY_EVENTS or first.continued_execution_run_id:

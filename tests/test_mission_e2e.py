@@ -112,3 +112,67 @@ async def test_work_waits_at_the_coordinator_not_in_declines__MW_10_3_b__MW_10_3
 
 async def _present(ms: MissionStack, agent_id: str) -> bool:
     return agent_id in await ms.stack.client.presence(ms.group)
+
+
+async def test_a_decline_goes_to_the_next_candidate__MW_10_3_b__MW_10_3_e(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """ada is ranked first (same facts as bob, and "ada" < "bob") but has no handler for the
+    capability her card claims: inside the offer's activity her admission control declines
+    with a structured reason, and the workflow offers the WorkItem to bob."""
+    async with mission_stack(dev_env, tmp_path) as ms:
+        await ms.agent("ada", step_registry("other.skill"))  # card: demo.step, handler: none
+        await ms.agent("bob", step_registry())
+        await until("both Presences", lambda: _all_present(ms, ["ada", "bob"]))
+        handle = await ms.start(ms.spec("decline", [{"work_item_id": "a",
+                                                     "contract": contract().wire()}]))  # fmt: skip
+        result = await handle.result()
+        log = [e for e in ms.stack.authority.events(ms.group) if e.work_item_id == "a"]
+        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+    assert result.status == "completed"
+    offers = [e.body["candidates"] for e in log if e.type == "work.offered"]
+    assert offers == [["ada"], ["bob"]]
+    (declined,) = [e for e in log if e.type == "work.offer_declined"]
+    assert (declined.actor, declined.body["reason"]) == ("ada", "capability")
+    (a,) = result.items
+    assert (a.state.value, a.owner, a.ownership_epoch) == ("verified", "bob", 1)
+
+
+async def test_an_urgent_items_bounded_set_yields_exactly_one_owner__MW_10_3_c(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """An urgent WorkItem is offered to a bounded candidate set at once — one
+    ``execute_work_item`` per candidate; the first acceptance at the Authority wins, the
+    others find the offer withdrawn, and exactly one owner runs it."""
+    async with mission_stack(dev_env, tmp_path) as ms:
+        for name in ("ada", "bob", "cy"):
+            await ms.agent(name, step_registry())
+        await until("three Presences", lambda: _all_present(ms, ["ada", "bob", "cy"]))
+        c = contract(urgency="urgent").wire()
+        handle = await ms.start(ms.spec("urgent", [{"work_item_id": "a", "contract": c}]))
+        result = await handle.result()
+        history = await handle.fetch_history()
+        log = [e for e in ms.stack.authority.events(ms.group) if e.work_item_id == "a"]
+        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+    assert result.status == "completed"
+    (offer,) = [e for e in log if e.type == "work.offered"]
+    assert sorted(offer.body["candidates"]) == ["ada", "bob", "cy"]
+    queues = sorted(
+        e.activity_task_scheduled_event_attributes.task_queue.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "execute_work_item"
+    )
+    assert queues == [f"missionweave-agent-{n}" for n in ("ada", "bob", "cy")]
+    (accepted,) = [e for e in log if e.type == "work.offer_accepted"]
+    (started,) = [e for e in log if e.type == "work.started"]
+    (withdrawn,) = [e for e in log if e.type == "offer.withdrawn"]
+    assert started.actor == accepted.actor
+    assert sorted(withdrawn.body["candidates"]) == sorted({"ada", "bob", "cy"} - {accepted.actor})
+    (a,) = result.items
+    assert (a.state.value, a.owner, a.ownership_epoch) == ("verified", accepted.actor, 1)
+
+
+async def _all_present(ms: MissionStack, agents: list[str]) -> bool:
+    present = await ms.stack.client.presence(ms.group)
+    return all(a in present for a in agents)

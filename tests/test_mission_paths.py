@@ -56,6 +56,16 @@ async def wait_status(
         await asyncio.sleep(0.1)
 
 
+async def wait_authority(ms: MissionStack, wid: str, state: str) -> None:
+    """Wait until the Authority — the source of truth — holds ``wid`` in ``state`` (the
+    workflow learns an execution's progress from its activity's result, at its end)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + WAIT_S
+    while (row := ms.stack.authority.work_item(ms.group, wid)) is None or row["state"] != state:
+        assert loop.time() < end, f"{wid} never {state}: {row and dict(row)}"
+        await asyncio.sleep(0.1)
+
+
 def item(st: MissionStatus, wid: str) -> WorkItemStatus:
     return next(i for i in st.items if i.work_item_id == wid)
 
@@ -208,10 +218,9 @@ async def test_cancel_cancels_every_unfinished_item__spec_10_2_mission_cancelled
             {"work_item_id": "after", "contract": c, "dependencies": ["slow1"]},
         ])  # fmt: skip
         handle = await ms.start(spec)
-        st = await wait_status(handle, lambda s: (
-            item(s, "fast").state.value == "verified"
-            and item(s, "slow1").state.value == "active"
-            and item(s, "slow2").state.value == "active"))  # fmt: skip
+        await wait_authority(ms, "slow1", "active")
+        await wait_authority(ms, "slow2", "active")
+        st = await wait_status(handle, lambda s: item(s, "fast").state.value == "verified")
         assert item(st, "after").state.value == "open"
 
         assert await handle.execute_update(

@@ -3,8 +3,9 @@ the workflow's commands for an existing history is caught here, without a server
 such a change goes behind ``workflow.patched()``).
 
 ``tests/histories/mission_small.json`` is one WorkItem end to end on the real dev server: create
-and authorize, rank and offer, the agent's ``accept_offer`` and ``start_work`` updates,
-``execute_work_item`` on the agent's task queue, review, ``mission.complete``.
+and authorize, rank and offer, the offer as ``execute_work_item`` on the agent's task queue
+(inside it the agent accepts, starts and submits with the Authority), review,
+``mission.complete``.
 ``tests/histories/mission_review.json`` is one WorkItem reviewed in all five steps (MW-13.2-b):
 the review WorkItem ``a:review`` carried out by a reviewer agent, then the ``approve`` update.
 
@@ -38,19 +39,15 @@ def test_stored_history_is_a_whole_mission() -> None:
     started = first.workflow_execution_started_event_attributes
     assert started.workflow_type.name == MISSION_WORKFLOW_TYPE
     assert last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
-    updates = [
-        e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+    # no Update: the agent answered its offer (the activity) with the Authority itself
+    assert _updates(history) == []
+    activities = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
         for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
-    # the agent had a free slot: it accepted and started in one Update (``then_start``)
-    assert updates == ["accept_offer"]
-    accepts = [
-        e.workflow_execution_update_accepted_event_attributes.accepted_request.input.args
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
-    ]
-    assert b'"then_start":{' in accepts[0].payloads[0].data
+    assert activities == ["submit_commands", "select_candidates", "execute_work_item",
+                          "review_submissions", "submit_commands"]  # fmt: skip
 
 
 async def test_stored_mission_history_replays() -> None:
@@ -71,10 +68,9 @@ async def test_stored_review_history_replays__MW_13_2_b() -> None:
     history = WorkflowHistory.from_json(MISSION_REVIEW_ID, MISSION_REVIEW.read_text())
     last = history.events[-1]
     assert last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
-    # the subject and its review WorkItem each accepted and started (one Update each), then
-    # the Approval
-    assert _updates(history) == ["accept_offer", "accept_offer", "approve"]
-    assert _updates(history)[-1] == "approve"
+    # the subject and its review WorkItem each answered as an activity; the one Update is the
+    # MissionOwner's Approval
+    assert _updates(history) == ["approve"]
     replayer = Replayer(workflows=[MissionWorkflow], data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(history)
     assert result.replay_failure is None

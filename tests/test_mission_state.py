@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from missionweave.protocol import Evidence, WorkItemState
+from missionweave.protocol import Evidence, WorkItemFacts, WorkItemState
 from missionweave.protocol.mission import (
     CommandVerdict,
     EventSummary,
@@ -34,7 +34,8 @@ def _item(wid: str, state: WorkItemState, note: str) -> ItemState:
                   producer="ada", timestamp_ms=1, summary=note)  # fmt: skip
     return ItemState(
         spec=WorkItemSpec(work_item_id=wid, contract=C, input={"blob": note}),
-        state=state, outputs={"report": wid}, artifacts=["a" * 64], evidence=[ev],
+        w=WorkItemFacts(state=state), outputs={"report": wid}, artifacts=["a" * 64],
+        evidence=[ev],
         review=[ReviewStep(step="deterministic", passed=True, evidence=[ev])],
     )  # fmt: skip
 
@@ -59,10 +60,10 @@ def test_a_small_state_is_left_whole() -> None:
 
 def test_the_continue_as_new_input_round_trips_without_defaults() -> None:
     s = _state(3, "x", open_items=2)
-    s.items["o0"].state = WorkItemState.OPEN  # a default value, left out of the input
+    s.items["o0"].w = WorkItemFacts()  # default values, left out of the input
     slim = s.spec.model_copy(update={"items": []})
     data = compact(s, slim)
-    assert "state" not in data["items"]["o0"] and "budget" not in json.dumps(data)
+    assert "w" not in data["items"]["o0"] and "budget" not in json.dumps(data)
     assert MissionState.model_validate(data) == s.model_copy(update={"spec": slim})
     assert len(json.dumps(data)) < len(s.model_dump_json()) / 2
 

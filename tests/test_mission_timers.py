@@ -1,5 +1,10 @@
-"""The Mission workflow's durable timers on the time-skipping test server: offer expiry and the
-start deadline, with minutes-long timeouts that the server skips.
+"""The Mission's durable deadlines: offer expiry and the start deadline.
+
+An offer is an ``execute_work_item`` activity whose schedule-to-start timeout is the offer's
+expiry, so the timer lives in Temporal's server. The time-skipping test server does not skip
+to an unstarted activity's schedule-to-start timeout (its sleep RPC times out), so these run on
+the real dev server with deadlines of :data:`SHORT_MS`; the idle-backoff test, whose timers are
+the workflow's own, still skips ten minutes.
 
 The Authority, the coordinator Worker and the agent runtimes all run on one
 :class:`~tests.temporal_env.VirtualClock` that follows the server's (skipped) time
@@ -18,9 +23,9 @@ import pytest
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from missionweave.authority import verify_log
+from missionweave.authority import now_ms, verify_log
 from missionweave.protocol import Actor, Event
-from missionweave.protocol.mission import AgentCommandInput, MissionResult, MissionStatus
+from missionweave.protocol.mission import MissionResult, MissionStatus
 from missionweave.workflows import MissionWorkflow
 
 from . import temporal_env
@@ -31,6 +36,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 time_env = temporal_env.time_env
 
 TEN_MINUTES = timedelta(minutes=10)
+#: Offer expiry and start deadline of the dev-server tests, milliseconds.
+SHORT_MS = 2_000
+dev_env = temporal_env.dev_env
 
 
 def _events(ms: MissionStack, type: str, work_item_id: str = "a") -> list[Event]:
@@ -61,51 +69,47 @@ async def _finish(handle: WorkflowHandle[Any, MissionResult]) -> MissionResult:
 
 
 async def test_expired_offer_goes_to_next_ranked_agent__MW_10_3_a__MW_10_3_b(
-    time_env: WorkflowEnvironment, tmp_path: Path
+    dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    clock = await VirtualClock.of(time_env)
-    with time_env.auto_time_skipping_disabled():
-        async with mission_stack(
-            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
-        ) as ms:
-            # ada is offline (no runtime) and ranked first: same availability, reliability and
-            # cost as bob, and "ada" < "bob".
-            await _silent_agent(ms, clock)
-            bob = await ms.agent("bob", step_registry())
-            await until("bob ready", bob.ready.is_set)
-            spec = ms.spec(
-                "offer-expiry",
-                [{"work_item_id": "a", "contract": contract().wire()}],
-                offer_policy={"offer_ttl_ms": 600_000, "reoffer_backoff_ms": 300},
-            )
-            handle = await ms.start(spec)
-            (first,) = await until("the first offer", lambda: _events(ms, "work.offered"))
-            assert first.body["candidates"] == ["ada"]  # one at a time, best-ranked first
-            assert first.body["selection_basis"]["ada"]["rank"] == 1
-            assert first.body["expires_at_ms"] > first.recorded_at_ms + 500_000  # minutes away
+    clock = now_ms
+    async with mission_stack(dev_env, tmp_path) as ms:
+        # ada is offline (no runtime) and ranked first: same availability, reliability and
+        # cost as bob, and "ada" < "bob".
+        await _silent_agent(ms, clock)
+        bob = await ms.agent("bob", step_registry())
+        await until("bob ready", bob.ready.is_set)
+        spec = ms.spec(
+            "offer-expiry",
+            [{"work_item_id": "a", "contract": contract().wire()}],
+            offer_policy={"offer_ttl_ms": SHORT_MS, "reoffer_backoff_ms": 300},
+        )
+        handle = await ms.start(spec)
+        (first,) = await until("the first offer", lambda: _events(ms, "work.offered"))
+        assert first.body["candidates"] == ["ada"]  # one at a time, best-ranked first
+        assert first.body["selection_basis"]["ada"]["rank"] == 1
+        assert first.body["expires_at_ms"] >= first.recorded_at_ms + SHORT_MS - 500
 
-            # MW-10.3-a: a durable offer to an offline agent reserves no ownership. (The
-            # Authority records the offer before the workflow sees its activity's result.)
-            async def offered() -> MissionStatus | None:
-                got: MissionStatus = await handle.query(MissionWorkflow.status)
-                return got if got.items[0].state.value == "offered" else None
+        # MW-10.3-a: a durable offer to an offline agent reserves no ownership. (The
+        # Authority records the offer before the workflow sees its activity's result.)
+        async def offered() -> MissionStatus | None:
+            got: MissionStatus = await handle.query(MissionWorkflow.status)
+            return got if got.items[0].state.value == "offered" else None
 
-            st = await until("the workflow to apply the offer", offered)
-            (item,) = st.items
-            assert (item.state.value, item.owner, item.offer_candidates) == (
-                "offered",
-                None,
-                ["ada"],
-            )
-            assert not _events(ms, "work.offer_accepted")
+        st = await until("the workflow to apply the offer", offered)
+        (item,) = st.items
+        assert (item.state.value, item.owner, item.offer_candidates) == (
+            "offered",
+            None,
+            ["ada"],
+        )
+        assert not _events(ms, "work.offer_accepted")
 
-            await time_env.sleep(TEN_MINUTES + timedelta(seconds=1))
-            result = await _finish(handle)
-            events = ms.stack.authority.events(ms.group)
-            verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+        result = await _finish(handle)
+        events = ms.stack.authority.events(ms.group)
+        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
     offers = [e for e in events if e.type == "work.offered"]
     assert [o.body["candidates"] for o in offers] == [["ada"], ["bob"]]
-    # the second offer went out after the first one expired, on the skipped clock
+    # the second offer went out after the first one expired (its activity's schedule-to-start)
     assert offers[1].recorded_at_ms >= offers[0].body["expires_at_ms"]
     withdrawn = [e for e in events if e.type == "offer.withdrawn"]
     assert [(w.body["offer_id"], w.body["reason"]) for w in withdrawn] == [
@@ -119,50 +123,46 @@ async def test_expired_offer_goes_to_next_ranked_agent__MW_10_3_a__MW_10_3_b(
 
 
 async def test_missed_start_deadline_reoffers_with_next_epoch__MW_11_3_a__MW_11_5_a(
-    time_env: WorkflowEnvironment, tmp_path: Path
+    dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    clock = await VirtualClock.of(time_env)
-    with time_env.auto_time_skipping_disabled():
-        async with mission_stack(
-            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
-        ) as ms:
-            # ada (ranked first) accepts with a raw update and then never starts.
-            ada = await _silent_agent(ms, clock)
-            bob = await ms.agent("bob", step_registry())
-            await until("bob ready", bob.ready.is_set)
-            c = contract(timeouts={"start_deadline_ms": 600_000, "lease_ms": 10_000,
-                                   "heartbeat_ms": 1_000})  # fmt: skip
-            spec = ms.spec(
-                "start-deadline",
-                [{"work_item_id": "a", "contract": c.wire()}],
-                offer_policy={"offer_ttl_ms": 600_000, "reoffer_backoff_ms": 300},
-            )
-            handle = await ms.start(spec)
-            (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
-            assert offer.body["candidates"] == ["ada"]
-            cmd = ada.command("work.accept_offer", ms.group, {
-                "work_item_id": "a", "offer_id": offer.body["offer_id"],
-                "revision": offer.body["revision"]}, issued_at_ms=clock())  # fmt: skip
-            verdict = await handle.execute_update(
-                MissionWorkflow.accept_offer, AgentCommandInput(command=cmd), id=cmd.command_id
-            )
-            assert verdict.accepted, verdict.rejection
-            # MW-11.3-a: the ownership grant carries the epoch and a start deadline.
-            (granted,) = _events(ms, "work.offer_accepted")
-            assert verdict.reply["ownership_epoch"] == granted.body["ownership_epoch"] == 1
-            deadline = verdict.reply["start_deadline_ms"]
-            assert deadline == granted.body["start_deadline_ms"] == granted.recorded_at_ms + 600_000
-            st = await handle.query(MissionWorkflow.status)
-            assert (st.items[0].state.value, st.items[0].owner) == ("queued", "ada")
+    clock = now_ms
+    async with mission_stack(dev_env, tmp_path) as ms:
+        # ada (ranked first) accepts with a raw Command and then never starts.
+        ada = await _silent_agent(ms, clock)
+        bob = await ms.agent("bob", step_registry())
+        await until("bob ready", bob.ready.is_set)
+        c = contract(timeouts={"start_deadline_ms": SHORT_MS, "lease_ms": 10_000,
+                               "heartbeat_ms": 1_000})  # fmt: skip
+        spec = ms.spec(
+            "start-deadline",
+            [{"work_item_id": "a", "contract": c.wire()}],
+            offer_policy={"offer_ttl_ms": SHORT_MS, "reoffer_backoff_ms": 300},
+        )
+        handle = await ms.start(spec)
+        (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
+        assert offer.body["candidates"] == ["ada"]
+        cmd = ada.command("work.accept_offer", ms.group, {
+            "work_item_id": "a", "offer_id": offer.body["offer_id"],
+            "revision": offer.body["revision"]}, issued_at_ms=clock())  # fmt: skip
+        # straight to the Authority, as agents do: the workflow learns of it from the
+        # Authority's log once the offer's activity times out unanswered
+        verdict = (await ms.stack.client.submit(cmd)).verdict()
+        assert verdict.accepted, verdict.rejection
+        # MW-11.3-a: the ownership grant carries the epoch and a start deadline.
+        (granted,) = _events(ms, "work.offer_accepted")
+        assert verdict.reply["ownership_epoch"] == granted.body["ownership_epoch"] == 1
+        deadline = verdict.reply["start_deadline_ms"]
+        assert deadline == granted.body["start_deadline_ms"] == granted.recorded_at_ms + SHORT_MS
+        row = ms.stack.authority.work_item(ms.group, "a")
+        assert row is not None and (row["state"], row["owner"]) == ("queued", "ada")
 
-            await time_env.sleep(TEN_MINUTES + timedelta(seconds=1))
-            result = await _finish(handle)
-            events = ms.stack.authority.events(ms.group)
-            verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+        result = await _finish(handle)
+        events = ms.stack.authority.events(ms.group)
+        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
 
     (closed,) = [e for e in events if e.type == "ownership.closed"]
     assert closed.body == {"owner": "ada", "ownership_epoch": 1, "reason": "start_deadline_missed"}
-    assert closed.recorded_at_ms >= deadline  # judged on the skipped clock
+    assert closed.recorded_at_ms >= deadline
     offers = [e for e in events if e.type == "work.offered"]
     assert [o.body["candidates"] for o in offers] == [["ada"], ["bob"]]
     assert offers[1].seq > closed.seq  # the owner is closed before the item is offered again
@@ -192,24 +192,23 @@ async def test_missed_start_deadline_reoffers_the_only_agent_next_epoch__MW_11_5
             time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
         ) as ms:
             ada = await _silent_agent(ms, clock)
-            c = contract(timeouts={"start_deadline_ms": 600_000, "lease_ms": 10_000,
+            c = contract(timeouts={"start_deadline_ms": SHORT_MS, "lease_ms": 10_000,
                                    "heartbeat_ms": 1_000})  # fmt: skip
             spec = ms.spec(
                 "start-deadline-alone",
                 [{"work_item_id": "a", "contract": c.wire()}],
-                offer_policy={"offer_ttl_ms": 600_000, "reoffer_backoff_ms": 300},
+                offer_policy={"offer_ttl_ms": SHORT_MS, "reoffer_backoff_ms": 300},
             )
             handle = await ms.start(spec)
             (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
             cmd = ada.command("work.accept_offer", ms.group, {
                 "work_item_id": "a", "offer_id": offer.body["offer_id"],
                 "revision": offer.body["revision"]}, issued_at_ms=clock())  # fmt: skip
-            verdict = await handle.execute_update(
-                MissionWorkflow.accept_offer, AgentCommandInput(command=cmd), id=cmd.command_id
-            )
+            # straight to the Authority, as agents do: the workflow learns of it from the
+            # Authority's log once the offer's activity times out unanswered
+            verdict = (await ms.stack.client.submit(cmd)).verdict()
             assert verdict.accepted, verdict.rejection
 
-            await time_env.sleep(TEN_MINUTES + timedelta(seconds=1))
             # ada's process comes back: her runtime takes the new offer and does the work.
             await until("the second offer", lambda: len(_events(ms, "work.offered")) == 2)
             await ms.agent("ada", step_registry(), actor=ada)

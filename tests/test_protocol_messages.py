@@ -6,6 +6,9 @@ import hashlib
 from typing import Any
 
 import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from missionweave.protocol import (
     GENESIS_HASH,
@@ -227,3 +230,21 @@ def test_recomputed_hash_without_the_key_is_detected() -> None:
     edited = ev.model_copy(update={"body": {"n": 1000}})
     edited = edited.model_copy(update={"hash": edited.compute_hash()})
     assert check_event(edited, _AUTHORITY.public_key, GENESIS_HASH) == "bad signature"
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.text(st.characters(exclude_categories=("Cs",))),
+    lambda kids: st.lists(kids, max_size=4)
+    | st.dictionaries(st.text(st.characters(exclude_categories=("Cs",)), max_size=6), kids,
+                      max_size=4),
+    max_leaves=20,
+)  # fmt: skip
+
+
+@given(_JSON)
+@settings(max_examples=300, deadline=None)
+def test_fast_canonical_bytes_equal_the_rfc8785_oracle__MW_16_f(value: object) -> None:
+    """The hot path's encoder gives the ``rfc8785`` package's bytes for every signable value,
+    astral and private-use keys (where UTF-16 and code-point order differ) included."""
+    assert canonical_bytes(value) == rfc8785.dumps(value)

@@ -13,10 +13,11 @@ PROTOCOL = {
     "MissionWeaveError", "Money", "ProgressReport", "ProtocolError", "RejectedError",
     "Rejection", "ResourceUsage", "RetryPolicy", "RiskClass", "Role", "SelectionBasis",
     "SignatureError", "SigningKey", "TimeoutPolicy", "Transition", "Urgency", "WorkContract",
-    "WorkGraph", "WorkItemState", "attempt_key", "b64u_decode", "b64u_encode",
+    "WorkGraph", "WorkItemFacts", "WorkItemState", "attempt_key", "b64u_decode", "b64u_encode",
     "canonical_bytes", "check_event", "check_transition", "dependencies_satisfied", "digest",
     "idempotency_key",
-    "is_material_revision", "new_id", "seal_event", "sha256_hex", "sign_command",
+    "is_material_revision", "new_id", "reduce_events", "reduce_work_item", "seal_event",
+    "sha256_hex", "sign_command",
     "transition_for", "verify", "verify_command",
     # artifacts (MW-13.1) and context packages (MW-13.3)
     "ArtifactManifest", "Classification", "SignedManifest", "sign_manifest", "verify_manifest",

@@ -198,10 +198,12 @@ def _scheduled(view: UiView) -> list[tuple[str, str, list[str]]]:
         attrs = event["activityTaskScheduledEventAttributes"]
         kind = attrs["activityType"]["name"]
         arg = payload(attrs["input"]["payloads"][0])
-        if kind in ("execute_work_item", "review_submission"):
+        if kind == "execute_work_item":
             items = [arg["work_item_id"]]
         elif kind == "select_candidates":
             items = [r["work_item_id"] for r in arg["requests"]]
+        elif kind == "review_submissions":
+            items = [r["work_item_id"] for r in arg["reviews"]]
         elif kind == "submit_commands":
             bodies = [(e.get("intent") or e.get("command") or {}).get("body", {})
                       for e in arg["entries"]]  # fmt: skip
@@ -215,18 +217,18 @@ def _scheduled(view: UiView) -> list[tuple[str, str, list[str]]]:
 
 def test_each_work_item_activity_names_its_work_item(view: UiView) -> None:
     scheduled = _scheduled(view)
-    per_item = [(k, s, i) for k, s, i in scheduled
-                if k in ("execute_work_item", "review_submission")]  # fmt: skip
-    assert {(k, i[0]) for k, _, i in per_item} == {
-        (k, w) for k in ("execute_work_item", "review_submission") for w in ITEMS
-    }
+    per_item = [(k, s, i) for k, s, i in scheduled if k == "execute_work_item"]
+    assert {i[0] for _, _, i in per_item} == set(ITEMS)
     for kind, summary, items in per_item:
-        assert items[0] in summary, (kind, summary)
+        assert items[0] in summary, (kind, summary)  # "offer a to ada"
+    reviewed = [w for k, _, i in scheduled if k == "review_submissions" for w in i]
+    assert sorted(reviewed) == sorted(ITEMS)
 
 
 def test_each_batch_activity_names_its_work_items(view: UiView) -> None:
     batches = [(k, s, i) for k, s, i in _scheduled(view)
-               if k in ("submit_commands", "select_candidates") and i]  # fmt: skip
+               if k in ("submit_commands", "select_candidates", "review_submissions")
+               and i]  # fmt: skip
     assert batches
     for kind, summary, items in batches:
         # a long batch names its first WorkItems and how many there are

@@ -1,4 +1,7 @@
-"""Pin the agent runtime's public surface: names may be added deliberately, never lost."""
+"""Pin the agent runtime's public surface: names may be added deliberately, never lost.
+
+``UpdateSender`` and ``PendingOffer`` went deliberately with "the offer is the activity"
+(docs/design.md §4): agents send no Updates, and offers arrive as activities."""
 
 from __future__ import annotations
 
@@ -8,8 +11,8 @@ WORKER = {
     "AMBIGUOUS", "Accept", "AdmissionControl", "AdmissionPolicy", "AdmissionRequest",
     "AgentRuntime", "Blocked", "Decline", "DependencyCheck", "HandlerLoadError",
     "HandlerOutcome", "HandlerRegistry", "HandlerSpec", "LeaseLost", "LocalState", "Membership",
-    "Pause", "PendingOffer", "PermanentFailure", "QueuedItem", "RunningItem", "SchedulePlan",
-    "Scheduler", "SessionError", "SlotBoard", "Submission", "UpdateRetry", "UpdateSender",
+    "Pause", "PermanentFailure", "QueuedItem", "RunningItem", "SchedulePlan",
+    "Scheduler", "SessionError", "SlotBoard", "Submission", "UpdateRetry",
     "UsageMeter", "WorkAuthorizationRejected", "WorkContext", "WorkItemExecutor", "WorkItemView",
     "WorkerError", "command_verdict", "handler", "load_handlers",
 }  # fmt: skip
@@ -23,5 +26,9 @@ def test_worker_surface() -> None:
 def test_activity_name_is_the_contract_with_the_workflow() -> None:
     from temporalio.activity import _Definition
 
+    from missionweave.workflows._edges import execute_work_item
+
     defn = _Definition.from_callable(worker.WorkItemExecutor.execute_work_item)
-    assert defn is not None and defn.name == "execute_work_item"
+    stub = _Definition.from_callable(execute_work_item)  # what the workflow calls
+    assert defn is not None and stub is not None
+    assert defn.name == stub.name == "execute_work_item"

@@ -19,7 +19,9 @@ from ..protocol import Actor, Command, sign_command
 from ..protocol.mission import (
     BatchEntry,
     CoordinatorIntent,
-    ReviewInput,
+    EventSummary,
+    ReviewBatch,
+    ReviewBatchResult,
     ReviewResult,
     SelectCandidatesBatch,
     SelectCandidatesBatchResult,
@@ -27,6 +29,7 @@ from ..protocol.mission import (
     SelectCandidatesResult,
     SubmitCommandsInput,
     SubmitCommandsResult,
+    WorkItemEventsInput,
 )
 from ..protocol.review_decision import decision_command, verdict_step
 from ._ranking import capacities, rank
@@ -176,6 +179,27 @@ class CoordinatorActivities:
             log.warning("idempotency conflict unresolved: %s", sorted(set(wanted) - set(found)))
         return found
 
+    @activity.defn(name="work_item_events")
+    async def work_item_events(self, inp: WorkItemEventsInput) -> list[EventSummary]:
+        """The Events of one WorkItem after ``inp.after_sequence``, in log order, as the
+        workflow folds them: what the Authority holds when an activity's result was lost
+        (a killed agent, a timed-out execution). Reads the Group log onward in pages.
+
+        Raises:
+            AuthorityUnavailable: the Authority cannot be reached (Temporal retries).
+        """
+        out: list[EventSummary] = []
+        after = inp.after_sequence
+        head, _ = await self.authority.head(inp.group_id)
+        while after < head:
+            page = await self.authority.events(inp.group_id, after, 1000)
+            if not page:
+                break
+            out += [EventSummary.of(e) for e in page if e.work_item_id == inp.work_item_id]
+            after = page[-1].seq
+            activity.heartbeat(after)
+        return out
+
     @activity.defn(name="select_candidates")
     async def select_candidates(self, inp: SelectCandidatesBatch) -> SelectCandidatesBatchResult:
         """Rank agents for each request (MW-10.3-b/f; see :mod:`._ranking`): capability
@@ -212,33 +236,40 @@ class CoordinatorActivities:
                 out[n] = out[n].model_copy(update={"verdict": verdict})
         return SelectCandidatesBatchResult(results=out)
 
-    @activity.defn(name="review_submission")
-    async def review_submission(self, inp: ReviewInput) -> ReviewResult:
-        """The coordinator's review steps, in the spec's order (MW-13.2-b), every result kept:
-        (1) ``integrity`` — Artifact integrity against the artifact store and the signed
-        manifests, and required output schemas; (2) ``deterministic`` — Evidence for every
-        acceptance criterion and the contract's registered checks. The reviewer agent's
-        Evidence (step 3), the combined verdict (4) and the human Approval (5) follow in the
-        workflow (:mod:`missionweave.workflows._review`) — except when ``inp.decision`` is
-        given and steps 1–2 decide (they failed, or passed and nothing else is awaited): then
-        this activity appends the verdict and signs and submits ``work.accept_result`` or
-        ``work.fail`` under the workflow's fixed id (``ReviewResult.verdict``).
+    @activity.defn(name="review_submissions")
+    async def review_submissions(self, inp: ReviewBatch) -> ReviewBatchResult:
+        """The coordinator's review steps for each submission, in the spec's order (MW-13.2-b),
+        every result kept: (1) ``integrity`` — Artifact integrity against the artifact store
+        and the signed manifests, and required output schemas; (2) ``deterministic`` —
+        Evidence for every acceptance criterion and the contract's registered checks. The
+        reviewer agent's Evidence (step 3), the combined verdict (4) and the human Approval (5)
+        follow in the workflow (:mod:`missionweave.workflows._review`) — except when a review's
+        ``decision`` is given and steps 1–2 decide (they failed, or passed and nothing else is
+        awaited): then this activity appends the verdict and signs ``work.accept_result`` or
+        ``work.fail`` under the workflow's fixed id; the decisions of the batch go to the
+        Authority in one request (``ReviewResult.verdict``).
 
         Raises:
             ApplicationError: a criterion names a check that is not registered (non-retryable).
             ArtifactStoreError: the artifact store failed (retried).
             AuthorityUnavailable: the Authority cannot be reached (retried).
         """
-        steps = [await self.review.integrity(inp), self.review.deterministic(inp)]
-        passed = all(s.passed for s in steps)
-        slot = inp.decision
-        if slot is None or (passed and not slot.final_if_passed):
-            return ReviewResult(steps=steps, passed=passed)
-        steps.append(verdict_step(steps))
-        type_, body = decision_command(inp.work_item_id, steps, passed, slot.issued_at_ms)
-        intent = CoordinatorIntent(command_id=slot.command_id, type=type_, body=body,
-                                   issued_at_ms=slot.issued_at_ms)  # fmt: skip
-        done = await self._submit(
-            SubmitCommandsInput(group_id=inp.group_id, entries=[BatchEntry(intent=intent)])
-        )
-        return ReviewResult(steps=steps, passed=passed, verdict=done.verdicts[0])
+        results: list[ReviewResult] = []
+        decided: dict[str, list[tuple[int, CoordinatorIntent]]] = {}
+        for r in inp.reviews:
+            steps = [await self.review.integrity(r), self.review.deterministic(r)]
+            passed = all(s.passed for s in steps)
+            slot = r.decision
+            if slot is not None and (not passed or slot.final_if_passed):
+                steps.append(verdict_step(steps))
+                type_, body = decision_command(r.work_item_id, steps, passed, slot.issued_at_ms)
+                intent = CoordinatorIntent(command_id=slot.command_id, type=type_, body=body,
+                                           issued_at_ms=slot.issued_at_ms)  # fmt: skip
+                decided.setdefault(r.group_id, []).append((len(results), intent))
+            results.append(ReviewResult(steps=steps, passed=passed))
+        for group_id, intents in decided.items():
+            done = await self._submit(SubmitCommandsInput(
+                group_id=group_id, entries=[BatchEntry(intent=i) for _, i in intents]))  # fmt: skip
+            for (n, _), verdict in zip(intents, done.verdicts, strict=True):
+                results[n] = results[n].model_copy(update={"verdict": verdict})
+        return ReviewBatchResult(results=results)

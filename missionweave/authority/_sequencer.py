@@ -58,8 +58,12 @@ class GroupSequencer:
         """Sequences held out of order, ascending."""
         return sorted(self._pending)
 
-    def offer(self, event: Event) -> Offer:
+    def offer(self, event: Event, *, signature: bool = True) -> Offer:
         """Take one arriving Event.
+
+        ``signature=False`` checks its hash but not the Authority's signature: the caller then
+        checks the signature of the newest Event of the run it takes (:meth:`ready_run`),
+        which authenticates every Event before it through the hash links.
 
         Returns:
             ``buffered`` (kept until its turn), ``duplicate`` (already processed or held: dropped
@@ -77,7 +81,7 @@ class GroupSequencer:
         held = self._pending.get(event.seq)
         if held is not None and held.event_id == event.event_id and held.hash == event.hash:
             return "duplicate"
-        reason = check_event(event, self._key, None)
+        reason = check_event(event, self._key, None, signature=signature)
         if reason is not None:
             log.error("group %s event %d refused: %s", self.group_id, event.seq, reason)
             return "invalid"
@@ -100,6 +104,32 @@ class GroupSequencer:
         if self.last_hash is not None and ev.prev_hash != self.last_hash:
             raise EventVerificationError(self.group_id, ev.seq, "broken link")
         return ev
+
+    def ready_run(self) -> list[Event]:
+        """The Events from ``cursor + 1`` on that are held and linked, in order (empty at a
+        gap). Nothing is committed.
+
+        Raises:
+            EventVerificationError: the first one does not link to the previous Event's hash.
+        """
+        first = self.ready()
+        if first is None:
+            return []
+        run = [first]
+        while (nxt := self._pending.get(run[-1].seq + 1)) is not None:
+            if nxt.prev_hash != run[-1].hash:
+                break  # a broken link: it is checked when its turn comes (ready raises)
+            run.append(nxt)
+        return run
+
+    def signed(self, event: Event) -> bool:
+        """Whether the Authority's signature on ``event`` verifies."""
+        return check_event(event, self._key, None) is None
+
+    def drop(self, event: Event) -> None:
+        """Forget a held Event that turned out invalid (a replay brings the right one)."""
+        if self._pending.get(event.seq) is event:
+            del self._pending[event.seq]
 
     def commit(self, event: Event) -> None:
         """Mark :meth:`ready`'s Event processed: the cursor moves to its sequence."""

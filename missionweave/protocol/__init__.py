@@ -85,6 +85,7 @@ from ._states import (
     check_transition,
     transition_for,
 )
+from ._work_item import WorkItemFacts, reduce_events, reduce_work_item
 
 __all__ = [
     "GENESIS_HASH",
@@ -131,6 +132,7 @@ __all__ = [
     "Urgency",
     "WorkContract",
     "WorkGraph",
+    "WorkItemFacts",
     "WorkItemState",
     "attempt_key",
     "b64u_decode",
@@ -149,6 +151,8 @@ __all__ = [
     "label_problem",
     "new_id",
     "parse_capability",
+    "reduce_events",
+    "reduce_work_item",
     "satisfies",
     "seal_event",
     "sha256_hex",

@@ -21,12 +21,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._contract import AcceptanceCriterion, WorkContract
 from ._errors import Rejection
-from ._messages import Command
+from ._messages import Command, Event
 from ._records import Evidence, ProgressReport, SelectionBasis
 from ._states import WorkItemState
 
 COORDINATOR_TASK_QUEUE = "missionweave-coordinator"
 MISSION_WORKFLOW_TYPE = "Mission"
+#: The agent's activity: an offer to it, or the resumption of a WorkItem it owns.
+EXECUTE_WORK_ITEM = "execute_work_item"
 
 _MODEL = ConfigDict(extra="forbid")
 
@@ -142,24 +144,6 @@ class MissionSpec(BaseModel):
 # ---------------------------------------------------------------- agents ↔ the Mission workflow
 
 
-class AgentCommandInput(BaseModel):
-    """An update from an agent: its own signed Command (``work.accept_offer``,
-    ``work.decline_offer`` or ``work.start``), which the workflow forwards to the Authority.
-
-    Attributes:
-        command: the signed Command.
-        then_start: with ``accept_offer`` only: the same agent's signed ``work.start`` for the
-            same WorkItem (``ownership_epoch`` one above the offered item's), sent by an agent
-            that has a free slot now. The workflow submits it right after the acceptance, in
-            the same Authority batch: one Update instead of two (Temporal admits at most 10
-            Updates in flight per workflow). Its verdict is ``CommandVerdict.start``.
-    """
-
-    model_config = _MODEL
-    command: Command
-    then_start: Command | None = None
-
-
 class EventSummary(BaseModel):
     """What the workflow needs of one Event (the full Event stays in the Authority's log)."""
 
@@ -168,6 +152,12 @@ class EventSummary(BaseModel):
     type: str
     work_item_id: str | None = None
     body: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, event: Event) -> EventSummary:
+        """The summary of a full Event (its body without the bulky ``contract``)."""
+        return cls(seq=event.seq, type=event.type, work_item_id=event.work_item_id,
+                   body={k: v for k, v in event.body.items() if k != "contract"})  # fmt: skip
 
 
 class CommandVerdict(BaseModel):
@@ -179,7 +169,6 @@ class CommandVerdict(BaseModel):
         rejection: why, when not accepted.
         events: the Events written.
         reply: facts for the caller (a lease and capability token for ``work.start``).
-        start: on an ``accept_offer`` verdict: the verdict on its ``then_start`` Command.
     """
 
     model_config = _MODEL
@@ -188,7 +177,6 @@ class CommandVerdict(BaseModel):
     rejection: Rejection | None = None
     events: list[EventSummary] = Field(default_factory=list)
     reply: dict[str, Any] = Field(default_factory=dict)
-    start: CommandVerdict | None = None
 
     @property
     def accepted(self) -> bool:
@@ -268,8 +256,34 @@ class LeaseGrant(BaseModel):
     capability_token: dict[str, Any] = Field(default_factory=dict)
 
 
+class OfferTerms(BaseModel):
+    """The offer an ``execute_work_item`` activity carries to one candidate (MW-10.3-b/c).
+
+    Attributes:
+        offer_id: the Authority's offer id (``work.offered``).
+        revision: the contract revision offered (an acceptance must name it).
+        expires_at_ms: the offer's expiry, epoch ms; also the activity's schedule-to-start
+            timeout.
+    """
+
+    model_config = _MODEL
+    offer_id: str
+    revision: int = Field(ge=1)
+    expires_at_ms: int
+
+
 class ExecuteWorkItemInput(BaseModel):
-    """Input of ``execute_work_item`` on the owning agent's task queue."""
+    """Input of ``execute_work_item`` on an agent's task queue (docs/design.md §4.3-6).
+
+    With ``offer``, the activity *is* the offer to this agent: it decides (admission control)
+    and accepts or declines with the Authority itself. Without, it resumes a WorkItem the agent
+    already owns (queued after a checkpoint, an unblock or a replaced session). ``lease`` is
+    set by the agent once the Authority granted ``work.start``; the workflow never sends one.
+
+    Attributes:
+        ownership_epoch: the WorkItem's ownership epoch as the workflow knows it: the one to
+            start under when resuming; the acceptance of an offer raises it by one.
+    """
 
     model_config = _MODEL
     group_id: str
@@ -277,7 +291,9 @@ class ExecuteWorkItemInput(BaseModel):
     work_item_id: str
     contract: WorkContract
     input: dict[str, Any] = Field(default_factory=dict)
-    lease: LeaseGrant
+    offer: OfferTerms | None = None
+    ownership_epoch: int = Field(default=0, ge=0)
+    lease: LeaseGrant | None = None
     checkpoint: dict[str, Any] | None = None
     attempt: int = Field(default=1, ge=1)
     dependency_artifacts: dict[str, list[str]] = Field(
@@ -287,6 +303,12 @@ class ExecuteWorkItemInput(BaseModel):
 
 
 class OutcomeKind(StrEnum):
+    """How an ``execute_work_item`` activity ended. ``declined``: admission control said no
+    (MW-10.3-e); ``not_taken``: the offer was no longer open (another candidate won, it expired
+    or was withdrawn) or the Authority refused the start."""
+
+    DECLINED = "declined"
+    NOT_TAKEN = "not_taken"
     SUBMITTED = "submitted"
     PAUSED = "paused"
     BLOCKED = "blocked"
@@ -299,9 +321,13 @@ class WorkOutcome(BaseModel):
     Authority's verdict on it. The workflow applies the verdict, never the agent's claim.
 
     Attributes:
-        kind: submitted / paused (checkpoint) / blocked / failed / lease_lost.
+        kind: declined / not_taken / submitted / paused (checkpoint) / blocked / failed /
+            lease_lost.
         verdict: the Authority's verdict on the agent's final Command (``None`` for lease_lost
             when nothing could be reported).
+        events: every Event the Authority accepted for this agent's Commands in this activity
+            (acceptance, start, reports, the final one), in log order: what the workflow folds
+            into its state (one reducer, :func:`~missionweave.protocol.reduce_work_item`).
         outputs: the handler's outputs (small JSON).
         artifacts: SHA-256 hashes of published artifacts.
         evidence: Evidence per acceptance criterion (MW-13.2-a).
@@ -314,6 +340,7 @@ class WorkOutcome(BaseModel):
     model_config = _MODEL
     kind: OutcomeKind
     verdict: CommandVerdict | None = None
+    events: list[EventSummary] = Field(default_factory=list)
     outputs: dict[str, Any] = Field(default_factory=dict)
     artifacts: list[str] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
@@ -479,6 +506,15 @@ class SubmitCommandsInput(BaseModel):
     entries: list[BatchEntry]
 
 
+class WorkItemEventsInput(BaseModel):
+    """Input of the ``work_item_events`` activity: one WorkItem's Events after a sequence."""
+
+    model_config = _MODEL
+    group_id: str
+    work_item_id: str
+    after_sequence: int = Field(default=0, ge=0)
+
+
 class SubmitCommandsResult(BaseModel):
     """The Authority's verdicts, in input order."""
 
@@ -501,7 +537,7 @@ class SelectCandidatesBatchResult(BaseModel):
 
 
 class ReviewInput(BaseModel):
-    """Input of ``review_submission``: what to check for one submitted WorkItem."""
+    """One review of ``review_submissions``: what to check for one submitted WorkItem."""
 
     model_config = _MODEL
     group_id: str
@@ -521,7 +557,7 @@ class ReviewInput(BaseModel):
 
 class DecisionSlot(BaseModel):
     """The id and issue time the workflow fixes for the review's decision Command, so that the
-    ``review_submission`` activity can sign and submit it (one activity instead of two): it
+    ``review_submissions`` activity can sign and submit it (one activity instead of two): it
     does when the review failed, or when it passed and ``final_if_passed`` (no reviewer agent
     and no Approval to wait for). A retried activity re-signs the same id."""
 
@@ -584,6 +620,21 @@ class ReviewResult(BaseModel):
     verdict: CommandVerdict | None = Field(
         default=None, description="the Authority's verdict on the decision, when it was issued"
     )
+
+
+class ReviewBatch(BaseModel):
+    """Input of ``review_submissions``: the submissions that arrived together, reviewed in one
+    activity whose decisions go to the Authority in one request."""
+
+    model_config = _MODEL
+    reviews: list[ReviewInput]
+
+
+class ReviewBatchResult(BaseModel):
+    """One :class:`ReviewResult` per review, in input order."""
+
+    model_config = _MODEL
+    results: list[ReviewResult]
 
 
 WorkItemSpec.model_rebuild()

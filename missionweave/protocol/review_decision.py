@@ -1,5 +1,5 @@
 """The review's decision as a Command (MW-13.2-b step 4), one pure function shared by the Mission
-workflow and the coordinator's ``review_submission`` activity, so that either may issue it.
+workflow and the coordinator's ``review_submissions`` activity, so that either may issue it.
 
 ``decision_command(work_item_id, steps, passed, now_ms)`` appends nothing: give it every step
 so far (the ``verdict`` step from :func:`verdict_step`, and the ``approval`` step when there was

@@ -11,10 +11,11 @@ Write handlers as plain async functions::
         return Submission(outputs={...}, evidence=[ctx.evidence("hashes", method="sha256")])
 
 and run them with :class:`AgentRuntime` (or ``missionweave worker``). The runtime opens a
-session, follows each Group's log into a durable local projection (MW-11.1-a/b), answers
-offers through admission control (MW-10.3-d/e), starts queued work into free slots
-(MW-11.1-c/e) and runs each WorkItem as the ``execute_work_item`` activity under a renewed,
-fenced lease (MW-11.3, MW-11.4, MW-11.5-b/d). See ``docs/agents.md``.
+session, follows each Group's log into a durable local projection (MW-11.1-a/b), and serves
+the ``execute_work_item`` activity on its task queue: each one is an offer, answered through
+admission control (MW-10.3-d/e) with the agent's own signed Commands to the Authority, then
+started when the scheduler gives it a slot (MW-11.1-c/e) and run under a renewed, fenced
+lease (MW-11.3, MW-11.4, MW-11.5-b/d). See ``docs/agents.md``.
 """
 
 from ._admission import (
@@ -43,8 +44,8 @@ from ._lease import UsageMeter
 from ._runtime import AgentRuntime
 from ._scheduler import QueuedItem, RunningItem, SchedulePlan, Scheduler
 from ._slots import SlotBoard
-from ._state import LocalState, Membership, PendingOffer, WorkItemView
-from ._updates import UpdateRetry, UpdateSender
+from ._state import LocalState, Membership, WorkItemView
+from ._update_retry import UpdateRetry
 from ._verdicts import command_verdict
 
 __all__ = [
@@ -65,7 +66,6 @@ __all__ = [
     "LocalState",
     "Membership",
     "Pause",
-    "PendingOffer",
     "PermanentFailure",
     "QueuedItem",
     "RunningItem",
@@ -75,7 +75,6 @@ __all__ = [
     "SlotBoard",
     "Submission",
     "UpdateRetry",
-    "UpdateSender",
     "UsageMeter",
     "WorkAuthorizationRejected",
     "WorkContext",

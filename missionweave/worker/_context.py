@@ -40,7 +40,7 @@ from ..protocol.mission import (
 )
 from ._errors import Blocked, LeaseLost, Pause, WorkerError
 from ._lease import LeaseSession, UsageMeter
-from ._updates import RETRYABLE, UpdateRetry
+from ._update_retry import RETRYABLE, UpdateRetry
 from ._verdicts import FENCE_CODES
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ class WorkContext:
                 "group_id": work.group_id,
                 "mission_id": work.mission_id,
                 "work_item_id": work.work_item_id,
-                "ownership_epoch": work.lease.ownership_epoch,
+                "ownership_epoch": session.lease.ownership_epoch,
             },
         )
 

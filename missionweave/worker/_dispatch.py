@@ -1,12 +1,12 @@
-"""Starting queued WorkItems: the scheduler's plan turned into ``start_work`` Updates.
+"""The agent's start queue: accepted WorkItems wait here, heartbeating, for a slot.
 
-The :class:`Dispatcher` reads the per-Group work queues from the local projection, asks the
-:class:`Scheduler` what fits the free slots (MW-11.1-c/e), reserves a slot per start and sends
-the signed ``work.start`` to the Mission workflow. On an accepted verdict the workflow schedules
-``execute_work_item`` on this agent's task queue; the runtime never calls a handler directly. It
-also relays the scheduler's cooperative preemption requests (MW-11.3-g) and publishes Presence
-(free slots and that Group's own queue depth — never another Group's details, MW-11.2-b) when
-the Authority client offers ``put_presence``.
+Acceptance is a schedule commitment, not immediate execution (spec 10.3): an
+``execute_work_item`` activity whose WorkItem the agent accepted (or owns again after a
+checkpoint) calls :meth:`Dispatcher.wait_for_slot`; the :class:`Scheduler` decides which
+waiting item gets the next free slot (MW-11.1-c/e). The dispatcher also relays the scheduler's
+cooperative preemption requests (MW-11.3-g) and publishes Presence — free slots and that
+Group's own queue depth, never another Group's details (MW-11.2-b) — when the Authority client
+offers ``put_presence``.
 """
 
 from __future__ import annotations
@@ -18,48 +18,52 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..authority import now_ms
-from ..protocol import Actor
 from ._scheduler import QueuedItem, RunningItem, SchedulePlan, Scheduler
 from ._slots import SlotBoard, SlotKey
 from ._state import LocalState
-from ._updates import UpdateSender
 
 log = logging.getLogger(__name__)
 
-#: Seconds before a refused start is tried again when nothing about the item changed.
-RETRY_REFUSED_S = 5.0
-
 #: Seconds after which an unchanged Presence report is sent again.
 PRESENCE_REFRESH_S = 10.0
+#: Seconds between two Presence reports of one Group: a burst of slot changes (a layer of
+#: WorkItems starting and ending) is one report, not one per change.
+PRESENCE_MIN_INTERVAL_S = 0.25
 
 #: ``AuthorityClient.put_presence``: ``async (actor, group_id, free_slots, queue_depth, *,
 #: issued_at_ms)``.
 PresenceFn = Callable[..., Awaitable[Any]]
 
 
+class NoSlot(Exception):
+    """No slot will come: the runtime is shutting down, or (:class:`StartDeadlineMissed`)
+    the start deadline passed while the WorkItem waited (MW-11.5-a)."""
+
+
+class StartDeadlineMissed(NoSlot):
+    """The WorkItem's start deadline passed while it waited for a slot (MW-11.5-a)."""
+
+
 class Dispatcher:
-    """Runs the scheduler and starts what it picks.
+    """Grants slots to waiting WorkItems in the scheduler's order.
 
     Args:
-        actor: the agent.
-        state: the local projection.
+        actor: the agent (signs Presence).
+        state: the local projection (execution approvals).
         groups: the Groups followed.
         scheduler: the scheduling policy.
-        sender: the Update sender.
         board: the slot board.
-        presence: ``AuthorityClient.put_presence`` (``async (actor, group_id, free_slots,
-            queue_depth)``), or ``None`` to publish no Presence.
+        presence: ``AuthorityClient.put_presence``, or ``None`` to publish no Presence.
         tick_s: seconds between plans when nothing happens (deadlines, anti-starvation).
         clock: epoch-millisecond clock (deadlines, ages, Presence time).
     """
 
     def __init__(
         self,
-        actor: Actor,
+        actor: Any,
         state: LocalState,
         groups: list[str],
         scheduler: Scheduler,
-        sender: UpdateSender,
         board: SlotBoard,
         *,
         presence: PresenceFn | None = None,
@@ -68,59 +72,82 @@ class Dispatcher:
     ) -> None:
         self.clock = clock
         self.actor, self.state, self.groups, self.scheduler = actor, state, groups, scheduler
-        self.sender, self.board, self.presence, self.tick_s = sender, board, presence, tick_s
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._refused: dict[SlotKey, tuple[int, float]] = {}
-        self._missed: set[tuple[str, str, int]] = set()
+        self.board, self.presence, self.tick_s = board, presence, tick_s
+        self._wake = asyncio.Event()
+        self._waiting: dict[SlotKey, tuple[QueuedItem, bool, asyncio.Future[None]]] = {}
         self._last_presence: dict[str, tuple[tuple[int, int], float]] = {}
+        self._closed: str | None = None
+        self._presence_due: float | None = None
 
-    async def run(self, wake: asyncio.Event) -> None:
-        """Plan and start whenever ``wake`` is set (or every ``tick_s``), until cancelled."""
+    def close(self, reason: str) -> None:
+        """Grant no more slots: every waiting WorkItem (and any that comes) gets
+        :class:`NoSlot` — it stays queued at the Authority, for this agent's next run."""
+        self._closed = reason
+        for _, _, fut in self._waiting.values():
+            if not fut.done():
+                fut.set_exception(NoSlot(reason))
+
+    def poke(self) -> None:
+        """Plan again soon (a slot freed, an approval arrived)."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Plan and grant whenever poked (or every ``tick_s``), until cancelled."""
+        while True:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+            # that races the event, and stop() would then wait forever
+            wait = self.tick_s
+            if self._presence_due is not None:
+                wait = max(0.0, min(wait, self._presence_due - time.monotonic()))
+            try:
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            self.dispatch_once()
+            await self._publish_presence()
+
+    def depth(self, group_id: str | None = None) -> int:
+        """WorkItems waiting for a slot, in ``group_id`` or in all Groups."""
+        return sum(1 for k in self._waiting if group_id is None or k[0] == group_id)
+
+    async def wait_for_slot(self, item: QueuedItem, *, needs_approval: bool = False) -> None:
+        """Wait until the scheduler gives ``item`` a slot; the slot is then reserved for its
+        ``work.start`` (release it with ``board.release`` if the start is refused).
+
+        Raises:
+            StartDeadlineMissed: its start deadline passed first.
+            NoSlot: the runtime is shutting down.
+            asyncio.CancelledError: the activity was cancelled (nothing stays reserved).
+        """
+        if self._closed is not None:
+            raise NoSlot(self._closed)
+        key = (item.group_id, item.work_item_id)
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting[key] = (item, needs_approval, fut)
+        self.poke()
         try:
-            while True:
-                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
-                # that races the event, and stop() would then wait forever
-                try:
-                    async with asyncio.timeout(self.tick_s):
-                        await wake.wait()
-                except TimeoutError:
-                    pass
-                wake.clear()
-                self.dispatch_once()
-                await self._publish_presence()
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                self.board.release(key)  # granted just as it was cancelled
+            raise
         finally:
-            for t in list(self._tasks):
-                t.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            self._waiting.pop(key, None)
 
     def queues(self) -> dict[str, list[QueuedItem]]:
-        """The eligible queued WorkItems per Group: owned, queued, not holding a slot, approved
-        when the contract requires it, and not just refused."""
-        busy = self.board.busy()
-        mono = time.monotonic()
-        out: dict[str, list[QueuedItem]] = {}
-        for g in self.groups:
-            items = []
-            for v in self.state.owned(g, "queued"):
-                key = (g, v.work_item_id)
-                refused = self._refused.get(key)
-                if key in busy or (refused and refused[0] == v.updated_seq and mono < refused[1]):
+        """The waiting WorkItems per Group that may start: approved when their contract
+        requires it (the Authority's ``approval.execution_granted``, seen in the projection)."""
+        out: dict[str, list[QueuedItem]] = {g: [] for g in self.groups}
+        for (g, wid), (it, needs_approval, fut) in self._waiting.items():
+            if fut.done():
+                continue
+            if needs_approval:
+                view = self.state.item(g, wid)
+                if view is None or not view.approved or view.ownership_epoch != it.ownership_epoch:
                     continue
-                if v.contract is not None and v.contract.approval_required and not v.approved:
-                    continue
-                lease_ms = v.contract.timeouts.lease_ms if v.contract else 60_000
-                items.append(
-                    QueuedItem(
-                        g,
-                        v.work_item_id,
-                        v.mission_id,
-                        v.ownership_epoch,
-                        v.start_deadline_ms,
-                        v.queued_at_ms or 0,
-                        lease_ms,
-                    )
-                )
-            out[g] = items
+            out.setdefault(g, []).append(it)
         return out
 
     def running(self) -> list[RunningItem]:
@@ -140,62 +167,39 @@ class Dispatcher:
         return out
 
     def dispatch_once(self) -> SchedulePlan:
-        """One scheduling round: start, preempt, and note missed start deadlines."""
+        """One scheduling round: grant slots, ask for preemptions, fail missed deadlines."""
         plan = self.scheduler.plan(self.queues(), self.running(), self.clock())
         for it in plan.start:
             key = (it.group_id, it.work_item_id)
             self.board.reserve(key, hold_s=it.lease_ms / 1000)
-            task = asyncio.create_task(self._start(it), name=f"start {it.work_item_id}")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            _, _, fut = self._waiting[key]
+            fut.set_result(None)
         for r in plan.preempt:
             self.board.request_pause((r.group_id, r.work_item_id), "slot needed by another Group")
         for m in plan.missed:
-            mark = (m.group_id, m.work_item_id, m.ownership_epoch)
-            if mark not in self._missed:
-                self._missed.add(mark)
-                log.warning("%s missed its start deadline; left to the Coordinator", m.work_item_id)
+            _, _, fut = self._waiting[(m.group_id, m.work_item_id)]
+            log.warning("%s missed its start deadline; left to the Coordinator", m.work_item_id)
+            fut.set_exception(StartDeadlineMissed(m.work_item_id))
         return plan
-
-    async def _start(self, it: QueuedItem) -> None:
-        key = (it.group_id, it.work_item_id)
-        try:
-            cmd = self.actor.command(
-                "work.start",
-                it.group_id,
-                {"work_item_id": it.work_item_id, "ownership_epoch": it.ownership_epoch},
-            )
-            verdict = await self.sender.send(
-                it.mission_id, "start_work", cmd, deadline_ms=it.start_deadline_ms
-            )
-        except Exception:
-            log.exception("start of %s failed", it.work_item_id)
-            verdict = None
-        if verdict is not None and verdict.accepted:
-            log.info(
-                "started %s (lease %s)",
-                it.work_item_id,
-                (verdict.reply.get("lease") or {}).get("lease_id"),
-            )
-            return
-        code = verdict.rejection.code if verdict and verdict.rejection else "error"
-        log.info("start of %s refused: %s", it.work_item_id, code)
-        view = self.state.item(it.group_id, it.work_item_id)
-        self._refused[key] = (view.updated_seq if view else -1, time.monotonic() + RETRY_REFUSED_S)
-        self.board.release(key)
 
     async def _publish_presence(self) -> None:
         """Report free slots and this Group's queue depth to each Group when they change, and
         at least every :data:`PRESENCE_REFRESH_S` (the Authority forgets reports after 30 s).
-        Each Group sees only its own queue depth (MW-11.2-b)."""
+        Each Group sees only its own queue depth (MW-11.2-b). Reports of one Group are at
+        least :data:`PRESENCE_MIN_INTERVAL_S` apart (a change meanwhile goes out then)."""
         if self.presence is None:
             return
         free = self.board.free()
         mono = time.monotonic()
+        self._presence_due = None
         for g in self.groups:
-            report = (free, len(self.state.owned(g, "queued")))
+            report = (free, self.depth(g))
             last = self._last_presence.get(g)
             if last is not None and last[0] == report and mono - last[1] < PRESENCE_REFRESH_S:
+                continue
+            if last is not None and mono - last[1] < PRESENCE_MIN_INTERVAL_S:
+                due = last[1] + PRESENCE_MIN_INTERVAL_S
+                self._presence_due = min(self._presence_due or due, due)
                 continue
             try:
                 await self.presence(self.actor, g, report[0], report[1], issued_at_ms=self.clock())
@@ -208,4 +212,4 @@ class Dispatcher:
                 log.info("Presence not published in %s: %r", g, exc)
 
 
-__all__ = ["Dispatcher", "PresenceFn"]
+__all__ = ["Dispatcher", "NoSlot", "PresenceFn", "StartDeadlineMissed"]

@@ -38,7 +38,9 @@ from ..authority import now_ms
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..protocol import Actor, CanonicalizationError, Evidence, ProgressReport
 from ..protocol.mission import (
+    EXECUTE_WORK_ITEM,
     CommandVerdict,
+    EventSummary,
     ExecuteWorkItemInput,
     OutcomeKind,
     WorkOutcome,
@@ -48,8 +50,12 @@ from ._errors import Blocked, LeaseLost, Pause, PermanentFailure
 from ._handlers import HandlerRegistry, Submission
 from ._lease import LeaseSession
 from ._slots import SlotBoard
+from ._take import OfferTaker
 
 log = logging.getLogger(__name__)
+
+#: Seconds a handler gets to finish once Temporal cancelled its activity (see ``_Run.execute``).
+LATE_RESULT_GRACE_S = 1.0
 
 #: ``async (work, report)``: where progress reports go besides the Authority (the workflow).
 ProgressSink = Callable[[ExecuteWorkItemInput, ProgressReport], Awaitable[None]]
@@ -77,6 +83,9 @@ class WorkItemExecutor:
         artifact_store: where ``WorkContext.publish`` stores and ``fetch`` reads Artifacts
             (``None``: handlers cannot publish).
         agent_card_version: the agent's Agent Card version, recorded in manifests.
+        taker: answers the offer an activity carries and obtains the lease
+            (:class:`~missionweave.worker._take.OfferTaker`); ``None``: every input must carry
+            its lease already.
     """
 
     def __init__(
@@ -91,7 +100,9 @@ class WorkItemExecutor:
         clock: Callable[[], int] = now_ms,
         artifact_store: ArtifactStore | None = None,
         agent_card_version: int = 0,
+        taker: OfferTaker | None = None,
     ) -> None:
+        self.taker = taker
         self.clock = clock
         self.artifact_store = artifact_store
         self.agent_card_version = agent_card_version
@@ -102,12 +113,14 @@ class WorkItemExecutor:
         self.progress_sink = progress_sink
         self.report_timeout = report_timeout
 
-    @activity.defn(name="execute_work_item")
+    @activity.defn(name=EXECUTE_WORK_ITEM)
     async def execute_work_item(self, work: ExecuteWorkItemInput) -> WorkOutcome:
-        """Run the handler for ``work`` and report its outcome to the Authority.
+        """Answer the offer ``work`` carries (or resume a WorkItem this agent owns), wait for
+        a slot, start under a lease, run the handler and report its outcome to the Authority.
 
         Returns:
-            The outcome with the Authority's verdict on the agent's final Command.
+            The outcome with the Authority's verdict on the agent's final Command and every
+            Event its Commands produced (``WorkOutcome.events``).
 
         Raises:
             asyncio.CancelledError: Temporal cancelled the activity (the handler is cancelled
@@ -116,6 +129,22 @@ class WorkItemExecutor:
         Implements MW-11.3-b/c/e, MW-11.4-a/c/f, MW-11.5-b/d and MW-11.1-e (one context,
         lease session, meters and keys per slot).
         """
+        events: list[EventSummary] = []
+        if work.lease is None:
+            if self.taker is None:
+                raise ValueError("execute_work_item without a lease needs an OfferTaker")
+            taken = await self.taker.take(work)
+            if taken.outcome is not None or taken.work is None:
+                assert taken.outcome is not None
+                return taken.outcome
+            work, events = taken.work, taken.events
+        outcome = await self._run(work)
+        final = outcome.verdict
+        if final is not None and final.status != "rejected":
+            events += final.events
+        return outcome.model_copy(update={"events": events})
+
+    async def _run(self, work: ExecuteWorkItemInput) -> WorkOutcome:
         session = LeaseSession(self.actor, self.client, work, self.clock)
         sink = self.progress_sink
         hook = None if sink is None else (lambda report: sink(work, report))
@@ -168,13 +197,36 @@ class _Run:
         )
         stop = asyncio.Event()
         beats = asyncio.create_task(self._heartbeats(task, stop), name="heartbeats")
+        cancelled = False
         try:
             await asyncio.wait({task})
         except asyncio.CancelledError:  # Temporal cancelled the activity
-            for t in (task, beats):
-                t.cancel()
-            await asyncio.gather(task, beats, return_exceptions=True)
+            cancelled = True
+            # A process that was frozen past its heartbeat timeout learns of the cancellation
+            # in the same loop turn as its handler's due timers: let the handler finish what it
+            # had done by then, so that its result is recorded (MW-11.5-b), not dropped.
+            await asyncio.shield(asyncio.wait({task}, timeout=LATE_RESULT_GRACE_S))
+            if not task.done():
+                for t in (task, beats):
+                    t.cancel()
+                await asyncio.gather(task, beats, return_exceptions=True)
+                raise
+        # The handler finished: its result goes to the Authority even if Temporal cancels the
+        # activity meanwhile (it timed out while this agent was frozen or cut off): a former
+        # owner's result is then recorded for audit, never lost (MW-11.5-b).
+        concluding = asyncio.ensure_future(self._finish(task, beats, stop))
+        try:
+            outcome = await asyncio.shield(concluding)
+        except asyncio.CancelledError:
+            await asyncio.gather(concluding, return_exceptions=True)
             raise
+        if cancelled:
+            raise asyncio.CancelledError("the activity was cancelled; its result was reported")
+        return outcome
+
+    async def _finish(
+        self, task: asyncio.Task[Any], beats: asyncio.Task[None], stop: asyncio.Event
+    ) -> WorkOutcome:
         # Let a renewal in flight finish (its usage delta must be counted once) before the
         # final report.
         stop.set()
@@ -228,8 +280,8 @@ class _Run:
             rej = self.budget_verdict.rejection
             dims = rej.detail.get("dimensions") if rej is not None else None
             return await self._fail(f"budget exceeded: {dims}", retryable=False, charge=False)
-        if self.session.lost is not None:  # the heartbeat loop cancelled the handler
-            return self._lease_lost(self.session.lost)
+        if task.cancelled() and self.session.lost is not None:
+            return self._lease_lost(self.session.lost)  # the heartbeat loop cancelled it
         if task.cancelled():
             return await self._fail("the handler was cancelled", retryable=True)
         result: Any = task.result() if failure is None else failure

@@ -115,6 +115,9 @@ class LeaseSession:
         work: the activity input: ids, contract and the granted lease.
         clock: epoch-millisecond clock (token expiry, Evidence timestamps).
 
+    Raises:
+        ValueError: ``work`` carries no lease.
+
     Attributes:
         lease: the current lease (expiry and capability token follow renewals).
         usage: this slot's meters.
@@ -132,6 +135,8 @@ class LeaseSession:
         self.clock = clock
         self.client = client
         self.work = work
+        if work.lease is None:
+            raise ValueError("a LeaseSession needs the lease the Authority granted")
         self.lease: LeaseGrant = work.lease
         self.usage = UsageMeter()
         self.lost: LeaseLost | None = None

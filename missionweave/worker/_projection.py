@@ -1,18 +1,48 @@
 """How each Group Event changes the agent's local projection (MW-11.1-b).
 
-The rules read only the Event (its body, sequence and ``recorded_at_ms``), never a local
-clock, so replaying a Group's log from the start always rebuilds the same projection. Every
-WorkItem of the Group is tracked (offers arrive for items authorized long before), this agent's
-own ones carrying ownership, start deadline, approval, lease and last checkpoint.
+The rules read only the Event, never a local clock, so replaying a Group's log from the start
+always rebuilds the same projection. WorkItem state is the one reducer's
+(:func:`~missionweave.protocol.reduce_work_item`), kept for the WorkItems this agent owns or
+owned — offers reach the agent as ``execute_work_item`` activities carrying their contract, so
+nothing else needs projecting, and the agent pays for the Events that concern it. Only
+metadata is stored (MW-13.3-e): no checkpoint, outputs or Evidence.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from typing import Any
 
-from ..protocol import Event
+from ..protocol import Event, WorkItemFacts, WorkItemState, reduce_work_item
+
+#: Facts never stored locally (payloads, not metadata).
+_DROPPED: dict[str, Any] = {
+    "checkpoint": None,
+    "outputs": {},
+    "artifacts": (),
+    "evidence": (),
+    "approval": None,
+}
+
+
+def facts_json(f: WorkItemFacts) -> str:
+    """The stored form of ``f``: metadata only; the lease without its capability token."""
+    f = dataclasses.replace(f, **_DROPPED)
+    data = dataclasses.asdict(f)
+    if f.lease is not None:
+        data["lease"] = {k: v for k, v in f.lease.items() if k != "capability_token"}
+    return json.dumps(data, separators=(",", ":"))
+
+
+def facts_of(text: str) -> WorkItemFacts:
+    """The inverse of :func:`facts_json`."""
+    data = json.loads(text)
+    for k in ("offer_candidates", "declined", "artifacts", "evidence"):
+        data[k] = tuple(data.get(k) or ())
+    data["state"] = WorkItemState(data["state"]) if data.get("state") else None
+    return WorkItemFacts(**data)
 
 
 class Projector:
@@ -20,28 +50,12 @@ class Projector:
 
     Args:
         conn: the local state's connection.
-        agent_id: this agent (offers to it need an answer; its membership is tracked).
+        agent_id: this agent (its memberships, session, card and WorkItems are tracked).
     """
 
     def __init__(self, conn: sqlite3.Connection, agent_id: str) -> None:
         self._conn = conn
         self.agent_id = agent_id
-
-    def _item(self, g: str, wid: str | None) -> sqlite3.Row | None:
-        if wid is None:
-            return None
-        row: sqlite3.Row | None = self._conn.execute(
-            "SELECT * FROM work_items WHERE group_id=? AND work_item_id=?", (g, wid)
-        ).fetchone()
-        return row
-
-    def _set(self, e: Event, **cols: Any) -> None:
-        cols["updated_seq"] = e.seq
-        assigns = ", ".join(f"{k}=?" for k in cols)
-        self._conn.execute(
-            f"UPDATE work_items SET {assigns} WHERE group_id=? AND work_item_id=?",
-            (*cols.values(), e.group_id, e.work_item_id),
-        )
 
     def _meta_max(self, key: str, value: int) -> None:
         self._conn.execute(
@@ -50,8 +64,8 @@ class Projector:
             (key, value),
         )
 
-    def project(self, e: Event) -> bool:
-        """Update the projection for ``e``; whether ``e`` needs an answer from this agent."""
+    def project(self, e: Event) -> None:
+        """Update the projection for ``e``."""
         b, me = e.body, self.agent_id
         if e.type.startswith("member.") and b.get("agent_id") == me:
             cols: dict[str, Any] = {
@@ -64,149 +78,36 @@ class Projector:
             self._conn.execute(
                 f"UPDATE groups SET {assigns} WHERE group_id=?", (*cols.values(), e.group_id)
             )
-            return False
-        if e.type == "agent.session_opened" and b.get("agent_id") == me:
+        elif e.type == "agent.session_opened" and b.get("agent_id") == me:
             self._meta_max("session_epoch", int(b["session_epoch"]))
-            return False
-        if e.type == "agent.card_published" and (b.get("card") or {}).get("agent_id") == me:
+        elif e.type == "agent.card_published" and (b.get("card") or {}).get("agent_id") == me:
             self._meta_max("card_version", int(b["card"]["version"]))
-            return False
-        if e.type in ("work.authorized", "work.proposed"):
-            contract = json.dumps(b["contract"])
-            self._conn.execute(
-                "INSERT OR REPLACE INTO work_items (group_id, work_item_id, mission_id, revision, "
-                "contract, state, updated_seq) VALUES (?,?,?,?,?,?,?)",
-                (
-                    e.group_id,
-                    e.work_item_id,
-                    b["mission_id"],
-                    int(b["contract"]["revision"]),
-                    contract,
-                    "open" if e.type == "work.authorized" else "proposed",
-                    e.seq,
-                ),
-            )
-            return False
-        item = self._item(e.group_id, e.work_item_id)
-        if item is None:
-            if e.type != "work.offered":
-                return False
-            self._conn.execute(  # authorized before a snapshot: the contract is unknown
-                "INSERT INTO work_items (group_id, work_item_id, mission_id, revision, state, "
-                "updated_seq) VALUES (?,?,?,?,?,?)",
-                (e.group_id, e.work_item_id, b["mission_id"], int(b["revision"]), "offered", e.seq),
-            )
-            item = self._item(e.group_id, e.work_item_id)
-            assert item is not None
-        mine = self._project_item(e, item)
-        after = self._item(e.group_id, e.work_item_id)
-        if after is not None and after["offer_id"] != item["offer_id"]:
-            # the earlier offer is gone (accepted, withdrawn, declined, replaced): nothing to
-            # answer any more; a new offer to this agent is inserted pending after this
-            self._conn.execute(
-                "UPDATE inbox SET status='done' WHERE group_id=? AND work_item_id=? "
-                "AND status='pending'",
-                (e.group_id, e.work_item_id),
-            )
-        return mine
+        elif e.work_item_id is not None:
+            self._project_item(e)
 
-    def _start_deadline(self, item: sqlite3.Row, at_ms: int) -> int | None:
-        if item["contract"] is None:
-            return None
-        return at_ms + int(json.loads(item["contract"])["timeouts"]["start_deadline_ms"])
-
-    def _project_item(self, e: Event, item: sqlite3.Row) -> bool:
-        b, t, me = e.body, e.type, self.agent_id
-        no_offer: dict[str, Any] = {
-            "offer_id": None,
-            "offer_expires_at_ms": None,
-            "offer_revision": None,
-        }
-        if t == "work.contract_revised":
-            self._set(e, contract=json.dumps(b["contract"]), revision=int(b["revision"]))
-        elif t == "work.offered":
-            mine = me in b.get("candidates", [])
-            offer = (
-                {
-                    "offer_id": b["offer_id"],
-                    "offer_expires_at_ms": b["expires_at_ms"],
-                    "offer_revision": b["revision"],
-                }
-                if mine
-                else no_offer
-            )
-            self._set(e, state="offered", revision=int(b["revision"]), **offer)
-            return mine
-        elif t in ("offer.withdrawn", "work.offer_declined"):
-            if b.get("offer_id") == item["offer_id"] and (
-                t == "offer.withdrawn" or b.get("agent_id") == me
-            ):
-                self._set(e, **no_offer)
-        elif t == "work.offer_accepted":
-            self._set(
-                e,
-                state="queued",
-                owner=b["owner"],
-                ownership_epoch=int(b["ownership_epoch"]),
-                start_deadline_ms=b.get("start_deadline_ms"),
-                approved=0,
-                lease_id=None,
-                queued_at_ms=e.recorded_at_ms,
-                **no_offer,
-            )
-        elif t == "approval.execution_granted":
-            self._set(e, approved=1)
-        elif t == "work.started":
-            cp = b.get("checkpoint")
-            self._set(
-                e,
-                state="active",
-                lease_id=(b.get("lease") or {}).get("lease_id"),
-                start_deadline_ms=None,
-                checkpoint=json.dumps(cp) if cp else None,
-            )
-        elif t in ("work.progress_reported", "work.checkpointed", "work.blocked"):
-            if b.get("checkpoint"):
-                self._set(e, checkpoint=json.dumps(b["checkpoint"]))
-            if t == "work.checkpointed":
-                self._set(
-                    e,
-                    state="queued",
-                    lease_id=None,
-                    queued_at_ms=e.recorded_at_ms,
-                    start_deadline_ms=b.get("start_deadline_ms"),
-                )
-        elif t == "lease.revoked" and b.get("state") == "queued":  # a session was replaced
-            self._set(
-                e,
-                lease_id=None,
-                queued_at_ms=e.recorded_at_ms,
-                start_deadline_ms=self._start_deadline(item, e.recorded_at_ms),
-            )
-        elif t in ("lease.released", "lease.expired", "lease.revoked"):
-            if b.get("lease_id") == item["lease_id"]:
-                self._set(e, lease_id=None)
-        elif t == "work.unblocked" and b.get("state") == "queued":
-            self._set(
-                e,
-                queued_at_ms=e.recorded_at_ms,
-                start_deadline_ms=self._start_deadline(item, e.recorded_at_ms),
-            )
-        elif t in ("ownership.closed", "work.failed", "mission.child_created"):
-            self._set(e, owner=None, lease_id=None, start_deadline_ms=None)
-        state = b.get("state")
-        if isinstance(state, str) and t != "work.late_result_recorded":
-            self._set(e, state=state)
-            if state not in ("queued", "active", "blocked"):
-                self._set(e, lease_id=None, start_deadline_ms=None)
-        return False
+    def _project_item(self, e: Event) -> None:
+        row = self._conn.execute(
+            "SELECT facts FROM work_items WHERE group_id=? AND work_item_id=?",
+            (e.group_id, e.work_item_id),
+        ).fetchone()
+        if row is None:
+            if e.type != "work.offer_accepted" or e.body.get("owner") != self.agent_id:
+                return  # not this agent's: nothing to keep
+            before = WorkItemFacts(mission_id=None)
+        else:
+            before = facts_of(row[0])
+        after = reduce_work_item(before, e)
+        self._conn.execute(
+            "INSERT INTO work_items (group_id, work_item_id, owner, state, facts, updated_seq) "
+            "VALUES (?,?,?,?,?,?) ON CONFLICT (group_id, work_item_id) DO UPDATE SET "
+            "owner=excluded.owner, state=excluded.state, facts=excluded.facts, "
+            "updated_seq=excluded.updated_seq",
+            (e.group_id, e.work_item_id, after.owner, after.state and str(after.state),
+             facts_json(after), e.seq),
+        )  # fmt: skip
 
     def restore(self, snap: dict[str, Any]) -> None:
-        """Reset one Group's projection to a verified Authority snapshot (MW-16-e).
-
-        Snapshots carry no contracts: WorkItems authorized before the snapshot keep an unknown
-        contract, and admission control declines their offers.
-        """
+        """Reset one Group's projection to a verified Authority snapshot (MW-16-e)."""
         g, seq, state = str(snap["group_id"]), int(snap["seq"]), snap["state"]
         conn = self._conn
         conn.execute("INSERT OR IGNORE INTO groups (group_id) VALUES (?)", (g,))
@@ -217,27 +118,21 @@ class Projector:
                     "UPDATE groups SET membership_epoch=?, roles=?, active=? WHERE group_id=?",
                     (m["membership_epoch"], roles, int(bool(m["active"])), g),
                 )
+        conn.execute("DELETE FROM work_items WHERE group_id=?", (g,))
         for w in state.get("work_items", []):
+            if w["owner"] != self.agent_id:
+                continue
+            f = WorkItemFacts(
+                state=WorkItemState(w["state"]), mission_id=w["mission_id"],
+                revision=w["revision"], owner=w["owner"], ownership_epoch=w["ownership_epoch"],
+                lease={"lease_id": w["lease_id"]} if w["lease_id"] else None, seq=seq,
+            )  # fmt: skip
             conn.execute(
-                "INSERT INTO work_items (group_id, work_item_id, mission_id, revision, state, "
-                "owner, ownership_epoch, lease_id, updated_seq) VALUES (?,?,?,?,?,?,?,?,?) "
-                "ON CONFLICT (group_id, work_item_id) DO UPDATE SET state=excluded.state, "
-                "revision=excluded.revision, owner=excluded.owner, "
-                "ownership_epoch=excluded.ownership_epoch, lease_id=excluded.lease_id, "
-                "updated_seq=excluded.updated_seq",
-                (
-                    g,
-                    w["work_item_id"],
-                    w["mission_id"],
-                    w["revision"],
-                    w["state"],
-                    w["owner"],
-                    w["ownership_epoch"],
-                    w["lease_id"],
-                    seq,
-                ),
+                "INSERT INTO work_items (group_id, work_item_id, owner, state, facts, "
+                "updated_seq) VALUES (?,?,?,?,?,?)",
+                (g, w["work_item_id"], f.owner, str(f.state), facts_json(f), seq),
             )
         conn.execute("UPDATE groups SET applied_seq=max(applied_seq, ?) WHERE group_id=?", (seq, g))
 
 
-__all__ = ["Projector"]
+__all__ = ["Projector", "facts_json", "facts_of"]

@@ -10,9 +10,10 @@ Start-up, in order:
    version and its WorkItems (MW-11.1-a/b);
 3. ``agent.publish_card`` when the log's card is older (a ``stale_card`` answer means another
    process already published it);
-4. a Temporal ``Worker`` on ``missionweave-agent-<agent_id>`` runs ``execute_work_item`` with
-   ``max_concurrent_activities = card.max_concurrency``, while the offer desk answers offers and
-   the dispatcher starts queued WorkItems.
+4. a Temporal ``Worker`` on ``missionweave-agent-<agent_id>`` serves ``execute_work_item``:
+   every activity is an offer to this agent (or a WorkItem it owns, to resume), answered by
+   admission control and started when the dispatcher gives it a slot. Its activity slots are
+   the card's ``max_concurrency`` plus the admission policy's queue depth per Group.
 
 :meth:`AgentRuntime.stop` asks running handlers to pause at their next safe point, stops taking
 work, and shuts the Worker down gracefully.
@@ -45,17 +46,17 @@ from ..protocol.mission import (
     mission_workflow_id,
 )
 from ..telemetry import worker_interceptors
+from ..workflows import MissionWorkflow
 from ._admission import AdmissionControl, AdmissionPolicy
 from ._dispatch import Dispatcher
 from ._errors import WorkerError
 from ._execute import WorkItemExecutor
 from ._handlers import HandlerRegistry
-from ._offers import OfferDesk
 from ._scheduler import Scheduler
 from ._slots import SlotBoard
 from ._startup import open_session, publish_card
 from ._state import LocalState
-from ._updates import UpdateRetry, UpdateSender
+from ._take import OfferTaker
 
 log = logging.getLogger(__name__)
 
@@ -84,12 +85,11 @@ class AgentRuntime:
         admission: admission settings (queue depth, estimates, dependency check).
         max_wait: the anti-starvation bound that triggers a cooperative preemption (``None``:
             never preempt).
-        update_retry: backoff for Updates Temporal cannot take at once.
         tick: how often the scheduler re-plans when nothing happens.
         graceful_shutdown: how long running handlers get to pause when stopping.
         authority_transport: an httpx transport for the Authority client (tests).
         clock: epoch-millisecond clock for everything the runtime stamps or compares with the
-            Authority's time (SUBSCRIBE and Presence frames, offer expiry, start deadlines,
+            Authority's time (SUBSCRIBE and Presence frames, admission, start deadlines,
             lease and token expiry, Evidence); the wall clock by default. Time-skipping tests
             pass the Authority's virtual clock.
         interceptors: Temporal worker interceptors for the agent's Worker.
@@ -117,7 +117,6 @@ class AgentRuntime:
         state_path: Path,
         admission: AdmissionPolicy | None = None,
         max_wait: timedelta | None = timedelta(minutes=5),
-        update_retry: UpdateRetry | None = None,
         tick: timedelta = timedelta(seconds=1),
         graceful_shutdown: timedelta = timedelta(seconds=10),
         authority_transport: httpx.AsyncBaseTransport | None = None,
@@ -146,20 +145,18 @@ class AgentRuntime:
         )
         self.board = SlotBoard(card.max_concurrency, on_change=self._poke, clock=clock)
         self.admission = AdmissionControl(card, handlers, admission)
+        self.admission_policy = admission or AdmissionPolicy()
         self.scheduler = Scheduler(
             card.max_concurrency,
             max_wait_ms=None if max_wait is None else int(max_wait.total_seconds() * 1000),
         )
-        self.sender = UpdateSender(temporal_client, retry=update_retry, clock=clock)
         self.tick = tick
         self.graceful_shutdown = graceful_shutdown
         self._transport = authority_transport
         self.state: LocalState | None = None
-        self.offers: OfferDesk | None = None
         self.dispatcher: Dispatcher | None = None
         self.ready = asyncio.Event()
         self._stop = asyncio.Event()
-        self._wakes: list[asyncio.Event] = []
         self._applied = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         unserved = [c for c in card.capabilities if handlers.find(c) is None]
@@ -200,8 +197,8 @@ class AgentRuntime:
         self._stop.set()
 
     def _poke(self) -> None:
-        for w in self._wakes:
-            w.set()
+        if self.dispatcher is not None:
+            self.dispatcher.poke()
 
     async def run(self) -> None:
         """Run until :meth:`stop` (or a fatal error). A stop during start-up — session,
@@ -266,42 +263,33 @@ class AgentRuntime:
     async def _serve(
         self, client: AuthorityClient, state: LocalState, sub_task: asyncio.Task[None]
     ) -> None:
+        put = getattr(client, "put_presence", None)
+        dispatcher = self.dispatcher = Dispatcher(
+            self.actor, state, self.groups, self.scheduler, self.board,
+            presence=put if callable(put) else None, tick_s=self.tick.total_seconds(),
+            clock=self.clock,
+        )  # fmt: skip
+        taker = OfferTaker(self.actor, client, self.admission, state, self.board, dispatcher,
+                           self.groups, self.clock)  # fmt: skip
         executor = WorkItemExecutor(
             self.actor, client, self.handlers, board=self.board, progress_sink=self._progress,
             clock=self.clock, artifact_store=self.artifact_store,
-            agent_card_version=self.card.version,
+            agent_card_version=self.card.version, taker=taker,
         )  # fmt: skip
-        self.offers = OfferDesk(
-            self.actor, state, self.groups, self.admission, self.sender, self.board, self.clock
-        )
-        put = getattr(client, "put_presence", None)
-        self.dispatcher = Dispatcher(
-            self.actor,
-            state,
-            self.groups,
-            self.scheduler,
-            self.sender,
-            self.board,
-            presence=put if callable(put) else None,
-            tick_s=self.tick.total_seconds(),
-            clock=self.clock,
-        )
+        # running slots, plus the accepted WorkItems that may wait for one (admission control
+        # declines beyond that), plus one to answer an offer while everything is taken
+        depth = self.admission_policy.max_queue_depth * len(self.groups)
         worker = Worker(
             self.temporal_client,
             task_queue=agent_task_queue(self.card.agent_id),
             activities=[executor.execute_work_item],
-            max_concurrent_activities=self.card.max_concurrency,
+            max_concurrent_activities=self.card.max_concurrency + depth + 1,
             graceful_shutdown_timeout=self.graceful_shutdown,
             interceptors=self.interceptors,
         )
-        offer_wake, dispatch_wake = asyncio.Event(), asyncio.Event()
-        self._wakes = [offer_wake, dispatch_wake]
         async with worker:
-            loops = {
-                asyncio.create_task(self.offers.run(offer_wake), name="offers"),
-                asyncio.create_task(self.dispatcher.run(dispatch_wake), name="dispatcher"),
-            }
-            stopper = asyncio.create_task(self._stop.wait())
+            loop: asyncio.Task[Any] = asyncio.create_task(dispatcher.run(), name="dispatcher")
+            stopper: asyncio.Task[Any] = asyncio.create_task(self._stop.wait())
             self._poke()
             self.ready.set()
             log.info(
@@ -312,14 +300,14 @@ class AgentRuntime:
             )
             try:
                 done, _ = await asyncio.wait(
-                    {*loops, sub_task, stopper}, return_when=asyncio.FIRST_COMPLETED
+                    {loop, sub_task, stopper}, return_when=asyncio.FIRST_COMPLETED
                 )
             finally:
-                self._wakes = []
                 self.board.pause_all("the agent is shutting down")
-                for t in (*loops, stopper):
+                dispatcher.close("the agent is shutting down")
+                for t in (loop, stopper):
                     t.cancel()
-                await asyncio.gather(*loops, stopper, return_exceptions=True)
+                await asyncio.gather(loop, stopper, return_exceptions=True)
             # leaving ``async with`` shuts the Worker down, waiting for handlers to pause
         for t in done - {stopper}:
             exc = None if t.cancelled() else t.exception()
@@ -384,7 +372,7 @@ class AgentRuntime:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(
                 handle.signal(
-                    "report_progress",
+                    MissionWorkflow.report_progress,
                     ProgressSignal(
                         work_item_id=work.work_item_id, agent_id=self.card.agent_id, report=report
                     ),

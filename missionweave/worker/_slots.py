@@ -1,8 +1,9 @@
 """The execution slots of one agent process: starts in flight and running WorkItems.
 
 The Agent Card declares ``max_concurrency`` slots (MW-11.1-e). A slot is taken when the
-scheduler sends ``start_work`` and held while ``execute_work_item`` runs; each running slot has
-its own :class:`WorkContext`, through which the runtime asks for a cooperative pause.
+scheduler grants it to a waiting ``execute_work_item`` (or an offer starts at once) and held
+while the handler runs; each running slot has its own :class:`WorkContext`, through which the
+runtime asks for a cooperative pause.
 """
 
 from __future__ import annotations

@@ -1,20 +1,22 @@
-"""The agent's durable local state: per Group an inbox, a cursor and a work queue projection.
+"""The agent's durable local state: per Group a cursor and a projection of its own WorkItems.
 
 One SQLite file (WAL, ``synchronous=NORMAL``) holds, per Group (MW-11.1-a):
 
-* ``inbox`` — the Events received, in order; an offer addressed to this agent stays
-  ``pending`` until admission control has answered it;
 * ``cursors`` — the Subscriber's durable cursor (:class:`SqliteCursorStore`, same file);
-* ``work_items`` — the projection: each WorkItem's contract, state, owner, ownership epoch,
-  start deadline, approval, lease, last checkpoint and any open offer to this agent;
+* ``work_items`` — the WorkItems this agent owns or owned, as the one reducer folds their
+  Events (:mod:`._projection`): state, owner, ownership epoch, start deadline, approval, lease;
 * ``groups`` / ``meta`` — this agent's Membership Epoch and roles per Group, its Session Epoch
   and published card version as the log records them.
+
+The inbox of offers is the agent's Temporal task queue: each offer is an ``execute_work_item``
+activity (docs/design.md §4.3).
 
 Everything is derived from Group Events only (no local clock), so deleting the file and
 replaying the log rebuilds the same projection (MW-11.1-b); the log stays authoritative. That is
 also why ``synchronous=NORMAL`` is enough: a power loss can undo the last commits, but the
 projection and the cursor live in one file and go back together, and the Events after the
-cursor are delivered again (an fsync per Event cost more than the rest of applying it).
+cursor are delivered again (an fsync per Event cost more than the rest of applying it). A file
+of an older layout is rebuilt from the log (its tables are dropped, its cursors reset).
 """
 
 from __future__ import annotations
@@ -26,8 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from ..authority.client import SqliteCursorStore
-from ..protocol import Event, WorkContract
-from ._projection import Projector
+from ..protocol import Event
+from ._projection import Projector, facts_of
+
+#: The layout of the file (``PRAGMA user_version``); another one is rebuilt from the log.
+LAYOUT = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS groups (
@@ -35,22 +40,11 @@ CREATE TABLE IF NOT EXISTS groups (
     membership_epoch INTEGER NOT NULL DEFAULT 0, roles TEXT NOT NULL DEFAULT '[]',
     active INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS inbox (
-    group_id TEXT NOT NULL, seq INTEGER NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL,
-    work_item_id TEXT, body TEXT NOT NULL, recorded_at_ms INTEGER NOT NULL,
-    status TEXT NOT NULL, PRIMARY KEY (group_id, seq));
-CREATE INDEX IF NOT EXISTS inbox_pending ON inbox (status, group_id, seq);
 CREATE TABLE IF NOT EXISTS work_items (
-    group_id TEXT NOT NULL, work_item_id TEXT NOT NULL, mission_id TEXT NOT NULL,
-    revision INTEGER NOT NULL DEFAULT 1, contract TEXT, state TEXT NOT NULL, owner TEXT,
-    ownership_epoch INTEGER NOT NULL DEFAULT 0, start_deadline_ms INTEGER,
-    approved INTEGER NOT NULL DEFAULT 0, lease_id TEXT, checkpoint TEXT, offer_id TEXT,
-    offer_expires_at_ms INTEGER, offer_revision INTEGER, queued_at_ms INTEGER,
-    updated_seq INTEGER NOT NULL, PRIMARY KEY (group_id, work_item_id));
+    group_id TEXT NOT NULL, work_item_id TEXT NOT NULL, owner TEXT, state TEXT,
+    facts TEXT NOT NULL, updated_seq INTEGER NOT NULL, PRIMARY KEY (group_id, work_item_id));
+CREATE INDEX IF NOT EXISTS work_items_owner ON work_items (group_id, owner, state);
 """
-
-#: Handled inbox rows kept per Group (older ones are pruned; the log keeps everything).
-INBOX_KEEP = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,34 +62,16 @@ class WorkItemView:
 
     group_id: str
     work_item_id: str
-    mission_id: str
+    mission_id: str | None
     revision: int
-    contract: WorkContract | None
     state: str
     owner: str | None
     ownership_epoch: int
     start_deadline_ms: int | None
     approved: bool
     lease_id: str | None
-    checkpoint: dict[str, Any] | None
-    offer_id: str | None
-    offer_expires_at_ms: int | None
-    offer_revision: int | None
     queued_at_ms: int | None
     updated_seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class PendingOffer:
-    """An offer to this agent still waiting for admission control's answer."""
-
-    group_id: str
-    seq: int
-    work_item_id: str
-    offer_id: str
-    mission_id: str
-    revision: int
-    expires_at_ms: int
 
 
 class LocalState:
@@ -117,6 +93,13 @@ class LocalState:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=5000")
+        if self._conn.execute("PRAGMA user_version").fetchone()[0] != LAYOUT:
+            self._conn.executescript(
+                "DROP TABLE IF EXISTS inbox; DROP TABLE IF EXISTS work_items; "
+                "DROP TABLE IF EXISTS groups; DROP TABLE IF EXISTS meta; "
+                "DROP TABLE IF EXISTS cursors;"
+            )
+            self._conn.execute(f"PRAGMA user_version={LAYOUT}")
         self._conn.executescript(_SCHEMA)
         self._projector = Projector(self._conn, agent_id)
         #: The Subscriber's durable cursors, in the same file (MW-16-c).
@@ -143,25 +126,8 @@ class LocalState:
             if event.seq <= applied:
                 conn.execute("COMMIT")
                 return False
-            pending = self._projector.project(event)
-            conn.execute(
-                "INSERT OR REPLACE INTO inbox VALUES (?,?,?,?,?,?,?,?)",
-                (
-                    g,
-                    event.seq,
-                    event.event_id,
-                    event.type,
-                    event.work_item_id,
-                    json.dumps(event.body),
-                    event.recorded_at_ms,
-                    "pending" if pending else "done",
-                ),
-            )
+            self._projector.project(event)
             conn.execute("UPDATE groups SET applied_seq=? WHERE group_id=?", (event.seq, g))
-            conn.execute(
-                "DELETE FROM inbox WHERE group_id=? AND status='done' AND seq<=?",
-                (g, event.seq - INBOX_KEEP),
-            )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -216,36 +182,8 @@ class LocalState:
         if states:
             sql += f" AND state IN ({','.join('?' * len(states))})"
             args.extend(states)
-        rows = self._conn.execute(sql + " ORDER BY queued_at_ms, work_item_id", args).fetchall()
+        rows = self._conn.execute(sql + " ORDER BY updated_seq, work_item_id", args).fetchall()
         return [_view(r) for r in rows]
-
-    def pending_offers(self) -> list[PendingOffer]:
-        """Offers to this agent not answered yet, in Group order."""
-        rows = self._conn.execute(
-            "SELECT group_id, seq, work_item_id, body FROM inbox WHERE status='pending' "
-            "ORDER BY group_id, seq"
-        ).fetchall()
-        out = []
-        for r in rows:
-            b = json.loads(r["body"])
-            out.append(
-                PendingOffer(
-                    r["group_id"],
-                    r["seq"],
-                    r["work_item_id"],
-                    b["offer_id"],
-                    b["mission_id"],
-                    int(b["revision"]),
-                    int(b["expires_at_ms"]),
-                )
-            )
-        return out
-
-    def mark_handled(self, group_id: str, seq: int) -> None:
-        """Record that the inbox entry at ``seq`` has been answered."""
-        self._conn.execute(
-            "UPDATE inbox SET status='done' WHERE group_id=? AND seq=?", (group_id, seq)
-        )
 
     def projection(self) -> dict[str, Any]:
         """The whole projection as plain data (memberships, meta, WorkItems), for comparison
@@ -262,25 +200,13 @@ class LocalState:
 
 
 def _view(r: sqlite3.Row) -> WorkItemView:
+    f = facts_of(r["facts"])
     return WorkItemView(
-        group_id=r["group_id"],
-        work_item_id=r["work_item_id"],
-        mission_id=r["mission_id"],
-        revision=r["revision"],
-        contract=WorkContract.model_validate_json(r["contract"]) if r["contract"] else None,
-        state=r["state"],
-        owner=r["owner"],
-        ownership_epoch=r["ownership_epoch"],
-        start_deadline_ms=r["start_deadline_ms"],
-        approved=bool(r["approved"]),
-        lease_id=r["lease_id"],
-        checkpoint=json.loads(r["checkpoint"]) if r["checkpoint"] else None,
-        offer_id=r["offer_id"],
-        offer_expires_at_ms=r["offer_expires_at_ms"],
-        offer_revision=r["offer_revision"],
-        queued_at_ms=r["queued_at_ms"],
-        updated_seq=r["updated_seq"],
-    )
+        group_id=r["group_id"], work_item_id=r["work_item_id"], mission_id=f.mission_id,
+        revision=f.revision, state=r["state"], owner=f.owner, ownership_epoch=f.ownership_epoch,
+        start_deadline_ms=f.start_deadline_ms, approved=f.approved, lease_id=f.lease_id,
+        queued_at_ms=f.queued_at_ms, updated_seq=r["updated_seq"],
+    )  # fmt: skip
 
 
-__all__ = ["LocalState", "Membership", "PendingOffer", "WorkItemView"]
+__all__ = ["LocalState", "Membership", "WorkItemView"]

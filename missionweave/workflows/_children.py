@@ -91,7 +91,7 @@ class ChildMissionsMixin:
     async def _report_to_parent(self, parent: ParentLink, result: MissionResult) -> None:
         evidence = [e for it in result.items for e in it.evidence]
         handle = workflow.get_external_workflow_handle(parent.workflow_id)
-        await handle.signal("child_finished", ChildOutcome(
+        await handle.signal(ChildMissionsMixin.child_finished, ChildOutcome(
             work_item_id=parent.work_item_id, child_mission_id=self.s.spec.mission_id,
             approved=result.status == "completed", evidence=evidence[:50],
             summary=f"{result.status}: {len(result.items)} WorkItem(s)"))  # fmt: skip

@@ -1,9 +1,11 @@
 """The ``Mission`` workflow: a WorkItem DAG, offers, leases, execution and review on Temporal.
 
-Every state change goes through the Group Authority as a Command; the workflow applies the
-Authority's verdict, never its own guess. Update handlers only validate and enqueue; the main loop
-submits what is queued in batches (one ``submit_commands`` activity per batch) and resolves the
-waiting handlers. See docs/design.md §4–§5 and docs/missions.md.
+Every state change goes through the Group Authority as a Command; the workflow folds the
+Authority's Events with the one reducer, never its own guess. Agents talk to the Authority
+themselves, inside the ``execute_work_item`` activity that is their offer; Updates are for
+people and tools only. Update handlers validate and enqueue; the main loop submits what is
+queued in batches (one ``submit_commands`` activity per batch) and resolves the waiting
+handlers. See docs/design.md §4–§5 and docs/missions.md.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ..protocol import GraphError, WorkGraph, WorkItemState
+    from ..activities import CoordinatorActivities
+    from ..protocol import Command, GraphError, WorkGraph, WorkItemState, transition_for
     from ..protocol.mission import (
         MISSION_WORKFLOW_TYPE,
         AuthorizeWorkInput,
@@ -30,12 +33,13 @@ with workflow.unsafe.imports_passed_through():
         MissionSpec,
         MissionStatus,
         ProgressSignal,
+        ReviewInput,
+        ReviewResult,
         SubmitCommandsInput,
         SubmitCommandsResult,
         UnblockInput,
         WorkItemStatus,
     )
-    from ._agent_updates import AgentUpdatesMixin
     from ._children import ChildMissionsMixin
     from ._plan import counts, finished, open_count, plan
     from ._review import ReviewMixin
@@ -43,6 +47,8 @@ with workflow.unsafe.imports_passed_through():
     from ._state import ItemState, MissionState, apply_events, compact, name_items, trim
     from ._work import SUBMIT_RETRY, WorkMixin
 
+_TRANSITION_UNBLOCK = transition_for("work.unblock")
+assert _TRANSITION_UNBLOCK is not None
 MISSION_ID = SearchAttributeKey.for_keyword("MissionId")
 GROUP_ID = SearchAttributeKey.for_keyword("GroupId")
 MISSION_STATUS = SearchAttributeKey.for_keyword("MissionStatus")
@@ -50,6 +56,8 @@ OPEN_WORK_ITEMS = SearchAttributeKey.for_int("OpenWorkItems")
 
 MAX_BATCH = 100
 S = WorkItemState
+#: The states ``unblock`` may be asked in: the state table's (spec 10.2), not a copy of it.
+_UNBLOCK_FROM = frozenset(s for s in _TRANSITION_UNBLOCK.sources if s is not None)
 
 
 def _item_ids(batch: list[BatchEntry]) -> list[str]:
@@ -67,13 +75,15 @@ def _ms(t: timedelta) -> int:
 
 
 @workflow.defn(name=MISSION_WORKFLOW_TYPE)
-class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMixin):
+class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     """One Mission. Input: a :class:`MissionSpec` (plain JSON); result: :class:`MissionResult`.
 
-    Updates: ``accept_offer``, ``decline_offer``, ``start_work`` (agents, each carrying the
-    agent's signed Command), ``unblock``, ``cancel``, ``authorize_work`` and ``approve`` (people;
-    ``approve`` carries a MissionOwner's signed Command, see :mod:`._review`).
+    Updates (people and tools): ``unblock``, ``cancel``, ``authorize_work`` and ``approve``
+    (``approve`` carries a MissionOwner's signed Command, see :mod:`._review`).
     Signals: ``report_progress``, ``child_finished``. Query: ``status``.
+    Activities: ``select_candidates``, ``submit_commands``, ``review_submission`` and
+    ``work_item_events`` on the coordinator's task queue; ``execute_work_item`` on each
+    agent's (:mod:`._work`).
     """
 
     @workflow.init
@@ -99,6 +109,8 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
         self.intent_verdicts: dict[str, CommandVerdict] = {}
         self.purpose: dict[str, tuple[str, str]] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.review_queue: list[ReviewInput] = []
+        self.review_results: dict[str, ReviewResult] = {}
         self.wake = False
         self.open_items = -1
 
@@ -120,6 +132,7 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
                 self._authorize(self.s.items[wid])
         while True:
             await self._flush()
+            self._start_reviews()
             self._advance_reviews()  # a verified review WorkItem or an Approval moves a review on
             if self.s.cancel_reason is not None and self.s.status == "running":
                 await self._end("cancelled", "mission.cancel", self.s.cancel_reason)
@@ -131,13 +144,21 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
             if p.exhausted and self.s.status == "running":
                 await self._end("failed", "mission.fail", f"{p.exhausted[0]} failed for good")
                 break
-            for wid in p.children:
-                self._create_child(self.s.items[wid])
-            if p.offer:
+            # Temporal suggests continuing as new: start nothing more, let what is in flight
+            # finish, then continue as new (an activity of a closed run would be lost)
+            draining = workflow.info().is_continue_as_new_suggested()
+            if not draining:
+                for wid in p.children:
+                    self._create_child(self.s.items[wid])
+                for wid in p.resume:
+                    self._resume(self.s.items[wid])
+                for wid in p.review:
+                    self._spawn_review(self.s.items[wid])
+            if p.offer and not draining:
                 await self._select_and_offer(p.offer)
                 # Nobody could take them: plan again, or their retry time (set by the ranking,
                 # after this plan) gets no timer and they wait for good.
-                if not self.queue and workflow.patched("replan-after-empty-ranking"):
+                if not self.queue:
                     continue
             if self.queue:
                 continue
@@ -146,9 +167,9 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
                 break
             if self._can_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                # A handler that finished meanwhile may have started work (start_work) or
-                # queued a Command: continuing as new now would orphan it.
-                if self._can_continue_as_new() or not workflow.patched("recheck-before-can"):
+                # A handler that finished meanwhile may have queued a Command: continuing as
+                # new now would orphan it.
+                if self._can_continue_as_new():
                     # The items live in the state: the spec travels without them, so the
                     # continue-as-new input stays well under Temporal's 2 MiB payload limit.
                     slim = self.s.spec.model_copy(update={"items": []})
@@ -163,8 +184,9 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
             if p.next_deadline_ms is not None:
                 timeout = timedelta(milliseconds=max(1, p.next_deadline_ms - self._now()))
             try:
-                await workflow.wait_condition(lambda: self.wake or bool(self.queue),
-                                              timeout=timeout)  # fmt: skip
+                await workflow.wait_condition(
+                    lambda: self.wake or bool(self.queue) or self._reviews_due(),
+                    timeout=timeout)  # fmt: skip
             except TimeoutError:
                 pass
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -198,10 +220,9 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
             # Regular, not local, activities: with local activities, update completions and
             # the commands the main loop issues (search attributes) interleaved differently on
             # replay — a nondeterminism error seen at 100 WorkItems.
-            result = await workflow.execute_activity(
-                "submit_commands",
+            result = await workflow.execute_activity_method(
+                CoordinatorActivities.submit_commands,
                 SubmitCommandsInput(group_id=self.s.spec.group_id, entries=batch),
-                result_type=SubmitCommandsResult,
                 start_to_close_timeout=timedelta(seconds=60),
                 retry_policy=SUBMIT_RETRY,
                 summary=f"{len(batch)} command(s) to the Authority"
@@ -214,6 +235,36 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
                     self.s.remember(verdict)
                 else:
                     self._on_intent(verdict)
+            self.wake = True
+
+    def _reviews_due(self) -> bool:
+        return bool(self.review_queue) and "reviews" not in self.tasks
+
+    def _enqueue(self, command: Command) -> str:
+        """Queue a person's signed Command (``approve``) for the next Authority batch."""
+        cid = command.command_id
+        if cid not in self.s.verdicts and not any(
+            e.command is not None and e.command.command_id == cid for e in self.queue
+        ):
+            self.queue.append(BatchEntry(command=command))
+        return cid
+
+    async def _forward(self, command: Command) -> CommandVerdict:
+        """Submit a person's signed Command and answer the Authority's verdict (a retried
+        update is answered from :attr:`MissionState.verdicts`, not submitted twice)."""
+        cid = self._enqueue(command)
+        await workflow.wait_condition(lambda: cid in self.s.verdicts)
+        return self.s.verdicts[cid]
+
+    def _spawn_review(self, item: ItemState) -> None:
+        """Review a submission the Authority holds whose activity's result was lost."""
+        self.tasks[f"review:{item.work_item_id}"] = asyncio.create_task(self._review_lost(item))
+
+    async def _review_lost(self, item: ItemState) -> None:
+        try:
+            await self._review(item)
+        finally:
+            self.tasks.pop(f"review:{item.work_item_id}", None)
             self.wake = True
 
     def _applied_intent(self, v: CommandVerdict, purpose: tuple[str, str]) -> None:
@@ -278,7 +329,7 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
     @unblock.validator
     def _check_unblock(self, inp: UnblockInput) -> None:
         item = self.s.items.get(inp.work_item_id)
-        if item is None or item.state is not S.BLOCKED:
+        if item is None or item.state not in _UNBLOCK_FROM:
             raise _refuse("not_blocked", f"WorkItem {inp.work_item_id} is not blocked")
 
     @workflow.update
@@ -359,7 +410,7 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
             items=[WorkItemStatus(
                 work_item_id=w, state=it.state, owner=it.owner,
                 ownership_epoch=it.ownership_epoch,
-                lease_id=it.lease.lease_id if it.lease else None, attempts=it.attempts,
+                lease_id=it.lease_id, attempts=it.attempts,
                 offer_candidates=it.offer_candidates, dependencies=it.spec.dependencies,
                 last_progress=it.last_progress, detail=it.detail,
                 review_stage=it.review_stage, review_item=it.review_item,
@@ -373,7 +424,7 @@ class MissionWorkflow(WorkMixin, AgentUpdatesMixin, ChildMissionsMixin, ReviewMi
     async def _end(self, status: str, command: str, reason: str) -> None:
         for key, task in list(self.tasks.items()):
             if not key.startswith("child:"):
-                task.cancel()
+                task.cancel()  # offers and executions in flight: the Authority ends them
         body: dict[str, Any] = {"mission_id": self.s.spec.mission_id}
         if reason:
             body["reason"] = reason

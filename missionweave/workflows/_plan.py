@@ -17,12 +17,17 @@ class Plan:
 
     Attributes:
         offer: items that need candidates ranked and an offer made, with the agents to exclude.
+        resume: queued items to hand back to their owner (``execute_work_item`` without offer).
+        review: submitted items whose review has not begun (their submission reached the
+            Authority but the activity's result was lost).
         children: items to hand to a child Mission.
         exhausted: items whose failure is final (retries, deadline or cost exhausted).
         next_deadline_ms: the earliest future deadline to wake up for (``None``: none).
     """
 
     offer: list[tuple[str, list[str]]] = field(default_factory=list)
+    resume: list[str] = field(default_factory=list)
+    review: list[str] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
     exhausted: list[str] = field(default_factory=list)
     next_deadline_ms: int | None = None
@@ -47,7 +52,7 @@ def plan(state: MissionState, graph: WorkGraph, now_ms: int) -> Plan:
     for wid, it in state.items.items():
         if not it.authorized or it.state in TERMINAL_STATES or it.running:
             continue
-        if it.offer_pending or it.selecting or it.reviewing:
+        if it.offer_pending or it.selecting or it.reviewing or it.syncing:
             continue
         if it.retry_at_ms is not None and now_ms < it.retry_at_ms:
             p.wake_at(it.retry_at_ms)
@@ -71,24 +76,36 @@ def plan(state: MissionState, graph: WorkGraph, now_ms: int) -> Plan:
                     else:
                         p.offer.append((wid, []))
             case S.OFFERED:
-                expired = it.offer_expires_at_ms is not None and now_ms >= it.offer_expires_at_ms
-                everyone = bool(it.offer_candidates) and set(it.offer_candidates) <= set(
-                    it.declined
-                )
-                if expired or everyone:
-                    p.offer.append((wid, list(it.tried)))
+                # no offer activity is left: it expired (schedule-to-start), everyone declined,
+                # or an agent could not take it
+                expires = it.w.offer_expires_at_ms
+                if (
+                    it.w.offer_id is not None
+                    and expires is not None
+                    and now_ms < expires
+                    and (not set(it.w.offer_candidates) <= set(it.w.declined))
+                ):
+                    p.wake_at(expires)
                 else:
-                    p.wake_at(it.offer_expires_at_ms)
+                    p.offer.append((wid, list(it.tried)))
             case S.QUEUED:
                 if it.start_deadline_ms is not None and now_ms >= it.start_deadline_ms:
                     # MW-11.5-a. The owner is in ``tried`` (it accepted this attempt's offer), so
                     # others go first; once nobody else is eligible ``tried`` starts over and the
                     # owner may get it back (a fixed exclusion would leave it stuck for good).
                     p.offer.append((wid, []))
+                elif it.owner is not None:
+                    p.resume.append(wid)
+            case S.ACTIVE:
+                # its execution's result was lost: re-offer once the lease has expired (the
+                # Authority closes the former owner first, MW-11.5-a)
+                lease = it.w.lease
+                if lease is not None and now_ms < int(lease["expires_at_ms"]):
+                    p.wake_at(int(lease["expires_at_ms"]))
                 else:
-                    p.wake_at(it.start_deadline_ms)
-            case S.ACTIVE if it.lease is None and it.owner is None:
-                p.offer.append((wid, []))
+                    p.offer.append((wid, []))
+            case S.SUBMITTED if it.review_stage is None:
+                p.review.append(wid)
             case _:
                 pass
     return p

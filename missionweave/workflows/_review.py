@@ -23,6 +23,8 @@ Mission waiting days for an Approval may continue as new.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +33,11 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from ..activities import CoordinatorActivities
     from ..protocol import (
         AcceptanceCriterion,
         Budget,
+        Command,
         Deliverable,
         Evidence,
         WorkContract,
@@ -41,10 +45,10 @@ with workflow.unsafe.imports_passed_through():
         digest,
     )
     from ..protocol.mission import (
-        AgentCommandInput,
         ApprovalInput,
         CommandVerdict,
         DecisionSlot,
+        ReviewBatch,
         ReviewInput,
         ReviewRequest,
         ReviewResult,
@@ -52,7 +56,7 @@ with workflow.unsafe.imports_passed_through():
         WorkItemSpec,
     )
     from ..protocol.review_decision import decision_command, verdict_step
-    from ._state import ItemState
+    from ._state import ItemState, name_items
 
 if TYPE_CHECKING:
     from ..protocol import WorkGraph
@@ -88,6 +92,10 @@ class ReviewMixin:
     if TYPE_CHECKING:
         s: MissionState
         graph: WorkGraph
+        tasks: dict[str, asyncio.Task[None]]
+        wake: bool
+        review_queue: list[ReviewInput]
+        review_results: dict[str, ReviewResult]
 
         def _intent(self, type: str, body: dict[str, Any], purpose: tuple[str, str]) -> str: ...
 
@@ -99,7 +107,7 @@ class ReviewMixin:
 
         def _authorize(self, item: ItemState) -> str: ...
 
-        async def _forward(self, cmd_input: AgentCommandInput) -> CommandVerdict: ...
+        async def _forward(self, command: Command) -> CommandVerdict: ...
 
     # ------------------------------------------------------------------ steps 1 and 2
 
@@ -108,18 +116,17 @@ class ReviewMixin:
         review WorkItem for semantic criteria (step 3) or straight to the verdict (step 4)."""
         item.reviewing = True
         item.review_stage = item.review_item = item.review_digest = None
-        item.approval = None
+        item.w = dataclasses.replace(item.w, approval=None)
         slot = DecisionSlot(command_id=self._command_id(), issued_at_ms=self._now(),
                             final_if_passed=self._final_if_passed(item))  # fmt: skip
-        result = await workflow.execute_activity(
-            "review_submission",
-            ReviewInput(group_id=self.s.spec.group_id, mission_id=self.s.spec.mission_id,
-                        work_item_id=item.work_item_id, contract=item.spec.contract,
-                        outputs=item.outputs, artifacts=item.artifacts,
-                        evidence=item.evidence, review_of=item.review_of, decision=slot),
-            result_type=ReviewResult, start_to_close_timeout=timedelta(minutes=5),
-            retry_policy=_REVIEW_RETRY, summary=f"review {item.work_item_id}",
-        )  # fmt: skip
+        wid = item.work_item_id
+        self.review_queue.append(ReviewInput(
+            group_id=self.s.spec.group_id, mission_id=self.s.spec.mission_id,
+            work_item_id=wid, contract=item.spec.contract, outputs=item.outputs,
+            artifacts=item.artifacts, evidence=item.evidence, review_of=item.review_of,
+            decision=slot))  # fmt: skip
+        await workflow.wait_condition(lambda: wid in self.review_results)
+        result = self.review_results.pop(wid)
         item.review = list(result.steps)
         if result.verdict is not None:  # the activity issued the decision (steps 1–4)
             item.review_stage = None
@@ -129,6 +136,26 @@ class ReviewMixin:
             self._request_review(item)
         else:
             self._verdict(item)
+
+    def _start_reviews(self) -> None:
+        """Review what was submitted since the last batch, in one ``review_submissions``
+        activity (one at a time: submissions arriving meanwhile make the next batch)."""
+        if self.review_queue and "reviews" not in self.tasks:
+            batch, self.review_queue = self.review_queue, []
+            self.tasks["reviews"] = asyncio.create_task(self._review_batch(batch))
+
+    async def _review_batch(self, batch: list[ReviewInput]) -> None:
+        try:
+            done = await workflow.execute_activity_method(
+                CoordinatorActivities.review_submissions, ReviewBatch(reviews=batch),
+                start_to_close_timeout=timedelta(minutes=5), retry_policy=_REVIEW_RETRY,
+                summary="review " + name_items([r.work_item_id for r in batch]),
+            )  # fmt: skip
+            for r, res in zip(batch, done.results, strict=True):
+                self.review_results[r.work_item_id] = res
+        finally:
+            self.tasks.pop("reviews", None)
+            self.wake = True
 
     # ------------------------------------------------------------------------- step 3
 
@@ -274,7 +301,7 @@ class ReviewMixin:
         ``approval.grant_result`` or ``approval.deny_result``. The Authority checks the
         signature, the ``mission_owner`` role and the state; a refused Command leaves the
         WorkItem waiting. ``missionweave approve`` sends it."""
-        return await self._forward(AgentCommandInput(command=inp.command))
+        return await self._forward(inp.command)
 
     @approve.validator
     def _check_approve(self, inp: ApprovalInput) -> None:

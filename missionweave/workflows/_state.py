@@ -6,15 +6,15 @@ Authority's verdicts (:func:`apply_events`), never by guessing.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..protocol import Evidence, ProgressReport, WorkItemState
+from ..protocol import Evidence, ProgressReport, WorkItemFacts, WorkItemState, reduce_work_item
 from ..protocol.mission import (
     CommandVerdict,
     EventSummary,
-    LeaseGrant,
     MissionSpec,
     ReviewStep,
     WorkItemSpec,
@@ -24,23 +24,24 @@ _MODEL = ConfigDict(extra="forbid")
 
 
 class ItemState(BaseModel):
-    """What the Mission knows of one WorkItem (mirrors the Authority's projection).
+    """What the Mission knows of one WorkItem: the facts reduced from the Authority's Events
+    (:attr:`w`, the one reducer :func:`~missionweave.protocol.reduce_work_item`) and the
+    workflow's own bookkeeping.
 
     Attributes:
         spec: the WorkItem as authorized.
+        w: the Authority's facts (state, owner, epoch, lease, offer, checkpoint, attempts …);
+            read through the properties below, changed only by :func:`apply_events`.
         authorized: the Authority has accepted ``work.authorize``.
-        state: the WorkItem state per the Authority's last Event.
-        owner / ownership_epoch / lease: the current ownership and execution lease.
-        start_deadline_ms / offer_*: the durable deadlines the workflow keeps timers for.
         tried: agents already offered this attempt (sequential offers).
-        attempts: failed executions so far (the retry policy bounds them).
         retry_at_ms: when the next offer may go out after a failure or an empty ranking.
         empty_rankings: rankings in a row that found nobody (the wait doubles each time, up
             to 30 s).
-        running: an ``execute_work_item`` activity is in flight.
+        running: ``execute_work_item`` activities in flight (one per candidate of an offer,
+            or the owner's resume).
         selecting: candidates are being ranked.
         offer_pending: a ``work.offer`` is queued or in flight.
-        blocked_until_ms: the end of the blocked lease.
+        syncing: its Events are being read from the Authority (an activity's result was lost).
         child_workflow_id: the child Mission carrying the item out.
         review: the results of the review steps so far (MW-13.2-b), kept for the Approval.
         review_of: on a review WorkItem, the WorkItem it reviews.
@@ -50,7 +51,6 @@ class ItemState(BaseModel):
         review_item: the current review WorkItem's id.
         reviews: review WorkItems created for this item so far.
         review_digest: digest of the review record a MissionOwner approves.
-        approval: the MissionOwner's decision (the ``approval.result_*`` Event body and ``seq``).
         trimmed: its Evidence, review steps and input (and maybe outputs) were dropped from
             the state to keep it under Temporal's payload limit (:func:`trim`); the Group log
             has them.
@@ -58,25 +58,15 @@ class ItemState(BaseModel):
 
     model_config = _MODEL
     spec: WorkItemSpec
+    w: WorkItemFacts = Field(default_factory=WorkItemFacts)
     authorized: bool = False
-    state: WorkItemState = WorkItemState.OPEN
-    owner: str | None = None
-    ownership_epoch: int = 0
-    lease: LeaseGrant | None = None
-    start_deadline_ms: int | None = None
-    offer_id: str | None = None
-    offer_expires_at_ms: int | None = None
-    offer_candidates: list[str] = Field(default_factory=list)
-    declined: list[str] = Field(default_factory=list)
     tried: list[str] = Field(default_factory=list)
-    attempts: int = 0
     retry_at_ms: int | None = None
-    running: bool = False
+    running: int = 0
     selecting: bool = False
     offer_pending: bool = False
+    syncing: bool = False
     reviewing: bool = False
-    blocked_until_ms: int | None = None
-    checkpoint: dict[str, Any] | None = None
     outputs: dict[str, Any] = Field(default_factory=dict)
     artifacts: list[str] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
@@ -90,13 +80,44 @@ class ItemState(BaseModel):
     review_item: str | None = None
     reviews: int = 0
     review_digest: str | None = None
-    approval: dict[str, Any] | None = None
     trimmed: bool = False
     empty_rankings: int = 0
 
     @property
     def work_item_id(self) -> str:
         return self.spec.work_item_id
+
+    @property
+    def state(self) -> WorkItemState:
+        return self.w.state or WorkItemState.OPEN
+
+    @property
+    def owner(self) -> str | None:
+        return self.w.owner
+
+    @property
+    def ownership_epoch(self) -> int:
+        return self.w.ownership_epoch
+
+    @property
+    def lease_id(self) -> str | None:
+        return self.w.lease_id
+
+    @property
+    def attempts(self) -> int:
+        return self.w.attempts
+
+    @property
+    def start_deadline_ms(self) -> int | None:
+        return self.w.start_deadline_ms
+
+    @property
+    def offer_candidates(self) -> list[str]:
+        return list(self.w.offer_candidates)
+
+    @property
+    def approval(self) -> dict[str, Any] | None:
+        return self.w.approval
 
 
 class MissionState(BaseModel):
@@ -148,78 +169,22 @@ class MissionState(BaseModel):
 
 
 def apply_events(state: MissionState, events: list[EventSummary]) -> None:
-    """Apply accepted Events to the items they concern: the Authority's verdict, not a guess."""
+    """Fold accepted Events into the items they concern with the one reducer: the Authority's
+    verdict, not a guess. A submission's outputs, Artifacts and Evidence move to the item (the
+    review reads them; :func:`trim` may drop them), not kept twice."""
     state.note_range(events)
     for e in events:
         item = state.items.get(e.work_item_id or "")
-        if item is None:
-            continue
-        b = e.body
-        match e.type:
-            case "work.authorized":
-                item.authorized, item.state = True, WorkItemState.OPEN
-            case "work.offered":
-                item.state = WorkItemState.OFFERED
-                item.offer_id = str(b["offer_id"])
-                item.offer_expires_at_ms = int(b["expires_at_ms"])
-                item.offer_candidates = [str(c) for c in b["candidates"]]
-                item.declined = []
-            case "ownership.closed":
-                item.owner, item.lease, item.start_deadline_ms = None, None, None
-            case "work.offer_accepted":
-                item.state = WorkItemState.QUEUED
-                item.owner = str(b["owner"])
-                item.ownership_epoch = int(b["ownership_epoch"])
-                item.start_deadline_ms = int(b["start_deadline_ms"])
-                item.offer_id, item.offer_expires_at_ms = None, None
-            case "work.offer_declined":
-                item.declined.append(str(b["agent_id"]))
-            case "work.started":
-                item.state = WorkItemState.ACTIVE
-                item.lease = LeaseGrant.model_validate(
-                    {**b["lease"], "capability_token": b.get("capability_token", {})}
-                )
-                item.start_deadline_ms = None
-                # the Authority's durable resume point, also one a former owner saved with
-                # progress.report before its lease expired (MW-11.5-a)
-                item.checkpoint = b.get("checkpoint", item.checkpoint)
-            case "work.checkpointed":
-                item.state, item.lease = WorkItemState.QUEUED, None
-                item.checkpoint = b.get("checkpoint")
-                item.start_deadline_ms = b.get("start_deadline_ms")
-            case "work.blocked":
-                item.state, item.lease = WorkItemState.BLOCKED, None
-                item.checkpoint = b.get("checkpoint")
-                item.blocked_until_ms = b.get("blocked_lease_expires_at_ms")
-            case "work.unblocked":
-                item.state = WorkItemState(str(b["state"]))
-                item.blocked_until_ms = None
-                item.start_deadline_ms = b.get("start_deadline_ms")
-                if item.state is WorkItemState.OPEN:
-                    item.owner = None
-            case "lease.revoked" if b.get("reason") == "session_replaced":
-                # the owner's runtime was replaced (MW-11.3-f): back to its queue
-                item.state, item.lease = WorkItemState.QUEUED, None
-                item.start_deadline_ms = b.get("start_deadline_ms")
-            case "work.submitted":
-                item.state, item.lease = WorkItemState.SUBMITTED, None
-            case "work.result_accepted" | "mission.child_approved":
-                item.state = WorkItemState.VERIFIED
-            case "work.failed":
-                item.state, item.owner, item.lease = WorkItemState.FAILED, None, None
-                item.attempts = int(b.get("attempts", item.attempts + 1))
-            case "work.cancelled":
-                item.state, item.lease = WorkItemState.CANCELLED, None
-            case "mission.child_created":
-                item.state, item.owner, item.lease = WorkItemState.BLOCKED, None, None
-            case "mission.child_failed":
-                item.state = WorkItemState(str(b["state"]))
-            case "work.progress_reported" if b.get("checkpoint"):
-                item.checkpoint = b["checkpoint"]
-            case "approval.result_granted" | "approval.result_denied":
-                item.approval = {**b, "type": e.type, "seq": e.seq}
-            case _:
-                pass
+        if item is None or e.seq <= item.w.seq:
+            continue  # not this Mission's, or applied already (a repeated verdict)
+        w = reduce_work_item(item.w, e)
+        if e.type == "work.authorized":
+            item.authorized = True
+        elif e.type == "work.submitted":
+            item.outputs, item.artifacts = dict(w.outputs), list(w.artifacts)
+            item.evidence = [Evidence.model_validate(x) for x in w.evidence]
+            w = dataclasses.replace(w, outputs={}, artifacts=(), evidence=())
+        item.w = w
 
 
 #: Bytes of state JSON above which finished WorkItems lose their bulky details (:func:`trim`):

@@ -1,7 +1,14 @@
-"""Offering and running WorkItems, as a mixin of the Mission workflow: ``select_candidates``
-ranks agents and makes the offers (MW-10.3-b/c/f); ``execute_work_item`` runs an item on its
-owner's task queue under the lease the Authority granted (MW-11.3-b), and its outcome is
-applied — submitted (→ review), paused, blocked, failed, or the lease lost (MW-11.5-a).
+"""Offers and execution, as a mixin of the Mission workflow (docs/design.md §4.3-6).
+
+``select_candidates`` ranks agents and records the offer (MW-10.3-b/c/f). The offer *is* an
+``execute_work_item`` activity on each candidate's task queue: its schedule-to-start timeout is
+the offer's expiry and its heartbeat timeout the lease bound. Inside it the agent decides, and
+accepts, starts and reports with the Authority itself; the activity returns the outcome with
+the Authority's Events, which the workflow folds with the one reducer. A WorkItem the agent
+already owns (queued again after a checkpoint, an unblock or a replaced session) is resumed the
+same way, without an offer. When an activity's result is lost (the agent died, Temporal timed
+it out), the workflow reads the WorkItem's Events from the Authority (``work_item_events``)
+rather than guess: a submission the Authority holds is reviewed, never re-offered.
 """
 
 from __future__ import annotations
@@ -12,21 +19,24 @@ from typing import TYPE_CHECKING
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, CancelledError, TimeoutError, TimeoutType
 
 with workflow.unsafe.imports_passed_through():
+    from ..activities import CoordinatorActivities
     from ..protocol import WorkItemState
     from ..protocol.mission import (
         CommandVerdict,
         ExecuteWorkItemInput,
         OfferSlot,
+        OfferTerms,
         OutcomeKind,
         SelectCandidatesBatch,
-        SelectCandidatesBatchResult,
         SelectCandidatesInput,
+        WorkItemEventsInput,
         WorkOutcome,
         agent_task_queue,
     )
+    from ._edges import execute_work_item
     from ._state import ItemState, apply_events, name_items
 
 if TYPE_CHECKING:
@@ -38,6 +48,8 @@ MAX_IDLE_BACKOFF_MS = 30_000
 #: Retries of the coordinator's own activities (the Authority may be briefly unreachable).
 SUBMIT_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
                            maximum_interval=timedelta(seconds=10))  # fmt: skip
+#: ``execute_work_item`` is never retried by Temporal: a new attempt is a new offer.
+_ONCE = RetryPolicy(maximum_attempts=1)
 
 
 class WorkMixin:
@@ -58,14 +70,13 @@ class WorkMixin:
 
     async def _select_and_offer(self, wanted: list[tuple[str, list[str]]]) -> None:
         """Rank agents for the wanted WorkItems and offer each to its best-ranked (or, urgent,
-        to a bounded candidate set; MW-10.3-b/c) in one activity, ``select_candidates``."""
+        to a bounded candidate set; MW-10.3-b/c) in one activity, ``select_candidates``; then
+        one ``execute_work_item`` per candidate."""
         policy = self.s.spec.offer_policy
         now = self._now()
         requests = []
         for wid, exclude in wanted:
             item = self.s.items[wid]
-            # an agent may answer the offer (seen on the Group stream) before this workflow
-            # has the verdict: while it is in flight, its validators leave it to the Authority
             item.selecting = item.offer_pending = True
             urgent = item.spec.contract.urgency.value == "urgent"
             requests.append(SelectCandidatesInput(
@@ -77,9 +88,8 @@ class WorkMixin:
                 offer=OfferSlot(command_id=self._command_id(), issued_at_ms=now,
                                 expires_at_ms=now + policy.offer_ttl_ms)))  # fmt: skip
         try:
-            ranked = await workflow.execute_activity(
-                "select_candidates", SelectCandidatesBatch(requests=requests),
-                result_type=SelectCandidatesBatchResult,
+            ranked = await workflow.execute_activity_method(
+                CoordinatorActivities.select_candidates, SelectCandidatesBatch(requests=requests),
                 start_to_close_timeout=timedelta(seconds=30), retry_policy=SUBMIT_RETRY,
                 summary=f"rank agents for and offer {name_items([w for w, _ in wanted])}",
             )  # fmt: skip
@@ -91,13 +101,9 @@ class WorkMixin:
         for (wid, _), res in zip(wanted, ranked.results, strict=True):
             item = self.s.items[wid]
             cands = [c.agent_id for c in res.candidates]
-            if res.verdict is not None:  # the offer the Authority recorded is what counts
-                cands = next((list(e.body.get("candidates") or cands) for e in res.verdict.events
-                              if e.type == "work.offered"), cands)  # fmt: skip
             if not cands and item.tried:  # everyone tried: start over after a pause
                 item.tried = []
             if not cands or res.verdict is None:
-                item.offer_pending = False
                 # doubling while nobody can take it: an unattended Mission's history grows
                 # by a few events per try, not by thousands an hour
                 wait = max(1000, policy.reoffer_backoff_ms) << min(item.empty_rankings, 5)
@@ -109,55 +115,106 @@ class WorkMixin:
                     if wid not in self.s.awaiting_room:
                         self.s.awaiting_room.append(wid)
                 continue
+            self._applied_intent(res.verdict, ("offer", wid))
+            if not res.verdict.accepted or item.state is not S.OFFERED or item.w.offer_id is None:
+                continue  # refused (e.g. owner_active): _on_intent set the retry time
             item.retry_at_ms = None
             item.empty_rankings = 0
+            cands = list(item.w.offer_candidates)  # the offer the Authority recorded counts
             item.tried = [*item.tried, *cands][-policy.max_sequential_offers * 4 :]
             item.detail = "offered to " + ", ".join(cands)
-            self._applied_intent(res.verdict, ("offer", wid))
+            terms = OfferTerms(offer_id=item.w.offer_id, revision=item.w.revision,
+                               expires_at_ms=item.w.offer_expires_at_ms or now)  # fmt: skip
+            for agent in cands:
+                self._spawn(item, agent, terms)
 
-    async def _execute(self, item: ItemState) -> None:
-        """Run the WorkItem on its owner's task queue and apply the outcome."""
-        assert item.lease is not None and item.owner is not None
+    def _resume(self, item: ItemState) -> None:
+        """Hand a queued WorkItem back to its owner (no offer: it owns it already)."""
+        assert item.owner is not None
+        item.detail = f"queued at {item.owner}"
+        self._spawn(item, item.owner, None)
+
+    def _spawn(self, item: ItemState, agent: str, offer: OfferTerms | None) -> None:
+        item.running += 1
+        self.tasks[f"{item.work_item_id}@{agent}"] = asyncio.create_task(
+            self._execute(item, agent, offer)
+        )
+
+    async def _execute(self, item: ItemState, agent: str, offer: OfferTerms | None) -> None:
+        """One ``execute_work_item`` on ``agent``'s task queue, and what its outcome means."""
         c = item.spec.contract
-        item.running = True
+        wid = item.work_item_id
+        doubt = False  # the outcome is unknown: read what the Authority holds
+        until = offer.expires_at_ms if offer else item.start_deadline_ms
+        wait_ms = max(1000, (until or self._now() + c.timeouts.start_deadline_ms) - self._now())
         try:
             outcome = await workflow.execute_activity(
-                "execute_work_item",
+                execute_work_item,
                 ExecuteWorkItemInput(
                     group_id=self.s.spec.group_id, mission_id=self.s.spec.mission_id,
-                    work_item_id=item.work_item_id, contract=c, input=item.spec.input,
-                    lease=item.lease, checkpoint=item.checkpoint, attempt=item.attempts + 1,
+                    work_item_id=wid, contract=c, input=item.spec.input, offer=offer,
+                    ownership_epoch=item.ownership_epoch,
                     dependency_artifacts={d: self.s.items[d].artifacts
                                           for d in item.spec.dependencies
                                           if d in self.s.items and self.s.items[d].artifacts}),
-                result_type=WorkOutcome,
-                task_queue=agent_task_queue(item.owner),
+                task_queue=agent_task_queue(agent),
+                schedule_to_start_timeout=timedelta(milliseconds=wait_ms),
                 heartbeat_timeout=timedelta(milliseconds=c.timeouts.lease_ms),
-                start_to_close_timeout=timedelta(
-                    milliseconds=c.budget.wall_clock_ms or 24 * 3_600_000),
-                retry_policy=RetryPolicy(maximum_attempts=1),
-                summary=f"{item.work_item_id} by {item.owner} (epoch {item.ownership_epoch})",
+                start_to_close_timeout=timedelta(milliseconds=(
+                    c.budget.wall_clock_ms or 24 * 3_600_000) + c.timeouts.start_deadline_ms),
+                retry_policy=_ONCE,
+                summary=(f"offer {wid} to {agent}" if offer else f"resume {wid} at {agent}"),
             )  # fmt: skip
-        except ActivityError as exc:  # heartbeat timeout: the lease is lost (MW-11.5-a)
-            outcome = WorkOutcome(kind=OutcomeKind.LEASE_LOST, error=str(exc.cause or exc))
+        except ActivityError as exc:
+            cause = exc.cause
+            if isinstance(cause, TimeoutError) and cause.type is TimeoutType.SCHEDULE_TO_START:
+                # nobody picked it up in time: the offer expired (the Authority refuses late
+                # acceptances) or the owner stayed away past its start deadline; what the
+                # Authority holds decides what comes next
+                outcome = WorkOutcome(kind=OutcomeKind.NOT_TAKEN, error=f"{agent}: not picked up")
+                doubt = True
+            elif isinstance(cause, CancelledError):
+                outcome = WorkOutcome(kind=OutcomeKind.NOT_TAKEN, error="cancelled")
+            else:  # heartbeat timeout, a crashed agent: the result is lost (MW-11.5-a)
+                outcome = WorkOutcome(kind=OutcomeKind.LEASE_LOST, error=str(cause or exc))
+                doubt = True
         finally:
-            item.running = False
-            self.tasks.pop(item.work_item_id, None)
-            for wid in self.s.awaiting_room:  # a slot is free: offer those waiting for one
-                self.s.items[wid].retry_at_ms = None
+            item.running -= 1
+            self.tasks.pop(f"{wid}@{agent}", None)
+            for w in self.s.awaiting_room:  # a slot is free: offer those waiting for one
+                self.s.items[w].retry_at_ms = None
             self.s.awaiting_room.clear()
-        if outcome.verdict is not None and outcome.verdict.status != "rejected":
-            apply_events(self.s, outcome.verdict.events)
-        item.detail = f"{outcome.kind.value}" + (f": {outcome.error}" if outcome.error else "")
-        if outcome.kind is OutcomeKind.SUBMITTED and item.state is S.SUBMITTED:
-            item.outputs, item.artifacts = outcome.outputs, outcome.artifacts
-            item.evidence = outcome.evidence
+        apply_events(self.s, outcome.events)
+        if any(e.type == "work.offer_accepted" for e in outcome.events):
+            for key, task in list(self.tasks.items()):  # the other candidates lost (10.3-c)
+                if key.startswith(f"{wid}@") and not key.endswith(f"@{agent}"):
+                    task.cancel()
+        if outcome.kind is not OutcomeKind.NOT_TAKEN or not item.detail.startswith("offered"):
+            item.detail = f"{outcome.kind.value}" + (f": {outcome.error}" if outcome.error else "")
+        if (
+            doubt
+            or outcome.kind is OutcomeKind.LEASE_LOST
+            or (outcome.kind is OutcomeKind.NOT_TAKEN and not item.running)
+        ):  # e.g. taken by an acceptance this workflow has not seen
+            await self._sync(item)
+        if item.state is S.SUBMITTED and not item.running and not item.reviewing:
             await self._review(item)
-        elif outcome.kind is OutcomeKind.LEASE_LOST and item.state is S.ACTIVE:
-            item.tried = [item.owner] if item.owner else []
-            item.lease = None
-            item.owner = None  # re-offer with a higher epoch; the Authority closes the owner
         self.wake = True
+
+    async def _sync(self, item: ItemState) -> None:
+        """Read the WorkItem's Events since the last one applied and fold them in."""
+        item.syncing = True
+        try:
+            events = await workflow.execute_activity_method(
+                CoordinatorActivities.work_item_events,
+                WorkItemEventsInput(group_id=self.s.spec.group_id,
+                                    work_item_id=item.work_item_id, after_sequence=item.w.seq),
+                start_to_close_timeout=timedelta(seconds=60), retry_policy=SUBMIT_RETRY,
+                summary=f"read {item.work_item_id} from the Authority",
+            )  # fmt: skip
+        finally:
+            item.syncing = False
+        apply_events(self.s, events)
 
 
 __all__ = ["SUBMIT_RETRY", "WorkMixin"]

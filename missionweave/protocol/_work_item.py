@@ -1,0 +1,210 @@
+"""The one WorkItem reducer: ``(facts, event) → facts``, pure, from the Authority's Events.
+
+The Authority keeps each WorkItem as a row and records every change as an Event; whoever
+needs the WorkItem's state elsewhere — the Mission workflow, an agent's local projection, a
+test checking the Authority — folds the Group's Events through :func:`reduce_work_item` and
+gets the same answer. It reads only the Event (type, body, sequence, ``recorded_at_ms``),
+never a clock, so a replay rebuilds the same facts (MW-10.2-a, MW-11.1-b).
+
+The stateful test (``tests/test_authority_stateful.py``) checks after every step that the
+facts reduced from the log equal the Authority's rows: state, owner, ownership epoch, lease
+and revision.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ._states import WorkItemState
+
+S = WorkItemState
+
+
+class EventLike(Protocol):
+    """What the reducer reads of an Event (a :class:`~missionweave.protocol.Event` or the
+    workflow's ``EventSummary``)."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def body(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItemFacts:
+    """What the log says of one WorkItem.
+
+    Attributes:
+        state: the WorkItem's state (``None`` before ``work.authorized`` / ``work.proposed``).
+        mission_id: its Mission.
+        revision: the contract revision.
+        owner: the current owner (``None`` once ownership is closed).
+        ownership_epoch: the ownership epoch, raised by each acceptance (MW-11.3-a).
+        lease: the current execution lease as granted (``work.started``'s ``lease`` with its
+            public ``capability_token``), ``None`` when none is held.
+        start_deadline_ms: when a queued item must have started, epoch ms (MW-11.5-a).
+        offer_id / offer_expires_at_ms / offer_candidates: the open offer.
+        declined: candidates of the open offer that declined it.
+        approved: ``approval.execution_granted`` for the current ownership.
+        checkpoint: the newest durable checkpoint (the resume point, MW-11.5-a).
+        blocked_until_ms: the end of the blocked lease.
+        attempts: failed executions so far.
+        retryable: whether the last failure may be retried (``work.failed``'s ``retryable``).
+        outputs / artifacts / evidence: the last submission (``work.submitted``).
+        queued_at_ms: when it last entered its owner's queue (the Event's ``recorded_at_ms``).
+        approval: the MissionOwner's decision on the result (the ``approval.result_*`` body,
+            with ``type`` and ``seq``).
+        seq: the sequence number of the last Event that concerned it.
+    """
+
+    state: WorkItemState | None = None
+    mission_id: str | None = None
+    revision: int = 1
+    owner: str | None = None
+    ownership_epoch: int = 0
+    lease: dict[str, Any] | None = None
+    start_deadline_ms: int | None = None
+    offer_id: str | None = None
+    offer_expires_at_ms: int | None = None
+    offer_candidates: tuple[str, ...] = ()
+    declined: tuple[str, ...] = ()
+    approved: bool = False
+    checkpoint: dict[str, Any] | None = None
+    blocked_until_ms: int | None = None
+    attempts: int = 0
+    retryable: bool = True
+    outputs: dict[str, Any] = field(default_factory=dict)
+    artifacts: tuple[str, ...] = ()
+    evidence: tuple[dict[str, Any], ...] = ()
+    queued_at_ms: int | None = None
+    approval: dict[str, Any] | None = None
+    seq: int = 0
+
+    @property
+    def lease_id(self) -> str | None:
+        return None if self.lease is None else str(self.lease["lease_id"])
+
+
+_NO_OFFER: dict[str, Any] = {"offer_id": None, "offer_expires_at_ms": None,
+                             "offer_candidates": (), "declined": ()}  # fmt: skip
+_NO_OWNER: dict[str, Any] = {"owner": None, "lease": None, "start_deadline_ms": None}
+
+
+def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
+    """The facts after Event ``e`` (which must concern this WorkItem); ``f`` unchanged for an
+    Event type that does not change a WorkItem. Pure and total: never raises on a well-formed
+    Authority Event."""
+    b, t = e.body, e.type
+    at = b.get("recorded_at_ms", getattr(e, "recorded_at_ms", None))
+    new: dict[str, Any] = {"seq": e.seq}
+    match t:
+        case "work.authorized" | "work.proposed":
+            new.update(state=S.OPEN if t == "work.authorized" else S.PROPOSED,
+                       mission_id=str(b["mission_id"]),
+                       revision=int(b.get("contract", {}).get("revision", 1)))  # fmt: skip
+        case "work.contract_revised":
+            new["revision"] = int(b["revision"])
+        case "work.offered":
+            new.update(state=S.OFFERED, offer_id=str(b["offer_id"]),
+                       offer_expires_at_ms=int(b["expires_at_ms"]),
+                       offer_candidates=tuple(str(c) for c in b["candidates"]), declined=(),
+                       revision=int(b.get("revision", f.revision)))  # fmt: skip
+            if f.mission_id is None and "mission_id" in b:
+                new["mission_id"] = str(b["mission_id"])
+        case "offer.withdrawn":
+            if b.get("offer_id") == f.offer_id:
+                new.update(**_NO_OFFER)
+        case "work.offer_declined":
+            if b.get("offer_id") == f.offer_id:
+                new["declined"] = (*f.declined, str(b["agent_id"]))
+        case "ownership.closed":
+            new.update(**_NO_OWNER)
+        case "work.offer_accepted":
+            new.update(**_NO_OFFER, state=S.QUEUED, owner=str(b["owner"]), lease=None,
+                       ownership_epoch=int(b["ownership_epoch"]), approved=False,
+                       start_deadline_ms=int(b["start_deadline_ms"]), queued_at_ms=at)  # fmt: skip
+        case "approval.execution_granted":
+            new["approved"] = True
+        case "work.started":
+            token, lease = b.get("capability_token", {}), b["lease"]
+            # the lease names its holder and epoch: a reader that missed the acceptance (it
+            # saw only this agent's later Events) still knows the owner
+            new.update(state=S.ACTIVE, start_deadline_ms=None, owner=str(lease["agent_id"]),
+                       ownership_epoch=int(lease["ownership_epoch"]),
+                       lease={**lease, "capability_token": token})  # fmt: skip
+            # the Authority's durable resume point, also one a former owner saved with
+            # progress.report before its lease expired (MW-11.5-a)
+            if b.get("checkpoint") is not None:
+                new["checkpoint"] = b["checkpoint"]
+        case "lease.renewed":
+            if f.lease is not None and b.get("lease_id") == f.lease_id:
+                new["lease"] = {
+                    **f.lease,
+                    "expires_at_ms": b["expires_at_ms"],
+                    "capability_token": b.get("capability_token", {}),
+                }
+        case "work.progress_reported":
+            if b.get("checkpoint"):
+                new["checkpoint"] = b["checkpoint"]
+        case "work.checkpointed":
+            new.update(state=S.QUEUED, lease=None, checkpoint=b.get("checkpoint"),
+                       start_deadline_ms=b.get("start_deadline_ms"), queued_at_ms=at)  # fmt: skip
+        case "work.blocked":
+            new.update(state=S.BLOCKED, lease=None, checkpoint=b.get("checkpoint"),
+                       blocked_until_ms=b.get("blocked_lease_expires_at_ms"))  # fmt: skip
+        case "work.unblocked":
+            new.update(state=S(str(b["state"])), blocked_until_ms=None,
+                       start_deadline_ms=b.get("start_deadline_ms"))  # fmt: skip
+            if new["state"] is S.QUEUED:
+                new["queued_at_ms"] = at
+            else:
+                new.update(**_NO_OWNER)
+        case "lease.revoked" | "lease.released" | "lease.expired":
+            if b.get("reason") == "session_replaced" and b.get("state") == "queued":
+                # the owner's runtime was replaced (MW-11.3-f): back to its queue
+                new.update(state=S.QUEUED, lease=None, queued_at_ms=at,
+                           start_deadline_ms=b.get("start_deadline_ms"))  # fmt: skip
+            elif f.lease is not None and b.get("lease_id") == f.lease_id:
+                new["lease"] = None
+        case "work.submitted":
+            new.update(state=S.SUBMITTED, lease=None, outputs=dict(b.get("outputs") or {}),
+                       artifacts=tuple(b.get("artifacts") or ()),
+                       evidence=tuple(b.get("evidence") or ()))  # fmt: skip
+        case "work.result_accepted" | "mission.child_approved":
+            new["state"] = S.VERIFIED
+        case "work.failed":
+            new.update(**_NO_OWNER, **_NO_OFFER, state=S.FAILED,
+                       attempts=int(b.get("attempts", f.attempts)),
+                       retryable=bool(b.get("retryable", True)))  # fmt: skip
+        case "work.cancelled":
+            new.update(**_NO_OFFER, state=S.CANCELLED, lease=None)
+        case "mission.child_created":
+            new.update(**_NO_OWNER, **_NO_OFFER, state=S.BLOCKED)
+        case "mission.child_failed":
+            new["state"] = S(str(b["state"]))
+        case "approval.result_granted" | "approval.result_denied":
+            new["approval"] = {**b, "type": t, "seq": e.seq}
+        case _:
+            pass
+    return dataclasses.replace(f, **new)
+
+
+def reduce_events(events: list[Any], facts: dict[str, WorkItemFacts] | None = None,
+                  ) -> dict[str, WorkItemFacts]:  # fmt: skip
+    """Fold ``events`` (in log order) into facts per WorkItem id; Events without a WorkItem
+    are skipped. ``facts``: a starting point, updated in place and returned."""
+    out = {} if facts is None else facts
+    for e in events:
+        wid = e.work_item_id
+        if wid:
+            out[wid] = reduce_work_item(out.get(wid, WorkItemFacts()), e)
+    return out
+
+
+__all__ = ["EventLike", "WorkItemFacts", "reduce_events", "reduce_work_item"]

@@ -1,0 +1,222 @@
+"""The first part of ``execute_work_item``: answer the offer, wait for a slot, start.
+
+The activity *is* the offer (docs/design.md §4.3-5). :class:`OfferTaker` runs admission
+control (MW-10.3-d/e) and sends the agent's own signed ``work.decline_offer`` or
+``work.accept_offer`` straight to the Authority; the first acceptance wins (MW-10.3-c). With a
+free slot and nobody waiting, the acceptance and the ``work.start`` travel in one request;
+otherwise the accepted item waits in the agent's start queue, heartbeating, until the
+scheduler gives it a slot, and then starts (MW-11.3-b). Every Command is retried, the same
+signed Command each time (idempotent), while the Authority is briefly unreachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..authority import now_ms
+from ..authority.client import AuthorityClient, AuthorityUnavailable
+from ..protocol import Actor, Command, Rejection
+from ..protocol.mission import (
+    CommandVerdict,
+    EventSummary,
+    ExecuteWorkItemInput,
+    LeaseGrant,
+    OutcomeKind,
+    WorkOutcome,
+)
+from ._admission import Accept, AdmissionControl, AdmissionRequest, Decline
+from ._context import heartbeat
+from ._dispatch import Dispatcher, NoSlot
+from ._scheduler import QueuedItem
+from ._slots import SlotBoard
+from ._state import LocalState
+
+log = logging.getLogger(__name__)
+
+#: Seconds between heartbeats while an accepted item waits for a slot.
+WAIT_HEARTBEAT_S = 1.0
+
+
+@dataclass
+class Taken:
+    """What taking the WorkItem gave: the work with its lease (``None`` when not started) and
+    the outcome to return instead (declined, not taken), with the Authority's Events."""
+
+    work: ExecuteWorkItemInput | None
+    outcome: WorkOutcome | None
+    events: list[EventSummary] = field(default_factory=list)
+
+
+def _lease(verdict: CommandVerdict) -> LeaseGrant:
+    return LeaseGrant.model_validate(
+        {**verdict.reply["lease"], "capability_token": verdict.reply.get("capability_token", {})}
+    )
+
+
+class OfferTaker:
+    """Answers the offer an activity carries and starts the WorkItem under a lease.
+
+    Args:
+        actor: the agent.
+        client: the Authority client.
+        admission: admission control.
+        state: the local projection (roles per Group).
+        board: the slot board.
+        dispatcher: the start queue.
+        groups: the Groups followed.
+        clock: epoch-millisecond clock.
+    """
+
+    def __init__(self, actor: Actor, client: AuthorityClient, admission: AdmissionControl,
+                 state: LocalState, board: SlotBoard, dispatcher: Dispatcher, groups: list[str],
+                 clock: Callable[[], int] = now_ms) -> None:  # fmt: skip
+        self.actor, self.client, self.admission, self.state = actor, client, admission, state
+        self.board, self.dispatcher, self.groups, self.clock = board, dispatcher, groups, clock
+
+    async def take(self, work: ExecuteWorkItemInput) -> Taken:
+        """Answer ``work.offer`` (if any) and start: the work with its lease, or the outcome.
+
+        Raises:
+            asyncio.CancelledError: Temporal cancelled the activity (no slot stays reserved).
+        """
+        beats = asyncio.create_task(self._heartbeats(work))
+        try:
+            return await self._take(work)
+        finally:
+            beats.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beats
+
+    async def _heartbeats(self, work: ExecuteWorkItemInput) -> None:
+        while True:
+            heartbeat({"work_item_id": work.work_item_id, "waiting": True})
+            await asyncio.sleep(WAIT_HEARTBEAT_S)
+
+    async def _take(self, work: ExecuteWorkItemInput) -> Taken:
+        g, wid, key = work.group_id, work.work_item_id, (work.group_id, work.work_item_id)
+        events: list[EventSummary] = []
+        epoch = work.ownership_epoch
+        offer = work.offer
+        if offer is not None:
+            decision = self.admission.decide(self._request(work))
+            if isinstance(decision, Decline):
+                verdict = await self._send(self.actor.command("work.decline_offer", g, {
+                    "work_item_id": wid, "offer_id": offer.offer_id,
+                    "reason": str(decision.reason), "detail": decision.detail,
+                }), offer.expires_at_ms)  # fmt: skip
+                log.info("declined %s: %s", wid, decision.reason)
+                return self._done(OutcomeKind.DECLINED, verdict, events, str(decision.reason))
+            assert isinstance(decision, Accept)
+            accept = self.actor.command("work.accept_offer", g, {
+                "work_item_id": wid, "offer_id": offer.offer_id, "revision": offer.revision,
+            })  # fmt: skip
+            start_now = (
+                not work.contract.approval_required
+                and self.board.free() > 0
+                and self.dispatcher.depth() == 0
+                and key not in self.board.busy()
+            )
+            cmds = [accept]
+            if start_now:  # one request for both (MW-11.3-b)
+                self.board.reserve(key, hold_s=work.contract.timeouts.lease_ms / 1000)
+                cmds.append(self._start_command(work, epoch + 1))
+            verdicts = await self._send_many(cmds, offer.expires_at_ms)
+            started = verdicts[1] if len(verdicts) > 1 and verdicts[1].accepted else None
+            if not verdicts[0].accepted and started is None:
+                self.board.release(key)
+                return self._done(OutcomeKind.NOT_TAKEN, verdicts[0], events, "offer not open")
+            if verdicts[0].accepted:  # (else it was this agent's already: the start says so)
+                events += verdicts[0].events
+                epoch = int(verdicts[0].reply.get("ownership_epoch", epoch + 1))
+                log.info("accepted %s (epoch %s)", wid, epoch)
+            if started is not None:
+                events += started.events
+                return self._started(work, started, int(started.reply["lease"]["ownership_epoch"]),
+                                     events)  # fmt: skip
+            if len(verdicts) > 1:
+                self.board.release(key)
+        return await self._wait_and_start(work, epoch, events)
+
+    async def _wait_and_start(self, work: ExecuteWorkItemInput, epoch: int,
+                              events: list[EventSummary]) -> Taken:  # fmt: skip
+        g, wid, key = work.group_id, work.work_item_id, (work.group_id, work.work_item_id)
+        view = self.state.item(g, wid)
+        deadline = view.start_deadline_ms if view is not None else None
+        queued_at = (view.queued_at_ms if view is not None else None) or self.clock()
+        item = QueuedItem(g, wid, work.mission_id, epoch, deadline, queued_at,
+                          work.contract.timeouts.lease_ms)  # fmt: skip
+        while True:
+            try:
+                await self.dispatcher.wait_for_slot(
+                    item, needs_approval=work.contract.approval_required
+                )
+            except NoSlot as exc:  # it stays queued at the Authority; the workflow decides
+                return self._done(OutcomeKind.NOT_TAKEN, None, events, f"no slot: {exc}")
+            verdict = await self._send(self._start_command(work, epoch), deadline)
+            if verdict.accepted:
+                events += verdict.events
+                return self._started(work, verdict, epoch, events)
+            self.board.release(key)
+            code = verdict.rejection.code if verdict.rejection else verdict.status
+            if code != "approval_required":
+                log.info("start of %s refused: %s", wid, code)
+                return self._done(OutcomeKind.NOT_TAKEN, verdict, events, f"start refused: {code}")
+
+    def _started(self, work: ExecuteWorkItemInput, verdict: CommandVerdict, epoch: int,
+                 events: list[EventSummary]) -> Taken:  # fmt: skip
+        lease = _lease(verdict)
+        log.info("started %s (lease %s)", work.work_item_id, lease.lease_id)
+        started = work.model_copy(update={
+            "lease": lease, "ownership_epoch": epoch,
+            "checkpoint": verdict.reply.get("checkpoint") or work.checkpoint})  # fmt: skip
+        return Taken(started, None, events)
+
+    def _start_command(self, work: ExecuteWorkItemInput, epoch: int) -> Command:
+        body = {"work_item_id": work.work_item_id, "ownership_epoch": epoch}
+        return self.actor.command("work.start", work.group_id, body)
+
+    def _request(self, work: ExecuteWorkItemInput) -> AdmissionRequest:
+        g = work.group_id
+        return AdmissionRequest(
+            group_id=g, work_item_id=work.work_item_id, contract=work.contract,
+            roles=self.state.membership(g).roles, queue_depth=self.dispatcher.depth(g),
+            queued_total=self.dispatcher.depth(), busy_slots=len(self.board.busy()),
+            now_ms=self.clock(),
+        )  # fmt: skip
+
+    @staticmethod
+    def _done(kind: OutcomeKind, verdict: CommandVerdict | None, events: list[EventSummary],
+              error: str) -> Taken:  # fmt: skip
+        if verdict is not None and verdict.accepted:
+            events = [*events, *verdict.events]
+        return Taken(None, WorkOutcome(kind=kind, verdict=verdict, events=events, error=error),
+                     events)  # fmt: skip
+
+    async def _send(self, cmd: Command, until_ms: int | None) -> CommandVerdict:
+        return (await self._send_many([cmd], until_ms))[0]
+
+    async def _send_many(self, cmds: list[Command], until_ms: int | None) -> list[CommandVerdict]:
+        """Submit, retrying the same signed Commands while the Authority is unreachable, up to
+        ``until_ms`` (then the Commands count as refused: ``authority_unreachable``)."""
+        delay = 0.2
+        while True:
+            try:
+                return [r.verdict() for r in await self.client.submit_many(cmds)]
+            except AuthorityUnavailable as exc:
+                if until_ms is not None and self.clock() + delay * 1000 >= until_ms:
+                    log.warning("%s not delivered: %s", cmds[0].type, exc)
+                    return [_unreachable(c, str(exc)) for c in cmds]
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+
+def _unreachable(cmd: Command, reason: str) -> CommandVerdict:
+    rejection = Rejection(code="authority_unreachable", reason=reason)
+    return CommandVerdict(command_id=cmd.command_id, status="rejected", rejection=rejection)
+
+
+__all__ = ["OfferTaker", "Taken"]

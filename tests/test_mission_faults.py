@@ -1,0 +1,187 @@
+"""Agents that die or freeze at the worst moments, on the real dev server: the Mission still
+completes, every WorkItem is verified once, and the log says what happened (docs/design.md §4,
+"One reducer": when an activity's result is lost, the workflow reads the Authority's log).
+
+* An agent whose process dies right after its ``work.submit`` was accepted: the workflow never
+  gets the activity's result, reads the WorkItem's Events from the Authority when the heartbeat
+  times out, and reviews the submission the Authority holds — it is not offered again.
+* An agent frozen (SIGSTOP, a separate ``missionweave worker`` process) past its lease: the
+  WorkItem is reassigned with ownership epoch + 1, and when the frozen process resumes, its late
+  result is recorded by the Authority (MW-11.5-a/b) although Temporal gave up on its activity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio import activity
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from missionweave.authority import verify_log
+from missionweave.authority.client import AuthorityClient
+from missionweave.protocol import AgentCard, Event
+from missionweave.protocol.mission import (
+    EXECUTE_WORK_ITEM,
+    ExecuteWorkItemInput,
+    WorkOutcome,
+    agent_task_queue,
+)
+from missionweave.worker import (
+    AdmissionControl,
+    HandlerRegistry,
+    LocalState,
+    Scheduler,
+    SlotBoard,
+    Submission,
+    WorkContext,
+    WorkItemExecutor,
+)
+from missionweave.worker._dispatch import Dispatcher
+from missionweave.worker._take import OfferTaker
+
+from . import temporal_env
+from .mission_harness import MissionStack, contract, mission_stack, step_registry, until
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+dev_env = temporal_env.dev_env
+MW = str(Path(sys.executable).with_name("missionweave"))
+TIMEOUTS = {"start_deadline_ms": 30_000, "lease_ms": 2_000, "heartbeat_ms": 500}
+
+
+def _events(ms: MissionStack, wid: str) -> list[Event]:
+    return [e for e in ms.stack.authority.events(ms.group) if e.work_item_id == wid]
+
+
+def _types(ms: MissionStack, wid: str) -> list[str]:
+    return [e.type for e in _events(ms, wid)]
+
+
+def _verified(ms: MissionStack, wid: str) -> list[Event]:
+    """``wid``'s Events once the whole log verifies (call it when nothing appends any more)."""
+    verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+    return _events(ms, wid)
+
+
+async def test_agent_dead_after_its_accepted_submit_the_submission_is_reviewed__MW_11_5_a(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    c = contract(timeouts=TIMEOUTS)
+    async with mission_stack(dev_env, tmp_path) as ms:
+        ada = await ms.stack.add_agent("ada", capabilities=["demo.step@1.0"], max_concurrency=2)
+        card = AgentCard(agent_id="ada", public_key=ada.public_key,
+                         capabilities=["demo.step@1.0"], max_concurrency=2)  # fmt: skip
+        state = LocalState(tmp_path / "ada.db", "ada")
+        for e in ms.stack.authority.events(ms.group):  # its membership, as its projection has it
+            state.apply(e)
+        registry = step_registry()
+        board = SlotBoard(2)
+        dispatcher = Dispatcher(ada, state, [ms.group], Scheduler(2), board)
+        submitted = asyncio.Event()
+        async with AuthorityClient(ms.stack.url, signing_key=ada.key) as client:
+            taker = OfferTaker(ada, client, AdmissionControl(card, registry), state, board,
+                               dispatcher, [ms.group])  # fmt: skip
+            executor = WorkItemExecutor(ada, client, registry, board=board, taker=taker)
+
+            # ada's real agent code accepts, starts, runs and submits to the Authority — and
+            # then the process is gone: the activity never completes, never heartbeats again.
+            @activity.defn(name=EXECUTE_WORK_ITEM)
+            async def dies_after_submit(work: ExecuteWorkItemInput) -> WorkOutcome:
+                await executor.execute_work_item(work)
+                submitted.set()
+                await asyncio.Event().wait()
+                raise AssertionError("unreachable")
+
+            loop = asyncio.create_task(dispatcher.run())
+            spec = ms.spec("dead-after-submit", [{"work_item_id": "a", "contract": c.wire()}])
+            try:
+                async with Worker(dev_env.client, task_queue=agent_task_queue("ada"),
+                                  activities=[dies_after_submit]):  # fmt: skip
+                    handle = await ms.start(spec)
+                    await asyncio.wait_for(submitted.wait(), 20)
+                    result = await asyncio.wait_for(handle.result(), 30)
+            finally:
+                loop.cancel()
+                await asyncio.gather(loop, return_exceptions=True)
+                state.close()
+        types = [e.type for e in _verified(ms, "a")]
+
+    assert result.status == "completed"
+    (a,) = result.items
+    assert (a.state.value, a.owner, a.ownership_epoch) == ("verified", "ada", 1)
+    assert a.outputs == {"result": {"item": "a"}}  # what the Authority held was reviewed
+    assert types.count("work.offered") == 1 and types.count("work.submitted") == 1
+    assert types[-1] == "work.result_accepted"
+
+
+def _bob_registry() -> HandlerRegistry:
+    reg = HandlerRegistry()
+
+    @reg.handler("fault.sleep", version="1.0", estimate_ms=1_000)
+    async def quick(ctx: WorkContext, input: dict[str, Any]) -> Submission:
+        return Submission(outputs={"result": {"by": ctx.agent_id}},
+                          evidence=[ctx.evidence("done", method="fault-test")])  # fmt: skip
+
+    return reg
+
+
+async def test_agent_frozen_past_its_lease_late_result_recorded_on_resume__MW_11_5_b(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    c = contract(["fault.sleep@1.0"], timeouts=TIMEOUTS)
+    async with mission_stack(dev_env, tmp_path) as ms:
+        await ms.stack.add_agent("ada", capabilities=["fault.sleep@1.0"], max_concurrency=1,
+                                 open_session=False, publish_card=False)  # fmt: skip
+        card = tmp_path / "ada.json"
+        card.write_text(json.dumps({"agent_id": "ada", "capabilities": ["fault.sleep@1.0"],
+                                    "max_concurrency": 1}))  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+        proc = await asyncio.create_subprocess_exec(
+            MW, "worker", "--card", str(card), "--key", str(ms.stack.key_file("ada")),
+            "--handlers", "tests.fault_handlers", "--group", ms.group,
+            "--authority-url", ms.stack.url,
+            "--temporal-address", dev_env.client.service_client.config.target_host,
+            "--namespace", dev_env.client.namespace, "--state-dir", str(tmp_path / "agents"),
+            "--artifacts", str(tmp_path / "artifacts"), env=env,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        item = {"work_item_id": "a", "contract": c.wire(), "input": {"sleep_ms": 3_000}}
+        try:
+            presence = ms.stack.client.presence
+            present = await until("ada's Presence", lambda: presence(ms.group), timeout_s=30)
+            assert "ada" in present
+            handle = await ms.start(ms.spec("frozen", [item]))
+            await until("ada started", lambda: "work.started" in _types(ms, "a"))
+            os.kill(proc.pid, signal.SIGSTOP)  # frozen mid-work, past its 2 s lease
+            await ms.agent("bob", _bob_registry(), capabilities=["fault.sleep@1.0"])
+            result = await asyncio.wait_for(handle.result(), 40)
+            os.kill(proc.pid, signal.SIGCONT)  # ada resumes: its handler's sleep is over
+            late = "work.late_result_recorded"
+            await until("ada's late result", lambda: late in _types(ms, "a"), timeout_s=20)
+        finally:
+            if proc.returncode is None:
+                os.kill(proc.pid, signal.SIGCONT)
+                proc.send_signal(signal.SIGINT)
+                try:
+                    await asyncio.wait_for(proc.wait(), 20)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
+        log = _verified(ms, "a")
+
+    assert result.status == "completed"
+    (a,) = result.items
+    assert (a.state.value, a.owner, a.ownership_epoch) == ("verified", "bob", 2)
+    starts = [e.body["lease"] for e in log if e.type == "work.started"]
+    assert [(s["agent_id"], s["ownership_epoch"]) for s in starts] == [("ada", 1), ("bob", 2)]
+    (late,) = [e for e in log if e.type == "work.late_result_recorded"]
+    assert (late.actor, late.body["ownership_epoch"]) == ("ada", 1)
+    # ada's result completed nothing
+    assert [e.actor for e in log if e.type == "work.submitted"] == ["bob"]

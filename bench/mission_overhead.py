@@ -57,7 +57,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from missionweave._devserver import TemporalDevServer, free_port
-from missionweave.protocol.mission import MissionSpec
+from missionweave.protocol.temporal_contract import MissionSpec
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from tests.mission_harness import MissionStack, contract, mission_stack
 

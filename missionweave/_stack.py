@@ -53,7 +53,7 @@ from .authority.client import AuthorityClient, AuthorityUnavailable
 from .authority.server import WS_MAX_BYTES, create_app
 from .coordinator import coordinator_worker
 from .protocol import Actor, AgentCard, MissionWeaveError, SignatureError, SigningKey
-from .protocol.mission import mission_workflow_id
+from .protocol.temporal_contract import mission_workflow_id
 from .telemetry import temporal_interceptors
 
 if TYPE_CHECKING:

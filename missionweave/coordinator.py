@@ -18,7 +18,7 @@ from .activities import Check, CoordinatorActivities
 from .artifacts import ArtifactStore
 from .authority.client import AuthorityClient
 from .protocol import Actor
-from .protocol.mission import COORDINATOR_TASK_QUEUE
+from .protocol.temporal_contract import COORDINATOR_TASK_QUEUE
 from .telemetry import worker_interceptors
 from .workflows import MissionWorkflow
 

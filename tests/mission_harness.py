@@ -33,7 +33,7 @@ from missionweave.artifacts import ArtifactStore, FilesystemStore
 from missionweave.authority import now_ms
 from missionweave.coordinator import coordinator_worker
 from missionweave.protocol import Actor, AgentCard, WorkContract
-from missionweave.protocol.mission import MissionResult, MissionSpec, mission_workflow_id
+from missionweave.protocol.temporal_contract import MissionResult, MissionSpec, mission_workflow_id
 from missionweave.worker import (
     AdmissionPolicy,
     AgentRuntime,

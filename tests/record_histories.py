@@ -31,7 +31,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.dev import SEARCH_ATTRIBUTES, find_temporal_cli
-from missionweave.protocol.mission import ApprovalInput, CommandVerdict, ReviewRequest
+from missionweave.protocol.temporal_contract import ApprovalInput, CommandVerdict, ReviewRequest
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 

@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.artifacts import ArtifactIntegrityError, ManifestIndex
 from missionweave.authority import verify_log
 from missionweave.protocol import Event, verify_manifest
-from missionweave.protocol.mission import MissionResult
+from missionweave.protocol.temporal_contract import MissionResult
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 
 from . import temporal_env

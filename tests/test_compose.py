@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from missionweave.cli import app
 from missionweave.dev import SEARCH_ATTRIBUTES
-from missionweave.protocol.mission import mission_workflow_id
+from missionweave.protocol.temporal_contract import mission_workflow_id
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "missionweave"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from missionweave.activities import CoordinatorActivities
-from missionweave.protocol.mission import (
+from missionweave.protocol.temporal_contract import (
     OfferSlot,
     SelectCandidatesBatch,
     SelectCandidatesBatchResult,

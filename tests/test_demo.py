@@ -58,7 +58,7 @@ from missionweave.demo._spec import (
 from missionweave.demo._summary import UI_STOPS, print_summary, summarize
 from missionweave.dev import EmbeddedStack
 from missionweave.protocol import AgentCard, Event, SigningKey
-from missionweave.protocol.mission import (
+from missionweave.protocol.temporal_contract import (
     COORDINATOR_TASK_QUEUE,
     MissionResult,
     MissionSpec,

@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
 from missionweave.protocol import Event
-from missionweave.protocol.mission import agent_task_queue
+from missionweave.protocol.temporal_contract import agent_task_queue
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 
 from . import temporal_env

@@ -19,7 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
 from missionweave.protocol import Event
-from missionweave.protocol.mission import ChildOutcome, mission_workflow_id
+from missionweave.protocol.temporal_contract import ChildOutcome, mission_workflow_id
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 

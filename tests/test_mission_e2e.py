@@ -10,7 +10,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
-from missionweave.protocol.mission import SelectCandidatesBatchResult
+from missionweave.protocol.temporal_contract import SelectCandidatesBatchResult
 from missionweave.worker import AdmissionPolicy
 
 from . import temporal_env

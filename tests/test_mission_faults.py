@@ -28,7 +28,7 @@ from temporalio.worker import Worker
 from missionweave.authority import verify_log
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import AgentCard, Event
-from missionweave.protocol.mission import (
+from missionweave.protocol.temporal_contract import (
     EXECUTE_WORK_ITEM,
     ExecuteWorkItemInput,
     WorkOutcome,
@@ -54,6 +54,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 dev_env = temporal_env.dev_env
 MW = str(Path(sys.executable).with_name("missionweave"))
 TIMEOUTS = {"start_deadline_ms": 30_000, "lease_ms": 2_000, "heartbeat_ms": 500}
+#: How long the frozen agent's handler works, seconds.
+SLEEP_S = 3
 
 
 def _events(ms: MissionStack, wid: str) -> list[Event]:
@@ -150,21 +152,33 @@ async def test_agent_frozen_past_its_lease_late_result_recorded_on_resume__MW_11
             "--temporal-address", dev_env.client.service_client.config.target_host,
             "--namespace", dev_env.client.namespace, "--state-dir", str(tmp_path / "agents"),
             "--artifacts", str(tmp_path / "artifacts"), env=env,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL, stderr=(tmp_path / "ada.log").open("wb"),
         )  # fmt: skip
-        item = {"work_item_id": "a", "contract": c.wire(), "input": {"sleep_ms": 3_000}}
+        item = {"work_item_id": "a", "contract": c.wire(), "input": {"sleep_ms": SLEEP_S * 1000}}
         try:
             presence = ms.stack.client.presence
             present = await until("ada's Presence", lambda: presence(ms.group), timeout_s=30)
             assert "ada" in present
             handle = await ms.start(ms.spec("frozen", [item]))
-            await until("ada started", lambda: "work.started" in _types(ms, "a"))
+            working = "work.progress_reported"  # the handler is at work (tests/fault_handlers)
+            await until("ada at work", lambda: working in _types(ms, "a"))
+            await asyncio.sleep(1.5)  # its report answered: the handler is in its sleep
             os.kill(proc.pid, signal.SIGSTOP)  # frozen mid-work, past its 2 s lease
+            frozen_at = asyncio.get_running_loop().time()
             await ms.agent("bob", _bob_registry(), capabilities=["fault.sleep@1.0"])
             result = await asyncio.wait_for(handle.result(), 40)
-            os.kill(proc.pid, signal.SIGCONT)  # ada resumes: its handler's sleep is over
+            # frozen longer than its handler works: when it resumes, the work is done
+            await asyncio.sleep(
+                max(0.0, frozen_at + SLEEP_S + 1 - asyncio.get_running_loop().time())
+            )
+            os.kill(proc.pid, signal.SIGCONT)
             late = "work.late_result_recorded"
-            await until("ada's late result", lambda: late in _types(ms, "a"), timeout_s=20)
+            try:
+                await until("ada's late result", lambda: late in _types(ms, "a"), timeout_s=20)
+            except AssertionError as exc:
+                log_tail = (tmp_path / "ada.log").read_text(errors="replace")[-4000:]
+                why = f"no late result; {_types(ms, 'a')}; ada's log:\n{log_tail}"
+                raise AssertionError(why) from exc
         finally:
             if proc.returncode is None:
                 os.kill(proc.pid, signal.SIGCONT)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from missionweave.dev import EmbeddedStack
 from missionweave.protocol import AgentCard, SigningKey
-from missionweave.protocol.mission import (
+from missionweave.protocol.temporal_contract import (
     COORDINATOR_TASK_QUEUE,
     MissionResult,
     MissionSpec,

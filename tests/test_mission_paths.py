@@ -18,7 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
 from missionweave.protocol import AgentCard, Event
-from missionweave.protocol.mission import (
+from missionweave.protocol.temporal_contract import (
     CancelInput,
     MissionResult,
     MissionStatus,

@@ -17,7 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.activities import CoordinatorActivities
 from missionweave.dev import find_temporal_cli
-from missionweave.protocol.mission import (
+from missionweave.protocol.temporal_contract import (
     AuthorizeWorkInput,
     BatchEntry,
     CancelInput,

@@ -23,7 +23,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from missionweave.protocol.mission import MISSION_WORKFLOW_TYPE
+from missionweave.protocol.temporal_contract import MISSION_WORKFLOW_TYPE
 from missionweave.workflows import MissionWorkflow
 
 from .record_histories import MISSION_REVIEW, MISSION_REVIEW_ID, MISSION_SMALL, MISSION_SMALL_ID

@@ -10,7 +10,7 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.authority import verify_log
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Actor
-from missionweave.protocol.mission import mission_workflow_id
+from missionweave.protocol.temporal_contract import mission_workflow_id
 
 from . import temporal_env
 from .mission_harness import contract, mission_stack, step_registry

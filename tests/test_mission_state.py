@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from missionweave.protocol import Evidence, WorkItemFacts, WorkItemState
-from missionweave.protocol.mission import (
+from missionweave.protocol.temporal_contract import (
     CommandVerdict,
     EventSummary,
     MissionSpec,

@@ -25,7 +25,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import now_ms, verify_log
 from missionweave.protocol import Actor, Event
-from missionweave.protocol.mission import MissionResult, MissionStatus
+from missionweave.protocol.temporal_contract import MissionResult, MissionStatus
 from missionweave.workflows import MissionWorkflow
 
 from . import temporal_env
@@ -235,7 +235,7 @@ async def test_an_item_nobody_can_take_is_ranked_ever_less_often(
     the Mission still ends when cancelled."""
     from temporalio.api.enums.v1 import EventType
 
-    from missionweave.protocol.mission import CancelInput
+    from missionweave.protocol.temporal_contract import CancelInput
 
     clock = await VirtualClock.of(time_env)
     with time_env.auto_time_skipping_disabled():

@@ -6,7 +6,7 @@ from rich.console import Console
 
 from missionweave.cli._mission_view import STATE_FILL, render_table, to_mermaid
 from missionweave.protocol import WorkItemState
-from missionweave.protocol.mission import MissionResult, MissionStatus
+from missionweave.protocol.temporal_contract import MissionResult, MissionStatus
 
 
 def _status() -> MissionStatus:

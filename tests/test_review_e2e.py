@@ -24,7 +24,7 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.artifacts import ArtifactStore
 from missionweave.authority import verify_log
 from missionweave.protocol import Event, Evidence, SigningKey
-from missionweave.protocol.mission import (
+from missionweave.protocol.temporal_contract import (
     ItemResult,
     MissionResult,
     MissionStatus,

@@ -13,7 +13,7 @@ from missionweave.activities._review import SubmissionReview
 from missionweave.artifacts import FilesystemStore, ManifestIndex
 from missionweave.authority.client import AgentInfo
 from missionweave.protocol import Actor, AgentCard, SigningKey, sign_manifest
-from missionweave.protocol.mission import ReviewInput
+from missionweave.protocol.temporal_contract import ReviewInput
 
 from .artifact_servers import manifest, signed
 from .mission_harness import contract

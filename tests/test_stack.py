@@ -11,7 +11,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from missionweave.dev import EmbeddedStack, StackError, workflow_ui_url
 from missionweave.protocol import AgentCard, SigningKey
-from missionweave.protocol.mission import (
+from missionweave.protocol.temporal_contract import (
     COORDINATOR_TASK_QUEUE,
     MissionSpec,
     mission_workflow_id,

@@ -20,7 +20,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.artifacts import FilesystemStore
-from missionweave.protocol.mission import mission_workflow_id
+from missionweave.protocol.temporal_contract import mission_workflow_id
 from missionweave.telemetry import (
     TelemetryError,
     reset_tracing,

@@ -31,7 +31,7 @@ import pytest
 
 from missionweave.dev import EmbeddedStack
 from missionweave.protocol import AgentCard, SigningKey
-from missionweave.protocol.mission import MissionResult, mission_workflow_id
+from missionweave.protocol.temporal_contract import MissionResult, mission_workflow_id
 
 from .cli_processes import amw
 from .mission_harness import contract, step_registry

@@ -15,7 +15,7 @@ from temporalio.testing import ActivityEnvironment
 
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Actor
-from missionweave.protocol.mission import ExecuteWorkItemInput, LeaseGrant, OutcomeKind
+from missionweave.protocol.temporal_contract import ExecuteWorkItemInput, LeaseGrant, OutcomeKind
 from missionweave.worker import (
     HandlerRegistry,
     LeaseLost,

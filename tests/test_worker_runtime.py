@@ -21,7 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from missionweave.protocol import AgentCard, DeclineReason, SigningKey, WorkContract
-from missionweave.protocol.mission import (
+from missionweave.protocol.temporal_contract import (
     ExecuteWorkItemInput,
     OfferTerms,
     OutcomeKind,

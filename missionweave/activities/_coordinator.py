@@ -16,7 +16,8 @@ from temporalio import activity
 from ..artifacts import ArtifactStore
 from ..authority.client import AuthorityClient, CursorTooOldError
 from ..protocol import Actor, Command, sign_command
-from ..protocol.mission import (
+from ..protocol.review_decision import decision_command, verdict_step
+from ..protocol.temporal_contract import (
     BatchEntry,
     CoordinatorIntent,
     EventSummary,
@@ -31,7 +32,6 @@ from ..protocol.mission import (
     SubmitCommandsResult,
     WorkItemEventsInput,
 )
-from ..protocol.review_decision import decision_command, verdict_step
 from ._ranking import capacities, rank
 from ._review import Check, SubmissionReview
 

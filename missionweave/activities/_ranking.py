@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol import SelectionBasis, capability_matches
-from ..protocol.mission import Candidate, SelectCandidatesInput, SelectCandidatesResult
+from ..protocol.temporal_contract import Candidate, SelectCandidatesInput, SelectCandidatesResult
 
 
 @dataclass(slots=True)

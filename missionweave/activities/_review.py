@@ -40,7 +40,7 @@ from ..artifacts import (
 )
 from ..authority.client import AuthorityClient, CursorTooOldError
 from ..protocol import Evidence, SignedManifest, verify_manifest
-from ..protocol.mission import ReviewInput, ReviewStep
+from ..protocol.temporal_contract import ReviewInput, ReviewStep
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from ..protocol import (
     sha256_hex,
     verify_command,
 )
-from ..protocol.mission import CommandVerdict, EventSummary
+from ..protocol.temporal_contract import CommandVerdict, EventSummary
 from ..telemetry import tracer
 from . import (  # noqa: F401
     _handlers_admin,

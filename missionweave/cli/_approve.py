@@ -20,7 +20,7 @@ from ._common import CliError, connect_temporal, load_key, run_client_command
 
 if TYPE_CHECKING:
     from ..protocol import SigningKey
-    from ..protocol.mission import MissionStatus, WorkItemStatus
+    from ..protocol.temporal_contract import MissionStatus, WorkItemStatus
 
 
 def approve_command(
@@ -81,8 +81,8 @@ async def _approve(mission: str, item: str | None, key: SigningKey, agent_id: st
 
     from ..authority.client import AuthorityClient, AuthorityClientError, AuthorityRequestError
     from ..protocol import Actor
-    from ..protocol.mission import ApprovalInput, CommandVerdict, MissionStatus
-    from ..protocol.mission import mission_workflow_id as workflow_id
+    from ..protocol.temporal_contract import ApprovalInput, CommandVerdict, MissionStatus
+    from ..protocol.temporal_contract import mission_workflow_id as workflow_id
 
     client = await connect_temporal(temporal_address, namespace)
     handle = client.get_workflow_handle(workflow_id(mission))

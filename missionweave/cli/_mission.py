@@ -14,7 +14,12 @@ import typer
 import yaml
 from pydantic import ValidationError
 
-from ..protocol.mission import MissionResult, MissionSpec, MissionStatus, mission_workflow_id
+from ..protocol.temporal_contract import (
+    MissionResult,
+    MissionSpec,
+    MissionStatus,
+    mission_workflow_id,
+)
 from . import _options as opt
 from ._common import CliError, connect_temporal, first_line, run_client_command, setup_cli_tracing
 from ._mission_view import console, counts_line, render_table, to_mermaid
@@ -137,7 +142,7 @@ async def _find(
 
 def _result_status(result: MissionResult) -> MissionStatus:
     """A status built from a closed Mission's result (when no coordinator answers queries)."""
-    from ..protocol.mission import WorkItemStatus
+    from ..protocol.temporal_contract import WorkItemStatus
 
     counts: dict[str, int] = {}
     for item in result.items:
@@ -214,7 +219,7 @@ async def _start(spec: MissionSpec, address: str, namespace: str, ui_url: str) -
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
     from .._stack import workflow_ui_url
-    from ..protocol.mission import COORDINATOR_TASK_QUEUE, MISSION_WORKFLOW_TYPE
+    from ..protocol.temporal_contract import COORDINATOR_TASK_QUEUE, MISSION_WORKFLOW_TYPE
 
     client = await _connect(address, namespace)
     wid = mission_workflow_id(spec.mission_id)
@@ -360,7 +365,7 @@ def cancel(
 async def _cancel(mission: str, reason: str, address: str, namespace: str) -> None:
     from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 
-    from ..protocol.mission import CancelInput
+    from ..protocol.temporal_contract import CancelInput
 
     client = await _connect(address, namespace)
     handle, desc = await _find(client, mission)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ..protocol.mission import MissionStatus
+from ..protocol.temporal_contract import MissionStatus
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..protocol import Evidence
-from ..protocol.mission import ReviewRequest
+from ..protocol.temporal_contract import ReviewRequest
 from ..worker import (
     HandlerRegistry,
     Pause,

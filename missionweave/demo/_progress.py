@@ -8,7 +8,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ..cli._mission_view import STATE_STYLE
-from ..protocol.mission import MissionStatus
+from ..protocol.temporal_contract import MissionStatus
 from ._spec import short_id
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowQuer
 from temporalio.service import RPCError
 
 from ..protocol import AgentCard, MissionWeaveError, SignatureError, SigningKey
-from ..protocol.mission import (
+from ..protocol.temporal_contract import (
     COORDINATOR_TASK_QUEUE,
     CancelInput,
     MissionResult,

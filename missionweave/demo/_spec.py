@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import AcceptanceCriterion, Deliverable, Evidence, WorkContract
-from ..protocol.mission import MissionSpec, OfferPolicy, ReviewPolicy, WorkItemSpec
+from ..protocol.temporal_contract import MissionSpec, OfferPolicy, ReviewPolicy, WorkItemSpec
 from ._environment import Inventory
 from ._record import DistReport, FilesOfKind, describe_files
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import Event
-from ..protocol.mission import ItemResult, MissionResult
+from ..protocol.temporal_contract import ItemResult, MissionResult
 from ._progress import kind_of
 from ._record import SHOWN_PER_KIND, DistReport, FilesOfKind, describe_files, one_line
 from ._spec import short_id

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .mission import ReviewStep
+from .temporal_contract import ReviewStep
 
 
 def verdict_step(steps: list[ReviewStep]) -> ReviewStep:

@@ -29,7 +29,7 @@ from ..protocol import (
     digest,
     idempotency_key,
 )
-from ..protocol.mission import (
+from ..protocol.temporal_contract import (
     AuthorizeWorkInput,
     CommandVerdict,
     ExecuteWorkItemInput,

@@ -37,7 +37,7 @@ from ..artifacts import ArtifactStore
 from ..authority import now_ms
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..protocol import Actor, CanonicalizationError, Evidence, ProgressReport
-from ..protocol.mission import (
+from ..protocol.temporal_contract import (
     EXECUTE_WORK_ITEM,
     CommandVerdict,
     EventSummary,
@@ -221,7 +221,7 @@ class _Run:
             await asyncio.gather(concluding, return_exceptions=True)
             raise
         if cancelled:
-            raise asyncio.CancelledError("the activity was cancelled; its result was reported")
+            raise asyncio.CancelledError("the activity was cancelled (its outcome was reported)")
         return outcome
 
     async def _finish(
@@ -264,6 +264,13 @@ class _Run:
                 elif self.session.lost is None:
                     log.warning("lease renewal rejected (%s); going on", code)
                     continue
+            # A handler whose timers were due when this process resumed (it was frozen) has
+            # finished its work: let it return, so that its result is recorded (MW-11.5-b).
+            # It can take no fenced action meanwhile: ``guard()`` sees the lost lease.
+            if self.budget_verdict is None:
+                await asyncio.wait({task}, timeout=LATE_RESULT_GRACE_S)
+                if task.done():
+                    return
             log.warning(
                 "cancelling the handler of %s: %s",
                 self.work.work_item_id,

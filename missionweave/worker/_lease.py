@@ -17,7 +17,7 @@ from typing import Any
 from ..authority import now_ms
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..protocol import Actor, Command, ResourceUsage
-from ..protocol.mission import CommandVerdict, ExecuteWorkItemInput, LeaseGrant
+from ..protocol.temporal_contract import CommandVerdict, ExecuteWorkItemInput, LeaseGrant
 from ._errors import LeaseLost
 from ._verdicts import command_verdict, is_fenced_out
 

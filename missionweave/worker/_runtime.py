@@ -22,7 +22,6 @@ work, and shuts the Worker down gracefully.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -39,7 +38,7 @@ from ..artifacts import ArtifactStore, FilesystemStore
 from ..authority import now_ms
 from ..authority.client import AuthorityClient, Subscriber
 from ..protocol import Actor, AgentCard, Event, ProgressReport, SigningKey
-from ..protocol.mission import (
+from ..protocol.temporal_contract import (
     ExecuteWorkItemInput,
     ProgressSignal,
     agent_task_queue,
@@ -159,6 +158,7 @@ class AgentRuntime:
         self._stop = asyncio.Event()
         self._applied = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._signals: set[asyncio.Task[None]] = set()
         unserved = [c for c in card.capabilities if handlers.find(c) is None]
         if unserved:
             log.warning("card capabilities without a handler: %s", unserved)
@@ -234,6 +234,9 @@ class AgentRuntime:
                         running.cancel()
                         await asyncio.gather(running, return_exceptions=True)
         finally:
+            for t in list(self._signals):
+                t.cancel()
+            await asyncio.gather(*self._signals, return_exceptions=True)
             state.close()
             self.ready.clear()
 
@@ -367,18 +370,21 @@ class AgentRuntime:
         self._applied.set()
 
     async def _progress(self, work: ExecuteWorkItemInput, report: ProgressReport) -> None:
-        """Send the latest progress to the Mission workflow (``report_progress`` signal)."""
+        """Send the latest progress to the Mission workflow (``report_progress`` signal) in the
+        background: the handler does not wait for Temporal (the Authority has the report)."""
+        task = asyncio.create_task(self._signal_progress(work, report))
+        self._signals.add(task)
+        task.add_done_callback(self._signals.discard)
+
+    async def _signal_progress(self, work: ExecuteWorkItemInput, report: ProgressReport) -> None:
         handle = self.temporal_client.get_workflow_handle(mission_workflow_id(work.mission_id))
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(
-                handle.signal(
-                    MissionWorkflow.report_progress,
-                    ProgressSignal(
-                        work_item_id=work.work_item_id, agent_id=self.card.agent_id, report=report
-                    ),
-                ),
-                timeout=5,
-            )
+        signal = ProgressSignal(work_item_id=work.work_item_id, agent_id=self.card.agent_id,
+                                report=report)  # fmt: skip
+        try:
+            async with asyncio.timeout(5):
+                await handle.signal(MissionWorkflow.report_progress, signal)
+        except Exception as exc:  # a courtesy to the workflow's status query, never fatal
+            log.info("progress signal for %s not delivered: %r", work.work_item_id, exc)
 
 
 __all__ = ["AgentRuntime"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from ..authority import now_ms
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..protocol import Actor, Command, Rejection
-from ..protocol.mission import (
+from ..protocol.temporal_contract import (
     CommandVerdict,
     EventSummary,
     ExecuteWorkItemInput,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..authority import SubmitResult
-from ..protocol.mission import CommandVerdict
+from ..protocol.temporal_contract import CommandVerdict
 
 #: Rejection codes that mean "this lease, session or ownership is no longer yours": the
 #: fencing checks of MW-11.3-c, plus a WorkItem that moved on (cancelled, reassigned).

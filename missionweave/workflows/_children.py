@@ -13,7 +13,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ..protocol import WorkItemState
-    from ..protocol.mission import (
+    from ..protocol.temporal_contract import (
         MISSION_WORKFLOW_TYPE,
         ChildOutcome,
         MissionResult,

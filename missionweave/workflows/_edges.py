@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from ..protocol.mission import EXECUTE_WORK_ITEM, ExecuteWorkItemInput, WorkOutcome
+from ..protocol.temporal_contract import EXECUTE_WORK_ITEM, ExecuteWorkItemInput, WorkOutcome
 
 
 @activity.defn(name=EXECUTE_WORK_ITEM)

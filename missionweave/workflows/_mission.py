@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from ..activities import CoordinatorActivities
     from ..protocol import Command, GraphError, WorkGraph, WorkItemState, transition_for
-    from ..protocol.mission import (
+    from ..protocol.temporal_contract import (
         MISSION_WORKFLOW_TYPE,
         AuthorizeWorkInput,
         BatchEntry,

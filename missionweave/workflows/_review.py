@@ -44,7 +44,8 @@ with workflow.unsafe.imports_passed_through():
         WorkItemState,
         digest,
     )
-    from ..protocol.mission import (
+    from ..protocol.review_decision import decision_command, verdict_step
+    from ..protocol.temporal_contract import (
         ApprovalInput,
         CommandVerdict,
         DecisionSlot,
@@ -55,7 +56,6 @@ with workflow.unsafe.imports_passed_through():
         ReviewStep,
         WorkItemSpec,
     )
-    from ..protocol.review_decision import decision_command, verdict_step
     from ._state import ItemState, name_items
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..protocol import Evidence, ProgressReport, WorkItemFacts, WorkItemState, reduce_work_item
-from ..protocol.mission import (
+from ..protocol.temporal_contract import (
     CommandVerdict,
     EventSummary,
     MissionSpec,

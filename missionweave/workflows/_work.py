@@ -24,7 +24,7 @@ from temporalio.exceptions import ActivityError, CancelledError, TimeoutError, T
 with workflow.unsafe.imports_passed_through():
     from ..activities import CoordinatorActivities
     from ..protocol import WorkItemState
-    from ..protocol.mission import (
+    from ..protocol.temporal_contract import (
         CommandVerdict,
         ExecuteWorkItemInput,
         OfferSlot,

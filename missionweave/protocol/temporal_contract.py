@@ -1,4 +1,5 @@
-"""Messages between the Mission workflow, its activities, agents and people (Temporal payloads).
+"""The Temporal contract: every payload between the Mission workflow, its activities, agents
+and people, and the names they meet under.
 
 One message type in and one out for every workflow, activity, update, signal and query, so fields
 can be added without breaking running workflows. All pure pydantic: safe in the workflow sandbox,

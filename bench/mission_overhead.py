@@ -248,7 +248,7 @@ async def main_async(sizes: list[int], layers: int, agents: int, authority_proce
                      agents_process: bool, mission_only: bool) -> list[dict[str, Any]]:  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="mw-bench-") as d:
         # our dev server: waits up to 30 s for the server to answer, and dies with this process
-        async with TemporalDevServer(Path(d), port=free_port(), ui=False,
+        async with TemporalDevServer(Path(d), port=free_port(), ui=False, persist=False,
                                      log_level="error") as server:  # fmt: skip
             client = await server.connect()
             env = WorkflowEnvironment.from_client(client)

@@ -168,6 +168,8 @@ class TemporalDevServer:
         binary: the Temporal CLI; by default :func:`find_temporal_cli`.
         startup_timeout: how long :meth:`start` waits for the server to answer.
         stop_timeout: how long :meth:`stop` waits after SIGTERM before it kills the process.
+        persist: keep the server's state in ``<data_dir>/temporal.db`` (``False``: in memory,
+            gone when it stops — what benchmarks and throwaway tests want).
 
     Use ``async with TemporalDevServer(path) as server: client = await server.connect()``.
     """
@@ -187,7 +189,9 @@ class TemporalDevServer:
         binary: str | os.PathLike[str] | None = None,
         startup_timeout: timedelta = timedelta(seconds=30),
         stop_timeout: timedelta = timedelta(seconds=10),
+        persist: bool = True,
     ) -> None:
+        self.persist = persist
         self.data_dir = Path(data_dir)
         self.port = port
         self.ui = ui
@@ -246,7 +250,7 @@ class TemporalDevServer:
         binary = self.binary if self.binary is not None else find_temporal_cli()
         cmd = [
             str(binary), "server", "start-dev",
-            "--db-filename", str(self.db_path),
+            *(["--db-filename", str(self.db_path)] if self.persist else []),
             "--ip", self.ip,
             "--port", str(self.port),
             "--namespace", self._namespace,

@@ -19,6 +19,7 @@ from ..protocol import Actor, Command, sign_command
 from ..protocol.review_decision import decision_command, verdict_step
 from ..protocol.temporal_contract import (
     BatchEntry,
+    CommandVerdict,
     CoordinatorIntent,
     EventSummary,
     ReviewBatch,
@@ -148,6 +149,18 @@ class CoordinatorActivities:
                     results[conflicts[cid]] = r.verdict()
         return SubmitCommandsResult(verdicts=results)
 
+    async def _submit_by_group(
+        self, intents: Mapping[str, list[tuple[int, CoordinatorIntent]]]
+    ) -> list[tuple[int, CommandVerdict]]:
+        """Sign and submit each Group's intents in one request; ``(position, verdict)`` pairs,
+        the positions as given."""
+        out: list[tuple[int, CommandVerdict]] = []
+        for group_id, entries in intents.items():
+            done = await self._submit(SubmitCommandsInput(
+                group_id=group_id, entries=[BatchEntry(intent=i) for _, i in entries]))  # fmt: skip
+            out += [(n, v) for (n, _), v in zip(entries, done.verdicts, strict=True)]
+        return out
+
     async def _originals(
         self, group_id: str, wanted: Mapping[str, Command], *, pages: int = 20, page: int = 1000
     ) -> dict[str, Command]:
@@ -229,11 +242,8 @@ class CoordinatorActivities:
             if req.offer is not None and res.candidates:
                 offers.setdefault(req.group_id, []).append((len(out), _offer_intent(req, res)))
             out.append(res)
-        for group_id, intents in offers.items():
-            done = await self._submit(SubmitCommandsInput(
-                group_id=group_id, entries=[BatchEntry(intent=i) for _, i in intents]))  # fmt: skip
-            for (n, _), verdict in zip(intents, done.verdicts, strict=True):
-                out[n] = out[n].model_copy(update={"verdict": verdict})
+        for n, verdict in await self._submit_by_group(offers):
+            out[n] = out[n].model_copy(update={"verdict": verdict})
         return SelectCandidatesBatchResult(results=out)
 
     @activity.defn(name="review_submissions")
@@ -267,9 +277,6 @@ class CoordinatorActivities:
                                            issued_at_ms=slot.issued_at_ms)  # fmt: skip
                 decided.setdefault(r.group_id, []).append((len(results), intent))
             results.append(ReviewResult(steps=steps, passed=passed))
-        for group_id, intents in decided.items():
-            done = await self._submit(SubmitCommandsInput(
-                group_id=group_id, entries=[BatchEntry(intent=i) for _, i in intents]))  # fmt: skip
-            for (n, _), verdict in zip(intents, done.verdicts, strict=True):
-                results[n] = results[n].model_copy(update={"verdict": verdict})
+        for n, verdict in await self._submit_by_group(decided):
+            results[n] = results[n].model_copy(update={"verdict": verdict})
         return ReviewBatchResult(results=results)

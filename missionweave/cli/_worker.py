@@ -115,7 +115,9 @@ def worker_command(
     temporal_address: str = opt.TEMPORAL_ADDRESS,
     namespace: str = opt.NAMESPACE,
     state_dir: Path = typer.Option(
-        Path(".missionweave"), "--state-dir", help="Local state directory (per-Group queues)."
+        Path(".missionweave"),
+        "--state-dir",
+        help="Local state directory: <agent_id>.db (cursors, its own WorkItems), rebuilt from the log if deleted.",
     ),
     artifacts: Path | None = artifacts_option(
         "that handlers publish to (ctx.publish) and read from (ctx.fetch)",

@@ -117,7 +117,8 @@ def worker_command(
     state_dir: Path = typer.Option(
         Path(".missionweave"),
         "--state-dir",
-        help="Local state directory: <agent_id>.db (cursors, its own WorkItems), rebuilt from the log if deleted.",
+        help="Local state directory: <agent_id>.db (cursors, its own WorkItems), "
+        "rebuilt from the log if deleted.",
     ),
     artifacts: Path | None = artifacts_option(
         "that handlers publish to (ctx.publish) and read from (ctx.fetch)",

@@ -199,3 +199,34 @@ async def test_agent_frozen_past_its_lease_late_result_recorded_on_resume__MW_11
     assert (late.actor, late.body["ownership_epoch"]) == ("ada", 1)
     # ada's result completed nothing
     assert [e.actor for e in log if e.type == "work.submitted"] == ["bob"]
+
+
+async def test_an_owner_cut_off_from_temporal_but_not_the_authority_is_reviewed__MW_11_5_a(
+    dev_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ada's heartbeats to Temporal are lost (a partition) while the Authority stays reachable:
+    Temporal times her activity out, but she keeps renewing her lease and submits. The offer
+    the workflow then makes is refused (``owner_active``); it reads the log instead of
+    retrying blindly, and reviews her submission."""
+    from missionweave.worker import _execute
+
+    monkeypatch.setattr(_execute, "heartbeat", lambda details: None)  # lost on the way
+    reg = HandlerRegistry()
+
+    @reg.handler("demo.step", version="1.0")
+    async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
+        await asyncio.sleep(6)  # three leases long, renewed with the Authority all along
+        return Submission(outputs={"result": {"item": ctx.work_item_id}},
+                          evidence=[ctx.evidence("done", method="fault-test")])  # fmt: skip
+
+    async with mission_stack(dev_env, tmp_path) as ms:
+        await ms.agent("ada", reg, max_concurrency=1)
+        spec = ms.spec("partition", [{"work_item_id": "a",
+                                      "contract": contract(timeouts=TIMEOUTS).wire()}])  # fmt: skip
+        handle = await ms.start(spec)
+        result = await asyncio.wait_for(handle.result(), 60)
+        types = [e.type for e in _verified(ms, "a")]
+    assert result.status == "completed"
+    (a,) = result.items
+    assert (a.state.value, a.owner, a.ownership_epoch) == ("verified", "ada", 1)
+    assert types.count("work.submitted") == 1 and types[-1] == "work.result_accepted"

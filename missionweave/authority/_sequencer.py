@@ -52,6 +52,8 @@ class GroupSequencer:
         self._remember = remember
         self._pending: dict[int, Event] = {}
         self._done_ids: OrderedDict[str, None] = OrderedDict()
+        #: Held Events dropped as forgeries by :meth:`ready_run` (the caller reconnects).
+        self.refused = 0
 
     @property
     def buffered(self) -> list[int]:
@@ -86,6 +88,15 @@ class GroupSequencer:
             log.error("group %s event %d refused: %s", self.group_id, event.seq, reason)
             return "invalid"
         if held is not None:
+            # Events taken without their signature checked (``signature=False``) may be
+            # forgeries: only two validly signed Events at one sequence are a fork
+            if not self.signed(event):
+                log.error("group %s event %d refused: bad signature", self.group_id, event.seq)
+                return "invalid"
+            if not self.signed(held):
+                log.error("group %s event %d refused: bad signature", self.group_id, held.seq)
+                self._pending[event.seq] = event
+                return "buffered"
             raise EventVerificationError(self.group_id, event.seq, "conflicting event")
         if len(self._pending) >= self._max_buffer and event.seq != self.cursor + 1:
             return "overflow"
@@ -110,11 +121,20 @@ class GroupSequencer:
         gap). Nothing is committed.
 
         Raises:
-            EventVerificationError: the first one does not link to the previous Event's hash.
+            EventVerificationError: the first one, validly signed, does not link to the
+                previous Event's hash (an unsigned one is dropped and counted in
+                :attr:`refused`).
         """
-        first = self.ready()
+        first = self._pending.get(self.cursor + 1)
         if first is None:
             return []
+        if self.last_hash is not None and first.prev_hash != self.last_hash:
+            if not self.signed(first):  # a forgery, not a fork: drop it, a replay heals
+                log.error("group %s event %d refused: bad signature", self.group_id, first.seq)
+                self.drop(first)
+                self.refused += 1
+                return []
+            raise EventVerificationError(self.group_id, first.seq, "broken link")
         run = [first]
         while (nxt := self._pending.get(run[-1].seq + 1)) is not None:
             if nxt.prev_hash != run[-1].hash:

@@ -302,7 +302,10 @@ class Subscriber:
                 touched[event.group_id] = seq
         count = 0
         for seq in touched.values():
+            refused = seq.refused
             run = seq.ready_run()
+            if seq.refused != refused:
+                await self._reconnect()  # the replay brings the genuine Event
             if run and not seq.signed(run[-1]):
                 good = []
                 for ev in run:

@@ -123,6 +123,8 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
         case "work.offer_declined":
             if b.get("offer_id") == f.offer_id:
                 new["declined"] = (*f.declined, str(b["agent_id"]))
+                if b.get("all_declined"):  # the Authority closed the offer
+                    new.update(**_NO_OFFER)
         case "ownership.closed":
             new.update(**_NO_OWNER)
         case "work.offer_accepted":

@@ -116,8 +116,15 @@ class WorkMixin:
                         self.s.awaiting_room.append(wid)
                 continue
             self._applied_intent(res.verdict, ("offer", wid))
+            rej = res.verdict.rejection
+            if rej is not None and rej.code == "owner_active":
+                # an owner this workflow lost track of still holds it (its activity timed out
+                # while it kept working with the Authority): read what the Authority holds —
+                # a submission is then reviewed, a live lease waited for
+                await self._sync(item)
+                continue
             if not res.verdict.accepted or item.state is not S.OFFERED or item.w.offer_id is None:
-                continue  # refused (e.g. owner_active): _on_intent set the retry time
+                continue  # refused otherwise: _on_intent set the retry time
             item.retry_at_ms = None
             item.empty_rankings = 0
             cands = list(item.w.offer_candidates)  # the offer the Authority recorded counts

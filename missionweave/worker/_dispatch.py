@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..authority import now_ms
+from ..protocol import Actor
 from ._scheduler import QueuedItem, RunningItem, SchedulePlan, Scheduler
 from ._slots import SlotBoard, SlotKey
 from ._state import LocalState
@@ -60,7 +61,7 @@ class Dispatcher:
 
     def __init__(
         self,
-        actor: Any,
+        actor: Actor,
         state: LocalState,
         groups: list[str],
         scheduler: Scheduler,

@@ -1,4 +1,8 @@
-"""The ``execute_work_item`` activity: run the user's handler under its lease (docs/design.md §4.6).
+"""The ``execute_work_item`` activity: the offer to this agent, then the user's handler under its
+lease (docs/design.md §4.3-6).
+
+Without a lease in its input, the activity first takes the WorkItem (:mod:`._take`): admission
+control, the agent's own acceptance or decline, a slot from the start queue, ``work.start``.
 
 While the handler runs, a heartbeat loop sends a Temporal heartbeat and a signed ``lease.renew``
 with the slot's usage delta every ``heartbeat_ms``; a rejected renewal cancels the handler

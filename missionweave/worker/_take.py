@@ -43,8 +43,9 @@ WAIT_HEARTBEAT_S = 1.0
 
 @dataclass
 class Taken:
-    """What taking the WorkItem gave: the work with its lease (``None`` when not started) and
-    the outcome to return instead (declined, not taken), with the Authority's Events."""
+    """What taking the WorkItem gave: the work with its lease and the Authority's Events so far
+    (acceptance, start), or — not started — the outcome to return instead (declined, not
+    taken), which carries its Events itself."""
 
     work: ExecuteWorkItemInput | None
     outcome: WorkOutcome | None
@@ -193,8 +194,7 @@ class OfferTaker:
               error: str) -> Taken:  # fmt: skip
         if verdict is not None and verdict.accepted:
             events = [*events, *verdict.events]
-        return Taken(None, WorkOutcome(kind=kind, verdict=verdict, events=events, error=error),
-                     events)  # fmt: skip
+        return Taken(None, WorkOutcome(kind=kind, verdict=verdict, events=events, error=error))
 
     async def _send(self, cmd: Command, until_ms: int | None) -> CommandVerdict:
         return (await self._send_many([cmd], until_ms))[0]

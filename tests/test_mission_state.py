@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import json
 
-from missionweave.protocol import Evidence, WorkItemFacts, WorkItemState
+import pytest
+from pydantic import ValidationError
+
+from missionweave.protocol import Evidence, WorkGraph, WorkItemFacts, WorkItemState
 from missionweave.protocol.temporal_contract import (
+    AuthorizeWorkInput,
     CommandVerdict,
     EventSummary,
     MissionSpec,
     ReviewStep,
     WorkItemSpec,
 )
+from missionweave.workflows._plan import counts, finished, open_count, plan
 from missionweave.workflows._state import (
     STATE_BUDGET,
     ItemState,
@@ -110,3 +115,112 @@ def test_remembered_verdicts_keep_their_events_without_bodies() -> None:
     kept = s.verdicts["c1"]
     assert [(e.seq, e.type, e.body) for e in kept.events] == [(5, "work.started", {})]
     assert kept.reply == v.reply and kept.accepted
+
+
+# ------------------------------------------------------------- contracts by reference, archive
+
+
+def _chain_spec(n: int) -> MissionSpec:
+    """``n`` WorkItems in a chain under one contract, given once by name."""
+    return MissionSpec.model_validate({
+        "group_id": "g", "mission_id": "m", "contracts": {"step": C.wire()},
+        "items": [{"work_item_id": f"i{k}", "contract_ref": "step",
+                   "dependencies": [f"i{k - 1}"] if k else []} for k in range(n)],
+    })  # fmt: skip
+
+
+def test_items_name_a_shared_contract_and_travel_by_the_name() -> None:
+    spec = _chain_spec(3)
+    assert spec.items[0].contract == C and spec.items[0].contract is spec.items[2].contract
+    data = json.loads(spec.model_dump_json())
+    assert all("contract" not in i and i["contract_ref"] == "step" for i in data["items"])
+    assert MissionSpec.model_validate(data) == spec
+
+
+def test_a_ten_thousand_item_spec_and_its_state_fit_temporals_payload_limit() -> None:
+    spec = _chain_spec(10_000)
+    assert len(spec.model_dump_json(exclude_defaults=True)) < 2 << 20
+    s = MissionState(spec=spec, items={i.work_item_id: ItemState(spec=i) for i in spec.items})
+    data = compact(s, spec.model_copy(update={"items": []}))
+    assert len(json.dumps(data)) < 2 << 20
+    back = MissionState.model_validate(data)
+    assert back.items["i9999"].spec.contract == C and back.items["i9999"].spec.contract_ref
+
+
+def test_an_unknown_or_contradicted_contract_reference_is_refused_naming_the_item() -> None:
+    bad = {"group_id": "g", "mission_id": "m", "contracts": {"step": C.wire()},
+           "items": [{"work_item_id": "a", "contract_ref": "stpe"}]}  # fmt: skip
+    with pytest.raises(ValidationError, match=r"items\[0\] \(a\): contract_ref 'stpe'.*step"):
+        MissionSpec.model_validate(bad)
+    other = contract(objective="something else").wire()
+    bad["items"] = [{"work_item_id": "a", "contract_ref": "step", "contract": other}]
+    with pytest.raises(ValidationError, match="differs from the contract 'step'"):
+        MissionSpec.model_validate(bad)
+    with pytest.raises(ValidationError, match="names no contract"):
+        WorkItemSpec.model_validate({"work_item_id": "a", "contract_ref": "step"})
+
+
+def test_work_added_at_run_time_may_name_its_contracts_too() -> None:
+    inp = AuthorizeWorkInput.model_validate({
+        "contracts": {"extra": C.wire()},
+        "items": [{"work_item_id": "x", "contract_ref": "extra"}],
+    })  # fmt: skip
+    assert inp.items[0].contract == C and inp.items[0].contract_ref == "extra"
+
+
+def _finished_chain(n: int, open_tail: int) -> MissionState:
+    spec = _chain_spec(n)
+    s = MissionState(spec=spec, items={i.work_item_id: ItemState(spec=i) for i in spec.items})
+    for k, it in enumerate(s.items.values()):
+        done = k < n - open_tail
+        it.w = WorkItemFacts(state=WorkItemState.VERIFIED if done else WorkItemState.OPEN,
+                             owner="agent-1" if done else None, ownership_epoch=int(done),
+                             seq=k + 1)  # fmt: skip
+        it.authorized, it.artifacts = True, ["a" * 64] if done else []
+        it.outputs = {"result": {"item": it.work_item_id}} if done else {}
+    return s
+
+
+def test_thousands_of_finished_items_are_archived_all_but_what_open_work_needs() -> None:
+    s = _finished_chain(10_000, open_tail=2)
+    assert _size(s) > STATE_BUDGET
+    assert trim(s) is True
+    assert _size(s) <= STATE_BUDGET
+    # i9997 is verified and i9998 (open) depends on it: its Artifacts go with the offer
+    assert s.items["i9997"].artifacts == ["a" * 64]
+    assert set(s.items) == {"i9997", "i9998", "i9999"}
+    assert len(s.archived) == 9997 and s.state_of("i0") is WorkItemState.VERIFIED
+    assert s.state_of("nope") is None
+    assert counts(s) == {"verified": 9998, "open": 2} and open_count(s) == 2
+    back = MissionState.model_validate(compact(s, s.spec.model_copy(update={"items": []})))
+    assert back.archived == s.archived and set(back.items) == set(s.items)
+
+
+def test_an_archived_dependency_still_makes_its_dependent_eligible() -> None:
+    s = _finished_chain(4, open_tail=1)
+    trim(s, budget=0)
+    assert set(s.items) == {"i2", "i3"} and s.archived == {
+        "i0": WorkItemState.VERIFIED,
+        "i1": WorkItemState.VERIFIED,
+    }
+    g = WorkGraph()
+    g.add({**{w: [] for w in s.archived}, **{w: it.spec.dependencies
+                                            for w, it in s.items.items()}})  # fmt: skip
+    assert plan(s, g, now_ms=0).offer == [("i3", [])]
+    s.items["i3"].w = WorkItemFacts(state=WorkItemState.VERIFIED, seq=9)
+    assert finished(s)
+
+
+def test_a_plan_settles_what_waits_on_dependencies_and_looks_only_where_told() -> None:
+    """Settled WorkItems (verified, or open behind unfinished dependencies with nothing in
+    flight) need no look until an Event changes them or a dependency; a plan over ``only``
+    looks at those alone, so no workflow task walks 10,000 of them."""
+    s = _finished_chain(4, open_tail=3)  # i0 verified; i1 eligible; i2, i3 wait
+    g = WorkGraph()
+    g.add({w: it.spec.dependencies for w, it in s.items.items()})
+    p = plan(s, g, now_ms=0)
+    assert p.offer == [("i1", [])] and p.settled == ["i0", "i2", "i3"]
+    s.items["i2"].running = 1  # in flight: looked at again, never settled
+    assert plan(s, g, now_ms=0).settled == ["i0", "i3"]
+    assert plan(s, g, now_ms=0, only={"i3"}) == type(p)(settled=["i3"])
+    assert g.dependents("i1") == ["i2"]  # whom an Event on i1 puts back in view

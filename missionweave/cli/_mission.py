@@ -145,8 +145,8 @@ def _result_status(result: MissionResult) -> MissionStatus:
     from ..protocol.temporal_contract import WorkItemStatus
 
     counts: dict[str, int] = {}
-    for item in result.items:
-        counts[item.state.value] = counts.get(item.state.value, 0) + 1
+    for state in (*result.archived.values(), *(i.state for i in result.items)):
+        counts[state.value] = counts.get(state.value, 0) + 1
     return MissionStatus(
         mission_id=result.mission_id, group_id=result.group_id, status=result.status,
         counts=counts, event_range=result.event_range,

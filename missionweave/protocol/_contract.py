@@ -9,7 +9,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    field_validator,
+    model_validator,
+)
 
 from ._canonical import canonical_bytes, digest
 from ._errors import CanonicalizationError
@@ -189,8 +196,16 @@ class WorkContract(BaseModel):
                 raise ValueError(f"capability {cap!r} must be 'id@version'")
         return v
 
-    @model_validator(mode="after")
-    def _unique_criteria(self) -> WorkContract:
+    @model_validator(mode="wrap")
+    @classmethod
+    def _unique_criteria(
+        cls, data: Any, handler: ModelWrapValidatorHandler[WorkContract]
+    ) -> WorkContract:
+        if isinstance(data, cls):
+            # checked when it was made, and frozen since: a Mission of 10,000 WorkItems that
+            # share one contract does not encode it 10,000 times (an after-validator would)
+            return data
+        self = handler(data)
         ids = [c.id for c in self.acceptance_criteria]
         if len(ids) != len(set(ids)):
             raise ValueError("acceptance criterion ids must be unique")

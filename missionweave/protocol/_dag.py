@@ -51,7 +51,9 @@ class WorkGraph:
 
     def __init__(self) -> None:
         self._deps: dict[str, tuple[str, ...]] = {}
+        self._dependents: dict[str, list[str]] = {}
         self._strategy: dict[str, DependencyStrategy] = {}
+        self._order: list[str] = []
 
     def __contains__(self, item_id: object) -> bool:
         return item_id in self._deps
@@ -69,8 +71,9 @@ class WorkGraph:
         return self._deps[item_id]
 
     def dependents(self, item_id: str) -> list[str]:
-        """The ids that depend on ``item_id``."""
-        return [i for i, deps in self._deps.items() if item_id in deps]
+        """The ids that depend on ``item_id``, in the order the edges were added (an index:
+        constant time, however large the graph)."""
+        return list(self._dependents.get(item_id, ()))
 
     def strategy(self, item_id: str) -> DependencyStrategy:
         """The dependency strategy of ``item_id``."""
@@ -122,8 +125,8 @@ class WorkGraph:
                         f"WorkItem {item_id} depends on unknown WorkItem {dep}",
                         id=item_id, dependency=dep,
                     )  # fmt: skip
-        try:
-            graphlib.TopologicalSorter(proposed).prepare()
+        try:  # the order is kept: computing it again for 10,000 items is not free
+            order = [str(n) for n in graphlib.TopologicalSorter(proposed).static_order()]
         except graphlib.CycleError as exc:
             cycle = [str(n) for n in exc.args[1]]
             raise _fail(
@@ -134,7 +137,11 @@ class WorkGraph:
             self._strategy[item_id] = (strategies or {}).get(
                 item_id, DependencyStrategy.ALL_VERIFIED
             )
+        for item_id, deps in proposed.items():
+            for dep in deps[len(self._deps.get(item_id, ())) :]:  # the edges this change adds
+                self._dependents.setdefault(dep, []).append(item_id)
         self._deps = {k: tuple(v) for k, v in proposed.items()}
+        self._order = order
 
     def is_eligible(self, item_id: str, states: Mapping[str, WorkItemState]) -> bool:
         """Whether ``item_id``'s dependencies satisfy its strategy (MW-10.4-b); see
@@ -160,8 +167,7 @@ class WorkGraph:
 
     def topological_order(self) -> list[str]:
         """All ids, dependencies first (ties in insertion order)."""
-        ts = graphlib.TopologicalSorter(self._deps)
-        return [str(n) for n in ts.static_order()]
+        return list(self._order)
 
     def to_wire(self) -> dict[str, dict[str, object]]:
         """JSON form: ``{id: {"deps": [...], "strategy": "..."}}`` (insertion order kept)."""

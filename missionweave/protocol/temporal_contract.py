@@ -18,7 +18,16 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from ._contract import AcceptanceCriterion, WorkContract
 from ._errors import Rejection
@@ -93,18 +102,98 @@ class WorkItemSpec(BaseModel):
     Attributes:
         work_item_id: unique within the Group.
         contract: the work contract (MW-10.1-a).
+        contract_ref: instead of ``contract``, the name of one of the enclosing
+            :class:`MissionSpec`'s (or :class:`AuthorizeWorkInput`'s) ``contracts``: a Mission
+            of many WorkItems under one contract states it once. The resolved contract is the
+            named one (the same object); the WorkItem travels by the name again (its JSON has
+            ``contract_ref`` and no ``contract``), which keeps a 10,000-item spec and the
+            workflow's state under Temporal's 2 MiB payload limit.
         dependencies: ids it depends on (MW-10.4-b).
         input: the typed input handed to the agent's handler (small JSON; hashes, not blobs).
         child_mission: when set, the item is carried out by this child Mission instead of an
             agent (``mission.create_child``).
+
+    Raises:
+        pydantic.ValidationError: ``contract_ref`` outside a spec that names its contracts
+            (a WorkItemSpec alone cannot resolve it).
     """
 
     model_config = _MODEL
     work_item_id: str = Field(min_length=1, max_length=128)
     contract: WorkContract
+    contract_ref: str | None = Field(default=None, min_length=1, max_length=128)
     dependencies: list[str] = Field(default_factory=list)
     input: dict[str, Any] = Field(default_factory=dict)
     child_mission: MissionSpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unresolved_ref(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "contract" not in data and data.get("contract_ref"):
+            raise ValueError(
+                f"contract_ref {data['contract_ref']!r} names no contract: a reference is "
+                "resolved against the enclosing MissionSpec's (or AuthorizeWorkInput's) "
+                "`contracts`"
+            )
+        return data
+
+    @model_serializer(mode="wrap")
+    def _by_reference(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if self.contract_ref is not None:
+            out.pop("contract", None)  # the enclosing spec's ``contracts`` has it
+        return out
+
+
+def resolve_contract_refs(data: Any, contracts: Any, where: str = "items") -> None:
+    """Put the named contract into each WorkItem of ``data`` (a list of WorkItem dicts or
+    :class:`WorkItemSpec`) that gives a ``contract_ref``, in place: the same validated
+    :class:`WorkContract` object for every WorkItem naming it.
+
+    Args:
+        data: the raw ``items`` list (dicts are changed; instances are left as they are).
+        contracts: the raw ``contracts`` mapping, name → contract (dict or WorkContract).
+        where: the field's name for error messages.
+
+    Raises:
+        ValueError: a reference to no contract of ``contracts``, or a WorkItem giving both a
+            contract and a reference to a different one (pydantic reports it as a
+            ``ValidationError`` naming the WorkItem).
+    """
+    if not isinstance(data, list):
+        return
+    resolved: dict[str, WorkContract] = {}
+    for n, item in enumerate(data):
+        if not isinstance(item, dict) or item.get("contract_ref") is None:
+            continue
+        ref = item["contract_ref"]
+        if not isinstance(ref, str) or not isinstance(contracts, dict) or ref not in contracts:
+            known = ", ".join(sorted(contracts)) if isinstance(contracts, dict) else ""
+            raise ValueError(
+                f"{where}[{n}] ({item.get('work_item_id', '?')}): contract_ref {ref!r} is not "
+                f"one of `contracts` ({known or 'none given'})"
+            )
+        if ref not in resolved:
+            try:
+                resolved[ref] = WorkContract.model_validate(contracts[ref])
+            except ValidationError as exc:
+                raise ValueError(f"contracts.{ref}: {exc}") from None
+        if "contract" in item and WorkContract.model_validate(item["contract"]) != resolved[ref]:
+            raise ValueError(
+                f"{where}[{n}] ({item.get('work_item_id', '?')}): its contract differs from "
+                f"the contract {ref!r} it names; give one or the other"
+            )
+        data[n] = {**item, "contract": resolved[ref]}
+
+
+def _resolved(data: Any) -> Any:
+    """A spec's raw data with its ``items``' contract references resolved (a copy)."""
+    if isinstance(data, dict) and isinstance(data.get("items"), list):
+        data = dict(data, items=list(data["items"]))
+        resolve_contract_refs(data["items"], data.get("contracts", {}))
+    return data
 
 
 class ParentLink(BaseModel):
@@ -125,6 +214,8 @@ class MissionSpec(BaseModel):
         mission_id: unique within the Group; the workflow id is ``mission-<mission_id>``.
         title: a short human title (the UI's summary).
         items: the initial WorkItems (more may be added while it runs: ``authorize_work``).
+        contracts: named contracts the items may give by ``contract_ref`` instead of a
+            ``contract`` of their own (one copy for many WorkItems).
         offer_policy: how offers are made.
         child_failure_policy: what a child Mission's failure does to this Mission's item.
         review: how semantic and qualitative criteria are reviewed.
@@ -136,10 +227,16 @@ class MissionSpec(BaseModel):
     mission_id: str = Field(min_length=1, max_length=100)
     title: str = ""
     items: list[WorkItemSpec] = Field(default_factory=list)
+    contracts: dict[str, WorkContract] = Field(default_factory=dict)
     offer_policy: OfferPolicy = Field(default_factory=OfferPolicy)
     child_failure_policy: ChildFailurePolicy = ChildFailurePolicy.FAIL
     review: ReviewPolicy = Field(default_factory=ReviewPolicy)
     parent: ParentLink | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve(cls, data: Any) -> Any:
+        return _resolved(data)  # contract references (``WorkItemSpec.contract_ref``)
 
 
 # ---------------------------------------------------------------- agents ↔ the Mission workflow
@@ -217,6 +314,16 @@ class AuthorizeWorkInput(BaseModel):
     edges: list[tuple[str, str]] = Field(
         default_factory=list, description="(dependency, dependent) pairs between known items"
     )
+    contracts: dict[str, WorkContract] = Field(
+        default_factory=dict,
+        description="named contracts the items may give by `contract_ref`; a name the "
+        "Mission already has must name the same contract",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve(cls, data: Any) -> Any:
+        return _resolved(data)  # contract references (``WorkItemSpec.contract_ref``)
 
 
 class ProgressSignal(BaseModel):
@@ -415,6 +522,7 @@ class MissionResult(BaseModel):
     """What the ``Mission`` workflow returns.
 
     Attributes:
+        items: every WorkItem not in ``archived``, in authorization order.
         reason: why it failed or was cancelled (empty when it completed).
         event_range: the first and last Group sequence numbers of the Mission's Events.
     """
@@ -426,6 +534,12 @@ class MissionResult(BaseModel):
     items: list[ItemResult] = Field(default_factory=list)
     event_range: tuple[int, int] | None = None
     reason: str = ""
+    archived: dict[str, WorkItemState] = Field(
+        default_factory=dict,
+        description="WorkItems given by their final state only, not in `items` (a Mission of "
+        "thousands of WorkItems: the result stays under Temporal's 2 MiB payload limit); the "
+        "Group log within `event_range` has everything",
+    )
 
 
 class SelectCandidatesInput(BaseModel):

@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         CancelInput,
         CommandVerdict,
         CoordinatorIntent,
+        EventSummary,
         ItemResult,
         MissionResult,
         MissionSpec,
@@ -44,7 +45,15 @@ with workflow.unsafe.imports_passed_through():
     from ._plan import counts, finished, open_count, plan
     from ._review import ReviewMixin
     from ._review import refuse as _refuse
-    from ._state import ItemState, MissionState, apply_events, compact, name_items, trim
+    from ._state import (
+        STATE_BUDGET,
+        ItemState,
+        MissionState,
+        apply_events,
+        compact,
+        name_items,
+        trim,
+    )
     from ._work import SUBMIT_RETRY, WorkMixin
 
 _TRANSITION_UNBLOCK = transition_for("work.unblock")
@@ -55,6 +64,8 @@ MISSION_STATUS = SearchAttributeKey.for_keyword("MissionStatus")
 OPEN_WORK_ITEMS = SearchAttributeKey.for_int("OpenWorkItems")
 
 MAX_BATCH = 100
+#: Bytes of JSON the Mission's result may have (Temporal fails a completion over 2 MiB).
+RESULT_BUDGET = 1 << 20
 S = WorkItemState
 #: The states ``unblock`` may be asked in: the state table's (spec 10.2), not a copy of it.
 _UNBLOCK_FROM = frozenset(s for s in _TRANSITION_UNBLOCK.sources if s is not None)
@@ -99,13 +110,16 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         self.graph = WorkGraph()
         self.invalid: str | None = None
         try:
-            self.graph.add(
-                {w: it.spec.dependencies for w, it in self.s.items.items()},
+            self.graph.add(  # archived WorkItems are nodes without edges: nothing waits on them
+                {**{w: [] for w in self.s.archived},
+                 **{w: it.spec.dependencies for w, it in self.s.items.items()}},
                 {w: it.spec.contract.dependency_strategy for w, it in self.s.items.items()},
-            )
+            )  # fmt: skip
         except GraphError as exc:
             self.invalid = str(exc)
         self.queue: list[BatchEntry] = []
+        #: The spec's WorkItems whose ``work.authorize`` is not queued yet (first run only).
+        self.unauthorized: list[str] = []
         self.intent_verdicts: dict[str, CommandVerdict] = {}
         self.purpose: dict[str, tuple[str, str]] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
@@ -113,6 +127,14 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         self.review_results: dict[str, ReviewResult] = {}
         self.wake = False
         self.open_items = -1
+        #: WorkItems the next plan looks at: all at first; then those an Event changed, their
+        #: dependents and new ones (a settled one waits for that, :attr:`Plan.settled`), so a
+        #: Mission of 10,000 WorkItems does not re-plan all of them in every workflow task.
+        #: A set read for membership only (plans go in authorization order): deterministic.
+        self.attention: set[str] = set(self.s.items)
+        #: Changes applied so far, and at the last published status (publish only on change).
+        self.changes = 0
+        self.published: tuple[int, str, int] | None = None
 
     # ------------------------------------------------------------------------------ run
 
@@ -128,8 +150,9 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                                             **({"parent": self.s.spec.parent.model_dump()}
                                                if self.s.spec.parent else {})},
                          ("mission", ""))  # fmt: skip
-            for wid in self.graph.topological_order():
-                self._authorize(self.s.items[wid])
+            # in dependency order, a batch at a time as they are sent (:meth:`_flush`): 10,000
+            # Commands built at once would hold one workflow task past Temporal's deadlock bound
+            self.unauthorized = self.graph.topological_order()
         while True:
             await self._flush()
             self._start_reviews()
@@ -137,7 +160,8 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             if self.s.cancel_reason is not None and self.s.status == "running":
                 await self._end("cancelled", "mission.cancel", self.s.cancel_reason)
                 break
-            p = plan(self.s, self.graph, self._now())
+            p = plan(self.s, self.graph, self._now(), self.attention)
+            self.attention.difference_update(p.settled)
             for wid in p.exhausted:
                 item = self.s.items[wid]
                 item.detail = f"failed after {item.attempts} attempt(s)"
@@ -176,7 +200,10 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                     trim(self.s)
                     # without default values (a WorkContract is mostly defaults): about a
                     # quarter of the bytes; the next run's validation restores them
-                    workflow.continue_as_new(args=[slim, compact(self.s, slim)])
+                    # the state's spec has the named contracts; the first argument (ignored
+                    # when a state is given) need not carry them twice
+                    bare = slim.model_copy(update={"contracts": {}})
+                    workflow.continue_as_new(args=[bare, compact(self.s, slim)])
                 continue
             self._publish_status()
             self.wake = False
@@ -215,7 +242,8 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
 
     async def _flush(self) -> None:
         """Submit queued Commands in batches and apply the verdicts."""
-        while self.queue:
+        while self.queue or self.unauthorized:
+            self._authorize_initial(MAX_BATCH - len(self.queue))
             batch, self.queue = self.queue[:MAX_BATCH], self.queue[MAX_BATCH:]
             # Regular, not local, activities: with local activities, update completions and
             # the commands the main loop issues (search attributes) interleaved differently on
@@ -230,12 +258,26 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             )
             for entry, verdict in zip(batch, result.verdicts, strict=True):
                 if verdict.status != "rejected":
-                    apply_events(self.s, verdict.events)
+                    self._apply(verdict.events)
                 if entry.command is not None:
                     self.s.remember(verdict)
                 else:
                     self._on_intent(verdict)
             self.wake = True
+
+    def _apply(self, events: list[EventSummary]) -> None:
+        """Fold the Authority's Events into the state; what they changed, and what depends on
+        it, is looked at by the next plan."""
+        for wid in apply_events(self.s, events):
+            self.attention.add(wid)
+            self.attention.update(self.graph.dependents(wid))
+            self.changes += 1
+
+    def _authorize_initial(self, n: int) -> None:
+        """Queue ``work.authorize`` for the next ``n`` of the spec's WorkItems not yet queued."""
+        ids, self.unauthorized = self.unauthorized[: max(n, 0)], self.unauthorized[max(n, 0) :]
+        for wid in ids:
+            self._authorize(self.s.items[wid])
 
     def _reviews_due(self) -> bool:
         return bool(self.review_queue) and "reviews" not in self.tasks
@@ -270,7 +312,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     def _applied_intent(self, v: CommandVerdict, purpose: tuple[str, str]) -> None:
         """Apply the verdict on a coordinator Command an activity issued itself."""
         if v.status != "rejected":
-            apply_events(self.s, v.events)
+            self._apply(v.events)
         self.purpose[v.command_id] = purpose
         self._on_intent(v)
         self.wake = True
@@ -353,9 +395,13 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             {i.work_item_id: i.contract.dependency_strategy for i in inp.items},
             inp.edges,
         )
+        for name, contract in inp.contracts.items():  # its items name them after continue-as-new
+            self.s.spec.contracts.setdefault(name, contract)
+        self._authorize_initial(len(self.unauthorized))  # what the new items may depend on
         cids = []
         for spec in inp.items:
             item = self.s.items[spec.work_item_id] = ItemState(spec=spec)
+            self.attention.add(spec.work_item_id)
             cids.append(self._authorize(item))
         # Edges into WorkItems authorized before: kept in their spec (the state that travels
         # through continue-as-new) and recorded by the Authority, which checks them on offers.
@@ -383,7 +429,15 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             trial.add({i.work_item_id: i.dependencies for i in inp.items}, edges=inp.edges)
         except GraphError as exc:
             raise _refuse(exc.rejection.code, str(exc)) from None
+        for name, contract in inp.contracts.items():
+            if self.s.spec.contracts.get(name, contract) != contract:
+                raise _refuse("contract_name_taken", f"the Mission's contract {name!r} is "
+                              "another contract: give this one another name")  # fmt: skip
         for _, dependent in inp.edges:
+            if dependent in self.s.archived:
+                raise _refuse("not_open", f"WorkItem {dependent} is "
+                              f"{self.s.archived[dependent].value}: edges only go into an "
+                              "open WorkItem")  # fmt: skip
             item = self.s.items.get(dependent)
             if item is not None and (
                 item.state is not S.OPEN or item.offer_pending or item.selecting
@@ -441,6 +495,10 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         )  # fmt: skip
 
     def _publish_status(self) -> None:
+        key = (self.changes, self.s.status, len(self.s.items) + len(self.s.archived))
+        if self.published == key:
+            return  # nothing changed: counting 10,000 WorkItems in every task is not free
+        self.published = key
         n = open_count(self.s)
         if n != self.open_items:
             self.open_items = n
@@ -455,7 +513,16 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         )
 
     def _result(self) -> MissionResult:
-        trim(self.s)  # a result over 2 MiB would fail the workflow's completion
+        """The Mission's result, trimmed (:func:`trim`) until its JSON is at most
+        :data:`RESULT_BUDGET` bytes: a result over 2 MiB would fail the workflow's completion."""
+        for budget in (STATE_BUDGET, STATE_BUDGET // 8, 0):
+            trim(self.s, budget)
+            result = self._result_of_state()
+            if len(result.model_dump_json()) <= RESULT_BUDGET:
+                break
+        return result
+
+    def _result_of_state(self) -> MissionResult:
         status = self.s.status if self.s.status != "running" else "failed"
         return MissionResult(
             mission_id=self.s.spec.mission_id, group_id=self.s.spec.group_id,
@@ -469,5 +536,5 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                               review_of=it.review_of, detail=it.detail,
                               dependencies=it.spec.dependencies, trimmed=it.trimmed)
                    for w, it in self.s.items.items()],
-            reason=self.s.end_reason,
+            archived=self.s.archived, reason=self.s.end_reason,
         )  # fmt: skip

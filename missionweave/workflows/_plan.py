@@ -3,6 +3,7 @@ of retries, and when the next durable deadline falls. No clocks: ``now_ms`` is p
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ..protocol import TERMINAL_STATES, WorkGraph, WorkItemState
@@ -23,6 +24,9 @@ class Plan:
         children: items to hand to a child Mission.
         exhausted: items whose failure is final (retries, deadline or cost exhausted).
         next_deadline_ms: the earliest future deadline to wake up for (``None``: none).
+        settled: items that need no planning until an Event changes them or one of their
+            dependencies: verified or cancelled, or open and waiting on dependencies with
+            nothing in flight.
     """
 
     offer: list[tuple[str, list[str]]] = field(default_factory=list)
@@ -31,6 +35,7 @@ class Plan:
     children: list[str] = field(default_factory=list)
     exhausted: list[str] = field(default_factory=list)
     next_deadline_ms: int | None = None
+    settled: list[str] = field(default_factory=list)
 
     def wake_at(self, t: int | None) -> None:
         if t is not None and (self.next_deadline_ms is None or t < self.next_deadline_ms):
@@ -45,11 +50,43 @@ def retries_left(item: ItemState, now_ms: int) -> bool:
     return not (c.deadline_ms is not None and now_ms >= c.deadline_ms)
 
 
-def plan(state: MissionState, graph: WorkGraph, now_ms: int) -> Plan:
-    """Decide, from the state alone, what needs doing at ``now_ms``."""
+class _States(Mapping[str, WorkItemState]):
+    """Every WorkItem's state, archived ones included, read on demand (no copy per plan)."""
+
+    def __init__(self, state: MissionState) -> None:
+        self._s = state
+
+    def __getitem__(self, wid: str) -> WorkItemState:
+        got = self._s.state_of(wid)
+        if got is None:
+            raise KeyError(wid)
+        return got
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._s.archived
+        yield from self._s.items
+
+    def __len__(self) -> int:
+        return len(self._s.archived) + len(self._s.items)
+
+
+def plan(
+    state: MissionState, graph: WorkGraph, now_ms: int, only: Container[str] | None = None
+) -> Plan:
+    """Decide, from the state alone, what needs doing at ``now_ms``.
+
+    Args:
+        only: look at these WorkItems alone (the others are settled, :attr:`Plan.settled`);
+            ``None``: at all of them. Either way in authorization order.
+    """
     p = Plan()
-    states = {wid: it.state for wid, it in state.items.items()}
+    states = _States(state)
     for wid, it in state.items.items():
+        if only is not None and wid not in only:
+            continue
+        if it.state in TERMINAL_STATES and not (it.running or it.reviewing or it.syncing):
+            p.settled.append(wid)
+            continue
         if not it.authorized or it.state in TERMINAL_STATES or it.running:
             continue
         if it.offer_pending or it.selecting or it.reviewing or it.syncing:
@@ -60,6 +97,7 @@ def plan(state: MissionState, graph: WorkGraph, now_ms: int) -> Plan:
         match it.state:
             case S.OPEN:
                 if not graph.is_eligible(wid, states):
+                    p.settled.append(wid)  # until a dependency's Event (flags are clear)
                     continue
                 if it.spec.child_mission is not None:
                     p.children.append(wid)
@@ -112,15 +150,15 @@ def plan(state: MissionState, graph: WorkGraph, now_ms: int) -> Plan:
 
 
 def open_count(state: MissionState) -> int:
-    """WorkItems not yet verified or cancelled."""
+    """WorkItems not yet verified or cancelled (an archived one is)."""
     return sum(1 for it in state.items.values() if it.state not in TERMINAL_STATES)
 
 
 def counts(state: MissionState) -> dict[str, int]:
-    """WorkItems per state."""
+    """WorkItems per state, the archived ones included."""
     out: dict[str, int] = {}
-    for it in state.items.values():
-        out[it.state.value] = out.get(it.state.value, 0) + 1
+    for s in (*state.archived.values(), *(it.state for it in state.items.values())):
+        out[s.value] = out.get(s.value, 0) + 1
     return out
 
 

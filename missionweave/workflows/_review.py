@@ -96,6 +96,7 @@ class ReviewMixin:
         wake: bool
         review_queue: list[ReviewInput]
         review_results: dict[str, ReviewResult]
+        attention: set[str]
 
         def _intent(self, type: str, body: dict[str, Any], purpose: tuple[str, str]) -> str: ...
 
@@ -165,7 +166,7 @@ class ReviewMixin:
             rid = f"{item.work_item_id}:review" + (str(n) if n > 1 else "")
             if len(rid) > _MAX_ID:
                 rid = f"review-{digest(item.work_item_id)[:32]}-{n}"
-            if rid not in self.s.items:
+            if self.s.state_of(rid) is None:
                 item.reviews = n
                 return rid
             n += 1
@@ -203,6 +204,7 @@ class ReviewMixin:
         )  # fmt: skip
         self.graph.add({rid: []}, {rid: contract.dependency_strategy})
         self.s.items[rid] = review
+        self.attention.add(rid)
         self._authorize(review)
         item.review_item, item.review_stage, item.reviewing = rid, "semantic", False
         item.detail = f"awaiting reviewer Evidence from {rid}"

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from ..protocol import WorkItemState
     from ..protocol.temporal_contract import (
         CommandVerdict,
+        EventSummary,
         ExecuteWorkItemInput,
         OfferSlot,
         OfferTerms,
@@ -37,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
         agent_task_queue,
     )
     from ._edges import execute_work_item
-    from ._state import ItemState, apply_events, name_items
+    from ._state import ItemState, name_items
 
 if TYPE_CHECKING:
     from ._state import MissionState
@@ -65,6 +66,8 @@ class WorkMixin:
         def _command_id(self) -> str: ...
 
         def _applied_intent(self, v: CommandVerdict, purpose: tuple[str, str]) -> None: ...
+
+        def _apply(self, events: list[EventSummary]) -> None: ...
 
         async def _review(self, item: ItemState) -> None: ...
 
@@ -191,7 +194,7 @@ class WorkMixin:
             for w in self.s.awaiting_room:  # a slot is free: offer those waiting for one
                 self.s.items[w].retry_at_ms = None
             self.s.awaiting_room.clear()
-        apply_events(self.s, outcome.events)
+        self._apply(outcome.events)
         if any(e.type == "work.offer_accepted" for e in outcome.events):
             for key, task in list(self.tasks.items()):  # the other candidates lost (10.3-c)
                 if key.startswith(f"{wid}@") and not key.endswith(f"@{agent}"):
@@ -221,7 +224,7 @@ class WorkMixin:
             )  # fmt: skip
         finally:
             item.syncing = False
-        apply_events(self.s, events)
+        self._apply(events)
 
 
 __all__ = ["SUBMIT_RETRY", "WorkMixin"]

@@ -40,7 +40,7 @@ from temporalio import activity
 from ..artifacts import ArtifactStore
 from ..authority import now_ms
 from ..authority.client import AuthorityClient, AuthorityUnavailable
-from ..protocol import Actor, CanonicalizationError, Evidence, ProgressReport
+from ..protocol import Actor, Budget, CanonicalizationError, Evidence, ProgressReport
 from ..protocol.temporal_contract import (
     EXECUTE_WORK_ITEM,
     CommandVerdict,
@@ -68,6 +68,24 @@ ProgressSink = Callable[[ExecuteWorkItemInput, ProgressReport], Awaitable[None]]
 def _short(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     return text if len(text) <= 500 else text[:497] + "..."
+
+
+def _budget_reason(verdict: CommandVerdict, budget: Budget) -> str:
+    """``budget exceeded: wall_clock_ms 3600412 of 3600000 ms (budget.wall_clock_ms)``: each
+    dimension over, with its usage and limit, from the Authority's ``budget_exceeded``."""
+    rej = verdict.rejection
+    detail = rej.detail if rej is not None else {}
+    usage, parts = detail.get("usage") or {}, []
+    for dim in detail.get("dimensions") or []:
+        if dim == "money":
+            used, limit = usage.get("money_minor_units"), budget.money
+            cap = f"{limit.amount_minor_units} {limit.currency} minor units" if limit else "?"
+            parts.append(f"money {used} of {cap} (budget.money)")
+        else:
+            unit = " ms" if dim.endswith("_ms") else ""
+            limit_text = f"{getattr(budget, dim, '?')}{unit}"
+            parts.append(f"{dim} {usage.get(dim)} of {limit_text} (budget.{dim})")
+    return "budget exceeded: " + ("; ".join(parts) or "?")
 
 
 class WorkItemExecutor:
@@ -288,9 +306,8 @@ class _Run:
         # logged by asyncio as an error with a traceback (seen on Ctrl-C as LeaseLost)
         failure = None if task.cancelled() else task.exception()
         if self.budget_verdict is not None:
-            rej = self.budget_verdict.rejection
-            dims = rej.detail.get("dimensions") if rej is not None else None
-            return await self._fail(f"budget exceeded: {dims}", retryable=False, charge=False)
+            why = _budget_reason(self.budget_verdict, self.work.contract.budget)
+            return await self._fail(why, retryable=False, charge=False)
         if task.cancelled() and self.session.lost is not None:
             return self._lease_lost(self.session.lost)  # the heartbeat loop cancelled it
         if task.cancelled():

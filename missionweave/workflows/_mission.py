@@ -38,13 +38,13 @@ with workflow.unsafe.imports_passed_through():
         SubmitCommandsInput,
         SubmitCommandsResult,
         UnblockInput,
-        WorkItemStatus,
     )
     from ._children import ChildMissionsMixin
     from ._plan import counts, finished, open_count, plan
     from ._review import ReviewMixin
     from ._review import refuse as _refuse
     from ._state import ItemState, MissionState, apply_events, compact, name_items, trim
+    from ._status import mission_status
     from ._work import SUBMIT_RETRY, WorkMixin
 
 _TRANSITION_UNBLOCK = transition_for("work.unblock")
@@ -401,23 +401,9 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
 
     @workflow.query
     def status(self) -> MissionStatus:
-        """Per item: state, owner, epoch, lease, attempts."""
-        return MissionStatus(
-            mission_id=self.s.spec.mission_id, group_id=self.s.spec.group_id,
-            status=self.s.status, counts=counts(self.s),
-            event_range=(self.s.first_seq, self.s.last_seq)
-            if self.s.first_seq is not None and self.s.last_seq is not None else None,
-            items=[WorkItemStatus(
-                work_item_id=w, state=it.state, owner=it.owner,
-                ownership_epoch=it.ownership_epoch,
-                lease_id=it.lease_id, attempts=it.attempts,
-                offer_candidates=it.offer_candidates, dependencies=it.spec.dependencies,
-                last_progress=it.last_progress, detail=it.detail,
-                review_stage=it.review_stage, review_item=it.review_item,
-                review_digest=it.review_digest,
-                review=[st.model_dump(mode="json") for st in it.review]) for w, it in
-                self.s.items.items()],
-        )  # fmt: skip
+        """Per item: state, owner, epoch, lease, attempts, current detail and small outputs
+        (:func:`~._status.mission_status`)."""
+        return mission_status(self.s)
 
     # ------------------------------------------------------------------------ the end
 

@@ -18,6 +18,8 @@ returns ``Submission``             ``work.submit``     SUBMITTED
 raises (``PermanentFailure``:       ``work.fail``       FAILED
 not retryable)
 lease lost (renewal, ``guard``)    —                   LEASE_LOST
+still running when the agent's     ``work.fail``       FAILED
+Worker shuts down (no pause)       (retryable)
 =================================  ==================  ===========
 
 A ``recorded`` verdict means this agent is a former owner: the result is kept for audit and
@@ -65,6 +67,11 @@ LATE_RESULT_GRACE_S = 1.0
 ProgressSink = Callable[[ExecuteWorkItemInput, ProgressReport], Awaitable[None]]
 
 
+def _worker_shutdown() -> bool:
+    """Whether this activity's Worker is shutting down (the agent is stopping)."""
+    return activity.in_activity() and activity.is_worker_shutdown()
+
+
 def _short(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     return text if len(text) <= 500 else text[:497] + "..."
@@ -108,6 +115,11 @@ class WorkItemExecutor:
         taker: answers the offer an activity carries and obtains the lease
             (:class:`~missionweave.worker._take.OfferTaker`); ``None``: every input must carry
             its lease already.
+
+    Attributes:
+        interrupted: ids of the WorkItems whose handler was still running, not paused, when
+            this agent's Worker shut down: each was cancelled and reported failed (retryable)
+            to the Authority, so it is offered again at once.
     """
 
     def __init__(
@@ -134,6 +146,9 @@ class WorkItemExecutor:
         self.board = board
         self.progress_sink = progress_sink
         self.report_timeout = report_timeout
+        #: WorkItems whose handler did not pause when the agent stopped: reported failed
+        #: (retryable) to the Authority, in the order they were interrupted.
+        self.interrupted: list[str] = []
 
     @activity.defn(name=EXECUTE_WORK_ITEM)
     async def execute_work_item(self, work: ExecuteWorkItemInput) -> WorkOutcome:
@@ -146,7 +161,9 @@ class WorkItemExecutor:
 
         Raises:
             asyncio.CancelledError: Temporal cancelled the activity (the handler is cancelled
-                first).
+                first). Not when the agent's Worker is shutting down: a handler that did not
+                pause by then is cancelled and the execution reported failed, retryable
+                (returned, and listed in :attr:`interrupted`).
 
         Implements MW-11.3-b/c/e, MW-11.4-a/c/f, MW-11.5-b/d and MW-11.1-e (one context,
         lease session, meters and keys per slot).
@@ -228,6 +245,8 @@ class _Run:
             # in the same loop turn as its handler's due timers: let the handler finish what it
             # had done by then, so that its result is recorded (MW-11.5-b), not dropped.
             await asyncio.shield(asyncio.wait({task}, timeout=LATE_RESULT_GRACE_S))
+            if not task.done() and _worker_shutdown():
+                return await asyncio.shield(self._interrupted(task, beats, stop))
             if not task.done():
                 for t in (task, beats):
                     t.cancel()
@@ -244,6 +263,28 @@ class _Run:
             raise
         if cancelled:
             raise asyncio.CancelledError("the activity was cancelled (its outcome was reported)")
+        return outcome
+
+    async def _interrupted(
+        self, task: asyncio.Task[Any], beats: asyncio.Task[None], stop: asyncio.Event
+    ) -> WorkOutcome:
+        """The agent is stopping and the handler did not pause in time (it ignored
+        ``should_pause()``): cancel it and tell the Authority the execution failed, retryable,
+        so that the WorkItem is offered again at once rather than after its lease expires. A
+        handler that ignores its cancellation too is left behind (the process is exiting)."""
+        stop.set()
+        task.cancel()
+        await asyncio.wait({task}, timeout=LATE_RESULT_GRACE_S)
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved: never logged as "never retrieved"
+        await asyncio.gather(beats, return_exceptions=True)
+        why = (
+            f"interrupted: agent {self.ex.actor.agent_id} stopped and the handler did not pause "
+            "in time (it did not return at should_pause()); the WorkItem may be offered again"
+        )
+        log.warning("%s: %s", self.work.work_item_id, why)
+        outcome = await self._fail(why, retryable=True)
+        self.ex.interrupted.append(self.work.work_item_id)
         return outcome
 
     async def _finish(

@@ -85,7 +85,8 @@ class AgentRuntime:
         max_wait: the anti-starvation bound that triggers a cooperative preemption (``None``:
             never preempt).
         tick: how often the scheduler re-plans when nothing happens.
-        graceful_shutdown: how long running handlers get to pause when stopping.
+        graceful_shutdown: how long running handlers get to pause when stopping; one still
+            running then is cancelled and reported failed, retryable (:attr:`interrupted`).
         authority_transport: an httpx transport for the Authority client (tests).
         clock: epoch-millisecond clock for everything the runtime stamps or compares with the
             Authority's time (SUBSCRIBE and Presence frames, admission, start deadlines,
@@ -159,6 +160,7 @@ class AgentRuntime:
         self._applied = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._signals: set[asyncio.Task[None]] = set()
+        self._executor: WorkItemExecutor | None = None
         unserved = [c for c in card.capabilities if handlers.find(c) is None]
         if unserved:
             log.warning("card capabilities without a handler: %s", unserved)
@@ -191,6 +193,13 @@ class AgentRuntime:
         await self.stop()
         if self._task is not None:
             await self._task
+
+    @property
+    def interrupted(self) -> list[str]:
+        """WorkItems whose handler had not paused when the stop's grace
+        (``graceful_shutdown``) ran out: each was cancelled and reported failed, retryable, to
+        the Authority, which offers it again at once."""
+        return list(self._executor.interrupted) if self._executor is not None else []
 
     async def stop(self) -> None:
         """Make :meth:`run` return: pause running handlers, shut the Worker down gracefully."""
@@ -274,7 +283,7 @@ class AgentRuntime:
         )  # fmt: skip
         taker = OfferTaker(self.actor, client, self.admission, state, self.board, dispatcher,
                            self.groups, self.clock)  # fmt: skip
-        executor = WorkItemExecutor(
+        executor = self._executor = WorkItemExecutor(
             self.actor, client, self.handlers, board=self.board, progress_sink=self._progress,
             clock=self.clock, artifact_store=self.artifact_store,
             agent_card_version=self.card.version, taker=taker,

@@ -1,5 +1,6 @@
 """What the Mission's ``status`` query shows of each WorkItem (pure: no server): a detail as of
-its current state, and its outputs, bounded so the answer stays small."""
+its current state, and its outputs, bounded so the answer stays small; how long a WorkItem has
+waited for an agent, and its deadline ending the wait."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ from typing import Any
 from rich.console import Console
 
 from missionweave.cli._mission_view import render_table
-from missionweave.protocol import ProgressReport, WorkItemFacts, WorkItemState
+from missionweave.protocol import ProgressReport, WorkGraph, WorkItemFacts, WorkItemState
 from missionweave.protocol.temporal_contract import MissionSpec, WorkItemSpec
 from missionweave.workflows import ItemState, MissionState
+from missionweave.workflows._plan import plan
 from missionweave.workflows._status import (
     OUTPUTS_SHOWN_BYTES,
     STATUS_OUTPUTS_BUDGET,
     current_detail,
     mission_status,
+    waiting_lines,
 )
 
 from .mission_harness import contract
@@ -92,3 +95,57 @@ def test_the_status_answer_is_bounded_over_all_items() -> None:
     assert st.items[0].outputs and not st.items[-1].outputs
     assert st.items[-1].outputs_omitted_bytes > 0
     assert len(st.model_dump_json()) < 2 * STATUS_OUTPUTS_BUDGET
+
+
+# ------------------------------------------------------------- waiting for an agent (10)
+
+T0 = 1_796_000_000_000  # some epoch milliseconds
+
+
+def _waiting(wid: str, since_ms: int, deadline_ms: int | None = None) -> ItemState:
+    spec = WorkItemSpec(work_item_id=wid, contract=contract(deadline_ms=deadline_ms))
+    item = ItemState(
+        spec=spec, w=WorkItemFacts(state=S.OPEN), detail="no eligible agent", authorized=True
+    )
+    item.no_agent_since_ms, item.retry_at_ms = since_ms, since_ms + 30_000
+    return item
+
+
+def test_the_detail_says_how_long_no_agent_could_take_it() -> None:
+    item = _waiting("a", T0)
+    assert current_detail(item, T0 + 312_000) == "no eligible agent for 5m12s"
+    assert current_detail(item, T0 + 3 * 3_600_000 + 60_000) == "no eligible agent for 3h01m"
+    assert current_detail(item) == "no eligible agent"  # no clock: no duration
+    busy = _waiting("b", T0)
+    busy.detail = "every capable agent is busy"
+    assert current_detail(busy, T0 + 45_000) == "every capable agent is busy for 45s"
+    st = mission_status(_mission(item), T0 + 312_000)
+    assert st.items[0].detail == "no eligible agent for 5m12s"
+
+
+def test_the_missions_current_details_name_what_waits_for_an_agent() -> None:
+    items = [_waiting(f"w{n}", T0 - n * 1000) for n in range(7)]
+    taken = _item("t", S.ACTIVE, "offered to wc-1", owner="wc-1")
+    lines = waiting_lines(_mission(taken, *items), T0 + 60_000).splitlines()
+    assert lines[1:3] == ["- w0: no eligible agent for 1m00s", "- w1: no eligible agent for 1m01s"]
+    assert lines[0] == "" and len(lines) == 1 + 5 + 1 and lines[-1] == "- … and 2 more"
+    assert waiting_lines(_mission(taken), T0) == ""
+
+
+def test_a_deadline_passing_while_no_agent_can_take_it_fails_it() -> None:
+    """The contract's ``deadline_ms`` ends the wait: the item is exhausted (the Mission fails),
+    with the reason; before it, the plan wakes at the deadline, not only at the next ranking."""
+    graph = WorkGraph()
+    graph.add({"a": []})
+    item = _waiting("a", T0, deadline_ms=T0 + 10_000)
+    state = _mission(item)
+    before = plan(state, graph, T0 + 5_000)
+    assert before.exhausted == [] and before.next_deadline_ms == T0 + 10_000
+    after = plan(state, graph, T0 + 10_000)
+    assert after.exhausted == ["a"]
+    assert after.reasons["a"] == (
+        "deadline passed (2026-11-30T00:53:30Z) with no eligible agent for 10s"
+    )
+    # without a deadline it only waits
+    forever = _waiting("a", T0)
+    assert plan(_mission(forever), graph, T0 + 10**9).exhausted == []

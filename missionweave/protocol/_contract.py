@@ -220,7 +220,8 @@ class WorkContract(BaseModel):
     deadline_ms: int | None = Field(
         default=None,
         ge=0,
-        description="agents decline work they cannot finish by then; no retry starts after it",
+        description="agents decline work they cannot finish by then; no retry starts after it; "
+        "an eligible WorkItem no agent has taken by then fails, and so does its Mission",
     )
     urgency: Urgency = Field(
         default=Urgency.NORMAL, description="urgent: offered to several agents at once"

@@ -44,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from ._review import ReviewMixin
     from ._review import refuse as _refuse
     from ._state import ItemState, MissionState, apply_events, compact, name_items, trim
-    from ._status import mission_status
+    from ._status import mission_status, waiting_lines
     from ._work import SUBMIT_RETRY, WorkMixin
 
 _TRANSITION_UNBLOCK = transition_for("work.unblock")
@@ -140,9 +140,11 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             p = plan(self.s, self.graph, self._now())
             for wid in p.exhausted:
                 item = self.s.items[wid]
-                item.detail = f"failed after {item.attempts} attempt(s)"
+                item.detail = p.reasons.get(wid) or f"failed after {item.attempts} attempt(s)"
             if p.exhausted and self.s.status == "running":
-                await self._end("failed", "mission.fail", f"{p.exhausted[0]} failed for good")
+                first = p.exhausted[0]
+                why = f": {p.reasons[first]}" if first in p.reasons else ""
+                await self._end("failed", "mission.fail", f"{first} failed for good{why}")
                 break
             # Temporal suggests continuing as new: start nothing more, let what is in flight
             # finish, then continue as new (an activity of a closed run would be lost)
@@ -403,7 +405,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     def status(self) -> MissionStatus:
         """Per item: state, owner, epoch, lease, attempts, current detail and small outputs
         (:func:`~._status.mission_status`)."""
-        return mission_status(self.s)
+        return mission_status(self.s, self._now())
 
     # ------------------------------------------------------------------------ the end
 
@@ -437,7 +439,9 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 OPEN_WORK_ITEMS.value_set(n)])  # fmt: skip
         c = counts(self.s)
         workflow.set_current_details(
-            f"**{self.s.status}** — " + ", ".join(f"{k}: {v}" for k, v in sorted(c.items()))
+            f"**{self.s.status}** — "
+            + ", ".join(f"{k}: {v}" for k, v in sorted(c.items()))
+            + waiting_lines(self.s, self._now())
         )
 
     def _result(self) -> MissionResult:

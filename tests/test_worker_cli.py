@@ -346,6 +346,102 @@ def test_ctrl_c_on_a_handler_that_never_pauses_reports_it_and_exits_1(
     assert not [k for k in kinds if "expired" in str(k)], kinds  # reported, not timed out
 
 
+def test_a_replaced_worker_names_the_process_that_took_over(
+    tmp_path: Path, processes: list[Process]
+) -> None:
+    """A second worker with the same agent id and key opens a newer session: the first stops,
+    saying which session replaced it, when, and which process (its pid and host)."""
+    data = tmp_path / "data"
+    stack = Process(
+        [
+            EXE,
+            "dev",
+            "up",
+            "--data-dir",
+            str(data),
+            "--temporal-port",
+            "0",
+            "--headless",
+            "--authority-port",
+            "0",
+        ],
+        tmp_path / "dev.log",
+    )
+    processes.append(stack)
+    info = stack.read_until(r"^  Group ", STARTUP_S)
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": info["Temporal"].split()[0],
+        "MISSIONWEAVE_AUTHORITY_URL": info["Authority"],
+    }
+    key, card = tmp_path / "twin.pem", tmp_path / "twin.yaml"
+    r = mw(
+        "group",
+        "add",
+        "--key",
+        str(data / "keys" / "coordinator.pem"),
+        "--group",
+        "demo",
+        "--agent-id",
+        "twin-1",
+        "--agent-key",
+        str(key),
+        "--create-key",
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    card.write_text(
+        "agent_id: twin-1\ncapabilities: [test.hold@1.0]\nmax_concurrency: 1\n", encoding="utf-8"
+    )
+
+    def worker(name: str) -> Process:
+        return Process(
+            [
+                EXE,
+                "worker",
+                "--card",
+                str(card),
+                "--key",
+                str(key),
+                "--handlers",
+                "tests.hold_handlers",
+                "--group",
+                "demo",
+                "--state-dir",
+                str(tmp_path / name),
+                "--artifacts",
+                str(data / "artifacts"),
+            ],
+            tmp_path / f"{name}.log",
+            env=env,
+        )
+
+    first = worker("first")
+    processes.append(first)
+    eventually(lambda: "agent twin-1 working in demo" in first.stderr(), "a working agent", first)
+    second = worker("second")
+    processes.append(second)
+    try:
+        code = first.proc.wait(timeout=STOP_BOUND_S)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the first worker still runs: {first.stderr()}") from None
+    err = first.stderr()
+    assert code == 0 and "Traceback" not in err, (code, err)
+    said = [line for line in err.splitlines() if "agent twin-1 was replaced" in line]
+    assert len(said) == 1, err
+    assert f" by pid {second.proc.pid} on host {socket.gethostname()} " in said[0], said
+    assert " was opened at 20" in said[0] and "Z by pid" in said[0], said
+    assert said[0].endswith("; stopping"), said
+    opened = [
+        e["body"]["session_epoch"]
+        for e in _events(info["Authority"], data)
+        if e["type"] == "agent.session_opened" and e["body"]["agent_id"] == "twin-1"
+    ]
+    assert f"agent twin-1 was replaced: session {opened[-1]} was opened" in said[0], said
+    assert f"(this process had session {opened[-2]})" in said[0], said
+    assert second.proc.poll() is None  # the new one goes on working
+
+
 async def test_ctrl_c_bounds_the_stop_of_a_served_command() -> None:
     """``serve_until_signalled`` (``worker`` and ``coordinator``), in-process with real signals:
     Ctrl-C calls ``stop()`` and a server that stops ends the command; one that does not is ended

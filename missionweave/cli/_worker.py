@@ -160,6 +160,10 @@ def worker_command(
     handler still running 5 s before --stop-timeout ends (at half of it, for one under 10 s) is
     cancelled and its WorkItem reported failed, retryable, to the Authority, which offers it
     again at once; the worker then exits with status 1 and names it.
+
+    Another worker started with the same agent id opens a newer session and replaces this one:
+    this one stops, logs which session took over, when, and which process (pid and host), and
+    exits with status 0 (a supervisor that restarts failed workers does not start a fight).
     """
     from ..worker import HandlerLoadError, load_handlers
 

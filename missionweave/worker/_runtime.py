@@ -53,7 +53,7 @@ from ._execute import WorkItemExecutor
 from ._handlers import HandlerRegistry
 from ._scheduler import Scheduler
 from ._slots import SlotBoard
-from ._startup import open_session, publish_card
+from ._startup import open_session, publish_card, replaced_message, this_process
 from ._state import LocalState
 from ._take import OfferTaker
 
@@ -161,6 +161,9 @@ class AgentRuntime:
         self._task: asyncio.Task[None] | None = None
         self._signals: set[asyncio.Task[None]] = set()
         self._executor: WorkItemExecutor | None = None
+        #: Set when another process opened a newer session for this agent (it then stops):
+        #: which session, when and, if it said, which process (host and pid).
+        self.replaced_by: str | None = None
         unserved = [c for c in card.capabilities if handlers.find(c) is None]
         if unserved:
             log.warning("card capabilities without a handler: %s", unserved)
@@ -251,7 +254,7 @@ class AgentRuntime:
 
     async def _run(self, client: AuthorityClient, state: LocalState) -> None:
         authority_key = await client.public_key()
-        await open_session(client, self.actor)
+        await open_session(client, self.actor, this_process())
         sub = Subscriber(
             _ws_url(self.authority_url),
             self.actor,
@@ -363,11 +366,8 @@ class AgentRuntime:
             and event.body.get("agent_id") == self.card.agent_id
             and int(event.body.get("session_epoch", 0)) > self.actor.session_epoch
         ):
-            log.error(
-                "another process opened session %s for %s; stopping",
-                event.body["session_epoch"],
-                self.card.agent_id,
-            )
+            self.replaced_by = replaced_message(self.card.agent_id, self.actor.session_epoch, event)
+            log.error("%s", self.replaced_by)
             self._stop.set()
         self._applied.set()
         self._poke()

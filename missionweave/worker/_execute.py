@@ -118,8 +118,8 @@ class WorkItemExecutor:
 
     Attributes:
         interrupted: ids of the WorkItems whose handler was still running, not paused, when
-            this agent's Worker shut down: each was cancelled and reported failed (retryable)
-            to the Authority, so it is offered again at once.
+            this agent's Worker shut down, and which were reported failed (retryable) to the
+            Authority — it accepted — so each is offered again at once.
     """
 
     def __init__(
@@ -284,7 +284,11 @@ class _Run:
         )
         log.warning("%s: %s", self.work.work_item_id, why)
         outcome = await self._fail(why, retryable=True)
-        self.ex.interrupted.append(self.work.work_item_id)
+        if outcome.kind is OutcomeKind.FAILED and outcome.verdict and outcome.verdict.accepted:
+            self.ex.interrupted.append(self.work.work_item_id)
+        else:  # the lease was gone already (its WorkItem is the Authority's again), or the
+            # Authority could not be reached: the lease expires as after a crash
+            log.warning("%s: interrupted, not reported: %s", self.work.work_item_id, outcome.error)
         return outcome
 
     async def _finish(

@@ -1,6 +1,6 @@
 """Handlers that keep a WorkItem running until the runtime stops (imported by name, as
 ``missionweave worker --handlers tests.hold_handlers`` does): two capabilities, so that two
-agents each hold one WorkItem of the same Mission."""
+agents each hold one WorkItem of the same Mission, and one whose handler never pauses."""
 
 from __future__ import annotations
 
@@ -26,3 +26,11 @@ async def hold(ctx: WorkContext, input: dict[str, object]) -> Pause:
 @handler("test.wait", version="1.0")
 async def wait(ctx: WorkContext, input: dict[str, object]) -> Pause:
     return await _hold(ctx)
+
+
+@handler("test.ignore", version="1.0")
+async def ignore(ctx: WorkContext, input: dict[str, object]) -> Pause:
+    """Works on and on, never looking at ``should_pause()`` (it can still be cancelled)."""
+    await ctx.report("ignoring should_pause")
+    await asyncio.Event().wait()  # nothing sets it
+    raise AssertionError("unreachable")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from missionweave.authority import verify_log
+from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import ProgressReport
 
 from .artifact_servers import signed
@@ -139,6 +139,38 @@ def test_new_session_revokes_leases_and_requeues_first__MW_11_3_f(tmp_path: Path
     worker.session_epoch = 2
     lease = w.start(worker, "a")  # the new runtime starts it under a new lease
     assert lease["session_epoch"] == 2 and lease["ownership_epoch"] == 1
+
+
+def test_a_new_session_names_the_process_that_opened_it__MW_11_3_f(tmp_path: Path) -> None:
+    """``session.open`` may name its process (``{host, pid}``); every ``agent.session_opened``
+    carries it, so the process it replaces can say who took over. Anything else is refused."""
+    w = _leased_world(tmp_path)
+    worker = w.workers[0]
+
+    def open_with(process: object) -> SubmitResult:
+        body = {"process": process}
+        return w.authority.submit(
+            worker.command("session.open", None, body, issued_at_ms=w.clock.now)
+        )
+
+    for bad in (
+        {"host": "h"},
+        {"host": "h", "pid": -1},
+        {"host": "h", "pid": True},
+        {"host": 7, "pid": 1},
+        {"host": "h", "pid": 1, "user": "x"},
+        "h:1",
+    ):
+        r = open_with(bad)
+        assert r.rejection is not None and r.rejection.code == "invalid_body", bad
+    r = open_with({"host": "build-7", "pid": 4242})
+    assert r.accepted and r.reply["session_epoch"] == 2
+    (opened,) = [e for e in r.events if e.type == "agent.session_opened"]
+    assert opened.body == {
+        "agent_id": worker.agent_id,
+        "session_epoch": 2,
+        "process": {"host": "build-7", "pid": 4242},
+    }
 
 
 def test_missed_start_deadline_then_reassigned_with_higher_epoch__MW_11_5_a(

@@ -125,12 +125,14 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     r = _mw("mission", "status", "t1", env=env)
     assert r.returncode == 0, r.stderr
     assert "t1:count" in r.stdout and "verified" in r.stdout and "counter-1" in r.stdout
+    assert '{"stats":{' in r.stdout  # its outputs, not only in the workflow's result
     r = _mw("mission", "status", "mission-t1", "--json", env=env)
     status = json.loads(r.stdout)
     assert status["status"] == "completed"
     assert [(i["work_item_id"], i["state"], i["owner"]) for i in status["items"]] == [
         ("t1:count", "verified", "counter-1")
     ]
+    assert set(status["items"][0]["outputs"]) == {"stats"}
     r = _mw("mission", "graph", "t1", env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[1] == "flowchart LR"

@@ -92,6 +92,33 @@ def submission(ctx: WorkContext, **outputs: Any) -> Submission:
     )
 
 
+# ------------------------------------------------------------------------------ status
+
+
+async def test_status_shows_outputs_and_a_current_detail(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The ``status`` query (``mission status``) carries each WorkItem's outputs, not only the
+    workflow's result, and its detail says what the WorkItem is now."""
+    reg = HandlerRegistry()
+
+    @reg.handler("demo.step", version="1.0")
+    async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
+        await ctx.guard()
+        return submission(ctx, files=132)
+
+    async with mission_stack(dev_env, tmp_path) as ms:
+        await ms.agent("ada", reg)
+        spec = ms.spec("status1", [{"work_item_id": "a", "contract": contract().wire()}])
+        handle = await ms.start(spec)
+        assert (await result(handle)).status == "completed"
+        st = await handle.query(MissionWorkflow.status)
+        (a,) = st.items
+        assert a.outputs == {"result": {"item": "a", "files": 132}}
+        assert a.outputs_omitted_bytes == 0
+        assert (a.state.value, a.detail) == ("verified", "verified")
+
+
 # -------------------------------------------------------------------------- pause/resume
 
 

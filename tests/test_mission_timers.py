@@ -249,7 +249,7 @@ async def test_an_item_nobody_can_take_is_ranked_ever_less_often(
 
             async def ranked() -> bool:
                 st: MissionStatus = await handle.query(MissionWorkflow.status)
-                return st.items[0].detail == "no eligible agent"
+                return st.items[0].detail.startswith("no eligible agent for ")
 
             await until("the first empty ranking", ranked)
             await time_env.sleep(TEN_MINUTES)
@@ -264,3 +264,40 @@ async def test_an_item_nobody_can_take_is_ranked_ever_less_often(
     assert result.status == "cancelled"
     # 1+2+4+8+16+32(capped to 30) s, then every 30 s: about 25 in 600 s
     assert 15 <= len(rankings) <= 30, len(rankings)
+
+
+async def test_a_deadline_ends_the_wait_for_an_agent_and_fails_the_mission__MW_10_1_a(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Nobody holds the capability: the Mission's current details and ``status`` say for how
+    long; when the contract's ``deadline_ms`` passes, the WorkItem fails with the reason and the
+    Mission fails, as for exhausted retries — it does not wait for ever."""
+    from temporalio.api.sdk.v1 import WorkflowMetadata
+
+    clock = await VirtualClock.of(time_env)
+    with time_env.auto_time_skipping_disabled():
+        async with mission_stack(
+            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
+        ) as ms:
+            await _silent_agent(ms, clock)  # holds demo.step only
+            deadline = clock() + 5 * 60_000
+            rare = contract(["rare.skill@1.0"], deadline_ms=deadline).wire()
+            handle = await ms.start(ms.spec("late", [{"work_item_id": "a", "contract": rare}]))
+
+            async def waited() -> MissionStatus | None:
+                st: MissionStatus = await handle.query(MissionWorkflow.status)
+                return st if st.items[0].detail.startswith("no eligible agent for ") else None
+
+            await until("the first empty ranking", waited)
+            await time_env.sleep(timedelta(minutes=2))
+            st = await until("a later ranking", waited)
+            assert st.status == "running" and st.items[0].state.value == "open"
+            meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+            assert "\n- a: no eligible agent for " in meta.current_details, meta.current_details
+            await time_env.sleep(TEN_MINUTES)
+            result = await _finish(handle)
+    assert result.status == "failed"
+    (a,) = result.items
+    assert a.detail.startswith("deadline passed (") and " with no eligible agent for " in a.detail
+    assert result.reason == f"a failed for good: {a.detail}"
+    assert a.state.value == "failed"  # mission.fail ended it at the Authority too

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -215,6 +216,230 @@ def test_ctrl_c_stops_a_worker_whose_servers_are_gone(
     stack.proc.wait(timeout=30)
     _stopped_alone(workers["gone-1"], "gone-1")
     assert processes_mentioning(str(tmp_path)) == []
+
+
+def _events(authority: str, data: Path) -> list[dict[str, Any]]:
+    reads = SignedReads(SigningKey.from_file(data / "keys" / "coordinator.pem"))
+    page = httpx.get(
+        f"{authority}/v1/groups/demo/events",
+        timeout=5,
+        auth=reads,
+        params={"after_sequence": 0, "limit": 1000},
+    ).json()
+    events: list[dict[str, Any]] = page["events"]
+    return events
+
+
+def test_ctrl_c_on_a_handler_that_never_pauses_reports_it_and_exits_1(
+    tmp_path: Path, processes: list[Process]
+) -> None:
+    """Two agents can take the WorkItem; the one that took it gets Ctrl-C while its handler
+    ignores ``should_pause()``. Within ``--stop-timeout`` it cancels the handler, reports the
+    execution failed (retryable) to the Authority and exits with status 1 naming the WorkItem;
+    the other agent then starts it — long before its 10-minute lease could have expired."""
+    data = tmp_path / "data"
+    stack = Process(
+        [
+            EXE,
+            "dev",
+            "up",
+            "--data-dir",
+            str(data),
+            "--temporal-port",
+            "0",
+            "--headless",
+            "--authority-port",
+            "0",
+        ],
+        tmp_path / "dev.log",
+    )
+    processes.append(stack)
+    info = stack.read_until(r"^  Group ", STARTUP_S)
+    temporal, authority = info["Temporal"].split()[0], info["Authority"]
+    env = {**os.environ, "TEMPORAL_ADDRESS": temporal, "MISSIONWEAVE_AUTHORITY_URL": authority}
+    workers: dict[str, Process] = {}
+    for agent in ("ign-1", "ign-2"):
+        key = tmp_path / f"{agent}.pem"
+        r = mw(
+            "group",
+            "add",
+            "--key",
+            str(data / "keys" / "coordinator.pem"),
+            "--group",
+            "demo",
+            "--agent-id",
+            agent,
+            "--agent-key",
+            str(key),
+            "--create-key",
+            env=env,
+        )
+        assert r.returncode == 0, r.stderr
+        card = tmp_path / f"{agent}.yaml"
+        card.write_text(
+            f"agent_id: {agent}\ncapabilities: [test.ignore@1.0]\nmax_concurrency: 1\n",
+            encoding="utf-8",
+        )
+        workers[agent] = Process(
+            [
+                EXE,
+                "worker",
+                "--card",
+                str(card),
+                "--key",
+                str(key),
+                "--handlers",
+                "tests.hold_handlers",
+                "--group",
+                "demo",
+                "--state-dir",
+                str(tmp_path / "state"),
+                "--artifacts",
+                str(data / "artifacts"),
+                "--stop-timeout",
+                "6",
+            ],
+            tmp_path / f"{agent}.log",
+            env=env,
+        )
+        processes.append(workers[agent])
+    wid = "ign-1:a"
+    lease = {"start_deadline_ms": 60_000, "lease_ms": 600_000, "heartbeat_ms": 1_000}
+    spec = {
+        "group_id": "demo",
+        "mission_id": "ign-1",
+        "title": "a handler that never pauses",
+        "items": [
+            {"work_item_id": wid, "contract": contract(("test.ignore@1.0",), timeouts=lease).wire()}
+        ],
+        "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
+    }
+    r = mw("mission", "start", "-", env=env, stdin=json.dumps(spec))
+    assert r.returncode == 0, r.stderr
+
+    def started_by() -> list[object]:
+        return [e["actor"] for e in _events(authority, data) if e["type"] == "work.started"]
+
+    (first,) = eventually(started_by, "a started WorkItem", stack, timeout_s=60)
+    other = "ign-2" if first == "ign-1" else "ign-1"
+    worker = workers[str(first)]
+    worker.signal(signal.SIGINT)
+    try:
+        code = worker.proc.wait(timeout=STOP_BOUND_S)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{first} still runs after Ctrl-C: {worker.stderr()}") from None
+    err = worker.stderr()
+    assert code == 1, (code, err)
+    assert "Traceback" not in err, err
+    assert (
+        f"error: agent {first} stopped without a clean stop: the handler of {wid} did not pause "
+        "within 3 s; interrupted and reported failed (retryable) to the Authority, which offers "
+        "it again"
+    ) in err.splitlines(), err
+    failed = [e for e in _events(authority, data) if e["type"] == "work.failed"]
+    assert [(e["actor"], e["body"]["retryable"]) for e in failed] == [(first, True)]
+    assert "interrupted" in failed[0]["body"]["evidence"][0]["summary"]
+    eventually(
+        lambda: started_by() == [first, other], f"{wid} started by {other}", stack, timeout_s=60
+    )
+    kinds = [e["type"] for e in _events(authority, data) if e.get("work_item_id") == wid]
+    assert not [k for k in kinds if "expired" in str(k)], kinds  # reported, not timed out
+
+
+def test_a_replaced_worker_names_the_process_that_took_over(
+    tmp_path: Path, processes: list[Process]
+) -> None:
+    """A second worker with the same agent id and key opens a newer session: the first stops,
+    saying which session replaced it, when, and which process (its pid and host)."""
+    data = tmp_path / "data"
+    stack = Process(
+        [
+            EXE,
+            "dev",
+            "up",
+            "--data-dir",
+            str(data),
+            "--temporal-port",
+            "0",
+            "--headless",
+            "--authority-port",
+            "0",
+        ],
+        tmp_path / "dev.log",
+    )
+    processes.append(stack)
+    info = stack.read_until(r"^  Group ", STARTUP_S)
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": info["Temporal"].split()[0],
+        "MISSIONWEAVE_AUTHORITY_URL": info["Authority"],
+    }
+    key, card = tmp_path / "twin.pem", tmp_path / "twin.yaml"
+    r = mw(
+        "group",
+        "add",
+        "--key",
+        str(data / "keys" / "coordinator.pem"),
+        "--group",
+        "demo",
+        "--agent-id",
+        "twin-1",
+        "--agent-key",
+        str(key),
+        "--create-key",
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    card.write_text(
+        "agent_id: twin-1\ncapabilities: [test.hold@1.0]\nmax_concurrency: 1\n", encoding="utf-8"
+    )
+
+    def worker(name: str) -> Process:
+        return Process(
+            [
+                EXE,
+                "worker",
+                "--card",
+                str(card),
+                "--key",
+                str(key),
+                "--handlers",
+                "tests.hold_handlers",
+                "--group",
+                "demo",
+                "--state-dir",
+                str(tmp_path / name),
+                "--artifacts",
+                str(data / "artifacts"),
+            ],
+            tmp_path / f"{name}.log",
+            env=env,
+        )
+
+    first = worker("first")
+    processes.append(first)
+    eventually(lambda: "agent twin-1 working in demo" in first.stderr(), "a working agent", first)
+    second = worker("second")
+    processes.append(second)
+    try:
+        code = first.proc.wait(timeout=STOP_BOUND_S)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the first worker still runs: {first.stderr()}") from None
+    err = first.stderr()
+    assert code == 0 and "Traceback" not in err, (code, err)
+    said = [line for line in err.splitlines() if "agent twin-1 was replaced" in line]
+    assert len(said) == 1, err
+    assert f" by pid {second.proc.pid} on host {socket.gethostname()} " in said[0], said
+    assert " was opened at 20" in said[0] and "Z by pid" in said[0], said
+    assert said[0].endswith("; stopping"), said
+    opened = [
+        e["body"]["session_epoch"]
+        for e in _events(info["Authority"], data)
+        if e["type"] == "agent.session_opened" and e["body"]["agent_id"] == "twin-1"
+    ]
+    assert f"agent twin-1 was replaced: session {opened[-1]} was opened" in said[0], said
+    assert f"(this process had session {opened[-2]})" in said[0], said
+    assert second.proc.poll() is None  # the new one goes on working
 
 
 async def test_ctrl_c_bounds_the_stop_of_a_served_command() -> None:

@@ -301,6 +301,35 @@ async def test_budget_overrun_on_renewal_stops_and_fails__MW_11_5_j(
     assert '"tool_calls":0' in state_of(world, "a")["usage"]  # no partial charge (MW-11.5-j)
 
 
+async def test_a_hung_handler_is_stopped_by_its_wall_clock_budget__MW_11_5_j(
+    world: World, client: AuthorityClient
+) -> None:
+    """A handler that never returns is cancelled once its running time passes
+    ``budget.wall_clock_ms`` (measured by the runtime, charged with each renewal), and the
+    WorkItem fails for good with a reason that names the dimension, usage and limit."""
+    worker = world.workers[0]
+    timeouts = {"heartbeat_ms": 50, "lease_ms": 30_000}
+    work = grant(world, "a", worker, budget={"wall_clock_ms": 300}, timeouts=timeouts)
+    cancelled = asyncio.Event()
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
+        try:
+            await asyncio.Event().wait()  # hangs: nothing will ever set it
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    out = await run(client, worker, work, verify)
+    assert cancelled.is_set()
+    assert out.kind is OutcomeKind.FAILED and out.retryable is False
+    error = out.error or ""
+    assert error.startswith("budget exceeded: wall_clock_ms "), error
+    assert error.endswith(" of 300 ms (budget.wall_clock_ms)"), error
+    used = int(error.removeprefix("budget exceeded: wall_clock_ms ").split()[0])
+    assert used > 300
+    assert state_of(world, "a")["state"] == "failed"
+
+
 async def test_temporal_cancel_stops_the_handler(world: World, client: AuthorityClient) -> None:
     worker = world.workers[0]
     work = grant(world, "a", worker)

@@ -12,10 +12,11 @@ WorkItems to ``queued`` first (MW-11.3-f).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..protocol import GENESIS_HASH, AgentCard, Role, SignatureError, b64u_encode
 from ..protocol._crypto import load_public_key
-from ._context import Ctx, Reject, dumps, need, need_id
+from ._context import Ctx, Reject, dumps, need, need_id, need_label
 from ._items import parse
 from ._registry import command
 
@@ -173,10 +174,27 @@ def agent_publish_card(ctx: Ctx) -> None:
     ctx.emit("agent.card_published", {"card": wire})
 
 
+def _process(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The optional ``process`` of a ``session.open`` body: ``{"host": label, "pid": int}``,
+    the process that opens the session (a replaced one names it); raises ``invalid_body``."""
+    raw = body.get("process")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"host", "pid"}:
+        raise Reject("invalid_body", "process is {host, pid}", field="process")
+    pid = raw["pid"]
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 0 <= pid < 2**31:
+        raise Reject("invalid_body", "process.pid is not a process id", field="process.pid")
+    return {"host": need_label(raw, "host"), "pid": pid}
+
+
 @command("session.open", auth="agent")
 def session_open(ctx: Ctx) -> None:
-    """Raise the Session Epoch and revoke the agent's active leases first (MW-11.3-f)."""
+    """Raise the Session Epoch and revoke the agent's active leases first (MW-11.3-f). An
+    optional ``process`` (``{host, pid}``) names the process opening it; each
+    ``agent.session_opened`` carries it, so the process it replaces can say who took over."""
     agent = ctx.command.actor
+    process = _process(ctx.body)
     row = ctx.one("SELECT session_epoch FROM agents WHERE agent_id=?", agent)
     assert row is not None
     epoch = row["session_epoch"] + 1
@@ -205,8 +223,11 @@ def session_open(ctx: Ctx) -> None:
              "new_session_epoch": epoch, "start_deadline_ms": deadline},
             work_item_id=lease["work_item_id"], group_id=lease["group_id"],
         )  # fmt: skip
+    opened: dict[str, Any] = {"agent_id": agent, "session_epoch": epoch}
+    if process is not None:
+        opened["process"] = process
     for gid in groups:
-        ctx.emit("agent.session_opened", {"agent_id": agent, "session_epoch": epoch}, group_id=gid)
+        ctx.emit("agent.session_opened", opened, group_id=gid)
     if not groups:
         raise Reject("not_a_member", "the agent is a member of no group")
     ctx.reply["session_epoch"] = epoch

@@ -18,6 +18,7 @@ from ._approve import approve_command
 from ._artifacts import app as artifacts_app
 from ._authority import app as authority_app
 from ._common import CliError
+from ._contract import app as contract_app
 from ._coordinator import coordinator_command
 from ._demo import demo_command
 from ._dev import app as dev_app
@@ -36,6 +37,7 @@ app = typer.Typer(
 )
 app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(authority_app, name="authority")
+app.add_typer(contract_app, name="contract")
 app.add_typer(events_app, name="events")
 app.add_typer(keys_app, name="keys")
 app.add_typer(dev_app, name="dev")

@@ -152,7 +152,8 @@ def _result_status(result: MissionResult) -> MissionStatus:
         counts=counts, event_range=result.event_range,
         items=[WorkItemStatus(work_item_id=i.work_item_id, state=i.state, owner=i.owner,
                               ownership_epoch=i.ownership_epoch, attempts=i.attempts,
-                              dependencies=i.dependencies, detail=i.detail)
+                              dependencies=i.dependencies, detail=i.detail,
+                              outputs=i.outputs)
                for i in result.items],
     )  # fmt: skip
 

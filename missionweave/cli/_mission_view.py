@@ -3,14 +3,17 @@ flowchart of its DAG, both coloured by WorkItem state."""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import TYPE_CHECKING
 
-from ..protocol.temporal_contract import MissionStatus
+from ..protocol.temporal_contract import MissionStatus, WorkItemStatus
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
+#: Characters of a WorkItem's outputs the table shows (``--json`` shows all the query carries).
+OUTPUTS_CELL_CHARS = 60
 #: Colours of WorkItem states: rich styles for tables, Mermaid fills for graphs.
 STATE_STYLE = {
     "proposed": "dim", "open": "white", "offered": "yellow", "queued": "magenta",
@@ -36,8 +39,20 @@ def counts_line(status: MissionStatus) -> str:
     return ", ".join(f"{n} {s}" for s, n in sorted(status.counts.items())) or "no items"
 
 
+def outputs_cell(item: WorkItemStatus, width: int = OUTPUTS_CELL_CHARS) -> str:
+    """A WorkItem's outputs as compact JSON, cut to ``width`` characters (``…``); outputs the
+    ``status`` query left out as ``(N bytes, not shown)``; empty when there are none."""
+    if item.outputs_omitted_bytes:
+        return f"({item.outputs_omitted_bytes} bytes, not shown)"
+    if not item.outputs:
+        return ""
+    text = json.dumps(item.outputs, separators=(",", ":"), ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def render_table(status: MissionStatus) -> RenderableType:
-    """A rich table of the Mission's WorkItems: state, owner, epoch, lease, attempts, detail."""
+    """A rich table of the Mission's WorkItems: state, owner, epoch, lease, attempts, detail
+    (as of the current state: the workflow derives it) and outputs (:func:`outputs_cell`)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -49,22 +64,17 @@ def render_table(status: MissionStatus) -> RenderableType:
         title=f"Mission {status.mission_id} · group {status.group_id} · {status.status}",
         caption=f"{counts}{events}",
     )
-    for col in ("WorkItem", "state", "owner", "epoch", "lease", "attempts", "detail"):
+    for col in ("WorkItem", "state", "owner", "epoch", "lease", "attempts", "detail", "outputs"):
         # On a narrow screen ids fold onto more lines rather than lose their ends.
         table.add_column(col, justify="right" if col in ("epoch", "attempts") else "left",
                          overflow="fold")  # fmt: skip
     for item in status.items:
         state = item.state.value
-        detail = item.detail
-        if not detail and item.last_progress is not None:
-            detail = f"progress: {item.last_progress.phase}"
-        if not detail and item.offer_candidates and state == "offered":
-            detail = "offered to " + ", ".join(item.offer_candidates)
         lease = (item.lease_id or "").removeprefix("lease_")  # --json has the whole id
         table.add_row(
             item.work_item_id, Text(state, style=STATE_STYLE.get(state, "")), item.owner or "",
             str(item.ownership_epoch), lease[:8] + ("…" if len(lease) > 8 else ""),
-            str(item.attempts), detail,
+            str(item.attempts), item.detail, outputs_cell(item),
         )  # fmt: skip
     return table
 
@@ -108,4 +118,12 @@ def to_mermaid(status: MissionStatus) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["STATE_FILL", "STATE_STYLE", "console", "counts_line", "render_table", "to_mermaid"]
+__all__ = [
+    "STATE_FILL",
+    "STATE_STYLE",
+    "console",
+    "counts_line",
+    "outputs_cell",
+    "render_table",
+    "to_mermaid",
+]

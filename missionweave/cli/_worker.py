@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,9 +85,11 @@ async def _run(
     setup_cli_tracing(f"missionweave-agent-{card.agent_id}")  # from OTEL_*; off unless set
     await check_authority(authority_url)
     client = await connect_temporal(temporal_address, namespace)
+    grace = pause_grace_s(stop_timeout)
     runtime = AgentRuntime(
         card, key, groups=groups, authority_url=authority_url, temporal_client=client,
         handlers=handlers, state_path=state_path, artifact_store=artifact_store,
+        graceful_shutdown=timedelta(seconds=grace),
     )  # fmt: skip
     typer.echo(
         f"agent {card.agent_id} working in {', '.join(groups)} "
@@ -102,6 +105,23 @@ async def _run(
         raise CliError(f"agent {card.agent_id} stopped: {exc}") from None
     except RuntimeError as exc:  # the Temporal Worker failed
         raise CliError(f"agent {card.agent_id} stopped: {first_line(exc)}") from None
+    if runtime.interrupted:
+        raise CliError(
+            f"agent {card.agent_id} stopped without a clean stop: the handler of "
+            f"{', '.join(runtime.interrupted)} did not pause within {grace:g} s; interrupted "
+            "and reported failed (retryable) to the Authority, which offers it again",
+            exit_code=1,
+        )
+
+
+#: Seconds of ``--stop-timeout`` kept for reporting interrupted work after handlers' grace.
+REPORT_MARGIN_S = 5.0
+
+
+def pause_grace_s(stop_timeout: float) -> float:
+    """How long running handlers get to pause after Ctrl-C: ``--stop-timeout`` less
+    :data:`REPORT_MARGIN_S` to report those that did not (at least half of it)."""
+    return max(stop_timeout / 2, stop_timeout - REPORT_MARGIN_S)
 
 
 def worker_command(
@@ -134,8 +154,16 @@ def worker_command(
     The agent opens a session, follows each Group's log into local state
     (<state-dir>/<agent_id>.db, rebuilt from the log if deleted), and runs the
     execute_work_item activity on task queue missionweave-agent-<agent_id>. Artifacts go to
-    --artifacts (or the S3 bucket), which the coordinator must see too. Ctrl-C asks
-    running handlers to pause and drains the Worker; --stop-timeout bounds that wait.
+    --artifacts (or the S3 bucket), which the coordinator must see too.
+
+    Ctrl-C asks running handlers to pause (ctx.should_pause()) and drains the Worker. A
+    handler still running 5 s before --stop-timeout ends (at half of it, for one under 10 s) is
+    cancelled and its WorkItem reported failed, retryable, to the Authority, which offers it
+    again at once; the worker then exits with status 1 and names it.
+
+    Another worker started with the same agent id opens a newer session and replaces this one:
+    this one stops, logs which session took over, when, and which process (pid and host), and
+    exits with status 0 (a supervisor that restarts failed workers does not start a fight).
     """
     from ..worker import HandlerLoadError, load_handlers
 

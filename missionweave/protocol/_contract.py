@@ -23,6 +23,9 @@ from ._errors import CanonicalizationError
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
+#: ``budget.wall_clock_ms`` unless a contract says otherwise: one hour of running handlers.
+DEFAULT_WALL_CLOCK_MS = 3_600_000
+
 
 class DependencyStrategy(StrEnum):
     """When a WorkItem's dependencies make it eligible (MW-10.4-b)."""
@@ -53,20 +56,36 @@ class Money(BaseModel):
     """An amount of money in the currency's minor units (cents for EUR/USD)."""
 
     model_config = _STRICT
-    amount_minor_units: int = Field(ge=0)
-    currency: str = Field(pattern=r"^[A-Z]{3}$", description="ISO 4217 code")
+    amount_minor_units: int = Field(ge=0, description="the amount, in the currency's minor units")
+    currency: str = Field(pattern=r"^[A-Z]{3}$", description="ISO 4217 code, e.g. EUR")
 
 
 class Budget(BaseModel):
-    """Budgets in the six dimensions of MW-10.1-a / MW-11.5-f; ``None`` means not applicable."""
+    """Budgets in the six dimensions of MW-10.1-a / MW-11.5-f; ``None`` means no limit.
+
+    Every dimension is charged per WorkItem, over all its attempts: the agent reports its usage
+    with each lease renewal and report, and the Authority refuses the one that goes over
+    (``budget_exceeded``); the agent then stops the handler and fails the WorkItem for good
+    (MW-11.5-j). Wall-clock time is the only dimension with a limit by default
+    (:data:`DEFAULT_WALL_CLOCK_MS`): a handler that hangs is stopped, never renewed forever.
+    """
 
     model_config = _STRICT
-    money: Money | None = None
-    tokens: int | None = Field(default=None, ge=0)
-    tool_calls: int | None = Field(default=None, ge=0)
-    compute_ms: int | None = Field(default=None, ge=0)
-    wall_clock_ms: int | None = Field(default=None, ge=0)
-    side_effects: int | None = Field(default=None, ge=0)
+    money: Money | None = Field(default=None, description="money the agent may spend")
+    tokens: int | None = Field(default=None, ge=0, description="model tokens")
+    tool_calls: int | None = Field(default=None, ge=0, description="tool calls")
+    compute_ms: int | None = Field(
+        default=None, ge=0, description="compute time the handler reports (ctx.usage)"
+    )
+    wall_clock_ms: int | None = Field(
+        default=DEFAULT_WALL_CLOCK_MS,
+        ge=0,
+        description="time handlers run, measured by the agent runtime and checked at each "
+        "lease renewal (every timeouts.heartbeat_ms); null: no limit",
+    )
+    side_effects: int | None = Field(
+        default=None, ge=0, description="externally visible actions taken"
+    )
 
 
 class ResourceUsage(BaseModel):
@@ -102,12 +121,20 @@ class RetryPolicy(BaseModel):
     """Automatic retry bounds (MW-11.4-d): attempts, backoff, total wait and cost cap."""
 
     model_config = _STRICT
-    max_attempts: int = Field(default=3, ge=1)
-    initial_backoff_ms: int = Field(default=1_000, ge=0)
-    backoff_multiplier: int = Field(default=2, ge=1)
-    max_backoff_ms: int = Field(default=60_000, ge=0)
-    max_total_wait_ms: int | None = Field(default=None, ge=0)
-    cost_cap: Money | None = None
+    max_attempts: int = Field(
+        default=3,
+        ge=1,
+        description="executions that may fail before the WorkItem (and its Mission) fails for good",
+    )
+    initial_backoff_ms: int = Field(default=1_000, ge=0, description="wait before the 1st retry")
+    backoff_multiplier: int = Field(default=2, ge=1, description="each next wait is this × longer")
+    max_backoff_ms: int = Field(default=60_000, ge=0, description="longest wait between retries")
+    max_total_wait_ms: int | None = Field(
+        default=None, ge=0, description="recorded; not enforced by this implementation yet"
+    )
+    cost_cap: Money | None = Field(
+        default=None, description="recorded; not enforced by this implementation yet"
+    )
 
     def backoff_ms(self, attempt: int) -> int:
         """Wait before retry number ``attempt`` (1 = the first retry), in milliseconds."""
@@ -119,10 +146,18 @@ class TimeoutPolicy(BaseModel):
     """Lease, start and interrupt bounds, in milliseconds."""
 
     model_config = _STRICT
-    start_deadline_ms: int = Field(default=300_000, gt=0, description="accept → start")
-    lease_ms: int = Field(default=60_000, gt=0, description="execution lease length")
-    heartbeat_ms: int = Field(default=10_000, gt=0, description="renewal bound")
-    blocked_lease_ms: int = Field(default=3_600_000, gt=0)
+    start_deadline_ms: int = Field(
+        default=300_000, gt=0, description="from acceptance to work.start; later, re-offered"
+    )
+    lease_ms: int = Field(
+        default=60_000, gt=0, description="execution lease length; each renewal extends it"
+    )
+    heartbeat_ms: int = Field(
+        default=10_000, gt=0, description="the longest time between two lease renewals"
+    )
+    blocked_lease_ms: int = Field(
+        default=3_600_000, gt=0, description="how long a blocked WorkItem stays its owner's"
+    )
     interruptible: bool = Field(default=True, description="may be paused at a checkpoint")
 
 
@@ -130,10 +165,12 @@ class AcceptanceCriterion(BaseModel):
     """One acceptance criterion and the Evidence it requires (MW-10.1-a, MW-13.2-a)."""
 
     model_config = _STRICT
-    id: str = Field(min_length=1, max_length=128)
-    description: str = Field(min_length=1)
+    id: str = Field(min_length=1, max_length=128, description="unique within the contract")
+    description: str = Field(min_length=1, description="what must hold")
     kind: str = Field(
-        default="deterministic", pattern=r"^(deterministic|semantic|qualitative|human)$"
+        default="deterministic",
+        pattern=r"^(deterministic|semantic|qualitative|human)$",
+        description="deterministic, semantic, qualitative or human: who can judge it",
     )
     evidence_required: str = Field(min_length=1, description="what Evidence must show")
     check: str | None = Field(default=None, description="registered deterministic check name")
@@ -143,9 +180,11 @@ class Deliverable(BaseModel):
     """A required output: a name, its media type and optionally its JSON Schema id."""
 
     model_config = _STRICT
-    name: str = Field(min_length=1)
-    media_type: str = Field(default="application/json")
-    schema_id: str | None = None
+    name: str = Field(min_length=1, description="the output's key in the Submission")
+    media_type: str = Field(default="application/json", description="IANA media type")
+    schema_id: str | None = Field(
+        default=None, description="a registered JSON Schema the output must follow"
+    )
 
 
 class WorkContract(BaseModel):
@@ -163,28 +202,52 @@ class WorkContract(BaseModel):
     """
 
     model_config = _STRICT
-    revision: int = Field(default=1, ge=1)
-    objective: str = Field(min_length=1)
-    deliverables: list[Deliverable] = Field(min_length=1)
-    acceptance_criteria: list[AcceptanceCriterion] = Field(min_length=1)
+    revision: int = Field(default=1, ge=1, description="the contract's version (MW-10.1-c)")
+    objective: str = Field(min_length=1, description="what the WorkItem is for")
+    deliverables: list[Deliverable] = Field(min_length=1, description="the required outputs")
+    acceptance_criteria: list[AcceptanceCriterion] = Field(
+        min_length=1, description="what review checks (MW-13.2)"
+    )
     inputs: list[str] = Field(default_factory=list, description="input artifact refs / hashes")
-    allowed_tools: list[str] = Field(default_factory=list)
-    allowed_data: list[str] = Field(default_factory=list)
-    allowed_operations: list[str] = Field(default_factory=list)
-    resource_constraints: dict[str, int] = Field(default_factory=dict)
+    allowed_tools: list[str] = Field(
+        default_factory=list, description="tools the capability token's scope names"
+    )
+    allowed_data: list[str] = Field(
+        default_factory=list, description="data the agent may read; recorded, not enforced"
+    )
+    allowed_operations: list[str] = Field(
+        default_factory=list, description="operations the capability token's scope names"
+    )
+    resource_constraints: dict[str, int] = Field(
+        default_factory=dict, description="named integer limits; recorded, not enforced"
+    )
     required_capabilities: list[str] = Field(
         min_length=1, description="capability ids with version, e.g. 'dist.verify@1.0'"
     )
-    deadline_ms: int | None = Field(default=None, ge=0, description="epoch milliseconds")
-    urgency: Urgency = Urgency.NORMAL
-    business_impact: str = Field(default="normal")
-    budget: Budget = Field(default_factory=Budget)
-    retry: RetryPolicy = Field(default_factory=RetryPolicy)
-    timeouts: TimeoutPolicy = Field(default_factory=TimeoutPolicy)
-    risk_class: RiskClass = RiskClass.LOW
-    approval_required: bool = False
-    dependency_strategy: DependencyStrategy = DependencyStrategy.ALL_VERIFIED
-    open_questions: list[str] = Field(default_factory=list)
+    deadline_ms: int | None = Field(
+        default=None,
+        ge=0,
+        description="agents decline work they cannot finish by then; no retry starts after it; "
+        "an eligible WorkItem no agent has taken by then fails, and so does its Mission",
+    )
+    urgency: Urgency = Field(
+        default=Urgency.NORMAL, description="urgent: offered to several agents at once"
+    )
+    business_impact: str = Field(default="normal", description="free text; recorded, not used")
+    budget: Budget = Field(default_factory=Budget, description="limits per dimension")
+    retry: RetryPolicy = Field(default_factory=RetryPolicy, description="automatic retries")
+    timeouts: TimeoutPolicy = Field(default_factory=TimeoutPolicy, description="lease bounds")
+    risk_class: RiskClass = Field(default=RiskClass.LOW, description="recorded, not enforced")
+    approval_required: bool = Field(
+        default=False, description="work.start needs a MissionOwner's approval first"
+    )
+    dependency_strategy: DependencyStrategy = Field(
+        default=DependencyStrategy.ALL_VERIFIED,
+        description="when its dependencies make it eligible (MW-10.4-b)",
+    )
+    open_questions: list[str] = Field(
+        default_factory=list, description="while any stands, no agent may accept (MW-10.1-b)"
+    )
     notes: str | None = Field(default=None, description="prose that complements, never replaces")
 
     @field_validator("required_capabilities")

@@ -479,6 +479,16 @@ class WorkItemStatus(BaseModel):
     review_item: str | None = None
     review_digest: str | None = None
     review: list[dict[str, Any]] = Field(default_factory=list)
+    outputs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="its submitted outputs, when their JSON is small (at most 4 KiB, and 256 KiB "
+        "over the whole answer); else empty and outputs_omitted_bytes says how big they are",
+    )
+    outputs_omitted_bytes: int = Field(
+        default=0,
+        description="bytes of output JSON left out of this answer (0: none); the Mission's "
+        "result and the Group log have them",
+    )
 
 
 class MissionStatus(BaseModel):

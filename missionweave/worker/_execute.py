@@ -18,6 +18,8 @@ returns ``Submission``             ``work.submit``     SUBMITTED
 raises (``PermanentFailure``:       ``work.fail``       FAILED
 not retryable)
 lease lost (renewal, ``guard``)    —                   LEASE_LOST
+still running when the agent's     ``work.fail``       FAILED
+Worker shuts down (no pause)       (retryable)
 =================================  ==================  ===========
 
 A ``recorded`` verdict means this agent is a former owner: the result is kept for audit and
@@ -40,7 +42,7 @@ from temporalio import activity
 from ..artifacts import ArtifactStore
 from ..authority import now_ms
 from ..authority.client import AuthorityClient, AuthorityUnavailable
-from ..protocol import Actor, CanonicalizationError, Evidence, ProgressReport
+from ..protocol import Actor, Budget, CanonicalizationError, Evidence, ProgressReport
 from ..protocol.temporal_contract import (
     EXECUTE_WORK_ITEM,
     CommandVerdict,
@@ -65,9 +67,32 @@ LATE_RESULT_GRACE_S = 1.0
 ProgressSink = Callable[[ExecuteWorkItemInput, ProgressReport], Awaitable[None]]
 
 
+def _worker_shutdown() -> bool:
+    """Whether this activity's Worker is shutting down (the agent is stopping)."""
+    return activity.in_activity() and activity.is_worker_shutdown()
+
+
 def _short(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     return text if len(text) <= 500 else text[:497] + "..."
+
+
+def _budget_reason(verdict: CommandVerdict, budget: Budget) -> str:
+    """``budget exceeded: wall_clock_ms 3600412 of 3600000 ms (budget.wall_clock_ms)``: each
+    dimension over, with its usage and limit, from the Authority's ``budget_exceeded``."""
+    rej = verdict.rejection
+    detail = rej.detail if rej is not None else {}
+    usage, parts = detail.get("usage") or {}, []
+    for dim in detail.get("dimensions") or []:
+        if dim == "money":
+            used, limit = usage.get("money_minor_units"), budget.money
+            cap = f"{limit.amount_minor_units} {limit.currency} minor units" if limit else "?"
+            parts.append(f"money {used} of {cap} (budget.money)")
+        else:
+            unit = " ms" if dim.endswith("_ms") else ""
+            limit_text = f"{getattr(budget, dim, '?')}{unit}"
+            parts.append(f"{dim} {usage.get(dim)} of {limit_text} (budget.{dim})")
+    return "budget exceeded: " + ("; ".join(parts) or "?")
 
 
 class WorkItemExecutor:
@@ -90,6 +115,11 @@ class WorkItemExecutor:
         taker: answers the offer an activity carries and obtains the lease
             (:class:`~missionweave.worker._take.OfferTaker`); ``None``: every input must carry
             its lease already.
+
+    Attributes:
+        interrupted: ids of the WorkItems whose handler was still running, not paused, when
+            this agent's Worker shut down, and which were reported failed (retryable) to the
+            Authority — it accepted — so each is offered again at once.
     """
 
     def __init__(
@@ -116,6 +146,9 @@ class WorkItemExecutor:
         self.board = board
         self.progress_sink = progress_sink
         self.report_timeout = report_timeout
+        #: WorkItems whose handler did not pause when the agent stopped: reported failed
+        #: (retryable) to the Authority, in the order they were interrupted.
+        self.interrupted: list[str] = []
 
     @activity.defn(name=EXECUTE_WORK_ITEM)
     async def execute_work_item(self, work: ExecuteWorkItemInput) -> WorkOutcome:
@@ -128,7 +161,9 @@ class WorkItemExecutor:
 
         Raises:
             asyncio.CancelledError: Temporal cancelled the activity (the handler is cancelled
-                first).
+                first). Not when the agent's Worker is shutting down: a handler that did not
+                pause by then is cancelled and the execution reported failed, retryable
+                (returned, and listed in :attr:`interrupted`).
 
         Implements MW-11.3-b/c/e, MW-11.4-a/c/f, MW-11.5-b/d and MW-11.1-e (one context,
         lease session, meters and keys per slot).
@@ -210,6 +245,8 @@ class _Run:
             # in the same loop turn as its handler's due timers: let the handler finish what it
             # had done by then, so that its result is recorded (MW-11.5-b), not dropped.
             await asyncio.shield(asyncio.wait({task}, timeout=LATE_RESULT_GRACE_S))
+            if not task.done() and _worker_shutdown():
+                return await asyncio.shield(self._interrupted(task, beats, stop))
             if not task.done():
                 for t in (task, beats):
                     t.cancel()
@@ -226,6 +263,32 @@ class _Run:
             raise
         if cancelled:
             raise asyncio.CancelledError("the activity was cancelled (its outcome was reported)")
+        return outcome
+
+    async def _interrupted(
+        self, task: asyncio.Task[Any], beats: asyncio.Task[None], stop: asyncio.Event
+    ) -> WorkOutcome:
+        """The agent is stopping and the handler did not pause in time (it ignored
+        ``should_pause()``): cancel it and tell the Authority the execution failed, retryable,
+        so that the WorkItem is offered again at once rather than after its lease expires. A
+        handler that ignores its cancellation too is left behind (the process is exiting)."""
+        stop.set()
+        task.cancel()
+        await asyncio.wait({task}, timeout=LATE_RESULT_GRACE_S)
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved: never logged as "never retrieved"
+        await asyncio.gather(beats, return_exceptions=True)
+        why = (
+            f"interrupted: agent {self.ex.actor.agent_id} stopped and the handler did not pause "
+            "in time (it did not return at should_pause()); the WorkItem may be offered again"
+        )
+        log.warning("%s: %s", self.work.work_item_id, why)
+        outcome = await self._fail(why, retryable=True)
+        if outcome.kind is OutcomeKind.FAILED and outcome.verdict and outcome.verdict.accepted:
+            self.ex.interrupted.append(self.work.work_item_id)
+        else:  # the lease was gone already (its WorkItem is the Authority's again), or the
+            # Authority could not be reached: the lease expires as after a crash
+            log.warning("%s: interrupted, not reported: %s", self.work.work_item_id, outcome.error)
         return outcome
 
     async def _finish(
@@ -288,9 +351,8 @@ class _Run:
         # logged by asyncio as an error with a traceback (seen on Ctrl-C as LeaseLost)
         failure = None if task.cancelled() else task.exception()
         if self.budget_verdict is not None:
-            rej = self.budget_verdict.rejection
-            dims = rej.detail.get("dimensions") if rej is not None else None
-            return await self._fail(f"budget exceeded: {dims}", retryable=False, charge=False)
+            why = _budget_reason(self.budget_verdict, self.work.contract.budget)
+            return await self._fail(why, retryable=False, charge=False)
         if task.cancelled() and self.session.lost is not None:
             return self._lease_lost(self.session.lost)  # the heartbeat loop cancelled it
         if task.cancelled():

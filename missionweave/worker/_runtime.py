@@ -53,7 +53,7 @@ from ._execute import WorkItemExecutor
 from ._handlers import HandlerRegistry
 from ._scheduler import Scheduler
 from ._slots import SlotBoard
-from ._startup import open_session, publish_card
+from ._startup import open_session, publish_card, replaced_message, this_process
 from ._state import LocalState
 from ._take import OfferTaker
 
@@ -85,7 +85,8 @@ class AgentRuntime:
         max_wait: the anti-starvation bound that triggers a cooperative preemption (``None``:
             never preempt).
         tick: how often the scheduler re-plans when nothing happens.
-        graceful_shutdown: how long running handlers get to pause when stopping.
+        graceful_shutdown: how long running handlers get to pause when stopping; one still
+            running then is cancelled and reported failed, retryable (:attr:`interrupted`).
         authority_transport: an httpx transport for the Authority client (tests).
         clock: epoch-millisecond clock for everything the runtime stamps or compares with the
             Authority's time (SUBSCRIBE and Presence frames, admission, start deadlines,
@@ -159,6 +160,10 @@ class AgentRuntime:
         self._applied = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._signals: set[asyncio.Task[None]] = set()
+        self._executor: WorkItemExecutor | None = None
+        #: Set when another process opened a newer session for this agent (it then stops):
+        #: which session, when and, if it said, which process (host and pid).
+        self.replaced_by: str | None = None
         unserved = [c for c in card.capabilities if handlers.find(c) is None]
         if unserved:
             log.warning("card capabilities without a handler: %s", unserved)
@@ -191,6 +196,13 @@ class AgentRuntime:
         await self.stop()
         if self._task is not None:
             await self._task
+
+    @property
+    def interrupted(self) -> list[str]:
+        """WorkItems whose handler had not paused when the stop's grace
+        (``graceful_shutdown``) ran out: each was cancelled and reported failed, retryable, to
+        the Authority, which offers it again at once."""
+        return list(self._executor.interrupted) if self._executor is not None else []
 
     async def stop(self) -> None:
         """Make :meth:`run` return: pause running handlers, shut the Worker down gracefully."""
@@ -242,7 +254,7 @@ class AgentRuntime:
 
     async def _run(self, client: AuthorityClient, state: LocalState) -> None:
         authority_key = await client.public_key()
-        await open_session(client, self.actor)
+        await open_session(client, self.actor, this_process())
         sub = Subscriber(
             _ws_url(self.authority_url),
             self.actor,
@@ -274,7 +286,7 @@ class AgentRuntime:
         )  # fmt: skip
         taker = OfferTaker(self.actor, client, self.admission, state, self.board, dispatcher,
                            self.groups, self.clock)  # fmt: skip
-        executor = WorkItemExecutor(
+        executor = self._executor = WorkItemExecutor(
             self.actor, client, self.handlers, board=self.board, progress_sink=self._progress,
             clock=self.clock, artifact_store=self.artifact_store,
             agent_card_version=self.card.version, taker=taker,
@@ -354,11 +366,8 @@ class AgentRuntime:
             and event.body.get("agent_id") == self.card.agent_id
             and int(event.body.get("session_epoch", 0)) > self.actor.session_epoch
         ):
-            log.error(
-                "another process opened session %s for %s; stopping",
-                event.body["session_epoch"],
-                self.card.agent_id,
-            )
+            self.replaced_by = replaced_message(self.card.agent_id, self.actor.session_epoch, event)
+            log.error("%s", self.replaced_by)
             self._stop.set()
         self._applied.set()
         self._poke()

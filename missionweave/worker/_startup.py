@@ -3,20 +3,47 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
+from datetime import UTC, datetime
+from typing import Any
 
 from ..authority.client import AuthorityClient
-from ..protocol import Actor, AgentCard
+from ..protocol import Actor, AgentCard, Event
 from ._errors import SessionError, WorkerError
 from ._state import LocalState
 
 log = logging.getLogger(__name__)
 
 
-async def open_session(client: AuthorityClient, actor: Actor) -> int:
+def this_process() -> dict[str, Any]:
+    """``{"host": <hostname>, "pid": <pid>}``: this process, as ``session.open`` names it."""
+    return {"host": socket.gethostname()[:200], "pid": os.getpid()}
+
+
+def replaced_message(agent_id: str, own_epoch: int, event: Event) -> str:
+    """What a process whose session was replaced says: which session took over, when, and —
+    when its ``session.open`` named it — which process (``agent.session_opened``)."""
+    body = event.body
+    at = datetime.fromtimestamp(event.recorded_at_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    who = ""
+    proc = body.get("process")
+    if isinstance(proc, dict) and "pid" in proc:
+        who = f" by pid {proc['pid']} on host {proc.get('host') or '?'}"
+    return (
+        f"agent {agent_id} was replaced: session {body.get('session_epoch')} was opened at "
+        f"{at}{who} (this process had session {own_epoch}); stopping"
+    )
+
+
+async def open_session(
+    client: AuthorityClient, actor: Actor, process: dict[str, Any] | None = None
+) -> int:
     """Submit ``session.open`` (agent-level, no Group) and set ``actor.session_epoch``.
 
     The Authority raises the Session Epoch and first revokes the agent's active leases,
-    returning their WorkItems to ``queued`` (MW-11.3-f).
+    returning their WorkItems to ``queued`` (MW-11.3-f). ``process`` (:func:`this_process`)
+    goes into each ``agent.session_opened``, so that a process this one replaces can name it.
 
     Returns:
         The new Session Epoch.
@@ -25,7 +52,8 @@ async def open_session(client: AuthorityClient, actor: Actor) -> int:
         SessionError: the Authority refused (unknown agent, member of no Group, bad signature).
         AuthorityUnavailable: the Authority cannot be reached.
     """
-    result = await client.submit(actor.command("session.open", None, {}))
+    body = {} if process is None else {"process": process}
+    result = await client.submit(actor.command("session.open", None, body))
     if not result.accepted:
         rej = result.rejection
         code, reason = (rej.code, rej.reason) if rej else (result.status, "")
@@ -74,4 +102,4 @@ async def publish_card(
     return True
 
 
-__all__ = ["open_session", "publish_card"]
+__all__ = ["open_session", "publish_card", "replaced_message", "this_process"]

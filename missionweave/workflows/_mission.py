@@ -39,7 +39,6 @@ with workflow.unsafe.imports_passed_through():
         SubmitCommandsInput,
         SubmitCommandsResult,
         UnblockInput,
-        WorkItemStatus,
     )
     from ._children import ChildMissionsMixin
     from ._plan import counts, finished, open_count, plan
@@ -54,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         name_items,
         trim,
     )
+    from ._status import mission_status, waiting_lines
     from ._work import SUBMIT_RETRY, WorkMixin
 
 _TRANSITION_UNBLOCK = transition_for("work.unblock")
@@ -164,9 +164,11 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             self.attention.difference_update(p.settled)
             for wid in p.exhausted:
                 item = self.s.items[wid]
-                item.detail = f"failed after {item.attempts} attempt(s)"
+                item.detail = p.reasons.get(wid) or f"failed after {item.attempts} attempt(s)"
             if p.exhausted and self.s.status == "running":
-                await self._end("failed", "mission.fail", f"{p.exhausted[0]} failed for good")
+                first = p.exhausted[0]
+                why = f": {p.reasons[first]}" if first in p.reasons else ""
+                await self._end("failed", "mission.fail", f"{first} failed for good{why}")
                 break
             # Temporal suggests continuing as new: start nothing more, let what is in flight
             # finish, then continue as new (an activity of a closed run would be lost)
@@ -455,23 +457,9 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
 
     @workflow.query
     def status(self) -> MissionStatus:
-        """Per item: state, owner, epoch, lease, attempts."""
-        return MissionStatus(
-            mission_id=self.s.spec.mission_id, group_id=self.s.spec.group_id,
-            status=self.s.status, counts=counts(self.s),
-            event_range=(self.s.first_seq, self.s.last_seq)
-            if self.s.first_seq is not None and self.s.last_seq is not None else None,
-            items=[WorkItemStatus(
-                work_item_id=w, state=it.state, owner=it.owner,
-                ownership_epoch=it.ownership_epoch,
-                lease_id=it.lease_id, attempts=it.attempts,
-                offer_candidates=it.offer_candidates, dependencies=it.spec.dependencies,
-                last_progress=it.last_progress, detail=it.detail,
-                review_stage=it.review_stage, review_item=it.review_item,
-                review_digest=it.review_digest,
-                review=[st.model_dump(mode="json") for st in it.review]) for w, it in
-                self.s.items.items()],
-        )  # fmt: skip
+        """Per item: state, owner, epoch, lease, attempts, current detail and small outputs
+        (:func:`~._status.mission_status`)."""
+        return mission_status(self.s, self._now())
 
     # ------------------------------------------------------------------------ the end
 
@@ -509,7 +497,9 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 OPEN_WORK_ITEMS.value_set(n)])  # fmt: skip
         c = counts(self.s)
         workflow.set_current_details(
-            f"**{self.s.status}** — " + ", ".join(f"{k}: {v}" for k, v in sorted(c.items()))
+            f"**{self.s.status}** — "
+            + ", ".join(f"{k}: {v}" for k, v in sorted(c.items()))
+            + waiting_lines(self.s, self._now())
         )
 
     def _result(self) -> MissionResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from ..protocol import TERMINAL_STATES, WorkGraph, WorkItemState
 from ._state import ItemState, MissionState
@@ -23,6 +24,8 @@ class Plan:
             Authority but the activity's result was lost).
         children: items to hand to a child Mission.
         exhausted: items whose failure is final (retries, deadline or cost exhausted).
+        reasons: why an item of ``exhausted`` failed, when it is not that its retries ran out
+            (its contract's deadline passed while it waited for an agent).
         next_deadline_ms: the earliest future deadline to wake up for (``None``: none).
         settled: items that need no planning until an Event changes them or one of their
             dependencies: verified or cancelled, or open and waiting on dependencies with
@@ -34,6 +37,7 @@ class Plan:
     review: list[str] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
     exhausted: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
     next_deadline_ms: int | None = None
     settled: list[str] = field(default_factory=list)
 
@@ -48,6 +52,41 @@ def retries_left(item: ItemState, now_ms: int) -> bool:
     if item.attempts >= c.retry.max_attempts:
         return False
     return not (c.deadline_ms is not None and now_ms >= c.deadline_ms)
+
+
+def _awaits_an_agent(it: ItemState, graph: WorkGraph, states: Mapping[str, S]) -> bool:
+    """Eligible, for an agent, and nobody holds it: open with its dependencies met, or offered
+    with no offer activity left (it expired, or every candidate declined)."""
+    if it.spec.child_mission is not None:
+        return False
+    if it.state is S.OPEN:
+        return graph.is_eligible(it.work_item_id, states)
+    return it.state is S.OFFERED
+
+
+def deadline_reason(it: ItemState, deadline_ms: int) -> str:
+    """``deadline passed (…Z) with no eligible agent for 5m12s``; ``… before an agent took it``
+    when agents were offered it but none took it; ``… after 1 failed attempt(s)`` when a retry
+    was due."""
+    at = datetime.fromtimestamp(deadline_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if it.state is S.FAILED:
+        return f"deadline passed ({at}) after {it.attempts} failed attempt(s): no retry after it"
+    if it.no_agent_since_ms is not None:
+        waited = format_duration(deadline_ms - it.no_agent_since_ms)
+        return f"deadline passed ({at}) with no eligible agent for {waited}"
+    return f"deadline passed ({at}) before an agent took it"
+
+
+def format_duration(ms: int) -> str:
+    """``45s``, ``5m12s``, ``2h03m``, ``3d04h``: a duration in milliseconds, for people."""
+    s = max(0, ms) // 1000
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86_400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86_400}d{s % 86_400 // 3600:02d}h"
 
 
 class _States(Mapping[str, WorkItemState]):
@@ -91,6 +130,13 @@ def plan(
             continue
         if it.offer_pending or it.selecting or it.reviewing or it.syncing:
             continue
+        deadline = it.spec.contract.deadline_ms
+        if deadline is not None and _awaits_an_agent(it, graph, states):
+            if now_ms >= deadline:  # nobody took it in time: it never will (MW-10.1-a)
+                p.exhausted.append(wid)
+                p.reasons[wid] = deadline_reason(it, deadline)
+                continue
+            p.wake_at(deadline)
         if it.retry_at_ms is not None and now_ms < it.retry_at_ms:
             p.wake_at(it.retry_at_ms)
             continue
@@ -106,6 +152,13 @@ def plan(
             case S.FAILED:
                 if it.spec.child_mission is not None or not retries_left(it, now_ms):
                     p.exhausted.append(wid)
+                    c = it.spec.contract
+                    if (
+                        c.deadline_ms is not None
+                        and it.spec.child_mission is None
+                        and it.attempts < c.retry.max_attempts
+                    ):
+                        p.reasons[wid] = deadline_reason(it, c.deadline_ms)
                 else:
                     backoff = it.spec.contract.retry.backoff_ms(it.attempts)
                     if it.retry_at_ms is None and backoff > 0:

@@ -39,6 +39,9 @@ class ItemState(BaseModel):
         retry_at_ms: when the next offer may go out after a failure or an empty ranking.
         empty_rankings: rankings in a row that found nobody (the wait doubles each time, up
             to 30 s).
+        no_agent_since_ms: when the rankings in a row that found nobody began (epoch ms):
+            since then no agent could take it (none eligible, or every capable one busy);
+            ``None`` once it is offered.
         running: ``execute_work_item`` activities in flight (one per candidate of an offer,
             or the owner's resume).
         selecting: candidates are being ranked.
@@ -84,6 +87,7 @@ class ItemState(BaseModel):
     review_digest: str | None = None
     trimmed: bool = False
     empty_rankings: int = 0
+    no_agent_since_ms: int | None = None
 
     @property
     def work_item_id(self) -> str:

@@ -60,6 +60,7 @@ class WorkMixin:
         s: MissionState
         tasks: dict[str, asyncio.Task[None]]
         wake: bool
+        changes: int
 
         def _now(self) -> int: ...
 
@@ -111,6 +112,9 @@ class WorkMixin:
                 # by a few events per try, not by thousands an hour
                 wait = max(1000, policy.reoffer_backoff_ms) << min(item.empty_rankings, 5)
                 item.empty_rankings += 1
+                self.changes += 1  # the status says for how long: publish it again
+                if item.no_agent_since_ms is None:
+                    item.no_agent_since_ms = now
                 item.retry_at_ms = now + min(wait, MAX_IDLE_BACKOFF_MS)
                 item.detail = "no eligible agent"
                 if res.saturated:  # offered again as soon as one of this Mission's runs ends
@@ -130,6 +134,7 @@ class WorkMixin:
                 continue  # refused otherwise: _on_intent set the retry time
             item.retry_at_ms = None
             item.empty_rankings = 0
+            item.no_agent_since_ms = None
             cands = list(item.w.offer_candidates)  # the offer the Authority recorded counts
             item.tried = [*item.tried, *cands][-policy.max_sequential_offers * 4 :]
             item.detail = "offered to " + ", ".join(cands)

@@ -1,0 +1,136 @@
+"""What the Mission's ``status`` query shows of each WorkItem: its detail as of its current state
+and its outputs, bounded so that the answer stays small. Pure: no clocks, no I/O."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..protocol import WorkItemState
+from ..protocol.temporal_contract import MissionStatus, WorkItemStatus
+from ._plan import counts, format_duration
+from ._state import ItemState, MissionState
+
+S = WorkItemState
+#: Bytes of JSON above which a WorkItem's outputs are left out of the ``status`` answer.
+OUTPUTS_SHOWN_BYTES = 4096
+#: Bytes of outputs one ``status`` answer carries at most, over all its WorkItems.
+STATUS_OUTPUTS_BUDGET = 256 * 1024
+#: Details that say no agent could take the WorkItem (the ranking found nobody).
+_NO_AGENT = ("no eligible agent", "every capable agent is busy")
+#: Details written while the WorkItem was being offered: stale once an agent holds it.
+_OFFER_NOTES = ("offered to ", *_NO_AGENT, "offer refused", "not_taken")
+#: Details written before an agent took the WorkItem: stale once it is active or done.
+_BEFORE_TAKEN = (*_OFFER_NOTES, "queued at ")
+
+
+#: WorkItems the Mission's current details name as waiting for an agent, at most.
+WAITING_LINES = 5
+
+
+def current_detail(item: ItemState, now_ms: int | None = None) -> str:
+    """The detail shown for ``item``: the last thing the workflow noted, unless its state has
+    moved on since (``offered to wc-1`` for an item now active reads ``active at wc-1``).
+
+    - waiting for an agent (``no eligible agent``, ``every capable agent is busy``): for how
+      long, given ``now_ms`` (``no eligible agent for 5m12s``);
+
+    - active: ``active at <owner>`` (and the last progress phase, ``· <phase>``) unless what
+      was noted happened since it was taken (e.g. ``lease_lost: …``);
+    - queued: ``accepted by <owner>, not started`` when the note is from the offer;
+    - offered: ``offered to <candidates>`` when nothing was noted;
+    - submitted: ``submitted, under review`` when the note is from the offer;
+    - verified: ``verified`` when the note is only that it was submitted.
+    """
+    d, state = item.detail, item.state
+    owner = item.owner or "no owner"
+    since = item.no_agent_since_ms
+    if since is not None and now_ms is not None and d.startswith(_NO_AGENT):
+        d = f"{d} for {format_duration(now_ms - since)}"
+    elif state is S.ACTIVE and (not d or d.startswith(_BEFORE_TAKEN)):
+        d = f"active at {owner}"
+        if item.last_progress is not None:
+            d += f" · {item.last_progress.phase}"
+    elif state is S.QUEUED and d.startswith(_OFFER_NOTES):
+        d = f"accepted by {owner}, not started"
+    elif state is S.OFFERED and not d and item.offer_candidates:
+        d = "offered to " + ", ".join(item.offer_candidates)
+    elif state is S.SUBMITTED and (not d or d.startswith(_BEFORE_TAKEN)):
+        d = "submitted, under review"
+    elif state is S.VERIFIED and d in ("", "submitted"):
+        d = "verified"
+    return d
+
+
+def waiting_lines(state: MissionState, now_ms: int) -> str:
+    """For the Mission's current details: a line per WorkItem no agent could take, with how
+    long (``\\n- a: no eligible agent for 5m12s``), at most :data:`WAITING_LINES` and how many
+    more; empty when none waits."""
+    waiting = [
+        f"- {it.work_item_id}: {current_detail(it, now_ms)}"
+        for it in state.items.values()
+        if it.no_agent_since_ms is not None and it.state in (S.OPEN, S.OFFERED, S.FAILED)
+    ]
+    if len(waiting) > WAITING_LINES:
+        waiting = [*waiting[:WAITING_LINES], f"- … and {len(waiting) - WAITING_LINES} more"]
+    return "".join("\n" + line for line in waiting)
+
+
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def item_status(item: ItemState, outputs_room: int, now_ms: int | None = None) -> WorkItemStatus:
+    """One WorkItem as the ``status`` query shows it; its outputs only if their JSON is at most
+    :data:`OUTPUTS_SHOWN_BYTES` and ``outputs_room`` bytes (else ``outputs_omitted_bytes``)."""
+    size = _json_size(item.outputs) if item.outputs else 0
+    shown = size <= min(OUTPUTS_SHOWN_BYTES, outputs_room)
+    return WorkItemStatus(
+        work_item_id=item.work_item_id,
+        state=item.state,
+        owner=item.owner,
+        ownership_epoch=item.ownership_epoch,
+        lease_id=item.lease_id,
+        attempts=item.attempts,
+        offer_candidates=item.offer_candidates,
+        dependencies=item.spec.dependencies,
+        last_progress=item.last_progress,
+        detail=current_detail(item, now_ms),
+        review_stage=item.review_stage,
+        review_item=item.review_item,
+        review_digest=item.review_digest,
+        review=[st.model_dump(mode="json") for st in item.review],
+        outputs=dict(item.outputs) if shown else {},
+        outputs_omitted_bytes=0 if shown else size,
+    )
+
+
+def mission_status(state: MissionState, now_ms: int | None = None) -> MissionStatus:
+    """The ``status`` query's answer: per WorkItem, in authorization order, its state, owner,
+    epoch, lease, attempts, current detail and outputs (at most :data:`STATUS_OUTPUTS_BUDGET`
+    bytes of outputs in all; the WorkItems after that show how many bytes were left out)."""
+    room = STATUS_OUTPUTS_BUDGET
+    items = []
+    for it in state.items.values():
+        shown = item_status(it, room, now_ms)
+        room -= _json_size(shown.outputs) if shown.outputs else 0
+        items.append(shown)
+    return MissionStatus(
+        mission_id=state.spec.mission_id,
+        group_id=state.spec.group_id,
+        status=state.status,
+        counts=counts(state),
+        event_range=(state.first_seq, state.last_seq)
+        if state.first_seq is not None and state.last_seq is not None
+        else None,
+        items=items,
+    )
+
+
+__all__ = [
+    "OUTPUTS_SHOWN_BYTES",
+    "STATUS_OUTPUTS_BUDGET",
+    "current_detail",
+    "mission_status",
+    "waiting_lines",
+]

@@ -90,11 +90,12 @@ class ChildMissionsMixin:
 
     async def _report_to_parent(self, parent: ParentLink, result: MissionResult) -> None:
         evidence = [e for it in result.items for e in it.evidence]
+        why = result.reason or f"{len(result.items)} WorkItem(s)"
         handle = workflow.get_external_workflow_handle(parent.workflow_id)
         await handle.signal(ChildMissionsMixin.child_finished, ChildOutcome(
             work_item_id=parent.work_item_id, child_mission_id=self.s.spec.mission_id,
             approved=result.status == "completed", evidence=evidence[:50],
-            summary=f"{result.status}: {len(result.items)} WorkItem(s)"))  # fmt: skip
+            summary=f"{result.status}: {why}"))  # fmt: skip
 
 
 __all__ = ["ChildMissionsMixin"]

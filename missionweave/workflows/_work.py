@@ -197,7 +197,8 @@ class WorkMixin:
                 if key.startswith(f"{wid}@") and not key.endswith(f"@{agent}"):
                     task.cancel()
         if outcome.kind is not OutcomeKind.NOT_TAKEN or not item.detail.startswith("offered"):
-            item.detail = f"{outcome.kind.value}" + (f": {outcome.error}" if outcome.error else "")
+            why = (outcome.error or "").split("\n", 1)[0]  # the traceback is in ``error``
+            item.detail = f"{outcome.kind.value}" + (f": {why}" if why else "")
         if (
             doubt
             or outcome.kind is OutcomeKind.LEASE_LOST

@@ -14,7 +14,6 @@ import typer
 import yaml
 from pydantic import ValidationError
 
-from ..outcome import first_error, mission_result
 from ..protocol.temporal_contract import (
     MissionResult,
     MissionSpec,
@@ -53,6 +52,7 @@ def load_spec(source: str) -> MissionSpec:
         CliError: the file is missing, is neither JSON nor YAML, or is not a valid
             MissionSpec; the message is one line naming the first bad field.
     """
+    from ..outcome import first_error
     from ..protocol import GraphError, WorkGraph
 
     name = "stdin" if source == "-" else source
@@ -159,6 +159,8 @@ async def _status(
             result to fall back on.
     """
     from temporalio.client import WorkflowExecutionStatus
+
+    from ..outcome import mission_result
 
     try:
         answer: MissionStatus = await handle.query(
@@ -316,6 +318,8 @@ async def _ending(
 ) -> int:
     """Print how the Mission ended; the exit code (0 only when it completed)."""
     from temporalio.client import WorkflowFailureError
+
+    from ..outcome import mission_result
 
     final = answer.status
     try:  # a failed or cancelled Mission's result is in its failure's details

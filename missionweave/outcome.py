@@ -8,15 +8,18 @@ failed                 Failed              in the details of ``ApplicationError`
                                            ``MissionFailed`` (non-retryable)
 cancelled              Failed              in the details of ``ApplicationError``
                                            ``MissionCancelled`` (non-retryable)
+cancelled by Temporal  Canceled            nowhere: Canceled carries no details (the
+(its cancel request)                       ``status`` query has it)
 invalid input          Failed              ``InvalidMission`` (details: the result when the
                                            spec could be read, else none)
 id of another run      Failed              ``MissionExists`` (no result: nothing ran)
 =====================  ==================  =============================================
 
-A cancelled Mission is *Failed* with type ``MissionCancelled``, not *Canceled*: Temporal marks
-an execution Canceled only in answer to a cancel request, and the server refuses a workflow's
-request to cancel itself (``ExternalWorkflowExecutionNotFound``), so a Mission cancelled by
-its ``cancel`` Update or by a WorkItem id of another Mission cannot reach Canceled.
+A Mission cancelled by its ``cancel`` Update or by a WorkItem id of another Mission is *Failed*
+with type ``MissionCancelled``, not *Canceled*: Temporal marks an execution Canceled only in
+answer to its own cancel request, and the server refuses a workflow's request to cancel itself
+(``ExternalWorkflowExecutionNotFound``). Temporal's cancel request cancels the Mission at the
+Authority, then the execution is Canceled.
 
 :func:`mission_failure` builds the error the workflow raises; :func:`result_of` and
 :func:`mission_result` read the :class:`MissionResult` back on the client's side.
@@ -84,8 +87,9 @@ async def mission_result(handle: WorkflowHandle[Any, Any], **kwargs: Any) -> Mis
     or was cancelled. ``kwargs`` go to ``handle.result`` (``rpc_timeout`` …).
 
     Raises:
-        temporalio.client.WorkflowFailureError: the workflow failed without a result
-            (``InvalidMission`` of an unreadable spec, ``MissionExists``, terminated, timed out).
+        temporalio.client.WorkflowFailureError: the workflow ended without a result
+            (``InvalidMission`` of an unreadable spec, ``MissionExists``, Canceled by
+            Temporal's cancel request, terminated, timed out).
     """
     from temporalio.client import WorkflowFailureError
 

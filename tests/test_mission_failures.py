@@ -131,6 +131,51 @@ async def test_a_failed_mission_fails_its_execution_and_says_why__issue11_1__iss
     )
 
 
+@on_dev_server
+async def test_temporal_cancel_request_cancels_the_mission_and_ends_canceled__issue11_1(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Temporal's own cancel request (``temporal workflow cancel``, ``handle.cancel``) with a
+    reason: the Authority cancels every unfinished WorkItem (``mission.cancel`` with that
+    reason), the running handler is stopped, and the execution ends *Canceled* with the search
+    attributes saying ``cancelled``; ``mission watch`` ends ``cancelled``, exit 1. (It used to
+    end Canceled at once and leave the Mission running at the Authority.)"""
+    stopped = asyncio.Event()
+    reg = HandlerRegistry()
+
+    @reg.handler("demo.step", version="1.0")
+    async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
+        try:
+            await asyncio.Event().wait()  # until cancelled
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+        raise AssertionError("unreachable")
+
+    c = contract().wire()
+    async with mission_stack(dev_env, tmp_path) as ms:
+        await ms.agent("ada", reg)
+        items = [
+            {"work_item_id": "a", "contract": c},
+            {"work_item_id": "b", "contract": c, "dependencies": ["a"]},
+        ]
+        handle = await ms.start(ms.spec("tcancel1", items))
+        await wait_authority(ms, "a", "active")
+        await handle.cancel(reason="operator stop")
+
+        end = await ending(handle)
+        assert (end.status, end.failure) == ("CANCELED", None)
+        assert (end.mission_status, end.open_items) == ("cancelled", 0)
+        log = events(ms)
+        assert {e.work_item_id for e in log if e.type == "work.cancelled"} == {"a", "b"}
+        assert [e.body["reason"] for e in log if e.type == "mission.cancelled"] == ["operator stop"]
+        st = await handle.query(MissionWorkflow.status)
+        assert (st.status, {i.state.value for i in st.items}) == ("cancelled", {"cancelled"})
+        await asyncio.wait_for(stopped.wait(), WAIT_S)
+        out = await _cli(dev_env, "mission", "watch", "tcancel1")
+        assert out.exit_code == 1 and out.output.strip().endswith("mission tcancel1 cancelled")
+
+
 async def _ids(env: WorkflowEnvironment, query: str) -> list[str]:
     return [w.id async for w in env.client.list_workflows(query)]
 

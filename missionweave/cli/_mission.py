@@ -318,6 +318,7 @@ async def _ending(
 ) -> int:
     """Print how the Mission ended; the exit code (0 only when it completed)."""
     from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import CancelledError
 
     from ..outcome import mission_result
 
@@ -325,8 +326,9 @@ async def _ending(
     try:  # a failed or cancelled Mission's result is in its failure's details
         final = (await mission_result(handle, rpc_timeout=QUERY_TIMEOUT)).status
     except WorkflowFailureError as exc:  # no result: invalid input, an existing Mission …
-        typer.echo(f"mission {mission} failed: {first_line(exc.cause or exc)}")
-        return 1
+        if not isinstance(exc.cause, CancelledError):  # Canceled: the query's answer stands
+            typer.echo(f"mission {mission} failed: {first_line(exc.cause or exc)}")
+            return 1
     except Exception:  # the query's answer stands
         pass
     if final in ("completed", "failed", "cancelled"):

@@ -11,12 +11,13 @@ handlers. See docs/design.md §4–§5 and docs/missions.md.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
@@ -88,6 +89,15 @@ def _failed_for_good(item: ItemState) -> str:
         text += f" at {item.w.failed_owner}"
     why = (item.error or "").split("\n", 1)[0]
     return text + (f": {why}" if why else "")
+
+
+async def _despite_cancel(step: Callable[[], Awaitable[object]]) -> None:
+    """Await ``step()``; if Temporal's cancel request interrupts it, once more (a workflow is
+    cancelled once): for what follows a decided outcome."""
+    try:
+        await step()
+    except asyncio.CancelledError:
+        await step()
 
 
 def _chain() -> str:
@@ -169,6 +179,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         self.wake = False
         self.published: tuple[str, int] | None = None  # MissionStatus, OpenWorkItems
         self.exists: str | None = None  # the Authority holds this Mission already
+        self.ending: tuple[str, str] | None = None  # the status and reason being sent
 
     # ------------------------------------------------------------------------------ run
 
@@ -200,6 +211,29 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                          suffix="@" + _chain())  # fmt: skip
             for wid in self.graph.topological_order():
                 self._authorize(self.s.items[wid])
+        cancelled = False
+        try:
+            await self._drive()
+        except asyncio.CancelledError:
+            # Temporal's cancel request (`temporal workflow cancel`, `handle.cancel()`): the
+            # Authority cancels the Mission too, and the execution ends Canceled
+            why = workflow.cancellation_reason() or "Temporal cancel request"
+            await self._end("cancelled", "mission.cancel", why)
+            cancelled = self.s.status == "cancelled"
+        # the outcome is decided: a cancel request arriving now changes nothing
+        await _despite_cancel(lambda: workflow.wait_condition(workflow.all_handlers_finished))
+        result = self._result()
+        if self.s.spec.parent is not None:
+            parent = self.s.spec.parent
+            await _despite_cancel(lambda: self._report_to_parent(parent, result))
+        if cancelled:  # Canceled carries no details: the status query has the result
+            raise CancelledError(f"mission {result.mission_id} cancelled: {result.reason}")
+        if result.status != "completed":
+            raise mission_failure(result)  # the execution fails: its status says what happened
+        return result
+
+    async def _drive(self) -> None:
+        """The main loop: submit, plan, offer, review and wait, until the Mission ends."""
         while True:
             await self._flush()
             if self.exists is not None:
@@ -208,7 +242,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             self._advance_reviews()  # a verified review WorkItem or an Approval moves a review on
             if self.s.cancel_reason is not None and self.s.status == "running":
                 await self._end("cancelled", "mission.cancel", self.s.cancel_reason)
-                break
+                return
             p = plan(self.s, self.graph, self._now())
             for wid in p.exhausted:
                 item = self.s.items[wid]
@@ -220,7 +254,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 why = why or (first.detail if first.spec.child_mission is not None else "")
                 reason = f"{first.work_item_id} failed for good" + (f": {why}" if why else "")
                 await self._end("failed", "mission.fail", reason)
-                break
+                return
             # Temporal suggests continuing as new: start nothing more, let what is in flight
             # finish, then continue as new (an activity of a closed run would be lost)
             draining = workflow.info().is_continue_as_new_suggested()
@@ -241,7 +275,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 continue
             if finished(self.s):
                 await self._end("completed", "mission.complete", "")
-                break
+                return
             if self._can_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 # A handler that finished meanwhile may have queued a Command: continuing as
@@ -266,13 +300,6 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                     timeout=timeout)  # fmt: skip
             except TimeoutError:
                 pass
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        result = self._result()
-        if self.s.spec.parent is not None:
-            await self._report_to_parent(self.s.spec.parent, result)
-        if result.status != "completed":
-            raise mission_failure(result)  # the execution fails: its status says what happened
-        return result
 
     async def _refuse_start(self, kind: str, why: str, *, with_result: bool) -> None:
         """End a run that must not go on before anything started (an invalid spec, a Mission
@@ -315,14 +342,18 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             # Regular, not local, activities: with local activities, update completions and
             # the commands the main loop issues (search attributes) interleaved differently on
             # replay — a nondeterminism error seen at 100 WorkItems.
-            result = await workflow.execute_activity_method(
-                CoordinatorActivities.submit_commands,
-                SubmitCommandsInput(group_id=self.s.spec.group_id, entries=batch),
-                start_to_close_timeout=timedelta(seconds=60),
-                retry_policy=SUBMIT_RETRY,
-                summary=f"{len(batch)} command(s) to the Authority"
-                + (f" for {named}" if (named := name_items(_item_ids(batch))) else ""),
-            )
+            try:
+                result = await workflow.execute_activity_method(
+                    CoordinatorActivities.submit_commands,
+                    SubmitCommandsInput(group_id=self.s.spec.group_id, entries=batch),
+                    start_to_close_timeout=timedelta(seconds=60),
+                    retry_policy=SUBMIT_RETRY,
+                    summary=f"{len(batch)} command(s) to the Authority"
+                    + (f" for {named}" if (named := name_items(_item_ids(batch))) else ""),
+                )
+            except asyncio.CancelledError:  # Temporal's cancel request: sent again (same ids)
+                self.queue = batch + self.queue
+                raise
             for entry, verdict in zip(batch, result.verdicts, strict=True):
                 if verdict.status != "rejected":
                     apply_events(self.s, verdict.events)
@@ -538,15 +569,19 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     # ------------------------------------------------------------------------ the end
 
     async def _end(self, status: str, command: str, reason: str) -> None:
-        for key, task in list(self.tasks.items()):
-            if not key.startswith("child:"):
-                task.cancel()  # offers and executions in flight: the Authority ends them
-        body: dict[str, Any] = {"mission_id": self.s.spec.mission_id}
-        if reason:
-            body["reason"] = reason
-        self._intent(command, body, ("mission_end", ""))
+        """Send the Mission's end to the Authority and take its status. An end already under
+        way (Temporal's cancel request arrived meanwhile) is finished instead."""
+        if self.ending is None:
+            self.ending = (status, reason)
+            for key, task in list(self.tasks.items()):
+                if not key.startswith("child:"):
+                    task.cancel()  # offers and executions in flight: the Authority ends them
+            body: dict[str, Any] = {"mission_id": self.s.spec.mission_id}
+            if reason:
+                body["reason"] = reason
+            self._intent(command, body, ("mission_end", ""))
         await self._flush()
-        self.s.status, self.s.end_reason = status, reason
+        self.s.status, self.s.end_reason = self.ending
         self._publish_status()
 
     def _can_continue_as_new(self) -> bool:

@@ -43,6 +43,12 @@ INVALID_MISSION = "InvalidMission"
 MISSION_EXISTS = "MissionExists"
 
 
+def error_line(error: str | None) -> str:
+    """The first line of a WorkItem's error: the exception's type and message (its traceback
+    follows on the next lines); ``""`` for none."""
+    return (error or "").split("\n", 1)[0]
+
+
 def first_error(exc: ValidationError) -> str:
     """A pydantic error in one line naming the first bad field: ``items.0.dependancies: Extra
     inputs are not permitted (and 1 more)``."""
@@ -108,6 +114,7 @@ __all__ = [
     "MISSION_CANCELLED",
     "MISSION_EXISTS",
     "MISSION_FAILED",
+    "error_line",
     "first_error",
     "mission_failure",
     "mission_result",

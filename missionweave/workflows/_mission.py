@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from ..outcome import (
         INVALID_MISSION,
         MISSION_EXISTS,
+        error_line,
         first_error,
         mission_failure,
     )
@@ -87,7 +88,7 @@ def _failed_for_good(item: ItemState) -> str:
         text += " (not retryable)"
     if item.w.failed_owner:
         text += f" at {item.w.failed_owner}"
-    why = (item.error or "").split("\n", 1)[0]
+    why = error_line(item.error)
     return text + (f": {why}" if why else "")
 
 
@@ -250,8 +251,9 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                     item.detail = _failed_for_good(item)
             if p.exhausted and self.s.status == "running":
                 first = self.s.items[p.exhausted[0]]
-                why = (first.error or "").split("\n", 1)[0]
-                why = why or (first.detail if first.spec.child_mission is not None else "")
+                why = error_line(first.error) or (
+                    first.detail if first.spec.child_mission is not None else ""
+                )
                 reason = f"{first.work_item_id} failed for good" + (f": {why}" if why else "")
                 await self._end("failed", "mission.fail", reason)
                 return

@@ -23,6 +23,7 @@ from temporalio.exceptions import ActivityError, CancelledError, TimeoutError, T
 
 with workflow.unsafe.imports_passed_through():
     from ..activities import CoordinatorActivities
+    from ..outcome import error_line
     from ..protocol import WorkItemState
     from ..protocol.temporal_contract import (
         CommandVerdict,
@@ -197,7 +198,7 @@ class WorkMixin:
                 if key.startswith(f"{wid}@") and not key.endswith(f"@{agent}"):
                     task.cancel()
         if outcome.kind is not OutcomeKind.NOT_TAKEN or not item.detail.startswith("offered"):
-            why = (outcome.error or "").split("\n", 1)[0]  # the traceback is in ``error``
+            why = error_line(outcome.error)  # its traceback is the WorkItem's ``error``
             item.detail = f"{outcome.kind.value}" + (f": {why}" if why else "")
         if (
             doubt

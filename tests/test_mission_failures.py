@@ -129,6 +129,11 @@ async def test_a_failed_mission_fails_its_execution_and_says_why__issue11_1__iss
     assert len(logged) == 2 and all(
         r.exc_info is not None and str(r.exc_info[1]) == "kaboom" for r in logged
     )
+    # no coordinator answers the query any more: the status is read from the failure's details
+    out = await _cli(dev_env, "mission", "status", "fail1", "--json")
+    assert out.exit_code == 0, out.output
+    shown = json.loads(out.output)
+    assert (shown["status"], shown["items"][0]["error"]) == ("failed", a.error)
 
 
 @on_dev_server

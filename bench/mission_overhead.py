@@ -60,6 +60,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from missionweave._devserver import TemporalDevServer, free_port
+from missionweave.outcome import mission_result
 from missionweave.protocol.temporal_contract import MissionSpec
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from tests.mission_harness import MissionStack, contract, mission_stack
@@ -236,14 +237,16 @@ async def run_mission(env: WorkflowEnvironment, n: int, layers: int, agents: int
             )
             t0 = time.perf_counter()
             handle = await ms.start(spec)
-            result = await handle.result()
+            result = await mission_result(handle)  # a failed Mission's too: it says why
             elapsed = time.perf_counter() - t0
             states = {**result.archived, **{i.work_item_id: i.state for i in result.items}}
             bad = [w for w, st in states.items() if st.value != "verified"]
             if len(states) != n:
                 bad.append(f"{n - len(states)} WorkItem(s) missing from the result")
             if result.status != "completed" or bad:
-                raise SystemExit(f"mission {result.status}; not verified: {bad[:5]}")
+                raise SystemExit(
+                    f"mission {result.status} ({result.reason}); not verified: {bad[:5]}"
+                )
             events, runs, longest, failed_tasks = await history_events(env.client, handle.id)
     return elapsed, events, runs, longest, failed_tasks
 

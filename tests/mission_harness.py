@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Interceptor
 
@@ -42,6 +43,7 @@ from missionweave.worker import (
     WorkContext,
 )
 from missionweave.workflows import MissionWorkflow
+from missionweave.workflows._mission import MISSION_STATUS, OPEN_WORK_ITEMS
 
 from .temporal_env import AuthorityStack, authority_stack, new_task_queue
 
@@ -94,6 +96,44 @@ async def until(what: str, probe: Callable[[], Any], timeout_s: float = 20.0) ->
         if loop.time() > end:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.05)
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a Mission's execution ended, as Temporal shows it.
+
+    Attributes:
+        status: the execution's status (``COMPLETED``, ``FAILED`` …).
+        failure: the type of the ``ApplicationError`` it failed with (``None``: none).
+        non_retryable: that error's flag.
+        mission_status / open_items: the ``MissionStatus`` and ``OpenWorkItems`` search
+            attributes.
+    """
+
+    status: str
+    failure: str | None
+    non_retryable: bool
+    mission_status: str | None
+    open_items: int | None
+
+
+async def ending(handle: WorkflowHandle[Any, Any], timeout_s: float = 25.0) -> Ending:
+    """Wait for the Mission's execution to close; how it ended (:class:`Ending`)."""
+    failure, non_retryable = None, False
+    try:
+        await asyncio.wait_for(handle.result(), timeout_s)
+    except WorkflowFailureError as exc:
+        if isinstance(exc.cause, ApplicationError):
+            failure, non_retryable = exc.cause.type, exc.cause.non_retryable
+    desc = await handle.describe()
+    attrs = desc.typed_search_attributes
+    return Ending(
+        status=desc.status.name if desc.status else "?",
+        failure=failure,
+        non_retryable=non_retryable,
+        mission_status=attrs.get(MISSION_STATUS),
+        open_items=attrs.get(OPEN_WORK_ITEMS),
+    )
 
 
 @dataclass

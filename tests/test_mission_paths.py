@@ -17,6 +17,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
+from missionweave.outcome import mission_result
 from missionweave.protocol import AgentCard, Event
 from missionweave.protocol.temporal_contract import (
     CancelInput,
@@ -29,7 +30,7 @@ from missionweave.worker import AgentRuntime, HandlerRegistry, Pause, Submission
 from missionweave.workflows import MissionWorkflow
 
 from . import temporal_env
-from .mission_harness import MissionStack, contract, mission_stack
+from .mission_harness import MissionStack, contract, ending, mission_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 dev_env = temporal_env.dev_env
@@ -71,7 +72,8 @@ def item(st: MissionStatus, wid: str) -> WorkItemStatus:
 
 
 async def result(handle: WorkflowHandle[Any, MissionResult]) -> MissionResult:
-    return await asyncio.wait_for(handle.result(), WAIT_S)
+    """The Mission's result, also of one that failed or was cancelled (in its failure)."""
+    return await asyncio.wait_for(mission_result(handle), WAIT_S)
 
 
 def events(ms: MissionStack, wid: str | None = None) -> list[Event]:
@@ -258,6 +260,11 @@ async def test_cancel_cancels_every_unfinished_item__spec_10_2_mission_cancelled
         assert {i.work_item_id: i.state.value for i in res.items} == {
             "fast": "verified", "slow1": "cancelled", "slow2": "cancelled", "after": "cancelled",
         }  # fmt: skip
+        # Temporal marks Canceled only on its own cancel request (a workflow cannot request
+        # its own): Failed, with MissionCancelled and the result in its details (issue 11.1)
+        end = await ending(handle)
+        assert (end.status, end.failure, end.non_retryable) == ("FAILED", "MissionCancelled", True)
+        assert (end.mission_status, end.open_items) == ("cancelled", 0)
 
         auth = ms.stack.authority
         for wid, state in [("fast", "verified"), ("slow1", "cancelled"),

@@ -17,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.activities import CoordinatorActivities
 from missionweave.dev import find_temporal_cli
+from missionweave.outcome import mission_result
 from missionweave.protocol.temporal_contract import (
     AuthorizeWorkInput,
     BatchEntry,
@@ -32,7 +33,7 @@ from missionweave.worker import HandlerRegistry, PermanentFailure, Submission, W
 from missionweave.workflows import MissionWorkflow
 
 from . import temporal_env
-from .mission_harness import contract, mission_stack
+from .mission_harness import contract, ending, mission_stack
 from .temporal_env import authority_stack
 from .test_mission_paths import (
     WAIT_S,
@@ -158,7 +159,7 @@ async def child_result(env: WorkflowEnvironment, mission_id: str) -> MissionResu
     end = loop.time() + WAIT_S
     while True:
         try:
-            return await asyncio.wait_for(handle.result(), max(0.1, end - loop.time()))
+            return await asyncio.wait_for(mission_result(handle), max(0.1, end - loop.time()))
         except RPCError as exc:
             if exc.status is not RPCStatusCode.NOT_FOUND or loop.time() > end:
                 raise
@@ -245,10 +246,17 @@ async def test_child_mission_failure_follows_policy__spec_10_2_child_failed(
             ("c1", "failed", 1)
         ]
 
+        child = dev_env.client.get_workflow_handle(mission_workflow_id(f"child-{policy}"))
+        assert (await ending(child)).failure == "MissionFailed"  # reported to the parent still
         if policy == "fail":
             res = await result(handle)
             assert res.status == "failed"
             assert [(i.work_item_id, i.state.value) for i in res.items] == [("p", "failed")]
+            assert res.items[0].detail == (
+                "child Mission child-fail: failed: c1 failed for good: "
+                "PermanentFailure: the input cannot be processed"
+            )
+            assert (await ending(handle)).failure == "MissionFailed"
         else:
             st = await wait_status(handle, lambda s: "failed" in item(s, "p").detail)
             assert (st.status, item(st, "p").state.value) == ("running", "blocked")
@@ -289,10 +297,14 @@ async def test_a_work_item_id_of_another_mission_cancels_the_mission__MW_10_4_c(
         )
         assert first.status == "completed"
         before = [e.seq for e in events(ms, "x")]
-        second = await result(await ms.start(ms.spec("m-second", [
+        handle = await ms.start(ms.spec("m-second", [
             {"work_item_id": "y", "contract": c},
-            {"work_item_id": "x", "contract": c}])))  # fmt: skip
+            {"work_item_id": "x", "contract": c}]))  # fmt: skip
+        second = await result(handle)
         assert second.status == "cancelled"
+        end = await ending(handle)  # issue 11.1: the execution says so, and nothing is open
+        assert (end.status, end.failure, end.mission_status, end.open_items) == (
+            "FAILED", "MissionCancelled", "cancelled", 0)  # fmt: skip
         assert second.reason == (
             "x not authorized: WorkItem 'x' already exists in Mission 'm-first'"
         ), second.reason

@@ -24,6 +24,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import now_ms, verify_log
+from missionweave.outcome import mission_result
 from missionweave.protocol import Actor, Event
 from missionweave.protocol.temporal_contract import MissionResult, MissionStatus
 from missionweave.workflows import MissionWorkflow
@@ -65,7 +66,7 @@ async def _finish(handle: WorkflowHandle[Any, MissionResult]) -> MissionResult:
         return st.status != "running"
 
     await until("the Mission to finish", done)
-    return await handle.result()
+    return await mission_result(handle)
 
 
 async def test_expired_offer_goes_to_next_ranked_agent__MW_10_3_a__MW_10_3_b(

@@ -23,6 +23,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.artifacts import ArtifactStore
 from missionweave.authority import verify_log
+from missionweave.outcome import mission_result
 from missionweave.protocol import Event, Evidence, SigningKey
 from missionweave.protocol.temporal_contract import (
     ItemResult,
@@ -72,7 +73,7 @@ async def start_one(ms: MissionStack, mission_id: str, input: dict[str, Any] | N
 
 
 async def result(handle: WorkflowHandle[Any, MissionResult]) -> MissionResult:
-    return await asyncio.wait_for(handle.result(), WAIT_S)
+    return await asyncio.wait_for(mission_result(handle), WAIT_S)
 
 
 def item(res: MissionResult, wid: str) -> ItemResult:

@@ -52,6 +52,7 @@ def load_spec(source: str) -> MissionSpec:
         CliError: the file is missing, is neither JSON nor YAML, or is not a valid
             MissionSpec; the message is one line naming the first bad field.
     """
+    from ..outcome import first_error
     from ..protocol import GraphError, WorkGraph
 
     name = "stdin" if source == "-" else source
@@ -77,21 +78,11 @@ def load_spec(source: str) -> MissionSpec:
         raise CliError(f"{name}: a MissionSpec is a mapping (group_id, mission_id, items, …)")
     try:
         spec = MissionSpec.model_validate(data)
-    except ValidationError as exc:
-        errors = exc.errors()
-        err = errors[0]
-        where = ".".join(str(p) for p in err["loc"]) or "MissionSpec"
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise CliError(f"{name}: invalid MissionSpec: {where}: {err['msg']}{more}") from None
+    except ValidationError as exc:  # duplicate WorkItem ids too
+        raise CliError(f"{name}: invalid MissionSpec: {first_error(exc)}") from None
     if not spec.items:  # it would complete at once, before anything could be added
         raise CliError(f"{name}: invalid MissionSpec: items: a Mission needs at least one "
                        "WorkItem")  # fmt: skip
-    seen: set[str] = set()
-    for i, item in enumerate(spec.items):
-        if item.work_item_id in seen:
-            raise CliError(f"{name}: invalid MissionSpec: items.{i}.work_item_id: "
-                           f"duplicate id {item.work_item_id!r}")  # fmt: skip
-        seen.add(item.work_item_id)
     try:
         WorkGraph().add(
             {i.work_item_id: i.dependencies for i in spec.items},
@@ -153,7 +144,7 @@ def _result_status(result: MissionResult) -> MissionStatus:
         items=[WorkItemStatus(work_item_id=i.work_item_id, state=i.state, owner=i.owner,
                               ownership_epoch=i.ownership_epoch, attempts=i.attempts,
                               dependencies=i.dependencies, detail=i.detail,
-                              outputs=i.outputs)
+                              outputs=i.outputs, error=i.error)
                for i in result.items],
     )  # fmt: skip
 
@@ -162,7 +153,7 @@ async def _status(
     handle: WorkflowHandle[Any, Any], desc: WorkflowExecutionDescription, mission: str
 ) -> MissionStatus:
     """The ``status`` query's answer; for a closed Mission whose query nobody answers, the
-    status built from its result.
+    status built from its result (a failed or cancelled Mission's is in its failure).
 
     Raises:
         CliError: the query failed (no coordinator running, or an error) and there is no
@@ -170,17 +161,17 @@ async def _status(
     """
     from temporalio.client import WorkflowExecutionStatus
 
+    from ..outcome import mission_result
+
     try:
         answer: MissionStatus = await handle.query(
             "status", result_type=MissionStatus, rpc_timeout=QUERY_TIMEOUT
         )
         return answer
     except Exception as exc:
-        if desc.status == WorkflowExecutionStatus.COMPLETED:
+        if desc.status != WorkflowExecutionStatus.RUNNING:
             try:
-                result = await handle.result(rpc_timeout=QUERY_TIMEOUT)
-                if isinstance(result, MissionResult):
-                    return _result_status(result)
+                return _result_status(await mission_result(handle, rpc_timeout=QUERY_TIMEOUT))
             except Exception:
                 pass
         hint = ""
@@ -327,19 +318,21 @@ async def _ending(
     answer: MissionStatus,
 ) -> int:
     """Print how the Mission ended; the exit code (0 only when it completed)."""
-    from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+    from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import CancelledError
+
+    from ..outcome import mission_result
 
     final = answer.status
-    try:
-        result = await handle.result(rpc_timeout=QUERY_TIMEOUT)
-        if isinstance(result, MissionResult):
-            final = result.status
-    except WorkflowFailureError as exc:
-        typer.echo(f"mission {mission} failed: {first_line(exc.cause or exc)}")
-        return 1
+    try:  # a failed or cancelled Mission's result is in its failure's details
+        final = (await mission_result(handle, rpc_timeout=QUERY_TIMEOUT)).status
+    except WorkflowFailureError as exc:  # no result: invalid input, an existing Mission …
+        if not isinstance(exc.cause, CancelledError):  # Canceled: the query's answer stands
+            typer.echo(f"mission {mission} failed: {first_line(exc.cause or exc)}")
+            return 1
     except Exception:  # the query's answer stands
         pass
-    if desc.status == WorkflowExecutionStatus.COMPLETED:
+    if final in ("completed", "failed", "cancelled"):
         typer.echo(f"mission {mission} {final}")
         return 0 if final == "completed" else 1
     name = desc.status.name.lower() if desc.status is not None else "closed"

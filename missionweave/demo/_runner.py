@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
+from ..outcome import mission_result
 from ..protocol import AgentCard, MissionWeaveError, SignatureError, SigningKey
 from ..protocol.temporal_contract import (
     COORDINATOR_TASK_QUEUE,
@@ -245,7 +246,8 @@ async def _follow(
     poll_s: float,
     approve: str | None,
 ) -> MissionResult:
-    result = asyncio.ensure_future(handle.result())
+    # a failed or cancelled Mission's result is in its failure: the summary says why
+    result = asyncio.ensure_future(mission_result(handle))
     stopped = asyncio.ensure_future(stop.wait())
     try:
         while True:

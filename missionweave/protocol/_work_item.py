@@ -56,6 +56,9 @@ class WorkItemFacts:
         blocked_until_ms: the end of the blocked lease.
         attempts: failed executions so far.
         retryable: whether the last failure may be retried (``work.failed``'s ``retryable``).
+        error: what the last failure said: the summary of ``work.failed``'s failing Evidence
+            (a handler's exception type, message and trimmed traceback; a failed review step).
+        failed_owner: who held it when it last failed (``work.failed``'s ``owner``).
         outputs / artifacts / evidence: the last submission (``work.submitted``).
         queued_at_ms: when it last entered its owner's queue (the Event's ``recorded_at_ms``).
         approval: the MissionOwner's decision on the result (the ``approval.result_*`` body,
@@ -79,6 +82,8 @@ class WorkItemFacts:
     blocked_until_ms: int | None = None
     attempts: int = 0
     retryable: bool = True
+    error: str | None = None
+    failed_owner: str | None = None
     outputs: dict[str, Any] = field(default_factory=dict)
     artifacts: tuple[str, ...] = ()
     evidence: tuple[dict[str, Any], ...] = ()
@@ -183,7 +188,8 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
         case "work.failed":
             new.update(**_NO_OWNER, **_NO_OFFER, state=S.FAILED,
                        attempts=int(b.get("attempts", f.attempts)),
-                       retryable=bool(b.get("retryable", True)))  # fmt: skip
+                       retryable=bool(b.get("retryable", True)), error=_failure(b),
+                       failed_owner=b.get("owner"))  # fmt: skip
         case "work.cancelled":
             new.update(**_NO_OFFER, state=S.CANCELLED, lease=None)
         case "mission.child_created":
@@ -195,6 +201,14 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
         case _:
             pass
     return dataclasses.replace(f, **new)
+
+
+def _failure(body: dict[str, Any]) -> str | None:
+    """The summary of a ``work.failed`` body's first failing Evidence (``None``: none says)."""
+    for ev in body.get("evidence") or ():
+        if isinstance(ev, dict) and ev.get("result") == "fail" and ev.get("summary"):
+            return str(ev["summary"])
+    return None
 
 
 def reduce_events(events: list[Any], facts: dict[str, WorkItemFacts] | None = None,

@@ -25,6 +25,7 @@ from pydantic import (
     SerializationInfo,
     SerializerFunctionWrapHandler,
     ValidationError,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -46,6 +47,16 @@ _MODEL = ConfigDict(extra="forbid")
 def mission_workflow_id(mission_id: str) -> str:
     """The Temporal workflow id of a Mission: ``mission-<mission_id>``."""
     return f"mission-{mission_id}"
+
+
+def first_duplicate(ids: list[str]) -> str | None:
+    """The first id that occurs twice in ``ids`` (``None``: all distinct)."""
+    seen: set[str] = set()
+    for i in ids:
+        if i in seen:
+            return i
+        seen.add(i)
+    return None
 
 
 def agent_task_queue(agent_id: str) -> str:
@@ -237,6 +248,15 @@ class MissionSpec(BaseModel):
     @classmethod
     def _resolve(cls, data: Any) -> Any:
         return _resolved(data)  # contract references (``WorkItemSpec.contract_ref``)
+
+    @field_validator("items")
+    @classmethod
+    def _distinct_ids(cls, items: list[WorkItemSpec]) -> list[WorkItemSpec]:
+        """Refuse a WorkItem id given twice (the later copy would silently replace the first)."""
+        dup = first_duplicate([i.work_item_id for i in items])
+        if dup is not None:
+            raise ValueError(f"duplicate work_item_id {dup!r}")
+        return items
 
 
 # ---------------------------------------------------------------- agents ↔ the Mission workflow
@@ -475,6 +495,11 @@ class WorkItemStatus(BaseModel):
     dependencies: list[str] = Field(default_factory=list)
     last_progress: ProgressReport | None = None
     detail: str = ""
+    error: str | None = Field(
+        default=None,
+        description="the last failure: the handler's exception type, message and "
+        "a trimmed traceback, or why the review failed (``work.failed``'s Evidence)",
+    )
     review_stage: str | None = None
     review_item: str | None = None
     review_digest: str | None = None
@@ -518,6 +543,11 @@ class ItemResult(BaseModel):
     review: list[dict[str, Any]] = Field(default_factory=list)
     review_of: str | None = None
     detail: str = Field(default="", description="the last thing that happened to it, in words")
+    error: str | None = Field(
+        default=None,
+        description="the last failure: the handler's exception type, message and "
+        "a trimmed traceback, or why the review failed (``work.failed``'s Evidence)",
+    )
     dependencies: list[str] = Field(
         default_factory=list, description="what it depended on, edges added at run time included"
     )

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -93,6 +94,21 @@ def _budget_reason(verdict: CommandVerdict, budget: Budget) -> str:
             limit_text = f"{getattr(budget, dim, '?')}{unit}"
             parts.append(f"{dim} {usage.get(dim)} of {limit_text} (budget.{dim})")
     return "budget exceeded: " + ("; ".join(parts) or "?")
+
+
+#: The innermost traceback frames a handler's failure reports (where it was raised).
+TRACEBACK_FRAMES = 4
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A handler's exception as it is reported (MW-11.4-f): ``Type: message`` (at most 500
+    characters), then the innermost :data:`TRACEBACK_FRAMES` frames of its traceback; at most
+    2,000 characters, the Evidence summary's bound."""
+    frames = traceback.format_tb(exc.__traceback__)[-TRACEBACK_FRAMES:]
+    if not frames:
+        return _short(exc)
+    text = _short(exc) + "\nTraceback (innermost frames):\n" + "".join(frames).rstrip()
+    return text if len(text) <= 2000 else text[:1997] + "..."
 
 
 class WorkItemExecutor:
@@ -377,11 +393,11 @@ class _Run:
                 checkpoint=result.state,
                 resolution=result.resolution,
             )
-        if isinstance(result, PermanentFailure):
-            return await self._fail(_short(result), retryable=False)
         if isinstance(result, BaseException):
-            log.info("handler of %s raised", self.work.work_item_id, exc_info=result)
-            return await self._fail(_short(result), retryable=True)
+            permanent = isinstance(result, PermanentFailure)
+            log.warning("handler of %s raised (%s)", self.work.work_item_id,
+                        "not retryable" if permanent else "retryable", exc_info=result)  # fmt: skip
+            return await self._fail(describe_failure(result), retryable=not permanent)
         return await self._fail(
             f"the handler returned {type(result).__name__}, not a Submission", retryable=False
         )

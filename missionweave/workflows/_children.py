@@ -79,22 +79,32 @@ class ChildMissionsMixin:
 
         async def start() -> None:
             # ABANDON: any other policy kills the child when this run continues-as-new
-            await workflow.start_child_workflow(
+            child_run = await workflow.start_child_workflow(
                 MISSION_WORKFLOW_TYPE, args=[spec, None], id=mission_workflow_id(child.mission_id),
                 task_queue=workflow.info().task_queue,  # the coordinator's, whatever its name
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
                 static_summary=f"child of {self.s.spec.mission_id}: {child.title}",
             )  # fmt: skip
+            # The child reports by signal (``child_finished``), before it fails its execution
+            # if it did not complete: its result is not awaited, and its failure is no error.
+            child_run.add_done_callback(_retrieved)
 
         self.tasks[f"child:{item.work_item_id}"] = asyncio.create_task(start())
 
     async def _report_to_parent(self, parent: ParentLink, result: MissionResult) -> None:
         evidence = [e for it in result.items for e in it.evidence]
+        why = result.reason or f"{len(result.items)} WorkItem(s)"
         handle = workflow.get_external_workflow_handle(parent.workflow_id)
         await handle.signal(ChildMissionsMixin.child_finished, ChildOutcome(
             work_item_id=parent.work_item_id, child_mission_id=self.s.spec.mission_id,
             approved=result.status == "completed", evidence=evidence[:50],
-            summary=f"{result.status}: {len(result.items)} WorkItem(s)"))  # fmt: skip
+            summary=f"{result.status}: {why}"))  # fmt: skip
+
+
+def _retrieved(run: asyncio.Future[Any]) -> None:
+    """Mark a child's outcome as read (asyncio logs a failure nobody read)."""
+    if not run.cancelled():
+        run.exception()
 
 
 __all__ = ["ChildMissionsMixin"]

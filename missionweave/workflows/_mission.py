@@ -11,15 +11,25 @@ handlers. See docs/design.md §4–§5 and docs/missions.md.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
+    from pydantic import ValidationError
+
     from ..activities import CoordinatorActivities
+    from ..outcome import (
+        INVALID_MISSION,
+        MISSION_EXISTS,
+        error_line,
+        first_error,
+        mission_failure,
+    )
     from ..protocol import Command, GraphError, WorkGraph, WorkItemState, transition_for
     from ..protocol.temporal_contract import (
         MISSION_WORKFLOW_TYPE,
@@ -39,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
         SubmitCommandsInput,
         SubmitCommandsResult,
         UnblockInput,
+        first_duplicate,
     )
     from ._children import ChildMissionsMixin
     from ._plan import counts, finished, open_count, plan
@@ -81,6 +92,51 @@ def _item_ids(batch: list[BatchEntry]) -> list[str]:
     return out
 
 
+def _failed_for_good(item: ItemState) -> str:
+    """``failed after 3 attempt(s) at ada: RuntimeError: kaboom`` (the error's first line)."""
+    text = f"failed after {item.attempts} attempt(s)"
+    if not item.w.retryable and item.attempts < item.spec.contract.retry.max_attempts:
+        text += " (not retryable)"
+    if item.w.failed_owner:
+        text += f" at {item.w.failed_owner}"
+    why = error_line(item.error)
+    return text + (f": {why}" if why else "")
+
+
+async def _despite_cancel(step: Callable[[], Awaitable[object]]) -> None:
+    """Await ``step()``; if Temporal's cancel request interrupts it, once more (a workflow is
+    cancelled once): for what follows a decided outcome."""
+    try:
+        await step()
+    except asyncio.CancelledError:
+        await step()
+
+
+def _chain() -> str:
+    """This chain of runs (continue-as-new keeps it; a new start under the same workflow id
+    does not): the random end of its first run id (a UUIDv7 begins with its time)."""
+    return workflow.info().first_execution_run_id.replace("-", "")[-12:]
+
+
+def _stub(raw: Any) -> MissionSpec:
+    """A spec with no items standing in for one that does not validate, so that the status
+    query, the search attributes and the failure can still name the Mission: the group and
+    mission ids when they read as text (else empty: the mission id from the workflow id)."""
+    data = raw if isinstance(raw, dict) else {}
+
+    def text(key: str, default: str = "") -> str:
+        v = data.get(key)
+        return v if isinstance(v, str) and 0 < len(v) <= 128 else default
+
+    wid = workflow.info().workflow_id
+    return MissionSpec.model_construct(
+        group_id=text("group_id"),
+        mission_id=text("mission_id", wid.removeprefix("mission-")),
+        title=text("title"),
+        items=[],
+    )
+
+
 def _ms(t: timedelta) -> int:
     return int(t.total_seconds() * 1000)
 
@@ -98,17 +154,27 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     """
 
     @workflow.init
-    def __init__(self, spec: MissionSpec, resume: MissionState | None = None) -> None:
+    def __init__(
+        self, spec: MissionSpec | dict[str, Any], resume: MissionState | None = None
+    ) -> None:
         # `temporal workflow start --input-file mission.json` passes one argument for two
         # parameters: the SDK then drops the type hints and the spec arrives as a plain dict.
-        spec = MissionSpec.model_validate(spec)
-        if resume is not None:
-            resume = MissionState.model_validate(resume)
+        # The hint admits a dict too, so that a spec that does not validate reaches this
+        # validation (and fails the workflow from `run`) rather than failing the decoding of
+        # the arguments, a workflow *task* failure Temporal retries forever.
+        self.invalid: str | None = None
+        self.readable = True  # the spec validated
+        try:
+            spec = MissionSpec.model_validate(spec)
+            if resume is not None:
+                resume = MissionState.model_validate(resume)
+        except ValidationError as exc:
+            self.invalid = f"invalid MissionSpec: {first_error(exc)}"
+            self.readable, spec, resume = False, _stub(spec), None
         self.s = resume or MissionState(
             spec=spec, items={i.work_item_id: ItemState(spec=i) for i in spec.items}
         )
         self.graph = WorkGraph()
-        self.invalid: str | None = None
         try:
             self.graph.add(  # archived WorkItems are nodes without edges: nothing waits on them
                 {**{w: [] for w in self.s.archived},
@@ -116,7 +182,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 {w: it.spec.contract.dependency_strategy for w, it in self.s.items.items()},
             )  # fmt: skip
         except GraphError as exc:
-            self.invalid = str(exc)
+            self.invalid = f"invalid Mission: {exc}"
         self.queue: list[BatchEntry] = []
         #: The spec's WorkItems whose ``work.authorize`` is not queued yet (first run only).
         self.unauthorized: list[str] = []
@@ -126,50 +192,97 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         self.review_queue: list[ReviewInput] = []
         self.review_results: dict[str, ReviewResult] = {}
         self.wake = False
-        self.open_items = -1
         #: WorkItems the next plan looks at: all at first; then those an Event changed, their
         #: dependents and new ones (a settled one waits for that, :attr:`Plan.settled`), so a
         #: Mission of 10,000 WorkItems does not re-plan all of them in every workflow task.
         #: A set read for membership only (plans go in authorization order): deterministic.
         self.attention: set[str] = set(self.s.items)
-        #: Changes applied so far, and at the last published status (publish only on change).
+        #: Changes applied so far, and at the last status counted (count only on change).
         self.changes = 0
-        self.published: tuple[int, str, int] | None = None
+        self.counted: tuple[int, str, int] | None = None
+        self.published: tuple[str, int] | None = None  # MissionStatus, OpenWorkItems
+        self.exists: str | None = None  # the Authority holds this Mission already
+        self.ending: tuple[str, str] | None = None  # the status and reason being sent
 
     # ------------------------------------------------------------------------------ run
 
     @workflow.run
-    async def run(self, spec: MissionSpec, resume: MissionState | None = None) -> MissionResult:
+    async def run(
+        self, spec: MissionSpec | dict[str, Any], resume: MissionState | None = None
+    ) -> MissionResult:
+        """Drive the Mission to its end; see :mod:`missionweave.outcome`.
+
+        Raises:
+            ApplicationError: non-retryable, the Mission did not complete: ``MissionFailed``
+                or ``MissionCancelled`` (details: the :class:`MissionResult`),
+                ``InvalidMission`` (a spec that does not validate or an invalid graph; its
+                message names the field) or ``MissionExists`` (the Authority holds this
+                Mission already: the id of a finished Mission was started again).
+        """
         if self.invalid:
-            raise ApplicationError(f"invalid Mission: {self.invalid}", type="InvalidMission",
-                                   non_retryable=True)  # fmt: skip
+            await self._refuse_start(INVALID_MISSION, self.invalid, with_result=self.readable)
         self._publish_status()
         if not self.s.created:
+            # Under an id of this chain of runs: another run started later with the same
+            # workflow id (a finished Mission's) is answered `mission_exists`, not this
+            # run's verdict.
             self._intent("mission.create", {"mission_id": self.s.spec.mission_id,
                                             "title": self.s.spec.title,
                                             **({"parent": self.s.spec.parent.model_dump()}
                                                if self.s.spec.parent else {})},
-                         ("mission", ""))  # fmt: skip
+                         ("mission", ""),
+                         suffix="@" + _chain())  # fmt: skip
             # in dependency order, a batch at a time as they are sent (:meth:`_flush`): 10,000
             # Commands built at once would hold one workflow task past Temporal's deadlock bound
             self.unauthorized = self.graph.topological_order()
+        cancelled = False
+        try:
+            await self._drive()
+        except asyncio.CancelledError:
+            # Temporal's cancel request (`temporal workflow cancel`, `handle.cancel()`): the
+            # Authority cancels the Mission too, and the execution ends Canceled
+            why = workflow.cancellation_reason() or "Temporal cancel request"
+            await self._end("cancelled", "mission.cancel", why)
+            cancelled = self.s.status == "cancelled"
+        # the outcome is decided: a cancel request arriving now changes nothing
+        await _despite_cancel(lambda: workflow.wait_condition(workflow.all_handlers_finished))
+        result = self._result()
+        if self.s.spec.parent is not None:
+            parent = self.s.spec.parent
+            await _despite_cancel(lambda: self._report_to_parent(parent, result))
+        if cancelled:  # Canceled carries no details: the status query has the result
+            raise CancelledError(f"mission {result.mission_id} cancelled: {result.reason}")
+        if result.status != "completed":
+            raise mission_failure(result)  # the execution fails: its status says what happened
+        return result
+
+    async def _drive(self) -> None:
+        """The main loop: submit, plan, offer, review and wait, until the Mission ends."""
         while True:
             await self._flush()
+            if self.exists is not None:
+                await self._refuse_start(MISSION_EXISTS, self.exists, with_result=False)
             self._start_reviews()
             self._advance_reviews()  # a verified review WorkItem or an Approval moves a review on
             if self.s.cancel_reason is not None and self.s.status == "running":
                 await self._end("cancelled", "mission.cancel", self.s.cancel_reason)
-                break
+                return
             p = plan(self.s, self.graph, self._now(), self.attention)
             self.attention.difference_update(p.settled)
             for wid in p.exhausted:
                 item = self.s.items[wid]
-                item.detail = p.reasons.get(wid) or f"failed after {item.attempts} attempt(s)"
+                if item.spec.child_mission is None:  # a child's item says what its child did
+                    item.detail = p.reasons.get(wid) or _failed_for_good(item)
             if p.exhausted and self.s.status == "running":
-                first = p.exhausted[0]
-                why = f": {p.reasons[first]}" if first in p.reasons else ""
-                await self._end("failed", "mission.fail", f"{first} failed for good{why}")
-                break
+                first = self.s.items[p.exhausted[0]]
+                why = (
+                    p.reasons.get(first.work_item_id)
+                    or error_line(first.error)
+                    or (first.detail if first.spec.child_mission is not None else "")
+                )
+                reason = f"{first.work_item_id} failed for good" + (f": {why}" if why else "")
+                await self._end("failed", "mission.fail", reason)
+                return
             # Temporal suggests continuing as new: start nothing more, let what is in flight
             # finish, then continue as new (an activity of a closed run would be lost)
             draining = workflow.info().is_continue_as_new_suggested()
@@ -190,7 +303,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 continue
             if finished(self.s):
                 await self._end("completed", "mission.complete", "")
-                break
+                return
             if self._can_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 # A handler that finished meanwhile may have queued a Command: continuing as
@@ -218,11 +331,19 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                     timeout=timeout)  # fmt: skip
             except TimeoutError:
                 pass
+
+    async def _refuse_start(self, kind: str, why: str, *, with_result: bool) -> None:
+        """End a run that must not go on before anything started (an invalid spec, a Mission
+        the Authority holds already): status ``failed`` in the query and search attributes,
+        then a non-retryable ``ApplicationError`` of type ``kind`` naming ``why``, with the
+        Mission's result in its details when ``with_result``."""
+        self.s.status, self.s.end_reason = "failed", why
+        for item in self.s.items.values():
+            item.detail = item.detail or f"not authorized: {why}"
+        self._publish_status()
         await workflow.wait_condition(workflow.all_handlers_finished)
-        result = self._result()
-        if self.s.spec.parent is not None:
-            await self._report_to_parent(self.s.spec.parent, result)
-        return result
+        details = [self._result().model_dump(mode="json")] if with_result else []
+        raise ApplicationError(why, *details, type=kind, non_retryable=True)
 
     # -------------------------------------------------------------------------- commands
 
@@ -234,9 +355,12 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         self.s.next_command += 1
         return f"{workflow.info().workflow_id}/c{self.s.next_command}"
 
-    def _intent(self, type: str, body: dict[str, Any], purpose: tuple[str, str]) -> str:
-        """Queue a coordinator Command with a deterministic id and issue time."""
-        cid = self._command_id()
+    def _intent(
+        self, type: str, body: dict[str, Any], purpose: tuple[str, str], suffix: str = ""
+    ) -> str:
+        """Queue a coordinator Command with a deterministic id (``suffix`` appended) and issue
+        time."""
+        cid = self._command_id() + suffix
         self.queue.append(BatchEntry(intent=CoordinatorIntent(
             command_id=cid, type=type, body=body, issued_at_ms=self._now())))  # fmt: skip
         self.purpose[cid] = purpose
@@ -250,14 +374,18 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             # Regular, not local, activities: with local activities, update completions and
             # the commands the main loop issues (search attributes) interleaved differently on
             # replay — a nondeterminism error seen at 100 WorkItems.
-            result = await workflow.execute_activity_method(
-                CoordinatorActivities.submit_commands,
-                SubmitCommandsInput(group_id=self.s.spec.group_id, entries=batch),
-                start_to_close_timeout=timedelta(seconds=60),
-                retry_policy=SUBMIT_RETRY,
-                summary=f"{len(batch)} command(s) to the Authority"
-                + (f" for {named}" if (named := name_items(_item_ids(batch))) else ""),
-            )
+            try:
+                result = await workflow.execute_activity_method(
+                    CoordinatorActivities.submit_commands,
+                    SubmitCommandsInput(group_id=self.s.spec.group_id, entries=batch),
+                    start_to_close_timeout=timedelta(seconds=60),
+                    retry_policy=SUBMIT_RETRY,
+                    summary=f"{len(batch)} command(s) to the Authority"
+                    + (f" for {named}" if (named := name_items(_item_ids(batch))) else ""),
+                )
+            except asyncio.CancelledError:  # Temporal's cancel request: sent again (same ids)
+                self.queue = batch + self.queue
+                raise
             for entry, verdict in zip(batch, result.verdicts, strict=True):
                 if verdict.status != "rejected":
                     self._apply(verdict.events)
@@ -325,9 +453,12 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         item = self.s.items.get(wid)
         now = self._now()
         if kind == "mission":
-            self.s.created = v.accepted or (
-                v.rejection is not None and v.rejection.code == "mission_exists"
-            )
+            self.s.created = v.accepted
+            if v.rejection is not None and v.rejection.code == "mission_exists":
+                self.exists = (
+                    f"mission {self.s.spec.mission_id} exists already at the Authority: a "
+                    f"Mission's id is never started again ({v.rejection.reason})"
+                )
         elif item is None:
             return
         elif kind == "offer":
@@ -392,6 +523,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     @workflow.update
     async def authorize_work(self, inp: AuthorizeWorkInput) -> SubmitCommandsResult:
         """Add WorkItems and edges while the Mission runs (MW-10.4-a)."""
+        await self._until_created()
         self.graph.add(
             {i.work_item_id: i.dependencies for i in inp.items},
             {i.work_item_id: i.contract.dependency_strategy for i in inp.items},
@@ -413,6 +545,8 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         for wid, deps in added.items():
             item = self.s.items[wid]
             new = [d for d in dict.fromkeys(deps) if d not in item.spec.dependencies]
+            if not new:
+                continue  # edges it has already: nothing to record
             item.spec = item.spec.model_copy(
                 update={"dependencies": [*item.spec.dependencies, *new]}
             )
@@ -422,10 +556,23 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         await workflow.wait_condition(lambda: all(c in self.intent_verdicts for c in cids))
         return SubmitCommandsResult(verdicts=[self.intent_verdicts[c] for c in cids])
 
+    async def _until_created(self) -> None:
+        """Wait until the Authority holds the Mission (an update sent with the workflow's
+        start runs before ``run`` has sent ``mission.create``).
+
+        Raises:
+            ApplicationError: ``mission_closed``, the run ended without creating it."""
+        await workflow.wait_condition(lambda: self.s.created or self.s.status != "running")
+        if not self.s.created:
+            raise _refuse("mission_closed", f"the Mission is {self.s.status}: {self.s.end_reason}")
+
     @authorize_work.validator
     def _check_authorize(self, inp: AuthorizeWorkInput) -> None:
         if self.s.status != "running":
             raise _refuse("mission_closed", f"the Mission is {self.s.status}")
+        dup = first_duplicate([i.work_item_id for i in inp.items])
+        if dup is not None:  # the later copy would replace the first (MW-10.4-c)
+            raise _refuse("duplicate_id", f"WorkItem {dup} is given twice")
         trial = WorkGraph.from_wire(self.graph.to_wire())
         try:  # cycles, self-loops, unknown and duplicate ids (MW-10.4-c)
             trial.add({i.work_item_id: i.dependencies for i in inp.items}, edges=inp.edges)
@@ -435,14 +582,16 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             if self.s.spec.contracts.get(name, contract) != contract:
                 raise _refuse("contract_name_taken", f"the Mission's contract {name!r} is "
                               "another contract: give this one another name")  # fmt: skip
-        for _, dependent in inp.edges:
+        for dep, dependent in inp.edges:
             if dependent in self.s.archived:
                 raise _refuse("not_open", f"WorkItem {dependent} is "
                               f"{self.s.archived[dependent].value}: edges only go into an "
                               "open WorkItem")  # fmt: skip
             item = self.s.items.get(dependent)
-            if item is not None and (
-                item.state is not S.OPEN or item.offer_pending or item.selecting
+            if (
+                item is not None
+                and dep not in item.spec.dependencies
+                and (item.state is not S.OPEN or item.offer_pending or item.selecting)
             ):  # no agent may hold work that a new edge says cannot start yet
                 raise _refuse("not_open", f"WorkItem {dependent} is {item.state.value}"
                               + (" (being offered)" if item.state is S.OPEN else "")
@@ -464,15 +613,19 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     # ------------------------------------------------------------------------ the end
 
     async def _end(self, status: str, command: str, reason: str) -> None:
-        for key, task in list(self.tasks.items()):
-            if not key.startswith("child:"):
-                task.cancel()  # offers and executions in flight: the Authority ends them
-        body: dict[str, Any] = {"mission_id": self.s.spec.mission_id}
-        if reason:
-            body["reason"] = reason
-        self._intent(command, body, ("mission_end", ""))
+        """Send the Mission's end to the Authority and take its status. An end already under
+        way (Temporal's cancel request arrived meanwhile) is finished instead."""
+        if self.ending is None:
+            self.ending = (status, reason)
+            for key, task in list(self.tasks.items()):
+                if not key.startswith("child:"):
+                    task.cancel()  # offers and executions in flight: the Authority ends them
+            body: dict[str, Any] = {"mission_id": self.s.spec.mission_id}
+            if reason:
+                body["reason"] = reason
+            self._intent(command, body, ("mission_end", ""))
         await self._flush()
-        self.s.status, self.s.end_reason = status, reason
+        self.s.status, self.s.end_reason = self.ending
         self._publish_status()
 
     def _can_continue_as_new(self) -> bool:
@@ -484,12 +637,13 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
 
     def _publish_status(self) -> None:
         key = (self.changes, self.s.status, len(self.s.items) + len(self.s.archived))
-        if self.published == key:
+        if self.counted == key:
             return  # nothing changed: counting 10,000 WorkItems in every task is not free
-        self.published = key
-        n = open_count(self.s)
-        if n != self.open_items:
-            self.open_items = n
+        self.counted = key
+        # a Mission that ended has nothing open: its failed items are failed for good
+        n = open_count(self.s) if self.s.status == "running" else 0
+        if (self.s.status, n) != self.published:
+            self.published = (self.s.status, n)
             workflow.upsert_search_attributes([
                 MISSION_ID.value_set(self.s.spec.mission_id),
                 GROUP_ID.value_set(self.s.spec.group_id),
@@ -523,7 +677,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                               ownership_epoch=it.ownership_epoch, attempts=it.attempts,
                               outputs=it.outputs, artifacts=it.artifacts, evidence=it.evidence,
                               review=[st.model_dump(mode="json") for st in it.review],
-                              review_of=it.review_of, detail=it.detail,
+                              review_of=it.review_of, detail=it.detail, error=it.error,
                               dependencies=it.spec.dependencies, trimmed=it.trimmed)
                    for w, it in self.s.items.items()],
             archived=self.s.archived, reason=self.s.end_reason,

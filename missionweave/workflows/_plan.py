@@ -47,9 +47,10 @@ class Plan:
 
 
 def retries_left(item: ItemState, now_ms: int) -> bool:
-    """Whether the contract's retry policy still allows an attempt (MW-11.4-d)."""
+    """Whether the contract's retry policy still allows an attempt (MW-11.4-d): never after a
+    failure its agent reported as not retryable (``PermanentFailure``, budget exceeded)."""
     c = item.spec.contract
-    if item.attempts >= c.retry.max_attempts:
+    if not item.w.retryable or item.attempts >= c.retry.max_attempts:
         return False
     return not (c.deadline_ms is not None and now_ms >= c.deadline_ms)
 

@@ -118,6 +118,10 @@ class ItemState(BaseModel):
         return self.w.start_deadline_ms
 
     @property
+    def error(self) -> str | None:
+        return self.w.error
+
+    @property
     def offer_candidates(self) -> list[str]:
         return list(self.w.offer_candidates)
 

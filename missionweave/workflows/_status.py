@@ -96,6 +96,7 @@ def item_status(item: ItemState, outputs_room: int, now_ms: int | None = None) -
         dependencies=item.spec.dependencies,
         last_progress=item.last_progress,
         detail=current_detail(item, now_ms),
+        error=item.error,
         review_stage=item.review_stage,
         review_item=item.review_item,
         review_digest=item.review_digest,

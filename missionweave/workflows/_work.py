@@ -23,6 +23,7 @@ from temporalio.exceptions import ActivityError, CancelledError, TimeoutError, T
 
 with workflow.unsafe.imports_passed_through():
     from ..activities import CoordinatorActivities
+    from ..outcome import error_line
     from ..protocol import WorkItemState
     from ..protocol.temporal_contract import (
         CommandVerdict,
@@ -205,7 +206,8 @@ class WorkMixin:
                 if key.startswith(f"{wid}@") and not key.endswith(f"@{agent}"):
                     task.cancel()
         if outcome.kind is not OutcomeKind.NOT_TAKEN or not item.detail.startswith("offered"):
-            item.detail = f"{outcome.kind.value}" + (f": {outcome.error}" if outcome.error else "")
+            why = error_line(outcome.error)  # its traceback is the WorkItem's ``error``
+            item.detail = f"{outcome.kind.value}" + (f": {why}" if why else "")
         if (
             doubt
             or outcome.kind is OutcomeKind.LEASE_LOST

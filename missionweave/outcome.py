@@ -1,0 +1,122 @@
+"""How a Mission's end travels through Temporal: the execution's status matches what happened.
+
+=====================  ==================  =============================================
+the Mission            Temporal status     the caller gets the :class:`MissionResult`
+=====================  ==================  =============================================
+completed              Completed           as the workflow's result
+failed                 Failed              in the details of ``ApplicationError``
+                                           ``MissionFailed`` (non-retryable)
+cancelled              Failed              in the details of ``ApplicationError``
+                                           ``MissionCancelled`` (non-retryable)
+cancelled by Temporal  Canceled            nowhere: Canceled carries no details (the
+(its cancel request)                       ``status`` query has it)
+invalid input          Failed              ``InvalidMission`` (details: the result when the
+                                           spec could be read, else none)
+id of another run      Failed              ``MissionExists`` (no result: nothing ran)
+=====================  ==================  =============================================
+
+A Mission cancelled by its ``cancel`` Update or by a WorkItem id of another Mission is *Failed*
+with type ``MissionCancelled``, not *Canceled*: Temporal marks an execution Canceled only in
+answer to its own cancel request, and the server refuses a workflow's request to cancel itself
+(``ExternalWorkflowExecutionNotFound``). Temporal's cancel request cancels the Mission at the
+Authority, then the execution is Canceled.
+
+:func:`mission_failure` builds the error the workflow raises; :func:`result_of` and
+:func:`mission_result` read the :class:`MissionResult` back on the client's side.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from temporalio.exceptions import ApplicationError, CancelledError
+
+from .protocol.temporal_contract import MissionResult
+
+if TYPE_CHECKING:
+    from temporalio.client import WorkflowHandle
+
+MISSION_FAILED = "MissionFailed"
+MISSION_CANCELLED = "MissionCancelled"
+INVALID_MISSION = "InvalidMission"
+MISSION_EXISTS = "MissionExists"
+
+
+def error_line(error: str | None) -> str:
+    """The first line of a WorkItem's error: the exception's type and message (its traceback
+    follows on the next lines); ``""`` for none."""
+    return (error or "").split("\n", 1)[0]
+
+
+def first_error(exc: ValidationError) -> str:
+    """A pydantic error in one line naming the first bad field: ``items.0.dependancies: Extra
+    inputs are not permitted (and 1 more)``."""
+    errors = exc.errors()
+    err = errors[0]
+    where = ".".join(str(p) for p in err["loc"]) or exc.title
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {err['msg']}{more}"
+
+
+def mission_failure(result: MissionResult) -> ApplicationError:
+    """The non-retryable ``ApplicationError`` a Mission that did not complete ends with: type
+    ``MissionFailed`` or ``MissionCancelled``, message ``mission <id> <status>: <reason>``,
+    details ``[result]`` (as JSON)."""
+    kind = MISSION_CANCELLED if result.status == "cancelled" else MISSION_FAILED
+    return ApplicationError(
+        f"mission {result.mission_id} {result.status}: {result.reason}".rstrip(": "),
+        result.model_dump(mode="json"),
+        type=kind,
+        non_retryable=True,
+    )
+
+
+def result_of(exc: BaseException | None) -> MissionResult | None:
+    """The :class:`MissionResult` a Mission's failure carries (``exc`` is the
+    ``WorkflowFailureError``, its cause or any error in the chain); ``None`` when it carries
+    none (e.g. ``MissionExists``, a terminated workflow)."""
+    while exc is not None:
+        if isinstance(exc, ApplicationError | CancelledError):
+            details = exc.details
+            if details and isinstance(details[0], dict | MissionResult):
+                try:
+                    return MissionResult.model_validate(details[0])
+                except ValueError:
+                    return None
+        exc = getattr(exc, "cause", None) or exc.__cause__
+    return None
+
+
+async def mission_result(handle: WorkflowHandle[Any, Any], **kwargs: Any) -> MissionResult:
+    """Wait for a Mission and return its :class:`MissionResult` whether it completed, failed
+    or was cancelled. ``kwargs`` go to ``handle.result`` (``rpc_timeout`` …).
+
+    Raises:
+        temporalio.client.WorkflowFailureError: the workflow ended without a result
+            (``InvalidMission`` of an unreadable spec, ``MissionExists``, Canceled by
+            Temporal's cancel request, terminated, timed out).
+    """
+    from temporalio.client import WorkflowFailureError
+
+    try:
+        out = await handle.result(**kwargs)
+    except WorkflowFailureError as exc:
+        result = result_of(exc.cause)
+        if result is None:
+            raise
+        return result
+    return MissionResult.model_validate(out)
+
+
+__all__ = [
+    "INVALID_MISSION",
+    "MISSION_CANCELLED",
+    "MISSION_EXISTS",
+    "MISSION_FAILED",
+    "error_line",
+    "first_error",
+    "mission_failure",
+    "mission_result",
+    "result_of",
+]

@@ -78,6 +78,7 @@ async def _run(
     state_path: Path,
     artifact_store: ArtifactStore,
     stop_timeout: float,
+    group_weights: dict[str, float],
 ) -> None:
     from ..authority.client import SubscriptionRefused
     from ..worker import AgentRuntime
@@ -89,7 +90,7 @@ async def _run(
     runtime = AgentRuntime(
         card, key, groups=groups, authority_url=authority_url, temporal_client=client,
         handlers=handlers, state_path=state_path, artifact_store=artifact_store,
-        graceful_shutdown=timedelta(seconds=grace),
+        graceful_shutdown=timedelta(seconds=grace), group_weights=group_weights,
     )  # fmt: skip
     typer.echo(
         f"agent {card.agent_id} working in {', '.join(groups)} "
@@ -148,6 +149,14 @@ def worker_command(
     s3_bucket: str | None = S3_BUCKET,
     s3_secure: bool = S3_SECURE,
     stop_timeout: float = opt.STOP_TIMEOUT,
+    group_weight: list[str] = typer.Option(
+        [],
+        "--group-weight",
+        metavar="GROUP=WEIGHT",
+        help="A Group's weight in the scheduler's fair shares of slot time (repeatable; "
+        "default 1 each): with ops=3 and research=1, ops gets three quarters of the slots "
+        "while both have work waiting.",
+    ),
 ) -> None:
     """Run an agent: answer offers, schedule and execute WorkItems with your handlers.
 
@@ -175,13 +184,36 @@ def worker_command(
         registry = load_handlers(*handlers)
     except HandlerLoadError as exc:
         raise CliError(str(exc)) from None
+    weights = parse_group_weights(group_weight, list(group))
     state_path = state_dir / f"{agent_card.agent_id}.db"
     store = open_store(artifacts or default_store_path(state_dir / "artifacts"), s3_endpoint,
                        s3_bucket, s3_secure, create=True)  # fmt: skip
     run_client_command(
         _run(agent_card, signing_key, registry, list(group), authority_url, temporal_address,
-             namespace, state_path, store, stop_timeout)
+             namespace, state_path, store, stop_timeout, weights)
     )  # fmt: skip
 
 
-__all__ = ["load_card", "worker_command"]
+def parse_group_weights(values: list[str], groups: list[str]) -> dict[str, float]:
+    """``["ops=3", "research=0.5"]`` → ``{"ops": 3.0, "research": 0.5}``.
+
+    Raises:
+        CliError: not ``GROUP=WEIGHT``, a weight that is not a number > 0, or a Group the
+            worker does not work in (``--group``).
+    """
+    out: dict[str, float] = {}
+    for v in values:
+        name, sep, raw = v.partition("=")
+        try:
+            weight = float(raw)
+        except ValueError:
+            weight = 0.0
+        if not sep or not name or not weight > 0 or weight == float("inf"):
+            raise CliError(f"--group-weight {v!r}: expected GROUP=WEIGHT with a number > 0")
+        if name not in groups:
+            raise CliError(f"--group-weight {v!r}: {name} is not a --group of this worker")
+        out[name] = weight
+    return out
+
+
+__all__ = ["load_card", "parse_group_weights", "worker_command"]

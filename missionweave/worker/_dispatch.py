@@ -162,7 +162,11 @@ class Dispatcher:
             else:
                 out.append(
                     RunningItem(
-                        key[0], key[1], s.started_at_ms, s.context.contract.timeouts.interruptible
+                        key[0],
+                        key[1],
+                        s.started_at_ms,
+                        s.context.contract.timeouts.interruptible,
+                        mission_id=s.context.mission_id,
                     )
                 )
         return out

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
@@ -82,8 +82,12 @@ class AgentRuntime:
         state_path: the local state SQLite file (created if missing; delete it to rebuild from
             the log).
         admission: admission settings (queue depth, estimates, dependency check).
-        max_wait: the anti-starvation bound that triggers a cooperative preemption (``None``:
-            never preempt).
+        max_wait: the scheduler's hard bound on waiting: an item queued this long goes first,
+            and a Group waiting this long with no slot triggers a cooperative preemption
+            (``None``: no bound).
+        group_weights: per Group, its weight in the scheduler's weighted-fair shares of slot
+            time (the organization's priority class × the Group's weight, MW-11.1-d); a Group
+            not named weighs 1.
         tick: how often the scheduler re-plans when nothing happens.
         graceful_shutdown: how long running handlers get to pause when stopping; one still
             running then is cancelled and reported failed, retryable (:attr:`interrupted`).
@@ -117,6 +121,7 @@ class AgentRuntime:
         state_path: Path,
         admission: AdmissionPolicy | None = None,
         max_wait: timedelta | None = timedelta(minutes=5),
+        group_weights: Mapping[str, float] | None = None,
         tick: timedelta = timedelta(seconds=1),
         graceful_shutdown: timedelta = timedelta(seconds=10),
         authority_transport: httpx.AsyncBaseTransport | None = None,
@@ -149,6 +154,7 @@ class AgentRuntime:
         self.scheduler = Scheduler(
             card.max_concurrency,
             max_wait_ms=None if max_wait is None else int(max_wait.total_seconds() * 1000),
+            weights=group_weights,
         )
         self.tick = tick
         self.graceful_shutdown = graceful_shutdown

@@ -3,14 +3,32 @@ docs/design.md §7).
 
 Pure and synchronous: given the per-Group queues, the running slots and the time, :meth:`plan`
 says what to start, what to ask to pause and which items missed their start deadline. It sees
-scheduling metadata only, never Mission content (MW-13.3-e).
+scheduling metadata only (:class:`QueuedItem`, :class:`RunningItem`: ids, times, weights),
+never Mission content (MW-13.3-e).
 
-This version is round-robin across Groups with earliest-start-deadline order inside a Group:
-no Group can starve another, however long its queue (MW-11.1-c). A Group whose oldest item has
-waited longer than ``max_wait_ms`` while every slot is taken by other Groups gets a slot by
-cooperative preemption (MW-11.3-g): the scheduler asks the longest-running interruptible
-handler of the most-served Group to pause. The weighted-fair version (priority classes, Group
-weights, quotas, risk gates; MW-11.1-d) replaces :meth:`Scheduler.plan` later.
+The algorithm is **start-time fair queuing** (SFQ; Goyal, Vin and Cheng, SIGCOMM 1996) with
+slot-time as the service measured, at two levels:
+
+1. *Groups, by weight* (MW-11.1-d): each Group's virtual time grows by the slot-milliseconds
+   its WorkItems hold divided by its weight (the organization's priority class × the Group's
+   weight, set by policy — :meth:`Scheduler.set_weight` — never by a Coordinator's Command);
+   the next slot goes to the backlogged Group with the least virtual time. A Group that was
+   idle re-enters at the least virtual time of the active Groups: idleness banks no credit.
+   Over a busy period each backlogged Group's share of slot-time tends to its weight's share.
+2. *Missions within a Group, equally*: the same rule with weight 1 per Mission, so a
+   Coordinator's tight deadline orders its own Mission's items only and cannot jump another
+   Mission's (a Coordinator supplies urgency and deadlines but MUST NOT force its Mission
+   ahead, spec 11.1). Within a Mission: earliest start deadline, then oldest.
+
+Over both stands a **hard bound on waiting** (MW-11.1-c): an item that has waited
+``max_wait_ms`` goes before every share, oldest first, inside its Group as across Groups; when
+no slot frees up for a Group that waited that long with nothing running, the scheduler asks
+the longest-running interruptible handler of the most-served Group to pause at its next safe
+checkpoint (cooperative preemption, MW-11.3-g). Per-Group quotas cap the slots one Group holds.
+
+A slot started in a plan is charged :data:`QUANTUM_MS` at once (so that one plan that fills
+several slots spreads them by weight); the charge is then settled against the slot-time
+actually held, measured at every plan (the dispatcher plans on every change and every second).
 """
 
 from __future__ import annotations
@@ -18,10 +36,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+#: Slot-milliseconds charged in advance for each start, settled against what it really holds.
+QUANTUM_MS = 1_000
+
 
 @dataclass(frozen=True, slots=True)
 class QueuedItem:
-    """A queued WorkItem this agent owns.
+    """A queued WorkItem this agent owns: scheduling metadata only (MW-13.3-e).
 
     Attributes:
         group_id: its Group.
@@ -51,12 +72,14 @@ class RunningItem:
         work_item_id: its id.
         started_at_ms: when it started, epoch ms.
         interruptible: whether its contract allows a pause at a checkpoint.
+        mission_id: its Mission (``""``: unknown; its slot-time is then the Group's only).
     """
 
     group_id: str
     work_item_id: str
     started_at_ms: int
     interruptible: bool = True
+    mission_id: str = ""
 
 
 @dataclass(slots=True)
@@ -75,42 +98,126 @@ class SchedulePlan:
     missed: list[QueuedItem] = field(default_factory=list)
 
 
-def _order(item: QueuedItem) -> tuple[int, int, str]:
+def _in_mission_order(item: QueuedItem) -> tuple[int, int, str]:
     deadline = item.start_deadline_ms if item.start_deadline_ms is not None else 2**62
     return (deadline, item.queued_at_ms, item.work_item_id)
 
 
+class _Fair:
+    """Virtual times of one level (Groups, or one Group's Missions): SFQ's bookkeeping."""
+
+    def __init__(self) -> None:
+        self.vt: dict[str, float] = {}
+
+    def enter(self, active: set[str]) -> None:
+        """Members active now; one that was idle starts at the least active virtual time."""
+        floor = min((self.vt[k] for k in active if k in self.vt), default=0.0)
+        for k in active:
+            self.vt[k] = max(self.vt.get(k, floor), floor)
+
+    def charge(self, key: str, ms: float, weight: float) -> None:
+        self.vt[key] = self.vt.get(key, 0.0) + ms / weight
+
+    def least(self, candidates: Sequence[str]) -> str:
+        return min(candidates, key=lambda k: (self.vt.get(k, 0.0), k))
+
+
 class Scheduler:
-    """Round-robin scheduling of queued WorkItems into execution slots.
+    """Weighted fair scheduling of queued WorkItems into execution slots (see the module).
 
     Args:
         slots: the card's ``max_concurrency`` (MW-11.1-e).
-        max_wait_ms: the anti-starvation bound: a Group waiting longer than this with no slot
-            triggers a cooperative preemption (``None``: never preempt).
+        max_wait_ms: the hard bound on waiting: an item that waited this long goes first, and
+            a Group that waited this long with no slot triggers a cooperative preemption
+            (``None``: no bound, no preemption).
         start_margin_ms: do not start an item whose start deadline is closer than this (the
             ``work.start`` would arrive too late).
+        weights: per Group, its weight (priority class × Group weight, from policy); a Group
+            not named has ``default_weight``.
+        quotas: per Group, the most slots it may hold at once.
+        default_weight: the weight of a Group ``weights`` does not name.
 
     Raises:
-        ValueError: ``slots`` < 1.
+        ValueError: ``slots`` < 1, a weight not > 0 or a quota < 1.
     """
 
     def __init__(
-        self, slots: int, *, max_wait_ms: int | None = None, start_margin_ms: int = 0
+        self,
+        slots: int,
+        *,
+        max_wait_ms: int | None = None,
+        start_margin_ms: int = 0,
+        weights: Mapping[str, float] | None = None,
+        quotas: Mapping[str, int] | None = None,
+        default_weight: float = 1.0,
     ) -> None:
         if slots < 1:
             raise ValueError("slots must be >= 1")
         self.slots = slots
         self.max_wait_ms = max_wait_ms
         self.start_margin_ms = start_margin_ms
-        self._last_group: str | None = None
+        self.default_weight = default_weight
+        self._weights: dict[str, float] = {}
+        self._quotas: dict[str, int] = {}
+        for g, w in (weights or {}).items():
+            self.set_weight(g, w)
+        for g, q in (quotas or {}).items():
+            if q < 1:
+                raise ValueError(f"quota of {g} must be >= 1")
+            self._quotas[g] = q
+        if default_weight <= 0:
+            raise ValueError("default_weight must be > 0")
+        self._groups = _Fair()
+        self._missions: dict[str, _Fair] = {}
+        #: per running slot (group, item): (mission, settled until epoch ms, prepaid ms)
+        self._held: dict[tuple[str, str], tuple[str, int, float]] = {}
 
-    def _rotation(self, groups: Sequence[str]) -> list[str]:
-        """Groups in round-robin order, starting after the last one served."""
-        ordered = sorted(groups)
-        if self._last_group is None:
-            return ordered
-        after = [g for g in ordered if g > self._last_group]
-        return after + [g for g in ordered if g <= self._last_group]
+    def set_weight(self, group_id: str, weight: float) -> None:
+        """Change a Group's weight (a policy or MissionOwner decision, MW-11.1-d); it counts
+        from the next plan on: queued items are reordered at once, running ones are not.
+
+        Raises:
+            ValueError: ``weight`` not > 0.
+        """
+        if not weight > 0:
+            raise ValueError(f"weight of {group_id} must be > 0")
+        self._weights[group_id] = float(weight)
+
+    def weight(self, group_id: str) -> float:
+        """The Group's weight (``default_weight`` when none was set)."""
+        return self._weights.get(group_id, self.default_weight)
+
+    def virtual_times(self) -> dict[str, float]:
+        """Each Group's virtual time: weighted slot-milliseconds served (for tests and
+        figures)."""
+        return dict(self._groups.vt)
+
+    # ----------------------------------------------------------------------- accounting
+
+    def _settle(self, running: Sequence[RunningItem], now_ms: int) -> None:
+        """Charge every slot for the time it held since the last plan, less what was
+        prepaid when it started; a slot gone since is charged up to now."""
+        current = {(r.group_id, r.work_item_id): r for r in running}
+        for key, (mission, since, prepaid) in list(self._held.items()):
+            held = max(0, now_ms - since)
+            due = max(0.0, held - prepaid)
+            self._charge(key[0], mission, due)
+            if key in current:
+                self._held[key] = (mission, now_ms, max(0.0, prepaid - held))
+            else:
+                del self._held[key]
+        for key, r in current.items():
+            if key not in self._held:  # started outside a plan of ours (a resumed item)
+                self._charge(r.group_id, r.mission_id, max(0, now_ms - r.started_at_ms))
+                self._held[key] = (r.mission_id, now_ms, 0.0)
+
+    def _charge(self, group: str, mission: str, ms: float) -> None:
+        if ms <= 0:
+            return
+        self._groups.charge(group, ms, self.weight(group))
+        self._missions.setdefault(group, _Fair()).charge(mission, ms, 1.0)
+
+    # --------------------------------------------------------------------------- plan
 
     def plan(
         self,
@@ -126,36 +233,62 @@ class Scheduler:
             now_ms: the current time, epoch ms.
 
         Returns:
-            The plan; ``len(plan.start) <= slots - len(running)`` always.
+            The plan; ``len(plan.start) <= slots - len(running)`` always, and no Group
+            beyond its quota.
 
         Implements MW-11.1-c (the Worker-owned scheduler has the final say on cross-Group
-        order; round-robin so that no Group starves another) and MW-11.1-e (slot limit).
+        order, with a hard bound on waiting), MW-11.1-d (weighted shares by policy),
+        MW-11.1-e (slot limit) and MW-11.3-g (cooperative preemption).
         """
         plan = SchedulePlan()
+        self._settle(running, now_ms)
         ready: dict[str, list[QueuedItem]] = {}
         for g, items in queues.items():
-            keep = []
-            for it in sorted(items, key=_order):
+            for it in items:
                 dl = it.start_deadline_ms
                 if dl is not None and now_ms + self.start_margin_ms >= dl:
                     plan.missed.append(it)
                 else:
-                    keep.append(it)
-            if keep:
-                ready[g] = keep
+                    ready.setdefault(g, []).append(it)
+        held: dict[str, int] = {}
+        for r in running:
+            held[r.group_id] = held.get(r.group_id, 0) + 1
+        self._groups.enter(set(ready) | set(held))
+        for g, items in ready.items():
+            self._missions.setdefault(g, _Fair()).enter({i.mission_id for i in items})
         free = self.slots - len(running)
-        while free > 0 and ready:
-            for g in self._rotation(list(ready)):
-                if free == 0:
-                    break
-                plan.start.append(ready[g].pop(0))
-                self._last_group = g
-                free -= 1
-                if not ready[g]:
-                    del ready[g]
+        while free > 0:
+            pick = self._next(ready, held, now_ms)
+            if pick is None:
+                break
+            ready[pick.group_id].remove(pick)
+            if not ready[pick.group_id]:
+                del ready[pick.group_id]
+            held[pick.group_id] = held.get(pick.group_id, 0) + 1
+            self._charge(pick.group_id, pick.mission_id, QUANTUM_MS)
+            self._held[(pick.group_id, pick.work_item_id)] = (pick.mission_id, now_ms, QUANTUM_MS)
+            plan.start.append(pick)
+            free -= 1
         if ready and self.max_wait_ms is not None:
             plan.preempt = self._preemptions(ready, running, now_ms)
         return plan
+
+    def _next(
+        self, ready: Mapping[str, list[QueuedItem]], held: Mapping[str, int], now_ms: int
+    ) -> QueuedItem | None:
+        """The item the next free slot goes to, or ``None`` (nothing ready within quota)."""
+        open_groups = [g for g in ready if held.get(g, 0) < self._quotas.get(g, self.slots)]
+        if not open_groups:
+            return None
+        if self.max_wait_ms is not None:  # the hard bound first, oldest first
+            bound = now_ms - self.max_wait_ms
+            overdue = [i for g in open_groups for i in ready[g] if i.queued_at_ms <= bound]
+            if overdue:
+                return min(overdue, key=lambda i: (i.queued_at_ms, i.group_id, i.work_item_id))
+        g = self._groups.least(open_groups)
+        missions = self._missions[g]
+        m = missions.least(sorted({i.mission_id for i in ready[g]}))
+        return min((i for i in ready[g] if i.mission_id == m), key=_in_mission_order)
 
     def _preemptions(
         self,
@@ -184,4 +317,4 @@ class Scheduler:
         return out
 
 
-__all__ = ["QueuedItem", "RunningItem", "SchedulePlan", "Scheduler"]
+__all__ = ["QUANTUM_MS", "QueuedItem", "RunningItem", "SchedulePlan", "Scheduler"]

@@ -171,6 +171,8 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         except ValidationError as exc:
             self.invalid = f"invalid MissionSpec: {first_error(exc)}"
             self.readable, spec, resume = False, _stub(spec), None
+        for it in resume.items.values() if resume is not None else ():
+            it.syncing = it.selecting = it.offer_pending = False  # no coroutine of the last run
         self.s = resume or MissionState(
             spec=spec, items={i.work_item_id: ItemState(spec=i) for i in spec.items}
         )

@@ -153,8 +153,20 @@ class WorkMixin:
     def _spawn(self, item: ItemState, agent: str, offer: OfferTerms | None) -> None:
         item.running += 1
         self.tasks[f"{item.work_item_id}@{agent}"] = asyncio.create_task(
-            self._execute(item, agent, offer)
+            self._execution(item, agent, offer)
         )
+
+    async def _execution(self, item: ItemState, agent: str, offer: OfferTerms | None) -> None:
+        """:meth:`_execute`, listed in ``tasks`` until it is over — the read of the Authority's
+        log and the review that may follow the activity included: a continue-as-new waits for
+        an empty ``tasks``, and one that cut a read short left its WorkItem ``syncing``, never
+        offered again (seen with 10,000 WorkItems)."""
+        key = f"{item.work_item_id}@{agent}"
+        try:
+            await self._execute(item, agent, offer)
+        finally:
+            if self.tasks.get(key) is asyncio.current_task():
+                del self.tasks[key]
 
     async def _execute(self, item: ItemState, agent: str, offer: OfferTerms | None) -> None:
         """One ``execute_work_item`` on ``agent``'s task queue, and what its outcome means."""
@@ -196,7 +208,6 @@ class WorkMixin:
                 doubt = True
         finally:
             item.running -= 1
-            self.tasks.pop(f"{wid}@{agent}", None)
             for w in self.s.awaiting_room:  # a slot is free: offer those waiting for one
                 self.s.items[w].retry_at_ms = None
             self.s.awaiting_room.clear()

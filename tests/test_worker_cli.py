@@ -230,6 +230,16 @@ def _events(authority: str, data: Path) -> list[dict[str, Any]]:
     return events
 
 
+def _dev_up(tmp_path: Path, processes: list[Process]) -> tuple[Path, dict[str, str], Process]:
+    """``missionweave dev up`` on free ports under ``tmp_path/data``: the data directory, the
+    stack's banner (``Temporal``, ``Authority``, …) and its process."""
+    data = tmp_path / "data"
+    stack = Process([EXE, "dev", "up", "--data-dir", str(data), "--temporal-port", "0",
+                     "--headless", "--authority-port", "0"], tmp_path / "dev.log")  # fmt: skip
+    processes.append(stack)
+    return data, stack.read_until(r"^  Group ", STARTUP_S), stack
+
+
 def test_ctrl_c_on_a_handler_that_never_pauses_reports_it_and_exits_1(
     tmp_path: Path, processes: list[Process]
 ) -> None:
@@ -237,24 +247,7 @@ def test_ctrl_c_on_a_handler_that_never_pauses_reports_it_and_exits_1(
     ignores ``should_pause()``. Within ``--stop-timeout`` it cancels the handler, reports the
     execution failed (retryable) to the Authority and exits with status 1 naming the WorkItem;
     the other agent then starts it — long before its 10-minute lease could have expired."""
-    data = tmp_path / "data"
-    stack = Process(
-        [
-            EXE,
-            "dev",
-            "up",
-            "--data-dir",
-            str(data),
-            "--temporal-port",
-            "0",
-            "--headless",
-            "--authority-port",
-            "0",
-        ],
-        tmp_path / "dev.log",
-    )
-    processes.append(stack)
-    info = stack.read_until(r"^  Group ", STARTUP_S)
+    data, info, stack = _dev_up(tmp_path, processes)
     temporal, authority = info["Temporal"].split()[0], info["Authority"]
     env = {**os.environ, "TEMPORAL_ADDRESS": temporal, "MISSIONWEAVE_AUTHORITY_URL": authority}
     workers: dict[str, Process] = {}
@@ -351,24 +344,7 @@ def test_a_replaced_worker_names_the_process_that_took_over(
 ) -> None:
     """A second worker with the same agent id and key opens a newer session: the first stops,
     saying which session replaced it, when, and which process (its pid and host)."""
-    data = tmp_path / "data"
-    stack = Process(
-        [
-            EXE,
-            "dev",
-            "up",
-            "--data-dir",
-            str(data),
-            "--temporal-port",
-            "0",
-            "--headless",
-            "--authority-port",
-            "0",
-        ],
-        tmp_path / "dev.log",
-    )
-    processes.append(stack)
-    info = stack.read_until(r"^  Group ", STARTUP_S)
+    data, info, _ = _dev_up(tmp_path, processes)
     env = {
         **os.environ,
         "TEMPORAL_ADDRESS": info["Temporal"].split()[0],

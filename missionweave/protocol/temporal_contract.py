@@ -164,7 +164,8 @@ def resolve_contract_refs(data: Any, contracts: Any, where: str = "items") -> No
     :class:`WorkContract` object for every WorkItem naming it.
 
     Args:
-        data: the raw ``items`` list (dicts are changed; instances are left as they are).
+        data: the raw ``items`` list (dicts are changed; instances are checked against their
+            ``contract_ref``).
         contracts: the raw ``contracts`` mapping, name → contract (dict or WorkContract).
         where: the field's name for error messages.
 
@@ -177,8 +178,16 @@ def resolve_contract_refs(data: Any, contracts: Any, where: str = "items") -> No
         return
     resolved: dict[str, WorkContract] = {}
     for n, item in enumerate(data):
-        if not isinstance(item, dict) or item.get("contract_ref") is None:
+        if isinstance(item, WorkItemSpec):  # built in Python: it must agree with its name too
+            if item.contract_ref is None:
+                continue
+            item = {"work_item_id": item.work_item_id, "contract_ref": item.contract_ref,
+                    "contract": item.contract}  # fmt: skip
+            check_only = True
+        elif not isinstance(item, dict) or item.get("contract_ref") is None:
             continue
+        else:
+            check_only = False
         ref = item["contract_ref"]
         if not isinstance(ref, str) or not isinstance(contracts, dict) or ref not in contracts:
             known = ", ".join(sorted(contracts)) if isinstance(contracts, dict) else ""
@@ -196,7 +205,8 @@ def resolve_contract_refs(data: Any, contracts: Any, where: str = "items") -> No
                 f"{where}[{n}] ({item.get('work_item_id', '?')}): its contract differs from "
                 f"the contract {ref!r} it names; give one or the other"
             )
-        data[n] = {**item, "contract": resolved[ref]}
+        if not check_only:
+            data[n] = {**item, "contract": resolved[ref]}
 
 
 def _resolved(data: Any) -> Any:

@@ -118,6 +118,11 @@ class _Fair:
     def charge(self, key: str, ms: float, weight: float) -> None:
         self.vt[key] = self.vt.get(key, 0.0) + ms / weight
 
+    def keep(self, keys: set[str]) -> None:
+        """Forget the members not in ``keys`` (a Mission long gone; one that comes back
+        re-enters at the floor, as an idle one does)."""
+        self.vt = {k: v for k, v in self.vt.items() if k in keys}
+
     def least(self, candidates: Sequence[str]) -> str:
         return min(candidates, key=lambda k: (self.vt.get(k, 0.0), k))
 
@@ -202,8 +207,8 @@ class Scheduler:
             held = max(0, now_ms - since)
             due = max(0.0, held - prepaid)
             self._charge(key[0], mission, due)
-            if key in current:
-                self._held[key] = (mission, now_ms, max(0.0, prepaid - held))
+            if key in current:  # a clock that went back charges nothing twice
+                self._held[key] = (mission, max(since, now_ms), max(0.0, prepaid - held))
             else:
                 del self._held[key]
         for key, r in current.items():
@@ -243,8 +248,12 @@ class Scheduler:
         plan = SchedulePlan()
         self._settle(running, now_ms)
         ready: dict[str, list[QueuedItem]] = {}
+        seen: set[tuple[str, str]] = set()
         for g, items in queues.items():
             for it in items:
+                if (it.group_id, it.work_item_id) in seen:
+                    continue  # listed twice: started once
+                seen.add((it.group_id, it.work_item_id))
                 dl = it.start_deadline_ms
                 if dl is not None and now_ms + self.start_margin_ms >= dl:
                     plan.missed.append(it)
@@ -254,6 +263,11 @@ class Scheduler:
         for r in running:
             held[r.group_id] = held.get(r.group_id, 0) + 1
         self._groups.enter(set(ready) | set(held))
+        held_missions: dict[str, set[str]] = {}
+        for (g, _), (m, _, _) in self._held.items():
+            held_missions.setdefault(g, set()).add(m)
+        for g, fair in self._missions.items():  # bounded by what is queued or running now
+            fair.keep({i.mission_id for i in ready.get(g, ())} | held_missions.get(g, set()))
         for g, items in ready.items():
             self._missions.setdefault(g, _Fair()).enter({i.mission_id for i in items})
         free = self.slots - len(running)

@@ -77,7 +77,16 @@ class ChildMissionsMixin:
         item.child_workflow_id = mission_workflow_id(child.mission_id)
         item.offer_pending = False
 
+        key = f"child:{item.work_item_id}"
+
         async def start() -> None:
+            try:
+                await started()
+            finally:  # started: nothing of it is in flight (a continue-as-new may come)
+                if self.tasks.get(key) is asyncio.current_task():
+                    del self.tasks[key]
+
+        async def started() -> None:
             # ABANDON: any other policy kills the child when this run continues-as-new
             child_run = await workflow.start_child_workflow(
                 MISSION_WORKFLOW_TYPE, args=[spec, None], id=mission_workflow_id(child.mission_id),
@@ -89,7 +98,7 @@ class ChildMissionsMixin:
             # if it did not complete: its result is not awaited, and its failure is no error.
             child_run.add_done_callback(_retrieved)
 
-        self.tasks[f"child:{item.work_item_id}"] = asyncio.create_task(start())
+        self.tasks[key] = asyncio.create_task(start())
 
     async def _report_to_parent(self, parent: ParentLink, result: MissionResult) -> None:
         evidence = [e for it in result.items for e in it.evidence]

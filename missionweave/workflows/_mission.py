@@ -526,6 +526,8 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     async def authorize_work(self, inp: AuthorizeWorkInput) -> SubmitCommandsResult:
         """Add WorkItems and edges while the Mission runs (MW-10.4-a)."""
         await self._until_created()
+        # again: another update that waited too may have added the same id or name meanwhile
+        self._check_authorize(inp)
         self.graph.add(
             {i.work_item_id: i.dependencies for i in inp.items},
             {i.work_item_id: i.contract.dependency_strategy for i in inp.items},
@@ -584,6 +586,12 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             if self.s.spec.contracts.get(name, contract) != contract:
                 raise _refuse("contract_name_taken", f"the Mission's contract {name!r} is "
                               "another contract: give this one another name")  # fmt: skip
+        archived_deps = [d for i in inp.items for d in i.dependencies if d in self.s.archived]
+        archived_deps += [dep for dep, _ in inp.edges if dep in self.s.archived]
+        if archived_deps:  # its offer would go without the dependency's Artifacts
+            raise _refuse("archived_dependency", f"WorkItem {archived_deps[0]} is archived (its "
+                          "details left the Mission's state past its size budget): new work "
+                          "cannot depend on it")  # fmt: skip
         for dep, dependent in inp.edges:
             if dependent in self.s.archived:
                 raise _refuse("not_open", f"WorkItem {dependent} is "
@@ -660,16 +668,24 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
 
     def _result(self) -> MissionResult:
         """The Mission's result, trimmed (:func:`trim`) until its JSON is at most
-        :data:`RESULT_BUDGET` bytes: a result over 2 MiB would fail the workflow's completion."""
+        :data:`RESULT_BUDGET` bytes: a result over 2 MiB would fail the workflow's completion.
+        A failed or cancelled Mission of thousands of unfinished WorkItems goes further: those
+        that never ran, then all, are given by their state only (``MissionResult.archived``)."""
         for budget in (STATE_BUDGET, STATE_BUDGET // 8, 0):
             trim(self.s, budget)
             result = self._result_of_state()
             if len(result.model_dump_json()) <= RESULT_BUDGET:
-                break
-        return result
+                return result
+        result = self._result_of_state(lambda it: it.attempts == 0 and it.owner is None)
+        if len(result.model_dump_json()) <= RESULT_BUDGET:
+            return result
+        return self._result_of_state(lambda it: True)
 
-    def _result_of_state(self) -> MissionResult:
+    def _result_of_state(
+        self, by_state_only: Callable[[ItemState], bool] = lambda it: False
+    ) -> MissionResult:
         status = self.s.status if self.s.status != "running" else "failed"
+        brief = {w: it.state for w, it in self.s.items.items() if by_state_only(it)}
         return MissionResult(
             mission_id=self.s.spec.mission_id, group_id=self.s.spec.group_id,
             status=status,
@@ -681,6 +697,6 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                               review=[st.model_dump(mode="json") for st in it.review],
                               review_of=it.review_of, detail=it.detail, error=it.error,
                               dependencies=it.spec.dependencies, trimmed=it.trimmed)
-                   for w, it in self.s.items.items()],
-            archived=self.s.archived, reason=self.s.end_reason,
+                   for w, it in self.s.items.items() if w not in brief],
+            archived={**self.s.archived, **brief}, reason=self.s.end_reason,
         )  # fmt: skip

@@ -144,7 +144,14 @@ def plan(
         match it.state:
             case S.OPEN:
                 if not graph.is_eligible(wid, states):
-                    p.settled.append(wid)  # until a dependency's Event (flags are clear)
+                    if graph.blocked_forever(wid, states):  # e.g. all_verified, one cancelled
+                        p.exhausted.append(wid)
+                        p.reasons[wid] = (
+                            "it can never start: a dependency was cancelled "
+                            f"({graph.strategy(wid).value})"
+                        )
+                    else:
+                        p.settled.append(wid)  # until a dependency's Event (flags are clear)
                     continue
                 if it.spec.child_mission is not None:
                     p.children.append(wid)

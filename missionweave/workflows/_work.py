@@ -54,6 +54,12 @@ SUBMIT_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
 _ONCE = RetryPolicy(maximum_attempts=1)
 
 
+def _exec_key(work_item_id: str, agent_id: str) -> str:
+    """The ``tasks`` key of an execution: a control character apart (no id may hold one), so
+    that WorkItem ``x`` on agent ``y@z`` and ``x@y`` on ``z`` never share a key."""
+    return f"exec\x1f{work_item_id}\x1f{agent_id}"
+
+
 class WorkMixin:
     """The offer and execution part of :class:`~missionweave.workflows.MissionWorkflow`."""
 
@@ -152,7 +158,7 @@ class WorkMixin:
 
     def _spawn(self, item: ItemState, agent: str, offer: OfferTerms | None) -> None:
         item.running += 1
-        self.tasks[f"{item.work_item_id}@{agent}"] = asyncio.create_task(
+        self.tasks[_exec_key(item.work_item_id, agent)] = asyncio.create_task(
             self._execution(item, agent, offer)
         )
 
@@ -161,7 +167,7 @@ class WorkMixin:
         log and the review that may follow the activity included: a continue-as-new waits for
         an empty ``tasks``, and one that cut a read short left its WorkItem ``syncing``, never
         offered again (seen with 10,000 WorkItems)."""
-        key = f"{item.work_item_id}@{agent}"
+        key = _exec_key(item.work_item_id, agent)
         try:
             await self._execute(item, agent, offer)
         finally:
@@ -213,8 +219,9 @@ class WorkMixin:
             self.s.awaiting_room.clear()
         self._apply(outcome.events)
         if any(e.type == "work.offer_accepted" for e in outcome.events):
+            mine = _exec_key(wid, agent)
             for key, task in list(self.tasks.items()):  # the other candidates lost (10.3-c)
-                if key.startswith(f"{wid}@") and not key.endswith(f"@{agent}"):
+                if key.startswith(_exec_key(wid, "")) and key != mine:
                     task.cancel()
         if outcome.kind is not OutcomeKind.NOT_TAKEN or not item.detail.startswith("offered"):
             why = error_line(outcome.error)  # its traceback is the WorkItem's ``error``

@@ -63,7 +63,6 @@ from missionweave.protocol.temporal_contract import (
     MissionResult,
     MissionSpec,
     MissionStatus,
-    WorkItemSpec,
     mission_workflow_id,
 )
 from missionweave.worker import (
@@ -459,16 +458,18 @@ def test_bad_site_packages_or_data_dir_is_one_line_and_exit_2(tmp_path: Path) ->
 async def test_authorize_work_adds_items_and_edges_while_the_mission_runs__MW_10_4_a(
     tmp_path: Path,
 ) -> None:
-    """A running handler adds ``x`` with an edge into the not-yet-started ``b``; ``b`` waits
-    for ``x``; a change that would close a cycle is refused with code ``cycle`` (MW-10.4-c)."""
+    """A running handler adds ``x`` (its contract given by name) with an edge into the
+    not-yet-started ``b``; ``b`` waits for ``x``; a change that would close a cycle is refused
+    with code ``cycle`` (MW-10.4-c)."""
     seen: dict[str, Any] = {}
     reg = HandlerRegistry()
 
     @reg.handler("demo.step", version="1.0")
     async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
         if input.get("grow"):
-            new = WorkItemSpec(work_item_id="g:x", contract=contract(), dependencies=["g:a"])
-            verdicts = await ctx.authorize_work([new], [("g:x", "g:b")])
+            new = {"work_item_id": "g:x", "contract_ref": "extra", "dependencies": ["g:a"]}
+            verdicts = await ctx.authorize_work([new], [("g:x", "g:b")],
+                                                contracts={"extra": contract()})  # fmt: skip
             seen["added"] = [v.status for v in verdicts]
             try:
                 await ctx.authorize_work([], [("g:b", "g:a")])

@@ -448,6 +448,7 @@ class WorkContext:
         items: Iterable[WorkItemSpec],
         edges: Iterable[tuple[str, str]] = (),
         *,
+        contracts: Mapping[str, WorkContract] | None = None,
         update_id: str | None = None,
         retry: UpdateRetry | None = None,
     ) -> list[CommandVerdict]:
@@ -464,6 +465,8 @@ class WorkContext:
             items: the new WorkItems (ids unique in the Group; dependencies on known or new ids).
             edges: extra ``(dependency, dependent)`` pairs between known or new ids, e.g. a new
                 item that an existing, not yet started item must wait for.
+            contracts: named contracts the items give by ``contract_ref`` (one copy for many
+                items); a name the Mission has already must name the same contract.
             update_id: the Temporal update id (default: derived from the ids and edges).
             retry: backoff while Temporal is busy (the 10-updates-in-flight bound) or briefly
                 unreachable.
@@ -480,8 +483,13 @@ class WorkContext:
                 Temporal refused or stayed unreachable (``update_error``,
                 ``workflow_unreachable``).
             WorkerError: called outside the ``execute_work_item`` activity.
+            pydantic.ValidationError: an item is malformed, or names no contract of
+                ``contracts``: nothing was sent.
         """
-        specs = [WorkItemSpec.model_validate(i) for i in items]
+        named = dict(contracts or {})
+        specs = AuthorizeWorkInput.model_validate(
+            {"items": list(items), "contracts": named}
+        ).items  # references resolved against ``contracts``, or refused
         pairs = [(str(a), str(b)) for a, b in edges]
         if not activity.in_activity():
             raise WorkerError("authorize_work runs inside the execute_work_item activity")
@@ -490,7 +498,7 @@ class WorkContext:
         uid = update_id or self.idempotency_key(
             "authorize_work:" + digest([[s.work_item_id for s in specs], [list(p) for p in pairs]])
         )
-        arg = AuthorizeWorkInput(items=specs, edges=pairs)
+        arg = AuthorizeWorkInput(items=specs, edges=pairs, contracts=named)
         handle = activity.client().get_workflow_handle(workflow_id)
         r = retry or UpdateRetry()
         delay, last = r.initial_backoff.total_seconds(), "no attempt"

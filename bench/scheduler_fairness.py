@@ -1,7 +1,7 @@
 """Benchmark: how fairly the agent's scheduler shares its slots, on a fake clock, in one run.
 
 Usage: ``python bench/scheduler_fairness.py [--groups G] [--seconds S] [--slots N]
-[--max-wait-ms W] [--json]``
+[--max-wait-ms W] [--json]`` (``--max-wait-ms`` defaults to the agent's 300000)
 
 G Groups with weights 1, 2, … G and different WorkItem durations (1 to 3 s) are kept
 backlogged on an agent with N slots for S simulated seconds (``tests/scheduler_sim.py``: the
@@ -73,8 +73,10 @@ def main() -> None:
     p.add_argument("--groups", type=int, default=4, help="Groups, weights 1..G (default 4)")
     p.add_argument("--seconds", type=int, default=3_600, help="simulated seconds (default 3600)")
     p.add_argument("--slots", type=int, default=4, help="the agent's slots (default 4)")
-    p.add_argument("--max-wait-ms", type=int, default=None,
-                   help="the scheduler's hard bound on waiting (default none)")  # fmt: skip
+    p.add_argument(
+        "--max-wait-ms", type=int, default=300_000,
+        help="the scheduler's bound on waiting (default 300000, the agent's default)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args()
     if args.groups < 1 or args.seconds < 1 or args.slots < 1:

@@ -54,9 +54,10 @@ def first_error(exc: ValidationError) -> str:
     inputs are not permitted (and 1 more)``."""
     errors = exc.errors()
     err = errors[0]
-    where = ".".join(str(p) for p in err["loc"]) or exc.title
+    where = ".".join(str(p) for p in err["loc"])
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}: {err['msg']}{more}"
+    msg = str(err["msg"]).removeprefix("Value error, ")  # our own validators' words, as they are
+    return f"{where}: {msg}{more}" if where else f"{msg}{more}"
 
 
 def mission_failure(result: MissionResult) -> ApplicationError:

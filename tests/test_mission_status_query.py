@@ -59,6 +59,15 @@ def test_other_states_read_their_own_detail() -> None:
     assert current_detail(_item("e", S.SUBMITTED, "offered to x")) == "submitted, under review"
     waiting = _item("f", S.OPEN, "no eligible agent")
     assert current_detail(waiting) == "no eligible agent"
+    # cancelled while it waited: what it waited for is moot
+    gone = _item(
+        "g",
+        S.CANCELLED,
+        "no eligible agent",
+    )
+    gone.no_agent_since_ms = 1
+    assert current_detail(gone, 600_000) == "cancelled"
+    assert current_detail(_item("h", S.CANCELLED, "offered to wc-1")) == "cancelled"
 
 
 def test_the_status_query_carries_small_outputs_and_says_what_it_left_out() -> None:

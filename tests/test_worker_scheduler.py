@@ -123,6 +123,7 @@ def test_group_weights_come_from_the_workers_command_line__MW_11_1_d() -> None:
 
     assert parse_group_weights(["ops=3", "research=0.5"], ["ops", "research"]) == {
         "ops": 3.0, "research": 0.5}  # fmt: skip
-    for bad in ["ops", "ops=0", "ops=-1", "ops=x", "=2", "ops=inf", "other=1"]:
+    for bad in [["ops"], ["ops=0"], ["ops=-1"], ["ops=x"], ["=2"], ["ops=inf"], ["other=1"],
+                ["ops=2", "ops=3"]]:  # fmt: skip
         with pytest.raises(CliError, match="--group-weight"):
-            parse_group_weights([bad], ["ops", "research"])
+            parse_group_weights(bad, ["ops", "research"])

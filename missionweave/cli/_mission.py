@@ -121,7 +121,18 @@ async def _find(
     for wid in candidates:
         handle = client.get_workflow_handle(wid, result_type=MissionResult)
         try:
-            return handle, await handle.describe(rpc_timeout=QUERY_TIMEOUT)
+            desc = await handle.describe(rpc_timeout=QUERY_TIMEOUT)
+            if desc.search_attributes.get("MissionId"):
+                return handle, desc
+            # a run that is not the Mission (its id started again, refused `MissionExists`):
+            # the Mission is the latest run that says it is
+            async for run in client.list_workflows(
+                f'WorkflowId = "{wid}" AND MissionId IS NOT NULL'
+            ):
+                handle = client.get_workflow_handle(wid, run_id=run.run_id,
+                                                    result_type=MissionResult)  # fmt: skip
+                return handle, await handle.describe(rpc_timeout=QUERY_TIMEOUT)
+            return handle, desc
         except RPCError as exc:
             if exc.status == RPCStatusCode.NOT_FOUND and "amespace" not in exc.message:
                 continue

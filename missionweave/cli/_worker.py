@@ -198,8 +198,8 @@ def parse_group_weights(values: list[str], groups: list[str]) -> dict[str, float
     """``["ops=3", "research=0.5"]`` → ``{"ops": 3.0, "research": 0.5}``.
 
     Raises:
-        CliError: not ``GROUP=WEIGHT``, a weight that is not a number > 0, or a Group the
-            worker does not work in (``--group``).
+        CliError: not ``GROUP=WEIGHT``, a weight that is not a number > 0, a Group the worker
+            does not work in (``--group``), or a Group given twice.
     """
     out: dict[str, float] = {}
     for v in values:
@@ -212,6 +212,8 @@ def parse_group_weights(values: list[str], groups: list[str]) -> dict[str, float
             raise CliError(f"--group-weight {v!r}: expected GROUP=WEIGHT with a number > 0")
         if name not in groups:
             raise CliError(f"--group-weight {v!r}: {name} is not a --group of this worker")
+        if name in out:
+            raise CliError(f"--group-weight {v!r}: {name} has a weight already")
         out[name] = weight
     return out
 

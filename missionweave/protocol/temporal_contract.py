@@ -140,6 +140,10 @@ class WorkItemSpec(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _unresolved_ref(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "contract" not in data and not data.get("contract_ref"):
+            raise ValueError(
+                "give a contract, or a contract_ref naming one of the Mission's `contracts`"
+            )
         if isinstance(data, dict) and "contract" not in data and data.get("contract_ref"):
             raise ValueError(
                 f"contract_ref {data['contract_ref']!r} names no contract: a reference is "

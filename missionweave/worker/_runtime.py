@@ -82,7 +82,7 @@ class AgentRuntime:
         state_path: the local state SQLite file (created if missing; delete it to rebuild from
             the log).
         admission: admission settings (queue depth, estimates, dependency check).
-        max_wait: the scheduler's hard bound on waiting: an item queued this long goes first,
+        max_wait: the scheduler's bound on waiting: an item queued this long goes first,
             and a Group waiting this long with no slot triggers a cooperative preemption
             (``None``: no bound).
         group_weights: per Group, its weight in the scheduler's weighted-fair shares of slot

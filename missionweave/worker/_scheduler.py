@@ -20,7 +20,7 @@ slot-time as the service measured, at two levels:
    Mission's (a Coordinator supplies urgency and deadlines but MUST NOT force its Mission
    ahead, spec 11.1). Within a Mission: earliest start deadline, then oldest.
 
-Over both stands a **hard bound on waiting** (MW-11.1-c): an item that has waited
+Over both stands a **bound on waiting** (MW-11.1-c): an item that has waited
 ``max_wait_ms`` goes before every share, oldest first, inside its Group as across Groups; when
 no slot frees up for a Group that waited that long with nothing running, the scheduler asks
 the longest-running interruptible handler of the most-served Group to pause at its next safe
@@ -132,7 +132,7 @@ class Scheduler:
 
     Args:
         slots: the card's ``max_concurrency`` (MW-11.1-e).
-        max_wait_ms: the hard bound on waiting: an item that waited this long goes first, and
+        max_wait_ms: the bound on waiting: an item that waited this long goes first, and
             a Group that waited this long with no slot triggers a cooperative preemption
             (``None``: no bound, no preemption).
         start_margin_ms: do not start an item whose start deadline is closer than this (the
@@ -242,7 +242,7 @@ class Scheduler:
             beyond its quota.
 
         Implements MW-11.1-c (the Worker-owned scheduler has the final say on cross-Group
-        order, with a hard bound on waiting), MW-11.1-d (weighted shares by policy),
+        order, with a bound on waiting), MW-11.1-d (weighted shares by policy),
         MW-11.1-e (slot limit) and MW-11.3-g (cooperative preemption).
         """
         plan = SchedulePlan()
@@ -294,7 +294,7 @@ class Scheduler:
         open_groups = [g for g in ready if held.get(g, 0) < self._quotas.get(g, self.slots)]
         if not open_groups:
             return None
-        if self.max_wait_ms is not None:  # the hard bound first, oldest first
+        if self.max_wait_ms is not None:  # the bound first, oldest first
             bound = now_ms - self.max_wait_ms
             overdue = [i for g in open_groups for i in ready[g] if i.queued_at_ms <= bound]
             if overdue:

@@ -340,9 +340,16 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         then a non-retryable ``ApplicationError`` of type ``kind`` naming ``why``, with the
         Mission's result in its details when ``with_result``."""
         self.s.status, self.s.end_reason = "failed", why
-        for item in self.s.items.values():
-            item.detail = item.detail or f"not authorized: {why}"
-        self._publish_status()
+        if kind == MISSION_EXISTS:
+            # this run is not the Mission: the Mission's own run keeps its status in the list
+            # (`MissionStatus="failed"` must not find a completed Mission) and in the CLI
+            workflow.upsert_search_attributes([
+                MISSION_ID.value_unset(), GROUP_ID.value_unset(),
+                MISSION_STATUS.value_unset(), OPEN_WORK_ITEMS.value_unset()])  # fmt: skip
+        else:
+            for item in self.s.items.values():
+                item.detail = item.detail or f"not authorized: {why}"
+            self._publish_status()
         await workflow.wait_condition(workflow.all_handlers_finished)
         details = [self._result().model_dump(mode="json")] if with_result else []
         raise ApplicationError(why, *details, type=kind, non_retryable=True)

@@ -32,6 +32,7 @@ def current_detail(item: ItemState, now_ms: int | None = None) -> str:
     """The detail shown for ``item``: the last thing the workflow noted, unless its state has
     moved on since (``offered to wc-1`` for an item now active reads ``active at wc-1``).
 
+    - cancelled while it waited or was offered: ``cancelled``;
     - waiting for an agent (``no eligible agent``, ``every capable agent is busy``): for how
       long, given ``now_ms`` (``no eligible agent for 5m12s``);
 
@@ -45,7 +46,9 @@ def current_detail(item: ItemState, now_ms: int | None = None) -> str:
     d, state = item.detail, item.state
     owner = item.owner or "no owner"
     since = item.no_agent_since_ms
-    if since is not None and now_ms is not None and d.startswith(_NO_AGENT):
+    if state is S.CANCELLED and (not d or d.startswith(_BEFORE_TAKEN)):
+        d = "cancelled"  # what it waited for is moot
+    elif since is not None and now_ms is not None and d.startswith(_NO_AGENT):
         d = f"{d} for {format_duration(now_ms - since)}"
     elif state is S.ACTIVE and (not d or d.startswith(_BEFORE_TAKEN)):
         d = f"active at {owner}"

@@ -102,6 +102,10 @@ def find_temporal_cli(name: str = "temporal") -> Path:
     return Path(found)
 
 
+#: Starts tried when a port this module chose for the server is taken meanwhile.
+PORT_ATTEMPTS = 3
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that was free on ``host`` a moment ago (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -206,6 +210,7 @@ class TemporalDevServer:
         self.stop_timeout = stop_timeout
         self._proc: asyncio.subprocess.Process | None = None
         self._log: IO[bytes] | None = None
+        self._log_start = 0  # where this start's lines begin in the log, bytes
 
     # ------------------------------------------------------------------------- properties
 
@@ -275,10 +280,33 @@ class TemporalDevServer:
             raise DevServerError(f"the dev server at {self.target} is already running")
         if self.binary is not None and not os.access(self.binary, os.X_OK):
             raise DevServerError(f"the Temporal CLI {self.binary} does not exist or cannot run")
-        if self.port == 0:
-            self.port = free_port(self.ip)
-        if self.ui and self.ui_port == 0:
-            self.ui_port = free_port(self.ip)
+        any_port, any_ui_port = self.port == 0, self.ui and self.ui_port == 0
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            if any_port:
+                self.port = free_port(self.ip)
+            if any_ui_port:
+                self.ui_port = free_port(self.ip)
+            try:
+                return await self._start_once()
+            except DevServerError as exc:
+                # a port found free and taken by another program before the server bound it:
+                # ours to choose again (a port the caller named is the caller's to change)
+                if not (self._port_taken() and (any_port or any_ui_port)):
+                    raise
+                if attempt == PORT_ATTEMPTS:
+                    raise
+
+    def _port_taken(self) -> bool:
+        """Whether this start's part of the log says a port was in use."""
+        try:
+            with self.log_path.open("rb") as f:
+                f.seek(self._log_start)
+                return b"address already in use" in f.read()
+        except OSError:
+            return False
+
+    async def _start_once(self) -> None:
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         cmd = self.command()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")

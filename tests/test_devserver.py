@@ -163,3 +163,22 @@ def test_the_server_has_its_own_process_group_and_dies_with_its_owner(tmp_path: 
     else:
         os.kill(server_pid, 9)
         raise AssertionError("the Temporal dev server outlived its owner")
+
+
+async def test_a_port_it_chose_and_another_program_took_meanwhile_is_chosen_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``port=0``: the port found free is taken by another program before the server binds it
+    (seen under load): the server starts on a port chosen again, not fails."""
+    import missionweave._devserver as devserver
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        ports = iter([taken, devserver.free_port()])
+        monkeypatch.setattr(devserver, "free_port", lambda host="127.0.0.1": next(ports))
+        async with TemporalDevServer(tmp_path, port=0, ui=False) as server:
+            assert server.port != taken
+            await server.connect()
+    assert "address already in use" in server.log_path.read_text(encoding="utf-8")

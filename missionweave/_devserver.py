@@ -288,12 +288,11 @@ class TemporalDevServer:
                 self.ui_port = free_port(self.ip)
             try:
                 return await self._start_once()
-            except DevServerError as exc:
+            except DevServerError:
                 # a port found free and taken by another program before the server bound it:
                 # ours to choose again (a port the caller named is the caller's to change)
-                if not (self._port_taken() and (any_port or any_ui_port)):
-                    raise
-                if attempt == PORT_ATTEMPTS:
+                ours = any_port or any_ui_port
+                if not (ours and self._port_taken()) or attempt == PORT_ATTEMPTS:
                     raise
 
     def _port_taken(self) -> bool:

@@ -276,7 +276,7 @@ _BAD = {
         {"dependancies": []},
         "invalid MissionSpec: items.0.dependancies: Extra inputs are not permitted",
     ),
-    "duplicate": ({}, "invalid MissionSpec: items: Value error, duplicate work_item_id 'a'"),
+    "duplicate": ({}, "invalid MissionSpec: items: duplicate work_item_id 'a'"),
 }
 
 

@@ -120,6 +120,7 @@ async def test_a_failed_mission_fails_its_execution_and_says_why__issue11_1__iss
         assert out.exit_code == 0, out.output
         shown = json.loads(out.output)
         assert shown["status"] == "failed" and shown["items"][0]["error"] == a.error
+        assert shown["reason"] == "a failed for good: RuntimeError: kaboom"
         out = await _cli(dev_env, "mission", "status", "fail1")
         assert out.exit_code == 0 and "RuntimeError: kaboom" in out.output, out.output
         out = await _cli(dev_env, "mission", "watch", "fail1")
@@ -307,7 +308,8 @@ async def test_invalid_input_fails_the_workflow_at_once__issue11_4__issue11_5(
         assert (cause.type, cause.message) == ("InvalidMission", message)
         end = await ending(handle)
         assert (end.status, end.mission_status) == ("FAILED", "failed")
-        assert (await handle.query(MissionWorkflow.status)).status == "failed"
+        st = await handle.query(MissionWorkflow.status)
+        assert (st.status, st.reason) == ("failed", message)  # `mission status` says why
         kinds = [e.event_type for e in (await handle.fetch_history()).events]
         assert EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED not in kinds
 

@@ -151,7 +151,7 @@ def _result_status(result: MissionResult) -> MissionStatus:
         counts[state.value] = counts.get(state.value, 0) + 1
     return MissionStatus(
         mission_id=result.mission_id, group_id=result.group_id, status=result.status,
-        counts=counts, event_range=result.event_range,
+        counts=counts, event_range=result.event_range, reason=result.reason,
         items=[WorkItemStatus(work_item_id=i.work_item_id, state=i.state, owner=i.owner,
                               ownership_epoch=i.ownership_epoch, attempts=i.attempts,
                               dependencies=i.dependencies, detail=i.detail,

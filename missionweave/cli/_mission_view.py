@@ -60,8 +60,9 @@ def render_table(status: MissionStatus) -> RenderableType:
     events = ""
     if status.event_range is not None:
         events = f" · events {status.event_range[0]}–{status.event_range[1]}"
+    why = f": {status.reason}" if status.reason else ""
     table = Table(
-        title=f"Mission {status.mission_id} · group {status.group_id} · {status.status}",
+        title=f"Mission {status.mission_id} · group {status.group_id} · {status.status}{why}",
         caption=f"{counts}{events}",
     )
     for col in ("WorkItem", "state", "owner", "epoch", "lease", "attempts", "detail", "outputs"):

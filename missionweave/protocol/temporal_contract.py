@@ -540,6 +540,11 @@ class MissionStatus(BaseModel):
     items: list[WorkItemStatus] = Field(default_factory=list)
     counts: dict[str, int] = Field(default_factory=dict)
     event_range: tuple[int, int] | None = None
+    reason: str = Field(
+        default="",
+        description="why it failed or was cancelled (empty while it runs or once "
+        "it completed): the Mission's `MissionResult.reason`",
+    )
 
 
 class ItemResult(BaseModel):

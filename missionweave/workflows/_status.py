@@ -128,6 +128,7 @@ def mission_status(state: MissionState, now_ms: int | None = None) -> MissionSta
         if state.first_seq is not None and state.last_seq is not None
         else None,
         items=items,
+        reason=state.end_reason,
     )
 
 

@@ -164,11 +164,7 @@ def test_ctrl_c_stops_a_worker_whose_servers_are_gone(
     stay open, nothing answers — a host that vanished), ``gone-1`` once they are killed. The
     workers read the servers' addresses from TEMPORAL_ADDRESS and MISSIONWEAVE_AUTHORITY_URL,
     as the coordinator does."""
-    data = tmp_path / "data"
-    stack = Process([EXE, "dev", "up", "--data-dir", str(data), "--temporal-port", "0",
-                     "--headless", "--authority-port", "0"], tmp_path / "dev.log")  # fmt: skip
-    processes.append(stack)
-    info = stack.read_until(r"^  Group ", STARTUP_S)
+    data, info, stack = _dev_up(tmp_path, processes)
     temporal, authority = info["Temporal"].split()[0], info["Authority"]
     env = {**os.environ, "TEMPORAL_ADDRESS": temporal, "MISSIONWEAVE_AUTHORITY_URL": authority}
     workers: dict[str, Process] = {}
@@ -181,11 +177,8 @@ def test_ctrl_c_stops_a_worker_whose_servers_are_gone(
         card = tmp_path / f"{agent}.yaml"
         card.write_text(f"agent_id: {agent}\ncapabilities: [{capability}]\nmax_concurrency: 1\n",
                         encoding="utf-8")  # fmt: skip
-        workers[agent] = Process(
-            [EXE, "worker", "--card", str(card), "--key", str(key), "--handlers",
-             "tests.hold_handlers", "--group", "demo", "--state-dir", str(tmp_path / "state"),
-             "--artifacts", str(data / "artifacts")], tmp_path / f"{agent}.log", env=env,
-        )  # fmt: skip
+        log = tmp_path / f"{agent}.log"
+        workers[agent] = _hold_worker(card, key, tmp_path / "state", data, log, env)
         processes.append(workers[agent])
     spec = {
         "group_id": "demo", "mission_id": "hold-1", "title": "two WorkItems held until stopped",
@@ -228,6 +221,15 @@ def _events(authority: str, data: Path) -> list[dict[str, Any]]:
     ).json()
     events: list[dict[str, Any]] = page["events"]
     return events
+
+
+def _hold_worker(card: Path, key: Path, state_dir: Path, data: Path, log: Path,
+                 env: dict[str, str], *extra: str) -> Process:  # fmt: skip
+    """``missionweave worker`` in Group ``demo`` with ``tests.hold_handlers``, sharing the dev
+    stack's artifact store under ``data``."""
+    return Process([EXE, "worker", "--card", str(card), "--key", str(key), "--handlers",
+                    "tests.hold_handlers", "--group", "demo", "--state-dir", str(state_dir),
+                    "--artifacts", str(data / "artifacts"), *extra], log, env=env)  # fmt: skip
 
 
 def _dev_up(tmp_path: Path, processes: list[Process]) -> tuple[Path, dict[str, str], Process]:
@@ -273,28 +275,9 @@ def test_ctrl_c_on_a_handler_that_never_pauses_reports_it_and_exits_1(
             f"agent_id: {agent}\ncapabilities: [test.ignore@1.0]\nmax_concurrency: 1\n",
             encoding="utf-8",
         )
-        workers[agent] = Process(
-            [
-                EXE,
-                "worker",
-                "--card",
-                str(card),
-                "--key",
-                str(key),
-                "--handlers",
-                "tests.hold_handlers",
-                "--group",
-                "demo",
-                "--state-dir",
-                str(tmp_path / "state"),
-                "--artifacts",
-                str(data / "artifacts"),
-                "--stop-timeout",
-                "6",
-            ],
-            tmp_path / f"{agent}.log",
-            env=env,
-        )
+        log = tmp_path / f"{agent}.log"
+        workers[agent] = _hold_worker(card, key, tmp_path / "state", data, log, env,
+                                      "--stop-timeout", "6")  # fmt: skip
         processes.append(workers[agent])
     wid = "ign-1:a"
     lease = {"start_deadline_ms": 60_000, "lease_ms": 600_000, "heartbeat_ms": 1_000}
@@ -371,26 +354,7 @@ def test_a_replaced_worker_names_the_process_that_took_over(
     )
 
     def worker(name: str) -> Process:
-        return Process(
-            [
-                EXE,
-                "worker",
-                "--card",
-                str(card),
-                "--key",
-                str(key),
-                "--handlers",
-                "tests.hold_handlers",
-                "--group",
-                "demo",
-                "--state-dir",
-                str(tmp_path / name),
-                "--artifacts",
-                str(data / "artifacts"),
-            ],
-            tmp_path / f"{name}.log",
-            env=env,
-        )
+        return _hold_worker(card, key, tmp_path / name, data, tmp_path / f"{name}.log", env)
 
     first = worker("first")
     processes.append(first)

@@ -180,17 +180,14 @@ class MissionState(BaseModel):
             spec.mission_id if isinstance(spec, MissionSpec) else (spec or {}).get("mission_id")
         )
         items = dict(data["items"])
+        ids = []
         for wid, it in items.items():  # what :func:`compact` leaves out
             if isinstance(it, dict) and isinstance(it.get("spec"), dict):
                 it = items[wid] = {**it, "spec": {"work_item_id": wid, **it["spec"]}}
                 w = it.get("w")
                 if isinstance(w, dict) and "state" in w and "mission_id" not in w:
                     it["w"] = {**w, "mission_id": mission_id}
-        ids = [
-            w
-            for w, it in items.items()
-            if isinstance(it, dict) and isinstance(it.get("spec"), dict)
-        ]
+                ids.append(wid)
         specs = [items[w]["spec"] for w in ids]
         resolve_contract_refs(specs, contracts, where="items' specs")  # each contract once
         for wid, spec_data in zip(ids, specs, strict=True):

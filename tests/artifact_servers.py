@@ -1,23 +1,16 @@
 """Artifact store fixtures: the same suite runs on the filesystem store and on a real S3 API.
 
 The S3 backend talks to moto's S3 server on a loopback port (started once per session, stopped
-at the end) through the ``minio`` client, exactly as it would talk to MinIO. Bind the fixtures in
-a test module: ``s3_server = artifact_servers.s3_server; store = artifact_servers.store``.
+at the end) through the ``minio`` client, exactly as it would talk to MinIO. The fixtures
+``s3_server`` and ``store`` are in ``tests/conftest.py``; this module holds what they share.
 """
 
 from __future__ import annotations
 
 import io
-import logging
 import os
-import socket
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-
-import pytest
-from moto.server import ThreadedMotoServer
 
 from missionweave.artifacts import ArtifactStore, FilesystemStore, S3Store
 from missionweave.authority import Authority, SubmitResult
@@ -46,34 +39,6 @@ class S3Endpoint:
         """A store on a fresh bucket (or ``bucket``)."""
         return S3Store(self.endpoint, self.access_key, self.secret_key,
                        bucket or f"mw-{uuid.uuid4().hex[:16]}", region=self.region)  # fmt: skip
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Endpoint]:
-    """A real S3 API server (moto) on 127.0.0.1 for the whole session."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield S3Endpoint(f"127.0.0.1:{port}")
-    finally:
-        server.stop()
-
-
-@pytest.fixture(params=["fs", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> ArtifactStore:
-    """Each backend in turn: a fresh directory, or a fresh bucket on the S3 server."""
-    if request.param == "fs":
-        return FilesystemStore(tmp_path / "artifacts")
-    endpoint: S3Endpoint = request.getfixturevalue("s3_server")
-    return endpoint.store()
 
 
 def corrupt(store: ArtifactStore, content_hash: str, data: bytes) -> None:

@@ -1,6 +1,6 @@
 """A real uvicorn server on 127.0.0.1 for delivery tests, and the fixtures that start it.
 
-Import the fixtures into a test module (``from .serving import live, world  # noqa: F401``).
+The fixtures ``world`` and ``live`` that start it are in ``tests/conftest.py``.
 The server runs as a task on the test's event loop and listens on a real loopback socket; it
 can be stopped and started again on the same port (the reconnect tests do that), over the same
 Authority or a new one opened on the same database file.
@@ -13,13 +13,11 @@ import contextlib
 import socket
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
-import pytest_asyncio
 import uvicorn
 
 from missionweave.authority import Authority, AuthorityConfig, now_ms
@@ -138,27 +136,6 @@ class ProcessServer(_Loopback):
                 self._proc.kill()
                 await self._proc.wait()
         self._proc = None
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    """A Group on a file Authority whose clock reads the real time (SUBSCRIBE is checked
-    against it)."""
-    w = make_world(tmp_path / "authority.db")
-    w.clock.now = now_ms()
-    yield w
-    w.authority.close()
-
-
-@pytest_asyncio.fixture
-async def live(world: World) -> AsyncIterator[LiveServer]:
-    """A running server over ``world``'s Authority."""
-    server = LiveServer(world.authority, poll_interval_s=0.05)
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 def signed_http(url: str, reader: Actor, **kw: Any) -> httpx.AsyncClient:

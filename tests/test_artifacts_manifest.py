@@ -21,11 +21,7 @@ from missionweave.protocol import (
     verify_manifest,
 )
 
-from . import artifact_servers
 from .artifact_servers import manifest, signed
-
-s3_server = artifact_servers.s3_server
-store = artifact_servers.store
 
 H = [hashlib.sha256(bytes([i])).hexdigest() for i in range(8)]
 

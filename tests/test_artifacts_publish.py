@@ -19,12 +19,8 @@ from missionweave.artifacts import (
 )
 from missionweave.protocol import Classification, check_event, sign_manifest
 
-from . import artifact_servers
 from .artifact_servers import InProcess, manifest, signed
 from .world import World, make_world
-
-s3_server = artifact_servers.s3_server
-store = artifact_servers.store
 
 ARTIFACTS = {
     "ArtifactError", "ArtifactIntegrityError", "ArtifactNotFound", "ArtifactRef",

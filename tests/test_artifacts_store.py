@@ -19,11 +19,7 @@ from missionweave.artifacts import (
     S3Store,
 )
 
-from . import artifact_servers
 from .artifact_servers import corrupt
-
-s3_server = artifact_servers.s3_server
-store = artifact_servers.store
 
 MiB = 1 << 20
 

@@ -18,12 +18,8 @@ from missionweave.authority.client import (
 )
 from missionweave.protocol import Actor, AgentCard, canonical_bytes
 
-from . import serving
 from .serving import LiveServer, signed_http
 from .world import World, contract, evidence
-
-live = serving.live
-world = serving.world
 
 CAP = "dist.verify@1.0"
 

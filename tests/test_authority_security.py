@@ -32,12 +32,8 @@ from missionweave.authority.client import (
 )
 from missionweave.protocol import Actor, sign_command
 
-from . import serving
 from .serving import LiveServer, signed_http, signed_subscribe
 from .world import World, contract
-
-live = serving.live
-world = serving.world
 
 READS = (
     "/v1/groups/{g}/events",

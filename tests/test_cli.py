@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import httpx
 
+from missionweave._devserver import free_port
 from missionweave.protocol import SigningKey
 
 from .world import make_world
@@ -92,12 +92,6 @@ def test_bad_input_is_one_line_without_traceback(tmp_path: Path) -> None:
         assert len(r.stderr.strip().splitlines()) == 1
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_authority_serve_and_events_tail_over_loopback(tmp_path: Path) -> None:
     w = make_world(tmp_path / "a.db")
     w.authorize("a")
@@ -105,7 +99,7 @@ def test_authority_serve_and_events_tail_over_loopback(tmp_path: Path) -> None:
     w.authority.key.to_file(key_path)
     head = w.authority.head("g1")[0]
     w.authority.close()
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [EXE, "authority", "serve", "--db", str(tmp_path / "a.db"), "--key", str(key_path),
          "--port", str(port)],

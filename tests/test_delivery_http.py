@@ -21,12 +21,8 @@ from missionweave.authority.client import (
 from missionweave.authority.server import create_app
 from missionweave.protocol import GENESIS_HASH, check_event
 
-from . import serving
 from .serving import LiveServer, eventually, mission_cmd, signed_http, windowed_world
 from .world import World
-
-live = serving.live
-world = serving.world
 
 
 async def test_post_command_accepted_rejected_and_repeated(live: LiveServer, world: World) -> None:

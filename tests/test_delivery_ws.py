@@ -13,12 +13,8 @@ from missionweave.authority import verify_log, verify_snapshot
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import GENESIS_HASH, Actor, Event, check_event
 
-from . import serving
 from .serving import LiveServer, mission_cmd, signed_subscribe, windowed_world
 from .world import World
-
-live = serving.live
-world = serving.world
 
 
 async def recv(ws: ClientConnection) -> dict[str, Any]:

@@ -19,11 +19,9 @@ from missionweave.protocol import Event
 from missionweave.protocol.temporal_contract import agent_task_queue
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 
-from . import temporal_env
 from .mission_harness import MissionStack, contract, mission_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-dev_env = temporal_env.dev_env
 
 
 def _events(ms: MissionStack, type: str) -> list[Event]:

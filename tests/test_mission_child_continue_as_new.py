@@ -13,12 +13,10 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.protocol.temporal_contract import ChildOutcome, mission_workflow_id
 from missionweave.workflows import MissionWorkflow
 
-from . import temporal_env
 from .mission_harness import contract, mission_stack, step_registry, until
 from .temporal_env import SMALL_HISTORY_EVENTS
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-dev_env_small_history = temporal_env.dev_env_small_history
 
 
 @pytest.mark.parametrize("with_child", [False, True])

@@ -17,12 +17,10 @@ from missionweave.coordinator import coordinator_worker
 from missionweave.protocol.temporal_contract import AuthorizeWorkInput, mission_workflow_id
 from missionweave.workflows import MissionWorkflow
 
-from . import temporal_env
 from .mission_harness import contract, mission_stack
 from .temporal_env import new_task_queue
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-dev_env = temporal_env.dev_env
 NONE = ("demo.none@1.0",)  # no agent: nothing runs, the Mission just waits
 
 

@@ -27,12 +27,10 @@ from missionweave.protocol.temporal_contract import (
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
-from . import temporal_env
 from .mission_harness import MissionStack, contract, mission_stack, until
 from .temporal_env import SMALL_HISTORY_EVENTS
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-dev_env_small_history = temporal_env.dev_env_small_history
 
 
 def _events(ms: MissionStack, type: str, work_item_id: str | None = None) -> list[Event]:

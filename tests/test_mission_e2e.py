@@ -13,11 +13,9 @@ from missionweave.authority import verify_log
 from missionweave.protocol.temporal_contract import SelectCandidatesBatchResult
 from missionweave.worker import AdmissionPolicy
 
-from . import temporal_env
 from .mission_harness import MissionStack, contract, mission_stack, step_registry, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-dev_env = temporal_env.dev_env
 
 
 @pytest.mark.parametrize("authority_process", [False, True], ids=["inline", "process"])

@@ -38,13 +38,11 @@ from missionweave.worker import HandlerRegistry, PermanentFailure, Submission, W
 from missionweave.workflows import ItemState, MissionState, MissionWorkflow
 from missionweave.workflows._plan import plan
 
-from . import temporal_env
 from .mission_harness import contract, ending, mission_stack, until
 from .test_mission_paths import WAIT_S, events, item, result, submission, wait_authority
 
 #: The end-to-end tests share the session's loop (and its dev server); the unit tests are sync.
 on_dev_server = pytest.mark.asyncio(loop_scope="session")
-dev_env = temporal_env.dev_env
 
 
 def _cli(env: WorkflowEnvironment, *args: str) -> Any:

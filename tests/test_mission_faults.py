@@ -47,11 +47,9 @@ from missionweave.worker import (
 from missionweave.worker._dispatch import Dispatcher
 from missionweave.worker._take import OfferTaker
 
-from . import temporal_env
 from .mission_harness import MissionStack, contract, mission_stack, step_registry, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-dev_env = temporal_env.dev_env
 MW = str(Path(sys.executable).with_name("missionweave"))
 TIMEOUTS = {"start_deadline_ms": 30_000, "lease_ms": 2_000, "heartbeat_ms": 500}
 #: How long the frozen agent's handler works, seconds.

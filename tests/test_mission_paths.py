@@ -29,11 +29,9 @@ from missionweave.protocol.temporal_contract import (
 from missionweave.worker import AgentRuntime, HandlerRegistry, Pause, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
-from . import temporal_env
 from .mission_harness import MissionStack, contract, ending, mission_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-dev_env = temporal_env.dev_env
 
 #: Upper bound for any single wait in these tests (they finish far sooner).
 WAIT_S = 25.0

@@ -32,7 +32,6 @@ from missionweave.protocol.temporal_contract import (
 from missionweave.worker import HandlerRegistry, PermanentFailure, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
-from . import temporal_env
 from .mission_harness import contract, ending, mission_stack
 from .temporal_env import authority_stack
 from .test_mission_paths import (
@@ -47,7 +46,6 @@ from .test_mission_paths import (
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-dev_env = temporal_env.dev_env
 
 
 def _registry(gates: dict[str, asyncio.Event] | None = None) -> HandlerRegistry:

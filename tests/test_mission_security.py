@@ -12,11 +12,9 @@ from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Actor
 from missionweave.protocol.temporal_contract import mission_workflow_id
 
-from . import temporal_env
 from .mission_harness import contract, mission_stack, step_registry
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-dev_env = temporal_env.dev_env
 
 
 async def test_command_id_poisoning_cannot_stop_a_mission__MW_16_f(

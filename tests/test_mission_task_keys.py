@@ -14,11 +14,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 
-from . import temporal_env
 from .mission_harness import contract, mission_stack, step_registry, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-dev_env = temporal_env.dev_env
 
 
 async def test_an_acceptance_cancels_only_its_own_items_other_offers__MW_10_3_c(

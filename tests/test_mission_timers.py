@@ -29,17 +29,14 @@ from missionweave.protocol import Actor, Event
 from missionweave.protocol.temporal_contract import MissionResult, MissionStatus
 from missionweave.workflows import MissionWorkflow
 
-from . import temporal_env
 from .mission_harness import MissionStack, contract, mission_stack, step_registry, until
 from .temporal_env import FollowTemporalTime, VirtualClock
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-time_env = temporal_env.time_env
 
 TEN_MINUTES = timedelta(minutes=10)
 #: Offer expiry and start deadline of the dev-server tests, milliseconds.
 SHORT_MS = 2_000
-dev_env = temporal_env.dev_env
 
 
 def _events(ms: MissionStack, type: str, work_item_id: str = "a") -> list[Event]:

@@ -34,12 +34,10 @@ from missionweave.protocol.temporal_contract import (
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
-from . import temporal_env
 from .artifact_servers import corrupt
 from .mission_harness import MissionStack, contract, mission_stack, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-dev_env = temporal_env.dev_env
 
 EXE = str(Path(sys.executable).with_name("missionweave"))
 WAIT_S = 25.0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from missionweave._devserver import free_port
 from missionweave.authority import Authority, verify_snapshot
 from missionweave.authority.client import (
     AuthorityClient,
@@ -26,12 +26,8 @@ from missionweave.authority.client import (
 )
 from missionweave.protocol import Actor, Event, SigningKey, seal_event
 
-from . import serving
 from .serving import LiveServer, eventually, mission_cmd, windowed_world
 from .world import World
-
-live = serving.live
-world = serving.world
 
 # ------------------------------------------------------------------ the ordering core
 
@@ -303,7 +299,7 @@ async def test_snapshot_fetch_failure_is_retried_not_fatal__MW_16_e(tmp_path: Pa
     await server.start()
     rec = Recorder()
     store = MemoryCursorStore()
-    dead = AuthorityClient(f"http://127.0.0.1:{_free_port()}", timeout=1)
+    dead = AuthorityClient(f"http://127.0.0.1:{free_port()}", timeout=1)
     sub = Subscriber(
         server.ws_url, w.workers[0], [w.group], store, rec.on_event,
         authority_public_key=w.authority.public_key, client=dead,
@@ -320,12 +316,6 @@ async def test_snapshot_fetch_failure_is_retried_not_fatal__MW_16_e(tmp_path: Pa
         await server.stop()
         w.authority.close()
     assert rec.snapshots == [] and rec.events == [] and store.get(w.group) == 0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_tampered_snapshot_is_refused__MW_16_e(tmp_path: Path) -> None:

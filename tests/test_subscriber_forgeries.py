@@ -13,10 +13,8 @@ import pytest
 from missionweave.authority.client import MemoryCursorStore, Subscriber
 from missionweave.protocol import Event, SigningKey, seal_event
 
-from . import serving
 from .world import World
 
-world = serving.world
 STRANGER = SigningKey.generate()
 
 

@@ -30,11 +30,8 @@ from missionweave.telemetry import (
 )
 from missionweave.workflows import MissionWorkflow
 
-from . import temporal_env
 from .mission_harness import contract, mission_stack, step_registry
 from .world import make_world
-
-dev_env = temporal_env.dev_env
 
 _OTEL_VARS = ("OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
               "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",

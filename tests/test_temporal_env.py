@@ -16,7 +16,6 @@ from temporalio.worker import Worker
 from missionweave.dev import MISSION_ID, OPEN_WORK_ITEMS
 from missionweave.protocol import Actor
 
-from . import temporal_env
 from .temporal_env import (
     AuthorityStack,
     FollowTemporalTime,
@@ -28,9 +27,6 @@ from .world import contract
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-dev_env = temporal_env.dev_env
-dev_env_small_history = temporal_env.dev_env_small_history
-time_env = temporal_env.time_env
 
 MINUTE_MS = 60_000
 _TIMEOUT = timedelta(seconds=30)

@@ -20,14 +20,12 @@ from missionweave.authority._readsig import SignedReads
 from missionweave.cli._common import CliError, serve_until_signalled
 from missionweave.protocol import SigningKey
 
-from . import cli_processes, serving
+from . import cli_processes
 from .cli_processes import STARTUP_S, Process, eventually, mw, processes_mentioning
 from .mission_harness import contract
 from .serving import LiveServer
 from .world import World
 
-live = serving.live
-world = serving.world
 processes = cli_processes.processes
 
 EXE = str(Path(sys.executable).with_name("missionweave"))

@@ -25,12 +25,8 @@ from missionweave.worker import (
     WorkItemExecutor,
 )
 
-from . import serving
 from .serving import LiveServer
 from .world import World, contract
-
-live = serving.live
-world = serving.world
 
 
 class VerifyInput(BaseModel):

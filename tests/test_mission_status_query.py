@@ -8,9 +8,9 @@ from typing import Any
 
 from rich.console import Console
 
-from missionweave.cli._mission_view import render_table
 from missionweave.protocol import ProgressReport, WorkGraph, WorkItemFacts, WorkItemState
 from missionweave.protocol.temporal_contract import MissionSpec, WorkItemSpec
+from missionweave.views import render_table
 from missionweave.workflows import ItemState, MissionState
 from missionweave.workflows._plan import plan
 from missionweave.workflows._status import (

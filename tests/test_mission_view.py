@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from missionweave.cli._mission_view import STATE_FILL, render_table, to_mermaid
 from missionweave.protocol import WorkItemState
 from missionweave.protocol.temporal_contract import MissionResult, MissionStatus
+from missionweave.views import STATE_FILL, render_table, to_mermaid
 
 
 def _status() -> MissionStatus:

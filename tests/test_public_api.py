@@ -7,7 +7,8 @@ import missionweave.protocol as protocol
 import missionweave.telemetry as telemetry
 
 PROTOCOL = {
-    "GENESIS_HASH", "TERMINAL_STATES", "TRANSITIONS", "UNFINISHED_STATES", "WORK_ACTIONS",
+    "GENESIS_HASH", "HASH_PATTERN", "is_hash", "load_public_key",
+    "TERMINAL_STATES", "TRANSITIONS", "UNFINISHED_STATES", "WORK_ACTIONS",
     "AcceptanceCriterion", "Actor", "AgentCard", "Budget", "CanonicalizationError", "Command",
     "DeclineReason", "Deliverable", "DependencyStrategy", "Event", "Evidence", "GraphError",
     "MissionWeaveError", "Money", "ProgressReport", "ProtocolError", "RejectedError",

@@ -18,13 +18,12 @@ from typing import BinaryIO, Literal, ParamSpec, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..protocol._artifacts import HASH_PATTERN
+from ..protocol import HASH_PATTERN, is_hash
 from ..telemetry import tracer
 
 #: Bytes read or written per step when streaming (1 MiB).
 CHUNK_BYTES = 1 << 20
 
-_HEX = re.compile(HASH_PATTERN)
 _META = re.compile(r"^[a-z][a-z0-9_-]{0,31}/[0-9A-Za-z][0-9A-Za-z._-]{0,199}$")
 
 
@@ -101,7 +100,7 @@ def check_hash(content_hash: str) -> str:
     Raises:
         ValueError: it is not (this also keeps path traversal out of the filesystem store).
     """
-    if not isinstance(content_hash, str) or not _HEX.match(content_hash):
+    if not is_hash(content_hash):
         raise ValueError(f"not a SHA-256 hex hash: {str(content_hash)[:80]!r}")
     return content_hash
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..protocol import GENESIS_HASH, AgentCard, Role, SignatureError, b64u_encode
-from ..protocol._crypto import load_public_key
+from ..protocol import GENESIS_HASH, AgentCard, Role, SignatureError, b64u_encode, load_public_key
 from ._context import Ctx, Reject, dumps, need, need_id, need_label
 from ._items import parse
 from ._registry import command

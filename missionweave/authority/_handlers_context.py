@@ -12,7 +12,6 @@ The Authority's Groups form one Organization: a promotion is visible to every Gr
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from typing import Any, Literal
 
@@ -23,13 +22,12 @@ from ..protocol import (
     Rejection,
     Role,
     SignedContextPackage,
+    is_hash,
     verify_context_package,
 )
 from ._context import Ctx, Reject, dumps, need
 from ._reads import LogReader
 from ._registry import command
-
-_HASH = re.compile(r"^[0-9a-f]{64}$")
 
 
 def may_use_in_mission(
@@ -198,7 +196,7 @@ def artifact_promote(ctx: Ctx) -> None:
     """
     _require(ctx, Role.MISSION_OWNER)
     h = need(ctx.body, "artifact_hash")
-    if not _HASH.match(h):
+    if not is_hash(h):
         raise Reject("invalid_body", "artifact_hash must be SHA-256 hex", field="artifact_hash")
     try:
         classification = Classification(need(ctx.body, "classification"))

@@ -10,7 +10,6 @@ that changes no state (MW-11.5-b).
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from typing import Any
 
@@ -22,6 +21,7 @@ from ..protocol import (
     Role,
     SignedManifest,
     digest,
+    is_hash,
     new_id,
     verify_manifest,
 )
@@ -38,8 +38,6 @@ from ._items import (
     withdraw_offers,
 )
 from ._registry import command
-
-_HASH = re.compile(r"^[0-9a-f]{64}$")
 
 
 def fence(ctx: Ctx, item: sqlite3.Row) -> sqlite3.Row:
@@ -305,9 +303,7 @@ def work_submit(ctx: Ctx) -> None:
         raise Reject("evidence_missing", "every acceptance criterion needs Evidence",
                      missing=missing)  # fmt: skip
     artifacts = ctx.body.get("artifacts", [])
-    if not isinstance(artifacts, list) or not all(
-        isinstance(a, str) and _HASH.match(a) for a in artifacts
-    ):
+    if not isinstance(artifacts, list) or not all(is_hash(a) for a in artifacts):
         raise Reject("invalid_body", "artifacts must be SHA-256 hex hashes", field="artifacts")
     outputs = ctx.body.get("outputs", {})
     if not isinstance(outputs, dict):

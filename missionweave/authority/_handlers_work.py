@@ -24,6 +24,7 @@ from ..protocol import (
     WorkItemState,
     check_transition,
     dependencies_satisfied,
+    is_hash,
     is_material_revision,
     new_id,
 )
@@ -43,7 +44,6 @@ from ._items import (
 from ._registry import command
 
 _REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-_DIGEST = re.compile(r"^[0-9a-f]{64}$")
 
 
 def _mission(ctx: Ctx, mission_id: str) -> dict[str, str]:
@@ -373,7 +373,7 @@ def _result_decision(ctx: Ctx, granted: bool) -> None:
                      f"{ctx.command.type} needs a submitted WorkItem, not {item['state']}",
                      action=ctx.command.type, state=item["state"])  # fmt: skip
     review = need(ctx.body, "review_digest")
-    if not _DIGEST.match(review):
+    if not is_hash(review):
         raise Reject("invalid_body", "review_digest must be SHA-256 hex", field="review_digest")
     reason = ctx.body.get("reason", "")
     if not isinstance(reason, str) or len(reason) > 2000 or (not granted and not reason):

@@ -35,8 +35,7 @@ from http_message_signatures import (
 )
 from http_message_signatures.exceptions import HTTPMessageSignaturesException
 
-from ..protocol import SignatureError, SigningKey, b64u_decode, b64u_encode
-from ..protocol._crypto import load_public_key
+from ..protocol import SignatureError, SigningKey, b64u_decode, b64u_encode, load_public_key
 
 #: How far a signed frame's or read's creation time may be from the Authority's clock, in
 #: milliseconds (5 minutes); the replay window of signed reads is as long.

@@ -87,8 +87,7 @@ def serve(
 
 def _public_key(value: str) -> str:
     """An operator key given as a base64url public key or as a PEM key file."""
-    from ..protocol import SignatureError, b64u_encode
-    from ..protocol._crypto import load_public_key
+    from ..protocol import SignatureError, b64u_encode, load_public_key
 
     if Path(value).is_file():
         return load_key(Path(value)).public_key

@@ -59,8 +59,7 @@ def demo_command(
 
     Example: missionweave demo --site-packages .venv/lib/python3.11/site-packages
     """
-    from ..demo import DemoError, DemoOptions
-    from ..demo._runner import check_data_dir, resolve_target
+    from ..demo import DemoError, DemoOptions, check_data_dir, resolve_target
 
     try:  # before anything starts: a bad target is one line
         resolve_target(site_packages)
@@ -103,7 +102,7 @@ def _logs_to(path: Path) -> Iterator[None]:
 
 async def _demo(opts: DemoOptions) -> int:
     from ..demo import DemoError, DemoInterrupted, run_demo
-    from ._mission_view import console as make_console
+    from ..views import console as make_console
 
     console = make_console()
     stop = asyncio.Event()
@@ -144,7 +143,7 @@ def failure_line(summary: Summary) -> str:
     """The one line on stderr when the audit did not complete: each failing distribution and
     its files per kind (``six 1.16.0: missing: a.pyc; modified: six.py``, distributions apart
     by `` | ``), else why the Mission ended and its first WorkItem not verified."""
-    from ..demo._spec import short_id
+    from ..demo import short_id
 
     shown = [f"{p.distribution}: {p.describe()}" for p in summary.problems[:SHOWN_PROBLEMS]]
     if len(summary.problems) > SHOWN_PROBLEMS:

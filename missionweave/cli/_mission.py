@@ -20,9 +20,9 @@ from ..protocol.temporal_contract import (
     MissionStatus,
     mission_workflow_id,
 )
+from ..views import console, counts_line, render_table, to_mermaid
 from . import _options as opt
 from ._common import CliError, connect_temporal, first_line, run_client_command, setup_cli_tracing
-from ._mission_view import console, counts_line, render_table, to_mermaid
 
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHandle

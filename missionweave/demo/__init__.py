@@ -11,7 +11,9 @@ agent judges that it covers every distribution (MW-13.2-b step 3). See ``docs/de
 Public names: the verify logic (:func:`verify_distribution`, :func:`parse_record`,
 :class:`DistReport`), the inventory (:func:`take_inventory`, :class:`Inventory`), the SBOM
 (:func:`build_sbom`, :func:`validate_sbom`), the Mission (:func:`audit_mission`), the
-handlers (:func:`demo_registry`) and the runner (:func:`run_demo`, :class:`DemoOptions`).
+handlers (:func:`demo_registry`), the runner (:func:`run_demo`, :class:`DemoOptions`, and the
+checks of its target and data directory, :func:`resolve_target`, :func:`check_data_dir`) and
+how a WorkItem id reads without its Mission prefix (:func:`short_id`).
 """
 
 from ._environment import (
@@ -31,9 +33,17 @@ from ._record import (
     record_digest,
     verify_distribution,
 )
-from ._runner import DemoError, DemoInterrupted, DemoOptions, LogReports, run_demo
+from ._runner import (
+    DemoError,
+    DemoInterrupted,
+    DemoOptions,
+    LogReports,
+    check_data_dir,
+    resolve_target,
+    run_demo,
+)
 from ._sbom import build_sbom, coverage_problems, validate_sbom
-from ._spec import AGENTS, audit_mission, new_mission_id
+from ._spec import AGENTS, audit_mission, new_mission_id, short_id
 from ._summary import Summary
 
 __all__ = [
@@ -51,6 +61,7 @@ __all__ = [
     "Summary",
     "audit_mission",
     "build_sbom",
+    "check_data_dir",
     "coverage_problems",
     "default_site_packages",
     "demo_registry",
@@ -58,7 +69,9 @@ __all__ = [
     "normalize_name",
     "parse_record",
     "record_digest",
+    "resolve_target",
     "run_demo",
+    "short_id",
     "take_inventory",
     "validate_sbom",
     "verify_distribution",

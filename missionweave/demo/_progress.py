@@ -7,8 +7,8 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ..cli._mission_view import STATE_STYLE
 from ..protocol.temporal_contract import MissionStatus
+from ..views import STATE_STYLE
 from ._spec import short_id
 
 if TYPE_CHECKING:

@@ -6,9 +6,11 @@ idempotency keys (MW-16-f), signed Artifact manifests (MW-13.1) and Context Pack
 """
 
 from ._artifacts import (
+    HASH_PATTERN,
     ArtifactManifest,
     Classification,
     SignedManifest,
+    is_hash,
     sign_manifest,
     verify_manifest,
 )
@@ -36,7 +38,7 @@ from ._contract import (
     WorkContract,
     is_material_revision,
 )
-from ._crypto import SigningKey, b64u_decode, b64u_encode, verify
+from ._crypto import SigningKey, b64u_decode, b64u_encode, load_public_key, verify
 from ._dag import WorkGraph, dependencies_satisfied
 from ._errors import (
     CanonicalizationError,
@@ -89,6 +91,7 @@ from ._work_item import WorkItemFacts, reduce_events, reduce_work_item
 
 __all__ = [
     "GENESIS_HASH",
+    "HASH_PATTERN",
     "MAX_ID_CHARS",
     "MAX_LABEL_CHARS",
     "MAX_SAFE_INT",
@@ -147,8 +150,10 @@ __all__ = [
     "digest",
     "idempotency_key",
     "identifier_problem",
+    "is_hash",
     "is_material_revision",
     "label_problem",
+    "load_public_key",
     "new_id",
     "parse_capability",
     "reduce_events",

@@ -13,6 +13,7 @@ epoch milliseconds): signed bodies hold no floats.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated
 
@@ -25,7 +26,16 @@ _STRICT = ConfigDict(extra="forbid", frozen=True)
 
 #: A SHA-256 content hash: 64 lowercase hex characters.
 HASH_PATTERN = r"^[0-9a-f]{64}$"
+_HASH_RE = re.compile(HASH_PATTERN)
 Hash = Annotated[str, Field(pattern=HASH_PATTERN)]
+
+
+def is_hash(value: object) -> bool:
+    """Whether ``value`` is a SHA-256 content hash as the protocol writes it (64 lowercase hex
+    characters, :data:`HASH_PATTERN`)."""
+    return isinstance(value, str) and _HASH_RE.match(value) is not None
+
+
 _Id = Annotated[str, Field(min_length=1, max_length=128)]
 _Versions = Annotated[
     dict[_Id, Annotated[str, Field(min_length=1, max_length=128)]], Field(max_length=64)

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 _ATTR = "__missionweave_handler__"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_HASH = re.compile(r"^[0-9a-f]{64}$")
 
 
 class Submission(BaseModel):

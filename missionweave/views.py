@@ -1,5 +1,6 @@
-"""How ``missionweave mission …`` shows a Mission: a rich table of its WorkItems and a Mermaid
-flowchart of its DAG, both coloured by WorkItem state."""
+"""How MissionWeave shows a Mission to people (``missionweave mission …``, the demo's
+progress): a rich table of its WorkItems and a Mermaid flowchart of its DAG, both coloured by
+WorkItem state."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from ..protocol.temporal_contract import MissionStatus, WorkItemStatus
+from .protocol.temporal_contract import MissionStatus, WorkItemStatus
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType

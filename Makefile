@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 lint: $(STAMP)
 	$(BIN)/ruff check missionweave tests bench examples
 	$(BIN)/ruff format --check missionweave tests bench examples
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy missionweave

@@ -50,7 +50,7 @@ from ._groups import OWNER_ROLES, ensure_group, ensure_member
 from .artifacts import FilesystemStore
 from .authority import Authority, AuthorityConfig, AuthorityError
 from .authority.client import AuthorityClient, AuthorityUnavailable
-from .authority.server import WS_MAX_BYTES, create_app
+from .authority.http import WS_MAX_BYTES, create_app
 from .coordinator import coordinator_worker
 from .protocol import Actor, AgentCard, MissionWeaveError, SignatureError, SigningKey
 from .protocol.temporal_contract import mission_workflow_id

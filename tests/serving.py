@@ -21,8 +21,8 @@ import httpx
 import uvicorn
 
 from missionweave.authority import Authority, AuthorityConfig, now_ms
-from missionweave.authority._readsig import SignedReads
-from missionweave.authority.server import create_app
+from missionweave.authority.http import create_app
+from missionweave.authority.wire._readsig import SignedReads
 from missionweave.protocol import Actor, Command, canonical_bytes
 
 from .world import World, make_world

@@ -25,9 +25,9 @@ from .world import World, make_world
 ARTIFACTS = {
     "ArtifactError", "ArtifactIntegrityError", "ArtifactNotFound", "ArtifactRef",
     "ArtifactStore", "ArtifactStoreError", "AsyncSubmitter", "FilesystemStore", "LeaseInfo",
-    "LineageNode", "LineageStatus", "ManifestError", "ManifestIndex", "MembershipRequired",
-    "PublishRejected", "PublishedArtifact", "S3Store", "check_context_use",
-    "events_for_member", "publish_artifact", "to_mermaid", "to_text",
+    "LineageNode", "LineageStatus", "ManifestError", "ManifestIndex",
+    "PublishRejected", "PublishedArtifact", "S3Store",
+    "publish_artifact", "to_mermaid", "to_text",
 }  # fmt: skip
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from missionweave.authority._limits import MAX_JSON_DEPTH, JSONProblem, _depth, parse_json
+from missionweave.authority.http._limits import MAX_JSON_DEPTH, JSONProblem, _depth, parse_json
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\\\ab\n\u00e9'),

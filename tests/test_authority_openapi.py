@@ -19,7 +19,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import checks as st_checks
 
-from missionweave.authority._readsig import sign_read
+from missionweave.authority.wire._readsig import sign_read
 from missionweave.protocol import Actor
 
 from .world import make_world

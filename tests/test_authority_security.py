@@ -24,12 +24,12 @@ from cryptography.x509.oid import NameOID
 from websockets.asyncio.client import connect
 
 from missionweave.authority import SubmitResult, verify_log
-from missionweave.authority._readsig import sign_read
 from missionweave.authority.client import (
     AuthorityClient,
     AuthorityRequestError,
     AuthorityUnavailable,
 )
+from missionweave.authority.wire._readsig import sign_read
 from missionweave.protocol import Actor, sign_command
 
 from .serving import LiveServer, signed_http, signed_subscribe
@@ -439,7 +439,7 @@ async def test_strangers_take_no_room_in_the_replay_memory(live: LiveServer, wor
 
 
 def test_the_replay_memory_is_bounded_per_key() -> None:
-    from missionweave.authority._readsig import ReadRefused, ReadVerifier
+    from missionweave.authority.wire._readsig import ReadRefused, ReadVerifier
 
     now = 1_800_000_000_000
     reads = ReadVerifier(lambda: now, max_nonces=10, max_nonces_per_key=3)
@@ -510,7 +510,7 @@ async def test_leases_and_command_ids_cannot_be_probed(live: LiveServer, world: 
 async def test_a_slow_body_is_cut_off(
     live: LiveServer, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from missionweave.authority import _limits
+    from missionweave.authority.http import _limits
 
     monkeypatch.setattr(_limits, "BODY_TIMEOUT_S", 0.5)
 
@@ -528,7 +528,7 @@ async def test_a_slow_body_is_cut_off(
 def test_the_replay_memory_forgets_by_expiry_and_spares_operators() -> None:
     """A nonce dated far ahead holds back nobody's expiry; members of other Groups together
     cannot lock an operator out (second attack round, 2026-12-01)."""
-    from missionweave.authority._readsig import MAX_SKEW_MS, ReadRefused, ReadVerifier
+    from missionweave.authority.wire._readsig import MAX_SKEW_MS, ReadRefused, ReadVerifier
 
     clock = [1_800_000_000_000]
     reads = ReadVerifier(lambda: clock[0], max_nonces=3, max_nonces_per_key=2)
@@ -546,7 +546,7 @@ def test_the_replay_memory_forgets_by_expiry_and_spares_operators() -> None:
 async def test_a_large_log_is_read_in_pages_bounded_by_size(live: LiveServer, world: World) -> None:
     """Events near the Command size bound are read a few at a time (no read costs the server
     more than MAX_PAGE_BYTES); the client reads on until it has what it asked for."""
-    from missionweave.authority._limits import MAX_PAGE_BYTES
+    from missionweave.authority.http._limits import MAX_PAGE_BYTES
 
     world.authorize("a")
     offer = world.offer("a", world.workers[0])

@@ -10,8 +10,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from missionweave.artifacts import MembershipRequired, check_context_use, events_for_member
-from missionweave.authority import UnknownGroupError, verify_log
+from missionweave.authority import (
+    MembershipRequired,
+    UnknownGroupError,
+    check_context_use,
+    events_for_member,
+    verify_log,
+)
 from missionweave.protocol import (
     Actor,
     ContextPackage,

@@ -18,7 +18,7 @@ from missionweave.authority.client import (
     AuthorityUnavailable,
     SnapshotVerificationError,
 )
-from missionweave.authority.server import create_app
+from missionweave.authority.http import create_app
 from missionweave.protocol import GENESIS_HASH, check_event
 
 from .serving import LiveServer, eventually, mission_cmd, signed_http, windowed_world
@@ -270,7 +270,8 @@ async def test_client_unavailable_names_the_url() -> None:
 
 
 def test_public_surface_of_server_and_client() -> None:
-    from missionweave.authority import client, server
+    from missionweave.authority import client
+    from missionweave.authority import http as server
 
     assert set(server.__all__) == {
         "BatchWriter",

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import yaml
 
-from missionweave.authority._readsig import SignedReads
+from missionweave.authority.wire._readsig import SignedReads
 from missionweave.protocol import SigningKey
 
 from .cli_processes import (

@@ -78,3 +78,18 @@ def test_the_check_finds_a_private_import(tmp_path: Path) -> None:
         "missionweave/b/user.py:1 imports missionweave.a._inner",
         "missionweave/b/user.py:2 imports missionweave.a._inner",
     ]
+
+
+def test_an_agent_loads_no_authority_server_code() -> None:
+    """Importing the agent runtime or the Authority's client loads neither the Authority's core
+    nor its HTTP front (issue 16: the client and the worker imported the core)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, missionweave.worker, missionweave.authority.client\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('missionweave.authority.core',"
+        " 'missionweave.authority.http', 'fastapi', 'uvicorn'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

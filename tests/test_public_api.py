@@ -34,7 +34,7 @@ PROTOCOL = {
 AUTHORITY = {
     "Authority", "AuthorityConfig", "AuthorityError", "ChainError", "CursorTooOldError",
     "SubmitResult", "UnknownGroupError", "VerifyReport", "load_snapshot", "now_ms",
-    "verify_log", "verify_snapshot",
+    "verify_log", "verify_snapshot", "MembershipRequired", "check_context_use", "events_for_member",
 }  # fmt: skip
 
 TELEMETRY = {

@@ -215,7 +215,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from missionweave.authority import Authority
-from missionweave.authority.server import create_app
+from missionweave.authority.http import create_app
 from missionweave.protocol import SigningKey
 from missionweave.telemetry import setup_tracing, tracer
 

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from missionweave.authority._readsig import SignedReads
+from missionweave.authority.wire._readsig import SignedReads
 from missionweave.cli._common import CliError, serve_until_signalled
 from missionweave.protocol import SigningKey
 

@@ -5,18 +5,17 @@
 content writes nothing, and every read verifies the hash (MW-13.1-a, MW-13.1-d).
 ``publish_artifact`` stores bytes, signs their manifest and has the Authority record it;
 ``ManifestIndex`` keeps the signed manifests beside the Artifacts and answers ``lineage`` (the
-provenance tree, MW-13.1-c), rendered by ``to_text`` / ``to_mermaid``. ``check_context_use`` and
-``events_for_member`` enforce who may put what into a Mission's context (MW-13.3-b, MW-13.3-d).
+provenance tree, MW-13.1-c), rendered by ``to_text`` / ``to_mermaid``. Who may put what into a
+Mission's context (MW-13.3-b, MW-13.3-d) is the Authority's to say:
+``missionweave.authority.check_context_use`` and ``events_for_member``.
 """
 
-from ._access import check_context_use, events_for_member
 from ._errors import (
     ArtifactError,
     ArtifactIntegrityError,
     ArtifactNotFound,
     ArtifactStoreError,
     ManifestError,
-    MembershipRequired,
     PublishRejected,
 )
 from ._fs import FilesystemStore
@@ -40,12 +39,9 @@ __all__ = [
     "LineageStatus",
     "ManifestError",
     "ManifestIndex",
-    "MembershipRequired",
     "PublishRejected",
     "PublishedArtifact",
     "S3Store",
-    "check_context_use",
-    "events_for_member",
     "publish_artifact",
     "to_mermaid",
     "to_text",

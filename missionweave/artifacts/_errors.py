@@ -8,7 +8,6 @@ Error tree::
     ├── ArtifactStoreError        the backend failed (S3 unreachable, bucket missing, …)
     ├── ManifestError             a manifest is malformed or its signature does not verify
     ├── PublishRejected           the Authority refused ``artifact.publish`` (carries the rejection)
-    └── MembershipRequired        the agent may not read the cited Events (MW-13.3-b)
 
 A malformed hash argument (not 64 lowercase hex characters) is a ``ValueError``.
 """
@@ -87,20 +86,3 @@ class PublishRejected(ArtifactError):
     def detail(self) -> dict[str, Any]:
         """The rejection's machine-readable facts."""
         return self.rejection.detail
-
-
-class MembershipRequired(ArtifactError):
-    """The agent is not an active member of the Group whose Events it asked for (MW-13.3-b).
-
-    Attributes:
-        group_id: the Group.
-        agent_id: the agent refused.
-    """
-
-    def __init__(self, group_id: str, agent_id: str) -> None:
-        super().__init__(
-            f"agent {agent_id!r} is not an active member of group {group_id!r}: "
-            "its Events are visible to members only"
-        )
-        self.group_id = group_id
-        self.agent_id = agent_id

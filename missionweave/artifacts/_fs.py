@@ -19,14 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ._errors import ArtifactIntegrityError, ArtifactNotFound
-from ._store import (
-    CHUNK_BYTES,
-    ArtifactRef,
-    HashingReader,
-    check_hash,
-    check_meta_name,
-    traced,
-)
+from ._store import CHUNK_BYTES, ArtifactRef, HashingReader, check_hash, check_meta_name, traced
 
 
 def _fsync_dir(path: Path) -> None:

@@ -26,7 +26,7 @@ from ._manifest import ManifestIndex
 from ._store import ArtifactRef, ArtifactStore
 
 if TYPE_CHECKING:
-    from ..authority import SubmitResult
+    from ..authority.wire import SubmitResult
 
 
 class AsyncSubmitter(Protocol):

@@ -18,14 +18,7 @@ from minio.error import MinioException, S3Error
 
 from ._errors import ArtifactIntegrityError, ArtifactNotFound, ArtifactStoreError
 from ._fs import _temp_in
-from ._store import (
-    CHUNK_BYTES,
-    ArtifactRef,
-    HashingReader,
-    check_meta_name,
-    content_key,
-    traced,
-)
+from ._store import CHUNK_BYTES, ArtifactRef, HashingReader, check_meta_name, content_key, traced
 
 #: S3's smallest multipart part (5 MiB); every part but the last must be at least this big.
 MIN_PART_BYTES = 5 << 20

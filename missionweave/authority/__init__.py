@@ -1,14 +1,67 @@
 """The Group Authority: the signed, hash-chained event log that is the source of truth.
 
-``Authority`` validates signed Commands and appends Events atomically (SQLite store);
-``verify_log`` checks a stored chain offline. The HTTP/WebSocket server and its client live in
-``missionweave.authority.server`` and ``missionweave.authority.client``.
+Four parts, each importable without the ones it does not need:
+
+* ``missionweave.authority.core`` — :class:`Authority` validates signed Commands and appends
+  Events atomically; :func:`verify_log` checks a stored chain offline.
+* ``missionweave.authority.http`` — the HTTP/WebSocket front (``create_app``, ``serve``).
+* ``missionweave.authority.client`` — ``AuthorityClient`` and the event ``Subscriber``.
+* ``missionweave.authority.wire`` — what server and clients share (:class:`SubmitResult`,
+  :func:`now_ms`, the errors, snapshot checks).
+
+The names below are loaded on first use (PEP 562), so ``import missionweave.authority.client``
+loads no server code.
 """
 
-from ._engine import Authority, AuthorityConfig, SubmitResult, now_ms
-from ._errors import AuthorityError, ChainError, CursorTooOldError, UnknownGroupError
-from ._snapshots import load_snapshot, verify_snapshot
-from ._verify import VerifyReport, verify_log
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .core import (
+        Authority,
+        AuthorityConfig,
+        VerifyReport,
+        check_context_use,
+        events_for_member,
+        load_snapshot,
+        verify_log,
+    )
+    from .wire import (
+        AuthorityError,
+        ChainError,
+        CursorTooOldError,
+        MembershipRequired,
+        SubmitResult,
+        UnknownGroupError,
+        now_ms,
+        verify_snapshot,
+    )
+
+_HOME = {
+    "Authority": "core", "AuthorityConfig": "core", "VerifyReport": "core",
+    "load_snapshot": "core", "verify_log": "core",
+    "AuthorityError": "wire", "ChainError": "wire", "CursorTooOldError": "wire",
+    "SubmitResult": "wire", "UnknownGroupError": "wire", "now_ms": "wire",
+    "verify_snapshot": "wire", "MembershipRequired": "wire",
+    "check_context_use": "core", "events_for_member": "core",
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from the part that holds it, on first use."""
+    part = _HOME.get(name)
+    if part is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{part}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])
+
 
 __all__ = [
     "Authority",
@@ -16,9 +69,12 @@ __all__ = [
     "AuthorityError",
     "ChainError",
     "CursorTooOldError",
+    "MembershipRequired",
     "SubmitResult",
     "UnknownGroupError",
     "VerifyReport",
+    "check_context_use",
+    "events_for_member",
     "load_snapshot",
     "now_ms",
     "verify_log",

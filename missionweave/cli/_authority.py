@@ -56,7 +56,7 @@ def serve(
     "Security model".
     """
     from ..authority import Authority, AuthorityConfig
-    from ..authority.server import serve as run_server
+    from ..authority.http import serve as run_server
     from ..telemetry import setup_tracing
 
     setup_tracing("missionweave-authority")  # from OTEL_*; off unless configured

@@ -68,13 +68,7 @@ from ._messages import (
     sign_command,
     verify_command,
 )
-from ._records import (
-    AgentCard,
-    DeclineReason,
-    Evidence,
-    ProgressReport,
-    SelectionBasis,
-)
+from ._records import AgentCard, DeclineReason, Evidence, ProgressReport, SelectionBasis
 from ._signer import Actor
 from ._states import (
     TERMINAL_STATES,

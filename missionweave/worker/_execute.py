@@ -41,8 +41,8 @@ from pydantic import ValidationError
 from temporalio import activity
 
 from ..artifacts import ArtifactStore
-from ..authority import now_ms
 from ..authority.client import AuthorityClient, AuthorityUnavailable
+from ..authority.wire import now_ms
 from ..protocol import Actor, Budget, CanonicalizationError, Evidence, ProgressReport
 from ..protocol.temporal_contract import (
     EXECUTE_WORK_ITEM,

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..authority import now_ms
 from ..authority.client import AuthorityClient, AuthorityUnavailable
+from ..authority.wire import now_ms
 from ..protocol import Actor, Command, ResourceUsage
 from ..protocol.temporal_contract import CommandVerdict, ExecuteWorkItemInput, LeaseGrant
 from ._errors import LeaseLost

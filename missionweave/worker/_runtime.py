@@ -35,8 +35,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Interceptor, Worker
 
 from ..artifacts import ArtifactStore, FilesystemStore
-from ..authority import now_ms
 from ..authority.client import AuthorityClient, Subscriber
+from ..authority.wire import now_ms
 from ..protocol import Actor, AgentCard, Event, ProgressReport, SigningKey
 from ..protocol.temporal_contract import (
     ExecuteWorkItemInput,

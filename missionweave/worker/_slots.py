@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..authority import now_ms
+from ..authority.wire import now_ms
 from ._context import WorkContext
 
 #: A slot's key: ``(group_id, work_item_id)``.

@@ -17,8 +17,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..authority import now_ms
 from ..authority.client import AuthorityClient, AuthorityUnavailable
+from ..authority.wire import now_ms
 from ..protocol import Actor, Command, Rejection
 from ..protocol.temporal_contract import (
     CommandVerdict,

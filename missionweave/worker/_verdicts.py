@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..authority import SubmitResult
+from ..authority.wire import SubmitResult
 from ..protocol.temporal_contract import CommandVerdict
 
 #: Rejection codes that mean "this lease, session or ownership is no longer yours": the

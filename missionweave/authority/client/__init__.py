@@ -1,0 +1,56 @@
+"""Client side of the Authority server: HTTP calls and the section-16 event Subscriber.
+
+``AuthorityClient`` submits Commands and reads logs, heads, snapshots, leases, the Group's
+agents (``AgentInfo``) and presence (``PresenceInfo``) over HTTP;
+``Subscriber`` follows Groups over the WebSocket stream with verified, ordered, deduplicated,
+exactly-once-per-process delivery and durable cursors (``CursorStore``, ``SqliteCursorStore``).
+"""
+
+from ..wire import (
+    AgentInfo,
+    CursorTooOldError,
+    PresenceInfo,
+    Reliability,
+    UnknownGroupError,
+    presence_frame,
+)
+from ._client import (
+    AuthorityClient,
+    AuthorityClientError,
+    AuthorityRequestError,
+    AuthorityUnavailable,
+    EventVerificationError,
+    RemoteCursorTooOldError,
+    RemoteUnknownGroupError,
+    SnapshotVerificationError,
+    SubscriberError,
+    SubscriptionRefused,
+)
+from ._cursors import CursorStore, MemoryCursorStore, SqliteCursorStore
+from ._sequencer import GroupSequencer
+from ._subscriber import Subscriber, subscribe_frame
+
+__all__ = [
+    "AgentInfo",
+    "AuthorityClient",
+    "AuthorityClientError",
+    "AuthorityRequestError",
+    "AuthorityUnavailable",
+    "CursorStore",
+    "CursorTooOldError",
+    "EventVerificationError",
+    "GroupSequencer",
+    "MemoryCursorStore",
+    "PresenceInfo",
+    "Reliability",
+    "RemoteCursorTooOldError",
+    "RemoteUnknownGroupError",
+    "SnapshotVerificationError",
+    "SqliteCursorStore",
+    "Subscriber",
+    "SubscriberError",
+    "SubscriptionRefused",
+    "UnknownGroupError",
+    "presence_frame",
+    "subscribe_frame",
+]

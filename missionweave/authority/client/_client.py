@@ -1,0 +1,425 @@
+"""Async HTTP client of the Authority server (``missionweave.authority.http``).
+
+Error tree::
+
+    AuthorityError                        (missionweave.authority)
+    ├── UnknownGroupError
+    ├── CursorTooOldError
+    └── AuthorityClientError              root of client-side failures
+        ├── AuthorityUnavailable          connection refused, timeout, 502/503/504 (names the URL)
+        ├── AuthorityRequestError         an error answer: .status, .code, .reason, .detail
+        │   ├── RemoteUnknownGroupError   404 unknown_group (also an UnknownGroupError)
+        │   └── RemoteCursorTooOldError   410 CURSOR_TOO_OLD (also a CursorTooOldError, with
+        │                                 the signed snapshot reference)
+        ├── SnapshotVerificationError     a snapshot's hash or Authority signature does not verify
+        └── SubscriberError               the Subscriber cannot go on
+            ├── SubscriptionRefused       ERROR unauthorized / unknown_group on SUBSCRIBE
+            └── EventVerificationError    a validly signed Event breaks the chain (a fork)
+
+So code written against :class:`Authority` (``except CursorTooOldError``) works unchanged
+against the client, and ``except AuthorityRequestError`` catches every error answer.
+
+A rejected Command is not an error: :meth:`AuthorityClient.submit` returns its
+:class:`SubmitResult` with the structured rejection, as :meth:`Authority.submit` does.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from ...protocol import Actor, Command, Event, SigningKey
+from ..wire import (
+    AgentInfo,
+    AuthorityError,
+    CursorTooOldError,
+    PresenceInfo,
+    SignedReads,
+    SubmitResult,
+    UnknownGroupError,
+    inject_trace_headers,
+    now_ms,
+    presence_frame,
+    verify_snapshot,
+)
+
+#: Commands per ``POST /v1/commands/batch`` (the server's limit).
+BATCH_LIMIT = 1000
+
+
+class AuthorityClientError(AuthorityError):
+    """Root of client-side errors."""
+
+
+class AuthorityUnavailable(AuthorityClientError):
+    """The Authority could not be reached or did not answer in time; retrying may help.
+
+    Commands are idempotent by ``command_id``, so resubmitting the same Command is safe.
+    """
+
+
+class AuthorityRequestError(AuthorityClientError):
+    """The Authority answered with an error body.
+
+    Attributes:
+        status: the HTTP status.
+        code: the stable error code (``invalid_command``, ``not_found``, …).
+        reason: one human sentence.
+        detail: machine-readable facts.
+    """
+
+    def __init__(self, status: int, code: str, reason: str, detail: dict[str, Any]) -> None:
+        super().__init__(f"{status} {code}: {reason}")
+        self.status, self.code, self.reason, self.detail = status, code, reason, detail
+
+
+class RemoteUnknownGroupError(UnknownGroupError, AuthorityRequestError):
+    """404 ``unknown_group``: no such Group on the server."""
+
+    def __init__(self, group_id: str, reason: str, detail: dict[str, Any]) -> None:
+        # UnknownGroupError.__init__ would chain into AuthorityRequestError's signature.
+        AuthorityRequestError.__init__(self, 404, "unknown_group", reason, detail)
+        self.group_id = group_id
+
+
+class RemoteCursorTooOldError(CursorTooOldError, AuthorityRequestError):
+    """410 ``CURSOR_TOO_OLD``: restore ``snapshot`` and resume from its ``seq`` (MW-16-e)."""
+
+    def __init__(self, reason: str, detail: dict[str, Any], snapshot: dict[str, Any]) -> None:
+        AuthorityRequestError.__init__(self, 410, CursorTooOldError.code, reason, detail)
+        self.group_id = str(detail.get("group_id", ""))
+        self.after_sequence = int(detail.get("after_sequence", 0))
+        self.first_online_seq = int(detail.get("first_online_seq", 0))
+        self.snapshot = snapshot
+
+
+class SnapshotVerificationError(AuthorityClientError):
+    """A snapshot's hash does not match its body, its signature does not verify under the
+    Authority's key, or it is not the snapshot that was asked for (MW-16-e)."""
+
+
+class SubscriberError(AuthorityClientError):
+    """The Subscriber stopped on a condition that reconnecting cannot fix."""
+
+
+class SubscriptionRefused(SubscriberError):
+    """The server refused a SUBSCRIBE (``unauthorized`` or ``unknown_group``).
+
+    Attributes:
+        code: the ERROR frame's code.
+        detail: its detail (``group`` among others).
+    """
+
+    def __init__(self, code: str, reason: str, detail: dict[str, Any]) -> None:
+        super().__init__(f"{code}: {reason}")
+        self.code, self.reason, self.detail = code, reason, detail
+
+
+class EventVerificationError(SubscriberError):
+    """An Event that verifies on its own does not link to the previous one (MW-16-a).
+
+    Attributes:
+        group_id: the Group.
+        seq: the Event's sequence.
+        reason: ``broken link`` or ``conflicting event``.
+    """
+
+    def __init__(self, group_id: str, seq: int, reason: str) -> None:
+        super().__init__(f"group {group_id!r}: event {seq}: {reason}")
+        self.group_id, self.seq, self.reason = group_id, seq, reason
+
+
+class AuthorityClient:
+    """Async client of one Authority server.
+
+    Args:
+        base_url: e.g. ``"http://127.0.0.1:8787"``.
+        transport: an httpx transport, e.g. ``httpx.ASGITransport(app=create_app(a))`` to run
+            in-process; the network by default.
+        timeout: seconds per request.
+        authority_public_key: pin the Authority's key for snapshot verification; without it
+            the key is read once from ``GET /v1/authority``.
+        signing_key: the reader's key: every ``GET`` is signed with it (RFC 9421 HTTP Message
+            Signatures, see ``docs/authority.md``, "Security model"). The Authority answers
+            reads only for Groups in which this key is an active member's (or an operator's);
+            without it only :meth:`submit`, :meth:`submit_many`, :meth:`put_presence` (signed
+            themselves) and :meth:`public_key` work, and a read raises
+            :class:`AuthorityRequestError` 401 ``unauthenticated``.
+        verify: TLS verification for an ``https://`` URL: ``True`` (the system's CAs), a CA
+            bundle path, or an :class:`ssl.SSLContext`.
+        clock: epoch milliseconds for the signed reads' ``created`` (within 5 minutes of the
+            Authority's clock); the wall clock by default.
+
+    Use as ``async with AuthorityClient(url, signing_key=actor.key) as c: ...`` or call
+    :meth:`aclose`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout: float = 10.0,
+        authority_public_key: str | None = None,
+        signing_key: SigningKey | None = None,
+        verify: ssl.SSLContext | str | bool = True,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.signing_key = signing_key
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, transport=transport, timeout=timeout, verify=verify,
+            auth=SignedReads(signing_key, clock) if signing_key is not None else None,
+            event_hooks={"request": [inject_trace_headers]},  # W3C traceparent of the caller
+        )  # fmt: skip
+        self._public_key = authority_public_key
+
+    async def __aenter__(self) -> AuthorityClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def _request(
+        self, method: str, path: str, *, ok: tuple[int, ...] = (200,), **kw: Any
+    ) -> httpx.Response:
+        try:
+            resp = await self._http.request(method, path, **kw)
+        except httpx.TransportError as exc:
+            hint = (
+                " (a private CA? point SSL_CERT_FILE at its certificate, or pass verify=)"
+                if "CERTIFICATE_VERIFY_FAILED" in str(exc)
+                else ""
+            )
+            raise AuthorityUnavailable(
+                f"{method} {self.base_url}{path}: {type(exc).__name__}: {exc}{hint}"
+            ) from exc
+        if resp.status_code in ok:
+            return resp
+        if resp.status_code in (502, 503, 504):
+            raise AuthorityUnavailable(f"{method} {self.base_url}{path}: HTTP {resp.status_code}")
+        try:
+            body = resp.json()
+        except ValueError:
+            body = {}
+        if not isinstance(body, dict):
+            body = {}
+        code = str(body.get("code", "http_error"))
+        reason = str(body.get("reason", resp.reason_phrase))
+        detail = body.get("detail") if isinstance(body.get("detail"), dict) else {}
+        assert isinstance(detail, dict)
+        if resp.status_code == 404 and code == "unknown_group":
+            raise RemoteUnknownGroupError(str(detail.get("group_id", "")), reason, detail)
+        if resp.status_code == 410 and code == CursorTooOldError.code:
+            raise RemoteCursorTooOldError(reason, detail, dict(body.get("snapshot") or {}))
+        raise AuthorityRequestError(resp.status_code, code, reason, detail)
+
+    async def submit(self, command: Command) -> SubmitResult:
+        """Submit one signed Command.
+
+        Returns:
+            The verdict: ``accepted``, ``recorded`` or ``rejected`` (with its structured
+            rejection); a repeat of a known ``command_id`` returns the original Events.
+
+        Raises:
+            AuthorityUnavailable: unreachable or timed out (resubmitting is safe).
+            AuthorityRequestError: the Command is malformed (422) or the server failed.
+        """
+        resp = await self._request(
+            "POST", "/v1/commands", ok=(200, 409), json=command.model_dump(mode="json")
+        )
+        return SubmitResult.model_validate(resp.json())
+
+    async def submit_many(self, commands: Sequence[Command]) -> list[SubmitResult]:
+        """Submit Commands in order (in requests of at most 1000).
+
+        Returns:
+            One verdict per Command, in order.
+
+        Raises:
+            AuthorityUnavailable: unreachable or timed out (resubmitting is safe).
+            AuthorityRequestError: a Command is malformed or the server failed.
+        """
+        results: list[SubmitResult] = []
+        for i in range(0, len(commands), BATCH_LIMIT):
+            chunk = [c.model_dump(mode="json") for c in commands[i : i + BATCH_LIMIT]]
+            resp = await self._request("POST", "/v1/commands/batch", json=chunk)
+            results.extend(SubmitResult.model_validate(r) for r in resp.json())
+        return results
+
+    async def events(
+        self, group_id: str, after_sequence: int = 0, limit: int = 1000
+    ) -> list[Event]:
+        """Events of ``group_id`` with ``seq > after_sequence``, in order, at most ``limit``.
+
+        The Events are parsed, not verified; :class:`Subscriber` verifies the chain.
+
+        Raises:
+            UnknownGroupError: no such Group.
+            CursorTooOldError: ``after_sequence`` is below the online window; its ``snapshot``
+                is the signed reference to restore from (MW-16-e).
+            AuthorityUnavailable: unreachable or timed out.
+        """
+        out: list[Event] = []
+        after = after_sequence
+        while len(out) < limit:  # the server cuts pages by size too: read on to the limit
+            resp = await self._request(
+                "GET", f"/v1/groups/{group_id}/events",
+                params={"after_sequence": after, "limit": limit - len(out)},
+            )  # fmt: skip
+            body = resp.json()
+            page = [Event.model_validate(e) for e in body["events"]]
+            out += page
+            if not page or page[-1].seq >= int(body.get("head_seq", 0)):
+                break
+            after = page[-1].seq
+        return out
+
+    async def head(self, group_id: str) -> tuple[int, str]:
+        """The Group's last ``(seq, hash)``, like :meth:`Authority.head`.
+
+        Raises:
+            UnknownGroupError: no such Group.
+        """
+        body = (await self._request("GET", f"/v1/groups/{group_id}/head")).json()
+        return int(body["seq"]), str(body["hash"])
+
+    async def public_key(self) -> str:
+        """The Authority's base64url public key (pinned, or read once from the server)."""
+        if self._public_key is None:
+            self._public_key = str((await self.info())["public_key"])
+        return self._public_key
+
+    async def snapshot(
+        self, group_id: str, seq: int, *, authority_public_key: str | None = None
+    ) -> dict[str, Any]:
+        """The whole signed snapshot of ``group_id`` at ``seq``, verified (MW-16-e).
+
+        Args:
+            group_id: the Group.
+            seq: the snapshot's sequence (from a CURSOR_TOO_OLD reference).
+            authority_public_key: the key to verify with; the client's pinned or fetched key
+                by default.
+
+        Returns:
+            The snapshot: ``group_id``, ``seq``, ``head_hash``, ``taken_at_ms``, ``state``,
+            ``hash``, ``signature``.
+
+        Raises:
+            SnapshotVerificationError: hash, signature, Group or sequence do not match.
+            AuthorityRequestError: no such snapshot (404 ``unknown_snapshot``).
+        """
+        key = authority_public_key or await self.public_key()
+        snap = (await self._request("GET", f"/v1/groups/{group_id}/snapshots/{seq}")).json()
+        if not isinstance(snap, dict) or not verify_snapshot(snap, key):
+            raise SnapshotVerificationError(
+                f"snapshot of group {group_id!r} at {seq}: hash or signature does not verify"
+            )
+        if snap.get("group_id") != group_id or snap.get("seq") != seq:
+            raise SnapshotVerificationError(
+                f"asked for group {group_id!r} at {seq}, got {snap.get('group_id')!r} at "
+                f"{snap.get('seq')}"
+            )
+        return snap
+
+    async def lease(self, lease_id: str) -> dict[str, Any] | None:
+        """The lease row with ``valid`` (active and unexpired on the Authority's clock), or
+        ``None`` when unknown. Check it before an external side effect (docs/design.md §5)."""
+        resp = await self._request("GET", f"/v1/leases/{lease_id}", ok=(200, 404))
+        if resp.status_code == 404:
+            if resp.json().get("code") != "unknown_lease":
+                raise AuthorityRequestError(404, "not_found", "no lease route", {})
+            return None
+        row: dict[str, Any] = resp.json()
+        return row
+
+    async def agents(self, group_id: str) -> list[AgentInfo]:
+        """The Group's active members with roles, epochs, latest Agent Card and per-capability
+        reliability (``work.result_accepted`` / ``work.failed`` counts of the online log), by
+        agent id. What ``select_candidates`` ranks from (MW-10.3-f).
+
+        Raises:
+            UnknownGroupError: no such Group.
+            AuthorityUnavailable: unreachable or timed out.
+        """
+        body = (await self._request("GET", f"/v1/groups/{group_id}/agents")).json()
+        return [AgentInfo.model_validate(a) for a in body["agents"]]
+
+    async def put_presence(
+        self,
+        actor: Actor,
+        group_id: str,
+        free_slots: int,
+        queue_depth: int,
+        *,
+        issued_at_ms: int | None = None,
+    ) -> bool:
+        """Report ``actor``'s capacity in ``group_id`` (ephemeral; not in the log).
+
+        Args:
+            actor: the reporting agent, an active member of the Group; signs the report.
+            group_id: the Group.
+            free_slots: free execution slots now, >= 0.
+            queue_depth: WorkItems waiting in the agent's queue for this Group, >= 0.
+            issued_at_ms: the report's time, epoch milliseconds; wall clock by default. Must be
+                within 5 minutes of the Authority's clock (pass that clock in tests with a
+                virtual one).
+
+        Returns:
+            Whether it was stored (``False``: a report issued at the same time or later was
+            already there).
+
+        Raises:
+            UnknownGroupError: no such Group.
+            AuthorityRequestError: 403 ``unauthorized`` (not an active member, bad signature or
+                clock skew) or 422 ``invalid_frame`` (a count out of range).
+            AuthorityUnavailable: unreachable or timed out.
+        """
+        issued = now_ms() if issued_at_ms is None else issued_at_ms
+        frame = presence_frame(actor, group_id, free_slots, queue_depth, issued)
+        resp = await self._request("PUT", f"/v1/groups/{group_id}/presence", json=frame)
+        return bool(resp.json()["stored"])
+
+    async def presence(self, group_id: str) -> dict[str, PresenceInfo]:
+        """Fresh presence reports of ``group_id`` by agent id (stale ones, older than the
+        server's TTL — 30 s by default — are left out).
+
+        Raises:
+            UnknownGroupError: no such Group.
+            AuthorityUnavailable: unreachable or timed out.
+        """
+        body = (await self._request("GET", f"/v1/groups/{group_id}/presence")).json()
+        return {str(a): PresenceInfo.model_validate(p) for a, p in body.items()}
+
+    async def info(self) -> dict[str, Any]:
+        """``{"public_key": str}``; with a ``signing_key`` also ``"operator": bool`` and
+        ``"groups": [str]``, the Groups that key may read (every Group for an operator)."""
+        body: dict[str, Any] = (await self._request("GET", "/v1/authority")).json()
+        return body
+
+
+__all__ = [
+    "AuthorityClient",
+    "AuthorityClientError",
+    "AuthorityRequestError",
+    "AuthorityUnavailable",
+    "EventVerificationError",
+    "RemoteCursorTooOldError",
+    "RemoteUnknownGroupError",
+    "SnapshotVerificationError",
+    "SubscriberError",
+    "SubscriptionRefused",
+]

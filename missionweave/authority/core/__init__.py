@@ -1,0 +1,26 @@
+"""The Authority's core: validate signed Commands and append signed, hash-chained Events.
+
+:class:`Authority` (the engine, its command handlers and its storage), :class:`AuthorityConfig`,
+the offline log check (:func:`verify_log`, :class:`VerifyReport`) and stored snapshots
+(:func:`load_snapshot`), and who may put what into a Mission's context (:func:`check_context_use`,
+:func:`events_for_member`, MW-13.3-b/d). It imports no HTTP server and no client: the front is
+``missionweave.authority.http``, the client ``missionweave.authority.client``, and what both
+sides share ``missionweave.authority.wire``.
+"""
+
+from ._context_access import check_context_use, events_for_member
+from ._engine import Authority, AuthorityConfig
+from ._snapshots import load_snapshot
+from ._verifier import warm_up as warm_up_verifier
+from ._verify import VerifyReport, verify_log
+
+__all__ = [
+    "Authority",
+    "AuthorityConfig",
+    "VerifyReport",
+    "check_context_use",
+    "events_for_member",
+    "load_snapshot",
+    "verify_log",
+    "warm_up_verifier",
+]

@@ -1,0 +1,127 @@
+"""What a command handler sees: the open transaction, the clock, the actor and an event sink."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...protocol import Command, Rejection, Role, SigningKey, identifier_problem, label_problem
+
+
+class Reject(Exception):
+    """Raised by a handler to refuse the Command; the savepoint is rolled back."""
+
+    def __init__(self, code: str, reason: str, **detail: Any) -> None:
+        super().__init__(f"{code}: {reason}")
+        self.rejection = Rejection(code=code, reason=reason, detail=detail)
+
+
+@dataclass(slots=True)
+class Draft:
+    """An Event not yet sequenced or sealed."""
+
+    group_id: str
+    type: str
+    work_item_id: str | None
+    body: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Ctx:
+    """Handler context for one Command inside one savepoint.
+
+    Attributes:
+        conn: the connection, inside ``BEGIN IMMEDIATE`` and a savepoint.
+        now_ms: the Authority's clock for this Command, epoch milliseconds.
+        command: the verified Command.
+        roles: the actor's roles in the Command's Group (empty for agent-level Commands).
+        config: the Authority's settings.
+        key: the Authority's signing key (for capability tokens).
+        drafts: Events to append, in order.
+        status: ``accepted``, or ``recorded`` for an audit-only outcome (MW-11.5-b).
+        rejection: with ``recorded``, why the Command could not take effect.
+        reply: extra facts returned to the caller but not logged (e.g. a capability token).
+    """
+
+    conn: sqlite3.Connection
+    now_ms: int
+    command: Command
+    roles: frozenset[Role]
+    config: Any
+    key: SigningKey
+    drafts: list[Draft] = field(default_factory=list)
+    status: str = "accepted"
+    rejection: Rejection | None = None
+    reply: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def body(self) -> dict[str, Any]:
+        return self.command.body
+
+    @property
+    def group_id(self) -> str:
+        assert self.command.group_id is not None
+        return self.command.group_id
+
+    def emit(
+        self,
+        type: str,
+        body: dict[str, Any],
+        *,
+        work_item_id: str | None = None,
+        group_id: str | None = None,
+    ) -> None:
+        """Queue an Event for this Command."""
+        self.drafts.append(Draft(group_id or self.group_id, type, work_item_id, body))
+
+    def one(self, sql: str, *args: Any) -> sqlite3.Row | None:
+        cur = self.conn.execute(sql, args)
+        cur.row_factory = sqlite3.Row
+        row: sqlite3.Row | None = cur.fetchone()
+        return row
+
+    def all(self, sql: str, *args: Any) -> list[sqlite3.Row]:
+        cur = self.conn.execute(sql, args)
+        cur.row_factory = sqlite3.Row
+        return list(cur.fetchall())
+
+    def run(self, sql: str, *args: Any) -> None:
+        self.conn.execute(sql, args)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text for a stored column."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def need_id(body: dict[str, Any], key: str) -> str:
+    """``body[key]``, present and a valid identifier (:mod:`missionweave.protocol`'s one
+    rule); raises :class:`Reject` ``invalid_body`` naming the field and the problem."""
+    value = need(body, key)
+    problem = identifier_problem(value)
+    if problem is not None:
+        raise Reject("invalid_body", f"{key} {problem}", field=key)
+    return str(value)
+
+
+def need_label(body: dict[str, Any], key: str) -> str:
+    """``body[key]`` (default ``""``), a valid label; raises :class:`Reject` ``invalid_body``."""
+    value = body.get(key, "")
+    problem = label_problem(value)
+    if problem is not None:
+        raise Reject("invalid_body", f"{key} {problem}", field=key)
+    return str(value)
+
+
+def need(body: dict[str, Any], key: str, kind: type | tuple[type, ...] = str) -> Any:
+    """``body[key]`` checked for presence and type; raises :class:`Reject` ``invalid_body``."""
+    if key not in body:
+        raise Reject("invalid_body", f"body needs {key!r}", field=key)
+    value = body[key]
+    if isinstance(value, bool) and kind is int:
+        raise Reject("invalid_body", f"{key!r} must be an integer", field=key)
+    if not isinstance(value, kind) or (isinstance(value, str) and not value):
+        raise Reject("invalid_body", f"{key!r} has the wrong type or is empty", field=key)
+    return value

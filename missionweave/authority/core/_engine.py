@@ -1,0 +1,587 @@
+"""The Group Authority: validate signed Commands and append signed, hash-chained Events.
+
+One :class:`Authority` owns one SQLite connection. Every Command runs inside a savepoint of a
+``BEGIN IMMEDIATE`` transaction, with its checks in this order: actor signature → membership and
+session epochs → lease id and ownership epoch (fencing) → the state table → contract and budget
+rules. Then every resulting Event is sequenced, hashed, signed and written — or, on a rejection,
+the savepoint is rolled back and nothing is written. :meth:`Authority.submit_many` commits a whole
+batch with one fsync (group commit), which is the main throughput lever.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from ...protocol import (
+    GENESIS_HASH,
+    Command,
+    Event,
+    Rejection,
+    Role,
+    SigningKey,
+    canonical_bytes,
+    new_id,
+    sha256_hex,
+    verify_command,
+)
+from ...telemetry import tracer
+from ..wire import AuthorityError, SubmitResult, now_ms
+from . import (  # noqa: F401
+    _handlers_admin,
+    _handlers_context,
+    _handlers_dag,
+    _handlers_lease,
+    _handlers_work,
+    _verifier,
+)
+from ._agents import AgentReads
+from ._context import Ctx, Reject, dumps
+from ._handlers_lease import public_token
+from ._reads import LogReader
+from ._registry import HANDLERS
+from ._schema import connect
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorityConfig:
+    """Authority settings.
+
+    Attributes:
+        max_candidates: the bound on a candidate-set offer (MW-10.3-c).
+        max_offer_ms: the longest offer expiry accepted, in milliseconds.
+        online_window: Events kept online per Group before older ones move to the archive
+            (``None``: never archive).
+        max_batch: Commands per group-commit transaction.
+        parallel_verify_min: batches of at least this many Commands have their signatures
+            verified in a separate process while the writer applies them (0 disables it).
+        operator_keys: the operators' Ed25519 public keys (base64url). Only an operator may
+            create a Group (``group.create``) or make admin reads (every Group, every agent);
+            none by default, so a new Authority takes no Group until one is configured.
+    """
+
+    max_candidates: int = 8
+    max_offer_ms: int = 7 * 24 * 3_600_000
+    online_window: int | None = None
+    max_batch: int = 256
+    parallel_verify_min: int = 8
+    operator_keys: frozenset[str] = frozenset()
+
+
+@dataclass(slots=True)
+class _Head:
+    seq: int
+    hash: str
+    dirty: bool = field(default=False)
+
+
+class Authority(LogReader, AgentReads):
+    """A Group Authority over one SQLite database.
+
+    Args:
+        db: path of the SQLite file (created if missing), or ``":memory:"``.
+        key: the Authority's signing key.
+        config: settings; defaults are sensible for one machine.
+        clock: epoch-milliseconds clock (tests pass a controllable one).
+
+    Raises:
+        AuthorityError: the database was created with another Authority key.
+        sqlite3.Error: the file cannot be opened as a database.
+
+    Thread safety: one lock serializes use of the connection; several :class:`Authority`
+    objects on the same file (other threads or processes) serialize through SQLite's write lock.
+    """
+
+    def __init__(
+        self,
+        db: str | Path,
+        key: SigningKey,
+        config: AuthorityConfig | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.db_path = str(db)
+        self.key = key
+        self.config = config or AuthorityConfig()
+        self.clock = clock
+        self.conn = connect(db)
+        self._lock = threading.Lock()
+        self._keys: dict[tuple[str | None, str], str] = {}
+        self._trusted: list[Command] = []
+        self._members: dict[tuple[str, str], Any] = {}
+        self._pin_key()
+
+    def _pin_key(self) -> None:
+        """Record the Authority's public key in the database; refuse a different key later."""
+        with self._write():
+            self.conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('authority_public_key', ?)",
+                (self.key.public_key,),
+            )
+            row = self.conn.execute(
+                "SELECT value FROM meta WHERE key='authority_public_key'"
+            ).fetchone()
+        if row[0] != self.key.public_key:
+            self.conn.close()
+            raise AuthorityError(
+                f"{self.db_path} was written by another Authority key ({row[0][:12]}…); "
+                "use that key or a new database"
+            )
+
+    @property
+    def public_key(self) -> str:
+        """The Authority's base64url Ed25519 public key."""
+        return self.key.public_key
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self.conn.close()
+
+    # ----------------------------------------------------------------------------- writes
+
+    def submit(self, command: Command) -> SubmitResult:
+        """Validate and apply one Command (its own transaction).
+
+        Returns:
+            The verdict; a rejection is data, never an exception.
+        """
+        return self.submit_many([command])[0]
+
+    def submit_many(
+        self,
+        commands: Sequence[Command],
+        *,
+        trace_contexts: Sequence[otel_context.Context | None] | None = None,
+    ) -> list[SubmitResult]:
+        """Validate and apply Commands in order, in one transaction with one fsync.
+
+        Each Command is atomic on its own (a savepoint): a rejected one writes nothing and does
+        not disturb the others. Results are in input order. Traced as one
+        ``authority.transaction`` span with an ``authority.append`` span per Command (no-op
+        spans unless tracing is configured).
+
+        Args:
+            commands: the signed Commands.
+            trace_contexts: per Command, the OpenTelemetry context it arrived in (its HTTP
+                request's), so that its ``authority.append`` span joins its sender's trace
+                when the :class:`BatchWriter` merged several requests into this transaction;
+                the current context by default.
+
+        Raises:
+            ValueError: ``trace_contexts`` does not have one entry per Command.
+            sqlite3.Error: the database failed; the whole batch is rolled back.
+        """
+        if trace_contexts is not None and len(trace_contexts) != len(commands):
+            raise ValueError("trace_contexts must have one entry per command")
+        parents: list[otel_context.Context | None] = (
+            list(trace_contexts) if trace_contexts else [None] * len(commands)
+        )
+        with tracer().start_as_current_span(
+            "authority.transaction", context=parents[0] if parents else None,
+            links=_links(parents) if trace_contexts else None,
+            attributes={"missionweave.batch.size": len(commands)},
+        ) as span:  # fmt: skip
+            results = self._submit_many(commands, parents)
+            if span.is_recording():
+                span.set_attribute(
+                    "missionweave.batch.accepted", sum(r.status == "accepted" for r in results)
+                )
+        return results
+
+    def _submit_many(
+        self, commands: Sequence[Command], parents: list[otel_context.Context | None]
+    ) -> list[SubmitResult]:
+        with self._lock:
+            keys = [self._key_of(cmd) for cmd in commands]
+        pending = None
+        n = self.config.parallel_verify_min
+        if n and len(commands) >= n:
+            pending = _verifier.submit(
+                [(c.model_dump_json(), k) for c, k in zip(commands, keys, strict=True) if k]
+            )
+        with self._lock:
+            results = self._transaction(commands, keys if pending else None, pending, parents)
+            if results is None:  # a signature the writer relied on did not verify: redo inline
+                trace.get_current_span().set_attribute("missionweave.transaction.redo", True)
+                results = self._transaction(commands, None, None, parents)
+                assert results is not None
+        if self.config.online_window is not None:
+            touched = {e.group_id for r in results for e in r.events if not r.duplicate}
+            for gid in touched:
+                self.maybe_archive(gid)
+        return results
+
+    def _transaction(
+        self,
+        commands: Sequence[Command],
+        keys: list[str | None] | None,
+        pending: Future[list[bool]] | None,
+        parents: list[otel_context.Context | None],
+    ) -> list[SubmitResult] | None:
+        """Apply ``commands`` in one transaction; ``None`` if it had to be rolled back because a
+        signature taken on trust from ``pending`` (the verifier process) failed."""
+        self._trusted = []
+        self._members.clear()  # other processes may have changed memberships meanwhile
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            heads: dict[str, _Head] = {}
+            # A Command sent in the transaction's own context gets its span under the
+            # transaction's; one merged in from another request, under that request's.
+            results = [
+                self._traced_apply(cmd, heads, keys[i] if keys else None,
+                                   None if parents[i] is parents[0] else parents[i])
+                for i, cmd in enumerate(commands)
+            ]  # fmt: skip
+            if pending is not None and self._trusted:
+                try:
+                    verdicts = pending.result()
+                except Exception:  # the verifier process died: redo with inline verification
+                    self.conn.execute("ROLLBACK")
+                    return None
+                assert keys is not None
+                verdict_of = {}
+                j = 0
+                for i, k in enumerate(keys):
+                    if k:
+                        verdict_of[i] = verdicts[j]
+                        j += 1
+                index = {id(c): i for i, c in enumerate(commands)}
+                if not all(verdict_of[index[id(c)]] for c in self._trusted):
+                    self.conn.execute("ROLLBACK")
+                    return None
+            for gid, head in heads.items():
+                if head.dirty:
+                    self.conn.execute(
+                        "UPDATE groups SET head_seq=?, head_hash=? WHERE group_id=?",
+                        (head.seq, head.hash, gid),
+                    )
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return results
+
+    def _key_of(self, cmd: Command) -> str | None:
+        spec = HANDLERS.get(cmd.type)
+        if spec is None:
+            return None
+        if spec.auth == "self":
+            key = cmd.body.get("public_key")
+            return key if isinstance(key, str) else None
+        cache_key = (cmd.group_id if spec.auth == "member" else None, cmd.actor)
+        key = self._keys.get(cache_key)
+        if key is None:
+            if spec.auth == "member":
+                row = self.conn.execute(
+                    "SELECT public_key FROM members WHERE group_id=? AND agent_id=?", cache_key
+                ).fetchone()
+            else:
+                row = self.conn.execute(
+                    "SELECT public_key FROM agents WHERE agent_id=?", (cmd.actor,)
+                ).fetchone()
+            if row is None:
+                return None
+            key = self._keys[cache_key] = str(row[0])  # an agent's key never changes
+        return key
+
+    def _traced_apply(
+        self,
+        cmd: Command,
+        heads: dict[str, _Head],
+        verified_key: str | None,
+        parent: otel_context.Context | None,
+    ) -> SubmitResult:
+        """:meth:`_apply` in an ``authority.append`` span: a child of the current span (the
+        transaction), or of ``parent`` with a link to the transaction."""
+        links = None
+        if parent is not None:
+            tx = trace.get_current_span().get_span_context()
+            links = [trace.Link(tx)] if tx.is_valid else None
+        span = tracer().start_span("authority.append", context=parent, links=links)
+        try:
+            result = self._apply(cmd, heads, verified_key)
+        except BaseException as exc:
+            span.record_exception(exc)
+            span.set_status(trace.StatusCode.ERROR, type(exc).__name__)
+            span.end()
+            raise
+        if span.is_recording():
+            span.set_attributes(_append_attributes(cmd, result))
+        span.end()
+        return result
+
+    def _apply(
+        self, cmd: Command, heads: dict[str, _Head], verified_key: str | None = None
+    ) -> SubmitResult:
+        saved = {g: (h.seq, h.hash, h.dirty) for g, h in heads.items()}
+        self.conn.execute("SAVEPOINT cmd")
+        try:
+            # The signature first: a Command id is the actor's, scoped to its Group, so nobody
+            # but the actor can use (or use up) one of its ids.
+            member = self._verify_actor(cmd, verified_key)
+            prior = self.conn.execute(
+                "SELECT signature, status, refs FROM commands "
+                "WHERE group_id=? AND actor=? AND command_id=?",
+                (cmd.group_id or "", cmd.actor, cmd.command_id),
+            ).fetchone()
+            if prior is not None:
+                self.conn.execute("RELEASE cmd")
+                return self._repeated(cmd, prior)
+            ctx = self._admit(cmd, member)
+            HANDLERS[cmd.type].fn(ctx)
+            if cmd.type.startswith(_MEMBERSHIP_PREFIXES):
+                self._members.clear()
+            events = self._append(ctx, heads)
+            # kept so that a repeated command id gets the same answer, reply included (a
+            # retried work.start must get its lease back)
+            result_extra: dict[str, Any] = {"reply": ctx.reply} if ctx.reply else {}
+            if ctx.rejection:
+                result_extra["rejection"] = ctx.rejection.model_dump()
+            self.conn.execute(
+                "INSERT INTO commands (group_id, actor, command_id, signature, status, refs) "
+                "VALUES (?,?,?,?,?,?)",
+                (
+                    cmd.group_id or "", cmd.actor, cmd.command_id, cmd.signature, ctx.status,
+                    dumps({"events": [[e.group_id, e.seq] for e in events],
+                           "result": dumps(result_extra)}),
+                ),
+            )  # fmt: skip
+            self.conn.execute("RELEASE cmd")
+        except Reject as r:
+            self.conn.execute("ROLLBACK TO cmd")
+            self.conn.execute("RELEASE cmd")
+            # the in-memory heads must match what the savepoint rollback left in the DB
+            heads.clear()
+            heads.update({g: _Head(*v) for g, v in saved.items()})
+            return SubmitResult(command_id=cmd.command_id, status="rejected", rejection=r.rejection)
+        except BaseException:
+            self.conn.execute("ROLLBACK TO cmd")
+            self.conn.execute("RELEASE cmd")
+            heads.clear()
+            heads.update({g: _Head(*v) for g, v in saved.items()})
+            raise
+        return SubmitResult(
+            command_id=cmd.command_id, status=ctx.status, events=events,
+            rejection=ctx.rejection, reply=ctx.reply,
+        )  # fmt: skip
+
+    def _repeated(self, cmd: Command, prior: Any) -> SubmitResult:
+        """The answer to a Command id its actor used before in this Group: the original
+        verdict, or ``idempotency_conflict`` when the body differs (MW-16-f)."""
+        # Ed25519 signatures are deterministic and this one verified: the same Command signed
+        # again has the same signature, and any other body under the same id has another.
+        if prior[0] != cmd.signature:
+            return _rejected(
+                cmd, "idempotency_conflict",
+                "this command id was used before with a different body",
+                command_id=cmd.command_id,
+            )  # fmt: skip
+        refs = json.loads(prior[2])
+        data = json.loads(refs.get("result", "null") or "null") or {}
+        reply = dict(data.get("reply", {}))
+        token = reply.get("capability_token")
+        if isinstance(token, dict):
+            # The signed Command is in the log, so anyone who reads it can send it again: a
+            # repeat must not hand out the bearer secret. The holder renews (a new Command,
+            # which only it can sign) to get a token it can use.
+            reply["capability_token"] = public_token(token)
+        return SubmitResult(
+            command_id=cmd.command_id, status=prior[1],
+            events=[self._load_event(g, s) for g, s in refs["events"]],
+            rejection=Rejection(**data["rejection"]) if data.get("rejection") else None,
+            reply=reply, duplicate=True,
+        )  # fmt: skip
+
+    def _verify_actor(self, cmd: Command, trusted_key: str | None) -> Any:
+        """Check that ``cmd`` is signed by its actor; the actor's membership row (key, roles,
+        membership epoch, active, session epoch) for member Commands, else ``None``.
+
+        Raises:
+            Reject: ``unknown_command``, ``unknown_actor``, ``unknown_group``,
+                ``not_a_member``, ``invalid_command`` or ``bad_signature``.
+        """
+
+        def signed_by(key: object) -> bool:
+            if not isinstance(key, str):
+                return False
+            if key == trusted_key:  # the verifier process checks it before COMMIT
+                self._trusted.append(cmd)
+                return True
+            return verify_command(cmd, key)
+
+        spec = HANDLERS.get(cmd.type)
+        if spec is None:
+            raise Reject("unknown_command", f"no such command type {cmd.type!r}", type=cmd.type)
+        if spec.auth == "self":
+            key = cmd.body.get("public_key")
+            if not signed_by(key):
+                raise Reject("bad_signature", "the command's signature does not verify")
+            # before the Command id is looked at: a stranger's self-signed Command must not
+            # learn (or touch) the ids of the actor it names
+            if key not in self.config.operator_keys:
+                raise Reject(
+                    "operator_required",
+                    f"{cmd.type} needs an operator key (authority serve --operator-key)",
+                    group_id=cmd.group_id,
+                )  # fmt: skip
+            return None
+        if spec.auth == "agent":
+            row = self.conn.execute(
+                "SELECT public_key FROM agents WHERE agent_id=?", (cmd.actor,)
+            ).fetchone()
+            if row is None:
+                raise Reject("unknown_actor", f"agent {cmd.actor!r} is not known", actor=cmd.actor)
+            if not signed_by(row[0]):
+                raise Reject("bad_signature", "the command's signature does not verify")
+            return None
+        if not cmd.group_id:
+            raise Reject("invalid_command", "this command needs a group_id")
+        # Within one transaction a member's row changes only through the Commands that
+        # clear this cache (see _apply), so repeated actors skip the lookup.
+        row = self._members.get((cmd.group_id, cmd.actor))
+        if row is None:
+            row = self.conn.execute(
+                "SELECT m.public_key, m.roles, m.membership_epoch, m.active, "
+                "a.session_epoch FROM members m JOIN agents a ON a.agent_id = m.agent_id "
+                "WHERE m.group_id=? AND m.agent_id=?",
+                (cmd.group_id, cmd.actor),
+            ).fetchone()
+            if row is not None:
+                self._members[(cmd.group_id, cmd.actor)] = row
+        if row is None or not row[3]:
+            if self.conn.execute(
+                "SELECT 1 FROM groups WHERE group_id=?", (cmd.group_id,)
+            ).fetchone() is None:  # fmt: skip
+                raise Reject("unknown_group", f"no group {cmd.group_id!r}",
+                             group_id=cmd.group_id)  # fmt: skip
+            raise Reject("not_a_member", f"{cmd.actor!r} is not a member of the group",
+                         actor=cmd.actor)  # fmt: skip
+        if not signed_by(row[0]):
+            raise Reject("bad_signature", "the command's signature does not verify")
+        return row
+
+    def _admit(self, cmd: Command, member: Any) -> Ctx:
+        """The handler's context once the epochs hold: for a member Command, its Membership
+        and Session Epochs must be current (and a session open where the type needs one).
+
+        Raises:
+            Reject: ``stale_membership_epoch``, ``stale_session_epoch`` or ``no_session``.
+        """
+        roles: frozenset[Role] = frozenset()
+        if member is not None:
+            if cmd.membership_epoch != member[2]:
+                raise Reject(
+                    "stale_membership_epoch",
+                    f"membership epoch {cmd.membership_epoch} is not the current {member[2]}",
+                    membership_epoch=cmd.membership_epoch, current=member[2],
+                )  # fmt: skip
+            if cmd.session_epoch != member[4]:
+                raise Reject(
+                    "stale_session_epoch",
+                    f"session epoch {cmd.session_epoch} is not the current {member[4]}",
+                    session_epoch=cmd.session_epoch, current=member[4],
+                )  # fmt: skip
+            if HANDLERS[cmd.type].needs_session and member[4] == 0:
+                raise Reject("no_session", "open a session before taking work")
+            roles = _roles(member[1])
+        return Ctx(self.conn, self.clock(), cmd, roles, self.config, self.key)
+
+    def _append(self, ctx: Ctx, heads: dict[str, _Head]) -> list[Event]:
+        events: list[Event] = []
+        cmd_value = ctx.command.model_dump(mode="json")
+        first = True
+        for d in ctx.drafts:
+            head = heads.get(d.group_id)
+            if head is None:
+                row = self.conn.execute(
+                    "SELECT head_seq, head_hash FROM groups WHERE group_id=?", (d.group_id,)
+                ).fetchone()
+                if row is None:
+                    raise Reject("unknown_group", f"no group {d.group_id!r}", group_id=d.group_id)
+                head = heads[d.group_id] = _Head(row[0], row[1])
+            # Built as a plain dict and hashed once: this is the writer's hot path.
+            value: dict[str, Any] = {
+                "group_id": d.group_id, "seq": head.seq + 1, "event_id": new_id("evt"),
+                "type": d.type, "command_id": ctx.command.command_id,
+                "actor": ctx.command.actor, "work_item_id": d.work_item_id,
+                "recorded_at_ms": ctx.now_ms, "body": d.body,
+                "command_signature": ctx.command.signature if first else None,
+                "prev_hash": head.hash,
+            }  # fmt: skip
+            h = sha256_hex(canonical_bytes(value))
+            value["hash"], value["signature"] = h, self.key.sign(bytes.fromhex(h))
+            value["command"] = cmd_value if first else None
+            first = False
+            self.conn.execute(
+                "INSERT INTO events (group_id, seq, event_id, type, work_item_id, data) "
+                "VALUES (?,?,?,?,?,?)",
+                (d.group_id, value["seq"], value["event_id"], d.type, d.work_item_id,
+                 json.dumps(value, separators=(",", ":"))),
+            )  # fmt: skip
+            ev = Event.model_construct(**value)
+            head.seq, head.hash, head.dirty = ev.seq, ev.hash, True
+            events.append(ev)
+        return events
+
+
+_MEMBERSHIP_PREFIXES = ("group.", "member.", "session.", "agent.")
+
+
+@functools.lru_cache(maxsize=1024)
+def _roles(text: str) -> frozenset[Role]:
+    return frozenset(Role(r) for r in json.loads(text))
+
+
+def _links(parents: list[otel_context.Context | None]) -> list[trace.Link]:
+    """Links to the spans of the requests merged into a transaction after its first one."""
+    links: list[trace.Link] = []
+    seen = {id(parents[0])} if parents else set()
+    for ctx in parents:
+        if ctx is None or id(ctx) in seen:
+            continue
+        seen.add(id(ctx))
+        span_context = trace.get_current_span(ctx).get_span_context()
+        if span_context.is_valid:
+            links.append(trace.Link(span_context))
+    return links
+
+
+def _append_attributes(cmd: Command, result: SubmitResult) -> dict[str, str | int | bool]:
+    """The ``authority.append`` span's attributes (docs/observability.md)."""
+    attrs: dict[str, str | int | bool] = {
+        "missionweave.command.type": cmd.type,
+        "missionweave.command.id": cmd.command_id,
+        "missionweave.command.status": result.status,
+        "missionweave.actor": cmd.actor,
+    }
+    if cmd.group_id:
+        attrs["missionweave.group_id"] = cmd.group_id
+    if result.duplicate:
+        attrs["missionweave.command.duplicate"] = True
+    if result.rejection is not None:
+        attrs["missionweave.rejection.code"] = result.rejection.code
+    if result.events:
+        if result.events[0].work_item_id:
+            attrs["missionweave.work_item_id"] = result.events[0].work_item_id
+        attrs["missionweave.event.seq_first"] = result.events[0].seq
+        attrs["missionweave.event.seq_last"] = result.events[-1].seq
+    return attrs
+
+
+def _rejected(cmd: Command, code: str, reason: str, **detail: Any) -> SubmitResult:
+    return SubmitResult(
+        command_id=cmd.command_id, status="rejected",
+        rejection=Rejection(code=code, reason=reason, detail=detail),
+    )  # fmt: skip
+
+
+__all__ = ["GENESIS_HASH", "Authority", "AuthorityConfig", "SubmitResult", "now_ms"]

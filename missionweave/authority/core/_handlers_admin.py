@@ -1,0 +1,241 @@
+"""Handlers for Group, membership, Agent Card and session Commands.
+
+``group.create`` — self-signed by the creator, who must hold an operator key
+(:attr:`AuthorityConfig.operator_keys`) and becomes the Group's ``owner`` member. Agents are
+registered only here and by ``member.add`` (a Group owner), so nobody squats an agent id.
+``member.add`` / ``member.update`` / ``member.remove`` — by an ``owner``; every change raises the
+member's Membership Epoch. ``agent.publish_card`` — by the agent itself. ``session.open`` — by the
+agent; raises its Session Epoch and revokes its active execution leases, returning their
+WorkItems to ``queued`` first (MW-11.3-f).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...protocol import GENESIS_HASH, AgentCard, Role, SignatureError, b64u_encode, load_public_key
+from ._context import Ctx, Reject, dumps, need, need_id, need_label
+from ._items import parse
+from ._registry import command
+
+
+def _roles(value: object) -> list[str]:
+    if not isinstance(value, list) or not value:
+        raise Reject("invalid_body", "roles must be a non-empty list", field="roles")
+    try:
+        return sorted({Role(r).value for r in value})
+    except ValueError:
+        raise Reject(
+            "invalid_body", "unknown role", field="roles", allowed=[r.value for r in Role]
+        ) from None
+
+
+def _public_key(ctx: Ctx) -> str:
+    """The body's ``public_key``: an Ed25519 public key, 32 bytes in unpadded base64url (one
+    spelling per key, so that the log compares keys as strings)."""
+    key = need(ctx.body, "public_key")
+    try:
+        ok = isinstance(key, str) and b64u_encode(load_public_key(key).public_bytes_raw()) == key
+    except SignatureError:
+        ok = False
+    if not ok:
+        raise Reject("invalid_body", "public_key is not an Ed25519 public key (32 bytes, "
+                     "unpadded base64url)", field="public_key")  # fmt: skip
+    return str(key)
+
+
+def _register_agent(ctx: Ctx, agent_id: str, public_key: str) -> None:
+    row = ctx.one("SELECT public_key FROM agents WHERE agent_id=?", agent_id)
+    if row is None:
+        ctx.run("INSERT INTO agents (agent_id, public_key) VALUES (?,?)", agent_id, public_key)
+    elif row["public_key"] != public_key:
+        raise Reject(
+            "key_mismatch", f"agent {agent_id!r} is registered with another public key",
+            agent_id=agent_id,
+        )  # fmt: skip
+
+
+@command("group.create", auth="self")
+def group_create(ctx: Ctx) -> None:
+    gid = ctx.command.group_id
+    if not gid:  # its spelling is checked with the envelope (Command.group_id)
+        raise Reject("invalid_command", "group.create needs a group_id")
+    if ctx.one("SELECT 1 FROM groups WHERE group_id=?", gid):
+        raise Reject("group_exists", f"group {gid!r} already exists", group_id=gid)
+    key = _public_key(ctx)  # an operator's, checked with the signature (Authority._verify_actor)
+    roles = sorted(set(_roles(ctx.body.get("roles", ["owner"]))) | {"owner"})
+    _register_agent(ctx, ctx.command.actor, key)
+    ctx.run(
+        "INSERT INTO groups (group_id, created_at_ms, head_seq, head_hash) VALUES (?,?,0,?)",
+        gid, ctx.now_ms, GENESIS_HASH,
+    )  # fmt: skip
+    ctx.run(
+        "INSERT INTO members (group_id, agent_id, public_key, roles, membership_epoch, active) "
+        "VALUES (?,?,?,?,1,1)",
+        gid, ctx.command.actor, key, json.dumps(roles),
+    )  # fmt: skip
+    ctx.emit("group.created", {"group_id": gid, "owner": ctx.command.actor})
+    ctx.emit(
+        "member.added",
+        {"agent_id": ctx.command.actor, "public_key": key, "roles": roles,
+         "membership_epoch": 1},
+    )  # fmt: skip
+
+
+def _require(ctx: Ctx, role: Role) -> None:
+    if role not in ctx.roles:
+        raise Reject("role_not_allowed", f"{ctx.command.type} needs the {role.value} role",
+                     needed=role.value)  # fmt: skip
+
+
+@command("member.add")
+def member_add(ctx: Ctx) -> None:
+    _require(ctx, Role.OWNER)
+    agent_id = need_id(ctx.body, "agent_id")
+    key = _public_key(ctx)
+    roles = _roles(ctx.body.get("roles"))
+    row = ctx.one(
+        "SELECT membership_epoch, active FROM members WHERE group_id=? AND agent_id=?",
+        ctx.group_id, agent_id,
+    )  # fmt: skip
+    if row is not None and row["active"]:
+        raise Reject("already_member", f"{agent_id!r} is already a member", agent_id=agent_id)
+    _register_agent(ctx, agent_id, key)
+    epoch = (row["membership_epoch"] if row else 0) + 1
+    ctx.run(
+        "INSERT OR REPLACE INTO members (group_id, agent_id, public_key, roles, "
+        "membership_epoch, active) VALUES (?,?,?,?,?,1)",
+        ctx.group_id, agent_id, key, json.dumps(roles), epoch,
+    )  # fmt: skip
+    ctx.emit("member.added", {"agent_id": agent_id, "public_key": key, "roles": roles,
+                              "membership_epoch": epoch})  # fmt: skip
+
+
+@command("member.update")
+def member_update(ctx: Ctx) -> None:
+    _require(ctx, Role.OWNER)
+    agent_id = need(ctx.body, "agent_id")
+    roles = _roles(ctx.body.get("roles"))
+    row = ctx.one(
+        "SELECT membership_epoch FROM members WHERE group_id=? AND agent_id=? AND active=1",
+        ctx.group_id, agent_id,
+    )  # fmt: skip
+    if row is None:
+        raise Reject("not_a_member", f"{agent_id!r} is not a member", agent_id=agent_id)
+    epoch = row["membership_epoch"] + 1
+    ctx.run(
+        "UPDATE members SET roles=?, membership_epoch=? WHERE group_id=? AND agent_id=?",
+        json.dumps(roles), epoch, ctx.group_id, agent_id,
+    )  # fmt: skip
+    ctx.emit("member.updated", {"agent_id": agent_id, "roles": roles, "membership_epoch": epoch})
+
+
+@command("member.remove")
+def member_remove(ctx: Ctx) -> None:
+    _require(ctx, Role.OWNER)
+    agent_id = need(ctx.body, "agent_id")
+    if agent_id == ctx.command.actor:
+        raise Reject("invalid_body", "an owner cannot remove itself")
+    row = ctx.one(
+        "SELECT membership_epoch FROM members WHERE group_id=? AND agent_id=? AND active=1",
+        ctx.group_id, agent_id,
+    )  # fmt: skip
+    if row is None:
+        raise Reject("not_a_member", f"{agent_id!r} is not a member", agent_id=agent_id)
+    epoch = row["membership_epoch"] + 1
+    ctx.run(
+        "UPDATE members SET active=0, membership_epoch=? WHERE group_id=? AND agent_id=?",
+        epoch, ctx.group_id, agent_id,
+    )  # fmt: skip
+    ctx.emit("member.removed", {"agent_id": agent_id, "membership_epoch": epoch})
+
+
+@command("agent.publish_card")
+def agent_publish_card(ctx: Ctx) -> None:
+    card = parse(AgentCard, ctx.body.get("card"), "card")
+    if card.agent_id != ctx.command.actor:
+        raise Reject("invalid_body", "an agent publishes only its own card")
+    row = ctx.one("SELECT public_key, card_version FROM agents WHERE agent_id=?", card.agent_id)
+    assert row is not None  # members are always registered agents
+    if card.public_key != row["public_key"]:
+        raise Reject("key_mismatch", "the card's public key is not the agent's key")
+    if card.version <= row["card_version"]:
+        raise Reject(
+            "stale_card", f"card version {card.version} is not above {row['card_version']}",
+            version=card.version, current=row["card_version"],
+        )  # fmt: skip
+    wire = card.model_dump(mode="json")
+    ctx.run(
+        "UPDATE agents SET card=?, card_version=? WHERE agent_id=?",
+        dumps(wire), card.version, card.agent_id,
+    )  # fmt: skip
+    ctx.emit("agent.card_published", {"card": wire})
+
+
+def _process(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The optional ``process`` of a ``session.open`` body: ``{"host": label, "pid": int}``,
+    the process that opens the session (a replaced one names it); raises ``invalid_body``."""
+    raw = body.get("process")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"host", "pid"}:
+        raise Reject("invalid_body", "process is {host, pid}", field="process")
+    pid = raw["pid"]
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 0 <= pid < 2**31:
+        raise Reject("invalid_body", "process.pid is not a process id", field="process.pid")
+    return {"host": need_label(raw, "host"), "pid": pid}
+
+
+@command("session.open", auth="agent")
+def session_open(ctx: Ctx) -> None:
+    """Raise the Session Epoch and revoke the agent's active leases first (MW-11.3-f). An
+    optional ``process`` (``{host, pid}``) names the process opening it; each
+    ``agent.session_opened`` carries it, so the process it replaces can say who took over."""
+    agent = ctx.command.actor
+    process = _process(ctx.body)
+    row = ctx.one("SELECT session_epoch FROM agents WHERE agent_id=?", agent)
+    assert row is not None
+    epoch = row["session_epoch"] + 1
+    ctx.run("UPDATE agents SET session_epoch=? WHERE agent_id=?", epoch, agent)
+    groups = [
+        r["group_id"]
+        for r in ctx.all(
+            "SELECT group_id FROM members WHERE agent_id=? AND active=1 ORDER BY 1", agent
+        )
+    ]
+    for lease in ctx.all(
+        "SELECT lease_id, group_id, work_item_id FROM leases "
+        "WHERE agent_id=? AND status='active' AND kind='execution' ORDER BY group_id, lease_id",
+        agent,
+    ):
+        ctx.run("UPDATE leases SET status='revoked' WHERE lease_id=?", lease["lease_id"])
+        deadline = ctx.now_ms + _start_ms(ctx, lease["group_id"], lease["work_item_id"])
+        ctx.run(
+            "UPDATE work_items SET state='queued', lease_id=NULL, start_deadline_ms=? "
+            "WHERE group_id=? AND work_item_id=? AND state='active'",
+            deadline, lease["group_id"], lease["work_item_id"],
+        )  # fmt: skip
+        ctx.emit(
+            "lease.revoked",
+            {"lease_id": lease["lease_id"], "reason": "session_replaced", "state": "queued",
+             "new_session_epoch": epoch, "start_deadline_ms": deadline},
+            work_item_id=lease["work_item_id"], group_id=lease["group_id"],
+        )  # fmt: skip
+    opened: dict[str, Any] = {"agent_id": agent, "session_epoch": epoch}
+    if process is not None:
+        opened["process"] = process
+    for gid in groups:
+        ctx.emit("agent.session_opened", opened, group_id=gid)
+    if not groups:
+        raise Reject("not_a_member", "the agent is a member of no group")
+    ctx.reply["session_epoch"] = epoch
+
+
+def _start_ms(ctx: Ctx, group_id: str, work_item_id: str) -> int:
+    row = ctx.one(
+        "SELECT contract FROM work_items WHERE group_id=? AND work_item_id=?",
+        group_id, work_item_id,
+    )  # fmt: skip
+    assert row is not None
+    return int(json.loads(row["contract"])["timeouts"]["start_deadline_ms"])

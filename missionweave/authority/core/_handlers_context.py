@@ -1,0 +1,222 @@
+"""Handlers for Context Packages and Organization Artifacts (spec 13.3), and the read helpers
+that keep one Mission's content out of another Mission's context (MW-13.3-d).
+
+``context.publish`` — by a ``coordinator``: a signed Context Package whose version links the
+latest stored version for its Mission and scope (MW-13.3-a, MW-13.3-c); Event
+``context.published``. ``artifact.promote`` — by a ``mission_owner``: an Artifact published in the
+Group becomes an approved, classified Organization Artifact that any Mission may use; Event
+``artifact.promoted``, which carries the Artifact's provenance (MW-13.3-d).
+
+The Authority's Groups form one Organization: a promotion is visible to every Group it holds.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from ...protocol import (
+    Classification,
+    Rejection,
+    Role,
+    SignedContextPackage,
+    is_hash,
+    verify_context_package,
+)
+from ._context import Ctx, Reject, dumps, need
+from ._reads import LogReader
+from ._registry import command
+
+
+def may_use_in_mission(
+    conn: sqlite3.Connection, group_id: str, artifact_hash: str, mission_id: str
+) -> Literal[True] | Rejection:
+    """May ``artifact_hash`` enter the context of Mission ``mission_id`` of ``group_id``?
+
+    Yes when it was published (``artifact.published``) in that same Mission, or when it was
+    promoted to an Organization Artifact (``artifact.promoted``) in any Group. Everything else
+    is refused: a Group's content does not enter another Mission's context by default
+    (MW-13.3-d). The refusal does not name the other Missions (MW-13.3-e).
+
+    Args:
+        conn: an Authority connection (read only; the caller holds the Authority's lock or
+            runs inside a handler's transaction).
+        group_id: the Group of the Mission that wants to use the Artifact.
+        artifact_hash: the Artifact's SHA-256 hex.
+        mission_id: the Mission that wants to use it.
+
+    Returns:
+        ``True``, or a :class:`Rejection`: ``unknown_mission``, ``unknown_artifact`` (never
+        published on this Authority) or ``cross_mission_content``.
+    """
+    if conn.execute(
+        "SELECT 1 FROM missions WHERE group_id=? AND mission_id=?", (group_id, mission_id)
+    ).fetchone() is None:  # fmt: skip
+        return Rejection(code="unknown_mission", reason=f"no Mission {mission_id!r}",
+                         detail={"group_id": group_id, "mission_id": mission_id})  # fmt: skip
+    homes = conn.execute(
+        "SELECT DISTINCT group_id, mission_id FROM artifacts WHERE artifact_hash=?",
+        (artifact_hash,),
+    ).fetchall()
+    if (group_id, mission_id) in {(r[0], r[1]) for r in homes}:
+        return True
+    if conn.execute(
+        "SELECT 1 FROM promoted_artifacts WHERE artifact_hash=? LIMIT 1", (artifact_hash,)
+    ).fetchone() is not None:  # fmt: skip
+        return True
+    detail = {"artifact_hash": artifact_hash, "group_id": group_id, "mission_id": mission_id}
+    if not homes:
+        return Rejection(code="unknown_artifact", detail=detail,
+                         reason="the artifact was never published on this Authority")  # fmt: skip
+    return Rejection(
+        code="cross_mission_content", detail=detail,
+        reason="the artifact belongs to another Mission and is not a promoted Organization "
+        "artifact",
+    )  # fmt: skip
+
+
+def context_use(
+    authority: LogReader, group_id: str, mission_id: str, artifact_hash: str
+) -> Rejection | None:
+    """:func:`may_use_in_mission` on a live Authority, under its lock; ``None`` when allowed."""
+    with authority._lock:
+        verdict = may_use_in_mission(authority.conn, group_id, artifact_hash, mission_id)
+    return None if verdict is True else verdict
+
+
+def _require(ctx: Ctx, role: Role) -> None:
+    if role not in ctx.roles:
+        raise Reject("role_not_allowed", f"{ctx.command.type} needs the {role.value} role",
+                     needed=role.value)  # fmt: skip
+
+
+def _head_seq(ctx: Ctx) -> int:
+    # groups.head_seq is written at the end of a batch; Events appended earlier in the same
+    # batch are already in the events table.
+    row = ctx.one(
+        "SELECT max(g.head_seq, coalesce((SELECT max(seq) FROM events e "
+        "WHERE e.group_id = g.group_id), 0)) AS head FROM groups g WHERE g.group_id=?",
+        ctx.group_id,
+    )  # fmt: skip
+    return int(row["head"]) if row is not None else 0
+
+
+def _cross_mission(ctx: Ctx, mission_id: str, hashes: list[str]) -> None:
+    """Refuse Artifacts published in another Mission and not promoted (MW-13.3-d). Hashes the
+    Authority never saw (external inputs) pass: they are no Group's content."""
+    for h in hashes:
+        verdict = may_use_in_mission(ctx.conn, ctx.group_id, h, mission_id)
+        if verdict is not True and verdict.code != "unknown_artifact":
+            raise Reject(verdict.code, verdict.reason, **verdict.detail)
+
+
+def _signed_package(ctx: Ctx) -> SignedContextPackage:
+    try:
+        return SignedContextPackage.model_validate(ctx.body.get("package"))
+    except ValidationError as exc:
+        raise Reject(
+            "invalid_context_package", "package is not a valid signed Context Package",
+            field="package",
+            errors=[{"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors()],
+        ) from None  # fmt: skip
+
+
+@command("context.publish")
+def context_publish(ctx: Ctx) -> None:
+    """Store a new version of a Context Package (MW-13.3-a, MW-13.3-c).
+
+    Checks, in order: the ``coordinator`` role; a valid signed package
+    (``invalid_context_package``); a known Mission (``unknown_mission``) and WorkItem scope
+    (``unknown_work_item``); a source range in this Group and within its head
+    (``invalid_event_range``); a generator that is an active member whose key verifies the
+    signature (``context_signature``); version = latest + 1 and ``previous`` = the latest stored
+    version's hash for the Mission and scope (``context_chain``); cited Artifacts usable in the
+    Mission (``cross_mission_content``).
+    """
+    _require(ctx, Role.COORDINATOR)
+    signed = _signed_package(ctx)
+    p = signed.package
+    if ctx.one("SELECT 1 FROM missions WHERE group_id=? AND mission_id=?", ctx.group_id,
+               p.mission_id) is None:  # fmt: skip
+        raise Reject("unknown_mission", f"no Mission {p.mission_id!r}", mission_id=p.mission_id)
+    for wid in p.scope:
+        if ctx.one("SELECT 1 FROM work_items WHERE group_id=? AND work_item_id=? AND "
+                   "mission_id=?", ctx.group_id, wid, p.mission_id) is None:  # fmt: skip
+            raise Reject("unknown_work_item", f"no WorkItem {wid!r} in the Mission",
+                         work_item_id=wid, mission_id=p.mission_id)  # fmt: skip
+    head = _head_seq(ctx)
+    if p.source.group_id != ctx.group_id or p.source.to_seq > head:
+        raise Reject(
+            "invalid_event_range", "the source range must lie in this Group's log",
+            source=p.source.model_dump(), group_id=ctx.group_id, head_seq=head,
+        )  # fmt: skip
+    member = ctx.one("SELECT public_key FROM members WHERE group_id=? AND agent_id=? AND "
+                     "active=1", ctx.group_id, p.generator)  # fmt: skip
+    if member is None or not verify_context_package(signed, member["public_key"]):
+        raise Reject("context_signature",
+                     "the package is not signed by its generator, an active Group member",
+                     generator=p.generator)  # fmt: skip
+    latest = ctx.one(
+        "SELECT version, package_hash FROM context_packages WHERE group_id=? AND mission_id=? "
+        "AND scope=? ORDER BY version DESC LIMIT 1", ctx.group_id, p.mission_id, p.scope_key,
+    )  # fmt: skip
+    want = (latest["version"] + 1, latest["package_hash"]) if latest else (1, None)
+    if (p.version, p.previous) != want:
+        raise Reject(
+            "context_chain", "a new version must link the latest stored version",
+            version=p.version, previous=p.previous,
+            expected_version=want[0], expected_previous=want[1],
+        )  # fmt: skip
+    _cross_mission(ctx, p.mission_id, p.artifacts)
+    h = signed.package_hash
+    ctx.run(
+        "INSERT INTO context_packages (group_id, mission_id, scope, version, package_hash, "
+        "generator, data, recorded_at_ms) VALUES (?,?,?,?,?,?,?,?)",
+        ctx.group_id, p.mission_id, p.scope_key, p.version, h, p.generator,
+        dumps(signed.wire()), ctx.now_ms,
+    )  # fmt: skip
+    ctx.emit("context.published", {
+        "mission_id": p.mission_id, "scope": p.scope, "version": p.version,
+        "package_hash": h, "previous": p.previous, "package": signed.wire(),
+    })  # fmt: skip
+    ctx.reply["package_hash"] = h
+
+
+@command("artifact.promote")
+def artifact_promote(ctx: Ctx) -> None:
+    """Approve an Artifact published in this Group as a classified Organization Artifact
+    (MW-13.3-d).
+
+    Body: ``artifact_hash`` (published here: ``unknown_artifact`` otherwise) and
+    ``classification`` (``public``, ``internal``, ``confidential`` or ``restricted``). The
+    ``artifact.promoted`` Event carries the Artifact's provenance (its manifests' ids, Missions
+    and WorkItems) and, being in the signed hash chain, is the verifiable record of the transfer.
+    """
+    _require(ctx, Role.MISSION_OWNER)
+    h = need(ctx.body, "artifact_hash")
+    if not is_hash(h):
+        raise Reject("invalid_body", "artifact_hash must be SHA-256 hex", field="artifact_hash")
+    try:
+        classification = Classification(need(ctx.body, "classification"))
+    except ValueError:
+        raise Reject("invalid_body", "unknown classification", field="classification",
+                     allowed=[c.value for c in Classification]) from None  # fmt: skip
+    rows = ctx.all(
+        "SELECT manifest_id, mission_id, work_item_id, producer, classification FROM artifacts "
+        "WHERE group_id=? AND artifact_hash=? ORDER BY manifest_id", ctx.group_id, h,
+    )  # fmt: skip
+    if not rows:
+        raise Reject("unknown_artifact", "the artifact was not published in this Group",
+                     artifact_hash=h)  # fmt: skip
+    provenance: list[dict[str, Any]] = [dict(r) for r in rows]
+    ctx.run(
+        "INSERT OR REPLACE INTO promoted_artifacts (group_id, artifact_hash, classification, "
+        "promoted_by, promoted_at_ms) VALUES (?,?,?,?,?)",
+        ctx.group_id, h, classification.value, ctx.command.actor, ctx.now_ms,
+    )  # fmt: skip
+    ctx.emit("artifact.promoted", {
+        "artifact_hash": h, "classification": classification.value,
+        "approved_by": ctx.command.actor, "provenance": provenance,
+    })  # fmt: skip

@@ -1,0 +1,72 @@
+"""Handler of ``work.add_dependencies``: edges added to the WorkItem DAG while a Mission runs.
+
+``work.authorize`` gives a new WorkItem its dependencies; a Mission that grows (MW-10.4-a) also
+needs edges *into* a WorkItem it authorized earlier — an SBOM that must wait for every
+per-distribution check discovered at run time. The edge is recorded here, so that the
+Authority's own dependency check on offers (MW-10.4-b) and the log both know it.
+
+Rules: the Coordinator only; the WorkItem is ``open`` (never offered yet, so no agent holds
+work it now may not start); every dependency is a WorkItem of the same Mission; no self-loop
+and no cycle (MW-10.4-c, checked by :class:`~missionweave.protocol.WorkGraph` over the Mission's
+whole DAG, as the workflow checks it).
+"""
+
+from __future__ import annotations
+
+import json
+
+from ...protocol import GraphError, WorkGraph
+from ._context import Ctx, Reject, need
+from ._registry import command
+
+#: Most dependencies one Command adds.
+MAX_ADDED = 1_000
+
+
+@command("work.add_dependencies")
+def work_add_dependencies(ctx: Ctx) -> None:
+    """Body: ``{"work_item_id": str, "dependencies": [str, ...]}``. Emits
+    ``work.dependencies_added`` with the ids added and the WorkItem's whole dependency list."""
+    if "coordinator" not in ctx.roles:
+        raise Reject("role_not_allowed", "work.add_dependencies needs the coordinator role")
+    wid = need(ctx.body, "work_item_id")
+    deps = ctx.body.get("dependencies")
+    if (
+        not isinstance(deps, list)
+        or not deps
+        or len(deps) > MAX_ADDED
+        or not all(isinstance(d, str) for d in deps)
+    ):
+        raise Reject("invalid_body", f"dependencies must be a list of 1 to {MAX_ADDED} ids",
+                     field="dependencies")  # fmt: skip
+    item = ctx.one(
+        "SELECT * FROM work_items WHERE group_id=? AND work_item_id=?", ctx.group_id, wid
+    )
+    if item is None:
+        raise Reject("unknown_id", f"no WorkItem {wid!r}", work_item_id=wid)
+    mid = item["mission_id"]
+    mission = ctx.one("SELECT state FROM missions WHERE group_id=? AND mission_id=?",
+                      ctx.group_id, mid)  # fmt: skip
+    if mission is None or mission["state"] != "running":
+        raise Reject("mission_closed", f"Mission {mid!r} is not running", mission_id=mid)
+    if item["state"] != "open":
+        raise Reject("not_open", f"WorkItem {wid!r} is {item['state']}: edges only go into an "
+                     "open WorkItem", work_item_id=wid, state=item["state"])  # fmt: skip
+    rows = ctx.all("SELECT work_item_id, dependencies FROM work_items WHERE group_id=? AND "
+                   "mission_id=? AND state != 'proposed'", ctx.group_id, mid)  # fmt: skip
+    graph = {r["work_item_id"]: list(json.loads(r["dependencies"])) for r in rows}
+    dag = WorkGraph()
+    dag.add({k: [d for d in v if d in graph] for k, v in graph.items()})
+    try:  # the same checks as the workflow's: unknown ids, self-loops, cycles (MW-10.4-c)
+        dag.add({}, edges=[(d, wid) for d in deps])
+    except GraphError as exc:
+        raise Reject(exc.rejection.code, exc.rejection.reason, mission_id=mid,
+                     **exc.rejection.detail) from None  # fmt: skip
+    current = graph[wid]
+    added = [d for d in dict.fromkeys(deps) if d not in current]
+    graph[wid] = [*current, *added]
+    if added:
+        ctx.run("UPDATE work_items SET dependencies=? WHERE group_id=? AND work_item_id=?",
+                json.dumps(graph[wid]), ctx.group_id, wid)  # fmt: skip
+    ctx.emit("work.dependencies_added", {"mission_id": mid, "added": added,
+                                         "dependencies": graph[wid]}, work_item_id=wid)  # fmt: skip

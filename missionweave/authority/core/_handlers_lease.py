@@ -1,0 +1,397 @@
+"""Handlers for Commands a Worker reports under an execution lease (spec 11.3, 11.4, 11.5).
+
+Every one of them is fenced before the state table is consulted: the body must name the current
+``lease_id`` and ``ownership_epoch``, the lease must be the actor's, active, unexpired and bound to
+the actor's current Session Epoch. A delayed Command with an old lease id is rejected even when
+the epoch is unchanged (MW-11.3-c). A submission from a former owner is recorded as an audit Event
+that changes no state (MW-11.5-b).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from pydantic import ValidationError
+
+from ...protocol import (
+    ProgressReport,
+    ResourceUsage,
+    Role,
+    SignedManifest,
+    digest,
+    is_hash,
+    new_id,
+    verify_manifest,
+)
+from ._context import Ctx, Reject, dumps, need
+from ._handlers_context import _cross_mission
+from ._items import (
+    contract_of,
+    end_leases,
+    gate,
+    load_item,
+    parse,
+    parse_evidence,
+    set_item,
+    withdraw_offers,
+)
+from ._registry import command
+
+
+def fence(ctx: Ctx, item: sqlite3.Row) -> sqlite3.Row:
+    """Check the lease id and ownership epoch the Command names (MW-11.3-c); return the lease."""
+    lease_id = need(ctx.body, "lease_id")
+    epoch = need(ctx.body, "ownership_epoch", int)
+    lease = ctx.one("SELECT * FROM leases WHERE lease_id=?", lease_id)
+    if (
+        lease is None
+        or lease["work_item_id"] != item["work_item_id"]
+        or (lease["group_id"] != item["group_id"])
+    ):
+        raise Reject("unknown_lease", "no such lease for this WorkItem", lease_id=lease_id)
+    if lease["agent_id"] != ctx.command.actor:
+        raise Reject("not_owner", "the lease belongs to another agent", lease_id=lease_id)
+    if (
+        epoch != item["ownership_epoch"]
+        or lease["ownership_epoch"] != item["ownership_epoch"]
+        or (item["owner"] != ctx.command.actor)
+    ):
+        raise Reject(
+            "stale_ownership_epoch", "the Command's ownership epoch is not the current one",
+            ownership_epoch=epoch, current=item["ownership_epoch"],
+        )  # fmt: skip
+    current = item["lease_id"]
+    if item["state"] == "blocked" and lease["kind"] == "blocked":
+        current = lease_id  # a blocked owner reports under its blocked lease (MW-11.4-c)
+    if current != lease_id or lease["status"] != "active":
+        raise Reject(
+            "stale_lease", "the Command does not carry the current lease id",
+            lease_id=lease_id, lease_status=lease["status"], current_lease_id=item["lease_id"],
+        )  # fmt: skip
+    if ctx.now_ms >= lease["expires_at_ms"]:
+        raise Reject("lease_expired", "the lease has expired", lease_id=lease_id,
+                     expires_at_ms=lease["expires_at_ms"])  # fmt: skip
+    if lease["session_epoch"] != ctx.command.session_epoch:
+        raise Reject("stale_session_epoch", "the lease was granted to another session",
+                     lease_id=lease_id)  # fmt: skip
+    return lease
+
+
+def _charge(ctx: Ctx, item: sqlite3.Row) -> ResourceUsage | None:
+    """Add the body's ``usage`` delta; reject the whole Command on a budget overrun
+    (MW-11.5-j)."""
+    raw = ctx.body.get("usage")
+    if raw is None:
+        return None
+    delta = parse(ResourceUsage, raw, "usage")
+    total = ResourceUsage.model_validate_json(item["usage"]).plus(delta)
+    over = total.over(contract_of(item).budget)
+    if over:
+        raise Reject("budget_exceeded", "the usage exceeds the contract's budget",
+                     dimensions=over, usage=total.model_dump())  # fmt: skip
+    set_item(ctx, item, usage=total.model_dump_json())
+    return total
+
+
+def _token(ctx: Ctx, lease_id: str, item: sqlite3.Row, expires_at_ms: int) -> dict[str, object]:
+    """Issue a capability token bound to ``lease_id`` that expires with it (MW-11.3-d)."""
+    contract = contract_of(item)
+    scope = sorted(set(contract.allowed_tools) | set(contract.allowed_operations))
+    body = {
+        "token_id": new_id("cap"), "lease_id": lease_id, "agent_id": ctx.command.actor,
+        "group_id": item["group_id"], "work_item_id": item["work_item_id"], "scope": scope,
+        "expires_at_ms": expires_at_ms,
+    }  # fmt: skip
+    h = digest(body)
+    token = {**body, "hash": h, "signature": ctx.key.sign(bytes.fromhex(h))}
+    ctx.run(
+        "INSERT INTO capability_tokens (token_id, lease_id, scope, expires_at_ms) VALUES (?,?,?,?)",
+        body["token_id"], lease_id, json.dumps(scope), expires_at_ms,
+    )  # fmt: skip
+    return token
+
+
+def public_token(token: dict[str, Any]) -> dict[str, Any]:
+    """What the log records of a capability token: everything but the bearer signature, which
+    goes to the lease holder alone (in the reply)."""
+    return {k: v for k, v in token.items() if k != "signature"}
+
+
+@command("work.start", needs_session=True)
+def work_start(ctx: Ctx) -> None:
+    """Grant an execution lease bound to agent, session epoch, item and ownership epoch
+    (MW-11.3-b), with a capability token that expires no later than it (MW-11.3-d)."""
+    item = load_item(ctx)
+    epoch = need(ctx.body, "ownership_epoch", int)
+    if item["owner"] != ctx.command.actor:
+        raise Reject("not_owner", "only the WorkItem's owner may start it", owner=item["owner"])
+    if epoch != item["ownership_epoch"]:
+        raise Reject("stale_ownership_epoch", "the Command's ownership epoch is not current",
+                     ownership_epoch=epoch, current=item["ownership_epoch"])  # fmt: skip
+    gate(ctx, item)
+    if item["start_deadline_ms"] is not None and ctx.now_ms >= item["start_deadline_ms"]:
+        raise Reject("start_deadline_missed", "the start deadline has passed",
+                     start_deadline_ms=item["start_deadline_ms"])  # fmt: skip
+    contract = contract_of(item)
+    if contract.approval_required and not item["approved"]:
+        raise Reject("approval_required", "execution needs an approval.grant_execution first")
+    usage = ResourceUsage.model_validate_json(item["usage"])
+    if usage.over(contract.budget):
+        raise Reject("budget_exceeded", "the WorkItem's budget is spent")
+    lease_id = new_id("lease")
+    expires = ctx.now_ms + contract.timeouts.lease_ms
+    lease = {
+        "lease_id": lease_id, "agent_id": ctx.command.actor,
+        "session_epoch": ctx.command.session_epoch, "work_item_id": item["work_item_id"],
+        "ownership_epoch": epoch, "started_at_ms": ctx.now_ms, "expires_at_ms": expires,
+        "renewals": [],
+    }  # fmt: skip
+    ctx.run(
+        "INSERT INTO leases (lease_id, kind, group_id, work_item_id, agent_id, session_epoch, "
+        "ownership_epoch, started_at_ms, expires_at_ms, renewals, status) "
+        "VALUES (?,'execution',?,?,?,?,?,?,?,'[]','active')",
+        lease_id, item["group_id"], item["work_item_id"], ctx.command.actor,
+        ctx.command.session_epoch, epoch, ctx.now_ms, expires,
+    )  # fmt: skip
+    token = _token(ctx, lease_id, item, expires)
+    set_item(ctx, item, state="active", lease_id=lease_id, start_deadline_ms=None)
+    checkpoint = json.loads(item["checkpoint"]) if item["checkpoint"] else None
+    ctx.emit(
+        "work.started",
+        {"lease": lease, "capability_token": public_token(token), "checkpoint": checkpoint},
+        work_item_id=item["work_item_id"],
+    )
+    ctx.reply.update(lease=lease, capability_token=token, checkpoint=checkpoint)
+
+
+@command("lease.renew", needs_session=True)
+def lease_renew(ctx: Ctx) -> None:
+    item = load_item(ctx)
+    lease = fence(ctx, item)
+    gate(ctx, item)
+    usage = _charge(ctx, item)
+    expires = ctx.now_ms + contract_of(item).timeouts.lease_ms
+    renewals = [*json.loads(lease["renewals"]), ctx.now_ms]
+    ctx.run("UPDATE leases SET expires_at_ms=?, renewals=? WHERE lease_id=?", expires,
+            json.dumps(renewals[-100:]), lease["lease_id"])  # fmt: skip
+    token = _token(ctx, lease["lease_id"], item, expires)
+    body: dict[str, object] = {
+        "lease_id": lease["lease_id"],
+        "expires_at_ms": expires,
+        "renewal": len(renewals),
+        "capability_token": public_token(token),
+    }
+    if usage is not None:
+        body["usage"] = usage.model_dump()
+    ctx.emit("lease.renewed", body, work_item_id=item["work_item_id"])
+    ctx.reply.update(expires_at_ms=expires, capability_token=token)
+
+
+@command("progress.report", needs_session=True)
+def progress_report(ctx: Ctx) -> None:
+    """Structured progress (MW-11.4-a); an optional ``checkpoint`` is stored as the durable
+    resume point without releasing the lease (a reassignment resumes from it, MW-11.5-a)."""
+    item = load_item(ctx)
+    fence(ctx, item)
+    gate(ctx, item)
+    report = parse(ProgressReport, ctx.body.get("report"), "report")
+    cp = ctx.body.get("checkpoint")
+    if cp is not None and (not isinstance(cp, dict) or not cp):
+        raise Reject("invalid_body", "checkpoint must be a non-empty object", field="checkpoint")
+    _charge(ctx, item)
+    body: dict[str, object] = {
+        "lease_id": ctx.body["lease_id"],
+        "report": report.model_dump(mode="json"),
+    }
+    if cp is not None:
+        set_item(ctx, item, checkpoint=dumps(cp))
+        body["checkpoint"] = cp
+    ctx.emit("work.progress_reported", body, work_item_id=item["work_item_id"])
+
+
+def _checkpoint(ctx: Ctx) -> dict[str, object]:
+    cp = ctx.body.get("checkpoint")
+    if not isinstance(cp, dict) or not cp:
+        raise Reject("checkpoint_required", "a durable checkpoint is required", field="checkpoint")
+    return cp
+
+
+@command("work.checkpoint", needs_session=True)
+def work_checkpoint(ctx: Ctx) -> None:
+    """Durable progress releases the execution lease; ownership stays, bounded by a new start
+    deadline (spec 10.2, MW-11.3-e, MW-11.3-g)."""
+    item = load_item(ctx)
+    fence(ctx, item)
+    gate(ctx, item)
+    cp = _checkpoint(ctx)
+    _charge(ctx, item)
+    end_leases(ctx, item, "released", "checkpoint")
+    deadline = ctx.now_ms + contract_of(item).timeouts.start_deadline_ms
+    set_item(ctx, item, state="queued", lease_id=None, checkpoint=dumps(cp),
+             start_deadline_ms=deadline)  # fmt: skip
+    ctx.emit("work.checkpointed", {"checkpoint": cp, "state": "queued",
+             "start_deadline_ms": deadline}, work_item_id=item["work_item_id"])  # fmt: skip
+
+
+@command("work.block", needs_session=True)
+def work_block(ctx: Ctx) -> None:
+    """Checkpoint, name the resolution needed, release the slot, keep a bounded blocked lease
+    (MW-11.4-c)."""
+    item = load_item(ctx)
+    fence(ctx, item)
+    gate(ctx, item)
+    resolution = ctx.body.get("resolution")
+    if not resolution or not isinstance(resolution, (str, dict)):
+        raise Reject("invalid_body", "work.block needs the resolution it needs",
+                     field="resolution")  # fmt: skip
+    cp = _checkpoint(ctx)
+    _charge(ctx, item)
+    end_leases(ctx, item, "released", "blocked")
+    contract = contract_of(item)
+    blocked_id = new_id("lease")
+    expires = ctx.now_ms + contract.timeouts.blocked_lease_ms
+    ctx.run(
+        "INSERT INTO leases (lease_id, kind, group_id, work_item_id, agent_id, session_epoch, "
+        "ownership_epoch, started_at_ms, expires_at_ms, renewals, status) "
+        "VALUES (?,'blocked',?,?,?,?,?,?,?,'[]','active')",
+        blocked_id, item["group_id"], item["work_item_id"], ctx.command.actor,
+        ctx.command.session_epoch, item["ownership_epoch"], ctx.now_ms, expires,
+    )  # fmt: skip
+    set_item(ctx, item, state="blocked", lease_id=None, checkpoint=dumps(cp))
+    ctx.emit("work.blocked", {"resolution": resolution, "checkpoint": cp, "state": "blocked",
+             "blocked_lease_id": blocked_id, "blocked_lease_expires_at_ms": expires},
+             work_item_id=item["work_item_id"])  # fmt: skip
+
+
+def _late(ctx: Ctx, item: sqlite3.Row, rejection: Reject) -> bool:
+    """Record a former owner's result for audit (MW-11.5-b) if the actor ever held a lease."""
+    lease_id = ctx.body.get("lease_id")
+    held = ctx.one(
+        "SELECT 1 FROM leases WHERE lease_id=? AND agent_id=? AND group_id=? AND work_item_id=?",
+        lease_id, ctx.command.actor, item["group_id"], item["work_item_id"],
+    )  # fmt: skip
+    if held is None:
+        return False
+    ctx.status = "recorded"
+    ctx.rejection = rejection.rejection
+    ctx.emit("work.late_result_recorded", {
+        "lease_id": lease_id, "ownership_epoch": ctx.body.get("ownership_epoch"),
+        "reason": rejection.rejection.code, "state": item["state"],
+        "result_digest": digest({k: v for k, v in ctx.body.items() if k != "usage"}),
+    }, work_item_id=item["work_item_id"])  # fmt: skip
+    return True
+
+
+@command("work.submit", needs_session=True)
+def work_submit(ctx: Ctx) -> None:
+    """Submit outputs with Evidence for every acceptance criterion (MW-13.2-a)."""
+    item = load_item(ctx)
+    try:
+        fence(ctx, item)
+    except Reject as r:
+        if _late(ctx, item, r):
+            return
+        raise
+    gate(ctx, item)
+    evidence = parse_evidence(ctx, required=True)
+    criteria = [c.id for c in contract_of(item).acceptance_criteria]
+    covered = {e.criterion for e in evidence}
+    missing = [c for c in criteria if c not in covered]
+    if missing:
+        raise Reject("evidence_missing", "every acceptance criterion needs Evidence",
+                     missing=missing)  # fmt: skip
+    artifacts = ctx.body.get("artifacts", [])
+    if not isinstance(artifacts, list) or not all(is_hash(a) for a in artifacts):
+        raise Reject("invalid_body", "artifacts must be SHA-256 hex hashes", field="artifacts")
+    outputs = ctx.body.get("outputs", {})
+    if not isinstance(outputs, dict):
+        raise Reject("invalid_body", "outputs must be an object", field="outputs")
+    _charge(ctx, item)
+    end_leases(ctx, item, "released", "submitted")
+    set_item(ctx, item, state="submitted", lease_id=None)
+    ctx.emit("work.submitted", {
+        "state": "submitted", "ownership_epoch": item["ownership_epoch"], "outputs": outputs,
+        "artifacts": artifacts, "evidence": [e.model_dump() for e in evidence],
+    }, work_item_id=item["work_item_id"])  # fmt: skip
+
+
+@command("work.fail")
+def work_fail(ctx: Ctx) -> None:
+    """Fail with Evidence (MW-11.4-f). A Worker must name its current lease; a Coordinator may
+    fail any unfinished item. Control returns to the Coordinator (MW-10.2-b)."""
+    item = load_item(ctx)
+    by_worker = "lease_id" in ctx.body or Role.COORDINATOR not in ctx.roles
+    if by_worker:
+        try:
+            fence(ctx, item)
+        except Reject as r:
+            if _late(ctx, item, r):
+                return
+            raise
+    gate(ctx, item)
+    evidence = parse_evidence(ctx, required=True)
+    _charge(ctx, item)
+    end_leases(ctx, item, "released" if by_worker else "revoked", "failed")
+    withdraw_offers(ctx, item, "failed")
+    set_item(ctx, item, state="failed", owner=None, lease_id=None, start_deadline_ms=None,
+             attempts=item["attempts"] + 1)  # fmt: skip
+    ctx.emit("work.failed", {
+        "state": "failed", "owner": item["owner"], "ownership_epoch": item["ownership_epoch"],
+        "capabilities": contract_of(item).required_capabilities,
+        "attempts": item["attempts"] + 1, "retryable": bool(ctx.body.get("retryable", True)),
+        "evidence": [e.model_dump() for e in evidence],
+    }, work_item_id=item["work_item_id"])  # fmt: skip
+
+
+@command("artifact.publish", needs_session=True)
+def artifact_publish(ctx: Ctx) -> None:
+    """Register an Artifact's signed manifest under the current lease (MW-11.3-c, MW-13.1-b).
+
+    The lease check comes first. Then ``manifest`` must be a valid signed manifest
+    (``invalid_manifest``) whose producer is the actor, whose Group, Mission and WorkItem are
+    this WorkItem's and whose Agent Card version the actor has published (``invalid_manifest``),
+    signed with the actor's member key (``manifest_signature``). Sources published in another
+    Mission must have been promoted (``cross_mission_content``, MW-13.3-d).
+    """
+    item = load_item(ctx)
+    fence(ctx, item)
+    gate(ctx, item, "progress.report")
+    try:
+        signed = SignedManifest.model_validate(ctx.body.get("manifest"))
+    except ValidationError as exc:
+        raise Reject(
+            "invalid_manifest", "manifest is not a valid signed manifest", field="manifest",
+            errors=[{"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors()],
+        ) from None  # fmt: skip
+    m = signed.manifest
+    want = {"producer": ctx.command.actor, "group_id": item["group_id"],
+            "mission_id": item["mission_id"], "work_item_id": item["work_item_id"]}  # fmt: skip
+    wrong = {k: {"expected": v, "actual": getattr(m, k)} for k, v in want.items()
+             if getattr(m, k) != v}  # fmt: skip
+    if wrong:
+        raise Reject("invalid_manifest",
+                     "the manifest must describe this WorkItem's output, produced by the actor",
+                     mismatch=wrong)  # fmt: skip
+    agent = ctx.one("SELECT card_version FROM agents WHERE agent_id=?", ctx.command.actor)
+    if agent is None or m.agent_card_version > agent["card_version"]:
+        raise Reject("invalid_manifest", "the actor has published no such Agent Card version",
+                     agent_card_version=m.agent_card_version)  # fmt: skip
+    key = ctx.one("SELECT public_key FROM members WHERE group_id=? AND agent_id=?",
+                  ctx.group_id, ctx.command.actor)  # fmt: skip
+    if key is None or not verify_manifest(signed, key["public_key"]):
+        raise Reject("manifest_signature",
+                     "the manifest's signature does not verify under the actor's key",
+                     manifest_id=signed.manifest_id)  # fmt: skip
+    _cross_mission(ctx, m.mission_id, m.sources)
+    ctx.run(
+        "INSERT OR IGNORE INTO artifacts (group_id, artifact_hash, manifest_id, mission_id, "
+        "work_item_id, producer, classification, published_at_ms) VALUES (?,?,?,?,?,?,?,?)",
+        m.group_id, m.content_hash, signed.manifest_id, m.mission_id, m.work_item_id,
+        m.producer, m.classification.value, ctx.now_ms,
+    )  # fmt: skip
+    ctx.emit("artifact.published", {
+        "lease_id": ctx.body["lease_id"], "artifact_hash": m.content_hash,
+        "manifest_id": signed.manifest_id, "manifest": signed.wire(),
+    }, work_item_id=item["work_item_id"])  # fmt: skip

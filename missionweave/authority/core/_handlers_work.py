@@ -1,0 +1,549 @@
+"""Handlers for Mission and WorkItem Commands issued by Coordinators, MissionOwners and members:
+``mission.create``, ``work.propose``, ``work.authorize``, ``work.offer`` (10.3),
+``work.accept_offer``, ``work.decline_offer``, ``approval.grant_execution``, ``work.unblock``,
+``approval.grant_result`` / ``approval.deny_result`` (a MissionOwner's decision on a reviewed
+result), ``work.accept_result``, ``work.cancel``, ``mission.create_child`` and the child / Mission
+outcome Commands. Worker-reported lease Commands live in ``_handlers_lease``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+from ...protocol import (
+    UNFINISHED_STATES,
+    DeclineReason,
+    ResourceUsage,
+    Role,
+    SelectionBasis,
+    Transition,
+    Urgency,
+    WorkContract,
+    WorkItemState,
+    check_transition,
+    dependencies_satisfied,
+    is_hash,
+    is_material_revision,
+    new_id,
+)
+from ._context import Ctx, Reject, dumps, need, need_id, need_label
+from ._items import (
+    close_owner,
+    contract_of,
+    end_leases,
+    gate,
+    load_item,
+    owner_expired,
+    parse,
+    parse_evidence,
+    set_item,
+    withdraw_offers,
+)
+from ._registry import command
+
+_REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def _mission(ctx: Ctx, mission_id: str) -> dict[str, str]:
+    row = ctx.one(
+        "SELECT state FROM missions WHERE group_id=? AND mission_id=?", ctx.group_id, mission_id
+    )
+    if row is None:
+        raise Reject("unknown_mission", f"no Mission {mission_id!r}", mission_id=mission_id)
+    if row["state"] != "running":
+        raise Reject("mission_closed", f"Mission {mission_id!r} is {row['state']}",
+                     mission_id=mission_id, state=row["state"])  # fmt: skip
+    return {"state": row["state"]}
+
+
+@command("mission.create")
+def mission_create(ctx: Ctx) -> None:
+    if "coordinator" not in ctx.roles and "mission_owner" not in ctx.roles:
+        raise Reject("role_not_allowed", "mission.create needs coordinator or mission_owner")
+    mid = need_id(ctx.body, "mission_id")
+    parent = ctx.body.get("parent")
+    if ctx.one("SELECT 1 FROM missions WHERE group_id=? AND mission_id=?", ctx.group_id, mid):
+        raise Reject("mission_exists", f"Mission {mid!r} already exists", mission_id=mid)
+    ctx.run(
+        "INSERT INTO missions (group_id, mission_id, state, parent) VALUES (?,?,?,?)",
+        ctx.group_id, mid, "running", dumps(parent) if parent else None,
+    )  # fmt: skip
+    body = {"mission_id": mid, "title": need_label(ctx.body, "title")}
+    if parent:
+        body["parent"] = parent
+    ctx.emit("mission.created", body)
+
+
+@command("work.propose")
+def work_propose(ctx: Ctx) -> None:
+    wid = need_id(ctx.body, "work_item_id")
+    mid = need(ctx.body, "mission_id")
+    _mission(ctx, mid)
+    taken = ctx.one(
+        "SELECT mission_id FROM work_items WHERE group_id=? AND work_item_id=?", ctx.group_id, wid
+    )
+    if taken is not None:
+        raise Reject("duplicate_id", f"WorkItem {wid!r} already exists in Mission "
+                     f"{taken['mission_id']!r}", work_item_id=wid,
+                     mission_id=taken["mission_id"])  # fmt: skip
+    gate(ctx, None)
+    contract = parse(WorkContract, ctx.body.get("contract"), "contract")
+    ctx.run(
+        "INSERT INTO work_items (group_id, work_item_id, mission_id, state, revision, contract, "
+        "dependencies, usage) VALUES (?,?,?,?,?,?,?,?)",
+        ctx.group_id, wid, mid, "proposed", contract.revision, contract.model_dump_json(),
+        "[]", ResourceUsage().model_dump_json(),
+    )  # fmt: skip
+    ctx.emit("work.proposed", {"mission_id": mid, "contract": contract.wire()}, work_item_id=wid)
+
+
+@command("work.authorize")
+def work_authorize(ctx: Ctx) -> None:
+    """Create a WorkItem (``open``); its dependencies must already exist in the Mission, so no
+    cycle or self-loop can form (MW-10.4-c)."""
+    wid = need_id(ctx.body, "work_item_id")
+    mid = need(ctx.body, "mission_id")
+    _mission(ctx, mid)
+    existing = ctx.one(
+        "SELECT * FROM work_items WHERE group_id=? AND work_item_id=?", ctx.group_id, wid
+    )
+    if existing is not None and existing["state"] != "proposed":
+        # WorkItem ids are unique within the Group: the detail names the Mission holding it
+        raise Reject("duplicate_id", f"WorkItem {wid!r} already exists in Mission "
+                     f"{existing['mission_id']!r}", work_item_id=wid,
+                     mission_id=existing["mission_id"])  # fmt: skip
+    gate(ctx, existing)
+    contract = parse(WorkContract, ctx.body.get("contract"), "contract")
+    deps = ctx.body.get("dependencies", [])
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        raise Reject("invalid_body", "dependencies must be a list of ids", field="dependencies")
+    for dep in deps:
+        if dep == wid:
+            raise Reject("self_loop", f"WorkItem {wid} depends on itself", work_item_id=wid)
+        row = ctx.one(
+            "SELECT mission_id FROM work_items WHERE group_id=? AND work_item_id=? "
+            "AND state != 'proposed'", ctx.group_id, dep,
+        )  # fmt: skip
+        if row is None:
+            raise Reject("unknown_id", f"dependency {dep!r} is not a WorkItem", dependency=dep)
+    ctx.run(
+        "INSERT OR REPLACE INTO work_items (group_id, work_item_id, mission_id, state, revision, "
+        "contract, dependencies, usage) VALUES (?,?,?,?,?,?,?,?)",
+        ctx.group_id, wid, mid, "open", contract.revision, contract.model_dump_json(),
+        json.dumps(deps), ResourceUsage().model_dump_json(),
+    )  # fmt: skip
+    ctx.emit(
+        "work.authorized",
+        {"mission_id": mid, "contract": contract.wire(), "dependencies": deps,
+         "state": "open"},
+        work_item_id=wid,
+    )  # fmt: skip
+
+
+@command("work.offer")
+def work_offer(ctx: Ctx) -> None:
+    """Offer to one agent or a bounded candidate set (MW-10.3-a/b/c); reserves no ownership."""
+    item = load_item(ctx)
+    reason = owner_expired(ctx, item)
+    if item["owner"] is not None and reason is None and item["state"] != "failed":
+        raise Reject("owner_active", "the WorkItem has an active owner",
+                     owner=item["owner"], ownership_epoch=item["ownership_epoch"])  # fmt: skip
+    gate(ctx, item)
+    _dependencies_met(ctx, item)
+    candidates = ctx.body.get("candidates")
+    if (
+        not isinstance(candidates, list) or not candidates
+        or not all(isinstance(c, str) and c for c in candidates)
+        or len(set(candidates)) != len(candidates)
+    ):  # fmt: skip
+        raise Reject("invalid_body", "candidates must be distinct agent ids", field="candidates")
+    if len(candidates) > ctx.config.max_candidates:
+        raise Reject("too_many_candidates", "the candidate set is over its bound",
+                     max_candidates=ctx.config.max_candidates)  # fmt: skip
+    contract = contract_of(item)
+    if len(candidates) > 1 and contract.urgency is not Urgency.URGENT:
+        raise Reject("candidate_set_not_allowed",
+                     "a candidate set is for urgent WorkItems; offer sequentially",
+                     urgency=contract.urgency.value)  # fmt: skip
+    for c in candidates:
+        if not ctx.one(
+            "SELECT 1 FROM members WHERE group_id=? AND agent_id=? AND active=1 "
+            "AND roles LIKE '%\"worker\"%'", ctx.group_id, c,
+        ):  # fmt: skip
+            raise Reject("not_a_worker", f"candidate {c!r} is not a worker of the group",
+                         candidate=c)  # fmt: skip
+    expires = need(ctx.body, "expires_at_ms", int)
+    if not ctx.now_ms < expires <= ctx.now_ms + ctx.config.max_offer_ms:
+        raise Reject("invalid_expiry", "the offer's expiry is in the past or too far ahead",
+                     expires_at_ms=expires, now_ms=ctx.now_ms)  # fmt: skip
+    basis_raw = ctx.body.get("selection_basis", {})
+    if not isinstance(basis_raw, dict) or set(basis_raw) != set(candidates):
+        raise Reject(
+            "selection_basis_required",
+            "a selection basis is required for every candidate (MW-10.3-f)",
+        )
+    basis = {c: parse(SelectionBasis, basis_raw[c], "selection_basis").model_dump(mode="json")
+             for c in candidates}  # fmt: skip
+    new_contract = ctx.body.get("contract")
+    revision = item["revision"]
+    if new_contract is not None:
+        revised = parse(WorkContract, new_contract, "contract")
+        if is_material_revision(contract, revised) and revised.revision <= contract.revision:
+            raise Reject("revision_required", "a material change must increment the revision",
+                         current_revision=contract.revision)  # fmt: skip
+        if revised.revision < contract.revision:
+            raise Reject("stale_revision", "the contract revision went backwards")
+        revision = revised.revision
+        set_item(ctx, item, contract=revised.model_dump_json(), revision=revision)
+        if revision != item["revision"]:
+            ctx.emit("work.contract_revised", {"revision": revision, "contract": revised.wire()},
+                     work_item_id=item["work_item_id"])  # fmt: skip
+    if reason is not None:
+        close_owner(ctx, item, reason)
+    withdraw_offers(ctx, item, "replaced")
+    offer_id = new_id("ofr")
+    ctx.run(
+        "INSERT INTO offers (offer_id, group_id, work_item_id, candidates, declined, "
+        "selection_basis, expires_at_ms, revision, status) VALUES (?,?,?,?,?,?,?,?,'open')",
+        offer_id, ctx.group_id, item["work_item_id"], json.dumps(candidates), "{}",
+        dumps(basis), expires, revision,
+    )  # fmt: skip
+    set_item(ctx, item, state="offered")
+    ctx.emit(
+        "work.offered",
+        {"offer_id": offer_id, "candidates": candidates, "expires_at_ms": expires,
+         "revision": revision, "selection_basis": basis, "mission_id": item["mission_id"],
+         "required_capabilities": contract.required_capabilities,
+         "previous_state": item["state"]},
+        work_item_id=item["work_item_id"],
+    )  # fmt: skip
+    ctx.reply["offer_id"] = offer_id
+
+
+def _dependencies_met(ctx: Ctx, item: sqlite3.Row) -> None:
+    """Refuse to offer a WorkItem whose dependencies do not satisfy its strategy (MW-10.4-b)."""
+    deps = json.loads(item["dependencies"])
+    if not deps:
+        return
+    rows = ctx.all(
+        "SELECT work_item_id, state FROM work_items WHERE group_id=? AND work_item_id IN "
+        f"({','.join('?' * len(deps))})", ctx.group_id, *deps,
+    )  # fmt: skip
+    states = {r["work_item_id"]: WorkItemState(r["state"]) for r in rows}
+    strategy = contract_of(item).dependency_strategy
+    if not dependencies_satisfied(strategy, [states.get(d) for d in deps]):
+        raise Reject(
+            "dependencies_unmet", f"dependencies do not satisfy {strategy.value}",
+            dependencies={d: str(states.get(d)) for d in deps}, strategy=strategy.value,
+        )  # fmt: skip
+
+
+def _open_offer(ctx: Ctx, item: object) -> dict[str, object]:
+    offer_id = need(ctx.body, "offer_id")
+    row = ctx.one("SELECT * FROM offers WHERE offer_id=? AND group_id=?", offer_id, ctx.group_id)
+    if row is None or row["work_item_id"] != ctx.body.get("work_item_id"):
+        raise Reject("unknown_offer", f"no offer {offer_id!r} for this WorkItem",
+                     offer_id=offer_id)  # fmt: skip
+    if row["status"] != "open":
+        raise Reject("offer_closed", f"the offer is {row['status']}", offer_id=offer_id,
+                     status=row["status"])  # fmt: skip
+    if ctx.now_ms >= row["expires_at_ms"]:
+        raise Reject("offer_expired", "the offer has expired", offer_id=offer_id,
+                     expires_at_ms=row["expires_at_ms"])  # fmt: skip
+    candidates = json.loads(row["candidates"])
+    if ctx.command.actor not in candidates:
+        raise Reject("not_a_candidate", "the offer is not addressed to this agent",
+                     offer_id=offer_id)  # fmt: skip
+    if ctx.command.actor in json.loads(row["declined"]):
+        raise Reject("already_declined", "this agent declined the offer", offer_id=offer_id)
+    return dict(row)
+
+
+@command("work.accept_offer", needs_session=True)
+def work_accept_offer(ctx: Ctx) -> None:
+    """The first valid acceptance wins a new ownership epoch; losing offers are withdrawn in the
+    same transaction (MW-10.3-c, MW-11.3-a)."""
+    item = load_item(ctx)
+    offer = _open_offer(ctx, item)
+    gate(ctx, item)
+    if ctx.body.get("revision") != item["revision"] or offer["revision"] != item["revision"]:
+        raise Reject(
+            "stale_revision",
+            "acceptance must name the current contract revision",
+            revision=ctx.body.get("revision"),
+            current_revision=item["revision"],
+        )
+    contract = contract_of(item)
+    if contract.open_questions:
+        raise Reject("contract_ambiguous", "essential ambiguities must be resolved first",
+                     open_questions=contract.open_questions)  # fmt: skip
+    epoch = item["ownership_epoch"] + 1
+    deadline = ctx.now_ms + contract.timeouts.start_deadline_ms
+    ctx.run("UPDATE offers SET status='accepted' WHERE offer_id=?", offer["offer_id"])
+    set_item(ctx, item, state="queued", owner=ctx.command.actor, ownership_epoch=epoch,
+             start_deadline_ms=deadline, lease_id=None, approved=0)  # fmt: skip
+    basis = json.loads(str(offer["selection_basis"]))[ctx.command.actor]
+    ctx.emit(
+        "work.offer_accepted",
+        {"offer_id": offer["offer_id"], "owner": ctx.command.actor, "ownership_epoch": epoch,
+         "start_deadline_ms": deadline, "revision": item["revision"], "selection_basis": basis,
+         "session_epoch": ctx.command.session_epoch},
+        work_item_id=item["work_item_id"],
+    )  # fmt: skip
+    losers = [c for c in json.loads(str(offer["candidates"])) if c != ctx.command.actor]
+    if losers:
+        ctx.emit("offer.withdrawn", {"offer_id": offer["offer_id"], "candidates": losers,
+                                     "reason": "accepted_by_other"},
+                 work_item_id=item["work_item_id"])  # fmt: skip
+    withdraw_offers(ctx, item, "accepted_by_other", keep=str(offer["offer_id"]))
+    ctx.reply.update(ownership_epoch=epoch, start_deadline_ms=deadline)
+
+
+@command("work.decline_offer", needs_session=True)
+def work_decline_offer(ctx: Ctx) -> None:
+    """Decline with a structured reason (MW-10.3-e); the offer stays open for others."""
+    item = load_item(ctx)
+    offer = _open_offer(ctx, item)
+    gate(ctx, item)
+    reason = need(ctx.body, "reason")
+    if not _REASON.match(reason):
+        raise Reject("invalid_body", "reason must be a structured token",
+                     standard=[r.value for r in DeclineReason])  # fmt: skip
+    declined = json.loads(str(offer["declined"]))
+    declined[ctx.command.actor] = reason
+    everyone = set(json.loads(str(offer["candidates"]))) <= set(declined)
+    ctx.run("UPDATE offers SET declined=?, status=? WHERE offer_id=?", dumps(declined),
+            "declined" if everyone else "open", offer["offer_id"])  # fmt: skip
+    detail = ctx.body.get("detail", {})
+    ctx.emit(
+        "work.offer_declined",
+        {"offer_id": offer["offer_id"], "agent_id": ctx.command.actor, "reason": reason,
+         "standard_reason": reason in DeclineReason.__members__.values(),
+         "detail": detail if isinstance(detail, dict) else {}, "all_declined": everyone},
+        work_item_id=item["work_item_id"],
+    )  # fmt: skip
+
+
+@command("approval.grant_execution")
+def approval_grant(ctx: Ctx) -> None:
+    item = load_item(ctx)
+    gate(ctx, item)
+    set_item(ctx, item, approved=1)
+    ctx.emit("approval.execution_granted", {"ownership_epoch": item["ownership_epoch"]},
+             work_item_id=item["work_item_id"])  # fmt: skip
+
+
+@command("work.unblock")
+def work_unblock(ctx: Ctx) -> None:
+    """Back to the owner's queue while the blocked lease holds; otherwise to ``open``."""
+    item = load_item(ctx)
+    gate(ctx, item)
+    expired = owner_expired(ctx, item) or (None if item["owner"] else "no_owner")
+    resolution = ctx.body.get("resolution", {})
+    if expired is None:
+        end_leases(ctx, item, "released", "unblocked")
+        deadline = ctx.now_ms + contract_of(item).timeouts.start_deadline_ms
+        set_item(ctx, item, state="queued", start_deadline_ms=deadline)
+        state, extra = "queued", {"start_deadline_ms": deadline}
+    else:
+        if item["owner"] is not None:
+            close_owner(ctx, item, expired)
+        set_item(ctx, item, state="open")
+        state, extra = "open", {}
+    ctx.emit("work.unblocked", {"state": state, "resolution": resolution, **extra},
+             work_item_id=item["work_item_id"])  # fmt: skip
+
+
+def _result_decision(ctx: Ctx, granted: bool) -> None:
+    """A MissionOwner's decision on a submitted result (MW-13.2-b step 5), once per submission.
+
+    Checks, in order: the ``mission_owner`` role (``role_not_allowed``); the WorkItem is
+    ``submitted`` (``transition_not_allowed``); ``review_digest`` is SHA-256 hex and a denial has
+    a ``reason`` (``invalid_body``); the approver is not the WorkItem's owner
+    (``self_approval``); no decision yet for this ownership epoch (``already_decided``).
+    """
+    if Role.MISSION_OWNER not in ctx.roles:
+        raise Reject("role_not_allowed", f"{ctx.command.type} needs the mission_owner role",
+                     needed="mission_owner")  # fmt: skip
+    item = load_item(ctx)
+    if item["state"] != WorkItemState.SUBMITTED.value:
+        raise Reject("transition_not_allowed",
+                     f"{ctx.command.type} needs a submitted WorkItem, not {item['state']}",
+                     action=ctx.command.type, state=item["state"])  # fmt: skip
+    review = need(ctx.body, "review_digest")
+    if not is_hash(review):
+        raise Reject("invalid_body", "review_digest must be SHA-256 hex", field="review_digest")
+    reason = ctx.body.get("reason", "")
+    if not isinstance(reason, str) or len(reason) > 2000 or (not granted and not reason):
+        raise Reject("invalid_body", "reason is a string of at most 2,000 characters, "
+                     "required to deny", field="reason")  # fmt: skip
+    if ctx.command.actor == item["owner"]:
+        raise Reject("self_approval", "the WorkItem's owner may not approve its own result")
+    decided = ctx.one(
+        "SELECT decision, approver FROM result_approvals WHERE group_id=? AND work_item_id=? "
+        "AND ownership_epoch=?", ctx.group_id, item["work_item_id"], item["ownership_epoch"],
+    )  # fmt: skip
+    if decided is not None:
+        raise Reject("already_decided", f"the result was already {decided['decision']}",
+                     decision=decided["decision"], approver=decided["approver"])  # fmt: skip
+    decision = "granted" if granted else "denied"
+    ctx.run(
+        "INSERT INTO result_approvals (group_id, work_item_id, ownership_epoch, decision, "
+        "approver, review_digest, decided_at_ms) VALUES (?,?,?,?,?,?,?)",
+        ctx.group_id, item["work_item_id"], item["ownership_epoch"], decision,
+        ctx.command.actor, review, ctx.now_ms,
+    )  # fmt: skip
+    ctx.emit(f"approval.result_{decision}", {
+        "approver": ctx.command.actor, "review_digest": review, "reason": reason,
+        "ownership_epoch": item["ownership_epoch"], "decided_at_ms": ctx.now_ms,
+    }, work_item_id=item["work_item_id"])  # fmt: skip
+
+
+@command("approval.grant_result")
+def approval_grant_result(ctx: Ctx) -> None:
+    """A MissionOwner approves a reviewed result: ``approval.result_granted``."""
+    _result_decision(ctx, True)
+
+
+@command("approval.deny_result")
+def approval_deny_result(ctx: Ctx) -> None:
+    """A MissionOwner rejects a reviewed result: ``approval.result_denied``."""
+    _result_decision(ctx, False)
+
+
+def _needs_approval(ctx: Ctx, item: sqlite3.Row) -> None:
+    """A contract with a ``human`` criterion is accepted only after a granted Approval of this
+    submission (its ownership epoch)."""
+    if not any(c.kind == "human" for c in contract_of(item).acceptance_criteria):
+        return
+    row = ctx.one(
+        "SELECT decision FROM result_approvals WHERE group_id=? AND work_item_id=? "
+        "AND ownership_epoch=?", ctx.group_id, item["work_item_id"], item["ownership_epoch"],
+    )  # fmt: skip
+    if row is None or row["decision"] != "granted":
+        raise Reject("approval_required",
+                     "a human acceptance criterion needs a MissionOwner's approval.grant_result",
+                     decision=row["decision"] if row else None)  # fmt: skip
+
+
+@command("work.accept_result")
+def work_accept_result(ctx: Ctx) -> None:
+    item = load_item(ctx)
+    gate(ctx, item)
+    _needs_approval(ctx, item)
+    evidence = parse_evidence(ctx, required=False)
+    set_item(ctx, item, state="verified")
+    ctx.emit("work.result_accepted", {
+        "state": "verified", "owner": item["owner"], "ownership_epoch": item["ownership_epoch"],
+        "capabilities": contract_of(item).required_capabilities,
+        "evidence": [e.model_dump() for e in evidence],
+    }, work_item_id=item["work_item_id"])  # fmt: skip
+
+
+@command("work.cancel")
+def work_cancel(ctx: Ctx) -> None:
+    item = load_item(ctx)
+    gate(ctx, item)
+    _terminate(ctx, item, "cancelled", str(ctx.body.get("reason", "cancelled")))
+
+
+def _terminate(ctx: Ctx, item: object, state: str, reason: str) -> None:
+    row = item  # sqlite3.Row
+    end_leases(ctx, row, "revoked", reason)  # type: ignore[arg-type]
+    withdraw_offers(ctx, row, reason)  # type: ignore[arg-type]
+    set_item(ctx, row, state=state, lease_id=None)  # type: ignore[arg-type]
+    ctx.emit(f"work.{state}", {"state": state, "reason": reason},
+             work_item_id=row["work_item_id"])  # type: ignore[index]  # fmt: skip
+
+
+@command("mission.create_child")
+def mission_create_child(ctx: Ctx) -> None:
+    """Block the parent item and close its ownership while the child Mission runs."""
+    item = load_item(ctx)
+    gate(ctx, item)
+    child = need_id(ctx.body, "child_mission_id")
+    child_group = need_id(ctx.body, "child_group_id") if "child_group_id" in ctx.body else None
+    end_leases(ctx, item, "revoked", "child_mission")
+    withdraw_offers(ctx, item, "child_mission")
+    set_item(ctx, item, state="blocked", owner=None, lease_id=None, start_deadline_ms=None,
+             child_mission_id=child)  # fmt: skip
+    ctx.emit("mission.child_created", {"child_mission_id": child, "state": "blocked",
+             "child_group_id": child_group or ctx.group_id},
+             work_item_id=item["work_item_id"])  # fmt: skip
+
+
+@command("mission.child_approved")
+def mission_child_approved(ctx: Ctx) -> None:
+    item = load_item(ctx)
+    gate(ctx, item)
+    if item["child_mission_id"] != ctx.body.get("child_mission_id"):
+        raise Reject("unknown_child", "that is not this item's child Mission")
+    evidence = parse_evidence(ctx, required=True)
+    set_item(ctx, item, state="verified")
+    ctx.emit("mission.child_approved", {"child_mission_id": item["child_mission_id"],
+             "state": "verified", "evidence": [e.model_dump() for e in evidence]},
+             work_item_id=item["work_item_id"])  # fmt: skip
+
+
+@command("mission.child_failed")
+def mission_child_failed(ctx: Ctx) -> None:
+    item = load_item(ctx)
+    gate(ctx, item)
+    if item["child_mission_id"] != ctx.body.get("child_mission_id"):
+        raise Reject("unknown_child", "that is not this item's child Mission")
+    policy = ctx.body.get("policy")
+    if policy not in ("stay_blocked", "fail"):
+        raise Reject("invalid_body", "policy must be stay_blocked or fail", field="policy")
+    state = "failed" if policy == "fail" else "blocked"
+    set_item(ctx, item, state=state)
+    ctx.emit("mission.child_failed", {"child_mission_id": item["child_mission_id"],
+             "state": state, "policy": policy}, work_item_id=item["work_item_id"])  # fmt: skip
+
+
+def _mission_end(ctx: Ctx, state: str) -> None:
+    mid = need(ctx.body, "mission_id")
+    _mission(ctx, mid)
+    action = ctx.command.type
+    for item in ctx.all(
+        "SELECT * FROM work_items WHERE group_id=? AND mission_id=? ORDER BY work_item_id",
+        ctx.group_id, mid,
+    ):  # fmt: skip
+        if WorkItemState(item["state"]) not in UNFINISHED_STATES:
+            continue
+        verdict = check_transition(WorkItemState(item["state"]), action, ctx.roles)
+        if not isinstance(verdict, Transition):
+            raise Reject(verdict.code, verdict.reason, **verdict.detail)
+        _terminate(ctx, item, state, f"mission_{state}")
+    ctx.run("UPDATE missions SET state=? WHERE group_id=? AND mission_id=?", state,
+            ctx.group_id, mid)  # fmt: skip
+    ctx.emit(f"mission.{state}", {"mission_id": mid, "reason": str(ctx.body.get("reason", ""))})
+
+
+@command("mission.cancel")
+def mission_cancel(ctx: Ctx) -> None:
+    _mission_end(ctx, "cancelled")
+
+
+@command("mission.fail")
+def mission_fail(ctx: Ctx) -> None:
+    _mission_end(ctx, "failed")
+
+
+@command("mission.complete")
+def mission_complete(ctx: Ctx) -> None:
+    if "coordinator" not in ctx.roles:
+        raise Reject("role_not_allowed", "mission.complete needs the coordinator role")
+    mid = need(ctx.body, "mission_id")
+    _mission(ctx, mid)
+    open_items = ctx.all(
+        "SELECT work_item_id FROM work_items WHERE group_id=? AND mission_id=? "
+        "AND state NOT IN ('verified','cancelled')", ctx.group_id, mid,
+    )  # fmt: skip
+    if open_items:
+        raise Reject("mission_unfinished", "every WorkItem must be verified or cancelled",
+                     open=[r["work_item_id"] for r in open_items])  # fmt: skip
+    ctx.run("UPDATE missions SET state='completed' WHERE group_id=? AND mission_id=?",
+            ctx.group_id, mid)  # fmt: skip
+    ctx.emit("mission.completed", {"mission_id": mid})

@@ -1,0 +1,140 @@
+"""WorkItem projection helpers shared by the work and lease handlers."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ...protocol import Evidence, Transition, WorkContract, WorkItemState, check_transition
+from ._context import Ctx, Reject, dumps, need
+
+
+def load_item(ctx: Ctx, work_item_id: str | None = None) -> sqlite3.Row:
+    """The WorkItem row named by the body's ``work_item_id``; rejects ``unknown_work_item``."""
+    wid = work_item_id or need(ctx.body, "work_item_id")
+    row = ctx.one("SELECT * FROM work_items WHERE group_id=? AND work_item_id=?", ctx.group_id, wid)
+    if row is None:
+        raise Reject("unknown_work_item", f"no WorkItem {wid!r}", work_item_id=wid)
+    return row
+
+
+def gate(ctx: Ctx, item: sqlite3.Row | None, action: str | None = None) -> Transition:
+    """Apply the state table (MW-10.2-c) for the Command's action on ``item``."""
+    state = WorkItemState(item["state"]) if item is not None else None
+    revision = ctx.body.get("revision")
+    verdict = check_transition(
+        state, action or ctx.command.type, ctx.roles,
+        revision=revision if isinstance(revision, int) else None,
+        current_revision=item["revision"] if item is not None else None,
+    )  # fmt: skip
+    if isinstance(verdict, Transition):
+        return verdict
+    raise Reject(verdict.code, verdict.reason, **verdict.detail)
+
+
+def contract_of(item: sqlite3.Row) -> WorkContract:
+    return WorkContract.model_validate_json(item["contract"])
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse(model: type[M], value: Any, field: str) -> M:
+    """Validate ``value`` as ``model`` or reject ``invalid_body`` naming the field."""
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise Reject(
+            "invalid_body", f"{field} is not a valid {model.__name__}", field=field,
+            errors=[{"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors()],
+        ) from None  # fmt: skip
+
+
+def parse_evidence(ctx: Ctx, *, required: bool) -> list[Evidence]:
+    raw = ctx.body.get("evidence", [])
+    if not isinstance(raw, list):
+        raise Reject("invalid_body", "evidence must be a list", field="evidence")
+    out = [parse(Evidence, e, "evidence") for e in raw]
+    if required and not out:
+        raise Reject("evidence_required", f"{ctx.command.type} requires Evidence")
+    return out
+
+
+def set_item(ctx: Ctx, item: sqlite3.Row, **cols: Any) -> None:
+    """Update columns of ``item``'s row."""
+    assigns = ", ".join(f"{k}=?" for k in cols)
+    ctx.run(
+        f"UPDATE work_items SET {assigns} WHERE group_id=? AND work_item_id=?",
+        *cols.values(), item["group_id"], item["work_item_id"],
+    )  # fmt: skip
+
+
+def end_leases(ctx: Ctx, item: sqlite3.Row, status: str, reason: str) -> None:
+    """Close every active lease of ``item`` with ``status`` (released/expired/revoked)."""
+    for lease in ctx.all(
+        "SELECT lease_id, kind FROM leases WHERE group_id=? AND work_item_id=? "
+        "AND status='active' ORDER BY lease_id",
+        item["group_id"], item["work_item_id"],
+    ):  # fmt: skip
+        ctx.run("UPDATE leases SET status=? WHERE lease_id=?", status, lease["lease_id"])
+        ctx.emit(
+            f"lease.{status}",
+            {"lease_id": lease["lease_id"], "kind": lease["kind"], "reason": reason},
+            work_item_id=item["work_item_id"],
+        )  # fmt: skip
+
+
+def owner_expired(ctx: Ctx, item: sqlite3.Row) -> str | None:
+    """Why ``item``'s owner no longer holds it (``start_deadline_missed``, ``lease_expired``,
+    ``blocked_lease_expired``), or ``None`` when the owner is still valid."""
+    if item["owner"] is None:
+        return None
+    state = item["state"]
+    if state == "queued":
+        dl = item["start_deadline_ms"]
+        return "start_deadline_missed" if dl is not None and ctx.now_ms >= dl else None
+    lease = ctx.one(
+        "SELECT status, expires_at_ms, kind FROM leases WHERE group_id=? AND work_item_id=? "
+        "AND status='active' ORDER BY started_at_ms DESC LIMIT 1",
+        item["group_id"], item["work_item_id"],
+    )  # fmt: skip
+    if lease is None:
+        return "lease_expired" if state in ("active", "blocked") else None
+    if ctx.now_ms >= lease["expires_at_ms"]:
+        return "blocked_lease_expired" if lease["kind"] == "blocked" else "lease_expired"
+    return None
+
+
+def close_owner(ctx: Ctx, item: sqlite3.Row, reason: str) -> None:
+    """Close the current ownership: expire its leases and record ``ownership.closed``."""
+    end_leases(ctx, item, "expired" if "expired" in reason or "missed" in reason else "revoked",
+               reason)  # fmt: skip
+    ctx.emit(
+        "ownership.closed",
+        {"owner": item["owner"], "ownership_epoch": item["ownership_epoch"], "reason": reason},
+        work_item_id=item["work_item_id"],
+    )  # fmt: skip
+    set_item(ctx, item, owner=None, lease_id=None, start_deadline_ms=None)
+
+
+def withdraw_offers(ctx: Ctx, item: sqlite3.Row, reason: str, *, keep: str | None = None) -> None:
+    for offer in ctx.all(
+        "SELECT offer_id, candidates FROM offers WHERE group_id=? AND work_item_id=? "
+        "AND status='open' ORDER BY offer_id",
+        item["group_id"], item["work_item_id"],
+    ):  # fmt: skip
+        if offer["offer_id"] == keep:
+            continue
+        ctx.run("UPDATE offers SET status='withdrawn' WHERE offer_id=?", offer["offer_id"])
+        ctx.emit(
+            "offer.withdrawn",
+            {"offer_id": offer["offer_id"], "candidates": json.loads(offer["candidates"]),
+             "reason": reason},
+            work_item_id=item["work_item_id"],
+        )  # fmt: skip
+
+
+__all__ = ["dumps"]

@@ -1,0 +1,77 @@
+"""Signed frames from Group members: who sent it, and may they?
+
+Two frames are signed by an agent rather than carried in a Command: the WebSocket ``SUBSCRIBE``
+(``_stream``) and the ``PUT /v1/groups/{g}/presence`` report (``_presence``). Both carry
+``agent``, ``group``, ``issuedAtMs`` and ``signature`` — the agent's Ed25519 signature
+(base64url) over the RFC 8785 canonical bytes of the frame without ``signature`` — and both are
+checked here, the same way: an active member's key, and ``issuedAtMs`` within
+:data:`MAX_SKEW_MS` of the Authority's clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...protocol import CanonicalizationError, canonical_bytes, verify
+from ..core import Authority
+from ..wire import MAX_SKEW_MS, FrameError, UnknownGroupError, is_int
+
+
+def check_member_frame(
+    authority: Authority, frame: dict[str, Any], group: str, agent: str, kind: str = "frame"
+) -> int:
+    """Check that ``frame`` is signed by ``agent``, an active member of ``group``, and issued
+    near the Authority's clock. Blocking (SQLite reads): call it in a worker thread.
+
+    Args:
+        authority: the Authority whose membership and clock decide.
+        frame: the whole frame as received, with ``signature`` (str) and ``issuedAtMs`` (int,
+            epoch milliseconds) already checked for type by the caller.
+        group: the Group the frame is about.
+        agent: the agent that claims to have signed it.
+        kind: what the frame is, for messages (``"SUBSCRIBE"``, ``"presence report"``).
+
+    Returns:
+        The Group's head sequence, read in the same check.
+
+    Raises:
+        FrameError: ``invalid_frame`` when the frame cannot be canonicalized (a float);
+            ``unknown_group`` when there is no such Group; ``unauthorized`` when the agent is not
+            an active member, the signature does not verify (one answer for both: a stranger
+            learns nothing) or ``issuedAtMs`` is more than :data:`MAX_SKEW_MS` away.
+    """
+    try:
+        signed = canonical_bytes({k: v for k, v in frame.items() if k != "signature"})
+    except CanonicalizationError as exc:
+        raise FrameError("invalid_frame", str(exc), group=group) from None
+    try:
+        head_seq, _ = authority.head(group)
+    except UnknownGroupError:
+        raise FrameError("unknown_group", f"unknown group {group!r}", group=group) from None
+    rows = authority.query(
+        "SELECT public_key, active FROM members WHERE group_id=? AND agent_id=?", group, agent
+    )
+    # One answer for "not a member" and "bad signature": do not tell a stranger which.
+    if not rows or not rows[0]["active"] or not verify(
+        rows[0]["public_key"], str(frame["signature"]), signed
+    ):  # fmt: skip
+        raise FrameError(
+            "unauthorized",
+            f"the {kind} is not signed by an active member of the group",
+            group=group,
+            agent=agent,
+        )
+    now = authority.clock()
+    issued = int(frame["issuedAtMs"])
+    if abs(issued - now) > MAX_SKEW_MS:
+        raise FrameError(
+            "unauthorized",
+            f"issuedAtMs is more than {MAX_SKEW_MS} ms from the Authority's clock",
+            group=group,
+            issued_at_ms=issued,
+            server_time_ms=now,
+        )
+    return head_seq
+
+
+__all__ = ["MAX_SKEW_MS", "FrameError", "check_member_frame", "is_int"]

@@ -1,0 +1,227 @@
+"""The ``/v1/stream`` WebSocket session: SUBSCRIBE, EVENT, ACK, ERROR (protocol section 16).
+
+Frames are JSON objects with a ``type``::
+
+    client → server  SUBSCRIBE {group, afterSequence, agent, issuedAtMs, nonce, signature}
+                     ACK       {cursors: {group: seq}}
+    server → client  EVENT     {group, event}
+                     ERROR     {code, reason, detail[, snapshot]}
+
+``signature`` is the agent's Ed25519 signature (base64url) over the canonical bytes of the
+SUBSCRIBE frame without ``signature``; the agent must be an active member of the Group and
+``issuedAtMs`` within :data:`MAX_SKEW_MS` of the Authority's clock (checked by
+:func:`~._frames.check_member_frame`, shared with presence reports); its ``nonce`` (16 to 64
+characters) is never accepted twice within that window, so a captured frame cannot be replayed
+on another socket. A subscription ends (``ERROR unauthorized``) right after it delivers the
+subscriber's own ``member.removed``. One socket may hold several
+subscriptions (one per Group); a new SUBSCRIBE for a Group replaces the previous one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import WebSocket
+
+from ..core import Authority
+from ..wire import CursorTooOldError, FrameError, ReadRefused, ReadVerifier, is_int
+from ._batch import Notifier
+from ._frames import MAX_SKEW_MS, check_member_frame
+from ._limits import MAX_FRAME_BYTES, MAX_PAGE_BYTES, JSONProblem, parse_json
+
+log = logging.getLogger(__name__)
+
+#: Events read from the log per page while replaying (and at most MAX_PAGE_BYTES of them).
+PAGE = 1000
+
+
+@dataclass(slots=True)
+class _Subscription:
+    agent: str
+    task: asyncio.Task[None]
+
+
+class StreamSession:
+    """One WebSocket connection of ``/v1/stream``.
+
+    Args:
+        ws: the accepted WebSocket.
+        authority: the Authority whose Group logs are streamed.
+        notifier: wakes the pumps after a commit.
+        poll_interval_s: fallback poll period, seconds (appends by other processes).
+        reads: the server's nonce memory (a SUBSCRIBE's nonce is used once).
+    """
+
+    def __init__(
+        self,
+        ws: WebSocket,
+        authority: Authority,
+        notifier: Notifier,
+        poll_interval_s: float,
+        reads: ReadVerifier,
+    ) -> None:
+        self._ws = ws
+        self._reads = reads
+        self._authority = authority
+        self._notifier = notifier
+        self._poll_interval_s = poll_interval_s
+        self._subs: dict[str, _Subscription] = {}
+        # Pumps and the frame loop send concurrently; whole frames must not interleave.
+        self._send_lock = asyncio.Lock()
+
+    async def run(self) -> None:
+        """Serve frames until the client disconnects; then stop every pump."""
+        try:
+            while True:
+                message = await self._ws.receive()
+                if message["type"] == "websocket.disconnect":
+                    return
+                raw = message.get("text") or message.get("bytes") or b""
+                try:
+                    await self._handle(raw)
+                except FrameError as err:
+                    await self._error(err.code, err.reason, err.detail)
+        finally:
+            tasks = {sub.task for sub in self._subs.values()}
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.wait(tasks)
+
+    async def _handle(self, raw: str | bytes) -> None:
+        if len(raw) > MAX_FRAME_BYTES:
+            raise FrameError(
+                "invalid_frame", f"a frame is at most {MAX_FRAME_BYTES} bytes",
+                max_bytes=MAX_FRAME_BYTES,
+            )  # fmt: skip
+        try:
+            frame = parse_json(raw)
+        except JSONProblem as exc:
+            raise FrameError("invalid_frame", f"a frame is one JSON object: {exc.reason}") from None
+        if not isinstance(frame, dict):
+            raise FrameError("invalid_frame", "a frame is one JSON object")
+        kind = frame.get("type")
+        if kind == "SUBSCRIBE":
+            await self._subscribe(frame)
+        elif kind == "ACK":
+            await self._ack(frame)
+        else:
+            raise FrameError(
+                "invalid_frame", f"unknown frame type {kind!r}", allowed=["SUBSCRIBE", "ACK"]
+            )
+
+    async def _subscribe(self, frame: dict[str, Any]) -> None:
+        group, agent = frame.get("group"), frame.get("agent")
+        after, issued = frame.get("afterSequence"), frame.get("issuedAtMs")
+        signature = frame.get("signature")
+        if not (
+            isinstance(group, str)
+            and isinstance(agent, str)
+            and isinstance(signature, str)
+            and isinstance(after, int)
+            and isinstance(issued, int)
+            and is_int(after)
+            and is_int(issued)
+            and after >= 0
+        ):
+            raise FrameError(
+                "invalid_frame",
+                "SUBSCRIBE needs group, agent, afterSequence >= 0, issuedAtMs and signature",
+                fields=["group", "agent", "afterSequence", "issuedAtMs", "signature"],
+            )
+        head_seq = await asyncio.to_thread(
+            check_member_frame, self._authority, frame, group, agent, "SUBSCRIBE"
+        )
+        try:
+            self._reads.check_fresh(issued, frame.get("nonce"))
+            self._reads.remember(f"agent:{agent}", str(frame["nonce"]), issued)
+        except ReadRefused as exc:
+            raise FrameError("unauthorized", exc.reason, group=group, agent=agent) from None
+        if after > head_seq:
+            raise FrameError(
+                "invalid_frame",
+                f"afterSequence {after} is beyond the group's head {head_seq}",
+                group=group,
+                head_seq=head_seq,
+            )
+        old = self._subs.pop(group, None)
+        if old is not None:
+            old.task.cancel()
+            await asyncio.wait({old.task})
+        task = asyncio.create_task(self._pump(group, agent, after), name=f"stream-{group}")
+        self._subs[group] = _Subscription(agent, task)
+
+    async def _ack(self, frame: dict[str, Any]) -> None:
+        """Record cursors (MW-16-c). Only ``cursors`` rows change: history is never deleted."""
+        cursors = frame.get("cursors")
+        if not isinstance(cursors, dict) or not all(is_int(v) for v in cursors.values()):
+            raise FrameError("invalid_frame", "ACK needs cursors: {group: seq}")
+        for group, seq in cursors.items():
+            sub = self._subs.get(group)
+            if sub is None:
+                await self._error(
+                    "invalid_frame", "ACK for a group this socket has not subscribed to",
+                    {"group": group},
+                )  # fmt: skip
+                continue
+            try:
+                await asyncio.to_thread(self._authority.ack, group, sub.agent, seq)
+            except ValueError as exc:
+                await self._error("invalid_frame", str(exc), {"group": group, "seq": seq})
+
+    async def _pump(self, group: str, agent: str, after: int) -> None:
+        """Replay Events after ``after`` in order, then follow the log live (MW-16-d), until
+        ``agent``'s own removal from the Group, which ends the subscription."""
+        last = after
+        try:
+            while True:
+                waiter = self._notifier.waiter(group)  # before the read: see _batch.Notifier
+                try:
+                    events, cut = await asyncio.to_thread(
+                        self._authority.events_page, group, last, PAGE, MAX_PAGE_BYTES
+                    )
+                except CursorTooOldError as exc:
+                    await self._send(
+                        {
+                            "type": "ERROR", "code": exc.code, "reason": str(exc),
+                            "detail": {"group": group, "after_sequence": exc.after_sequence,
+                                       "first_online_seq": exc.first_online_seq},
+                            "snapshot": exc.snapshot,
+                        }
+                    )  # fmt: skip
+                    return
+                for ev in events:
+                    await self._send(
+                        {"type": "EVENT", "group": group, "event": ev.model_dump(mode="json")}
+                    )
+                    last = ev.seq
+                    if ev.type == "member.removed" and ev.body.get("agent_id") == agent:
+                        await self._error(
+                            "unauthorized", "the subscriber was removed from the group",
+                            {"group": group, "agent": agent, "seq": ev.seq},
+                        )  # fmt: skip
+                        self._subs.pop(group, None)
+                        return
+                if len(events) < PAGE and not cut:
+                    await self._notifier.wait(waiter, self._poll_interval_s)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the socket went away mid-send; run() sees the disconnect
+            log.debug("stream pump for %s ended", group, exc_info=True)
+
+    async def _error(self, code: str, reason: str, detail: dict[str, Any]) -> None:
+        with contextlib.suppress(Exception):
+            await self._send({"type": "ERROR", "code": code, "reason": reason, "detail": detail})
+
+    async def _send(self, frame: dict[str, Any]) -> None:
+        text = json.dumps(frame, separators=(",", ":"))
+        async with self._send_lock:
+            await self._ws.send_text(text)
+
+
+__all__ = ["MAX_SKEW_MS", "StreamSession"]

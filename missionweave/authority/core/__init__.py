@@ -10,9 +10,9 @@ sides share ``missionweave.authority.wire``.
 
 from ._context_access import check_context_use, events_for_member
 from ._engine import Authority, AuthorityConfig
+from ._log_audit import VerifyReport, verify_log
+from ._signature_process import warm_up as warm_up_verifier
 from ._snapshots import load_snapshot
-from ._verifier import warm_up as warm_up_verifier
-from ._verify import VerifyReport, verify_log
 
 __all__ = [
     "Authority",

@@ -42,10 +42,10 @@ from . import (  # noqa: F401
     _handlers_dag,
     _handlers_lease,
     _handlers_work,
-    _verifier,
+    _signature_process,
 )
 from ._agents import AgentReads
-from ._context import Ctx, Reject, dumps
+from ._command_scope import Ctx, Reject, dumps
 from ._handlers_lease import public_token
 from ._reads import LogReader
 from ._registry import HANDLERS
@@ -205,7 +205,7 @@ class Authority(LogReader, AgentReads):
         pending = None
         n = self.config.parallel_verify_min
         if n and len(commands) >= n:
-            pending = _verifier.submit(
+            pending = _signature_process.submit(
                 [(c.model_dump_json(), k) for c, k in zip(commands, keys, strict=True) if k]
             )
         with self._lock:

@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from ...protocol import GENESIS_HASH, AgentCard, Role, SignatureError, b64u_encode, load_public_key
-from ._context import Ctx, Reject, dumps, need, need_id, need_label
+from ._command_scope import Ctx, Reject, dumps, need, need_id, need_label
 from ._items import parse
 from ._registry import command
 

@@ -25,7 +25,7 @@ from ...protocol import (
     is_hash,
     verify_context_package,
 )
-from ._context import Ctx, Reject, dumps, need
+from ._command_scope import Ctx, Reject, dumps, need
 from ._reads import LogReader
 from ._registry import command
 

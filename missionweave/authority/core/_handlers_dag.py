@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from ...protocol import GraphError, WorkGraph
-from ._context import Ctx, Reject, need
+from ._command_scope import Ctx, Reject, need
 from ._registry import command
 
 #: Most dependencies one Command adds.

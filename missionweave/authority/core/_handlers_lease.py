@@ -25,7 +25,7 @@ from ...protocol import (
     new_id,
     verify_manifest,
 )
-from ._context import Ctx, Reject, dumps, need
+from ._command_scope import Ctx, Reject, dumps, need
 from ._handlers_context import _cross_mission
 from ._items import (
     contract_of,

@@ -28,7 +28,7 @@ from ...protocol import (
     is_material_revision,
     new_id,
 )
-from ._context import Ctx, Reject, dumps, need, need_id, need_label
+from ._command_scope import Ctx, Reject, dumps, need, need_id, need_label
 from ._items import (
     close_owner,
     contract_of,

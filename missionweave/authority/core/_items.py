@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ...protocol import Evidence, Transition, WorkContract, WorkItemState, check_transition
-from ._context import Ctx, Reject, dumps, need
+from ._command_scope import Ctx, Reject, dumps, need
 
 
 def load_item(ctx: Ctx, work_item_id: str | None = None) -> sqlite3.Row:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._context import Ctx
+from ._command_scope import Ctx
 
 Handler = Callable[[Ctx], None]
 

@@ -43,16 +43,17 @@ from . import (  # noqa: F401
     _handlers_context,
     _handlers_dag,
     _handlers_lease,
+    _handlers_tokens,
     _handlers_work,
     _verifier,
 )
 from ._agents import AgentReads
 from ._context import Ctx, Reject, dumps
 from ._errors import AuthorityError
-from ._handlers_lease import public_token
 from ._reads import LogReader
 from ._registry import HANDLERS
 from ._schema import connect
+from ._tokens import public_token
 
 
 def now_ms() -> int:

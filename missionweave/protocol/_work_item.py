@@ -156,6 +156,9 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
                     "expires_at_ms": b["expires_at_ms"],
                     "capability_token": b.get("capability_token", {}),
                 }
+        case "capability_token.rotated":  # MW-11.3-d: a new token under the same lease
+            if f.lease is not None and b.get("lease_id") == f.lease_id:
+                new["lease"] = {**f.lease, "capability_token": b.get("capability_token", {})}
         case "work.progress_reported":
             if b.get("checkpoint"):
                 new["checkpoint"] = b["checkpoint"]

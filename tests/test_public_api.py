@@ -34,6 +34,8 @@ AUTHORITY = {
     "Authority", "AuthorityConfig", "AuthorityError", "ChainError", "CursorTooOldError",
     "SubmitResult", "UnknownGroupError", "VerifyReport", "load_snapshot", "now_ms",
     "verify_log", "verify_snapshot",
+    # capability tokens (MW-11.3-d)
+    "CapabilityToken", "TokenCheck", "verify_capability_token",
 }  # fmt: skip
 
 TELEMETRY = {

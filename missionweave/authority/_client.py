@@ -39,6 +39,8 @@ from ._errors import AuthorityError, CursorTooOldError, UnknownGroupError
 from ._presence import PresenceInfo, presence_frame
 from ._readsig import SignedReads
 from ._snapshots import verify_snapshot
+from ._token_routes import VERIFY_PATH
+from ._tokens import TokenCheck
 from ._tracing import inject_trace_headers
 
 #: Commands per ``POST /v1/commands/batch`` (the server's limit).
@@ -339,6 +341,27 @@ class AuthorityClient:
             return None
         row: dict[str, Any] = resp.json()
         return row
+
+    async def verify_token(self, token: dict[str, Any], operation: str | None = None) -> TokenCheck:
+        """Ask the Authority whether a capability token lets its bearer do ``operation`` now
+        (MW-11.3-d): what a tool gateway calls before acting on a token an agent handed it.
+
+        Args:
+            token: the whole token, bearer ``signature`` included (``ctx.capability_token``).
+            operation: the tool or operation about to be done; ``None`` checks the token only.
+
+        Returns:
+            The :class:`TokenCheck` (``valid``, or the ``code`` why not). Needs no signing key.
+
+        Raises:
+            AuthorityUnavailable: unreachable or timed out.
+            AuthorityRequestError: 422 ``invalid_request``, ``token`` is not shaped like one.
+        """
+        body: dict[str, Any] = {"token": token}
+        if operation is not None:
+            body["operation"] = operation
+        resp = await self._request("POST", VERIFY_PATH, json=body)
+        return TokenCheck.model_validate(resp.json())
 
     async def agents(self, group_id: str) -> list[AgentInfo]:
         """The Group's active members with roles, epochs, latest Agent Card and per-capability

@@ -1,0 +1,133 @@
+"""A tool gateway on loopback checks the capability tokens agents hand it with the Authority's
+``POST /v1/capability-tokens/verify`` (MW-11.3-d): both are real HTTP servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest_asyncio
+import uvicorn
+from fastapi import Body, FastAPI
+from fastapi.responses import JSONResponse
+
+from missionweave.authority.client import AuthorityClient
+
+from .serving import LiveServer, _Server, live, world  # noqa: F401
+from .world import World, evidence
+
+TOOLS = ["search", "fetch"]
+
+
+def gateway_app(authority_url: str) -> FastAPI:
+    """A tool gateway: ``POST /tools/{operation}`` with ``{"token": …}`` runs the tool only
+    when the Authority says the token allows that operation now; 403 with its code otherwise.
+    It holds no key: the token is the credential."""
+    app = FastAPI()
+    app.state.done = []
+
+    @app.post("/tools/{operation}")
+    async def call(operation: str, body: dict[str, Any] = Body(...)) -> JSONResponse:
+        async with AuthorityClient(authority_url) as authority:
+            check = await authority.verify_token(body["token"], operation)
+        if not check.valid:
+            return JSONResponse({"code": check.code, "reason": check.reason}, status_code=403)
+        app.state.done.append((operation, check.lease_id))
+        return JSONResponse({"done": operation, "lease_id": check.lease_id})
+
+    return app
+
+
+@pytest_asyncio.fixture
+async def gateway(live: LiveServer) -> AsyncIterator[str]:  # noqa: F811
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = _Server(uvicorn.Config(gateway_app(live.url), log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def _lease(w: World) -> dict[str, Any]:
+    await asyncio.to_thread(w.authorize, "a", allowed_tools=TOOLS)
+    offer = await asyncio.to_thread(w.offer, "a", w.workers[0])
+    assert (await asyncio.to_thread(w.accept, w.workers[0], "a", offer)).accepted
+    r = await asyncio.to_thread(
+        w.ok, w.workers[0], "work.start", {"work_item_id": "a", "ownership_epoch": 1}
+    )
+    w.leases["a"] = r.reply["lease"]
+    token: dict[str, Any] = r.reply["capability_token"]
+    return token
+
+
+async def _send(w: World, live: LiveServer, type: str, **body: Any) -> dict[str, Any]:  # noqa: F811
+    """Submit a Command over the Authority's HTTP API, as the agent does."""
+    cmd = w.workers[0].command(type, w.group, w.leased("a", **body), issued_at_ms=w.clock.now)
+    async with AuthorityClient(live.url) as client:
+        r = await client.submit(cmd)
+    assert r.accepted, r.rejection
+    return r.reply
+
+
+async def test_mw_11_3_d_tool_gateway_honours_rotation_narrowing_and_lease_end(
+    world: World,  # noqa: F811
+    live: LiveServer,  # noqa: F811
+    gateway: str,
+) -> None:
+    first = await _lease(world)
+    async with httpx.AsyncClient(base_url=gateway) as tools:
+
+        async def call(op: str, token: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+            resp = await tools.post(f"/tools/{op}", json={"token": token})
+            return resp.status_code, resp.json()
+
+        assert await call("search", first) == (
+            200, {"done": "search", "lease_id": world.leases["a"]["lease_id"]},
+        )  # fmt: skip
+        rotated = (await _send(world, live, "capability_token.rotate"))["capability_token"]
+        assert (await call("search", rotated))[0] == 200  # the rotated token works
+        assert await call("search", first) == (403, {
+            "code": "token_superseded",
+            "reason": "the token was rotated or narrowed; its holder has a new one",
+        })  # fmt: skip
+        narrow = (await _send(world, live, "capability_token.rotate", scope=["search"]))[
+            "capability_token"
+        ]
+        assert (await call("search", narrow))[0] == 200
+        status, body = await call("fetch", narrow)  # outside the narrowed scope
+        assert (status, body["code"]) == (403, "operation_not_in_scope")
+        assert (await call("fetch", rotated))[1]["code"] == "token_superseded"
+        await _send(world, live, "work.submit", evidence=evidence("worker-0", "a"))
+        status, body = await call("search", narrow)  # the lease ended with the submission
+        assert (status, body["code"]) == (403, "lease_ended")
+
+
+async def test_mw_11_3_d_verify_endpoint_refuses_bad_input_with_a_structured_422(
+    world: World,  # noqa: F811
+    live: LiveServer,  # noqa: F811
+) -> None:
+    token = await _lease(world)
+    public = {k: v for k, v in token.items() if k != "signature"}
+    async with httpx.AsyncClient(base_url=live.url) as http:
+        bad: list[dict[str, Any]] = [
+            {}, {"token": public}, {"token": token, "operation": ""},
+            {"token": {**token, "expires_at_ms": "soon"}}, {"token": token, "x": 1},
+        ]  # fmt: skip
+        for body in bad:
+            resp = await http.post("/v1/capability-tokens/verify", json=body)
+            assert resp.status_code == 422, body
+            assert resp.json()["code"] == "invalid_request" and resp.json()["detail"]["errors"]
+        ok = await http.post("/v1/capability-tokens/verify", json={"token": token})
+        assert ok.status_code == 200 and ok.json()["valid"] is True
+        assert ok.json()["scope"] == sorted(TOOLS)

@@ -131,3 +131,45 @@ async def test_mw_11_3_d_verify_endpoint_refuses_bad_input_with_a_structured_422
         ok = await http.post("/v1/capability-tokens/verify", json={"token": token})
         assert ok.status_code == 200 and ok.json()["valid"] is True
         assert ok.json()["scope"] == sorted(TOOLS)
+
+
+async def test_mw_11_3_d_a_handler_narrows_its_token_before_handing_it_to_a_tool(
+    world: World,  # noqa: F811
+    live: LiveServer,  # noqa: F811
+    gateway: str,
+) -> None:
+    """``ctx.rotate_capability_token(scope)`` in a real activity: ``ctx.capability_token`` is
+    the narrowed token at once, the gateway honours it, and a widening is a ValueError."""
+    from missionweave.protocol.temporal_contract import OutcomeKind
+    from missionweave.worker import Submission, WorkContext
+
+    from .test_worker_execute import VerifyInput, grant, run
+
+    worker = world.workers[0]
+    work = grant(world, "a", worker, allowed_tools=TOOLS)
+    seen: list[Any] = []
+
+    async def handler(ctx: WorkContext, inp: VerifyInput) -> Submission:
+        before = ctx.capability_token
+        narrow = await ctx.rotate_capability_token(["search"])
+        assert ctx.capability_token == narrow and narrow["token_id"] != before["token_id"]
+        try:
+            await ctx.rotate_capability_token(["search", "fetch"])
+        except ValueError as exc:
+            seen.append(str(exc).split(":")[0])
+        async with httpx.AsyncClient(base_url=gateway) as tools:
+            for op, token in (("search", narrow), ("fetch", narrow), ("search", before)):
+                resp = await tools.post(f"/tools/{op}", json={"token": token})
+                seen.append((op, resp.status_code, resp.json().get("code")))
+        return Submission(evidence=[ctx.evidence("hashes", method="sha256 compare"),
+                                    ctx.evidence("schema", method="json-schema")])  # fmt: skip
+
+    async with AuthorityClient(live.url, signing_key=worker.key) as client:
+        out = await run(client, worker, work, handler)
+    assert out.kind is OutcomeKind.SUBMITTED, out
+    assert seen == [
+        "scope_not_narrower",
+        ("search", 200, None),
+        ("fetch", 403, "operation_not_in_scope"),
+        ("search", 403, "token_superseded"),
+    ]

@@ -37,6 +37,7 @@ from ._items import (
     withdraw_offers,
 )
 from ._registry import command
+from ._retries import retry_fields
 from ._tokens import issue_token, public_token
 
 _HASH = re.compile(r"^[0-9a-f]{64}$")
@@ -300,7 +301,9 @@ def work_submit(ctx: Ctx) -> None:
 @command("work.fail")
 def work_fail(ctx: Ctx) -> None:
     """Fail with Evidence (MW-11.4-f). A Worker must name its current lease; a Coordinator may
-    fail any unfinished item. Control returns to the Coordinator (MW-10.2-b)."""
+    fail any unfinished item. Control returns to the Coordinator (MW-10.2-b). The Event says
+    whether an automatic retry is left (``retryable``; ``retry_exhausted`` names the bound
+    reached, MW-11.4-d)."""
     item = load_item(ctx)
     by_worker = "lease_id" in ctx.body or Role.COORDINATOR not in ctx.roles
     if by_worker:
@@ -312,7 +315,7 @@ def work_fail(ctx: Ctx) -> None:
             raise
     gate(ctx, item)
     evidence = parse_evidence(ctx, required=True)
-    _charge(ctx, item)
+    retry = retry_fields(ctx, item, _charge(ctx, item))  # MW-11.4-d
     end_leases(ctx, item, "released" if by_worker else "revoked", "failed")
     withdraw_offers(ctx, item, "failed")
     set_item(ctx, item, state="failed", owner=None, lease_id=None, start_deadline_ms=None,
@@ -320,8 +323,7 @@ def work_fail(ctx: Ctx) -> None:
     ctx.emit("work.failed", {
         "state": "failed", "owner": item["owner"], "ownership_epoch": item["ownership_epoch"],
         "capabilities": contract_of(item).required_capabilities,
-        "attempts": item["attempts"] + 1, "retryable": bool(ctx.body.get("retryable", True)),
-        "evidence": [e.model_dump() for e in evidence],
+        "attempts": item["attempts"] + 1, **retry, "evidence": [e.model_dump() for e in evidence],
     }, work_item_id=item["work_item_id"])  # fmt: skip
 
 

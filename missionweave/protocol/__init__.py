@@ -73,6 +73,7 @@ from ._records import (
     ProgressReport,
     SelectionBasis,
 )
+from ._retry import RetryBound, exhausted_retry_bound
 from ._signer import Actor
 from ._states import (
     TERMINAL_STATES,
@@ -119,6 +120,7 @@ __all__ = [
     "RejectedError",
     "Rejection",
     "ResourceUsage",
+    "RetryBound",
     "RetryPolicy",
     "RiskClass",
     "Role",
@@ -145,6 +147,7 @@ __all__ = [
     "check_transition",
     "dependencies_satisfied",
     "digest",
+    "exhausted_retry_bound",
     "idempotency_key",
     "identifier_problem",
     "is_material_revision",

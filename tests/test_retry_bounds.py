@@ -18,6 +18,7 @@ from missionweave.protocol import (
 )
 from missionweave.protocol._retry import total_backoff_ms
 from missionweave.protocol.temporal_contract import MissionSpec, WorkItemSpec
+from missionweave.workflows._mission import _failed_for_good
 from missionweave.workflows._plan import plan, retries_left
 from missionweave.workflows._state import ItemState, MissionState
 
@@ -115,6 +116,13 @@ def test_mw_11_4_d_cost_cap_bounds_retries(tmp_path: Path) -> None:
     second = _fail(w, usage={"money_minor_units": 300})  # 500 spent over both attempts
     assert second["retry_exhausted"] == {"bound": "cost_cap", "limit": 500, "value": 500}
     assert not _plan_retries(w, **over)
+    # what the Mission's result says of the item
+    spec = WorkItemSpec(work_item_id="a", contract=contract(**over))
+    item = ItemState(spec=spec, w=reduce_events(w.authority.all_events(w.group))["a"])
+    assert (
+        _failed_for_good(item)
+        == "failed after 2 attempt(s) (retry bound cost_cap reached) at worker-0"
+    )
 
 
 def test_mw_11_4_d_the_remaining_budget_bounds_retries(tmp_path: Path) -> None:

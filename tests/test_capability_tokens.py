@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from missionweave.authority import Authority, TokenCheck, verify_capability_token, verify_log
@@ -185,3 +187,45 @@ def test_a_schema_2_database_gets_token_status_on_open(tmp_path: Path) -> None:
         again.close()
     with sqlite3.connect(tmp_path / "a.db") as raw:
         assert raw.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("3",)
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=st.lists(st.sampled_from(["rotate", "narrow", "renew", "widen"]), max_size=8),
+       data=st.data())  # fmt: skip
+def test_mw_11_3_d_after_any_rotations_only_tokens_since_the_last_one_are_valid(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[str], data: st.DataObject
+) -> None:
+    """Rotations, narrowings, renewals and refused widenings in any order: the tokens issued
+    since the last rotation are valid (with the narrowest scope so far), every earlier one is
+    superseded, none expires after its lease, and the scope never grows."""
+    w, first = _leased(tmp_path_factory.mktemp("seq"))
+    issued = [first]  # every token, in order
+    live = [first]  # those since the last rotation
+    scope = sorted(TOOLS + OPERATIONS)
+    for step in steps:
+        w.clock.advance(100)
+        if step == "renew":
+            r = w.ok(w.workers[0], "lease.renew", w.leased("a"))
+            live.append(r.reply["capability_token"])
+        elif step == "widen":
+            r = w.submit(w.workers[0], "capability_token.rotate",
+                         w.leased("a", scope=[*scope, "delete"]))  # fmt: skip
+            assert r.rejection is not None and r.rejection.code == "scope_not_narrower"
+            continue
+        else:
+            if step == "narrow" and scope:
+                scope = sorted(data.draw(st.sets(st.sampled_from(scope)), label="scope"))
+            body = {"scope": scope} if step == "narrow" else {}
+            live = [_rotate(w, **body)]
+        issued.append(live[-1])
+        assert live[-1]["scope"] == scope
+    lease = w.authority.lease(w.leases["a"]["lease_id"])
+    assert lease is not None
+    for token in issued:
+        check = _check(w, token)
+        assert check.valid is any(t["token_id"] == token["token_id"] for t in live), check
+        if not check.valid:
+            assert check.code == "token_superseded"
+        assert token["expires_at_ms"] <= lease["expires_at_ms"]

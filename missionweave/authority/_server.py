@@ -331,7 +331,7 @@ def create_app(
             return _error(404, "unknown_lease", f"no lease {lease_id!r}", lease_id=lease_id)
         return JSONResponse(row)
 
-    add_token_routes(app, authority, _responses())
+    add_token_routes(app, authority, _responses(413))
 
     @app.get("/v1/groups/{group_id}/agents", responses=_responses(*_READ, 404))
     async def get_agents(group_id: str, _: str = Depends(member)) -> JSONResponse:

@@ -4,12 +4,17 @@ failure's Evidence (MW-11.4-f), and the Mission's plan does not retry it. A real
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from temporalio.client import WorkflowFailureError
+from temporalio.testing import WorkflowEnvironment
 
+from missionweave.outcome import result_of
 from missionweave.protocol import (
     RetryPolicy,
     WorkGraph,
@@ -18,11 +23,20 @@ from missionweave.protocol import (
 )
 from missionweave.protocol._retry import total_backoff_ms
 from missionweave.protocol.temporal_contract import MissionSpec, WorkItemSpec
+from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows._mission import _failed_for_good
 from missionweave.workflows._plan import plan, retries_left
 from missionweave.workflows._state import ItemState, MissionState
 
+from . import temporal_env
+from .mission_harness import contract as mission_contract
+from .mission_harness import mission_stack
+from .test_mission_paths import WAIT_S, events
 from .world import World, contract, evidence, make_world
+
+#: The end-to-end test shares the session's loop (and its dev server).
+on_dev_server = pytest.mark.asyncio(loop_scope="session")
+dev_env = temporal_env.dev_env
 
 
 def _failing(tmp_path: Path, **over: Any) -> World:
@@ -153,3 +167,40 @@ def test_mw_11_4_d_total_backoff_is_the_sum_of_the_waits(
     assert total_backoff_ms(policy, retries) == sum(
         policy.backoff_ms(k) for k in range(1, retries + 1)
     )
+
+
+# ------------------------------------------------- end to end: a real Mission on the dev server
+
+
+@on_dev_server
+async def test_mw_11_4_d_a_mission_stops_retrying_at_the_cost_cap(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A handler spends 3 EUR and fails; the cap is 5 EUR and 5 attempts are allowed: the
+    second failure reaches the cap, the Authority records ``retry_exhausted: cost_cap`` with
+    the failure's Evidence, and the Mission fails with no third attempt."""
+    reg = HandlerRegistry()
+
+    @reg.handler("demo.step", version="1.0")
+    async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
+        ctx.usage.add(money_minor_units=300)
+        raise RuntimeError("the API said no")
+
+    c = mission_contract(
+        budget={"money": {"amount_minor_units": 10_000, "currency": "EUR"}},
+        retry={"max_attempts": 5, "initial_backoff_ms": 100,
+               "cost_cap": {"amount_minor_units": 500, "currency": "EUR"}},
+    )  # fmt: skip
+    async with mission_stack(dev_env, tmp_path) as ms:
+        await ms.agent("ada", reg)
+        handle = await ms.start(ms.spec("cap1", [{"work_item_id": "a", "contract": c.wire()}]))
+        with pytest.raises(WorkflowFailureError) as info:
+            await asyncio.wait_for(handle.result(), WAIT_S)
+        failed = [e.body for e in events(ms, "a") if e.type == "work.failed"]
+        assert [(b["attempts"], b["retryable"]) for b in failed] == [(1, True), (2, False)]
+        assert failed[1]["retry_exhausted"] == {"bound": "cost_cap", "limit": 500, "value": 600}
+        assert all(b["evidence"] for b in failed)  # MW-11.4-f
+        res = result_of(info.value)
+        assert res is not None and res.status == "failed"
+        (a,) = res.items
+        assert a.detail.startswith("failed after 2 attempt(s) (retry bound cost_cap reached)")

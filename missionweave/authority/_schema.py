@@ -125,6 +125,7 @@ CREATE TABLE IF NOT EXISTS capability_tokens (
     expires_at_ms INTEGER NOT NULL,
     status TEXT NOT NULL DEFAULT 'active'
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS capability_tokens_lease ON capability_tokens (lease_id, status);
 CREATE TABLE IF NOT EXISTS cursors (
     group_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,

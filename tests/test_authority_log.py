@@ -231,7 +231,7 @@ def test_a_schema_1_database_is_migrated_on_open__MW_16_f(tmp_path: Path) -> Non
         assert again.query("SELECT group_id FROM commands WHERE command_id=?",
                            opened.command_id) == [{"group_id": ""}]  # fmt: skip
         assert again.query("SELECT count(*) AS n FROM commands")[0]["n"] == remembered
-        assert again.query("SELECT value FROM meta WHERE key='schema_version'") == [{"value": "2"}]
+        assert again.query("SELECT value FROM meta WHERE key='schema_version'") == [{"value": "3"}]
         r = again.submit(cmd)
         assert r.accepted and r.duplicate
         verify_log(again.conn, w.group, key.public_key)

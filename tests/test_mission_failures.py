@@ -125,7 +125,10 @@ async def test_a_failed_mission_fails_its_execution_and_says_why__issue11_1__iss
         assert out.exit_code == 1 and out.output.strip().endswith("mission fail1 failed")
 
         work_failed = [e.body for e in events(ms, "a") if e.type == "work.failed"]
-        assert [(b["attempts"], b["retryable"]) for b in work_failed] == [(1, True), (2, True)]
+        # the second failure exhausts max_attempts: the Authority records it (MW-11.4-d)
+        assert [(b["attempts"], b["retryable"]) for b in work_failed] == [(1, True), (2, False)]
+        assert work_failed[1]["retry_exhausted"] == {"bound": "max_attempts", "limit": 2,
+                                                     "value": 2}  # fmt: skip
     logged = [r for r in caplog.records if r.getMessage().startswith("handler of a raised")]
     assert len(logged) == 2 and all(
         r.exc_info is not None and str(r.exc_info[1]) == "kaboom" for r in logged

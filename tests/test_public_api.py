@@ -16,7 +16,7 @@ PROTOCOL = {
     "SignatureError", "SigningKey", "TimeoutPolicy", "Transition", "Urgency", "WorkContract",
     "WorkGraph", "WorkItemFacts", "WorkItemState", "attempt_key", "b64u_decode", "b64u_encode",
     "canonical_bytes", "check_event", "check_transition", "dependencies_satisfied", "digest",
-    "idempotency_key",
+    "idempotency_key", "RetryBound", "exhausted_retry_bound",
     "is_material_revision", "new_id", "reduce_events", "reduce_work_item", "seal_event",
     "sha256_hex", "sign_command",
     "transition_for", "verify", "verify_command",
@@ -35,6 +35,8 @@ AUTHORITY = {
     "Authority", "AuthorityConfig", "AuthorityError", "ChainError", "CursorTooOldError",
     "SubmitResult", "UnknownGroupError", "VerifyReport", "load_snapshot", "now_ms",
     "verify_log", "verify_snapshot", "MembershipRequired", "check_context_use", "events_for_member",
+    # capability tokens (MW-11.3-d)
+    "CapabilityToken", "TokenCheck", "verify_capability_token",
 }  # fmt: skip
 
 TELEMETRY = {

@@ -26,14 +26,17 @@ if TYPE_CHECKING:
         check_context_use,
         events_for_member,
         load_snapshot,
+        verify_capability_token,
         verify_log,
     )
     from .wire import (
         AuthorityError,
+        CapabilityToken,
         ChainError,
         CursorTooOldError,
         MembershipRequired,
         SubmitResult,
+        TokenCheck,
         UnknownGroupError,
         now_ms,
         verify_snapshot,
@@ -46,6 +49,7 @@ _HOME = {
     "SubmitResult": "wire", "UnknownGroupError": "wire", "now_ms": "wire",
     "verify_snapshot": "wire", "MembershipRequired": "wire",
     "check_context_use": "core", "events_for_member": "core",
+    "CapabilityToken": "wire", "TokenCheck": "wire", "verify_capability_token": "core",
 }  # fmt: skip
 
 
@@ -67,16 +71,19 @@ __all__ = [
     "Authority",
     "AuthorityConfig",
     "AuthorityError",
+    "CapabilityToken",
     "ChainError",
     "CursorTooOldError",
     "MembershipRequired",
     "SubmitResult",
+    "TokenCheck",
     "UnknownGroupError",
     "VerifyReport",
     "check_context_use",
     "events_for_member",
     "load_snapshot",
     "now_ms",
+    "verify_capability_token",
     "verify_log",
     "verify_snapshot",
 ]

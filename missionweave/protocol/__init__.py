@@ -68,7 +68,14 @@ from ._messages import (
     sign_command,
     verify_command,
 )
-from ._records import AgentCard, DeclineReason, Evidence, ProgressReport, SelectionBasis
+from ._records import (
+    AgentCard,
+    DeclineReason,
+    Evidence,
+    ProgressReport,
+    SelectionBasis,
+)
+from ._retry import RetryBound, exhausted_retry_bound
 from ._signer import Actor
 from ._states import (
     TERMINAL_STATES,
@@ -116,6 +123,7 @@ __all__ = [
     "RejectedError",
     "Rejection",
     "ResourceUsage",
+    "RetryBound",
     "RetryPolicy",
     "RiskClass",
     "Role",
@@ -142,6 +150,7 @@ __all__ = [
     "check_transition",
     "dependencies_satisfied",
     "digest",
+    "exhausted_retry_bound",
     "idempotency_key",
     "identifier_problem",
     "is_hash",

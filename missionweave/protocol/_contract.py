@@ -118,7 +118,12 @@ class ResourceUsage(BaseModel):
 
 
 class RetryPolicy(BaseModel):
-    """Automatic retry bounds (MW-11.4-d): attempts, backoff, total wait and cost cap."""
+    """Automatic retry bounds (MW-11.4-d): attempts, backoff, total wait and cost cap.
+
+    With the contract's ``deadline_ms`` and its remaining budget they decide whether a failure
+    leaves an automatic retry (:func:`~missionweave.protocol.exhausted_retry_bound`); the
+    Authority records the answer in ``work.failed``.
+    """
 
     model_config = _STRICT
     max_attempts: int = Field(
@@ -130,10 +135,14 @@ class RetryPolicy(BaseModel):
     backoff_multiplier: int = Field(default=2, ge=1, description="each next wait is this × longer")
     max_backoff_ms: int = Field(default=60_000, ge=0, description="longest wait between retries")
     max_total_wait_ms: int | None = Field(
-        default=None, ge=0, description="recorded; not enforced by this implementation yet"
+        default=None,
+        ge=0,
+        description="no retry whose backoff waits, summed over all retries, would exceed it",
     )
     cost_cap: Money | None = Field(
-        default=None, description="recorded; not enforced by this implementation yet"
+        default=None,
+        description="no retry once the money spent over all attempts (in the budget's "
+        "currency) reaches it",
     )
 
     def backoff_ms(self, attempt: int) -> int:
@@ -227,8 +236,9 @@ class WorkContract(BaseModel):
     deadline_ms: int | None = Field(
         default=None,
         ge=0,
-        description="agents decline work they cannot finish by then; no retry starts after it; "
-        "an eligible WorkItem no agent has taken by then fails, and so does its Mission",
+        description="agents decline work they cannot finish by then; no retry that could not "
+        "start before it; an eligible WorkItem no agent has taken by then fails, and so does "
+        "its Mission",
     )
     urgency: Urgency = Field(
         default=Urgency.NORMAL, description="urgent: offered to several agents at once"

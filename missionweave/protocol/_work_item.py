@@ -59,6 +59,9 @@ class WorkItemFacts:
         error: what the last failure said: the summary of ``work.failed``'s failing Evidence
             (a handler's exception type, message and trimmed traceback; a failed review step).
         failed_owner: who held it when it last failed (``work.failed``'s ``owner``).
+        retry_exhausted: the retry bound the last failure reached (``max_attempts``,
+            ``max_total_wait_ms``, ``deadline``, ``cost_cap`` or ``budget``; MW-11.4-d), ``None``
+            when the Authority left a retry.
         outputs / artifacts / evidence: the last submission (``work.submitted``).
         queued_at_ms: when it last entered its owner's queue (the Event's ``recorded_at_ms``).
         approval: the MissionOwner's decision on the result (the ``approval.result_*`` body,
@@ -84,6 +87,7 @@ class WorkItemFacts:
     retryable: bool = True
     error: str | None = None
     failed_owner: str | None = None
+    retry_exhausted: str | None = None
     outputs: dict[str, Any] = field(default_factory=dict)
     artifacts: tuple[str, ...] = ()
     evidence: tuple[dict[str, Any], ...] = ()
@@ -156,6 +160,9 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
                     "expires_at_ms": b["expires_at_ms"],
                     "capability_token": b.get("capability_token", {}),
                 }
+        case "capability_token.rotated":  # MW-11.3-d: a new token under the same lease
+            if f.lease is not None and b.get("lease_id") == f.lease_id:
+                new["lease"] = {**f.lease, "capability_token": b.get("capability_token", {})}
         case "work.progress_reported":
             if b.get("checkpoint"):
                 new["checkpoint"] = b["checkpoint"]
@@ -189,6 +196,7 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
             new.update(**_NO_OWNER, **_NO_OFFER, state=S.FAILED,
                        attempts=int(b.get("attempts", f.attempts)),
                        retryable=bool(b.get("retryable", True)), error=_failure(b),
+                       retry_exhausted=_bound(b),
                        failed_owner=b.get("owner"))  # fmt: skip
         case "work.cancelled":
             new.update(**_NO_OFFER, state=S.CANCELLED, lease=None)
@@ -201,6 +209,12 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
         case _:
             pass
     return dataclasses.replace(f, **new)
+
+
+def _bound(body: dict[str, Any]) -> str | None:
+    """The retry bound a ``work.failed`` body says was reached (MW-11.4-d), if any."""
+    exhausted = body.get("retry_exhausted")
+    return str(exhausted["bound"]) if isinstance(exhausted, dict) and "bound" in exhausted else None
 
 
 def _failure(body: dict[str, Any]) -> str | None:

@@ -40,6 +40,7 @@ from ..protocol.temporal_contract import (
 )
 from ._errors import Blocked, LeaseLost, Pause, WorkerError
 from ._lease import LeaseSession, UsageMeter
+from ._tokens import rotate_capability_token
 from ._update_retry import RETRYABLE, UpdateRetry
 from ._verdicts import FENCE_CODES
 
@@ -160,8 +161,24 @@ class WorkContext:
 
     @property
     def capability_token(self) -> dict[str, Any]:
-        """The current capability token, bound to the lease (MW-11.3-d)."""
+        """The current capability token, bound to the lease (MW-11.3-d): hand it to a tool
+        gateway, which checks it with ``POST /v1/capability-tokens/verify``
+        (:meth:`AuthorityClient.verify_token`). It follows renewals and
+        :meth:`rotate_capability_token`."""
         return self._session.lease.capability_token
+
+    async def rotate_capability_token(self, scope: Iterable[str] | None = None) -> dict[str, Any]:
+        """Replace the capability token while the lease stays active (MW-11.3-d): a new secret
+        with the same scope, or — given ``scope``, a subset of the current one — a narrower
+        token to hand to a less trusted tool. Every earlier token of the lease is refused by
+        tool gateways from then on (``POST /v1/capability-tokens/verify``); later renewals
+        keep the narrowed scope. Returns the new token, which :attr:`capability_token` is now.
+
+        Raises:
+            ValueError: ``scope`` is not a subset of the current scope.
+            LeaseLost: the lease is gone or the Authority cannot be reached.
+        """
+        return await rotate_capability_token(self._session, scope)
 
     @property
     def checkpoint(self) -> dict[str, Any] | None:

@@ -221,12 +221,16 @@ class LeaseSession:
         Raises:
             AuthorityUnavailable: the Authority could not be reached.
         """
+        sent_with = self.lease.capability_token.get("token_id")
         verdict = await self.fenced("lease.renew", {})
         if verdict.accepted:
             update: dict[str, Any] = {}
             if isinstance(verdict.reply.get("expires_at_ms"), int):
                 update["expires_at_ms"] = verdict.reply["expires_at_ms"]
-            if isinstance(verdict.reply.get("capability_token"), dict):
+            # a token rotated while the renewal was in flight stays: the renewal's may be
+            # one the rotation superseded
+            rotated = self.lease.capability_token.get("token_id") != sent_with
+            if isinstance(verdict.reply.get("capability_token"), dict) and not rotated:
                 update["capability_token"] = verdict.reply["capability_token"]
             self.lease = self.lease.model_copy(update=update)
         return verdict

@@ -89,7 +89,10 @@ def _item_ids(batch: list[BatchEntry]) -> list[str]:
 def _failed_for_good(item: ItemState) -> str:
     """``failed after 3 attempt(s) at ada: RuntimeError: kaboom`` (the error's first line)."""
     text = f"failed after {item.attempts} attempt(s)"
-    if not item.w.retryable and item.attempts < item.spec.contract.retry.max_attempts:
+    bound = item.w.retry_exhausted
+    if bound is not None and bound != "max_attempts":
+        text += f" (retry bound {bound} reached)"
+    elif not item.w.retryable and item.attempts < item.spec.contract.retry.max_attempts:
         text += " (not retryable)"
     if item.w.failed_owner:
         text += f" at {item.w.failed_owner}"

@@ -48,7 +48,10 @@ class Plan:
 
 def retries_left(item: ItemState, now_ms: int) -> bool:
     """Whether the contract's retry policy still allows an attempt (MW-11.4-d): never after a
-    failure its agent reported as not retryable (``PermanentFailure``, budget exceeded)."""
+    failure its agent reported as not retryable (``PermanentFailure``, budget exceeded) or one
+    the Authority recorded as past a retry bound — attempts, total wait, deadline, cost cap or
+    remaining budget (``work.failed``'s ``retry_exhausted``, decided by
+    :func:`~missionweave.protocol.exhausted_retry_bound`); nor once the deadline has passed."""
     c = item.spec.contract
     if not item.w.retryable or item.attempts >= c.retry.max_attempts:
         return False
@@ -161,9 +164,10 @@ def plan(
                 if it.spec.child_mission is not None or not retries_left(it, now_ms):
                     p.exhausted.append(wid)
                     c = it.spec.contract
-                    if (
+                    if (  # the deadline passed while a retry was due
                         c.deadline_ms is not None
                         and it.spec.child_mission is None
+                        and it.w.retryable
                         and it.attempts < c.retry.max_attempts
                     ):
                         p.reasons[wid] = deadline_reason(it, c.deadline_ms)

@@ -1,7 +1,8 @@
 """Client side of the Authority server: HTTP calls and the section-16 event Subscriber.
 
 ``AuthorityClient`` submits Commands and reads logs, heads, snapshots, leases, the Group's
-agents (``AgentInfo``) and presence (``PresenceInfo``) over HTTP;
+agents (``AgentInfo``) and presence (``PresenceInfo``) over HTTP, and verifies capability tokens
+(``TokenCheck``) for a tool gateway;
 ``Subscriber`` follows Groups over the WebSocket stream with verified, ordered, deduplicated,
 exactly-once-per-process delivery and durable cursors (``CursorStore``, ``SqliteCursorStore``).
 """
@@ -11,6 +12,7 @@ from ..wire import (
     CursorTooOldError,
     PresenceInfo,
     Reliability,
+    TokenCheck,
     UnknownGroupError,
     presence_frame,
 )
@@ -50,6 +52,7 @@ __all__ = [
     "Subscriber",
     "SubscriberError",
     "SubscriptionRefused",
+    "TokenCheck",
     "UnknownGroupError",
     "presence_frame",
     "subscribe_frame",

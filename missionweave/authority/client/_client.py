@@ -34,12 +34,14 @@ import httpx
 
 from ...protocol import Actor, Command, Event, SigningKey
 from ..wire import (
+    VERIFY_PATH,
     AgentInfo,
     AuthorityError,
     CursorTooOldError,
     PresenceInfo,
     SignedReads,
     SubmitResult,
+    TokenCheck,
     UnknownGroupError,
     inject_trace_headers,
     now_ms,
@@ -345,6 +347,27 @@ class AuthorityClient:
             return None
         row: dict[str, Any] = resp.json()
         return row
+
+    async def verify_token(self, token: dict[str, Any], operation: str | None = None) -> TokenCheck:
+        """Ask the Authority whether a capability token lets its bearer do ``operation`` now
+        (MW-11.3-d): what a tool gateway calls before acting on a token an agent handed it.
+
+        Args:
+            token: the whole token, bearer ``signature`` included (``ctx.capability_token``).
+            operation: the tool or operation about to be done; ``None`` checks the token only.
+
+        Returns:
+            The :class:`TokenCheck` (``valid``, or the ``code`` why not). Needs no signing key.
+
+        Raises:
+            AuthorityUnavailable: unreachable or timed out.
+            AuthorityRequestError: 422 ``invalid_request``, ``token`` is not shaped like one.
+        """
+        body: dict[str, Any] = {"token": token}
+        if operation is not None:
+            body["operation"] = operation
+        resp = await self._request("POST", VERIFY_PATH, json=body)
+        return TokenCheck.model_validate(resp.json())
 
     async def agents(self, group_id: str) -> list[AgentInfo]:
         """The Group's active members with roles, epochs, latest Agent Card and per-capability

@@ -13,6 +13,7 @@ from ._engine import Authority, AuthorityConfig
 from ._log_audit import VerifyReport, verify_log
 from ._signature_process import warm_up as warm_up_verifier
 from ._snapshots import load_snapshot
+from ._tokens import verify_capability_token
 
 __all__ = [
     "Authority",
@@ -21,6 +22,7 @@ __all__ = [
     "check_context_use",
     "events_for_member",
     "load_snapshot",
+    "verify_capability_token",
     "verify_log",
     "warm_up_verifier",
 ]

@@ -41,15 +41,16 @@ from . import (  # noqa: F401
     _handlers_context,
     _handlers_dag,
     _handlers_lease,
+    _handlers_tokens,
     _handlers_work,
     _signature_process,
 )
 from ._agents import AgentReads
 from ._command_scope import Ctx, Reject, dumps
-from ._handlers_lease import public_token
 from ._reads import LogReader
 from ._registry import HANDLERS
 from ._schema import connect
+from ._tokens import public_token
 
 
 @dataclass(frozen=True, slots=True)

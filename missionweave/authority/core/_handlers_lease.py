@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -38,6 +37,8 @@ from ._items import (
     withdraw_offers,
 )
 from ._registry import command
+from ._retries import retry_fields
+from ._tokens import issue_token, public_token
 
 
 def fence(ctx: Ctx, item: sqlite3.Row) -> sqlite3.Row:
@@ -95,30 +96,6 @@ def _charge(ctx: Ctx, item: sqlite3.Row) -> ResourceUsage | None:
     return total
 
 
-def _token(ctx: Ctx, lease_id: str, item: sqlite3.Row, expires_at_ms: int) -> dict[str, object]:
-    """Issue a capability token bound to ``lease_id`` that expires with it (MW-11.3-d)."""
-    contract = contract_of(item)
-    scope = sorted(set(contract.allowed_tools) | set(contract.allowed_operations))
-    body = {
-        "token_id": new_id("cap"), "lease_id": lease_id, "agent_id": ctx.command.actor,
-        "group_id": item["group_id"], "work_item_id": item["work_item_id"], "scope": scope,
-        "expires_at_ms": expires_at_ms,
-    }  # fmt: skip
-    h = digest(body)
-    token = {**body, "hash": h, "signature": ctx.key.sign(bytes.fromhex(h))}
-    ctx.run(
-        "INSERT INTO capability_tokens (token_id, lease_id, scope, expires_at_ms) VALUES (?,?,?,?)",
-        body["token_id"], lease_id, json.dumps(scope), expires_at_ms,
-    )  # fmt: skip
-    return token
-
-
-def public_token(token: dict[str, Any]) -> dict[str, Any]:
-    """What the log records of a capability token: everything but the bearer signature, which
-    goes to the lease holder alone (in the reply)."""
-    return {k: v for k, v in token.items() if k != "signature"}
-
-
 @command("work.start", needs_session=True)
 def work_start(ctx: Ctx) -> None:
     """Grant an execution lease bound to agent, session epoch, item and ownership epoch
@@ -155,7 +132,7 @@ def work_start(ctx: Ctx) -> None:
         lease_id, item["group_id"], item["work_item_id"], ctx.command.actor,
         ctx.command.session_epoch, epoch, ctx.now_ms, expires,
     )  # fmt: skip
-    token = _token(ctx, lease_id, item, expires)
+    token = issue_token(ctx, lease_id, item, expires)
     set_item(ctx, item, state="active", lease_id=lease_id, start_deadline_ms=None)
     checkpoint = json.loads(item["checkpoint"]) if item["checkpoint"] else None
     ctx.emit(
@@ -176,7 +153,7 @@ def lease_renew(ctx: Ctx) -> None:
     renewals = [*json.loads(lease["renewals"]), ctx.now_ms]
     ctx.run("UPDATE leases SET expires_at_ms=?, renewals=? WHERE lease_id=?", expires,
             json.dumps(renewals[-100:]), lease["lease_id"])  # fmt: skip
-    token = _token(ctx, lease["lease_id"], item, expires)
+    token = issue_token(ctx, lease["lease_id"], item, expires)
     body: dict[str, object] = {
         "lease_id": lease["lease_id"],
         "expires_at_ms": expires,
@@ -320,7 +297,9 @@ def work_submit(ctx: Ctx) -> None:
 @command("work.fail")
 def work_fail(ctx: Ctx) -> None:
     """Fail with Evidence (MW-11.4-f). A Worker must name its current lease; a Coordinator may
-    fail any unfinished item. Control returns to the Coordinator (MW-10.2-b)."""
+    fail any unfinished item. Control returns to the Coordinator (MW-10.2-b). The Event says
+    whether an automatic retry is left (``retryable``; ``retry_exhausted`` names the bound
+    reached, MW-11.4-d)."""
     item = load_item(ctx)
     by_worker = "lease_id" in ctx.body or Role.COORDINATOR not in ctx.roles
     if by_worker:
@@ -332,7 +311,7 @@ def work_fail(ctx: Ctx) -> None:
             raise
     gate(ctx, item)
     evidence = parse_evidence(ctx, required=True)
-    _charge(ctx, item)
+    retry = retry_fields(ctx, item, _charge(ctx, item))  # MW-11.4-d
     end_leases(ctx, item, "released" if by_worker else "revoked", "failed")
     withdraw_offers(ctx, item, "failed")
     set_item(ctx, item, state="failed", owner=None, lease_id=None, start_deadline_ms=None,
@@ -340,8 +319,7 @@ def work_fail(ctx: Ctx) -> None:
     ctx.emit("work.failed", {
         "state": "failed", "owner": item["owner"], "ownership_epoch": item["ownership_epoch"],
         "capabilities": contract_of(item).required_capabilities,
-        "attempts": item["attempts"] + 1, "retryable": bool(ctx.body.get("retryable", True)),
-        "evidence": [e.model_dump() for e in evidence],
+        "attempts": item["attempts"] + 1, **retry, "evidence": [e.model_dump() for e in evidence],
     }, work_item_id=item["work_item_id"])  # fmt: skip
 
 

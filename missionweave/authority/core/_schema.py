@@ -10,8 +10,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-#: The schema this code writes. 2: Command ids scoped to ``(group_id, actor, command_id)``.
-SCHEMA_VERSION = 2
+#: The schema this code writes. 2: Command ids scoped to ``(group_id, actor, command_id)``;
+#: 3: a capability token's ``status`` (``active`` or ``superseded``, MW-11.3-d).
+SCHEMA_VERSION = 3
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -121,8 +122,10 @@ CREATE TABLE IF NOT EXISTS capability_tokens (
     token_id TEXT PRIMARY KEY,
     lease_id TEXT NOT NULL,
     scope TEXT NOT NULL,
-    expires_at_ms INTEGER NOT NULL
+    expires_at_ms INTEGER NOT NULL,
+    status TEXT NOT NULL DEFAULT 'active'
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS capability_tokens_lease ON capability_tokens (lease_id, status);
 CREATE TABLE IF NOT EXISTS cursors (
     group_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,
@@ -230,6 +233,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
         )
     if version == 1:
         _v1_to_v2(conn)
+    if version is not None and version < 3:
+        _v2_to_v3(conn)
     for statement in DDL.split(";"):
         if statement.strip():
             conn.execute(statement)
@@ -264,3 +269,12 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
             AND e.seq = json_extract(c.refs, '$.events[0][1]')"""
     )
     conn.execute("DROP TABLE commands_v1")
+
+
+def _v2_to_v3(conn: sqlite3.Connection) -> None:
+    """Give each capability token a ``status``; every token issued before is in force."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(capability_tokens)")}
+    if columns and "status" not in columns:
+        conn.execute(
+            "ALTER TABLE capability_tokens ADD COLUMN status TEXT NOT NULL DEFAULT 'active'"
+        )

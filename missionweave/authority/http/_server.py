@@ -9,6 +9,8 @@ Routes::
     GET  /v1/groups/{group_id}/head            → {seq, hash}
     GET  /v1/groups/{group_id}/snapshots/{seq} → the whole signed snapshot
     GET  /v1/leases/{lease_id}                 → the lease row with ``valid``
+    POST /v1/capability-tokens/verify          {token, operation?} → TokenCheck (200, 422);
+                                               the token is the credential (``_token_routes``)
     GET  /v1/groups/{group_id}/agents          → {agents: [AgentInfo]} (cards, epochs, reliability)
     PUT  /v1/groups/{group_id}/presence        a signed presence report → {stored} (200, 403, 422)
     GET  /v1/groups/{group_id}/presence        → {agent_id: {free_slots, queue_depth, age_ms}}
@@ -62,6 +64,7 @@ from ._batch import BatchWriter, Notifier
 from ._frames import check_member_frame
 from ._limits import MAX_COMMAND_BYTES, MAX_PAGE_BYTES, BodyLimits
 from ._stream import StreamSession
+from ._token_routes import add_token_routes
 from ._tracing import NATIVE_TRACING_OFF, TraceContextMiddleware
 
 log = logging.getLogger(__name__)
@@ -336,6 +339,8 @@ def create_app(
         if row is None:
             return _error(404, "unknown_lease", f"no lease {lease_id!r}", lease_id=lease_id)
         return JSONResponse(row)
+
+    add_token_routes(app, authority, _responses(413))
 
     @app.get("/v1/groups/{group_id}/agents", responses=_responses(*_READ, 404))
     async def get_agents(group_id: str, _: str = Depends(member)) -> JSONResponse:

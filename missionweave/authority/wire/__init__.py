@@ -32,14 +32,17 @@ from ._readsig import (
 )
 from ._results import SubmitResult, now_ms
 from ._snapshots import verify_snapshot
+from ._tokens import VERIFY_PATH, CapabilityToken, TokenCheck, TokenVerifyRequest
 from ._tracing import inject_trace_headers
 
 __all__ = [
     "ACCEPT_SIGNATURE",
     "MAX_SKEW_MS",
     "PRESENCE_TTL_MS",
+    "VERIFY_PATH",
     "AgentInfo",
     "AuthorityError",
+    "CapabilityToken",
     "ChainError",
     "CursorTooOldError",
     "FrameError",
@@ -52,6 +55,8 @@ __all__ = [
     "SignedRead",
     "SignedReads",
     "SubmitResult",
+    "TokenCheck",
+    "TokenVerifyRequest",
     "UnknownGroupError",
     "check_presence_shape",
     "inject_trace_headers",

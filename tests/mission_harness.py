@@ -224,6 +224,15 @@ async def mission_stack(env: WorkflowEnvironment, tmp: Path,
             finally:
                 for rt in ms.runtimes:
                     await rt.stop()
+                # A runtime that failed, or did not stop within 15 s, fails the test: only a
+                # cancellation (the test's own) is expected here.
+                failures: list[Exception] = []
                 for t in ms.tasks:
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                    try:
                         await asyncio.wait_for(t, 15)
+                    except asyncio.CancelledError:
+                        pass
+                    except Exception as exc:
+                        failures.append(exc)
+                if failures:
+                    raise ExceptionGroup("agent runtimes failed", failures)

@@ -46,21 +46,13 @@ from missionweave.workflows import MissionWorkflow
 from missionweave.workflows._mission import MISSION_STATUS, OPEN_WORK_ITEMS
 
 from .temporal_env import AuthorityStack, authority_stack, new_task_queue
+from .world import contract as world_contract
 
 
-def contract(caps: Sequence[str] = ("demo.step@1.0",), **over: Any) -> WorkContract:
-    """A small valid contract with one deterministic criterion ``done``."""
-    base: dict[str, Any] = {
-        "objective": "do one step",
-        "deliverables": [{"name": "result"}],
-        "acceptance_criteria": [{"id": "done", "description": "the step is done",
-                                 "evidence_required": "a passing check"}],
-        "required_capabilities": list(caps),
-        "timeouts": {"start_deadline_ms": 30_000, "lease_ms": 10_000, "heartbeat_ms": 1_000},
-        "retry": {"max_attempts": 3, "initial_backoff_ms": 200},
-    }  # fmt: skip
-    base.update(over)
-    return WorkContract.model_validate(base)
+def contract(caps: Sequence[str] | None = None, **over: Any) -> WorkContract:
+    """A small valid contract with one deterministic criterion ``done`` (``world.contract``'s
+    ``step`` preset)."""
+    return world_contract(caps, preset="step", **over)
 
 
 def step_registry(capability: str = "demo.step", version: str = "1.0",

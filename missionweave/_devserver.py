@@ -19,7 +19,6 @@ import sys
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
@@ -401,12 +400,7 @@ class TemporalDevServer:
         await self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
 
 

@@ -26,7 +26,6 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -193,12 +192,7 @@ class AgentRuntime:
             raise WorkerError("the runtime stopped during start-up")
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
         if self._task is not None:
             await self._task

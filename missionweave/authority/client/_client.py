@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Callable, Sequence
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -183,12 +182,7 @@ class AuthorityClient:
     async def __aenter__(self) -> AuthorityClient:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:

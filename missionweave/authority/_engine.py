@@ -50,6 +50,7 @@ from ._agents import AgentReads
 from ._context import Ctx, Reject, dumps
 from ._errors import AuthorityError
 from ._handlers_lease import public_token
+from ._handlers_offline import handler_for
 from ._reads import LogReader
 from ._registry import HANDLERS
 from ._schema import connect
@@ -393,7 +394,7 @@ class Authority(LogReader, AgentReads):
                 self.conn.execute("RELEASE cmd")
                 return self._repeated(cmd, prior)
             ctx = self._admit(cmd, member)
-            HANDLERS[cmd.type].fn(ctx)
+            handler_for(cmd)(ctx)  # the bounded-offline binding reconciles (MW-11.5-f)
             if cmd.type.startswith(_MEMBERSHIP_PREFIXES):
                 self._members.clear()
             events = self._append(ctx, heads)

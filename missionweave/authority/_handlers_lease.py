@@ -27,6 +27,7 @@ from ..protocol import (
 )
 from ._context import Ctx, Reject, dumps, need
 from ._handlers_context import _cross_mission
+from ._handlers_offline import charge_ancestry
 from ._items import (
     contract_of,
     end_leases,
@@ -93,6 +94,7 @@ def _charge(ctx: Ctx, item: sqlite3.Row) -> ResourceUsage | None:
     if over:
         raise Reject("budget_exceeded", "the usage exceeds the contract's budget",
                      dimensions=over, usage=total.model_dump())  # fmt: skip
+    charge_ancestry(ctx, item, delta)  # the Mission and its parents (MW-11.5-i)
     set_item(ctx, item, usage=total.model_dump_json())
     return total
 

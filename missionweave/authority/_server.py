@@ -49,6 +49,7 @@ from ._batch import BatchWriter, Notifier
 from ._engine import Authority, SubmitResult
 from ._errors import CursorTooOldError, UnknownGroupError
 from ._frames import FrameError, check_member_frame
+from ._handlers_offline import credit_on_start, keep_alive
 from ._limits import MAX_COMMAND_BYTES, MAX_PAGE_BYTES, BodyLimits
 from ._presence import PRESENCE_TTL_MS, PresenceBoard, check_presence_shape
 from ._readsig import ACCEPT_SIGNATURE, ReadRefused, ReadVerifier, SignedRead
@@ -155,7 +156,12 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if authority.config.parallel_verify_min:  # ready before the first large batch
             await asyncio.to_thread(_verifier.warm_up)
+        # the Authority's own downtime never costs an owner its lease (MW-11.5-c)
+        await asyncio.to_thread(credit_on_start, authority)
+        alive = asyncio.create_task(keep_alive(authority), name="authority alive mark")
         yield
+        alive.cancel()
+        await asyncio.gather(alive, return_exceptions=True)
         await writer.drain()
 
     app = FastAPI(

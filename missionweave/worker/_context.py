@@ -24,6 +24,7 @@ from ..protocol import (
     Classification,
     Evidence,
     ProgressReport,
+    RiskClass,
     WorkContract,
     attempt_key,
     digest,
@@ -44,6 +45,9 @@ from ._update_retry import RETRYABLE, UpdateRetry
 from ._verdicts import FENCE_CODES
 
 log = logging.getLogger(__name__)
+
+#: Risk classes whose every action counts as irreversible (MW-11.5-d).
+_HIGH_RISK = frozenset({RiskClass.HIGH, RiskClass.CRITICAL})
 
 ProgressHook = Callable[[ProgressReport], Awaitable[None]]
 
@@ -265,7 +269,9 @@ class WorkContext:
             The reference: hash (the identity), size in bytes, media type, retrieval URI.
 
         Raises:
-            LeaseLost: the Authority refused because the lease is no longer this slot's.
+            LeaseLost: the Authority refused because the lease is no longer this slot's, or
+                stayed unreachable until the lease's grace deadline (publishing is externally
+                visible: it waits for a confirmed lease, MW-11.5-d).
             PublishRejected: any other refusal (``invalid_manifest``, ``cross_mission_content``,
                 …); the bytes stay in the store.
             AuthorityUnavailable: the Authority could not be reached (publishing again is safe).
@@ -274,6 +280,7 @@ class WorkContext:
             ValueError: ``classification`` is unknown or a source is not a SHA-256 hex hash.
         """
         store = self._artifacts()
+        await self._session.confirm()  # externally visible: the fence is mandatory (MW-11.5-d)
         lease = self._session.lease
         try:
             done = await publish_artifact(
@@ -317,12 +324,15 @@ class WorkContext:
         attempt) and a signed ``progress.report`` carrying ``checkpoint=state``, which the
         Authority stores as the resume point of a reassignment (MW-11.5-a).
 
-        While the Authority is unreachable the checkpoint is kept locally and the handler goes
-        on (MW-11.5-c); the final report carries it.
+        While the Authority is unreachable the report is signed with the bounded-offline
+        binding and buffered durably, the handler goes on until the lease's grace deadline,
+        and the buffer is reconciled before anything else once the Authority answers
+        (MW-11.5-c/e/f).
 
         Raises:
             ValueError: ``state`` is empty.
-            LeaseLost: the Authority says the lease is gone: stop now.
+            LeaseLost: the Authority says the lease is gone, or stayed unreachable past the
+                grace deadline: stop now.
         """
         if not state:
             raise ValueError("a checkpoint is a non-empty dict")
@@ -352,8 +362,11 @@ class WorkContext:
             estimate_remaining_ms: revised estimate of the remaining time, milliseconds.
             evidence_refs: ids or hashes of Evidence produced so far.
 
+        While the Authority is unreachable the report is buffered as :meth:`save` says.
+
         Raises:
-            LeaseLost: the Authority says the lease is gone.
+            LeaseLost: the Authority says the lease is gone, or stayed unreachable past the
+                grace deadline.
         """
         report = ProgressReport(
             phase=phase,
@@ -371,10 +384,14 @@ class WorkContext:
         extra: dict[str, Any] = {"report": report.model_dump(mode="json")}
         if checkpoint is not None:
             extra["checkpoint"] = checkpoint
+        prepared = self._session.prepare("progress.report", extra)
         try:
-            verdict = await self._session.fenced("progress.report", extra)
+            verdict = await self._session.send(prepared)
         except AuthorityUnavailable as exc:
-            self.logger.warning("progress not reported (Authority unreachable): %s", exc)
+            # buffered with its usage delta, durable, reconciled on reconnection (MW-11.5-c)
+            cmd = self._session.buffer_offline(prepared)
+            self.logger.warning("Authority unreachable (%s): progress %s buffered", exc,
+                                cmd.command_id)  # fmt: skip
             return
         if self._session.lost is not None:
             raise self._session.lost
@@ -431,15 +448,69 @@ class WorkContext:
         raise Blocked(resolution, state)
 
     async def guard(self) -> None:
-        """Call before any external side effect: asks the Authority (``GET /v1/leases/{id}``)
-        whether the lease is still valid and checks the capability token's expiry. Temporal
-        tells a timed-out attempt nothing until its next heartbeat, so this is the real fence
-        (MW-11.5-d).
+        """Call before any external side effect: reconciles buffered progress, then asks the
+        Authority (``GET /v1/leases/{id}``) whether the lease is still valid and checks the
+        capability token's expiry. Temporal tells a timed-out attempt nothing until its next
+        heartbeat, so this is the real fence (MW-11.5-d). While the Authority is unreachable
+        it waits for it, until the lease's grace deadline.
 
         Raises:
-            LeaseLost: the lease is gone or cannot be confirmed.
+            LeaseLost: the lease is gone or could not be confirmed before the grace deadline.
         """
-        await self._session.check()
+        await self._session.confirm()
+
+    def irreversible(self, reversible: bool) -> bool:
+        """Whether an action counts as irreversible: every action of a ``high`` or
+        ``critical`` risk-class contract does, whatever the handler says; otherwise the
+        handler's ``reversible`` flag decides (MW-11.5-d)."""
+        return not reversible or self.contract.risk_class in _HIGH_RISK
+
+    async def effect(self, op_id: str, *, reversible: bool = False) -> str:
+        """Fence, meter and key one external side effect (a write to another system).
+
+        An irreversible effect (:meth:`irreversible`) needs a lease the Authority confirms
+        now (:meth:`guard`: it waits while the Authority is unreachable, until the grace
+        deadline); a reversible one of a low/medium-risk contract goes on offline while the
+        grace period lasts (no round trip: only a lost lease or a passed grace deadline stops
+        it). Counts one ``side_effects`` in :attr:`usage`.
+
+        Args:
+            op_id: the operation's id within this WorkItem, e.g. ``"ledger"``.
+            reversible: the effect can be undone (only honoured below ``high`` risk).
+
+        Returns:
+            The operation's idempotency key (:meth:`idempotency_key`): pass it to the
+            external API so that a retry under this ownership epoch has no second effect.
+
+        Raises:
+            LeaseLost: the lease is gone, or could not be confirmed before the grace deadline.
+            ValueError: ``op_id`` is empty.
+        """
+        await self._fence(reversible)
+        self.usage.add(side_effects=1)
+        return self.idempotency_key(op_id)
+
+    async def tool_call(self, tool: str, *, reversible: bool = True) -> str:
+        """Fence and meter one tool call (``tool_calls`` + 1) as :meth:`effect` fences a side
+        effect: read-only tools are reversible by default; pass ``reversible=False`` for one
+        that changes the world. Returns the call's idempotency key (``tool:<tool>``).
+
+        Raises:
+            LeaseLost: as :meth:`effect`.
+            ValueError: ``tool`` is empty.
+        """
+        await self._fence(reversible)
+        self.usage.add(tool_calls=1)
+        return self.idempotency_key(f"tool:{tool}")
+
+    async def _fence(self, reversible: bool) -> None:
+        session = self._session
+        if session.lost is not None:
+            raise session.lost
+        if self.irreversible(reversible):
+            await session.confirm()
+        elif session.offline and session.clock() >= session.grace_deadline_ms:
+            raise LeaseLost("grace_expired", "offline past the lease's grace deadline")
 
     # ----------------------------------------------------------------- the Mission's DAG
 

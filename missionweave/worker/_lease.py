@@ -339,8 +339,10 @@ class LeaseSession:
         return verdict
 
     async def check(self) -> None:
-        """Confirm with the Authority that the lease is still valid and the capability token
-        unexpired, before an external side effect (MW-11.5-d).
+        """Confirm with the Authority that the lease is still valid and hold an unexpired
+        capability token, before an external side effect (MW-11.5-d). Buffered progress is
+        reconciled first (MW-11.5-e). A token that expired while the Authority was unreachable
+        — the Authority credits its own downtime to the lease — is replaced by a renewal.
 
         Raises:
             LeaseLost: the lease was lost, is not valid on the Authority, is not this slot's,
@@ -348,9 +350,6 @@ class LeaseSession:
         """
         if self.lost is not None:
             raise self.lost
-        token_expiry = self.lease.capability_token.get("expires_at_ms")
-        if isinstance(token_expiry, int) and token_expiry <= self.clock():
-            raise LeaseLost("token_expired", "the capability token has expired")
         try:
             await self.reconcile()
             if self.lost is not None:
@@ -369,6 +368,18 @@ class LeaseSession:
             status = None if row is None else row.get("status")
             self.lost = LeaseLost("lease_invalid", f"the Authority says the lease is {status}")
             raise self.lost
+        token_expiry = self.lease.capability_token.get("expires_at_ms")
+        if isinstance(token_expiry, int) and token_expiry <= self.clock():
+            try:
+                verdict = await self.renew()
+            except AuthorityUnavailable as exc:
+                raise LeaseLost("authority_unreachable", str(exc)) from exc
+            if not verdict.accepted:
+                rej = verdict.rejection
+                self.lost = self.lost or LeaseLost(
+                    rej.code if rej else verdict.status, "the capability token has expired"
+                )
+                raise self.lost
 
 
 #: Reconciliation refusals that mean the lease is no longer this slot's (MW-11.5-h).

@@ -74,6 +74,19 @@ def _worker_shutdown() -> bool:
     return activity.in_activity() and activity.is_worker_shutdown()
 
 
+def _timed_out_unreachable(offline: bool) -> bool:
+    """Whether the SDK timed this activity out (no one asked to cancel it) while the Authority
+    was unreachable."""
+    if not (offline and activity.in_activity()):
+        return False
+    details = activity.cancellation_details()
+    return (
+        details is not None
+        and (details.timed_out or details.not_found)
+        and not (details.cancel_requested or details.worker_shutdown)
+    )
+
+
 def _short(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     return text if len(text) <= 500 else text[:497] + "..."
@@ -272,6 +285,12 @@ class _Run:
                 for t in (task, beats):
                     t.cancel()
                 await asyncio.gather(task, beats, return_exceptions=True)
+                if _timed_out_unreachable(self.session.offline):
+                    # Temporal's SDK gave up on an attempt it could not heartbeat for while the
+                    # Authority was unreachable too: an end of the lease, not a failure (the
+                    # buffered progress stays in the durable buffer)
+                    why = "Temporal timed the attempt out while the Authority was unreachable"
+                    return self._lease_lost(LeaseLost("activity_timed_out", why))
                 raise
         # The handler finished: its result goes to the Authority even if Temporal cancels the
         # activity meanwhile (it timed out while this agent was frozen or cut off): a former

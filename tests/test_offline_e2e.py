@@ -161,7 +161,9 @@ async def test_mw_11_5_e_agent_restarted_while_offline_reconciles_its_buffer(
     reconciling, and the WorkItem resumes from the buffered checkpoint — its one effect under
     ownership epoch 1."""
     ledger = tmp_path / "ledger.jsonl"
-    c = contract([CAPABILITY], timeouts=TIMEOUTS).wire()
+    # a lease long enough for the new process to start before Temporal times the dead one's
+    # activity out (the workflow then finds the WorkItem queued at ada, not expired)
+    c = contract([CAPABILITY], timeouts={**TIMEOUTS, "lease_ms": 25_000}).wire()
     item = {"work_item_id": "i0", "contract": c, "input": {"steps": 12, "step_ms": 500}}
     async with mission_stack(dev_env, tmp_path, authority_process=True) as ms:
         await ms.stack.add_agent("ada", capabilities=[CAPABILITY], max_concurrency=1,

@@ -31,6 +31,7 @@ Protocol outcomes are returned, never raised (Temporal retries are off for this 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import traceback
 from collections.abc import Awaitable, Callable
@@ -227,10 +228,16 @@ class WorkItemExecutor:
         if self.board is not None:
             self.board.begin(key, ctx)
         try:
-            return await _Run(self, work, session, ctx).execute()
+            outcome = await _Run(self, work, session, ctx).execute()
         finally:
             if self.board is not None:
                 self.board.end(key)
+        if session.buffer is not None and session.buffer.pending(session.lease.lease_id):
+            # progress still buffered (the execution ended without reaching the Authority):
+            # one more try now; otherwise the runtime reconciles it at its next start
+            with contextlib.suppress(AuthorityUnavailable):
+                await session.reconcile()
+        return outcome
 
 
 class _Run:

@@ -24,7 +24,6 @@ from ..protocol import (
     Classification,
     Evidence,
     ProgressReport,
-    RiskClass,
     WorkContract,
     attempt_key,
     digest,
@@ -40,14 +39,12 @@ from ..protocol.temporal_contract import (
     mission_workflow_id,
 )
 from ._errors import Blocked, LeaseLost, Pause, WorkerError
+from ._fence import FencedActions
 from ._lease import LeaseSession, UsageMeter
 from ._update_retry import RETRYABLE, UpdateRetry
 from ._verdicts import FENCE_CODES
 
 log = logging.getLogger(__name__)
-
-#: Risk classes whose every action counts as irreversible (MW-11.5-d).
-_HIGH_RISK = frozenset({RiskClass.HIGH, RiskClass.CRITICAL})
 
 ProgressHook = Callable[[ProgressReport], Awaitable[None]]
 
@@ -86,7 +83,7 @@ def heartbeat(details: dict[str, Any]) -> None:
         activity.heartbeat(details)
 
 
-class WorkContext:
+class WorkContext(FencedActions):
     """The handler's view of one execution.
 
     Attributes:
@@ -458,59 +455,6 @@ class WorkContext:
             LeaseLost: the lease is gone or could not be confirmed before the grace deadline.
         """
         await self._session.confirm()
-
-    def irreversible(self, reversible: bool) -> bool:
-        """Whether an action counts as irreversible: every action of a ``high`` or
-        ``critical`` risk-class contract does, whatever the handler says; otherwise the
-        handler's ``reversible`` flag decides (MW-11.5-d)."""
-        return not reversible or self.contract.risk_class in _HIGH_RISK
-
-    async def effect(self, op_id: str, *, reversible: bool = False) -> str:
-        """Fence, meter and key one external side effect (a write to another system).
-
-        An irreversible effect (:meth:`irreversible`) needs a lease the Authority confirms
-        now (:meth:`guard`: it waits while the Authority is unreachable, until the grace
-        deadline); a reversible one of a low/medium-risk contract goes on offline while the
-        grace period lasts (no round trip: only a lost lease or a passed grace deadline stops
-        it). Counts one ``side_effects`` in :attr:`usage`.
-
-        Args:
-            op_id: the operation's id within this WorkItem, e.g. ``"ledger"``.
-            reversible: the effect can be undone (only honoured below ``high`` risk).
-
-        Returns:
-            The operation's idempotency key (:meth:`idempotency_key`): pass it to the
-            external API so that a retry under this ownership epoch has no second effect.
-
-        Raises:
-            LeaseLost: the lease is gone, or could not be confirmed before the grace deadline.
-            ValueError: ``op_id`` is empty.
-        """
-        await self._fence(reversible)
-        self.usage.add(side_effects=1)
-        return self.idempotency_key(op_id)
-
-    async def tool_call(self, tool: str, *, reversible: bool = True) -> str:
-        """Fence and meter one tool call (``tool_calls`` + 1) as :meth:`effect` fences a side
-        effect: read-only tools are reversible by default; pass ``reversible=False`` for one
-        that changes the world. Returns the call's idempotency key (``tool:<tool>``).
-
-        Raises:
-            LeaseLost: as :meth:`effect`.
-            ValueError: ``tool`` is empty.
-        """
-        await self._fence(reversible)
-        self.usage.add(tool_calls=1)
-        return self.idempotency_key(f"tool:{tool}")
-
-    async def _fence(self, reversible: bool) -> None:
-        session = self._session
-        if session.lost is not None:
-            raise session.lost
-        if self.irreversible(reversible):
-            await session.confirm()
-        elif session.offline and session.clock() >= session.grace_deadline_ms:
-            raise LeaseLost("grace_expired", "offline past the lease's grace deadline")
 
     # ----------------------------------------------------------------- the Mission's DAG
 

@@ -148,8 +148,10 @@ class MissionStack:
                     capabilities: Sequence[str] = ("demo.step@1.0",), max_concurrency: int = 2,
                     roles: Sequence[str] = ("worker",),
                     actor: Actor | None = None,
-                    admission: AdmissionPolicy | None = None) -> AgentRuntime:  # fmt: skip
-        """Start an agent runtime; ``actor``: a member added before (else a new one)."""
+                    admission: AdmissionPolicy | None = None,
+                    authority_url: str | None = None) -> AgentRuntime:  # fmt: skip
+        """Start an agent runtime; ``actor``: a member added before (else a new one);
+        ``authority_url``: reach the Authority there (a proxy) instead of directly."""
         if actor is None:
             actor = await self.stack.add_agent(agent_id, roles, capabilities=capabilities,
                                                max_concurrency=max_concurrency)  # fmt: skip
@@ -160,7 +162,8 @@ class MissionStack:
             capabilities=list(capabilities),
             max_concurrency=max_concurrency,
         )
-        rt = AgentRuntime(card, actor.key, groups=[self.group], authority_url=self.stack.url,
+        rt = AgentRuntime(card, actor.key, groups=[self.group],
+                          authority_url=authority_url or self.stack.url,
                           temporal_client=self.env.client, handlers=handlers,
                           state_path=self.tmp / f"{agent_id}.sqlite3", clock=self.clock,
                           interceptors=self.interceptors, admission=admission,

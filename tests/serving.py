@@ -96,17 +96,26 @@ class LiveServer(_Loopback):
 class ProcessServer(_Loopback):
     """``missionweave authority serve`` as its own process — how the Authority is deployed —
     on a loopback port, over ``db`` with the Authority key ``key``. Same surface as
-    :class:`LiveServer` (``url``, ``ws_url``, ``start``, ``stop``)."""
+    :class:`LiveServer` (``url``, ``ws_url``, ``start``, ``stop``), plus :meth:`kill`; a
+    start after a stop or kill serves on the same port again."""
 
     def __init__(self, db: Path, key: Path, operator_keys: tuple[str, ...] = ()) -> None:
         self.db, self.key, self.operator_keys = db, key, operator_keys
         self.port = 0
         self._proc: asyncio.subprocess.Process | None = None
 
+    async def kill(self) -> None:
+        """``kill -9`` the process (no shutdown of any kind)."""
+        if self._proc is not None and self._proc.returncode is None:
+            self._proc.kill()
+            await self._proc.wait()
+        self._proc = None
+
     async def start(self) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        if not self.port:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                self.port = s.getsockname()[1]
         cli = Path(sys.executable).with_name("missionweave")
         self._proc = await asyncio.create_subprocess_exec(
             str(cli), "authority", "serve", "--db", str(self.db), "--key", str(self.key),

@@ -51,6 +51,8 @@ _CHANGES: dict[str, Any] = {
     "session_epoch": 3,
     "membership_epoch": 2,
     "body": {"work_item_id": "w1", "ownership_epoch": 2},
+    "extensions": {"urn:example:x": {"k": 1}},
+    "critical_extensions": ["urn:example:x"],
 }
 
 

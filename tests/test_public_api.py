@@ -29,6 +29,9 @@ PROTOCOL = {
     "label_problem",
     # the one capability matcher (MW-10.3-d/f)
     "best_match", "capability_matches", "parse_capability", "satisfies",
+    # bounded offline execution (MW-11.5-f/i)
+    "BOUNDED_OFFLINE_EXECUTION", "BUFFERABLE_COMMANDS", "KNOWN_EXTENSIONS",
+    "RESOURCE_USAGE_RECORDED", "OfflineBinding",
 }  # fmt: skip
 
 AUTHORITY = {

@@ -68,6 +68,13 @@ from ._messages import (
     sign_command,
     verify_command,
 )
+from ._offline import (
+    BOUNDED_OFFLINE_EXECUTION,
+    BUFFERABLE_COMMANDS,
+    KNOWN_EXTENSIONS,
+    RESOURCE_USAGE_RECORDED,
+    OfflineBinding,
+)
 from ._records import (
     AgentCard,
     DeclineReason,
@@ -91,11 +98,15 @@ from ._states import (
 from ._work_item import WorkItemFacts, reduce_events, reduce_work_item
 
 __all__ = [
+    "BOUNDED_OFFLINE_EXECUTION",
+    "BUFFERABLE_COMMANDS",
     "GENESIS_HASH",
     "HASH_PATTERN",
+    "KNOWN_EXTENSIONS",
     "MAX_ID_CHARS",
     "MAX_LABEL_CHARS",
     "MAX_SAFE_INT",
+    "RESOURCE_USAGE_RECORDED",
     "TERMINAL_STATES",
     "TRANSITIONS",
     "UNFINISHED_STATES",
@@ -118,6 +129,7 @@ __all__ = [
     "GraphError",
     "MissionWeaveError",
     "Money",
+    "OfflineBinding",
     "ProgressReport",
     "ProtocolError",
     "RejectedError",

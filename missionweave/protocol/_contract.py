@@ -151,6 +151,10 @@ class RetryPolicy(BaseModel):
         return int(min(wait, self.max_backoff_ms))
 
 
+#: Default ``TimeoutPolicy.offline_grace_ms``: 60 s past the lease's expiry (MW-11.5-c).
+DEFAULT_OFFLINE_GRACE_MS = 60_000
+
+
 class TimeoutPolicy(BaseModel):
     """Lease, start and interrupt bounds, in milliseconds."""
 
@@ -166,6 +170,12 @@ class TimeoutPolicy(BaseModel):
     )
     blocked_lease_ms: int = Field(
         default=3_600_000, gt=0, description="how long a blocked WorkItem stays its owner's"
+    )
+    offline_grace_ms: int = Field(
+        default=DEFAULT_OFFLINE_GRACE_MS,
+        ge=0,
+        description="while the Authority is unreachable, how long past the lease's expiry "
+        "already-active reversible work may go on, buffering its progress (MW-11.5-c)",
     )
     interruptible: bool = Field(default=True, description="may be paused at a checkpoint")
 
@@ -247,7 +257,11 @@ class WorkContract(BaseModel):
     budget: Budget = Field(default_factory=Budget, description="limits per dimension")
     retry: RetryPolicy = Field(default_factory=RetryPolicy, description="automatic retries")
     timeouts: TimeoutPolicy = Field(default_factory=TimeoutPolicy, description="lease bounds")
-    risk_class: RiskClass = Field(default=RiskClass.LOW, description="recorded, not enforced")
+    risk_class: RiskClass = Field(
+        default=RiskClass.LOW,
+        description="high and critical: every action counts as irreversible and needs a lease "
+        "the Authority confirms (MW-11.5-d)",
+    )
     approval_required: bool = Field(
         default=False, description="work.start needs a MissionOwner's approval first"
     )

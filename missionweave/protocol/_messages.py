@@ -21,7 +21,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 from ._canonical import canonical_bytes, check_json_value, sha256_hex
 from ._crypto import SigningKey, verify
@@ -49,6 +57,11 @@ class Command(BaseModel):
         session_epoch: the actor's current Session Epoch (0 for actors without sessions).
         membership_epoch: the actor's Membership Epoch in ``group_id`` as the actor knows it.
         body: the action's arguments (JSON, no floats).
+        extensions: extension URN → its JSON value (e.g. the bounded-offline binding,
+            MW-11.5-f); signed like every other field. Omitted from the canonical bytes and
+            the wire form when empty, so Commands without extensions sign as before.
+        critical_extensions: the URNs in ``extensions`` a receiver must understand: an
+            Authority that does not know one rejects the Command (``unsupported_extension``).
         signature: base64url Ed25519 signature; empty until :func:`sign_command`.
     """
 
@@ -61,7 +74,26 @@ class Command(BaseModel):
     session_epoch: int = Field(default=0, ge=0, le=MAX_SAFE_INT, strict=True)
     membership_epoch: int = Field(default=0, ge=0, le=MAX_SAFE_INT, strict=True)
     body: dict[str, Any] = Field(default_factory=dict)
+    extensions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    critical_extensions: list[str] = Field(default_factory=list, max_length=16)
     signature: str = Field(default="", max_length=128)
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_extensions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in ("extensions", "critical_extensions"):
+            if name in data and not data[name]:
+                del data[name]
+        return data
+
+    @field_validator("extensions")
+    @classmethod
+    def _signable_extensions(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        try:
+            check_json_value(value, "extensions")
+        except CanonicalizationError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     @field_validator("command_id", "actor")
     @classmethod

@@ -48,6 +48,8 @@ class Actor:
         *,
         command_id: str | None = None,
         issued_at_ms: int | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        critical_extensions: list[str] | None = None,
     ) -> Command:
         """A signed Command of ``type`` for ``group_id`` with this actor's current epochs.
 
@@ -57,6 +59,8 @@ class Actor:
             body: the arguments (JSON without floats).
             command_id: reuse an id to retry idempotently; a fresh one by default.
             issued_at_ms: the issue time, epoch milliseconds; now by default.
+            extensions: extension URN → value (signed with the rest).
+            critical_extensions: the URNs of ``extensions`` the receiver must understand.
 
         Raises:
             CanonicalizationError: the body holds a float (NaN and Infinity included), a lone
@@ -74,5 +78,7 @@ class Actor:
             session_epoch=self.session_epoch,
             membership_epoch=self.membership_epochs.get(group_id or "", 0),
             body=body or {},
+            extensions=extensions or {},
+            critical_extensions=critical_extensions or [],
         )
         return sign_command(cmd, self.key)

@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from ._contract import AcceptanceCriterion, WorkContract
+from ._contract import AcceptanceCriterion, Budget, WorkContract
 from ._errors import Rejection
 from ._messages import Command, Event
 from ._records import Evidence, ProgressReport, SelectionBasis
@@ -245,6 +245,9 @@ class MissionSpec(BaseModel):
         child_failure_policy: what a child Mission's failure does to this Mission's item.
         review: how semantic and qualitative criteria are reviewed.
         parent: set on child Missions.
+        budget: the Mission's own budget (``None``: none): every charge to one of its
+            WorkItems, or to a child Mission's, counts against it, online or reconciled after
+            an outage (MW-11.5-i/j).
     """
 
     model_config = _MODEL
@@ -257,6 +260,7 @@ class MissionSpec(BaseModel):
     child_failure_policy: ChildFailurePolicy = ChildFailurePolicy.FAIL
     review: ReviewPolicy = Field(default_factory=ReviewPolicy)
     parent: ParentLink | None = None
+    budget: Budget | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -39,6 +39,7 @@ from ..protocol.temporal_contract import (
     mission_workflow_id,
 )
 from ._errors import Blocked, LeaseLost, Pause, WorkerError
+from ._fence import FencedActions
 from ._lease import LeaseSession, UsageMeter
 from ._tokens import rotate_capability_token
 from ._update_retry import RETRYABLE, UpdateRetry
@@ -83,7 +84,7 @@ def heartbeat(details: dict[str, Any]) -> None:
         activity.heartbeat(details)
 
 
-class WorkContext:
+class WorkContext(FencedActions):
     """The handler's view of one execution.
 
     Attributes:
@@ -282,7 +283,9 @@ class WorkContext:
             The reference: hash (the identity), size in bytes, media type, retrieval URI.
 
         Raises:
-            LeaseLost: the Authority refused because the lease is no longer this slot's.
+            LeaseLost: the Authority refused because the lease is no longer this slot's, or
+                stayed unreachable until the lease's grace deadline (publishing is externally
+                visible: it waits for a confirmed lease, MW-11.5-d).
             PublishRejected: any other refusal (``invalid_manifest``, ``cross_mission_content``,
                 …); the bytes stay in the store.
             AuthorityUnavailable: the Authority could not be reached (publishing again is safe).
@@ -291,6 +294,7 @@ class WorkContext:
             ValueError: ``classification`` is unknown or a source is not a SHA-256 hex hash.
         """
         store = self._artifacts()
+        await self._session.confirm()  # externally visible: the fence is mandatory (MW-11.5-d)
         lease = self._session.lease
         try:
             done = await publish_artifact(
@@ -334,12 +338,15 @@ class WorkContext:
         attempt) and a signed ``progress.report`` carrying ``checkpoint=state``, which the
         Authority stores as the resume point of a reassignment (MW-11.5-a).
 
-        While the Authority is unreachable the checkpoint is kept locally and the handler goes
-        on (MW-11.5-c); the final report carries it.
+        While the Authority is unreachable the report is signed with the bounded-offline
+        binding and buffered durably, the handler goes on until the lease's grace deadline,
+        and the buffer is reconciled before anything else once the Authority answers
+        (MW-11.5-c/e/f).
 
         Raises:
             ValueError: ``state`` is empty.
-            LeaseLost: the Authority says the lease is gone: stop now.
+            LeaseLost: the Authority says the lease is gone, or stayed unreachable past the
+                grace deadline: stop now.
         """
         if not state:
             raise ValueError("a checkpoint is a non-empty dict")
@@ -369,8 +376,11 @@ class WorkContext:
             estimate_remaining_ms: revised estimate of the remaining time, milliseconds.
             evidence_refs: ids or hashes of Evidence produced so far.
 
+        While the Authority is unreachable the report is buffered as :meth:`save` says.
+
         Raises:
-            LeaseLost: the Authority says the lease is gone.
+            LeaseLost: the Authority says the lease is gone, or stayed unreachable past the
+                grace deadline.
         """
         report = ProgressReport(
             phase=phase,
@@ -388,10 +398,14 @@ class WorkContext:
         extra: dict[str, Any] = {"report": report.model_dump(mode="json")}
         if checkpoint is not None:
             extra["checkpoint"] = checkpoint
+        prepared = self._session.prepare("progress.report", extra)
         try:
-            verdict = await self._session.fenced("progress.report", extra)
+            verdict = await self._session.send(prepared)
         except AuthorityUnavailable as exc:
-            self.logger.warning("progress not reported (Authority unreachable): %s", exc)
+            # buffered with its usage delta, durable, reconciled on reconnection (MW-11.5-c)
+            cmd = self._session.buffer_offline(prepared)
+            self.logger.warning("Authority unreachable (%s): progress %s buffered", exc,
+                                cmd.command_id)  # fmt: skip
             return
         if self._session.lost is not None:
             raise self._session.lost
@@ -448,15 +462,16 @@ class WorkContext:
         raise Blocked(resolution, state)
 
     async def guard(self) -> None:
-        """Call before any external side effect: asks the Authority (``GET /v1/leases/{id}``)
-        whether the lease is still valid and checks the capability token's expiry. Temporal
-        tells a timed-out attempt nothing until its next heartbeat, so this is the real fence
-        (MW-11.5-d).
+        """Call before any external side effect: reconciles buffered progress, then asks the
+        Authority (``GET /v1/leases/{id}``) whether the lease is still valid and checks the
+        capability token's expiry. Temporal tells a timed-out attempt nothing until its next
+        heartbeat, so this is the real fence (MW-11.5-d). While the Authority is unreachable
+        it waits for it, until the lease's grace deadline.
 
         Raises:
-            LeaseLost: the lease is gone or cannot be confirmed.
+            LeaseLost: the lease is gone or could not be confirmed before the grace deadline.
         """
-        await self._session.check()
+        await self._session.confirm()
 
     # ----------------------------------------------------------------- the Mission's DAG
 

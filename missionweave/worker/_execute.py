@@ -31,6 +31,7 @@ Protocol outcomes are returned, never raised (Temporal retries are off for this 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import traceback
 from collections.abc import Awaitable, Callable
@@ -56,6 +57,7 @@ from ._context import WorkContext, heartbeat
 from ._errors import Blocked, LeaseLost, Pause, PermanentFailure
 from ._handlers import HandlerRegistry, Submission
 from ._lease import LeaseSession
+from ._offline import OfflineBuffer
 from ._slots import SlotBoard
 from ._take import OfferTaker
 
@@ -71,6 +73,19 @@ ProgressSink = Callable[[ExecuteWorkItemInput, ProgressReport], Awaitable[None]]
 def _worker_shutdown() -> bool:
     """Whether this activity's Worker is shutting down (the agent is stopping)."""
     return activity.in_activity() and activity.is_worker_shutdown()
+
+
+def _timed_out_unreachable(offline: bool) -> bool:
+    """Whether the SDK timed this activity out (no one asked to cancel it) while the Authority
+    was unreachable."""
+    if not (offline and activity.in_activity()):
+        return False
+    details = activity.cancellation_details()
+    return (
+        details is not None
+        and (details.timed_out or details.not_found)
+        and not (details.cancel_requested or details.worker_shutdown)
+    )
 
 
 def _short(exc: BaseException) -> str:
@@ -131,6 +146,8 @@ class WorkItemExecutor:
         taker: answers the offer an activity carries and obtains the lease
             (:class:`~missionweave.worker._take.OfferTaker`); ``None``: every input must carry
             its lease already.
+        offline_buffer: where progress made while the Authority is unreachable is kept
+            durably until reconciled (MW-11.5-c); ``None``: in memory, per execution.
 
     Attributes:
         interrupted: ids of the WorkItems whose handler was still running, not paused, when
@@ -151,8 +168,10 @@ class WorkItemExecutor:
         artifact_store: ArtifactStore | None = None,
         agent_card_version: int = 0,
         taker: OfferTaker | None = None,
+        offline_buffer: OfflineBuffer | None = None,
     ) -> None:
         self.taker = taker
+        self.offline_buffer = offline_buffer
         self.clock = clock
         self.artifact_store = artifact_store
         self.agent_card_version = agent_card_version
@@ -200,7 +219,7 @@ class WorkItemExecutor:
         return outcome.model_copy(update={"events": events})
 
     async def _run(self, work: ExecuteWorkItemInput) -> WorkOutcome:
-        session = LeaseSession(self.actor, self.client, work, self.clock)
+        session = LeaseSession(self.actor, self.client, work, self.clock, self.offline_buffer)
         sink = self.progress_sink
         hook = None if sink is None else (lambda report: sink(work, report))
         ctx = WorkContext(work, session, on_progress=hook, artifact_store=self.artifact_store,
@@ -209,10 +228,16 @@ class WorkItemExecutor:
         if self.board is not None:
             self.board.begin(key, ctx)
         try:
-            return await _Run(self, work, session, ctx).execute()
+            outcome = await _Run(self, work, session, ctx).execute()
         finally:
             if self.board is not None:
                 self.board.end(key)
+        if session.buffer is not None and session.buffer.pending(session.lease.lease_id):
+            # progress still buffered (the execution ended without reaching the Authority):
+            # one more try now; otherwise the runtime reconciles it at its next start
+            with contextlib.suppress(AuthorityUnavailable):
+                await session.reconcile()
+        return outcome
 
 
 class _Run:
@@ -267,6 +292,12 @@ class _Run:
                 for t in (task, beats):
                     t.cancel()
                 await asyncio.gather(task, beats, return_exceptions=True)
+                if _timed_out_unreachable(self.session.offline):
+                    # Temporal's SDK gave up on an attempt it could not heartbeat for while the
+                    # Authority was unreachable too: an end of the lease, not a failure (the
+                    # buffered progress stays in the durable buffer)
+                    why = "Temporal timed the attempt out while the Authority was unreachable"
+                    return self._lease_lost(LeaseLost("activity_timed_out", why))
                 raise
         # The handler finished: its result goes to the Authority even if Temporal cancels the
         # activity meanwhile (it timed out while this agent was frozen or cut off): a former
@@ -332,11 +363,13 @@ class _Run:
             try:
                 verdict = await self.session.renew()
             except AuthorityUnavailable as exc:
-                if self.session.clock() < self.session.lease.expires_at_ms:
+                # reversible work goes on until the grace deadline (MW-11.5-c)
+                if self.session.clock() < self.session.grace_deadline_ms:
                     log.warning("lease renewal not delivered, retrying: %s", exc)
                     continue
                 self.session.lost = LeaseLost(
-                    "lease_expired", "the Authority stayed unreachable until the lease expired"
+                    "grace_expired",
+                    "the Authority stayed unreachable past the lease's grace deadline",
                 )
             else:
                 if verdict.accepted:
@@ -416,10 +449,13 @@ class _Run:
         self, type: str, extra: dict[str, Any], *, charge: bool = True
     ) -> CommandVerdict | None:
         """Deliver one final Command, retrying the same signed Command while the Authority is
-        unreachable; ``None`` when it never got through."""
+        unreachable — for ``report_timeout``, or until the lease's grace deadline when that is
+        later; buffered progress is reconciled first (MW-11.5-e). ``None`` when it never got
+        through."""
         prepared = self.session.prepare(type, extra, charge=charge)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.ex.report_timeout.total_seconds()
+        grace_s = (self.session.grace_deadline_ms - self.session.clock()) / 1000
+        deadline = loop.time() + max(self.ex.report_timeout.total_seconds(), grace_s)
         delay = 0.2
         while True:
             try:

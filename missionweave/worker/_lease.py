@@ -8,6 +8,7 @@ It is private to one slot: nothing here is shared between concurrent WorkItems (
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -16,9 +17,10 @@ from typing import Any
 
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..authority.wire import now_ms
-from ..protocol import Actor, Command, ResourceUsage
+from ..protocol import Actor, Command, OfflineBinding, ResourceUsage
 from ..protocol.temporal_contract import CommandVerdict, ExecuteWorkItemInput, LeaseGrant
 from ._errors import LeaseLost
+from ._offline import OfflineBuffer, bind, reconcile
 from ._verdicts import command_verdict, is_fenced_out
 
 log = logging.getLogger(__name__)
@@ -114,6 +116,8 @@ class LeaseSession:
         client: the Authority client.
         work: the activity input: ids, contract and the granted lease.
         clock: epoch-millisecond clock (token expiry, Evidence timestamps).
+        buffer: where progress made while the Authority is unreachable is kept until it can
+            be reconciled (MW-11.5-c); an in-memory one by default.
 
     Raises:
         ValueError: ``work`` carries no lease.
@@ -122,6 +126,8 @@ class LeaseSession:
         lease: the current lease (expiry and capability token follow renewals).
         usage: this slot's meters.
         lost: set once the Authority said the lease is gone.
+        disconnected_at_ms: when the Authority stopped answering (``None`` while it answers).
+        reconciled: the Authority's verdicts on this slot's reconciled buffered Commands.
     """
 
     def __init__(
@@ -130,6 +136,7 @@ class LeaseSession:
         client: AuthorityClient,
         work: ExecuteWorkItemInput,
         clock: Callable[[], int] = now_ms,
+        buffer: OfflineBuffer | None = None,
     ) -> None:
         self.actor = actor
         self.clock = clock
@@ -141,6 +148,97 @@ class LeaseSession:
         self.usage = UsageMeter()
         self.lost: LeaseLost | None = None
         self.last_verdict: CommandVerdict | None = None
+        self.buffer = buffer
+        self.disconnected_at_ms: int | None = None
+        self.reconciled: list[CommandVerdict] = []
+
+    # ------------------------------------------------------------ offline (MW-11.5-c..g)
+
+    @property
+    def grace_deadline_ms(self) -> int:
+        """The lease's expiry plus the contract's ``offline_grace_ms``: how long active work
+        may go on while the Authority is unreachable (MW-11.5-c)."""
+        return self.lease.expires_at_ms + self.work.contract.timeouts.offline_grace_ms
+
+    @property
+    def offline(self) -> bool:
+        """Whether the last attempt to reach the Authority failed."""
+        return self.disconnected_at_ms is not None
+
+    def buffer_offline(self, prepared: Prepared) -> Command:
+        """Keep ``prepared`` — which could not be delivered — durably, bound to this lease
+        with the bounded-offline binding and its usage delta (MW-11.5-f); it is reconciled
+        before anything else is sent once the Authority answers.
+
+        Raises:
+            LeaseLost: the grace deadline has passed (the delta is given back).
+        """
+        now = self.clock()
+        if now >= self.grace_deadline_ms:
+            self.abandon(prepared)
+            self.lost = self.lost or LeaseLost(
+                "grace_expired", "the Authority stayed unreachable past the lease's grace period"
+            )
+            raise self.lost
+        binding = OfflineBinding(
+            agent_id=self.actor.agent_id, group_id=self.work.group_id,
+            work_item_id=self.work.work_item_id, session_epoch=self.lease.session_epoch,
+            ownership_epoch=self.lease.ownership_epoch, lease_id=self.lease.lease_id,
+            disconnected_at_ms=min(self.disconnected_at_ms or now, now), buffered_at_ms=now,
+            grace_deadline_ms=self.grace_deadline_ms,
+            lease_expires_at_ms=self.lease.expires_at_ms,
+            usage=prepared.delta or ResourceUsage(),
+        )  # fmt: skip
+        cmd = bind(self.actor, prepared.command, binding)
+        if self.buffer is None:
+            self.buffer = OfflineBuffer()
+        self.buffer.add(cmd)
+        return cmd
+
+    async def reconcile(self) -> None:
+        """Submit this lease's buffered Commands, rebased and re-signed, before anything else
+        (MW-11.5-e/g); a refusal that says the lease is gone sets :attr:`lost`.
+
+        Raises:
+            AuthorityUnavailable: the Authority is still unreachable.
+        """
+        if self.buffer is None or not self.buffer.pending(self.lease.lease_id):
+            return
+        try:
+            verdicts = await reconcile(
+                self.client, self.actor, self.buffer, self.clock, lease_id=self.lease.lease_id
+            )
+        except AuthorityUnavailable:
+            self._disconnected()
+            raise
+        self.disconnected_at_ms = None
+        self.reconciled += verdicts
+        for v in verdicts:
+            rej = v.rejection
+            if rej is not None and rej.code in _RECONCILE_FENCED and self.lost is None:
+                self.lost = LeaseLost(rej.code, rej.reason)
+
+    def _disconnected(self) -> None:
+        if self.disconnected_at_ms is None:
+            self.disconnected_at_ms = self.clock()
+
+    async def confirm(self, *, poll_s: float = 0.5) -> None:
+        """The mandatory fence before a high-risk, irreversible or externally visible action
+        (MW-11.5-d): reconcile, then confirm the lease with the Authority (:meth:`check`);
+        while the Authority is unreachable, wait for it until the grace deadline.
+
+        Raises:
+            LeaseLost: the lease is gone, or the Authority stayed unreachable until the grace
+                deadline.
+        """
+        while True:
+            try:
+                await self.check()
+                return
+            except LeaseLost as exc:
+                if exc.code != "authority_unreachable" or self.clock() >= self.grace_deadline_ms:
+                    raise
+            await asyncio.sleep(poll_s)
 
     def body(self, **extra: Any) -> dict[str, Any]:
         """A fenced body: ``work_item_id``, ``lease_id``, ``ownership_epoch`` and ``extra``."""
@@ -183,10 +281,19 @@ class LeaseSession:
         """Submit a prepared Command. A rejection gives its delta back; a fencing rejection (or
         a ``recorded`` late result) sets :attr:`lost`.
 
+        Buffered Commands of this lease are reconciled first (MW-11.5-e).
+
         Raises:
             AuthorityUnavailable: the Authority could not be reached (sending again is safe).
         """
-        verdict = command_verdict(await self.client.submit(prepared.command))
+        await self.reconcile()
+        try:
+            result = await self.client.submit(prepared.command)
+        except AuthorityUnavailable:
+            self._disconnected()
+            raise
+        self.disconnected_at_ms = None
+        verdict = command_verdict(result)
         self.last_verdict = verdict
         if prepared.delta is not None and not verdict.accepted:
             self.usage.give_back(prepared.delta)
@@ -236,8 +343,10 @@ class LeaseSession:
         return verdict
 
     async def check(self) -> None:
-        """Confirm with the Authority that the lease is still valid and the capability token
-        unexpired, before an external side effect (MW-11.5-d).
+        """Confirm with the Authority that the lease is still valid and hold an unexpired
+        capability token, before an external side effect (MW-11.5-d). Buffered progress is
+        reconciled first (MW-11.5-e). A token that expired while the Authority was unreachable
+        — the Authority credits its own downtime to the lease — is replaced by a renewal.
 
         Raises:
             LeaseLost: the lease was lost, is not valid on the Authority, is not this slot's,
@@ -245,13 +354,15 @@ class LeaseSession:
         """
         if self.lost is not None:
             raise self.lost
-        token_expiry = self.lease.capability_token.get("expires_at_ms")
-        if isinstance(token_expiry, int) and token_expiry <= self.clock():
-            raise LeaseLost("token_expired", "the capability token has expired")
         try:
+            await self.reconcile()
+            if self.lost is not None:
+                raise self.lost
             row = await self.client.lease(self.lease.lease_id)
         except AuthorityUnavailable as exc:
+            self._disconnected()
             raise LeaseLost("authority_unreachable", str(exc)) from exc
+        self.disconnected_at_ms = None
         if (
             row is None
             or not row.get("valid")
@@ -261,6 +372,21 @@ class LeaseSession:
             status = None if row is None else row.get("status")
             self.lost = LeaseLost("lease_invalid", f"the Authority says the lease is {status}")
             raise self.lost
+        token_expiry = self.lease.capability_token.get("expires_at_ms")
+        if isinstance(token_expiry, int) and token_expiry <= self.clock():
+            try:
+                verdict = await self.renew()
+            except AuthorityUnavailable as exc:
+                raise LeaseLost("authority_unreachable", str(exc)) from exc
+            if not verdict.accepted:
+                rej = verdict.rejection
+                self.lost = self.lost or LeaseLost(
+                    rej.code if rej else verdict.status, "the capability token has expired"
+                )
+                raise self.lost
 
+
+#: Reconciliation refusals that mean the lease is no longer this slot's (MW-11.5-h).
+_RECONCILE_FENCED = frozenset({"owner_changed", "lease_closed", "outside_grace_window"})
 
 __all__ = ["LeaseSession", "Prepared", "UsageMeter"]

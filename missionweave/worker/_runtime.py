@@ -50,6 +50,7 @@ from ._dispatch import Dispatcher
 from ._errors import WorkerError
 from ._execute import WorkItemExecutor
 from ._handlers import HandlerRegistry
+from ._offline import OfflineBuffer, offline_buffer_path, reconcile
 from ._scheduler import Scheduler
 from ._slots import SlotBoard
 from ._startup import open_session, publish_card, replaced_message, this_process
@@ -79,7 +80,9 @@ class AgentRuntime:
         temporal_client: a Temporal client using ``pydantic_data_converter``.
         handlers: the handlers this agent runs.
         state_path: the local state SQLite file (created if missing; delete it to rebuild from
-            the log).
+            the log). Beside it, ``<stem>.offline.sqlite3`` holds progress buffered while the
+            Authority was unreachable (MW-11.5-c): not rebuildable, keep it; it is
+            reconciled at the next start.
         admission: admission settings (queue depth, estimates, dependency check).
         max_wait: the scheduler's bound on waiting: an item queued this long goes first,
             and a Group waiting this long with no slot triggers a cooperative preemption
@@ -159,6 +162,7 @@ class AgentRuntime:
         self.graceful_shutdown = graceful_shutdown
         self._transport = authority_transport
         self.state: LocalState | None = None
+        self.offline_buffer: OfflineBuffer = OfflineBuffer()  # the file's, once running
         self.dispatcher: Dispatcher | None = None
         self.ready = asyncio.Event()
         self._stop = asyncio.Event()
@@ -224,6 +228,7 @@ class AgentRuntime:
             RuntimeError: the Temporal Worker failed.
         """
         state = self.state = LocalState(self.state_path, self.card.agent_id)
+        self.offline_buffer = OfflineBuffer(offline_buffer_path(self.state_path))
         try:
             async with AuthorityClient(
                 self.authority_url,
@@ -250,6 +255,7 @@ class AgentRuntime:
                 t.cancel()
             await asyncio.gather(*self._signals, return_exceptions=True)
             state.close()
+            self.offline_buffer.close()
             self.ready.clear()
 
     async def _run(self, client: AuthorityClient, state: LocalState) -> None:
@@ -269,6 +275,10 @@ class AgentRuntime:
         sub_task = asyncio.create_task(sub.run(), name="subscriber")
         try:
             await self._catch_up(client, state, sub_task)
+            # progress buffered while the Authority was unreachable, by this process or by one
+            # that died before it could reconcile: before anything else is sent (MW-11.5-e)
+            if len(self.offline_buffer):
+                await reconcile(client, self.actor, self.offline_buffer, self.clock)
             await publish_card(client, self.actor, self.card, state, self.groups)
             await self._serve(client, state, sub_task)
         finally:
@@ -290,6 +300,7 @@ class AgentRuntime:
             self.actor, client, self.handlers, board=self.board, progress_sink=self._progress,
             clock=self.clock, artifact_store=self.artifact_store,
             agent_card_version=self.card.version, taker=taker,
+            offline_buffer=self.offline_buffer,
         )  # fmt: skip
         # running slots, plus the accepted WorkItems that may wait for one (admission control
         # declines beyond that), plus one to answer an offer while everything is taken

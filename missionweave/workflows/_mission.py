@@ -228,7 +228,9 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             self._intent("mission.create", {"mission_id": self.s.spec.mission_id,
                                             "title": self.s.spec.title,
                                             **({"parent": self.s.spec.parent.model_dump()}
-                                               if self.s.spec.parent else {})},
+                                               if self.s.spec.parent else {}),
+                                            **({"budget": self.s.spec.budget.model_dump(
+                                                mode="json")} if self.s.spec.budget else {})},
                          ("mission", ""),
                          suffix="@" + _chain())  # fmt: skip
             # in dependency order, a batch at a time as they are sent (:meth:`_flush`): 10,000

@@ -10,6 +10,7 @@ sides share ``missionweave.authority.wire``.
 
 from ._context_access import check_context_use, events_for_member
 from ._engine import Authority, AuthorityConfig
+from ._handlers_offline import credit_on_start, keep_alive
 from ._log_audit import VerifyReport, verify_log
 from ._signature_process import warm_up as warm_up_verifier
 from ._snapshots import load_snapshot
@@ -20,7 +21,9 @@ __all__ = [
     "AuthorityConfig",
     "VerifyReport",
     "check_context_use",
+    "credit_on_start",
     "events_for_member",
+    "keep_alive",
     "load_snapshot",
     "verify_capability_token",
     "verify_log",

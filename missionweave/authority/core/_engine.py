@@ -47,6 +47,7 @@ from . import (  # noqa: F401
 )
 from ._agents import AgentReads
 from ._command_scope import Ctx, Reject, dumps
+from ._handlers_offline import handler_for
 from ._reads import LogReader
 from ._registry import HANDLERS
 from ._schema import connect
@@ -338,7 +339,7 @@ class Authority(LogReader, AgentReads):
                 self.conn.execute("RELEASE cmd")
                 return self._repeated(cmd, prior)
             ctx = self._admit(cmd, member)
-            HANDLERS[cmd.type].fn(ctx)
+            handler_for(cmd)(ctx)  # the bounded-offline binding reconciles (MW-11.5-f)
             if cmd.type.startswith(_MEMBERSHIP_PREFIXES):
                 self._members.clear()
             events = self._append(ctx, heads)

@@ -26,6 +26,7 @@ from ...protocol import (
 )
 from ._command_scope import Ctx, Reject, dumps, need
 from ._handlers_context import _cross_mission
+from ._handlers_offline import charge_ancestry
 from ._items import (
     contract_of,
     end_leases,
@@ -92,6 +93,7 @@ def _charge(ctx: Ctx, item: sqlite3.Row) -> ResourceUsage | None:
     if over:
         raise Reject("budget_exceeded", "the usage exceeds the contract's budget",
                      dimensions=over, usage=total.model_dump())  # fmt: skip
+    charge_ancestry(ctx, item, delta)  # the Mission and its parents (MW-11.5-i)
     set_item(ctx, item, usage=total.model_dump_json())
     return total
 

@@ -29,6 +29,7 @@ from ...protocol import (
     new_id,
 )
 from ._command_scope import Ctx, Reject, dumps, need, need_id, need_label
+from ._handlers_offline import record_mission_budget
 from ._items import (
     close_owner,
     contract_of,
@@ -70,9 +71,12 @@ def mission_create(ctx: Ctx) -> None:
         "INSERT INTO missions (group_id, mission_id, state, parent) VALUES (?,?,?,?)",
         ctx.group_id, mid, "running", dumps(parent) if parent else None,
     )  # fmt: skip
+    record_mission_budget(ctx, mid, ctx.body.get("budget"))  # charged by MW-11.5-i
     body = {"mission_id": mid, "title": need_label(ctx.body, "title")}
     if parent:
         body["parent"] = parent
+    if ctx.body.get("budget") is not None:
+        body["budget"] = ctx.body["budget"]
     ctx.emit("mission.created", body)
 
 

@@ -139,6 +139,13 @@ CREATE TABLE IF NOT EXISTS snapshots (
     data TEXT NOT NULL,
     PRIMARY KEY (group_id, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS mission_usage (
+    group_id TEXT NOT NULL,
+    mission_id TEXT NOT NULL,
+    budget TEXT,
+    usage TEXT NOT NULL,
+    PRIMARY KEY (group_id, mission_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS artifacts (
     group_id TEXT NOT NULL,
     artifact_hash TEXT NOT NULL,

@@ -46,7 +46,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ...protocol import CanonicalizationError, Command
-from ..core import Authority, warm_up_verifier
+from ..core import Authority, credit_on_start, keep_alive, warm_up_verifier
 from ..wire import (
     ACCEPT_SIGNATURE,
     PRESENCE_TTL_MS,
@@ -167,7 +167,12 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if authority.config.parallel_verify_min:  # ready before the first large batch
             await asyncio.to_thread(warm_up_verifier)
+        # the Authority's own downtime never costs an owner its lease (MW-11.5-c)
+        await asyncio.to_thread(credit_on_start, authority)
+        alive = asyncio.create_task(keep_alive(authority), name="authority alive mark")
         yield
+        alive.cancel()
+        await asyncio.gather(alive, return_exceptions=True)
         await writer.drain()
 
     app = FastAPI(

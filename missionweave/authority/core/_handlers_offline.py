@@ -1,0 +1,344 @@
+"""Bounded offline execution on the Authority (spec 11.5, MW-11.5-f to j), and the rule that
+the Authority's own downtime never counts against a lease.
+
+* :func:`handler_for` decides how a Command is applied: one naming a critical extension this
+  Authority does not know is rejected (``unsupported_extension``); one carrying the
+  bounded-offline binding goes to :func:`reconcile`; any other to its ordinary handler.
+* :func:`reconcile` applies one buffered, rebased progress Command as one authoritative
+  transaction (MW-11.5-h/i/j): check the binding against the historical lease, charge the
+  offline resource delta to the WorkItem and its whole budget ancestry (WorkItem → Mission →
+  parent Missions) with a ``resource_usage_recorded`` Event naming both sessions, then apply
+  the report and checkpoint. Any refusal — a budget overrun included — writes nothing.
+* :func:`credit_downtime` / :func:`mark_alive`: the server records when it was last alive;
+  on restart every lease still live at that moment gets the downtime added to its expiry, so
+  an owner cut off by the Authority's outage is not reassigned for it.
+
+Every SQL statement of this feature is one of the small named functions at the top.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+from typing import Any
+
+from ...protocol import (
+    BOUNDED_OFFLINE_EXECUTION,
+    BUFFERABLE_COMMANDS,
+    KNOWN_EXTENSIONS,
+    RESOURCE_USAGE_RECORDED,
+    Budget,
+    Command,
+    OfflineBinding,
+    ProgressReport,
+    ResourceUsage,
+)
+from ._command_scope import Ctx, Reject, dumps
+from ._items import contract_of, gate, load_item, parse, set_item
+from ._registry import HANDLERS, Handler
+
+log = logging.getLogger(__name__)
+
+# ------------------------------------------------------------------------------------ SQL
+
+
+def _lease_row(ctx: Ctx, lease_id: str) -> sqlite3.Row | None:
+    return ctx.one("SELECT * FROM leases WHERE lease_id=?", lease_id)
+
+
+def _mission_row(ctx: Ctx, group_id: str, mission_id: str) -> sqlite3.Row | None:
+    return ctx.one(
+        "SELECT m.parent, u.budget, u.usage FROM missions m LEFT JOIN mission_usage u "
+        "ON u.group_id = m.group_id AND u.mission_id = m.mission_id "
+        "WHERE m.group_id=? AND m.mission_id=?",
+        group_id, mission_id,
+    )  # fmt: skip
+
+
+def _save_mission_usage(
+    ctx: Ctx, group_id: str, mission_id: str, budget: str | None, usage: ResourceUsage
+) -> None:
+    ctx.run(
+        "INSERT INTO mission_usage (group_id, mission_id, budget, usage) VALUES (?,?,?,?) "
+        "ON CONFLICT (group_id, mission_id) DO UPDATE SET usage=excluded.usage",
+        group_id, mission_id, budget, usage.model_dump_json(),
+    )  # fmt: skip
+
+
+def _save_mission_budget(ctx: Ctx, mission_id: str, budget: Budget) -> None:
+    ctx.run(
+        "INSERT INTO mission_usage (group_id, mission_id, budget, usage) VALUES (?,?,?,?) "
+        "ON CONFLICT (group_id, mission_id) DO UPDATE SET budget=excluded.budget",
+        ctx.group_id, mission_id, budget.model_dump_json(), ResourceUsage().model_dump_json(),
+    )  # fmt: skip
+
+
+def _alive_at(conn: sqlite3.Connection) -> int | None:
+    row = conn.execute("SELECT value FROM meta WHERE key='alive_at_ms'").fetchone()
+    return int(row[0]) if row else None
+
+
+def _set_alive_at(conn: sqlite3.Connection, now_ms: int) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('alive_at_ms', ?) "
+        "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+        (str(now_ms),),
+    )
+
+
+def _extend_live_leases(conn: sqlite3.Connection, alive_at_ms: int, by_ms: int) -> int:
+    cur = conn.execute(
+        "UPDATE leases SET expires_at_ms = expires_at_ms + ? "
+        "WHERE status='active' AND expires_at_ms > ?",
+        (by_ms, alive_at_ms),
+    )
+    return cur.rowcount
+
+
+# ------------------------------------------------------------------------- extensions
+
+
+def handler_for(cmd: Command) -> Handler:
+    """The function that applies ``cmd``: :func:`reconcile` for a Command carrying the
+    bounded-offline binding, else the registered handler of its type.
+
+    Raises:
+        Reject: ``unsupported_extension`` — a critical extension this Authority does not know
+            (MW-11.5-f), or one named critical but absent from ``extensions``.
+    """
+    for urn in cmd.critical_extensions:
+        if urn not in KNOWN_EXTENSIONS:
+            raise Reject("unsupported_extension",
+                         "the Command needs an extension this Authority does not know",
+                         extension=urn)  # fmt: skip
+        if urn not in cmd.extensions:
+            raise Reject("unsupported_extension", "a critical extension has no value",
+                         extension=urn)  # fmt: skip
+    if BOUNDED_OFFLINE_EXECUTION in cmd.extensions:
+        if BOUNDED_OFFLINE_EXECUTION not in cmd.critical_extensions:
+            raise Reject("invalid_command", "the bounded-offline binding must be critical",
+                         extension=BOUNDED_OFFLINE_EXECUTION)  # fmt: skip
+        return reconcile
+    return HANDLERS[cmd.type].fn
+
+
+# ---------------------------------------------------------------------------- budgets
+
+
+def record_mission_budget(ctx: Ctx, mission_id: str, raw: Any) -> None:
+    """Store a Mission's budget (``mission.create``'s optional ``budget``): every charge to
+    one of its WorkItems, or to a child Mission's, counts against it.
+
+    Raises:
+        Reject: ``invalid_body`` — ``raw`` is not a :class:`Budget`.
+    """
+    if raw is not None:
+        _save_mission_budget(ctx, mission_id, parse(Budget, raw, "budget"))
+
+
+def charge_ancestry(ctx: Ctx, item: sqlite3.Row, delta: ResourceUsage) -> list[dict[str, Any]]:
+    """Add ``delta`` to the usage of ``item``'s Mission and each parent Mission (the WorkItem
+    itself is the caller's); the new totals, nearest first.
+
+    Raises:
+        Reject: ``budget_exceeded`` naming the Mission whose budget it would overrun
+            (MW-11.5-j); the caller's savepoint then writes nothing.
+    """
+    totals: list[dict[str, Any]] = []
+    group, mission, seen = item["group_id"], item["mission_id"], set()
+    while mission and mission not in seen:
+        seen.add(mission)
+        row = _mission_row(ctx, group, mission)
+        if row is None:
+            break
+        used = ResourceUsage.model_validate_json(row["usage"]) if row["usage"] else None
+        total = (used or ResourceUsage()).plus(delta)
+        if row["budget"]:
+            over = total.over(Budget.model_validate_json(row["budget"]))
+            if over:
+                raise Reject("budget_exceeded", "the usage exceeds the Mission's budget",
+                             scope="mission", mission_id=mission, dimensions=over,
+                             usage=total.model_dump())  # fmt: skip
+        _save_mission_usage(ctx, group, mission, row["budget"], total)
+        totals.append({"mission_id": mission, "usage": total.model_dump()})
+        parent = json.loads(row["parent"]) if row["parent"] else None
+        mission = parent.get("mission_id") if isinstance(parent, dict) else None
+    return totals
+
+
+def _charge_all(ctx: Ctx, item: sqlite3.Row, delta: ResourceUsage) -> dict[str, Any]:
+    total = ResourceUsage.model_validate_json(item["usage"]).plus(delta)
+    over = total.over(contract_of(item).budget)
+    if over:
+        raise Reject("budget_exceeded", "the usage exceeds the contract's budget",
+                     scope="work_item", dimensions=over, usage=total.model_dump())  # fmt: skip
+    missions = charge_ancestry(ctx, item, delta)
+    set_item(ctx, item, usage=total.model_dump_json())
+    return {"work_item": total.model_dump(), "missions": missions}
+
+
+# ----------------------------------------------------------------------- reconciliation
+
+
+def _superseded_by_own_session(ctx: Ctx, lease: sqlite3.Row, item: sqlite3.Row) -> bool:
+    """The lease was revoked only because its agent opened a new session (it restarted while
+    cut off) and nobody took the WorkItem since: its buffered progress still belongs."""
+    return (
+        lease["status"] == "revoked"
+        and lease["session_epoch"] < ctx.command.session_epoch
+        and item["state"] == "queued"
+        and item["lease_id"] is None
+    )
+
+
+def reconcile(ctx: Ctx) -> None:
+    """Apply one buffered progress Command (MW-11.5-h/i/j): check its binding, charge its
+    offline delta with a ``resource_usage_recorded`` Event naming the historical and the
+    reconciling session, then record the report (and checkpoint) as ``work.progress_reported``
+    with ``reconciled`` set.
+
+    Rejections (each writes nothing): ``extension_not_applicable`` (not a progress Command),
+    ``invalid_body`` (a malformed binding or report, or a ``usage`` in the body: the delta is
+    the binding's), ``outside_work_item`` (binding, body and lease name different WorkItems,
+    Groups, leases or agents), ``owner_changed`` (the WorkItem has another owner or ownership
+    epoch), ``outside_grace_window`` (buffered before the lease or after its expiry plus the
+    contract's ``offline_grace_ms``), ``lease_closed`` (the lease ended — released, expired,
+    revoked — other than by the agent's own restart), ``budget_exceeded`` (the WorkItem's or
+    an ancestor Mission's budget).
+    """
+    cmd = ctx.command
+    if cmd.type not in BUFFERABLE_COMMANDS:
+        raise Reject("extension_not_applicable", f"{cmd.type} cannot be buffered offline",
+                     type=cmd.type, bufferable=sorted(BUFFERABLE_COMMANDS))  # fmt: skip
+    b = parse(OfflineBinding, cmd.extensions[BOUNDED_OFFLINE_EXECUTION], "extensions")
+    if "usage" in ctx.body:
+        raise Reject("invalid_body", "a buffered Command charges the binding's usage",
+                     field="usage")  # fmt: skip
+    named = (ctx.body.get("work_item_id"), ctx.body.get("lease_id"),
+             ctx.body.get("ownership_epoch"))  # fmt: skip
+    if (b.agent_id, b.group_id) != (cmd.actor, cmd.group_id) or named != (
+        b.work_item_id, b.lease_id, b.ownership_epoch,
+    ):  # fmt: skip
+        raise Reject("outside_work_item", "the binding does not match the Command",
+                     binding_work_item_id=b.work_item_id,
+                     work_item_id=ctx.body.get("work_item_id"))  # fmt: skip
+    item = load_item(ctx)
+    lease = _lease_row(ctx, b.lease_id)
+    if (
+        lease is None
+        or (lease["group_id"], lease["work_item_id"]) != (item["group_id"], item["work_item_id"])
+        or lease["kind"] != "execution"
+        or lease["agent_id"] != cmd.actor
+        or lease["session_epoch"] != b.session_epoch
+        or lease["ownership_epoch"] != b.ownership_epoch
+    ):
+        raise Reject("outside_work_item", "no such execution lease of this agent and WorkItem",
+                     lease_id=b.lease_id, work_item_id=b.work_item_id)  # fmt: skip
+    if item["owner"] != cmd.actor or item["ownership_epoch"] != b.ownership_epoch:
+        raise Reject("owner_changed", "the WorkItem changed owner since the lease was granted",
+                     ownership_epoch=b.ownership_epoch,
+                     current=item["ownership_epoch"])  # fmt: skip
+    grace = lease["expires_at_ms"] + contract_of(item).timeouts.offline_grace_ms
+    if not (
+        lease["started_at_ms"] <= b.disconnected_at_ms <= b.buffered_at_ms <= grace
+        and b.grace_deadline_ms <= grace
+    ):
+        raise Reject("outside_grace_window",
+                     "the buffered progress falls outside the lease and its grace period",
+                     buffered_at_ms=b.buffered_at_ms, lease_started_at_ms=lease["started_at_ms"],
+                     grace_deadline_ms=grace)  # fmt: skip
+    active = lease["status"] == "active" and item["lease_id"] == b.lease_id
+    if not active and not _superseded_by_own_session(ctx, lease, item):
+        raise Reject("lease_closed", "the lease was closed before the progress arrived",
+                     lease_id=b.lease_id, lease_status=lease["status"],
+                     state=item["state"])  # fmt: skip
+    if active:
+        gate(ctx, item)
+    report = parse(ProgressReport, ctx.body.get("report"), "report")
+    cp = ctx.body.get("checkpoint")
+    if cp is not None and (not isinstance(cp, dict) or not cp):
+        raise Reject("invalid_body", "checkpoint must be a non-empty object", field="checkpoint")
+    wid = item["work_item_id"]
+    if b.usage != ResourceUsage():
+        totals = _charge_all(ctx, item, b.usage)
+        ctx.emit(RESOURCE_USAGE_RECORDED, {
+            "delta": b.usage.model_dump(), "totals": totals,
+            "historical_session": {"agent_id": b.agent_id, "session_epoch": b.session_epoch,
+                                   "lease_id": b.lease_id, "ownership_epoch": b.ownership_epoch},
+            "reconciling_session": {"agent_id": cmd.actor, "session_epoch": cmd.session_epoch,
+                                    "membership_epoch": cmd.membership_epoch},
+            "buffered_at_ms": b.buffered_at_ms, "disconnected_at_ms": b.disconnected_at_ms,
+        }, work_item_id=wid)  # fmt: skip
+    body: dict[str, Any] = {
+        "lease_id": b.lease_id, "report": report.model_dump(mode="json"),
+        "reconciled": {"buffered_at_ms": b.buffered_at_ms, "session_epoch": b.session_epoch},
+    }  # fmt: skip
+    if cp is not None:
+        set_item(ctx, item, checkpoint=dumps(cp))
+        body["checkpoint"] = cp
+    ctx.emit("work.progress_reported", body, work_item_id=wid)
+
+
+# ---------------------------------------------------------------------------- downtime
+
+
+def mark_alive(conn: sqlite3.Connection, now_ms: int) -> None:
+    """Record that the Authority is serving at ``now_ms`` (the server calls it every second
+    inside a write transaction)."""
+    _set_alive_at(conn, now_ms)
+
+
+def credit_downtime(conn: sqlite3.Connection, now_ms: int) -> tuple[int, int]:
+    """On start, inside a write transaction: add the time since the Authority was last alive
+    to every lease still live at that moment, so that no owner loses its lease to the
+    Authority's own outage (MW-11.5-c). Returns ``(downtime_ms, leases_extended)``; nothing
+    happens on a first start or when no time passed."""
+    alive = _alive_at(conn)
+    _set_alive_at(conn, now_ms)
+    if alive is None or now_ms <= alive:
+        return 0, 0
+    return now_ms - alive, _extend_live_leases(conn, alive, now_ms - alive)
+
+
+#: Seconds between two :func:`mark_alive` records of a serving Authority.
+ALIVE_INTERVAL_S = 1.0
+
+
+def credit_on_start(authority: Any) -> tuple[int, int]:
+    """:func:`credit_downtime` in its own write transaction of ``authority`` (an
+    :class:`~missionweave.authority.Authority`); logs what it extended."""
+    with authority._write():
+        downtime, n = credit_downtime(authority.conn, authority.clock())
+    if n:
+        log.warning("the Authority was down %d ms: %d live lease(s) extended by that", downtime, n)
+    return downtime, n
+
+
+async def keep_alive(authority: Any, interval_s: float = ALIVE_INTERVAL_S) -> None:
+    """Record every ``interval_s`` that ``authority`` is serving, until cancelled."""
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            await asyncio.to_thread(_mark, authority)
+        except sqlite3.Error as exc:  # a busy database: the next beat records it
+            log.info("alive mark not written: %s", exc)
+
+
+def _mark(authority: Any) -> None:
+    with authority._write(fsync=False):
+        mark_alive(authority.conn, authority.clock())
+
+
+__all__ = [
+    "ALIVE_INTERVAL_S",
+    "charge_ancestry",
+    "credit_downtime",
+    "credit_on_start",
+    "handler_for",
+    "keep_alive",
+    "mark_alive",
+    "reconcile",
+    "record_mission_budget",
+]

@@ -5,6 +5,7 @@
 ``missionweave.authority.server`` and ``missionweave.authority.client``.
 """
 
+from . import _handlers_schedule  # noqa: F401  (registers the scheduling Commands)
 from ._engine import Authority, AuthorityConfig, SubmitResult, now_ms
 from ._errors import AuthorityError, ChainError, CursorTooOldError, UnknownGroupError
 from ._snapshots import load_snapshot, verify_snapshot

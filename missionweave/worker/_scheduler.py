@@ -11,7 +11,8 @@ slot-time as the service measured, at two levels:
 
 1. *Groups, by weight* (MW-11.1-d): each Group's virtual time grows by the slot-milliseconds
    its WorkItems hold divided by its weight (the organization's priority class × the Group's
-   weight, set by policy — :meth:`Scheduler.set_weight` — never by a Coordinator's Command);
+   weight, set by policy — the Group log's ``group.priority_set``, which the runtime passes
+   to :meth:`Scheduler.set_weight` — never by a Coordinator's Command);
    the next slot goes to the backlogged Group with the least virtual time. A Group that was
    idle re-enters at the least virtual time of the active Groups: idleness banks no credit.
    Over a busy period each backlogged Group's share of slot-time tends to its weight's share.

@@ -62,3 +62,20 @@ def test_several_resources_are_shared_by_dominant_resource_fairness__MW_11_1_d()
                    horizon_ms=600_000, backlog=4, resources={"a": demand({"gpu": 1})})  # fmt: skip
     share = out.shares()["a"]
     assert abs(share - 1 / 3) <= 0.05 / 3, share
+
+
+def test_risk_gate_and_resources_come_from_the_workers_command_line__MW_11_1_d() -> None:
+    import pytest
+
+    from missionweave.cli._common import CliError
+    from missionweave.cli._worker_sched import scheduler_options
+
+    got = scheduler_options(["gpu=2", "memory_mb=16384"], "high", ["ops=4"], ["ops", "lab"])
+    assert got["resources"] == {"gpu": 2, "memory_mb": 16384}
+    assert got["risk_gate"] == RiskGate(approval_from="high", budgets={"ops": 4})
+    assert scheduler_options([], None, [], ["ops"]) == {"resources": None, "risk_gate": None}
+    for bad in [(["gpu"], None, []), (["gpu=0"], None, []), (["gpu=x"], None, []),
+                (["gpu=1", "gpu=2"], None, []), ([], "urgent", []), ([], None, ["other=1"]),
+                ([], None, ["ops=-1"])]:  # fmt: skip
+        with pytest.raises(CliError, match=r"--resource|--approval-risk|--risk-budget"):
+            scheduler_options(*bad, ["ops"])

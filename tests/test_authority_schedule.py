@@ -103,3 +103,22 @@ def test_a_groups_priority_is_set_by_policy_or_the_mission_owner_never_a_coordin
     assert ev.body == {"priority_class": "high", "weight": 3, "effective_weight_milli": 6000,
                        "set_by": w.coordinator.agent_id}  # fmt: skip
     verify_log(w.authority.conn, w.group, w.authority.public_key)
+
+
+def test_the_agents_projection_keeps_the_latest_priority_and_rebuilds_it__MW_11_1_b(
+    tmp_path: Path,
+) -> None:
+    from missionweave.worker import LocalState
+
+    w = make_world(tmp_path / "a.db")
+    assert w.submit(w.coordinator, "group.set_priority", {"priority_class": "critical",
+                                                          "weight": 5}).accepted  # fmt: skip
+    assert w.submit(w.coordinator, "group.set_priority", {"priority_class": "low",
+                                                          "weight": 3}).accepted  # fmt: skip
+    for name in ("first.db", "replayed.db"):  # a fresh file is rebuilt by replaying the log
+        state = LocalState(tmp_path / name, w.workers[0].agent_id)
+        assert state.group_weight(w.group) is None
+        for e in w.authority.all_events(w.group):
+            state.apply(e)
+        assert state.group_weight(w.group) == 1.5  # low (0.5) × 3: the latest, not the largest
+        state.close()

@@ -300,7 +300,8 @@ class Scheduler:
             risk[r.group_id] = risk.get(r.group_id, 0) + risk_units(r.risk_class)
         free_res = free_resources(self.resources, (r.resources for r in running))
         gate = self.risk_gate
-        for g in list(ready):  # the approval gate: such an item is not ready at all
+        for g in list(ready) if gate.approval_from is not None else ():
+            # the approval gate: such an item is not ready at all
             ready[g] = [i for i in ready[g] if i.approved or not gate.needs_approval(i.risk_class)]
             if not ready[g]:
                 del ready[g]
@@ -344,10 +345,11 @@ class Scheduler:
         """The item the next free slot goes to, or ``None`` (nothing ready within quota,
         risk budget and free resources)."""
         gate = self.risk_gate
+        gated = bool(self.resources) or bool(gate.budgets)
         startable = {
             g: [i for i in ready[g]
                 if gate.within_budget(g, risk.get(g, 0), i.risk_class)
-                and fits(i.resources, free_res)]
+                and fits(i.resources, free_res)] if gated else ready[g]
             for g in ready
             if held.get(g, 0) < self._quotas.get(g, self.slots)
         }  # fmt: skip

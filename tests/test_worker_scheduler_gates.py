@@ -79,3 +79,46 @@ def test_risk_gate_and_resources_come_from_the_workers_command_line__MW_11_1_d()
                 ([], None, ["ops=-1"])]:  # fmt: skip
         with pytest.raises(CliError, match=r"--resource|--approval-risk|--risk-budget"):
             scheduler_options(*bad, ["ops"])
+
+
+def test_fuzz_never_overfills_a_resource_or_a_risk_budget_nor_starts_an_unapproved_item__MW_11_1_d(
+) -> None:  # fmt: skip
+    import random
+
+    from missionweave.worker._gates import RISK_ORDER, risk_rank, risk_units
+
+    rnd = random.Random(11)
+    gated_starts = 0
+    for _trial in range(200):
+        groups = [f"g{k}" for k in range(rnd.randint(1, 4))]
+        capacity = {"gpu": rnd.randint(1, 3), "mem": rnd.randint(1, 8)}
+        budgets = {g: rnd.randint(0, 5) for g in groups if rnd.random() < 0.6}
+        approval = rnd.choice([None, *RISK_ORDER])
+        s = Scheduler(rnd.randint(1, 6), max_wait_ms=rnd.choice([None, 1_000]),
+                      resources=capacity, risk_gate=RiskGate(approval, budgets))  # fmt: skip
+        now, n, running = T0, 0, []
+        for _step in range(30):
+            now += rnd.choice([0, 10, 1_000, 100_000])
+            queues: dict[str, list[QueuedItem]] = {}
+            for g in groups:
+                for _ in range(rnd.choice([0, 1, 4])):
+                    n += 1
+                    res = {k: rnd.randint(0, 4) for k in capacity if rnd.random() < 0.5}
+                    queues.setdefault(g, []).append(QueuedItem(
+                        g, f"w{n}", f"m{n % 3}", 1, None, now - rnd.randint(0, 5_000),
+                        risk_class=rnd.choice(RISK_ORDER), approved=rnd.random() < 0.5,
+                        resources=demand(res)))  # fmt: skip
+            running = [r for r in running if rnd.random() < 0.7]
+            p = s.plan(queues, running, now)
+            assert len(running) + len(p.start) <= s.slots
+            for i in p.start:
+                assert approval is None or i.approved or risk_rank(i.risk_class) < risk_rank(
+                    approval)  # fmt: skip
+            gated_starts += sum(1 for i in p.start if i.resources and i.risk_class != "low")
+            running += [RunningItem(i.group_id, i.work_item_id, now, risk_class=i.risk_class,
+                                    resources=i.resources) for i in p.start]  # fmt: skip
+            for k, cap in capacity.items():
+                assert sum(dict(r.resources).get(k, 0) for r in running) <= cap, (k, running)
+            for g, b in budgets.items():
+                assert sum(risk_units(r.risk_class) for r in running if r.group_id == g) <= b
+    assert gated_starts > 100  # the gates were exercised, not only bypassed

@@ -98,3 +98,12 @@ async def test_what_a_group_is_told_names_nothing_of_another_group__MW_11_2_b(
         disp.close("test over")
         await asyncio.gather(*waits, return_exceptions=True)
         state.close()
+
+
+def test_an_item_waiting_for_an_approval_is_disclosed_with_low_confidence__MW_11_2_a() -> None:
+    q = [QueuedItem("a", "w0", "m", 1, None, T0, estimate_ms=1_000)]
+    sure = estimate(q[0], q, slots=1, free_slots=1, max_wait_ms=None, now_ms=T0, declared=True)
+    held = estimate(q[0], q, slots=1, free_slots=1, max_wait_ms=None, now_ms=T0, declared=True,
+                    held=True)  # fmt: skip
+    assert (sure.confidence, held.confidence) == ("high", "low")
+    assert material(sure, held, T0)  # approval granted or not: the Group hears of it

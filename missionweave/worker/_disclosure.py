@@ -18,8 +18,9 @@ and ``est`` the item's expected duration:
   waiting ``max_wait``, at most ``queued_at + max_wait + est`` (the bound gives the item the next
   slot that frees or is freed by cooperative preemption; the scheduler guarantees it);
 * completion: the latest start plus ``est``; compute time: ``est``;
-* confidence: ``high`` when a slot is free and nothing of the Group is ahead, ``medium`` when
-  the latest start comes from the bound or the handler declares its duration, else ``low``;
+* confidence: ``low`` while it waits for an execution approval; else ``high`` when a slot is
+  free and nothing of the Group is ahead, ``medium`` when the latest start comes from the bound
+  or the handler declares its duration, else ``low``;
 * capacity state: ``available`` (a slot free), ``busy``, or ``draining`` (shutting down).
 
 A change is **material** (:func:`material`) when the confidence or capacity state changes, the
@@ -92,6 +93,7 @@ def estimate(
     now_ms: int,
     declared: bool = False,
     draining: bool = False,
+    held: bool = False,
 ) -> Disclosure:
     """The disclosure of ``item`` (see the module for the rules).
 
@@ -105,6 +107,7 @@ def estimate(
         now_ms: now, epoch ms.
         declared: whether the handler declares its duration (``item.estimate_ms``).
         draining: the agent is shutting down.
+        held: it waits for an execution approval (its start depends on it: ``low``).
 
     Raises:
         ValueError: ``group_queue`` holds an item of another Group.
@@ -121,7 +124,9 @@ def estimate(
         bound = max(now_ms, item.queued_at_ms + max_wait_ms) + est
         if bound < latest:
             latest, bounded = bound, True
-    if free_slots > 0 and ahead == 0:
+    if held:
+        confidence = "low"
+    elif free_slots > 0 and ahead == 0:
         earliest = latest = now_ms
         confidence = "high"
     else:

@@ -210,7 +210,8 @@ class Dispatcher:
 
     def dispatch_once(self) -> SchedulePlan:
         """One scheduling round: grant slots, ask for preemptions, fail missed deadlines."""
-        plan = self.scheduler.plan(self.queues(), self.running(), self.clock())
+        queues = self.queues()
+        plan = self.scheduler.plan(queues, self.running(), self.clock())
         for it in plan.start:
             key = (it.group_id, it.work_item_id)
             self.board.reserve(key, hold_s=it.lease_ms / 1000)
@@ -222,10 +223,10 @@ class Dispatcher:
             log.warning("%s missed its start deadline; left to the Coordinator", m.work_item_id)
             fut.set_exception(StartDeadlineMissed(m.work_item_id))
         if self.disclose is not None:
-            self._plan_disclosures()
+            self._plan_disclosures(queues)
         return plan
 
-    def _plan_disclosures(self) -> None:
+    def _plan_disclosures(self, queues: dict[str, list[QueuedItem]]) -> None:
         """Queue the disclosures due: items still waiting that were never disclosed, or whose
         schedule changed materially (MW-11.2-a); each computed from its own Group's waiting
         items only (MW-11.2-b)."""
@@ -234,12 +235,16 @@ class Dispatcher:
         for (g, _), w in self._waiting.items():
             if not w.fut.done():
                 by_group.setdefault(g, []).append(w.item)
+        ready = {(i.group_id, i.work_item_id): i for q in queues.values() for i in q}
+        gate = self.scheduler.risk_gate
         for key, w in self._waiting.items():
             if w.fut.done():
                 continue
+            it = ready.get(key)  # not there: it waits for the approval its contract requires
+            held = it is None or (gate.needs_approval(it.risk_class) and not it.approved)
             d = estimate(w.item, by_group[key[0]], slots=self.board.capacity, free_slots=free,
                          max_wait_ms=self.scheduler.max_wait_ms, now_ms=now, declared=w.declared,
-                         draining=self._closed is not None)  # fmt: skip
+                         draining=self._closed is not None, held=held)  # fmt: skip
             last = self._disclosed.get(key)
             if last is not None and now - last[1] < MIN_INTERVAL_MS:
                 continue

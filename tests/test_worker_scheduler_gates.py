@@ -70,15 +70,21 @@ def test_risk_gate_and_resources_come_from_the_workers_command_line__MW_11_1_d()
     from missionweave.cli._common import CliError
     from missionweave.cli._worker_sched import scheduler_options
 
-    got = scheduler_options(["gpu=2", "memory_mb=16384"], "high", ["ops=4"], ["ops", "lab"])
+    got = scheduler_options(["gpu=2", "memory_mb=16384"], "high", ["ops=4"], ["ops", "lab"],
+                            ["lab=1"])  # fmt: skip
     assert got["resources"] == {"gpu": 2, "memory_mb": 16384}
+    assert got["group_quotas"] == {"lab": 1}
     assert got["risk_gate"] == RiskGate(approval_from="high", budgets={"ops": 4})
-    assert scheduler_options([], None, [], ["ops"]) == {"resources": None, "risk_gate": None}
+    assert scheduler_options([], None, [], ["ops"]) == {"resources": None, "risk_gate": None,
+                                                        "group_quotas": None}  # fmt: skip
     for bad in [(["gpu"], None, []), (["gpu=0"], None, []), (["gpu=x"], None, []),
                 (["gpu=1", "gpu=2"], None, []), ([], "urgent", []), ([], None, ["other=1"]),
                 ([], None, ["ops=-1"])]:  # fmt: skip
         with pytest.raises(CliError, match=r"--resource|--approval-risk|--risk-budget"):
             scheduler_options(*bad, ["ops"])
+    for quota in (["ops=0"], ["lab=1"], ["ops"]):
+        with pytest.raises(CliError, match="--group-quota"):
+            scheduler_options([], None, [], ["ops"], quota)
 
 
 def test_fuzz_never_overfills_a_resource_or_a_risk_budget_nor_starts_an_unapproved_item__MW_11_1_d(

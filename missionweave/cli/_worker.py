@@ -33,7 +33,7 @@ from ._common import (
     serve_until_signalled,
     setup_cli_tracing,
 )
-from ._worker_sched import APPROVAL_RISK, RESOURCE, RISK_BUDGET, scheduler_options
+from ._worker_sched import APPROVAL_RISK, GROUP_QUOTA, RESOURCE, RISK_BUDGET, scheduler_options
 
 if TYPE_CHECKING:
     from ..artifacts import ArtifactStore
@@ -160,6 +160,7 @@ def worker_command(
         "while both have work waiting. A weight set in the Group's log (group.set_priority, "
         "by its owner or a MissionOwner) wins.",
     ),
+    group_quota: list[str] = GROUP_QUOTA,
     resource: list[str] = RESOURCE,
     approval_risk: str | None = APPROVAL_RISK,
     risk_budget: list[str] = RISK_BUDGET,
@@ -191,7 +192,7 @@ def worker_command(
     except HandlerLoadError as exc:
         raise CliError(str(exc)) from None
     weights = parse_group_weights(group_weight, list(group))
-    scheduling = scheduler_options(resource, approval_risk, risk_budget, list(group))
+    scheduling = scheduler_options(resource, approval_risk, risk_budget, list(group), group_quota)
     state_path = state_dir / f"{agent_card.agent_id}.db"
     store = open_store(artifacts or default_store_path(state_dir / "artifacts"), s3_endpoint,
                        s3_bucket, s3_secure, create=True)  # fmt: skip

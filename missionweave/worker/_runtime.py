@@ -90,6 +90,8 @@ class AgentRuntime:
             time until the Group's log sets one (``group.priority_set``, by the Group's owner
             or a MissionOwner: the priority class factor × the Group's weight, MW-11.1-d),
             which then wins and reorders the queue at once; a Group named by neither weighs 1.
+        group_quotas: per Group, the most slots its WorkItems hold at once (MW-11.1-d);
+            a Group not named may hold every slot.
         risk_gate: which risk classes wait for an execution approval and each Group's risk
             budget (:class:`~missionweave.worker.RiskGate`; ``None``: no risk gate).
         resources: this agent's capacity per resource dimension, e.g. ``{"gpu": 2}``: a
@@ -113,7 +115,8 @@ class AgentRuntime:
             in *its* store: share one (a directory on one machine, S3/MinIO beyond).
 
     Raises:
-        ValueError: the card's key is not ``key``, or ``groups`` is empty.
+        ValueError: the card's key is not ``key``, ``groups`` is empty, or a weight, quota or
+            capacity is out of range.
     """
 
     def __init__(
@@ -129,6 +132,7 @@ class AgentRuntime:
         admission: AdmissionPolicy | None = None,
         max_wait: timedelta | None = timedelta(minutes=5),
         group_weights: Mapping[str, float] | None = None,
+        group_quotas: Mapping[str, int] | None = None,
         risk_gate: RiskGate | None = None,
         resources: Mapping[str, int] | None = None,
         tick: timedelta = timedelta(seconds=1),
@@ -164,6 +168,7 @@ class AgentRuntime:
             card.max_concurrency,
             max_wait_ms=None if max_wait is None else int(max_wait.total_seconds() * 1000),
             weights=group_weights,
+            quotas=group_quotas,
             risk_gate=risk_gate,
             resources=resources,
         )

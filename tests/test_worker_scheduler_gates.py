@@ -128,3 +128,12 @@ def test_fuzz_never_overfills_a_resource_or_a_risk_budget_nor_starts_an_unapprov
             for g, b in budgets.items():
                 assert sum(risk_units(r.risk_class) for r in running if r.group_id == g) <= b
     assert gated_starts > 100  # the gates were exercised, not only bypassed
+
+
+def test_an_overdue_risky_item_keeps_its_groups_risk_budget_for_itself__MW_11_1_c() -> None:
+    s = Scheduler(4, risk_gate=RiskGate(budgets={"a": 2}), max_wait_ms=60_000)
+    running = [RunningItem("a", "r", T0, risk_class="medium")]  # 1 of a's 2 units
+    q = {"a": [_q("a", "old", risk="high", at=T0), _q("a", "med", risk="medium", at=T0 + 9),
+               _q("a", "low", at=T0 + 9)]}  # fmt: skip
+    started = [i.work_item_id for i in s.plan(q, running, T0 + 61_000).start]
+    assert started == ["low"]  # "med" would take the unit "old" waits for; "low" takes none

@@ -364,12 +364,15 @@ class Scheduler:
                 if first in startable.get(first.group_id, ()):
                     return first
                 # it waits for resources (or its Group's quota or risk budget): nothing that
-                # would take what it needs goes before it (a reservation, so it cannot starve)
-                open_groups = [g for g in open_groups if g != first.group_id]
+                # would take what it needs goes before it — the resources it demands, its
+                # Group's risk budget — a reservation, so that it cannot starve
                 need = {k for k, _ in first.resources}
                 for g in open_groups:
-                    startable[g] = [i for i in startable[g]
-                                    if not need & {k for k, _ in i.resources}]  # fmt: skip
+                    startable[g] = [
+                        i for i in startable[g]
+                        if not need & {k for k, _ in i.resources}
+                        and not (g == first.group_id and risk_units(i.risk_class) > 0)
+                    ]  # fmt: skip
                 open_groups = [g for g in open_groups if startable[g]]
                 overdue = [i for g in open_groups for i in startable[g] if i.queued_at_ms <= bound]
                 if overdue:

@@ -44,6 +44,20 @@ PresenceFn = Callable[..., Awaitable[Any]]
 DiscloseFn = Callable[[str, list[dict[str, Any]]], Awaitable[Any]]
 
 
+def discloser(actor: Actor, client: Any) -> DiscloseFn:
+    """A :data:`DiscloseFn` sending ``actor``'s signed ``work.disclose_schedule`` Commands
+    through ``client`` (an ``AuthorityClient``) in one request; a refusal (the item started or
+    changed hands meanwhile) is logged."""
+
+    async def disclose(group_id: str, bodies: list[dict[str, Any]]) -> None:
+        cmds = [actor.command("work.disclose_schedule", group_id, b) for b in bodies]
+        for r in await client.submit_many(cmds):
+            if not r.accepted:
+                log.debug("schedule disclosure refused: %s", r.rejection)
+
+    return disclose
+
+
 @dataclass(slots=True)
 class _Waiting:
     item: QueuedItem
@@ -293,4 +307,4 @@ class Dispatcher:
                 log.info("Presence not published in %s: %r", g, exc)
 
 
-__all__ = ["DiscloseFn", "Dispatcher", "NoSlot", "PresenceFn", "StartDeadlineMissed"]
+__all__ = ["DiscloseFn", "Dispatcher", "NoSlot", "PresenceFn", "StartDeadlineMissed", "discloser"]

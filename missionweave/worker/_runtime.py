@@ -47,7 +47,7 @@ from ..protocol.temporal_contract import (
 from ..telemetry import worker_interceptors
 from ..workflows import MissionWorkflow
 from ._admission import AdmissionControl, AdmissionPolicy
-from ._dispatch import Dispatcher
+from ._dispatch import Dispatcher, discloser
 from ._errors import WorkerError
 from ._execute import WorkItemExecutor
 from ._gates import RiskGate
@@ -302,16 +302,9 @@ class AgentRuntime:
         self, client: AuthorityClient, state: LocalState, sub_task: asyncio.Task[None]
     ) -> None:
         put = getattr(client, "put_presence", None)
-
-        async def disclose(group_id: str, bodies: list[dict[str, Any]]) -> None:
-            cmds = [self.actor.command("work.disclose_schedule", group_id, b) for b in bodies]
-            for r in await client.submit_many(cmds):
-                if not r.accepted:  # e.g. the item started or changed hands meanwhile
-                    log.debug("schedule disclosure refused: %s", r.rejection)
-
         dispatcher = self.dispatcher = Dispatcher(
             self.actor, state, self.groups, self.scheduler, self.board,
-            presence=put if callable(put) else None, disclose=disclose,
+            presence=put if callable(put) else None, disclose=discloser(self.actor, client),
             tick_s=self.tick.total_seconds(), clock=self.clock,
         )  # fmt: skip
         taker = OfferTaker(self.actor, client, self.admission, state, self.board, dispatcher,

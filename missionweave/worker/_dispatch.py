@@ -44,13 +44,15 @@ PresenceFn = Callable[..., Awaitable[Any]]
 DiscloseFn = Callable[[str, list[dict[str, Any]]], Awaitable[Any]]
 
 
-def discloser(actor: Actor, client: Any) -> DiscloseFn:
-    """A :data:`DiscloseFn` sending ``actor``'s signed ``work.disclose_schedule`` Commands
-    through ``client`` (an ``AuthorityClient``) in one request; a refusal (the item started or
-    changed hands meanwhile) is logged."""
+def discloser(actor: Actor, client: Any, clock: Callable[[], int] = now_ms) -> DiscloseFn:
+    """A :data:`DiscloseFn` sending ``actor``'s signed ``work.disclose_schedule`` Commands,
+    issued at ``clock()``, through ``client`` (an ``AuthorityClient``) in one request; a
+    refusal (the item started or changed hands meanwhile) is logged."""
 
     async def disclose(group_id: str, bodies: list[dict[str, Any]]) -> None:
-        cmds = [actor.command("work.disclose_schedule", group_id, b) for b in bodies]
+        at = clock()
+        cmds = [actor.command("work.disclose_schedule", group_id, b, issued_at_ms=at)
+                for b in bodies]  # fmt: skip
         for r in await client.submit_many(cmds):
             if not r.accepted:
                 log.debug("schedule disclosure refused: %s", r.rejection)

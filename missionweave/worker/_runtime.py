@@ -304,7 +304,8 @@ class AgentRuntime:
         put = getattr(client, "put_presence", None)
         dispatcher = self.dispatcher = Dispatcher(
             self.actor, state, self.groups, self.scheduler, self.board,
-            presence=put if callable(put) else None, disclose=discloser(self.actor, client),
+            presence=put if callable(put) else None,
+            disclose=discloser(self.actor, client, self.clock),
             tick_s=self.tick.total_seconds(), clock=self.clock,
         )  # fmt: skip
         taker = OfferTaker(self.actor, client, self.admission, state, self.board, dispatcher,

@@ -96,6 +96,13 @@ def test_a_groups_priority_is_set_by_policy_or_the_mission_owner_never_a_coordin
                 {"priority_class": "high", "weight": 2, "mission_id": "m1"}]:  # fmt: skip
         r = w.submit(w.coordinator, "group.set_priority", bad)
         assert r.rejection is not None and r.rejection.code == "invalid_body", bad
+    mo = Actor.generate("mona")  # a MissionOwner, nothing else
+    w.ok(w.coordinator, "member.add", {"agent_id": mo.agent_id, "public_key": mo.public_key,
+                                       "roles": ["mission_owner"]})  # fmt: skip
+    mo.membership_epochs[w.group] = 1
+    r = w.submit(mo, "group.set_priority", {"priority_class": "low", "weight": 1})
+    assert r.accepted, r.rejection
+    assert r.events[0].body["set_by"] == "mona"
     r = w.submit(w.coordinator, "group.set_priority", {"priority_class": "high", "weight": 3})
     assert r.accepted, r.rejection
     (ev,) = r.events

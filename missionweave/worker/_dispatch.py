@@ -23,7 +23,6 @@ from typing import Any
 from ..authority import now_ms
 from ..protocol import Actor
 from ._disclosure import MIN_INTERVAL_MS, Disclosure, estimate, material
-from ._gates import demand
 from ._scheduler import QueuedItem, RunningItem, SchedulePlan, Scheduler
 from ._slots import SlotBoard, SlotKey
 from ._state import LocalState
@@ -202,7 +201,8 @@ class Dispatcher:
         return out
 
     def running(self) -> list[RunningItem]:
-        """The slots taken: running handlers, then starts in flight."""
+        """The slots taken: running handlers (their metadata, never their context), then
+        starts in flight."""
         slots = {s.key: s for s in self.board.running()}
         out = []
         for key in sorted(self.board.busy()):
@@ -210,18 +210,7 @@ class Dispatcher:
             if s is None:
                 out.append(RunningItem(key[0], key[1], self.clock(), interruptible=False))
             else:
-                c = s.context.contract
-                out.append(
-                    RunningItem(
-                        key[0],
-                        key[1],
-                        s.started_at_ms,
-                        c.timeouts.interruptible,
-                        mission_id=s.context.mission_id,
-                        risk_class=str(c.risk_class),
-                        resources=demand(c.resource_constraints),
-                    )
-                )
+                out.append(s.item)
         return out
 
     def dispatch_once(self) -> SchedulePlan:

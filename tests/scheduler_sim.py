@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from missionweave.worker import QueuedItem, RunningItem, SchedulePlan
+from missionweave.worker._gates import Demand
 
 T0 = 1_700_000_000_000
 
@@ -70,6 +71,7 @@ def simulate(
     backlog: int = 3,
     missions: Mapping[str, Sequence[str]] | None = None,
     deadline_ms: Mapping[str, int] | None = None,
+    resources: Mapping[str, Demand] | None = None,
 ) -> Outcome:
     """Run ``scheduler`` over ``horizon_ms`` of fake time with every Group backlogged.
 
@@ -81,6 +83,7 @@ def simulate(
         backlog: queued WorkItems each Group keeps.
         missions: per Group, the Missions its arrivals cycle through (default: one, ``m``).
         deadline_ms: per Group, a start deadline this far after each arrival (default none).
+        resources: per Group, each of its WorkItems' resource demand (default none).
 
     Returns:
         The :class:`Outcome`.
@@ -96,7 +99,8 @@ def simulate(
         ms = (missions or {}).get(g) or ["m"]
         dl = (deadline_ms or {}).get(g)
         queues[g].append(QueuedItem(g, f"{g}-{n}", ms[n % len(ms)], 1,
-                                    None if dl is None else now + dl, now))  # fmt: skip
+                                    None if dl is None else now + dl, now,
+                                    resources=(resources or {}).get(g, ())))  # fmt: skip
 
     for g in durations_ms:
         for _ in range(backlog):
@@ -108,7 +112,11 @@ def simulate(
         for it in plan.start:
             queues[it.group_id].remove(it)
             running[(it.group_id, it.work_item_id)] = RunningItem(
-                it.group_id, it.work_item_id, now, mission_id=it.mission_id
+                it.group_id,
+                it.work_item_id,
+                now,
+                mission_id=it.mission_id,
+                resources=it.resources,
             )
             heapq.heappush(ends, (now + durations_ms[it.group_id], it.group_id, it.work_item_id))
             out.waits_ms[it.group_id].append(now - it.queued_at_ms)

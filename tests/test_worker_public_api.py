@@ -11,7 +11,7 @@ WORKER = {
     "AMBIGUOUS", "Accept", "AdmissionControl", "AdmissionPolicy", "AdmissionRequest",
     "AgentRuntime", "Blocked", "Decline", "DependencyCheck", "HandlerLoadError",
     "HandlerOutcome", "HandlerRegistry", "HandlerSpec", "LeaseLost", "LocalState", "Membership",
-    "Pause", "PermanentFailure", "QueuedItem", "RunningItem", "SchedulePlan",
+    "Pause", "PermanentFailure", "QueuedItem", "RiskGate", "RunningItem", "SchedulePlan",
     "Scheduler", "SessionError", "SlotBoard", "Submission", "UpdateRetry",
     "UsageMeter", "WorkAuthorizationRejected", "WorkContext", "WorkItemExecutor", "WorkItemView",
     "WorkerError", "command_verdict", "handler", "load_handlers",

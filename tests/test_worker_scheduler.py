@@ -131,13 +131,17 @@ def test_group_weights_come_from_the_workers_command_line__MW_11_1_d() -> None:
 
 def test_the_scheduler_sees_metadata_only__MW_13_3_e() -> None:
     """What the scheduler is given of a WorkItem — queued or running — is scheduling metadata:
-    ids, epochs, times, lease length, interruptibility; never contract text, input, checkpoint
-    or outputs (MW-13.3-e). A field added to either type must be added here, knowingly."""
+    ids, epochs, times, lease length, interruptibility, risk class, approval, resource sizes and
+    a duration estimate; never contract text, input, checkpoint or outputs (MW-13.3-e). A
+    field added to either type must be added here, knowingly."""
     import dataclasses
 
     metadata = {"group_id", "work_item_id", "mission_id", "ownership_epoch", "start_deadline_ms",
-                "queued_at_ms", "lease_ms", "started_at_ms", "interruptible"}  # fmt: skip
+                "queued_at_ms", "lease_ms", "started_at_ms", "interruptible", "risk_class",
+                "approved", "resources", "estimate_ms"}  # fmt: skip
     for kind in (QueuedItem, RunningItem):
         fields = {f.name: f.type for f in dataclasses.fields(kind)}
         assert set(fields) <= metadata, (kind.__name__, set(fields) - metadata)
-        assert all(t in ("str", "int", "int | None", "bool") for t in fields.values()), fields
+        assert all(t in ("str", "int", "int | None", "bool", "Demand") for t in fields.values()), (
+            fields
+        )

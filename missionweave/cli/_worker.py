@@ -33,6 +33,7 @@ from ._common import (
     serve_until_signalled,
     setup_cli_tracing,
 )
+from ._worker_sched import APPROVAL_RISK, GROUP_QUOTA, RESOURCE, RISK_BUDGET, scheduler_options
 
 if TYPE_CHECKING:
     from ..artifacts import ArtifactStore
@@ -79,6 +80,7 @@ async def _run(
     artifact_store: ArtifactStore,
     stop_timeout: float,
     group_weights: dict[str, float],
+    scheduling: dict[str, Any],
 ) -> None:
     from ..authority.client import SubscriptionRefused
     from ..worker import AgentRuntime
@@ -90,7 +92,7 @@ async def _run(
     runtime = AgentRuntime(
         card, key, groups=groups, authority_url=authority_url, temporal_client=client,
         handlers=handlers, state_path=state_path, artifact_store=artifact_store,
-        graceful_shutdown=timedelta(seconds=grace), group_weights=group_weights,
+        graceful_shutdown=timedelta(seconds=grace), group_weights=group_weights, **scheduling,
     )  # fmt: skip
     typer.echo(
         f"agent {card.agent_id} working in {', '.join(groups)} "
@@ -155,8 +157,13 @@ def worker_command(
         metavar="GROUP=WEIGHT",
         help="A Group's weight in the scheduler's fair shares of slot time (repeatable; "
         "default 1 each): with ops=3 and research=1, ops gets three quarters of the slots "
-        "while both have work waiting.",
+        "while both have work waiting. A weight set in the Group's log (group.set_priority, "
+        "by its owner or a MissionOwner) wins.",
     ),
+    group_quota: list[str] = GROUP_QUOTA,
+    resource: list[str] = RESOURCE,
+    approval_risk: str | None = APPROVAL_RISK,
+    risk_budget: list[str] = RISK_BUDGET,
 ) -> None:
     """Run an agent: answer offers, schedule and execute WorkItems with your handlers.
 
@@ -185,12 +192,13 @@ def worker_command(
     except HandlerLoadError as exc:
         raise CliError(str(exc)) from None
     weights = parse_group_weights(group_weight, list(group))
+    scheduling = scheduler_options(resource, approval_risk, risk_budget, list(group), group_quota)
     state_path = state_dir / f"{agent_card.agent_id}.db"
     store = open_store(artifacts or default_store_path(state_dir / "artifacts"), s3_endpoint,
                        s3_bucket, s3_secure, create=True)  # fmt: skip
     run_client_command(
         _run(agent_card, signing_key, registry, list(group), authority_url, temporal_address,
-             namespace, state_path, store, stop_timeout, weights)
+             namespace, state_path, store, stop_timeout, weights, scheduling)
     )  # fmt: skip
 
 

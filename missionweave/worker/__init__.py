@@ -39,6 +39,7 @@ from ._errors import (
     WorkerError,
 )
 from ._execute import WorkItemExecutor
+from ._gates import RiskGate
 from ._handlers import HandlerRegistry, HandlerSpec, Submission, handler, load_handlers
 from ._lease import UsageMeter
 from ._runtime import AgentRuntime
@@ -68,6 +69,7 @@ __all__ = [
     "Pause",
     "PermanentFailure",
     "QueuedItem",
+    "RiskGate",
     "RunningItem",
     "SchedulePlan",
     "Scheduler",

@@ -32,7 +32,11 @@ class Accept:
     """Admit the WorkItem: send ``work.accept_offer``.
 
     Attributes:
-        expected_start_ms: the estimated wait before a slot is free, milliseconds.
+        expected_start_ms: the estimated wait before a slot is free, milliseconds, counting
+            the work queued in *every* Group: it decides whether the start deadline can be
+            met, and is never published as it is (it would tell a Group the length of the
+            others' queues, MW-11.2-b); the Group is told its own estimate instead
+            (``work.disclose_schedule``, :mod:`._disclosure`, MW-11.2-a).
     """
 
     expected_start_ms: int = 0
@@ -113,10 +117,15 @@ class AdmissionControl:
 
     def estimate_ms(self, contract: WorkContract) -> int:
         """Expected duration of one execution of ``contract``, milliseconds."""
+        return self.estimate(contract)[0]
+
+    def estimate(self, contract: WorkContract) -> tuple[int, bool]:
+        """Expected duration of one execution of ``contract``, milliseconds, and whether its
+        handler declares it (else it is the policy's ``default_estimate_ms``)."""
         spec, _ = self.registry.for_capabilities(contract.required_capabilities)
         if spec is not None and spec.estimate_ms is not None:
-            return spec.estimate_ms
-        return self.policy.default_estimate_ms
+            return spec.estimate_ms, True
+        return self.policy.default_estimate_ms, False
 
     def expected_wait_ms(self, req: AdmissionRequest, estimate_ms: int) -> int:
         """Estimated wait before this WorkItem gets a slot: the work ahead of it spread over

@@ -4,21 +4,25 @@ Acceptance is a schedule commitment, not immediate execution (spec 10.3): an
 ``execute_work_item`` activity whose WorkItem the agent accepted (or owns again after a
 checkpoint) calls :meth:`Dispatcher.wait_for_slot`; the :class:`Scheduler` decides which
 waiting item gets the next free slot (MW-11.1-c/e). The dispatcher also relays the scheduler's
-cooperative preemption requests (MW-11.3-g) and publishes Presence — free slots and that
+cooperative preemption requests (MW-11.3-g), publishes Presence — free slots and that
 Group's own queue depth, never another Group's details (MW-11.2-b) — when the Authority client
-offers ``put_presence``.
+offers ``put_presence``, and discloses each waiting WorkItem's schedule to its Group on
+acceptance and on every material change (:mod:`._disclosure`, MW-11.2-a/b).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..authority.wire import now_ms
 from ..protocol import Actor
+from ._disclosure import MIN_INTERVAL_MS, Disclosure, estimate, material
 from ._scheduler import QueuedItem, RunningItem, SchedulePlan, Scheduler
 from ._slots import SlotBoard, SlotKey
 from ._state import LocalState
@@ -34,6 +38,33 @@ PRESENCE_MIN_INTERVAL_S = 0.25
 #: ``AuthorityClient.put_presence``: ``async (actor, group_id, free_slots, queue_depth, *,
 #: issued_at_ms)``.
 PresenceFn = Callable[..., Awaitable[Any]]
+
+#: ``async (group_id, bodies)``: send one ``work.disclose_schedule`` per body to the Group.
+DiscloseFn = Callable[[str, list[dict[str, Any]]], Awaitable[Any]]
+
+
+def discloser(actor: Actor, client: Any, clock: Callable[[], int] = now_ms) -> DiscloseFn:
+    """A :data:`DiscloseFn` sending ``actor``'s signed ``work.disclose_schedule`` Commands,
+    issued at ``clock()``, through ``client`` (an ``AuthorityClient``) in one request; a
+    refusal (the item started or changed hands meanwhile) is logged."""
+
+    async def disclose(group_id: str, bodies: list[dict[str, Any]]) -> None:
+        at = clock()
+        cmds = [actor.command("work.disclose_schedule", group_id, b, issued_at_ms=at)
+                for b in bodies]  # fmt: skip
+        for r in await client.submit_many(cmds):
+            if not r.accepted:
+                log.debug("schedule disclosure refused: %s", r.rejection)
+
+    return disclose
+
+
+@dataclass(slots=True)
+class _Waiting:
+    item: QueuedItem
+    needs_approval: bool
+    declared: bool
+    fut: asyncio.Future[None]
 
 
 class NoSlot(Exception):
@@ -55,6 +86,7 @@ class Dispatcher:
         scheduler: the scheduling policy.
         board: the slot board.
         presence: ``AuthorityClient.put_presence``, or ``None`` to publish no Presence.
+        disclose: sends schedule disclosures to a Group, or ``None`` to disclose nothing.
         tick_s: seconds between plans when nothing happens (deadlines, anti-starvation).
         clock: epoch-millisecond clock (deadlines, ages, Presence time).
     """
@@ -68,6 +100,7 @@ class Dispatcher:
         board: SlotBoard,
         *,
         presence: PresenceFn | None = None,
+        disclose: DiscloseFn | None = None,
         tick_s: float = 1.0,
         clock: Callable[[], int] = now_ms,
     ) -> None:
@@ -75,7 +108,11 @@ class Dispatcher:
         self.actor, self.state, self.groups, self.scheduler = actor, state, groups, scheduler
         self.board, self.presence, self.tick_s = board, presence, tick_s
         self._wake = asyncio.Event()
-        self._waiting: dict[SlotKey, tuple[QueuedItem, bool, asyncio.Future[None]]] = {}
+        self.disclose = disclose
+        self._waiting: dict[SlotKey, _Waiting] = {}
+        #: per waiting item, its last disclosure and when (epoch ms)
+        self._disclosed: dict[SlotKey, tuple[Disclosure, int]] = {}
+        self._to_disclose: dict[str, list[Disclosure]] = {}
         self._last_presence: dict[str, tuple[tuple[int, int], float]] = {}
         self._closed: str | None = None
         self._presence_due: float | None = None
@@ -84,9 +121,9 @@ class Dispatcher:
         """Grant no more slots: every waiting WorkItem (and any that comes) gets
         :class:`NoSlot` — it stays queued at the Authority, for this agent's next run."""
         self._closed = reason
-        for _, _, fut in self._waiting.values():
-            if not fut.done():
-                fut.set_exception(NoSlot(reason))
+        for w in self._waiting.values():
+            if not w.fut.done():
+                w.fut.set_exception(NoSlot(reason))
 
     def poke(self) -> None:
         """Plan again soon (a slot freed, an approval arrived)."""
@@ -108,14 +145,19 @@ class Dispatcher:
             self._wake.clear()
             self.dispatch_once()
             await self._publish_presence()
+            await self._publish_disclosures()
 
     def depth(self, group_id: str | None = None) -> int:
         """WorkItems waiting for a slot, in ``group_id`` or in all Groups."""
         return sum(1 for k in self._waiting if group_id is None or k[0] == group_id)
 
-    async def wait_for_slot(self, item: QueuedItem, *, needs_approval: bool = False) -> None:
+    async def wait_for_slot(
+        self, item: QueuedItem, *, needs_approval: bool = False, declared: bool = False
+    ) -> None:
         """Wait until the scheduler gives ``item`` a slot; the slot is then reserved for its
-        ``work.start`` (release it with ``board.release`` if the start is refused).
+        ``work.start`` (release it with ``board.release`` if the start is refused). Unless it
+        gets one at once, its schedule is disclosed to its Group (MW-11.2-a); ``declared``:
+        its handler declares its duration (``item.estimate_ms``), which raises the confidence.
 
         Raises:
             StartDeadlineMissed: its start deadline passed first.
@@ -126,7 +168,7 @@ class Dispatcher:
             raise NoSlot(self._closed)
         key = (item.group_id, item.work_item_id)
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting[key] = (item, needs_approval, fut)
+        self._waiting[key] = _Waiting(item, needs_approval, declared, fut)
         self.poke()
         try:
             await fut
@@ -136,23 +178,31 @@ class Dispatcher:
             raise
         finally:
             self._waiting.pop(key, None)
+            self._disclosed.pop(key, None)
 
     def queues(self) -> dict[str, list[QueuedItem]]:
         """The waiting WorkItems per Group that may start: approved when their contract
-        requires it (the Authority's ``approval.execution_granted``, seen in the projection)."""
+        requires it (the Authority's ``approval.execution_granted``, seen in the projection).
+        Each item says whether it is approved (the scheduler's risk gate waits for that)."""
         out: dict[str, list[QueuedItem]] = {g: [] for g in self.groups}
-        for (g, wid), (it, needs_approval, fut) in self._waiting.items():
-            if fut.done():
+        for (g, wid), w in self._waiting.items():
+            if w.fut.done():
                 continue
-            if needs_approval:
-                view = self.state.item(g, wid)
-                if view is None or not view.approved or view.ownership_epoch != it.ownership_epoch:
-                    continue
+            it = w.item
+            view = self.state.item(g, wid)
+            approved = (
+                view is not None and view.approved and view.ownership_epoch == it.ownership_epoch
+            )
+            if w.needs_approval and not approved:
+                continue
+            if approved != it.approved:
+                it = dataclasses.replace(it, approved=approved)
             out.setdefault(g, []).append(it)
         return out
 
     def running(self) -> list[RunningItem]:
-        """The slots taken: running handlers, then starts in flight."""
+        """The slots taken: running handlers (their metadata, never their context), then
+        starts in flight."""
         slots = {s.key: s for s in self.board.running()}
         out = []
         for key in sorted(self.board.busy()):
@@ -160,32 +210,63 @@ class Dispatcher:
             if s is None:
                 out.append(RunningItem(key[0], key[1], self.clock(), interruptible=False))
             else:
-                out.append(
-                    RunningItem(
-                        key[0],
-                        key[1],
-                        s.started_at_ms,
-                        s.context.contract.timeouts.interruptible,
-                        mission_id=s.context.mission_id,
-                    )
-                )
+                out.append(s.item)
         return out
 
     def dispatch_once(self) -> SchedulePlan:
         """One scheduling round: grant slots, ask for preemptions, fail missed deadlines."""
-        plan = self.scheduler.plan(self.queues(), self.running(), self.clock())
+        queues = self.queues()
+        plan = self.scheduler.plan(queues, self.running(), self.clock())
         for it in plan.start:
             key = (it.group_id, it.work_item_id)
             self.board.reserve(key, hold_s=it.lease_ms / 1000)
-            _, _, fut = self._waiting[key]
-            fut.set_result(None)
+            self._waiting[key].fut.set_result(None)
         for r in plan.preempt:
             self.board.request_pause((r.group_id, r.work_item_id), "slot needed by another Group")
         for m in plan.missed:
-            _, _, fut = self._waiting[(m.group_id, m.work_item_id)]
+            fut = self._waiting[(m.group_id, m.work_item_id)].fut
             log.warning("%s missed its start deadline; left to the Coordinator", m.work_item_id)
             fut.set_exception(StartDeadlineMissed(m.work_item_id))
+        if self.disclose is not None:
+            self._plan_disclosures(queues)
         return plan
+
+    def _plan_disclosures(self, queues: dict[str, list[QueuedItem]]) -> None:
+        """Queue the disclosures due: items still waiting that were never disclosed, or whose
+        schedule changed materially (MW-11.2-a); each computed from its own Group's waiting
+        items only (MW-11.2-b)."""
+        now, free = self.clock(), self.board.free()
+        by_group: dict[str, list[QueuedItem]] = {}
+        for (g, _), w in self._waiting.items():
+            if not w.fut.done():
+                by_group.setdefault(g, []).append(w.item)
+        ready = {(i.group_id, i.work_item_id): i for q in queues.values() for i in q}
+        gate = self.scheduler.risk_gate
+        for key, w in self._waiting.items():
+            if w.fut.done():
+                continue
+            it = ready.get(key)  # not there: it waits for the approval its contract requires
+            held = it is None or (gate.needs_approval(it.risk_class) and not it.approved)
+            d = estimate(w.item, by_group[key[0]], slots=self.board.capacity, free_slots=free,
+                         max_wait_ms=self.scheduler.max_wait_ms, now_ms=now, declared=w.declared,
+                         draining=self._closed is not None, held=held)  # fmt: skip
+            last = self._disclosed.get(key)
+            if last is not None and now - last[1] < MIN_INTERVAL_MS:
+                continue
+            if material(last[0] if last else None, d, now):
+                self._disclosed[key] = (d, now)
+                self._to_disclose.setdefault(key[0], []).append(d)
+
+    async def _publish_disclosures(self) -> None:
+        """Send the queued disclosures, one request per Group; never fatal."""
+        pending, self._to_disclose = self._to_disclose, {}
+        if self.disclose is None:
+            return
+        for g, ds in pending.items():
+            try:
+                await self.disclose(g, [d.body() for d in ds])
+            except Exception as exc:  # a courtesy to the Group: log it, go on
+                log.info("schedule disclosure not published in %s: %r", g, exc)
 
     async def _publish_presence(self) -> None:
         """Report free slots and this Group's queue depth to each Group when they change, and
@@ -217,4 +298,4 @@ class Dispatcher:
                 log.info("Presence not published in %s: %r", g, exc)
 
 
-__all__ = ["Dispatcher", "NoSlot", "PresenceFn", "StartDeadlineMissed"]
+__all__ = ["DiscloseFn", "Dispatcher", "NoSlot", "PresenceFn", "StartDeadlineMissed", "discloser"]

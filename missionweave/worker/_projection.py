@@ -82,6 +82,12 @@ class Projector:
             self._meta_max("session_epoch", int(b["session_epoch"]))
         elif e.type == "agent.card_published" and (b.get("card") or {}).get("agent_id") == me:
             self._meta_max("card_version", int(b["card"]["version"]))
+        elif e.type == "group.priority_set":  # the Group's weight, set by policy (MW-11.1-d)
+            self._conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?,?) "
+                "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+                (f"weight_milli:{e.group_id}", int(b["effective_weight_milli"])),
+            )
         elif e.work_item_id is not None:
             self._project_item(e)
 

@@ -46,9 +46,10 @@ from ..protocol.temporal_contract import (
 from ..telemetry import worker_interceptors
 from ..workflows import MissionWorkflow
 from ._admission import AdmissionControl, AdmissionPolicy
-from ._dispatch import Dispatcher
+from ._dispatch import Dispatcher, discloser
 from ._errors import WorkerError
 from ._execute import WorkItemExecutor
+from ._gates import RiskGate
 from ._handlers import HandlerRegistry
 from ._offline import OfflineBuffer, offline_buffer_path, reconcile
 from ._scheduler import Scheduler
@@ -88,8 +89,16 @@ class AgentRuntime:
             and a Group waiting this long with no slot triggers a cooperative preemption
             (``None``: no bound).
         group_weights: per Group, its weight in the scheduler's weighted-fair shares of slot
-            time (the organization's priority class × the Group's weight, MW-11.1-d); a Group
-            not named weighs 1.
+            time until the Group's log sets one (``group.priority_set``, by the Group's owner
+            or a MissionOwner: the priority class factor × the Group's weight, MW-11.1-d),
+            which then wins and reorders the queue at once; a Group named by neither weighs 1.
+        group_quotas: per Group, the most slots its WorkItems hold at once (MW-11.1-d);
+            a Group not named may hold every slot.
+        risk_gate: which risk classes wait for an execution approval and each Group's risk
+            budget (:class:`~missionweave.worker.RiskGate`; ``None``: no risk gate).
+        resources: this agent's capacity per resource dimension, e.g. ``{"gpu": 2}``: a
+            WorkItem starts only where its contract's ``resource_constraints`` fit what is
+            free, and Groups share several resources by DRF (``None``: slots only).
         tick: how often the scheduler re-plans when nothing happens.
         graceful_shutdown: how long running handlers get to pause when stopping; one still
             running then is cancelled and reported failed, retryable (:attr:`interrupted`).
@@ -108,7 +117,8 @@ class AgentRuntime:
             in *its* store: share one (a directory on one machine, S3/MinIO beyond).
 
     Raises:
-        ValueError: the card's key is not ``key``, or ``groups`` is empty.
+        ValueError: the card's key is not ``key``, ``groups`` is empty, or a weight, quota or
+            capacity is out of range.
     """
 
     def __init__(
@@ -124,6 +134,9 @@ class AgentRuntime:
         admission: AdmissionPolicy | None = None,
         max_wait: timedelta | None = timedelta(minutes=5),
         group_weights: Mapping[str, float] | None = None,
+        group_quotas: Mapping[str, int] | None = None,
+        risk_gate: RiskGate | None = None,
+        resources: Mapping[str, int] | None = None,
         tick: timedelta = timedelta(seconds=1),
         graceful_shutdown: timedelta = timedelta(seconds=10),
         authority_transport: httpx.AsyncBaseTransport | None = None,
@@ -157,7 +170,11 @@ class AgentRuntime:
             card.max_concurrency,
             max_wait_ms=None if max_wait is None else int(max_wait.total_seconds() * 1000),
             weights=group_weights,
+            quotas=group_quotas,
+            risk_gate=risk_gate,
+            resources=resources,
         )
+        self._configured_weights = dict(group_weights or {})
         self.tick = tick
         self.graceful_shutdown = graceful_shutdown
         self._transport = authority_transport
@@ -291,8 +308,9 @@ class AgentRuntime:
         put = getattr(client, "put_presence", None)
         dispatcher = self.dispatcher = Dispatcher(
             self.actor, state, self.groups, self.scheduler, self.board,
-            presence=put if callable(put) else None, tick_s=self.tick.total_seconds(),
-            clock=self.clock,
+            presence=put if callable(put) else None,
+            disclose=discloser(self.actor, client, self.clock),
+            tick_s=self.tick.total_seconds(), clock=self.clock,
         )  # fmt: skip
         taker = OfferTaker(self.actor, client, self.admission, state, self.board, dispatcher,
                            self.groups, self.clock)  # fmt: skip
@@ -362,6 +380,17 @@ class AgentRuntime:
             epoch = state.membership(g).membership_epoch
             if epoch:
                 self.actor.membership_epochs[g] = epoch
+        self._sync_weights(state)
+
+    def _sync_weights(self, state: LocalState) -> None:
+        """Each Group's weight: the log's (``group.priority_set``) when set, else the
+        configured one; queued items are reordered from the next plan on (MW-11.3-g)."""
+        for g in self.groups:
+            logged = state.group_weight(g)
+            weight = logged if logged is not None else self._configured_weights.get(g)
+            if weight is not None and weight != self.scheduler.weight(g):
+                log.info("Group %s now weighs %s in the scheduler", g, weight)
+                self.scheduler.set_weight(g, weight)
 
     # ---------------------------------------------------------------- event handling
 
@@ -372,6 +401,8 @@ class AgentRuntime:
             return
         if event.type.startswith("member."):
             self._sync_epochs(state)
+        elif event.type == "group.priority_set":
+            self._sync_weights(state)
         elif (
             event.type == "agent.session_opened"
             and event.body.get("agent_id") == self.card.agent_id

@@ -11,7 +11,8 @@ slot-time as the service measured, at two levels:
 
 1. *Groups, by weight* (MW-11.1-d): each Group's virtual time grows by the slot-milliseconds
    its WorkItems hold divided by its weight (the organization's priority class × the Group's
-   weight, set by policy — :meth:`Scheduler.set_weight` — never by a Coordinator's Command);
+   weight, set by policy — the Group log's ``group.priority_set``, which the runtime passes
+   to :meth:`Scheduler.set_weight` — never by a Coordinator's Command);
    the next slot goes to the backlogged Group with the least virtual time. A Group that was
    idle re-enters at the least virtual time of the active Groups: idleness banks no credit.
    Over a busy period each backlogged Group's share of slot-time tends to its weight's share.
@@ -26,6 +27,12 @@ no slot frees up for a Group that waited that long with nothing running, the sch
 the longest-running interruptible handler of the most-served Group to pause at its next safe
 checkpoint (cooperative preemption, MW-11.3-g). Per-Group quotas cap the slots one Group holds.
 
+Before its turn counts, an item must pass the gates of :mod:`._gates`: a risk class that needs
+an approval waits for it, a Group's risk budget caps the risk its running items hold, and an
+item starts only where its resource demands fit what is free. With several resources the
+service charged is the item's **dominant share** (Dominant Resource Fairness, Ghodsi et al.,
+NSDI 2011) relative to one slot — slot-time alone when an item demands nothing else.
+
 A slot started in a plan is charged :data:`QUANTUM_MS` at once (so that one plan that fills
 several slots spreads them by weight); the charge is then settled against the slot-time
 actually held, measured at every plan (the dispatcher plans on every change and every second).
@@ -35,6 +42,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from ._gates import Demand, RiskGate, cost, fits, free_resources, risk_units
 
 #: Slot-milliseconds charged in advance for each start, settled against what it really holds.
 QUANTUM_MS = 1_000
@@ -52,6 +61,12 @@ class QueuedItem:
         start_deadline_ms: when ownership lapses if not started, epoch ms (``None``: unknown).
         queued_at_ms: when it (re-)entered the queue, epoch ms (its age).
         lease_ms: its contract's lease length, milliseconds.
+        risk_class: its contract's risk class (``low`` … ``critical``; the risk gate).
+        approved: whether its execution is approved (an item the risk gate holds waits
+            until it is).
+        resources: its resource demand, ``((dimension, size), ...)`` (resource fit, DRF).
+        estimate_ms: how long it is expected to hold its slot, milliseconds (schedule
+            disclosure, MW-11.2-a).
     """
 
     group_id: str
@@ -61,6 +76,10 @@ class QueuedItem:
     start_deadline_ms: int | None
     queued_at_ms: int
     lease_ms: int = 60_000
+    risk_class: str = "low"
+    approved: bool = False
+    resources: Demand = ()
+    estimate_ms: int = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +92,8 @@ class RunningItem:
         started_at_ms: when it started, epoch ms.
         interruptible: whether its contract allows a pause at a checkpoint.
         mission_id: its Mission (``""``: unknown; its slot-time is then the Group's only).
+        risk_class: its risk class (it holds its risk units against the Group's budget).
+        resources: its resource demand (held until it ends).
     """
 
     group_id: str
@@ -80,6 +101,8 @@ class RunningItem:
     started_at_ms: int
     interruptible: bool = True
     mission_id: str = ""
+    risk_class: str = "low"
+    resources: Demand = ()
 
 
 @dataclass(slots=True)
@@ -141,9 +164,13 @@ class Scheduler:
             not named has ``default_weight``.
         quotas: per Group, the most slots it may hold at once.
         default_weight: the weight of a Group ``weights`` does not name.
+        risk_gate: which risk classes wait for an approval, and each Group's risk budget
+            (``None``: no risk gate).
+        resources: the agent's capacity per resource dimension, e.g. ``{"gpu": 2}`` (resource
+            fit and DRF cost; ``None``: slots only).
 
     Raises:
-        ValueError: ``slots`` < 1, a weight not > 0 or a quota < 1.
+        ValueError: ``slots`` < 1, a weight not > 0, a quota < 1 or a capacity < 1.
     """
 
     def __init__(
@@ -155,6 +182,8 @@ class Scheduler:
         weights: Mapping[str, float] | None = None,
         quotas: Mapping[str, int] | None = None,
         default_weight: float = 1.0,
+        risk_gate: RiskGate | None = None,
+        resources: Mapping[str, int] | None = None,
     ) -> None:
         if slots < 1:
             raise ValueError("slots must be >= 1")
@@ -172,10 +201,14 @@ class Scheduler:
             self._quotas[g] = q
         if default_weight <= 0:
             raise ValueError("default_weight must be > 0")
+        self.risk_gate = risk_gate or RiskGate()
+        self.resources = dict(resources or {})
+        if any(v < 1 for v in self.resources.values()):
+            raise ValueError("every resource capacity must be >= 1")
         self._groups = _Fair()
         self._missions: dict[str, _Fair] = {}
-        #: per running slot (group, item): (mission, settled until epoch ms, prepaid ms)
-        self._held: dict[tuple[str, str], tuple[str, int, float]] = {}
+        #: per running slot (group, item): (mission, settled until epoch ms, prepaid ms, cost)
+        self._held: dict[tuple[str, str], tuple[str, int, float, float]] = {}
 
     def set_weight(self, group_id: str, weight: float) -> None:
         """Change a Group's weight (a policy or MissionOwner decision, MW-11.1-d); it counts
@@ -203,18 +236,19 @@ class Scheduler:
         """Charge every slot for the time it held since the last plan, less what was
         prepaid when it started; a slot gone since is charged up to now."""
         current = {(r.group_id, r.work_item_id): r for r in running}
-        for key, (mission, since, prepaid) in list(self._held.items()):
+        for key, (mission, since, prepaid, c) in list(self._held.items()):
             held = max(0, now_ms - since)
             due = max(0.0, held - prepaid)
-            self._charge(key[0], mission, due)
+            self._charge(key[0], mission, due * c)
             if key in current:  # a clock that went back charges nothing twice
-                self._held[key] = (mission, max(since, now_ms), max(0.0, prepaid - held))
+                self._held[key] = (mission, max(since, now_ms), max(0.0, prepaid - held), c)
             else:
                 del self._held[key]
         for key, r in current.items():
             if key not in self._held:  # started outside a plan of ours (a resumed item)
-                self._charge(r.group_id, r.mission_id, max(0, now_ms - r.started_at_ms))
-                self._held[key] = (r.mission_id, now_ms, 0.0)
+                c = cost(r.resources, self.resources, self.slots)
+                self._charge(r.group_id, r.mission_id, max(0, now_ms - r.started_at_ms) * c)
+                self._held[key] = (r.mission_id, now_ms, 0.0, c)
 
     def _charge(self, group: str, mission: str, ms: float) -> None:
         if ms <= 0:
@@ -260,11 +294,20 @@ class Scheduler:
                 else:
                     ready.setdefault(g, []).append(it)
         held: dict[str, int] = {}
+        risk: dict[str, int] = {}
         for r in running:
             held[r.group_id] = held.get(r.group_id, 0) + 1
+            risk[r.group_id] = risk.get(r.group_id, 0) + risk_units(r.risk_class)
+        free_res = free_resources(self.resources, (r.resources for r in running))
+        gate = self.risk_gate
+        for g in list(ready) if gate.approval_from is not None else ():
+            # the approval gate: such an item is not ready at all
+            ready[g] = [i for i in ready[g] if i.approved or not gate.needs_approval(i.risk_class)]
+            if not ready[g]:
+                del ready[g]
         self._groups.enter(set(ready) | set(held))
         held_missions: dict[str, set[str]] = {}
-        for (g, _), (m, _, _) in self._held.items():
+        for (g, _), (m, _, _, _) in self._held.items():
             held_missions.setdefault(g, set()).add(m)
         for g, fair in self._missions.items():  # bounded by what is queued or running now
             fair.keep({i.mission_id for i in ready.get(g, ())} | held_missions.get(g, set()))
@@ -272,15 +315,19 @@ class Scheduler:
             self._missions.setdefault(g, _Fair()).enter({i.mission_id for i in items})
         free = self.slots - len(running)
         while free > 0:
-            pick = self._next(ready, held, now_ms)
+            pick = self._next(ready, held, risk, free_res, now_ms)
             if pick is None:
                 break
             ready[pick.group_id].remove(pick)
             if not ready[pick.group_id]:
                 del ready[pick.group_id]
             held[pick.group_id] = held.get(pick.group_id, 0) + 1
-            self._charge(pick.group_id, pick.mission_id, QUANTUM_MS)
-            self._held[(pick.group_id, pick.work_item_id)] = (pick.mission_id, now_ms, QUANTUM_MS)
+            risk[pick.group_id] = risk.get(pick.group_id, 0) + risk_units(pick.risk_class)
+            free_res = free_resources(free_res, [pick.resources])
+            c = cost(pick.resources, self.resources, self.slots)
+            self._charge(pick.group_id, pick.mission_id, QUANTUM_MS * c)
+            self._held[(pick.group_id, pick.work_item_id)] = (
+                pick.mission_id, now_ms, QUANTUM_MS, c)  # fmt: skip
             plan.start.append(pick)
             free -= 1
         if ready and self.max_wait_ms is not None:
@@ -288,21 +335,54 @@ class Scheduler:
         return plan
 
     def _next(
-        self, ready: Mapping[str, list[QueuedItem]], held: Mapping[str, int], now_ms: int
+        self,
+        ready: Mapping[str, list[QueuedItem]],
+        held: Mapping[str, int],
+        risk: Mapping[str, int],
+        free_res: Mapping[str, int],
+        now_ms: int,
     ) -> QueuedItem | None:
-        """The item the next free slot goes to, or ``None`` (nothing ready within quota)."""
-        open_groups = [g for g in ready if held.get(g, 0) < self._quotas.get(g, self.slots)]
+        """The item the next free slot goes to, or ``None`` (nothing ready within quota,
+        risk budget and free resources)."""
+        gate = self.risk_gate
+        gated = bool(self.resources) or bool(gate.budgets)
+        startable = {
+            g: [i for i in ready[g]
+                if gate.within_budget(g, risk.get(g, 0), i.risk_class)
+                and fits(i.resources, free_res)] if gated else ready[g]
+            for g in ready
+            if held.get(g, 0) < self._quotas.get(g, self.slots)
+        }  # fmt: skip
+        open_groups = [g for g, items in startable.items() if items]
         if not open_groups:
             return None
         if self.max_wait_ms is not None:  # the bound first, oldest first
             bound = now_ms - self.max_wait_ms
-            overdue = [i for g in open_groups for i in ready[g] if i.queued_at_ms <= bound]
+            overdue = [i for g in ready for i in ready[g] if i.queued_at_ms <= bound]
             if overdue:
-                return min(overdue, key=lambda i: (i.queued_at_ms, i.group_id, i.work_item_id))
+                first = min(overdue, key=lambda i: (i.queued_at_ms, i.group_id, i.work_item_id))
+                if first in startable.get(first.group_id, ()):
+                    return first
+                # it waits for resources (or its Group's quota or risk budget): nothing that
+                # would take what it needs goes before it — the resources it demands, its
+                # Group's risk budget — a reservation, so that it cannot starve
+                need = {k for k, _ in first.resources}
+                for g in open_groups:
+                    startable[g] = [
+                        i for i in startable[g]
+                        if not need & {k for k, _ in i.resources}
+                        and not (g == first.group_id and risk_units(i.risk_class) > 0)
+                    ]  # fmt: skip
+                open_groups = [g for g in open_groups if startable[g]]
+                overdue = [i for g in open_groups for i in startable[g] if i.queued_at_ms <= bound]
+                if overdue:
+                    return min(overdue, key=lambda i: (i.queued_at_ms, i.group_id, i.work_item_id))
+                if not open_groups:
+                    return None
         g = self._groups.least(open_groups)
         missions = self._missions[g]
-        m = missions.least(sorted({i.mission_id for i in ready[g]}))
-        return min((i for i in ready[g] if i.mission_id == m), key=_in_mission_order)
+        m = missions.least(sorted({i.mission_id for i in startable[g]}))
+        return min((i for i in startable[g] if i.mission_id == m), key=_in_mission_order)
 
     def _preemptions(
         self,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from ..authority.wire import now_ms
 from ._context import WorkContext
+from ._gates import demand
+from ._scheduler import RunningItem
 
 #: A slot's key: ``(group_id, work_item_id)``.
 SlotKey = tuple[str, str]
@@ -25,13 +27,22 @@ class RunningSlot:
 
     Attributes:
         key: ``(group_id, work_item_id)``.
-        context: its WorkContext.
+        context: its WorkContext (the board asks it to pause; the scheduler never sees it).
         started_at_ms: when the handler started, epoch milliseconds.
+        item: its scheduling metadata, taken once at the start (MW-13.3-e).
     """
 
     key: SlotKey
     context: WorkContext
     started_at_ms: int
+    item: RunningItem
+
+
+def _metadata(key: SlotKey, ctx: WorkContext, started_at_ms: int) -> RunningItem:
+    c = ctx.contract
+    return RunningItem(key[0], key[1], started_at_ms, c.timeouts.interruptible,
+                       mission_id=ctx.mission_id, risk_class=str(c.risk_class),
+                       resources=demand(c.resource_constraints))  # fmt: skip
 
 
 class SlotBoard:
@@ -75,7 +86,8 @@ class SlotBoard:
     def begin(self, key: SlotKey, context: WorkContext) -> None:
         """The activity of ``key`` started running its handler."""
         self._starting.pop(key, None)
-        self._running[key] = RunningSlot(key, context, self._clock())
+        started = self._clock()
+        self._running[key] = RunningSlot(key, context, started, _metadata(key, context, started))
         self._changed()
 
     def end(self, key: SlotKey) -> None:

@@ -6,7 +6,8 @@ One SQLite file (WAL, ``synchronous=NORMAL``) holds, per Group (MW-11.1-a):
 * ``work_items`` — the WorkItems this agent owns or owned, as the one reducer folds their
   Events (:mod:`._projection`): state, owner, ownership epoch, start deadline, approval, lease;
 * ``groups`` / ``meta`` — this agent's Membership Epoch and roles per Group, its Session Epoch
-  and published card version as the log records them.
+  and published card version as the log records them, and each Group's scheduling weight
+  (``group.priority_set``).
 
 The inbox of offers is the agent's Temporal task queue: each offer is an ``execute_work_item``
 activity (docs/design.md §4.3).
@@ -167,6 +168,14 @@ class LocalState:
         """``session_epoch`` or ``card_version`` as last recorded in the log (0 when none)."""
         row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return int(row[0]) if row else 0
+
+    def group_weight(self, group_id: str) -> float | None:
+        """The Group's effective scheduling weight as its log last set it
+        (``group.priority_set``: priority class factor × weight), or ``None`` when never set."""
+        row = self._conn.execute(
+            "SELECT value FROM meta WHERE key=?", (f"weight_milli:{group_id}",)
+        ).fetchone()
+        return None if row is None else int(row[0]) / 1000
 
     def item(self, group_id: str, work_item_id: str) -> WorkItemView | None:
         """One WorkItem of the projection, or ``None``."""

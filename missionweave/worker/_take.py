@@ -31,6 +31,7 @@ from ..protocol.temporal_contract import (
 from ._admission import Accept, AdmissionControl, AdmissionRequest, Decline
 from ._context import heartbeat
 from ._dispatch import Dispatcher, NoSlot
+from ._gates import demand
 from ._scheduler import QueuedItem
 from ._slots import SlotBoard
 from ._state import LocalState
@@ -148,12 +149,15 @@ class OfferTaker:
         view = self.state.item(g, wid)
         deadline = view.start_deadline_ms if view is not None else None
         queued_at = (view.queued_at_ms if view is not None else None) or self.clock()
+        c = work.contract
+        est, declared = self.admission.estimate(c)
         item = QueuedItem(g, wid, work.mission_id, epoch, deadline, queued_at,
-                          work.contract.timeouts.lease_ms)  # fmt: skip
+                          c.timeouts.lease_ms, risk_class=str(c.risk_class),
+                          resources=demand(c.resource_constraints), estimate_ms=est)  # fmt: skip
         while True:
             try:
                 await self.dispatcher.wait_for_slot(
-                    item, needs_approval=work.contract.approval_required
+                    item, needs_approval=c.approval_required, declared=declared
                 )
             except NoSlot as exc:  # it stays queued at the Authority; the workflow decides
                 return self._done(OutcomeKind.NOT_TAKEN, None, events, f"no slot: {exc}")

@@ -41,6 +41,7 @@ from . import (  # noqa: F401
     _handlers_context,
     _handlers_dag,
     _handlers_lease,
+    _handlers_schedule,
     _handlers_tokens,
     _handlers_work,
     _signature_process,

@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from missionweave.worker import Scheduler
+from missionweave.worker._scheduler import Scheduler
 from tests.scheduler_sim import Plans, RoundRobin, simulate, weighted_shares
 
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from missionweave.worker import QueuedItem, RunningItem, SchedulePlan
 from missionweave.worker._gates import Demand
+from missionweave.worker._scheduler import QueuedItem, RunningItem, SchedulePlan
 
 T0 = 1_700_000_000_000
 
@@ -76,7 +76,8 @@ def simulate(
     """Run ``scheduler`` over ``horizon_ms`` of fake time with every Group backlogged.
 
     Args:
-        scheduler: anything with the :class:`~missionweave.worker.Scheduler` ``plan`` method.
+        scheduler: anything with the ``plan`` method of
+            :class:`~missionweave.worker._scheduler.Scheduler`.
         durations_ms: per Group, how long each of its WorkItems holds a slot.
         slots: the agent's slots.
         horizon_ms: simulated milliseconds.

@@ -115,7 +115,7 @@ def test_a_groups_priority_is_set_by_policy_or_the_mission_owner_never_a_coordin
 def test_the_agents_projection_keeps_the_latest_priority_and_rebuilds_it__MW_11_1_b(
     tmp_path: Path,
 ) -> None:
-    from missionweave.worker import LocalState
+    from missionweave.worker._state import LocalState
 
     w = make_world(tmp_path / "a.db")
     assert w.submit(w.coordinator, "group.set_priority", {"priority_class": "critical",

@@ -34,17 +34,13 @@ from missionweave.protocol.temporal_contract import (
     WorkOutcome,
     agent_task_queue,
 )
-from missionweave.worker import (
-    AdmissionControl,
-    HandlerRegistry,
-    LocalState,
-    Scheduler,
-    SlotBoard,
-    Submission,
-    WorkContext,
-    WorkItemExecutor,
-)
+from missionweave.worker import HandlerRegistry, Submission, WorkContext
+from missionweave.worker._admission import AdmissionControl
 from missionweave.worker._dispatch import Dispatcher
+from missionweave.worker._execute import WorkItemExecutor
+from missionweave.worker._scheduler import Scheduler
+from missionweave.worker._slots import SlotBoard
+from missionweave.worker._state import LocalState
 from missionweave.worker._take import OfferTaker
 
 from .mission_harness import MissionStack, contract, mission_stack, step_registry, until

@@ -8,20 +8,20 @@ import pytest
 
 from missionweave.protocol import AgentCard, DeclineReason, SigningKey, WorkContract
 from missionweave.worker import (
-    AMBIGUOUS,
-    Accept,
-    AdmissionControl,
     AdmissionPolicy,
-    AdmissionRequest,
-    Decline,
     HandlerLoadError,
     HandlerRegistry,
-    QueuedItem,
-    RunningItem,
-    Scheduler,
     handler,
     load_handlers,
 )
+from missionweave.worker._admission import (
+    AMBIGUOUS,
+    Accept,
+    AdmissionControl,
+    AdmissionRequest,
+    Decline,
+)
+from missionweave.worker._scheduler import QueuedItem, RunningItem, Scheduler
 
 from . import worker_handlers
 from .world import T0, contract

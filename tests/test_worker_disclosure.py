@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from missionweave.protocol import Actor
-from missionweave.worker import LocalState, QueuedItem, Scheduler, SlotBoard
 from missionweave.worker._disclosure import MATERIAL_SHIFT_MS, estimate, material
 from missionweave.worker._dispatch import Dispatcher
+from missionweave.worker._scheduler import QueuedItem, Scheduler
+from missionweave.worker._slots import SlotBoard
+from missionweave.worker._state import LocalState
 
 T0 = 1_800_000_000_000
 

@@ -22,8 +22,8 @@ from missionweave.worker import (
     PermanentFailure,
     Submission,
     WorkContext,
-    WorkItemExecutor,
 )
+from missionweave.worker._execute import WorkItemExecutor
 
 from .serving import LiveServer
 from .world import World, contract

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from missionweave.worker import QueuedItem, RunningItem, Scheduler
+from missionweave.worker._scheduler import QueuedItem, RunningItem, Scheduler
 
 from .scheduler_sim import T0, RoundRobin, StrictPriority, simulate, weighted_shares
 

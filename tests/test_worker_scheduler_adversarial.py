@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import random
 
-from missionweave.worker import QueuedItem, RunningItem, Scheduler
+from missionweave.worker._scheduler import QueuedItem, RunningItem, Scheduler
 
 T0 = 1_700_000_000_000
 

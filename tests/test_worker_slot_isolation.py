@@ -14,13 +14,9 @@ from temporalio.testing import ActivityEnvironment
 
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol.temporal_contract import ExecuteWorkItemInput, LeaseGrant, OutcomeKind
-from missionweave.worker import (
-    HandlerRegistry,
-    SlotBoard,
-    Submission,
-    WorkContext,
-    WorkItemExecutor,
-)
+from missionweave.worker import HandlerRegistry, Submission, WorkContext
+from missionweave.worker._execute import WorkItemExecutor
+from missionweave.worker._slots import SlotBoard
 
 from .serving import LiveServer
 from .world import World, contract

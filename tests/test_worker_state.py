@@ -8,7 +8,7 @@ from pathlib import Path
 
 from missionweave.authority.client import Subscriber
 from missionweave.protocol import Event
-from missionweave.worker import LocalState
+from missionweave.worker._state import LocalState
 
 from .serving import LiveServer, eventually
 from .world import World

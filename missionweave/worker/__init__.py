@@ -16,17 +16,13 @@ the ``execute_work_item`` activity on its task queue: each one is an offer, answ
 admission control (MW-10.3-d/e) with the agent's own signed Commands to the Authority, then
 started when the scheduler gives it a slot (MW-11.1-c/e) and run under a renewed, fenced
 lease (MW-11.3, MW-11.4, MW-11.5-b/d). See ``docs/agents.md``.
+
+The names below are what a handler author and an agent operator use; everything else (admission
+control, the scheduler, slots, the local projection, the activity class) is internal to the
+runtime and lives in its private modules.
 """
 
-from ._admission import (
-    AMBIGUOUS,
-    Accept,
-    AdmissionControl,
-    AdmissionPolicy,
-    AdmissionRequest,
-    Decline,
-    DependencyCheck,
-)
+from ._admission import AdmissionPolicy
 from ._context import WorkAuthorizationRejected, WorkContext
 from ._errors import (
     Blocked,
@@ -38,52 +34,31 @@ from ._errors import (
     SessionError,
     WorkerError,
 )
-from ._execute import WorkItemExecutor
 from ._gates import RiskGate
 from ._handlers import HandlerRegistry, HandlerSpec, Submission, handler, load_handlers
-from ._lease import UsageMeter
 from ._runtime import AgentRuntime
-from ._scheduler import QueuedItem, RunningItem, SchedulePlan, Scheduler
-from ._slots import SlotBoard
-from ._state import LocalState, Membership, WorkItemView
-from ._update_retry import UpdateRetry
-from ._verdicts import command_verdict
 
-__all__ = [
-    "AMBIGUOUS",
-    "Accept",
-    "AdmissionControl",
-    "AdmissionPolicy",
-    "AdmissionRequest",
-    "AgentRuntime",
-    "Blocked",
-    "Decline",
-    "DependencyCheck",
-    "HandlerLoadError",
-    "HandlerOutcome",
+__all__ = [  # noqa: RUF022 (grouped by who uses them, as in temporalio)
+    # Writing handlers
     "HandlerRegistry",
     "HandlerSpec",
-    "LeaseLost",
-    "LocalState",
-    "Membership",
-    "Pause",
-    "PermanentFailure",
-    "QueuedItem",
-    "RiskGate",
-    "RunningItem",
-    "SchedulePlan",
-    "Scheduler",
-    "SessionError",
-    "SlotBoard",
     "Submission",
-    "UpdateRetry",
-    "UsageMeter",
-    "WorkAuthorizationRejected",
     "WorkContext",
-    "WorkItemExecutor",
-    "WorkItemView",
-    "WorkerError",
-    "command_verdict",
     "handler",
     "load_handlers",
+    # How a handler ends its work, besides returning a Submission
+    "Blocked",
+    "HandlerOutcome",
+    "LeaseLost",
+    "Pause",
+    "PermanentFailure",
+    "WorkAuthorizationRejected",
+    # Running an agent
+    "AdmissionPolicy",
+    "AgentRuntime",
+    "RiskGate",
+    # Errors of the runtime
+    "HandlerLoadError",
+    "SessionError",
+    "WorkerError",
 ]

@@ -1,7 +1,8 @@
 """The agent's activity as the Mission workflow calls it: a typed reference, not a string.
 
-Agents implement it (:meth:`missionweave.worker.WorkItemExecutor.execute_work_item`, registered
-under the same name on ``missionweave-agent-<agent_id>``); the workflow never runs this body.
+Agents implement it (``WorkItemExecutor.execute_work_item`` in ``missionweave.worker._execute``,
+registered under the same name on ``missionweave-agent-<agent_id>``); the workflow never runs
+this body.
 """
 
 from __future__ import annotations

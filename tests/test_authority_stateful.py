@@ -809,7 +809,7 @@ class AuthorityMachine(RuleBasedStateMachine):
         assert [e.seq for e in events] == list(range(1, len(events) + 1))
         head_seq, head_hash = self.auth.head(self.g)
         assert head_seq == len(events) and head_hash == events[-1].hash
-        report = verify_log(self.auth.conn, self.g, self.auth.public_key)
+        report = verify_log(self.auth.store, self.g, self.auth.public_key)
         assert report.head_seq == head_seq and report.head_hash == head_hash
 
     @invariant()

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import Command, Rejection, Role, SigningKey, identifier_problem, label_problem
+from ._store import Row, Store
 
 
 class Reject(Exception):
@@ -33,7 +33,7 @@ class Ctx:
     """Handler context for one Command inside one savepoint.
 
     Attributes:
-        conn: the connection, inside ``BEGIN IMMEDIATE`` and a savepoint.
+        store: the Store, inside a write transaction and a savepoint.
         now_ms: the Authority's clock for this Command, epoch milliseconds.
         command: the verified Command.
         roles: the actor's roles in the Command's Group (empty for agent-level Commands).
@@ -45,7 +45,7 @@ class Ctx:
         reply: extra facts returned to the caller but not logged (e.g. a capability token).
     """
 
-    conn: sqlite3.Connection
+    store: Store
     now_ms: int
     command: Command
     roles: frozenset[Role]
@@ -76,19 +76,17 @@ class Ctx:
         """Queue an Event for this Command."""
         self.drafts.append(Draft(group_id or self.group_id, type, work_item_id, body))
 
-    def one(self, sql: str, *args: Any) -> sqlite3.Row | None:
-        cur = self.conn.execute(sql, args)
-        cur.row_factory = sqlite3.Row
-        row: sqlite3.Row | None = cur.fetchone()
-        return row
+    def one(self, name: str, *args: Any) -> Row | None:
+        """The first row of the Store's statement ``name``, or ``None``."""
+        return self.store.one(name, *args)
 
-    def all(self, sql: str, *args: Any) -> list[sqlite3.Row]:
-        cur = self.conn.execute(sql, args)
-        cur.row_factory = sqlite3.Row
-        return list(cur.fetchall())
+    def all(self, name: str, *args: Any) -> list[Row]:
+        """Every row of the Store's statement ``name``."""
+        return self.store.all(name, *args)
 
-    def run(self, sql: str, *args: Any) -> None:
-        self.conn.execute(sql, args)
+    def run(self, name: str, *args: Any) -> None:
+        """Run the Store's statement ``name``."""
+        self.store.run(name, *args)
 
 
 def dumps(value: Any) -> str:

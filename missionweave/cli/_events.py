@@ -33,14 +33,14 @@ def verify(
 
     Exits 0 when every Group verifies; exits 1 naming the first bad sequence otherwise.
     """
-    from ..authority import ChainError, UnknownGroupError, verify_log
+    from ..authority import ChainError, UnknownGroupError, open_reader, verify_log
 
     existing_db(db)
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    store = open_reader(db)
     try:
         try:
-            row = conn.execute("SELECT value FROM meta WHERE key='authority_public_key'").fetchone()
-            groups = group or [r[0] for r in conn.execute("SELECT group_id FROM groups")]
+            row = store.one("meta.authority_key")
+            groups = group or [r[0] for r in store.all("groups.ids")]
         except sqlite3.DatabaseError as exc:
             raise CliError(f"{db} is not an Authority database ({exc})") from None
         key = public_key or (row[0] if row else None)
@@ -50,7 +50,7 @@ def verify(
             raise CliError(f"{db} holds no Group")
         for gid in groups:
             try:
-                rep = verify_log(conn, gid, key)
+                rep = verify_log(store, gid, key)
             except UnknownGroupError:
                 raise CliError(f"no group {gid!r} in {db}") from None
             except ChainError as exc:
@@ -59,7 +59,7 @@ def verify(
             typer.echo(f"ok   group {gid}: {rep.events} events, head {rep.head_seq} "
                        f"{rep.head_hash[:16]}…")  # fmt: skip
     finally:
-        conn.close()
+        store.close()
 
 
 @app.command("tail")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,18 +23,25 @@ BOTH_BACKENDS = (
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     module = metafunc.module.__name__.rsplit(".", 1)[-1]
-    if (
-        module.startswith(BOTH_BACKENDS)
-        and "store_backend" in metafunc.fixturenames
-        and metafunc.definition.get_closest_marker("sqlite_only") is None
-    ):
+    if not module.startswith(BOTH_BACKENDS) or "store_backend" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("postgres_only") is not None:
+        metafunc.parametrize("store_backend", ["postgres"], indirect=True)
+    elif metafunc.definition.get_closest_marker("sqlite_only") is None:
         metafunc.parametrize("store_backend", ["sqlite", "postgres"], indirect=True)
 
 
 @pytest.fixture(scope="session")
-def _pg_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield tmp_path_factory.mktemp("postgres")
-    pg.stop()
+def _pg_base() -> Iterator[Path]:
+    # not under pytest's tmp dir (mode 0700): run as root, the server runs as its own user,
+    # which must reach its data directory
+    base = Path(tempfile.mkdtemp(prefix="mw-pg-"))
+    base.chmod(0o755)
+    try:
+        yield base
+    finally:
+        pg.stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -129,7 +129,8 @@ def create_app(
         authority: the Authority (it stays owned by the caller, who closes it).
         max_batch: Commands per group-commit transaction of the :class:`BatchWriter`.
         poll_interval_s: seconds between fallback polls of each WebSocket subscription, which
-            picks up Events appended by other processes on the same database.
+            picks up Events appended by other processes on the same SQLite file (on
+            PostgreSQL, every replica's commits wake the streams at once: LISTEN/NOTIFY).
         presence_ttl_ms: a presence report is shown for this many milliseconds (Authority
             clock) after it was received.
 
@@ -155,8 +156,17 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if authority.config.parallel_verify_min:  # ready before the first large batch
             await asyncio.to_thread(_verifier.warm_up)
-        yield
-        await writer.drain()
+        loop = asyncio.get_running_loop()
+        # Replicas over one PostgreSQL: another replica's commit wakes this one's streams.
+        listener = authority.store.listen(
+            lambda gid: loop.call_soon_threadsafe(notifier.notify, {gid})
+        )
+        try:
+            yield
+            await writer.drain()
+        finally:
+            if listener is not None:
+                listener.close()
 
     app = FastAPI(
         title="MissionWeave Group Authority", version="1", lifespan=lifespan, **NATIVE_TRACING_OFF

@@ -106,6 +106,16 @@ class Store(Protocol):
         which the whole transaction may simply run again."""
         ...
 
+    def listen(self, on_group: Callable[[str], object]) -> Closeable | None:
+        """Call ``on_group(group_id)`` (from another thread) whenever any process commits
+        Events of a Group; ``None`` when the backend has no such channel (SQLite: the server
+        polls). Close the returned object to stop."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Closeable(Protocol):
     def close(self) -> None: ...
 
 
@@ -148,6 +158,3 @@ class StoreVersionError(RuntimeError):
 def is_url(db: str | Path) -> bool:
     """Whether ``db`` names a server database rather than a file."""
     return str(db).startswith(("postgresql://", "postgres://"))
-
-
-Listener = Callable[[str], None]

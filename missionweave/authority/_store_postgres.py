@@ -185,6 +185,9 @@ class PostgresStore:
     def retryable(self, exc: BaseException) -> bool:
         return isinstance(exc, pg_errors.DeadlockDetected | pg_errors.SerializationFailure)
 
+    def listen(self, on_group: Callable[[str], object]) -> EventListener:
+        return EventListener(self.url, on_group)
+
     def close(self) -> None:
         self.conn.close()
 
@@ -223,7 +226,7 @@ class EventListener:
             ``call_soon_threadsafe``).
     """
 
-    def __init__(self, url: str, on_group: Callable[[str], None]) -> None:
+    def __init__(self, url: str, on_group: Callable[[str], object]) -> None:
         self._conn: psycopg.Connection[Any] = psycopg.connect(url, autocommit=True)
         self._conn.execute(f"LISTEN {CHANNEL}")
         self._on_group = on_group

@@ -9,7 +9,7 @@ open.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +138,10 @@ class SQLiteStore:
 
     def retryable(self, exc: BaseException) -> bool:
         return False
+
+    def listen(self, on_group: Callable[[str], object]) -> None:
+        """No channel: one process writes the file; others are picked up by polling."""
+        return None
 
     def close(self) -> None:
         self.conn.close()

@@ -21,14 +21,14 @@ from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Command, Event
 
 from .serving import LiveServer, signed_subscribe
-from .world import make_world
+from .world import World, make_world
 
 pytestmark = pytest.mark.postgres_only
 
 GROUPS = 8
 
 
-def _groups(tmp_path: Path) -> tuple[list[Authority], list[str], object]:
+def _groups(tmp_path: Path) -> tuple[list[Authority], list[str], World]:
     w = make_world(tmp_path / "a.db")
     groups = [w.group] + [f"g{i}" for i in range(2, GROUPS + 1)]
     for gid in groups[1:]:
@@ -47,7 +47,7 @@ def test_replicas_append_contiguously_and_commands_stay_idempotent(
     """R replicas × 8 Groups × 2R concurrent submitters; each Command is sent twice, through
     two different replicas, at the same time as the others."""
     (first,), groups, w = _groups(tmp_path)
-    coord = w.coordinator  # type: ignore[attr-defined]
+    coord = w.coordinator
     auths = [first] + [
         Authority(first.db_path, first.key, first.config, clock=first.clock)
         for _ in range(replicas - 1)
@@ -59,7 +59,7 @@ def test_replicas_append_contiguously_and_commands_stay_idempotent(
             gid,
             {"mission_id": f"m-{gid}-{i}", "title": "t"},
             issued_at_ms=w.clock.now,
-        )  # type: ignore[attr-defined]  # fmt: skip
+        )
         for gid in groups
         for i in range(per_group)
     ]
@@ -79,7 +79,7 @@ def test_replicas_append_contiguously_and_commands_stay_idempotent(
                 with lock:
                     for c, r in zip(batch, got, strict=True):
                         results[c.command_id].append(r)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=submitter, args=(k,)) for k in range(2 * replicas)]
@@ -131,8 +131,10 @@ async def test_a_subscriber_on_one_replica_sees_events_written_through_another(
             async with AuthorityClient(server_b.url, signing_key=w.coordinator.key) as client:
                 sent = []
                 for i in range(5):
-                    cmd = w.coordinator.command("mission.create", w.group, {
-                        "mission_id": f"m-b-{i}", "title": "t"}, issued_at_ms=w.clock.now)  # fmt: skip
+                    body = {"mission_id": f"m-b-{i}", "title": "t"}
+                    cmd = w.coordinator.command(
+                        "mission.create", w.group, body, issued_at_ms=w.clock.now
+                    )
                     r = await client.submit(cmd)
                     assert r.accepted
                     sent.extend(r.events)

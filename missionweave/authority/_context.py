@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,9 @@ class Ctx:
         status: ``accepted``, or ``recorded`` for an audit-only outcome (MW-11.5-b).
         rejection: with ``recorded``, why the Command could not take effect.
         reply: extra facts returned to the caller but not logged (e.g. a capability token).
+        before_write: called before the handler's first write (opens the Command's savepoint).
+        head_seq: a Group's current head sequence, this batch's appends included.
+        rows: the Event rows of this Command, filled by the engine.
     """
 
     store: Store
@@ -55,6 +59,9 @@ class Ctx:
     status: str = "accepted"
     rejection: Rejection | None = None
     reply: dict[str, Any] = field(default_factory=dict)
+    before_write: Callable[[], None] = field(default=lambda: None)
+    head_seq: Callable[[str], int] = field(default=lambda group_id: 0)
+    rows: list[tuple[str, int, str, str, str | None, str]] = field(default_factory=list)
 
     @property
     def body(self) -> dict[str, Any]:
@@ -85,8 +92,14 @@ class Ctx:
         return self.store.all(name, *args)
 
     def run(self, name: str, *args: Any) -> None:
-        """Run the Store's statement ``name``."""
+        """Run the Store's (writing) statement ``name``."""
+        self.before_write()
         self.store.run(name, *args)
+
+    def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
+        """Update columns of one WorkItem (see :meth:`Store.set_work_item`)."""
+        self.before_write()
+        self.store.set_work_item(group_id, work_item_id, cols)
 
 
 def dumps(value: Any) -> str:

@@ -135,6 +135,18 @@ class SubmitResult(BaseModel):
 
 
 @dataclass(slots=True)
+class _Tx:
+    """What one write transaction keeps in memory until its commit: the remembered Command ids
+    of its batch (``(group, actor, id)`` → ``(signature, status, refs)``), and the Event and
+    Command rows it will insert in one statement each."""
+
+    priors: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    event_rows: list[tuple[str, int, str, str, str | None, str]] = field(default_factory=list)
+    command_rows: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
+    events: dict[tuple[str, int], Event] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class _Head:
     seq: int
     hash: str
@@ -176,6 +188,7 @@ class Authority(LogReader, AgentReads):
         self._keys: dict[tuple[str | None, str], str] = {}
         self._trusted: list[Command] = []
         self._members: dict[tuple[str, str], Any] = {}
+        self._tx = _Tx()
         self._pin_key()
 
     def _pin_key(self) -> None:
@@ -303,10 +316,16 @@ class Authority(LogReader, AgentReads):
         signature taken on trust from ``pending`` (the verifier process) failed."""
         self._trusted = []
         self._members.clear()  # other processes may have changed memberships meanwhile
+        tx = self._tx = _Tx()
         self.store.begin()
         try:
             # Appends of one Group are serialized across processes (PostgreSQL replicas).
             self.store.lock_groups(c.group_id or "" for c in commands)
+            # every remembered id of the batch in one statement (after the locks: a replica
+            # that took the same id first has committed it)
+            tx.priors = self.store.command_priors(
+                list({(c.group_id or "", c.actor, c.command_id) for c in commands})
+            )
             heads: dict[str, _Head] = {}
             # A Command sent in the transaction's own context gets its span under the
             # transaction's; one merged in from another request, under that request's.
@@ -332,6 +351,9 @@ class Authority(LogReader, AgentReads):
                 if not all(verdict_of[index[id(c)]] for c in self._trusted):
                     self.store.rollback()
                     return None
+            # the batch's rows in one multi-row statement each
+            self.store.insert_events(tx.event_rows)
+            self.store.insert_commands(tx.command_rows)
             for gid, head in heads.items():
                 if head.dirty:
                     self.store.run("groups.set_head", head.seq, head.hash, gid)
@@ -391,16 +413,26 @@ class Authority(LogReader, AgentReads):
         self, cmd: Command, heads: dict[str, _Head], verified_key: str | None = None
     ) -> SubmitResult:
         saved = {g: (h.seq, h.hash, h.dirty) for g, h in heads.items()}
-        self.store.savepoint()
+        tx = self._tx
+        # A savepoint only once the handler writes: most Commands are checked on reads alone,
+        # and the engine's own rows (Events, the Command) are written with the whole batch.
+        opened = False
+
+        def savepoint() -> None:
+            nonlocal opened
+            if not opened:
+                self.store.savepoint()
+                opened = True
+
         try:
             # The signature first: a Command id is the actor's, scoped to its Group, so nobody
             # but the actor can use (or use up) one of its ids.
             member = self._verify_actor(cmd, verified_key)
-            prior = self.store.one("commands.prior", cmd.group_id or "", cmd.actor, cmd.command_id)
+            key = (cmd.group_id or "", cmd.actor, cmd.command_id)
+            prior = tx.priors.get(key)
             if prior is not None:
-                self.store.release()
                 return self._repeated(cmd, prior)
-            ctx = self._admit(cmd, member)
+            ctx = self._admit(cmd, member, savepoint, heads)
             HANDLERS[cmd.type].fn(ctx)
             if cmd.type.startswith(_MEMBERSHIP_PREFIXES):
                 self._members.clear()
@@ -410,21 +442,24 @@ class Authority(LogReader, AgentReads):
             result_extra: dict[str, Any] = {"reply": ctx.reply} if ctx.reply else {}
             if ctx.rejection:
                 result_extra["rejection"] = ctx.rejection.model_dump()
-            self.store.run(
-                "commands.insert",
-                cmd.group_id or "", cmd.actor, cmd.command_id, cmd.signature, ctx.status,
-                dumps({"events": [[e.group_id, e.seq] for e in events],
-                       "result": dumps(result_extra)}),
-            )  # fmt: skip
-            self.store.release()
+            refs = dumps({"events": [[e.group_id, e.seq] for e in events],
+                          "result": dumps(result_extra)})  # fmt: skip
+            if opened:
+                self.store.release()
+            tx.command_rows.append((*key, cmd.signature, ctx.status, refs))
+            tx.priors[key] = (cmd.signature, ctx.status, refs)
+            tx.event_rows.extend(ctx.rows)
+            tx.events.update({(e.group_id, e.seq): e for e in events})
         except Reject as r:
-            self.store.rollback_to()
+            if opened:
+                self.store.rollback_to()
             # the in-memory heads must match what the savepoint rollback left in the DB
             heads.clear()
             heads.update({g: _Head(*v) for g, v in saved.items()})
             return SubmitResult(command_id=cmd.command_id, status="rejected", rejection=r.rejection)
         except BaseException:
-            self.store.rollback_to()
+            if opened:
+                self.store.rollback_to()
             heads.clear()
             heads.update({g: _Head(*v) for g, v in saved.items()})
             raise
@@ -453,9 +488,10 @@ class Authority(LogReader, AgentReads):
             # repeat must not hand out the bearer secret. The holder renews (a new Command,
             # which only it can sign) to get a token it can use.
             reply["capability_token"] = public_token(token)
+        # Events of this batch are not in the database before its commit
+        events = [self._tx.events.get((g, s)) or self._load_event(g, s) for g, s in refs["events"]]
         return SubmitResult(
-            command_id=cmd.command_id, status=prior[1],
-            events=[self._load_event(g, s) for g, s in refs["events"]],
+            command_id=cmd.command_id, status=prior[1], events=events,
             rejection=Rejection(**data["rejection"]) if data.get("rejection") else None,
             reply=reply, duplicate=True,
         )  # fmt: skip
@@ -519,7 +555,13 @@ class Authority(LogReader, AgentReads):
             raise Reject("bad_signature", "the command's signature does not verify")
         return row
 
-    def _admit(self, cmd: Command, member: Any) -> Ctx:
+    def _admit(
+        self,
+        cmd: Command,
+        member: Any,
+        savepoint: Callable[[], None],
+        heads: dict[str, _Head],
+    ) -> Ctx:
         """The handler's context once the epochs hold: for a member Command, its Membership
         and Session Epochs must be current (and a session open where the type needs one).
 
@@ -543,13 +585,22 @@ class Authority(LogReader, AgentReads):
             if HANDLERS[cmd.type].needs_session and member[4] == 0:
                 raise Reject("no_session", "open a session before taking work")
             roles = _roles(member[1])
-        return Ctx(self.store, self.clock(), cmd, roles, self.config, self.key)
+
+        def head_seq(group_id: str) -> int:
+            head = heads.get(group_id)
+            if head is not None:
+                return head.seq
+            row = self.store.one("groups.head", group_id)
+            return int(row[0]) if row is not None else 0
+
+        return Ctx(self.store, self.clock(), cmd, roles, self.config, self.key,
+                   before_write=savepoint, head_seq=head_seq)  # fmt: skip
 
     def _append(self, ctx: Ctx, heads: dict[str, _Head]) -> list[Event]:
         events: list[Event] = []
         cmd_value = ctx.command.model_dump(mode="json")
         first = True
-        rows: list[tuple[str, int, str, str, str | None, str]] = []
+        rows = ctx.rows
         for d in ctx.drafts:
             head = heads.get(d.group_id)
             if head is None:
@@ -577,7 +628,6 @@ class Authority(LogReader, AgentReads):
             ev = Event.model_construct(**value)
             head.seq, head.hash, head.dirty = ev.seq, ev.hash, True
             events.append(ev)
-        self.store.insert_events(rows)
         return events
 
 

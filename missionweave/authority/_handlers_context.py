@@ -88,13 +88,8 @@ def _require(ctx: Ctx, role: Role) -> None:
 
 
 def _head_seq(ctx: Ctx) -> int:
-    # groups.head_seq is written at the end of a batch; Events appended earlier in the same
-    # batch are already in the events table.
-    row = ctx.one(
-        "groups.head_or_max_seq",
-        ctx.group_id,
-    )  # fmt: skip
-    return int(row["head"]) if row is not None else 0
+    # the head with the Events appended earlier in the same batch (not yet in the database)
+    return ctx.head_seq(ctx.group_id)
 
 
 def _cross_mission(ctx: Ctx, mission_id: str, hashes: list[str]) -> None:

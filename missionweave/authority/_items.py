@@ -71,7 +71,7 @@ def parse_evidence(ctx: Ctx, *, required: bool) -> list[Evidence]:
 
 def set_item(ctx: Ctx, item: Row, **cols: Any) -> None:
     """Update columns of ``item``'s row."""
-    ctx.store.set_work_item(item["group_id"], item["work_item_id"], cols)
+    ctx.set_work_item(item["group_id"], item["work_item_id"], cols)
 
 
 def end_leases(ctx: Ctx, item: Row, status: str, reason: str) -> None:

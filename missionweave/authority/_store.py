@@ -65,6 +65,18 @@ class Store(Protocol):
         statement."""
         ...
 
+    def insert_commands(self, rows: Sequence[tuple[str, str, str, str, str, str]]) -> None:
+        """Remember Commands ``(group_id, actor, command_id, signature, status, refs)`` in one
+        statement."""
+        ...
+
+    def command_priors(
+        self, keys: Sequence[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], tuple[str, str, str]]:
+        """Of ``keys`` (``(group_id, actor, command_id)``), those remembered:
+        key → ``(signature, status, refs)``."""
+        ...
+
     def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
         """Update columns ``cols`` (names from the code, never from input) of one WorkItem."""
         ...

@@ -23,7 +23,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from ._store import Row, StoreVersionError
-from ._store_sql import DDL, POSTGRES_OVERRIDES, SCHEMA_VERSION, STATEMENTS
+from ._store_sql import COMMAND_PRIORS, DDL, POSTGRES_OVERRIDES, SCHEMA_VERSION, STATEMENTS
 
 #: The NOTIFY channel of new Events; the payload is the Group id.
 CHANNEL = "missionweave_events"
@@ -135,6 +135,25 @@ class PostgresStore:
             f"VALUES {values}",
             flat,
         )
+
+    def insert_commands(self, rows: Sequence[tuple[str, str, str, str, str, str]]) -> None:
+        if not rows:
+            return
+        values = ",".join(["(%s,%s,%s,%s,%s,%s)"] * len(rows))
+        self.conn.execute(
+            "INSERT INTO commands (group_id, actor, command_id, signature, status, refs) "
+            f"VALUES {values}",
+            [v for r in rows for v in r],
+        )
+
+    def command_priors(
+        self, keys: Sequence[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], tuple[str, str, str]]:
+        if not keys:
+            return {}
+        sql = COMMAND_PRIORS.format(keys=",".join(["(%s,%s,%s)"] * len(keys)))
+        rows = self.conn.execute(sql, [v for k in keys for v in k]).fetchall()
+        return {(r[0], r[1], r[2]): (r[3], r[4], r[5]) for r in rows}
 
     def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
         assigns = ", ".join(f"{k}=%s" for k in cols)

@@ -191,8 +191,8 @@ STATEMENTS: dict[str, str] = {
     "groups.head": "SELECT head_seq, head_hash FROM groups WHERE group_id=?",
     "groups.set_head": "UPDATE groups SET head_seq=?, head_hash=? WHERE group_id=?",
     "groups.ids": "SELECT group_id FROM groups ORDER BY 1",
-    "commands.prior": "SELECT signature, status, refs FROM commands "
-    "WHERE group_id=? AND actor=? AND command_id=?",
+    "events.insert": "INSERT INTO events (group_id, seq, event_id, type, work_item_id, data) "
+    "VALUES (?,?,?,?,?,?)",
     "commands.insert": "INSERT INTO commands (group_id, actor, command_id, signature, status, "
     "refs) VALUES (?,?,?,?,?,?)",
     "members.actor_row": "SELECT m.public_key, m.roles, m.membership_epoch, m.active, "
@@ -322,10 +322,6 @@ STATEMENTS: dict[str, str] = {
         "status='open' ORDER BY offer_id"
     ),
     "leases.set_status": "UPDATE leases SET status=? WHERE lease_id=?",
-    "groups.head_or_max_seq": (
-        "SELECT max(g.head_seq, coalesce((SELECT max(seq) FROM events e WHERE e.group_id = "
-        "g.group_id), 0)) AS head FROM groups g WHERE g.group_id=?"
-    ),
     "members.active_key": (
         "SELECT public_key FROM members WHERE group_id=? AND agent_id=? AND active=1"
     ),
@@ -430,6 +426,12 @@ STATEMENTS: dict[str, str] = {
     ),
 }
 
+#: The remembered Commands among ``{keys}`` — ``(?,?,?),…``, one per (group, actor, id).
+COMMAND_PRIORS = (
+    "SELECT group_id, actor, command_id, signature, status, refs FROM commands "
+    "WHERE (group_id, actor, command_id) IN (VALUES {keys})"
+)
+
 #: PostgreSQL text where the dialects differ (``?`` placeholders still; translated on load).
 POSTGRES_OVERRIDES: dict[str, str] = {
     "meta.pin_key": "INSERT INTO meta (key, value) VALUES ('authority_public_key', ?) "
@@ -446,8 +448,6 @@ POSTGRES_OVERRIDES: dict[str, str] = {
     "cursors.advance": "INSERT INTO cursors (group_id, agent_id, seq, updated_at_ms) "
     "VALUES (?,?,?,?) ON CONFLICT (group_id, agent_id) DO UPDATE SET "
     "seq=greatest(cursors.seq, excluded.seq), updated_at_ms=excluded.updated_at_ms",
-    "groups.head_or_max_seq": "SELECT greatest(g.head_seq, coalesce((SELECT max(seq) FROM "
-    "events e WHERE e.group_id = g.group_id), 0)) AS head FROM groups g WHERE g.group_id=?",
 }
 
 

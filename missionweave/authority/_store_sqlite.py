@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ._store import Row
-from ._store_sql import DDL, SCHEMA_VERSION, STATEMENTS
+from ._store_sql import COMMAND_PRIORS, DDL, SCHEMA_VERSION, STATEMENTS
 
 
 class SQLiteStore:
@@ -73,11 +73,22 @@ class SQLiteStore:
 
     def insert_events(self, rows: Sequence[tuple[str, int, str, str, str | None, str]]) -> None:
         if rows:
-            self.conn.executemany(
-                "INSERT INTO events (group_id, seq, event_id, type, work_item_id, data) "
-                "VALUES (?,?,?,?,?,?)",
-                rows,
-            )
+            self.conn.executemany(STATEMENTS["events.insert"], rows)
+
+    def insert_commands(self, rows: Sequence[tuple[str, str, str, str, str, str]]) -> None:
+        if rows:
+            self.conn.executemany(STATEMENTS["commands.insert"], rows)
+
+    def command_priors(
+        self, keys: Sequence[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], tuple[str, str, str]]:
+        out: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+        for i in range(0, len(keys), 300):  # within SQLite's bound on variables
+            part = keys[i : i + 300]
+            sql = COMMAND_PRIORS.format(keys=",".join(["(?,?,?)"] * len(part)))
+            for r in self.conn.execute(sql, [v for k in part for v in k]):
+                out[(r[0], r[1], r[2])] = (r[3], r[4], r[5])
+        return out
 
     def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
         assigns = ", ".join(f"{k}=?" for k in cols)

@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from missionweave.authority import Authority, AuthorityConfig, now_ms
+from missionweave.authority import Authority, AuthorityConfig, _verifier, now_ms
 from missionweave.protocol import (
     Actor,
     Command,
@@ -166,6 +166,7 @@ def _replica(url: str, key: str, operators: frozenset[str], batches: list[list[s
     barrier.wait()
     out.put(_drive(auth, parsed[1:], seconds))
     auth.close()
+    _verifier.shutdown()  # a process's own verifier process, before it exits
 
 
 def _postgres(base: Path) -> Any:

@@ -12,6 +12,7 @@ Authority, its handlers and the tools outside it call :class:`Store` methods onl
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -165,6 +166,11 @@ def open_reader(db: str | Path) -> Store:
 
 class StoreVersionError(RuntimeError):
     """The database was written by a newer MissionWeave (its schema version is higher)."""
+
+
+def redact(db: str | Path) -> str:
+    """``db`` for messages: a URL without its password."""
+    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", str(db))
 
 
 def is_url(db: str | Path) -> bool:

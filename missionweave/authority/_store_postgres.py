@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
-from ._store import Row, StoreVersionError
+from ._store import Row, StoreVersionError, redact
 from ._store_sql import COMMAND_PRIORS, DDL, POSTGRES_OVERRIDES, SCHEMA_VERSION, STATEMENTS
 
 #: The NOTIFY channel of new Events; the payload is the Group id.
@@ -74,11 +74,6 @@ def _pg_ddl() -> list[str]:
         s = re.sub(r"\bTEXT\b", 'TEXT COLLATE "C"', s)
         out.append(s)
     return out
-
-
-def redact(url: str) -> str:
-    """``url`` without its password."""
-    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
 
 
 class PostgresStore:

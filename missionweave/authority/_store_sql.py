@@ -10,7 +10,8 @@ dialects differ (``INSERT OR REPLACE``, scalar ``max``, ``json_extract``).
 from __future__ import annotations
 
 #: The schema this code writes. 2: Command ids scoped to ``(group_id, actor, command_id)``.
-SCHEMA_VERSION = 2
+#: 3: an index of Events by type within a Group (the agents read's outcomes).
+SCHEMA_VERSION = 3
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,6 +47,7 @@ CREATE TABLE IF NOT EXISTS events (
     data TEXT NOT NULL,
     PRIMARY KEY (group_id, seq)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS events_type ON events (group_id, type);
 CREATE TABLE IF NOT EXISTS archived_events (
     group_id TEXT NOT NULL,
     seq INTEGER NOT NULL,

@@ -18,7 +18,12 @@ app = typer.Typer(help="Read, follow and verify Group event logs.", no_args_is_h
 
 @app.command("verify")
 def verify(
-    db: Path = typer.Option(..., "--db", help="The Authority's SQLite database."),
+    db: str = typer.Option(
+        ...,
+        "--db",
+        envvar="MISSIONWEAVE_AUTHORITY_DB",
+        help="The Authority's SQLite database, or its postgresql:// URL.",
+    ),
     group: list[str] = typer.Option(
         [], "--group", "-g", help="Group to verify (repeatable). Default: every Group."
     ),
@@ -34,9 +39,15 @@ def verify(
     Exits 0 when every Group verifies; exits 1 naming the first bad sequence otherwise.
     """
     from ..authority import ChainError, UnknownGroupError, open_reader, verify_log
+    from ..authority._store import is_url, redact
 
-    existing_db(db)
-    store = open_reader(db)
+    if not is_url(db):
+        existing_db(Path(db))
+    try:
+        store = open_reader(db)
+    except Exception as exc:  # psycopg.Error: unreachable server, refused login
+        raise CliError(f"cannot open {redact(db)}: {exc}") from None
+    db = redact(db)
     try:
         try:
             row = store.one("meta.authority_key")

@@ -33,7 +33,7 @@ PROTOCOL = {
 AUTHORITY = {
     "Authority", "AuthorityConfig", "AuthorityError", "ChainError", "CursorTooOldError",
     "SubmitResult", "UnknownGroupError", "VerifyReport", "load_snapshot", "now_ms",
-    "verify_log", "verify_snapshot",
+    "verify_log", "verify_snapshot", "Store", "StoreVersionError", "open_store", "open_reader",
 }  # fmt: skip
 
 TELEMETRY = {

@@ -599,6 +599,7 @@ class Authority(LogReader, AgentReads):
     def _append(self, ctx: Ctx, heads: dict[str, _Head]) -> list[Event]:
         events: list[Event] = []
         cmd_value = ctx.command.model_dump(mode="json")
+        cmd_json = ""
         first = True
         rows = ctx.rows
         for d in ctx.drafts:
@@ -619,12 +620,20 @@ class Authority(LogReader, AgentReads):
                 "command_signature": ctx.command.signature if first else None,
                 "prev_hash": head.hash,
             }  # fmt: skip
-            h = sha256_hex(canonical_bytes(value))
-            value["hash"], value["signature"] = h, self.key.sign(bytes.fromhex(h))
+            canonical = canonical_bytes(value)
+            h = sha256_hex(canonical)
+            sig = self.key.sign(bytes.fromhex(h))
+            value["hash"], value["signature"] = h, sig
             value["command"] = cmd_value if first else None
+            # The stored JSON is the hashed canonical text plus the three unhashed fields
+            # (hex, base64url and the Command's JSON need no escaping): no second encoding.
+            if first:
+                cmd_json = cmd_json or ctx.command.model_dump_json()
+            data = (f'{canonical[:-1].decode()},"hash":"{h}","signature":"{sig}",'
+                    f'"command":{cmd_json if first else "null"}}}')  # fmt: skip
             first = False
             rows.append((d.group_id, value["seq"], value["event_id"], d.type, d.work_item_id,
-                         json.dumps(value, separators=(",", ":"))))  # fmt: skip
+                         data))  # fmt: skip
             ev = Event.model_construct(**value)
             head.seq, head.hash, head.dirty = ev.seq, ev.hash, True
             events.append(ev)

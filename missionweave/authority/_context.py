@@ -10,6 +10,11 @@ from typing import Any
 from ..protocol import Command, Rejection, Role, SigningKey, identifier_problem, label_problem
 from ._store import Row, Store
 
+#: Reads a transaction may answer from memory until its next write: the rows every fenced
+#: Command loads (a batch often holds several Commands of one WorkItem). Any write, or the undo
+#: of one, forgets them all; the batch's Group locks keep other writers out meanwhile.
+CACHED_READS = frozenset({"work_items.row", "leases.row"})
+
 
 class Reject(Exception):
     """Raised by a handler to refuse the Command; the savepoint is rolled back."""
@@ -47,6 +52,7 @@ class Ctx:
         before_write: called before the handler's first write (opens the Command's savepoint).
         head_seq: a Group's current head sequence, this batch's appends included.
         rows: the Event rows of this Command, filled by the engine.
+        cache: the transaction's cached reads (:data:`CACHED_READS`), cleared on every write.
     """
 
     store: Store
@@ -62,6 +68,7 @@ class Ctx:
     before_write: Callable[[], None] = field(default=lambda: None)
     head_seq: Callable[[str], int] = field(default=lambda group_id: 0)
     rows: list[tuple[str, int, str, str, str | None, str]] = field(default_factory=list)
+    cache: dict[tuple[Any, ...], Any] = field(default_factory=dict)
 
     @property
     def body(self) -> dict[str, Any]:
@@ -85,7 +92,14 @@ class Ctx:
 
     def one(self, name: str, *args: Any) -> Row | None:
         """The first row of the Store's statement ``name``, or ``None``."""
-        return self.store.one(name, *args)
+        if name not in CACHED_READS:
+            return self.store.one(name, *args)
+        key = (name, *args)
+        if key in self.cache:
+            row: Row | None = self.cache[key]
+            return row
+        row = self.cache[key] = self.store.one(name, *args)
+        return row
 
     def all(self, name: str, *args: Any) -> list[Row]:
         """Every row of the Store's statement ``name``."""
@@ -94,11 +108,13 @@ class Ctx:
     def run(self, name: str, *args: Any) -> None:
         """Run the Store's (writing) statement ``name``."""
         self.before_write()
+        self.cache.clear()
         self.store.run(name, *args)
 
     def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
         """Update columns of one WorkItem (see :meth:`Store.set_work_item`)."""
         self.before_write()
+        self.cache.clear()
         self.store.set_work_item(group_id, work_item_id, cols)
 
 

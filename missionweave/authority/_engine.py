@@ -144,6 +144,8 @@ class _Tx:
     event_rows: list[tuple[str, int, str, str, str | None, str]] = field(default_factory=list)
     command_rows: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
     events: dict[tuple[str, int], Event] = field(default_factory=dict)
+    #: rows of the cacheable reads (:data:`._context.CACHED_READS`) since the last write
+    reads: dict[tuple[Any, ...], Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -453,6 +455,7 @@ class Authority(LogReader, AgentReads):
         except Reject as r:
             if opened:
                 self.store.rollback_to()
+                self._tx.reads.clear()  # rows read after the undone writes are stale
             # the in-memory heads must match what the savepoint rollback left in the DB
             heads.clear()
             heads.update({g: _Head(*v) for g, v in saved.items()})
@@ -460,6 +463,7 @@ class Authority(LogReader, AgentReads):
         except BaseException:
             if opened:
                 self.store.rollback_to()
+                self._tx.reads.clear()
             heads.clear()
             heads.update({g: _Head(*v) for g, v in saved.items()})
             raise
@@ -594,7 +598,7 @@ class Authority(LogReader, AgentReads):
             return int(row[0]) if row is not None else 0
 
         return Ctx(self.store, self.clock(), cmd, roles, self.config, self.key,
-                   before_write=savepoint, head_seq=head_seq)  # fmt: skip
+                   before_write=savepoint, head_seq=head_seq, cache=self._tx.reads)  # fmt: skip
 
     def _append(self, ctx: Ctx, heads: dict[str, _Head]) -> list[Event]:
         events: list[Event] = []

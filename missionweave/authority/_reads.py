@@ -205,8 +205,8 @@ class LogReader:
 
         Runs when the online log exceeds one and a half ``online_window`` (or when ``force``).
         The archive keeps every Event, so the whole chain still verifies (MW-16-c). Safe with
-        several Authority processes on one file: it reads and writes in one transaction and the
-        boundary never moves backwards.
+        several Authority processes on one file or one PostgreSQL database (it takes the Group's
+        lock): it reads and writes in one transaction and the boundary never moves backwards.
 
         Returns:
             The ``archived_through`` sequence after the call (0 when nothing is archived).
@@ -218,6 +218,7 @@ class LogReader:
         if window is None:
             return 0
         with self._write():
+            self.store.lock_groups([group_id])  # one replica archives a Group at a time
             row = self.store.one("groups.head_and_archived", group_id)
             if row is None:
                 raise UnknownGroupError(group_id)

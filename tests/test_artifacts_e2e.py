@@ -45,7 +45,7 @@ async def cli(*args: str) -> tuple[int, str, str]:
 
 def log(ms: MissionStack) -> list[Event]:
     auth = ms.stack.authority
-    verify_log(auth.conn, ms.group, auth.public_key)
+    verify_log(auth.store, ms.group, auth.public_key)
     return list(auth.all_events(ms.group))
 
 

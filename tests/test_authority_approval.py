@@ -55,7 +55,7 @@ def test_result_needs_a_granted_approval__MW_13_2_b(tmp_path: Path) -> None:
     assert ev.body["approver"] == "olivia" and ev.body["review_digest"] == DIGEST
     assert ev.body["ownership_epoch"] == 1 and ev.body["decided_at_ms"] == w.clock.now
     w.ok(w.coordinator, "work.accept_result", {"work_item_id": "a"})
-    verify_log(w.authority.conn, w.group, w.authority.public_key)
+    verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
 def test_wrong_key_or_role_is_refused_and_nothing_is_written__MW_13_2_b(tmp_path: Path) -> None:

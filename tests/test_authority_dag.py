@@ -52,7 +52,7 @@ def test_an_edge_into_an_open_item_is_recorded_and_enforced__MW_10_4_a__MW_10_4_
     assert early.rejection.detail["dependencies"]["verify-1"] == "open"
     w.run_to_verified("verify-1", w.workers[1])
     w.run_to_verified("sbom", w.workers[0])
-    verify_log(w.authority.conn, w.group, w.authority.public_key)
+    verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
 @pytest.mark.parametrize(

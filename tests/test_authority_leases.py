@@ -216,7 +216,7 @@ def test_lease_timeout_reassign_and_late_result_only_audited__MW_11_5_a__MW_11_5
         assert _item(w)["state"] == "active" and _item(w)["owner"] == "worker-1"
     w.ok(w.workers[1], "work.submit", w.leased("a", evidence=evidence("worker-1", "a")))
     assert _item(w)["state"] == "submitted"
-    verify_log(w.authority.conn, w.group, w.authority.public_key)
+    verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
 def test_blocked_needs_resolution_and_bounded_blocked_lease__MW_11_4_c(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -19,8 +18,10 @@ from missionweave.authority import (
     verify_log,
     verify_snapshot,
 )
+from missionweave.authority.core._store_sql import SCHEMA_VERSION
 from missionweave.protocol import Actor, SigningKey
 
+from .pg import raw
 from .world import contract, make_world
 
 
@@ -41,7 +42,7 @@ def test_rejected_command_writes_nothing__MW_10_2_c(tmp_path: Path) -> None:
         assert r.status == "rejected" and r.rejection is not None and r.rejection.code
         assert r.rejection.reason and r.events == []
     assert w.authority.head(w.group) == head and _projection(w.authority) == before
-    verify_log(w.authority.conn, w.group, w.authority.public_key)
+    verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
 def test_signature_and_epochs_checked_first(tmp_path: Path) -> None:
@@ -89,7 +90,7 @@ def test_batch_keeps_each_command_atomic(tmp_path: Path) -> None:
     res = w.authority.submit_many(cmds)
     assert [r.status for r in res] == ["accepted", "rejected", "accepted"]
     assert [e.seq for r in res for e in r.events] == [head + 1, head + 2]
-    verify_log(w.authority.conn, w.group, w.authority.public_key)
+    verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
 def test_changed_byte_is_caught_naming_the_sequence(tmp_path: Path) -> None:
@@ -97,16 +98,14 @@ def test_changed_byte_is_caught_naming_the_sequence(tmp_path: Path) -> None:
     w.authorize("a")
     w.authorize("b")
     db = w.authority.db_path
-    conn = sqlite3.connect(db)
-    seq, data = conn.execute(
-        "SELECT seq, data FROM events WHERE group_id='g1' AND type='mission.created'"
-    ).fetchone()
+    ((seq, data),) = raw(
+        db, "SELECT seq, data FROM events WHERE group_id='g1' AND type='mission.created'"
+    )
     assert "test mission" in data
-    conn.execute("UPDATE events SET data=? WHERE group_id='g1' AND seq=?",
-                 (data.replace("test mission", "test missioN"), seq))  # fmt: skip
-    conn.commit()
+    raw(db, "UPDATE events SET data=? WHERE group_id='g1' AND seq=?",
+        data.replace("test mission", "test missioN"), seq)  # fmt: skip
     with pytest.raises(ChainError) as exc:
-        verify_log(conn, "g1", w.authority.public_key)
+        verify_log(w.authority.store, "g1", w.authority.public_key)
     assert exc.value.seq == seq and exc.value.reason in ("hash mismatch", "command mismatch")
 
 
@@ -136,14 +135,14 @@ def test_archive_keeps_chain_and_old_cursor_gets_snapshot__MW_16_e(tmp_path: Pat
     with pytest.raises(CursorTooOldError) as exc:
         w.authority.events(w.group, after_sequence=0)
     ref = exc.value.snapshot
-    snap = load_snapshot(w.authority.conn, w.group, ref["seq"])
+    snap = load_snapshot(w.authority.store, w.group, ref["seq"])
     assert snap is not None and verify_snapshot(snap, w.authority.public_key)
     assert snap["hash"] == ref["hash"] and snap["seq"] >= through
     assert len(snap["state"]["work_items"]) == 6
     assert [e.seq for e in w.authority.events(w.group, after_sequence=through)] == list(
         range(through + 1, head + 1)
     )
-    rep = verify_log(w.authority.conn, w.group, w.authority.public_key)
+    rep = verify_log(w.authority.store, w.group, w.authority.public_key)
     assert rep.events == head  # archive + online still verify as one chain
     tampered = {**snap, "state": {**snap["state"], "work_items": []}}
     assert not verify_snapshot(tampered, w.authority.public_key)
@@ -167,7 +166,7 @@ def test_forged_command_in_a_large_batch_is_caught_by_the_verifier(tmp_path: Pat
     assert [r.status for r in results].count("accepted") == 11
     assert results[5].rejection is not None and results[5].rejection.code == "bad_signature"
     assert w.authority.work_item(w.group, "evil") is None
-    verify_log(w.authority.conn, w.group, w.authority.public_key)
+    verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
 def test_archive_of_unknown_group_is_a_clear_error(tmp_path: Path) -> None:
@@ -200,6 +199,7 @@ def test_a_member_key_that_is_not_an_ed25519_key_is_refused(tmp_path: Path, key:
     assert w.authority.query("SELECT group_id FROM groups WHERE group_id='g2'") == []
 
 
+@pytest.mark.sqlite_only
 def test_a_schema_1_database_is_migrated_on_open__MW_16_f(tmp_path: Path) -> None:
     """Schema 1 kept Command ids global; opening it scopes each remembered id to its Group
     and actor, so a repeat still gets its original verdict."""
@@ -210,7 +210,7 @@ def test_a_schema_1_database_is_migrated_on_open__MW_16_f(tmp_path: Path) -> Non
     opened = w.workers[0].command("session.open", None, {}, issued_at_ms=w.clock.now)
     assert w.authority.submit(opened).accepted
     remembered = w.authority.query("SELECT count(*) AS n FROM commands")[0]["n"]
-    conn = w.authority.conn
+    conn = w.authority.store.conn  # type: ignore[attr-defined]
     conn.executescript(
         """
         CREATE TABLE commands_1 (command_id TEXT PRIMARY KEY, signature TEXT NOT NULL,
@@ -231,18 +231,11 @@ def test_a_schema_1_database_is_migrated_on_open__MW_16_f(tmp_path: Path) -> Non
         assert again.query("SELECT group_id FROM commands WHERE command_id=?",
                            opened.command_id) == [{"group_id": ""}]  # fmt: skip
         assert again.query("SELECT count(*) AS n FROM commands")[0]["n"] == remembered
-        assert again.query("SELECT value FROM meta WHERE key='schema_version'") == [{"value": "3"}]
+        assert again.query("SELECT value FROM meta WHERE key='schema_version'") == [
+            {"value": str(SCHEMA_VERSION)}
+        ]
         r = again.submit(cmd)
         assert r.accepted and r.duplicate
-        verify_log(again.conn, w.group, key.public_key)
+        verify_log(again.store, w.group, key.public_key)
     finally:
         again.close()
-
-
-def test_a_database_of_a_newer_schema_is_refused(tmp_path: Path) -> None:
-    w = make_world(tmp_path / "a.db")
-    w.authority.conn.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
-    key = w.authority.key
-    w.authority.close()
-    with pytest.raises(sqlite3.DatabaseError, match="schema version 99"):
-        Authority(tmp_path / "a.db", key)

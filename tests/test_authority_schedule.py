@@ -43,7 +43,7 @@ def test_the_owner_discloses_its_schedule_to_the_group__MW_11_2_a(tmp_path: Path
     assert ev.type == "work.schedule_disclosed" and ev.work_item_id == "w1"
     assert ev.body["start_window"]["latest_ms"] == w.clock.now + 60_000
     assert ev.body["capacity"] == {"state": "busy", "free_slots": 0, "queue_depth": 2}
-    verify_log(w.authority.conn, w.group, w.authority.public_key)
+    verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
 @pytest.mark.parametrize(
@@ -109,7 +109,7 @@ def test_a_groups_priority_is_set_by_policy_or_the_mission_owner_never_a_coordin
     assert ev.type == "group.priority_set"
     assert ev.body == {"priority_class": "high", "weight": 3, "effective_weight_milli": 6000,
                        "set_by": w.coordinator.agent_id}  # fmt: skip
-    verify_log(w.authority.conn, w.group, w.authority.public_key)
+    verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
 def test_the_agents_projection_keeps_the_latest_priority_and_rebuilds_it__MW_11_1_b(

@@ -60,7 +60,7 @@ def _started(world: World, wid: str) -> SubmitResult:
 def _untouched(world: World, before: int) -> None:
     """Nothing was appended since ``before`` events, and the chain verifies."""
     assert len(world.authority.all_events(world.group)) == before
-    report = verify_log(world.authority.conn, world.group, world.authority.public_key)
+    report = verify_log(world.authority.store, world.group, world.authority.public_key)
     assert report.events == before
 
 

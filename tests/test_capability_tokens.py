@@ -65,7 +65,7 @@ def test_mw_11_3_d_a_rotated_token_works_and_the_old_one_is_refused(tmp_path: Pa
     facts = reduce_events(events)["a"]
     assert facts.lease is not None
     assert facts.lease["capability_token"]["token_id"] == second["token_id"]
-    verify_log(w.authority.conn, w.group, w.authority.public_key)
+    verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
 def test_mw_11_3_d_a_narrowed_token_refuses_what_it_no_longer_allows(tmp_path: Path) -> None:
@@ -154,11 +154,11 @@ def test_mw_11_3_d_verification_reveals_nothing_about_a_token_it_did_not_issue(
 def test_mw_11_3_d_the_table_is_the_one_source_of_a_tokens_standing(tmp_path: Path) -> None:
     """Whatever the token says, its standing and scope are the table's."""
     w, token = _leased(tmp_path)
-    w.authority.conn.execute(
+    w.authority.store.conn.execute(
         "UPDATE capability_tokens SET scope='[\"search\"]' WHERE token_id=?", (token["token_id"],)
     )
     assert _check(w, token, "fetch").code == "operation_not_in_scope"
-    w.authority.conn.execute(
+    w.authority.store.conn.execute(
         "UPDATE capability_tokens SET status='superseded' WHERE token_id=?", (token["token_id"],)
     )
     assert _check(w, token).code == "token_superseded"
@@ -166,7 +166,7 @@ def test_mw_11_3_d_the_table_is_the_one_source_of_a_tokens_standing(tmp_path: Pa
 
 def test_a_schema_2_database_gets_token_status_on_open(tmp_path: Path) -> None:
     w, token = _leased(tmp_path)
-    conn = w.authority.conn
+    conn = w.authority.store.conn
     conn.executescript(
         """
         CREATE TABLE t2 (token_id TEXT PRIMARY KEY, lease_id TEXT NOT NULL, scope TEXT NOT NULL,

@@ -108,11 +108,47 @@ def test_every_image_is_pinned(compose: dict[str, Any]) -> None:
 def test_host_ports_do_not_collide(compose: dict[str, Any]) -> None:
     seen: dict[str, str] = {}
     for name, service in _services(compose).items():
+        replicas = int((service.get("deploy") or {}).get("replicas", 1))
         for port in service.get("ports", []):
-            host = str(port).split(":")[-2]
-            assert host not in seen, f"host port {host}: {seen.get(host)} and {name}"
-            seen[host] = name
-    assert {"7233", "8080", "8787", "9000", "16686", "4318"} <= set(seen)
+            first, _, last = str(port).split(":")[-2].partition("-")
+            hosts = [str(p) for p in range(int(first), int(last or first) + 1)]
+            # a replicated service publishes one host port per replica (a range)
+            assert len(hosts) in (1, replicas), f"{name}: {port} for {replicas} replicas"
+            for host in hosts:
+                assert host not in seen, f"host port {host}: {seen.get(host)} and {name}"
+                seen[host] = name
+    assert {"7233", "8080", "8787", "8788", "9000", "16686", "4318"} <= set(seen)
+
+
+def test_the_authority_runs_two_replicas_on_its_own_postgresql_database(
+    compose: dict[str, Any],
+) -> None:
+    """Issue 15: the Authority on PostgreSQL (a database and role of its own beside Temporal's),
+    two replicas signing with one key, both health-checked."""
+    services = _services(compose)
+    authority = services["authority"]
+    assert authority["deploy"]["replicas"] == 2 and "healthcheck" in authority
+    url = _env(authority)["MISSIONWEAVE_AUTHORITY_DB"]
+    m = re.fullmatch(r"postgresql://(\w+):\$\{(\w+):\?[^}]*\}@postgresql:5432/(\w+)", url)
+    assert m, url
+    role, password_var, database = m.groups()
+    assert database != _env(services["temporal"]).get("DBNAME", "temporal")
+    setup = services["authority-db"]
+    script = " ".join(_words(setup))
+    assert (
+        f"CREATE ROLE {role} LOGIN" in script
+        and f"CREATE DATABASE {database} OWNER {role}" in script
+    )
+    assert f"${{{password_var}:?" in str(_env(setup)["AUTHORITY_DB_PASSWORD"])
+    assert setup["depends_on"]["postgresql"]["condition"] == "service_healthy"
+    deps = authority["depends_on"]
+    assert deps["authority-db"]["condition"] == "service_completed_successfully"
+    assert deps["authority-keys"]["condition"] == "service_completed_successfully"
+    # every replica signs with the key authority-keys makes once (never one per replica)
+    key = _flag(authority, "--key")
+    assert f"missionweave keys generate {key}" in " ".join(_words(services["authority-keys"]))
+    (words,) = [w for w in _invocations(authority) if w[:2] == ["authority", "serve"]]
+    assert "--db" not in words  # the URL (with its password) comes from the environment
 
 
 def test_published_ports_bind_loopback_and_secrets_come_from_an_env_file(

@@ -3,7 +3,6 @@ content (MW-13.3-d)."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -212,9 +211,7 @@ def test_promotion_allows_use_with_verifiable_event__MW_13_3_d(tmp_path: Path) -
     assert (prov["mission_id"], prov["work_item_id"], prov["producer"]) == ("m1", "a", "worker-0")
     prev = w.authority.all_events(w.group)[ev.seq - 2]
     assert check_event(ev, w.authority.public_key, prev.hash, w.coordinator.public_key) is None
-    conn = sqlite3.connect(w.authority.db_path)
-    assert verify_log(conn, w.group, w.authority.public_key).head_seq == ev.seq
-    conn.close()
+    assert verify_log(w.authority.store, w.group, w.authority.public_key).head_seq == ev.seq
     # now usable by other Missions, in this Group and in the other one
     assert check_context_use(w.authority, w.group, "m2", X) is None
     assert check_context_use(w.authority, "g2", "mx", X) is None

@@ -134,7 +134,7 @@ async def test_ack_records_cursor_and_keeps_history__MW_16_c(
     rows = world.authority.query("SELECT seq FROM cursors WHERE agent_id=?", worker.agent_id)
     assert rows == [{"seq": head}]
     assert len(world.authority.events(world.group, 0)) == head
-    assert verify_log(world.authority.conn, world.group, world.authority.public_key).events == head
+    assert verify_log(world.authority.store, world.group, world.authority.public_key).events == head
 
 
 async def test_several_groups_on_one_socket(live: LiveServer, world: World) -> None:

@@ -54,7 +54,7 @@ async def test_the_offer_is_an_activity_the_agent_accepts_and_starts__MW_10_3_c_
         result = await handle.result()
         history = await handle.fetch_history()
         events = ms.stack.authority.events(ms.group)
-        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+        verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)
 
     assert result.status == "completed"
     assert [i.state.value for i in result.items] == ["verified", "verified"]

@@ -131,7 +131,7 @@ async def test_continue_as_new_never_leaves_an_offer_or_execution_behind__MW_10_
         assert first_run is not None
         result = await asyncio.wait_for(handle.result(), 60)
         events = ms.stack.authority.events(ms.group)
-        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+        verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)
         runs = await _runs(env, mission_workflow_id(spec.mission_id), first_run)
 
     assert result.status == "completed"

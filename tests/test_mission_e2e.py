@@ -43,7 +43,7 @@ async def test_small_dag_completes_and_chain_verifies__MW_10_4_a(
             "c": "verified",
             "d": "verified",
         }
-        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+        verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)
 
 
 async def test_wide_dag_of_many_items_completes_in_parallel__MW_10_4_a(
@@ -72,7 +72,7 @@ async def test_wide_dag_of_many_items_completes_in_parallel__MW_10_4_a(
         await Replayer(
             workflows=[MissionWorkflow], data_converter=dev_env.client.data_converter
         ).replay_workflow(history)
-        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+        verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)
 
 
 async def test_work_waits_at_the_coordinator_not_in_declines__MW_10_3_b__MW_10_3_e(
@@ -126,7 +126,7 @@ async def test_a_decline_goes_to_the_next_candidate__MW_10_3_b__MW_10_3_e(
                                                      "contract": contract().wire()}]))  # fmt: skip
         result = await handle.result()
         log = [e for e in ms.stack.authority.events(ms.group) if e.work_item_id == "a"]
-        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+        verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)
     assert result.status == "completed"
     offers = [e.body["candidates"] for e in log if e.type == "work.offered"]
     assert offers == [["ada"], ["bob"]]
@@ -151,7 +151,7 @@ async def test_an_urgent_items_bounded_set_yields_exactly_one_owner__MW_10_3_c(
         result = await handle.result()
         history = await handle.fetch_history()
         log = [e for e in ms.stack.authority.events(ms.group) if e.work_item_id == "a"]
-        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+        verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)
     assert result.status == "completed"
     (offer,) = [e for e in log if e.type == "work.offered"]
     assert sorted(offer.body["candidates"]) == ["ada", "bob", "cy"]

@@ -62,7 +62,7 @@ def _types(ms: MissionStack, wid: str) -> list[str]:
 
 def _verified(ms: MissionStack, wid: str) -> list[Event]:
     """``wid``'s Events once the whole log verifies (call it when nothing appends any more)."""
-    verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+    verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)
     return _events(ms, wid)
 
 

@@ -49,4 +49,4 @@ async def test_command_id_poisoning_cannot_stop_a_mission__MW_16_f(
         assert result.status == "completed", result
         assert {i.state.value for i in result.items} == {"verified"}
         assert not ms.stack.authority.query("SELECT 1 FROM groups WHERE group_id LIKE 'junk-%'")
-        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+        verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)

@@ -104,7 +104,7 @@ async def test_expired_offer_goes_to_next_ranked_agent__MW_10_3_a__MW_10_3_b(
 
         result = await _finish(handle)
         events = ms.stack.authority.events(ms.group)
-        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+        verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)
     offers = [e for e in events if e.type == "work.offered"]
     assert [o.body["candidates"] for o in offers] == [["ada"], ["bob"]]
     # the second offer went out after the first one expired (its activity's schedule-to-start)
@@ -156,7 +156,7 @@ async def test_missed_start_deadline_reoffers_with_next_epoch__MW_11_3_a__MW_11_
 
         result = await _finish(handle)
         events = ms.stack.authority.events(ms.group)
-        verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+        verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)
 
     (closed,) = [e for e in events if e.type == "ownership.closed"]
     assert closed.body == {"owner": "ada", "ownership_epoch": 1, "reason": "start_deadline_missed"}

@@ -68,7 +68,7 @@ def _assert_completed_once(ms: MissionStack, result: Any) -> list[Event]:
     """Mission completed, each item verified at epoch 1, nothing late or re-offered; the
     whole log verifies (``events verify``)."""
     log = _log(ms)
-    verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+    verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)
     assert result.status == "completed"
     assert sorted((i.work_item_id, i.state.value, i.ownership_epoch) for i in result.items) == [
         (f"i{n}", "verified", 1) for n in range(ITEMS)
@@ -204,7 +204,7 @@ async def test_mw_11_5_e_agent_restarted_while_offline_reconciles_its_buffer(
             await until("the buffer reconciled", lambda: _buffered(buffer) == 0, timeout_s=30)
             result = await asyncio.wait_for(handle.result(), 90)
             log = _log(ms)
-            verify_log(ms.stack.authority.conn, ms.group, ms.stack.authority.public_key)
+            verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)
         finally:
             await proxy.stop()
             for p in procs:

@@ -66,7 +66,7 @@ def _writes_nothing(w: World, r: SubmitResult, code: str, before: tuple[Any, Any
     assert r.rejection.code == code, r.rejection
     assert r.rejection.reason and isinstance(r.rejection.detail, dict)
     assert (w.authority.head(w.group), w.authority.work_item(w.group, "a")) == before
-    verify_log(w.authority.conn, w.group, w.authority.public_key)
+    verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
 def _before(w: World) -> tuple[Any, Any]:
@@ -148,7 +148,7 @@ def test_mw_11_5_i_reconciliation_charges_ancestry_and_names_both_sessions(
     assert item is not None and json.loads(item["checkpoint"]) == CP
     assert ResourceUsage.model_validate_json(item["usage"]).tool_calls == 3
     assert r.events[1].body["reconciled"]["session_epoch"] == 1
-    verify_log(w.authority.conn, w.group, w.authority.public_key)
+    verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
 def test_mw_11_5_h_progress_buffered_past_the_grace_deadline_rejected(tmp_path: Path) -> None:
@@ -236,7 +236,7 @@ def test_mw_11_5_c_authority_downtime_is_credited_to_live_leases(tmp_path: Path)
     gone = w.start(w.workers[1], "b")  # expires 2 s later, before the Authority goes down
     w.clock.advance(5_000)
     with w.authority._write():
-        mark_alive(w.authority.conn, w.clock.now)  # the last beat before the crash
+        mark_alive(w.authority.store, w.clock.now)  # the last beat before the crash
     w.clock.advance(40_000)  # 40 s down: past a's lease (30 s from start)
     assert credit_on_start(w.authority) == (40_000, 1)
     row = w.authority.lease(live["lease_id"])

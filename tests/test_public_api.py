@@ -40,6 +40,7 @@ AUTHORITY = {
     "verify_log", "verify_snapshot", "MembershipRequired", "check_context_use", "events_for_member",
     # capability tokens (MW-11.3-d)
     "CapabilityToken", "TokenCheck", "verify_capability_token",
+    "Store", "StoreVersionError", "open_store", "open_reader",
 }  # fmt: skip
 
 TELEMETRY = {

@@ -91,7 +91,7 @@ def step(it: ItemResult, name: str) -> dict[str, Any]:
 def log(ms: MissionStack, wid: str | None = None) -> list[Event]:
     """The Group log (of one WorkItem when ``wid`` is given), verified first."""
     auth = ms.stack.authority
-    verify_log(auth.conn, ms.group, auth.public_key)
+    verify_log(auth.store, ms.group, auth.public_key)
     return [e for e in auth.all_events(ms.group) if wid is None or e.work_item_id == wid]
 
 

@@ -12,5 +12,5 @@ def test_happy_path(tmp_path: Path) -> None:
     w.run_to_verified("a", w.workers[0])
     w.run_to_verified("b", w.workers[1])
     assert w.authority.work_item(w.group, "b")["state"] == "verified"
-    rep = verify_log(w.authority.conn, w.group, w.authority.public_key)
+    rep = verify_log(w.authority.store, w.group, w.authority.public_key)
     assert rep.events == w.authority.head(w.group)[0]

@@ -43,7 +43,7 @@ def _spec(ms: MissionStack, group: str, mission: str, wid: str, cap: str) -> Mis
 
 def _events(ms: MissionStack, group: str) -> list[Event]:
     auth = ms.stack.authority
-    verify_log(auth.conn, group, auth.public_key)
+    verify_log(auth.store, group, auth.public_key)
     return list(auth.all_events(group))
 
 

@@ -1,4 +1,5 @@
-"""A small Group on a real Authority (SQLite file) with a controllable clock, for tests.
+"""A small Group on a real Authority (SQLite file, or PostgreSQL under the ``postgres`` backend
+of ``tests/pg.py``) with a controllable clock, for tests.
 
 ``World`` creates a Group whose owner is also coordinator and mission owner, adds workers and a
 reviewer, opens the workers' sessions and offers helpers that walk a WorkItem through its life.
@@ -13,6 +14,8 @@ from typing import Any
 
 from missionweave.authority import Authority, AuthorityConfig, SubmitResult
 from missionweave.protocol import Actor, SigningKey, WorkContract
+
+from .pg import db_for
 
 T0 = 1_800_000_000_000
 
@@ -153,7 +156,7 @@ def make_world(path: Path, n_workers: int = 2, config: AuthorityConfig | None = 
     coord = Actor.generate("coordinator")
     # the coordinator is the Authority's operator (it may create Groups and read them all)
     config = replace(config or AuthorityConfig(), operator_keys=frozenset({coord.public_key}))
-    auth = Authority(path, SigningKey.generate(), config, clock=clock)
+    auth = Authority(db_for(path), SigningKey.generate(), config, clock=clock)
     group = "g1"
     r = auth.submit(coord.command("group.create", group, {
         "public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},

@@ -3,7 +3,9 @@
 Four parts, each importable without the ones it does not need:
 
 * ``missionweave.authority.core`` — :class:`Authority` validates signed Commands and appends
-  Events atomically; :func:`verify_log` checks a stored chain offline.
+  Events atomically through a :class:`Store` (a SQLite file by default, PostgreSQL at a
+  ``postgresql://`` URL, shared by several replicas); :func:`verify_log` checks a stored chain
+  offline.
 * ``missionweave.authority.http`` — the HTTP/WebSocket front (``create_app``, ``serve``).
 * ``missionweave.authority.client`` — ``AuthorityClient`` and the event ``Subscriber``.
 * ``missionweave.authority.wire`` — what server and clients share (:class:`SubmitResult`,
@@ -22,10 +24,14 @@ if TYPE_CHECKING:
     from .core import (
         Authority,
         AuthorityConfig,
+        Store,
+        StoreVersionError,
         VerifyReport,
         check_context_use,
         events_for_member,
         load_snapshot,
+        open_reader,
+        open_store,
         verify_capability_token,
         verify_log,
     )
@@ -50,6 +56,7 @@ _HOME = {
     "verify_snapshot": "wire", "MembershipRequired": "wire",
     "check_context_use": "core", "events_for_member": "core",
     "CapabilityToken": "wire", "TokenCheck": "wire", "verify_capability_token": "core",
+    "Store": "core", "StoreVersionError": "core", "open_reader": "core", "open_store": "core",
 }  # fmt: skip
 
 
@@ -75,6 +82,8 @@ __all__ = [
     "ChainError",
     "CursorTooOldError",
     "MembershipRequired",
+    "Store",
+    "StoreVersionError",
     "SubmitResult",
     "TokenCheck",
     "UnknownGroupError",
@@ -83,6 +92,8 @@ __all__ = [
     "events_for_member",
     "load_snapshot",
     "now_ms",
+    "open_reader",
+    "open_store",
     "verify_capability_token",
     "verify_log",
     "verify_snapshot",

@@ -16,7 +16,13 @@ app = typer.Typer(help="Run the Group Authority (signed event log).", no_args_is
 
 @app.command("serve")
 def serve(
-    db: Path = typer.Option(..., "--db", help="SQLite database file (created if missing)."),
+    db: str = typer.Option(
+        ...,
+        "--db",
+        envvar="MISSIONWEAVE_AUTHORITY_DB",
+        help="SQLite database file (created if missing), or a postgresql:// URL: several "
+        "replicas may serve one PostgreSQL database (each with the same --key).",
+    ),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
     port: int = typer.Option(8787, "--port", min=1, max=65535, help="TCP port."),
     key: Path | None = typer.Option(
@@ -60,7 +66,11 @@ def serve(
     from ..telemetry import setup_tracing
 
     setup_tracing("missionweave-authority")  # from OTEL_*; off unless configured
-    key_path = key or db.with_name("authority.key")
+    from ..authority.core import is_url
+
+    if is_url(db) and key is None:
+        raise CliError("with a PostgreSQL --db, pass --key (every replica signs with it)")
+    key_path = key or Path(db).with_name("authority.key")
     if key is not None and not key.exists():
         raise CliError(f"no key file at {key}")
     if (tls_cert is None) != (tls_key is None):
@@ -72,6 +82,7 @@ def serve(
     signing_key = load_or_create_key(key_path, create=key is None)
     config = AuthorityConfig(online_window=online_window, operator_keys=operators)
     authority = Authority(db, signing_key, config)
+    db = authority.db_path  # a URL without its password
     scheme = "https" if tls_cert else "http"
     typer.echo(f"Authority {signing_key.public_key} serving {db} on {scheme}://{host}:{port} "
                f"({len(operators)} operator key(s))", err=True)  # fmt: skip

@@ -18,7 +18,12 @@ app = typer.Typer(help="Read, follow and verify Group event logs.", no_args_is_h
 
 @app.command("verify")
 def verify(
-    db: Path = typer.Option(..., "--db", help="The Authority's SQLite database."),
+    db: str = typer.Option(
+        ...,
+        "--db",
+        envvar="MISSIONWEAVE_AUTHORITY_DB",
+        help="The Authority's SQLite database, or its postgresql:// URL.",
+    ),
     group: list[str] = typer.Option(
         [], "--group", "-g", help="Group to verify (repeatable). Default: every Group."
     ),
@@ -33,14 +38,20 @@ def verify(
 
     Exits 0 when every Group verifies; exits 1 naming the first bad sequence otherwise.
     """
-    from ..authority import ChainError, UnknownGroupError, verify_log
+    from ..authority import ChainError, UnknownGroupError, open_reader, verify_log
+    from ..authority.core import is_url, redact
 
-    existing_db(db)
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    if not is_url(db):
+        existing_db(Path(db))
+    try:
+        store = open_reader(db)
+    except Exception as exc:  # psycopg.Error: unreachable server, refused login
+        raise CliError(f"cannot open {redact(db)}: {exc}") from None
+    db = redact(db)
     try:
         try:
-            row = conn.execute("SELECT value FROM meta WHERE key='authority_public_key'").fetchone()
-            groups = group or [r[0] for r in conn.execute("SELECT group_id FROM groups")]
+            row = store.one("meta.authority_key")
+            groups = group or [r[0] for r in store.all("groups.ids")]
         except sqlite3.DatabaseError as exc:
             raise CliError(f"{db} is not an Authority database ({exc})") from None
         key = public_key or (row[0] if row else None)
@@ -50,7 +61,7 @@ def verify(
             raise CliError(f"{db} holds no Group")
         for gid in groups:
             try:
-                rep = verify_log(conn, gid, key)
+                rep = verify_log(store, gid, key)
             except UnknownGroupError:
                 raise CliError(f"no group {gid!r} in {db}") from None
             except ChainError as exc:
@@ -59,7 +70,7 @@ def verify(
             typer.echo(f"ok   group {gid}: {rep.events} events, head {rep.head_seq} "
                        f"{rep.head_hash[:16]}…")  # fmt: skip
     finally:
-        conn.close()
+        store.close()
 
 
 @app.command("tail")

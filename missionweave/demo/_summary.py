@@ -175,18 +175,18 @@ def log_stats(events: list[Event], mission_items: set[str]) -> LogStats:
 
 def verify_chain(db: Path, group_id: str) -> tuple[bool, str]:
     """``events verify`` on the Authority database: ``(ok, one line)``."""
-    from ..authority import ChainError, UnknownGroupError, verify_log
+    from ..authority import ChainError, UnknownGroupError, open_reader, verify_log
 
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    store = open_reader(db)
     try:
-        row = conn.execute("SELECT value FROM meta WHERE key='authority_public_key'").fetchone()
-        rep = verify_log(conn, group_id, row[0])
+        row = store.one("meta.authority_key")
+        rep = verify_log(store, group_id, row[0] if row else "")
     except ChainError as exc:
         return False, f"FAIL at sequence {exc.seq}: {exc.reason}"
     except (UnknownGroupError, sqlite3.DatabaseError, TypeError) as exc:
         return False, f"FAIL: {exc}"
     finally:
-        conn.close()
+        store.close()
     return True, f"ok: {rep.events} events, head {rep.head_seq} {rep.head_hash[:16]}…"
 
 

@@ -14,17 +14,24 @@ from ._handlers_offline import credit_on_start, keep_alive
 from ._log_audit import VerifyReport, verify_log
 from ._signature_process import warm_up as warm_up_verifier
 from ._snapshots import load_snapshot
+from ._store import Store, StoreVersionError, is_url, open_reader, open_store, redact
 from ._tokens import verify_capability_token
 
 __all__ = [
     "Authority",
     "AuthorityConfig",
+    "Store",
+    "StoreVersionError",
     "VerifyReport",
     "check_context_use",
     "credit_on_start",
     "events_for_member",
+    "is_url",
     "keep_alive",
     "load_snapshot",
+    "open_reader",
+    "open_store",
+    "redact",
     "verify_capability_token",
     "verify_log",
     "warm_up_verifier",

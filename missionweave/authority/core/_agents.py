@@ -8,12 +8,12 @@ Mixed into :class:`~missionweave.authority.Authority` (read side). Serves
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 
 from ...protocol import AgentCard
 from ..wire import AgentInfo, Reliability
 from ._reads import require_group
+from ._store import Store
 
 #: The outcome Events reliability is counted from; both bodies name ``owner`` and
 #: ``capabilities`` (the WorkItem's required capabilities).
@@ -23,7 +23,7 @@ _OUTCOMES = {"work.result_accepted": "ok", "work.failed": "fail"}
 class AgentReads:
     """The agents read of the Authority (see the module docstring)."""
 
-    conn: sqlite3.Connection
+    store: Store
     _lock: threading.Lock
 
     def agents(self, group_id: str) -> list[AgentInfo]:
@@ -36,20 +36,9 @@ class AgentReads:
             UnknownGroupError: no such Group.
         """
         with self._lock:
-            require_group(self.conn, group_id)
-            members = self.conn.execute(
-                "SELECT m.agent_id, m.public_key, m.roles, m.membership_epoch, a.card, "
-                "a.session_epoch "
-                "FROM members m JOIN agents a ON a.agent_id = m.agent_id "
-                "WHERE m.group_id=? AND m.active=1 ORDER BY m.agent_id",
-                (group_id,),
-            ).fetchall()
-            outcomes = self.conn.execute(
-                "SELECT type, json_extract(data, '$.body.owner'), "
-                "json_extract(data, '$.body.capabilities') FROM events "
-                "WHERE group_id=? AND type IN ('work.result_accepted', 'work.failed')",
-                (group_id,),
-            ).fetchall()
+            require_group(self.store, group_id)
+            members = self.store.all("members.active_with_agents", group_id)
+            outcomes = self.store.all("events.outcomes", group_id)
         counts: dict[str, dict[str, Reliability]] = {}
         for kind, owner, caps in outcomes:
             if not isinstance(owner, str) or not caps:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
-import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...protocol import Command, Rejection, Role, SigningKey, identifier_problem, label_problem
+from ._store import Row, Store
+
+#: Reads a transaction may answer from memory until its next write: the rows every fenced
+#: Command loads (a batch often holds several Commands of one WorkItem). Any write, or the undo
+#: of one, forgets them all; the batch's Group locks keep other writers out meanwhile.
+CACHED_READS = frozenset({"work_items.row", "leases.row"})
 
 
 class Reject(Exception):
@@ -33,7 +39,7 @@ class Ctx:
     """Handler context for one Command inside one savepoint.
 
     Attributes:
-        conn: the connection, inside ``BEGIN IMMEDIATE`` and a savepoint.
+        store: the Store, inside a write transaction and a savepoint.
         now_ms: the Authority's clock for this Command, epoch milliseconds.
         command: the verified Command.
         roles: the actor's roles in the Command's Group (empty for agent-level Commands).
@@ -43,9 +49,13 @@ class Ctx:
         status: ``accepted``, or ``recorded`` for an audit-only outcome (MW-11.5-b).
         rejection: with ``recorded``, why the Command could not take effect.
         reply: extra facts returned to the caller but not logged (e.g. a capability token).
+        before_write: called before the handler's first write (opens the Command's savepoint).
+        head_seq: a Group's current head sequence, this batch's appends included.
+        rows: the Event rows of this Command, filled by the engine.
+        cache: the transaction's cached reads (:data:`CACHED_READS`), cleared on every write.
     """
 
-    conn: sqlite3.Connection
+    store: Store
     now_ms: int
     command: Command
     roles: frozenset[Role]
@@ -55,6 +65,10 @@ class Ctx:
     status: str = "accepted"
     rejection: Rejection | None = None
     reply: dict[str, Any] = field(default_factory=dict)
+    before_write: Callable[[], None] = field(default=lambda: None)
+    head_seq: Callable[[str], int] = field(default=lambda group_id: 0)
+    rows: list[tuple[str, int, str, str, str | None, str]] = field(default_factory=list)
+    cache: dict[tuple[Any, ...], Any] = field(default_factory=dict)
 
     @property
     def body(self) -> dict[str, Any]:
@@ -76,19 +90,32 @@ class Ctx:
         """Queue an Event for this Command."""
         self.drafts.append(Draft(group_id or self.group_id, type, work_item_id, body))
 
-    def one(self, sql: str, *args: Any) -> sqlite3.Row | None:
-        cur = self.conn.execute(sql, args)
-        cur.row_factory = sqlite3.Row
-        row: sqlite3.Row | None = cur.fetchone()
+    def one(self, name: str, *args: Any) -> Row | None:
+        """The first row of the Store's statement ``name``, or ``None``."""
+        if name not in CACHED_READS:
+            return self.store.one(name, *args)
+        key = (name, *args)
+        if key in self.cache:
+            row: Row | None = self.cache[key]
+            return row
+        row = self.cache[key] = self.store.one(name, *args)
         return row
 
-    def all(self, sql: str, *args: Any) -> list[sqlite3.Row]:
-        cur = self.conn.execute(sql, args)
-        cur.row_factory = sqlite3.Row
-        return list(cur.fetchall())
+    def all(self, name: str, *args: Any) -> list[Row]:
+        """Every row of the Store's statement ``name``."""
+        return self.store.all(name, *args)
 
-    def run(self, sql: str, *args: Any) -> None:
-        self.conn.execute(sql, args)
+    def run(self, name: str, *args: Any) -> None:
+        """Run the Store's (writing) statement ``name``."""
+        self.before_write()
+        self.cache.clear()
+        self.store.run(name, *args)
+
+    def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
+        """Update columns of one WorkItem (see :meth:`Store.set_work_item`)."""
+        self.before_write()
+        self.cache.clear()
+        self.store.set_work_item(group_id, work_item_id, cols)
 
 
 def dumps(value: Any) -> str:

@@ -68,22 +68,14 @@ def events_for_member(
         ChainError: the stored log has a gap in the range.
     """
     head, _ = authority.head(group_id)
-    if not authority.query(
-        "SELECT 1 FROM members WHERE group_id=? AND agent_id=? AND active=1", group_id, agent_id
-    ):
+    if authority.member_key(group_id, agent_id) is None:
         raise MembershipRequired(group_id, agent_id)
     if not 1 <= from_seq <= to_seq <= head or to_seq - from_seq >= MAX_EVENTS:
         raise ValueError(
             f"event range {from_seq}..{to_seq} is not within 1..{head} "
             f"(at most {MAX_EVENTS} Events)"
         )
-    rows = authority.query(
-        "SELECT seq, data FROM archived_events WHERE group_id=? AND seq BETWEEN ? AND ? "
-        "UNION ALL SELECT seq, data FROM events WHERE group_id=? AND seq BETWEEN ? AND ? "
-        "ORDER BY 1",
-        group_id, from_seq, to_seq, group_id, from_seq, to_seq,
-    )  # fmt: skip
-    events = [Event.model_validate_json(r["data"]) for r in rows]
+    events = authority.events_between(group_id, from_seq, to_seq)
     for expected, ev in zip(range(from_seq, to_seq + 1), [*events, None], strict=False):
         if ev is None or ev.seq != expected:  # the stored log has a hole
             raise ChainError(group_id, expected, "gap")

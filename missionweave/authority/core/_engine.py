@@ -1,11 +1,12 @@
 """The Group Authority: validate signed Commands and append signed, hash-chained Events.
 
-One :class:`Authority` owns one SQLite connection. Every Command runs inside a savepoint of a
-``BEGIN IMMEDIATE`` transaction, with its checks in this order: actor signature → membership and
-session epochs → lease id and ownership epoch (fencing) → the state table → contract and budget
-rules. Then every resulting Event is sequenced, hashed, signed and written — or, on a rejection,
-the savepoint is rolled back and nothing is written. :meth:`Authority.submit_many` commits a whole
-batch with one fsync (group commit), which is the main throughput lever.
+One :class:`Authority` owns one :class:`~._store.Store` (SQLite or PostgreSQL). Every Command
+runs inside a savepoint of a write transaction, with its checks in this order: actor signature →
+membership and session epochs → lease id and ownership epoch (fencing) → the state table →
+contract and budget rules. Then every resulting Event is sequenced, hashed, signed and written —
+or, on a rejection, the savepoint is rolled back and nothing is written.
+:meth:`Authority.submit_many` commits a whole batch with one fsync (group commit), which is the
+main throughput lever.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from ._command_scope import Ctx, Reject, dumps
 from ._handlers_offline import handler_for
 from ._reads import LogReader
 from ._registry import HANDLERS
-from ._schema import connect
+from ._store import Store, open_store
 from ._tokens import public_token
 
 
@@ -81,6 +82,20 @@ class AuthorityConfig:
 
 
 @dataclass(slots=True)
+class _Tx:
+    """What one write transaction keeps in memory until its commit: the remembered Command ids
+    of its batch (``(group, actor, id)`` → ``(signature, status, refs)``), and the Event and
+    Command rows it will insert in one statement each."""
+
+    priors: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    event_rows: list[tuple[str, int, str, str, str | None, str]] = field(default_factory=list)
+    command_rows: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
+    events: dict[tuple[str, int], Event] = field(default_factory=dict)
+    #: rows of the cacheable reads (:data:`._context.CACHED_READS`) since the last write
+    reads: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class _Head:
     seq: int
     hash: str
@@ -88,10 +103,11 @@ class _Head:
 
 
 class Authority(LogReader, AgentReads):
-    """A Group Authority over one SQLite database.
+    """A Group Authority over one database.
 
     Args:
-        db: path of the SQLite file (created if missing), or ``":memory:"``.
+        db: path of the SQLite file (created if missing), ``":memory:"``, or a
+            ``postgresql://`` URL (several Authorities may share one PostgreSQL database).
         key: the Authority's signing key.
         config: settings; defaults are sensible for one machine.
         clock: epoch-milliseconds clock (tests pass a controllable one).
@@ -101,7 +117,8 @@ class Authority(LogReader, AgentReads):
         sqlite3.Error: the file cannot be opened as a database.
 
     Thread safety: one lock serializes use of the connection; several :class:`Authority`
-    objects on the same file (other threads or processes) serialize through SQLite's write lock.
+    objects on the same database (other threads, processes or machines) serialize through
+    SQLite's write lock or PostgreSQL's per-Group advisory locks.
     """
 
     def __init__(
@@ -111,29 +128,26 @@ class Authority(LogReader, AgentReads):
         config: AuthorityConfig | None = None,
         clock: Callable[[], int] = now_ms,
     ) -> None:
-        self.db_path = str(db)
         self.key = key
         self.config = config or AuthorityConfig()
         self.clock = clock
-        self.conn = connect(db)
+        self.store: Store = open_store(db)
+        self.db_path = str(db) if self.store.backend == "sqlite" else self.store.location
         self._lock = threading.Lock()
         self._keys: dict[tuple[str | None, str], str] = {}
         self._trusted: list[Command] = []
         self._members: dict[tuple[str, str], Any] = {}
+        self._tx = _Tx()
         self._pin_key()
 
     def _pin_key(self) -> None:
         """Record the Authority's public key in the database; refuse a different key later."""
         with self._write():
-            self.conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('authority_public_key', ?)",
-                (self.key.public_key,),
-            )
-            row = self.conn.execute(
-                "SELECT value FROM meta WHERE key='authority_public_key'"
-            ).fetchone()
+            self.store.run("meta.pin_key", self.key.public_key)
+            row = self.store.one("meta.authority_key")
+        assert row is not None
         if row[0] != self.key.public_key:
-            self.conn.close()
+            self.store.close()
             raise AuthorityError(
                 f"{self.db_path} was written by another Authority key ({row[0][:12]}…); "
                 "use that key or a new database"
@@ -145,9 +159,9 @@ class Authority(LogReader, AgentReads):
         return self.key.public_key
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the store's connection."""
         with self._lock:
-            self.conn.close()
+            self.store.close()
 
     # ----------------------------------------------------------------------------- writes
 
@@ -212,16 +226,33 @@ class Authority(LogReader, AgentReads):
                 [(c.model_dump_json(), k) for c, k in zip(commands, keys, strict=True) if k]
             )
         with self._lock:
-            results = self._transaction(commands, keys if pending else None, pending, parents)
+            results = self._retrying(commands, keys if pending else None, pending, parents)
             if results is None:  # a signature the writer relied on did not verify: redo inline
                 trace.get_current_span().set_attribute("missionweave.transaction.redo", True)
-                results = self._transaction(commands, None, None, parents)
+                results = self._retrying(commands, None, None, parents)
                 assert results is not None
         if self.config.online_window is not None:
             touched = {e.group_id for r in results for e in r.events if not r.duplicate}
             for gid in touched:
                 self.maybe_archive(gid)
         return results
+
+    def _retrying(
+        self,
+        commands: Sequence[Command],
+        keys: list[str | None] | None,
+        pending: Future[list[bool]] | None,
+        parents: list[otel_context.Context | None],
+    ) -> list[SubmitResult] | None:
+        """:meth:`_transaction`, run again (up to 8 times) when the database aborted it on a
+        transient conflict with another replica (a deadlock between two batches' locks)."""
+        for attempt in range(8):
+            try:
+                return self._transaction(commands, keys, pending, parents)
+            except Exception as exc:
+                if attempt == 7 or not self.store.retryable(exc):
+                    raise
+        raise AssertionError("unreachable")
 
     def _transaction(
         self,
@@ -234,8 +265,16 @@ class Authority(LogReader, AgentReads):
         signature taken on trust from ``pending`` (the verifier process) failed."""
         self._trusted = []
         self._members.clear()  # other processes may have changed memberships meanwhile
-        self.conn.execute("BEGIN IMMEDIATE")
+        tx = self._tx = _Tx()
+        self.store.begin()
         try:
+            # Appends of one Group are serialized across processes (PostgreSQL replicas).
+            self.store.lock_groups(c.group_id or "" for c in commands)
+            # every remembered id of the batch in one statement (after the locks: a replica
+            # that took the same id first has committed it)
+            tx.priors = self.store.command_priors(
+                list({(c.group_id or "", c.actor, c.command_id) for c in commands})
+            )
             heads: dict[str, _Head] = {}
             # A Command sent in the transaction's own context gets its span under the
             # transaction's; one merged in from another request, under that request's.
@@ -248,7 +287,7 @@ class Authority(LogReader, AgentReads):
                 try:
                     verdicts = pending.result()
                 except Exception:  # the verifier process died: redo with inline verification
-                    self.conn.execute("ROLLBACK")
+                    self.store.rollback()
                     return None
                 assert keys is not None
                 verdict_of = {}
@@ -259,17 +298,18 @@ class Authority(LogReader, AgentReads):
                         j += 1
                 index = {id(c): i for i, c in enumerate(commands)}
                 if not all(verdict_of[index[id(c)]] for c in self._trusted):
-                    self.conn.execute("ROLLBACK")
+                    self.store.rollback()
                     return None
+            # the batch's rows in one multi-row statement each
+            self.store.insert_events(tx.event_rows)
+            self.store.insert_commands(tx.command_rows)
             for gid, head in heads.items():
                 if head.dirty:
-                    self.conn.execute(
-                        "UPDATE groups SET head_seq=?, head_hash=? WHERE group_id=?",
-                        (head.seq, head.hash, gid),
-                    )
-            self.conn.execute("COMMIT")
+                    self.store.run("groups.set_head", head.seq, head.hash, gid)
+            self.store.notify(gid for gid, head in heads.items() if head.dirty)
+            self.store.commit()
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self.store.rollback()
             raise
         return results
 
@@ -284,13 +324,9 @@ class Authority(LogReader, AgentReads):
         key = self._keys.get(cache_key)
         if key is None:
             if spec.auth == "member":
-                row = self.conn.execute(
-                    "SELECT public_key FROM members WHERE group_id=? AND agent_id=?", cache_key
-                ).fetchone()
+                row = self.store.one("members.key", *cache_key)
             else:
-                row = self.conn.execute(
-                    "SELECT public_key FROM agents WHERE agent_id=?", (cmd.actor,)
-                ).fetchone()
+                row = self.store.one("agents.public_key_by_agent_id", cmd.actor)
             if row is None:
                 return None
             key = self._keys[cache_key] = str(row[0])  # an agent's key never changes
@@ -326,20 +362,26 @@ class Authority(LogReader, AgentReads):
         self, cmd: Command, heads: dict[str, _Head], verified_key: str | None = None
     ) -> SubmitResult:
         saved = {g: (h.seq, h.hash, h.dirty) for g, h in heads.items()}
-        self.conn.execute("SAVEPOINT cmd")
+        tx = self._tx
+        # A savepoint only once the handler writes: most Commands are checked on reads alone,
+        # and the engine's own rows (Events, the Command) are written with the whole batch.
+        opened = False
+
+        def savepoint() -> None:
+            nonlocal opened
+            if not opened:
+                self.store.savepoint()
+                opened = True
+
         try:
             # The signature first: a Command id is the actor's, scoped to its Group, so nobody
             # but the actor can use (or use up) one of its ids.
             member = self._verify_actor(cmd, verified_key)
-            prior = self.conn.execute(
-                "SELECT signature, status, refs FROM commands "
-                "WHERE group_id=? AND actor=? AND command_id=?",
-                (cmd.group_id or "", cmd.actor, cmd.command_id),
-            ).fetchone()
+            key = (cmd.group_id or "", cmd.actor, cmd.command_id)
+            prior = tx.priors.get(key)
             if prior is not None:
-                self.conn.execute("RELEASE cmd")
                 return self._repeated(cmd, prior)
-            ctx = self._admit(cmd, member)
+            ctx = self._admit(cmd, member, savepoint, heads)
             handler_for(cmd)(ctx)  # the bounded-offline binding reconciles (MW-11.5-f)
             if cmd.type.startswith(_MEMBERSHIP_PREFIXES):
                 self._members.clear()
@@ -349,26 +391,26 @@ class Authority(LogReader, AgentReads):
             result_extra: dict[str, Any] = {"reply": ctx.reply} if ctx.reply else {}
             if ctx.rejection:
                 result_extra["rejection"] = ctx.rejection.model_dump()
-            self.conn.execute(
-                "INSERT INTO commands (group_id, actor, command_id, signature, status, refs) "
-                "VALUES (?,?,?,?,?,?)",
-                (
-                    cmd.group_id or "", cmd.actor, cmd.command_id, cmd.signature, ctx.status,
-                    dumps({"events": [[e.group_id, e.seq] for e in events],
-                           "result": dumps(result_extra)}),
-                ),
-            )  # fmt: skip
-            self.conn.execute("RELEASE cmd")
+            refs = dumps({"events": [[e.group_id, e.seq] for e in events],
+                          "result": dumps(result_extra)})  # fmt: skip
+            if opened:
+                self.store.release()
+            tx.command_rows.append((*key, cmd.signature, ctx.status, refs))
+            tx.priors[key] = (cmd.signature, ctx.status, refs)
+            tx.event_rows.extend(ctx.rows)
+            tx.events.update({(e.group_id, e.seq): e for e in events})
         except Reject as r:
-            self.conn.execute("ROLLBACK TO cmd")
-            self.conn.execute("RELEASE cmd")
+            if opened:
+                self.store.rollback_to()
+                self._tx.reads.clear()  # rows read after the undone writes are stale
             # the in-memory heads must match what the savepoint rollback left in the DB
             heads.clear()
             heads.update({g: _Head(*v) for g, v in saved.items()})
             return SubmitResult(command_id=cmd.command_id, status="rejected", rejection=r.rejection)
         except BaseException:
-            self.conn.execute("ROLLBACK TO cmd")
-            self.conn.execute("RELEASE cmd")
+            if opened:
+                self.store.rollback_to()
+                self._tx.reads.clear()
             heads.clear()
             heads.update({g: _Head(*v) for g, v in saved.items()})
             raise
@@ -397,9 +439,10 @@ class Authority(LogReader, AgentReads):
             # repeat must not hand out the bearer secret. The holder renews (a new Command,
             # which only it can sign) to get a token it can use.
             reply["capability_token"] = public_token(token)
+        # Events of this batch are not in the database before its commit
+        events = [self._tx.events.get((g, s)) or self._load_event(g, s) for g, s in refs["events"]]
         return SubmitResult(
-            command_id=cmd.command_id, status=prior[1],
-            events=[self._load_event(g, s) for g, s in refs["events"]],
+            command_id=cmd.command_id, status=prior[1], events=events,
             rejection=Rejection(**data["rejection"]) if data.get("rejection") else None,
             reply=reply, duplicate=True,
         )  # fmt: skip
@@ -438,9 +481,7 @@ class Authority(LogReader, AgentReads):
                 )  # fmt: skip
             return None
         if spec.auth == "agent":
-            row = self.conn.execute(
-                "SELECT public_key FROM agents WHERE agent_id=?", (cmd.actor,)
-            ).fetchone()
+            row = self.store.one("agents.public_key_by_agent_id", cmd.actor)
             if row is None:
                 raise Reject("unknown_actor", f"agent {cmd.actor!r} is not known", actor=cmd.actor)
             if not signed_by(row[0]):
@@ -452,18 +493,11 @@ class Authority(LogReader, AgentReads):
         # clear this cache (see _apply), so repeated actors skip the lookup.
         row = self._members.get((cmd.group_id, cmd.actor))
         if row is None:
-            row = self.conn.execute(
-                "SELECT m.public_key, m.roles, m.membership_epoch, m.active, "
-                "a.session_epoch FROM members m JOIN agents a ON a.agent_id = m.agent_id "
-                "WHERE m.group_id=? AND m.agent_id=?",
-                (cmd.group_id, cmd.actor),
-            ).fetchone()
+            row = self.store.one("members.actor_row", cmd.group_id, cmd.actor)
             if row is not None:
                 self._members[(cmd.group_id, cmd.actor)] = row
         if row is None or not row[3]:
-            if self.conn.execute(
-                "SELECT 1 FROM groups WHERE group_id=?", (cmd.group_id,)
-            ).fetchone() is None:  # fmt: skip
+            if self.store.one("groups.exists_by_group_id", cmd.group_id) is None:
                 raise Reject("unknown_group", f"no group {cmd.group_id!r}",
                              group_id=cmd.group_id)  # fmt: skip
             raise Reject("not_a_member", f"{cmd.actor!r} is not a member of the group",
@@ -472,7 +506,13 @@ class Authority(LogReader, AgentReads):
             raise Reject("bad_signature", "the command's signature does not verify")
         return row
 
-    def _admit(self, cmd: Command, member: Any) -> Ctx:
+    def _admit(
+        self,
+        cmd: Command,
+        member: Any,
+        savepoint: Callable[[], None],
+        heads: dict[str, _Head],
+    ) -> Ctx:
         """The handler's context once the epochs hold: for a member Command, its Membership
         and Session Epochs must be current (and a session open where the type needs one).
 
@@ -496,18 +536,29 @@ class Authority(LogReader, AgentReads):
             if HANDLERS[cmd.type].needs_session and member[4] == 0:
                 raise Reject("no_session", "open a session before taking work")
             roles = _roles(member[1])
-        return Ctx(self.conn, self.clock(), cmd, roles, self.config, self.key)
+
+        def head_seq(group_id: str) -> int:
+            head = heads.get(group_id)
+            if head is not None:
+                return head.seq
+            row = self.store.one("groups.head", group_id)
+            return int(row[0]) if row is not None else 0
+
+        return Ctx(self.store, self.clock(), cmd, roles, self.config, self.key,
+                   before_write=savepoint, head_seq=head_seq, cache=self._tx.reads)  # fmt: skip
 
     def _append(self, ctx: Ctx, heads: dict[str, _Head]) -> list[Event]:
         events: list[Event] = []
         cmd_value = ctx.command.model_dump(mode="json")
+        cmd_json = ""
         first = True
+        rows = ctx.rows
         for d in ctx.drafts:
             head = heads.get(d.group_id)
             if head is None:
-                row = self.conn.execute(
-                    "SELECT head_seq, head_hash FROM groups WHERE group_id=?", (d.group_id,)
-                ).fetchone()
+                if d.group_id != ctx.command.group_id:  # locked with the batch otherwise
+                    self.store.lock_groups([d.group_id])
+                row = self.store.one("groups.head", d.group_id)
                 if row is None:
                     raise Reject("unknown_group", f"no group {d.group_id!r}", group_id=d.group_id)
                 head = heads[d.group_id] = _Head(row[0], row[1])
@@ -520,16 +571,20 @@ class Authority(LogReader, AgentReads):
                 "command_signature": ctx.command.signature if first else None,
                 "prev_hash": head.hash,
             }  # fmt: skip
-            h = sha256_hex(canonical_bytes(value))
-            value["hash"], value["signature"] = h, self.key.sign(bytes.fromhex(h))
+            canonical = canonical_bytes(value)
+            h = sha256_hex(canonical)
+            sig = self.key.sign(bytes.fromhex(h))
+            value["hash"], value["signature"] = h, sig
             value["command"] = cmd_value if first else None
+            # The stored JSON is the hashed canonical text plus the three unhashed fields
+            # (hex, base64url and the Command's JSON need no escaping): no second encoding.
+            if first:
+                cmd_json = cmd_json or ctx.command.model_dump_json()
+            data = (f'{canonical[:-1].decode()},"hash":"{h}","signature":"{sig}",'
+                    f'"command":{cmd_json if first else "null"}}}')  # fmt: skip
             first = False
-            self.conn.execute(
-                "INSERT INTO events (group_id, seq, event_id, type, work_item_id, data) "
-                "VALUES (?,?,?,?,?,?)",
-                (d.group_id, value["seq"], value["event_id"], d.type, d.work_item_id,
-                 json.dumps(value, separators=(",", ":"))),
-            )  # fmt: skip
+            rows.append((d.group_id, value["seq"], value["event_id"], d.type, d.work_item_id,
+                         data))  # fmt: skip
             ev = Event.model_construct(**value)
             head.seq, head.hash, head.dirty = ev.seq, ev.hash, True
             events.append(ev)

@@ -46,9 +46,9 @@ def _public_key(ctx: Ctx) -> str:
 
 
 def _register_agent(ctx: Ctx, agent_id: str, public_key: str) -> None:
-    row = ctx.one("SELECT public_key FROM agents WHERE agent_id=?", agent_id)
+    row = ctx.one("agents.public_key_by_agent_id", agent_id)
     if row is None:
-        ctx.run("INSERT INTO agents (agent_id, public_key) VALUES (?,?)", agent_id, public_key)
+        ctx.run("agents.insert", agent_id, public_key)
     elif row["public_key"] != public_key:
         raise Reject(
             "key_mismatch", f"agent {agent_id!r} is registered with another public key",
@@ -61,18 +61,17 @@ def group_create(ctx: Ctx) -> None:
     gid = ctx.command.group_id
     if not gid:  # its spelling is checked with the envelope (Command.group_id)
         raise Reject("invalid_command", "group.create needs a group_id")
-    if ctx.one("SELECT 1 FROM groups WHERE group_id=?", gid):
+    if ctx.one("groups.exists_by_group_id", gid):
         raise Reject("group_exists", f"group {gid!r} already exists", group_id=gid)
     key = _public_key(ctx)  # an operator's, checked with the signature (Authority._verify_actor)
     roles = sorted(set(_roles(ctx.body.get("roles", ["owner"]))) | {"owner"})
     _register_agent(ctx, ctx.command.actor, key)
     ctx.run(
-        "INSERT INTO groups (group_id, created_at_ms, head_seq, head_hash) VALUES (?,?,0,?)",
+        "groups.insert",
         gid, ctx.now_ms, GENESIS_HASH,
     )  # fmt: skip
     ctx.run(
-        "INSERT INTO members (group_id, agent_id, public_key, roles, membership_epoch, active) "
-        "VALUES (?,?,?,?,1,1)",
+        "members.insert",
         gid, ctx.command.actor, key, json.dumps(roles),
     )  # fmt: skip
     ctx.emit("group.created", {"group_id": gid, "owner": ctx.command.actor})
@@ -96,7 +95,7 @@ def member_add(ctx: Ctx) -> None:
     key = _public_key(ctx)
     roles = _roles(ctx.body.get("roles"))
     row = ctx.one(
-        "SELECT membership_epoch, active FROM members WHERE group_id=? AND agent_id=?",
+        "members.membership_epoch_active_by_group_id_agent_id",
         ctx.group_id, agent_id,
     )  # fmt: skip
     if row is not None and row["active"]:
@@ -104,8 +103,7 @@ def member_add(ctx: Ctx) -> None:
     _register_agent(ctx, agent_id, key)
     epoch = (row["membership_epoch"] if row else 0) + 1
     ctx.run(
-        "INSERT OR REPLACE INTO members (group_id, agent_id, public_key, roles, "
-        "membership_epoch, active) VALUES (?,?,?,?,?,1)",
+        "members.upsert",
         ctx.group_id, agent_id, key, json.dumps(roles), epoch,
     )  # fmt: skip
     ctx.emit("member.added", {"agent_id": agent_id, "public_key": key, "roles": roles,
@@ -118,14 +116,14 @@ def member_update(ctx: Ctx) -> None:
     agent_id = need(ctx.body, "agent_id")
     roles = _roles(ctx.body.get("roles"))
     row = ctx.one(
-        "SELECT membership_epoch FROM members WHERE group_id=? AND agent_id=? AND active=1",
+        "members.active_epoch",
         ctx.group_id, agent_id,
     )  # fmt: skip
     if row is None:
         raise Reject("not_a_member", f"{agent_id!r} is not a member", agent_id=agent_id)
     epoch = row["membership_epoch"] + 1
     ctx.run(
-        "UPDATE members SET roles=?, membership_epoch=? WHERE group_id=? AND agent_id=?",
+        "members.set_roles_membership_epoch",
         json.dumps(roles), epoch, ctx.group_id, agent_id,
     )  # fmt: skip
     ctx.emit("member.updated", {"agent_id": agent_id, "roles": roles, "membership_epoch": epoch})
@@ -138,14 +136,14 @@ def member_remove(ctx: Ctx) -> None:
     if agent_id == ctx.command.actor:
         raise Reject("invalid_body", "an owner cannot remove itself")
     row = ctx.one(
-        "SELECT membership_epoch FROM members WHERE group_id=? AND agent_id=? AND active=1",
+        "members.active_epoch",
         ctx.group_id, agent_id,
     )  # fmt: skip
     if row is None:
         raise Reject("not_a_member", f"{agent_id!r} is not a member", agent_id=agent_id)
     epoch = row["membership_epoch"] + 1
     ctx.run(
-        "UPDATE members SET active=0, membership_epoch=? WHERE group_id=? AND agent_id=?",
+        "members.deactivate",
         epoch, ctx.group_id, agent_id,
     )  # fmt: skip
     ctx.emit("member.removed", {"agent_id": agent_id, "membership_epoch": epoch})
@@ -156,7 +154,7 @@ def agent_publish_card(ctx: Ctx) -> None:
     card = parse(AgentCard, ctx.body.get("card"), "card")
     if card.agent_id != ctx.command.actor:
         raise Reject("invalid_body", "an agent publishes only its own card")
-    row = ctx.one("SELECT public_key, card_version FROM agents WHERE agent_id=?", card.agent_id)
+    row = ctx.one("agents.public_key_card_version_by_agent_id", card.agent_id)
     assert row is not None  # members are always registered agents
     if card.public_key != row["public_key"]:
         raise Reject("key_mismatch", "the card's public key is not the agent's key")
@@ -167,7 +165,7 @@ def agent_publish_card(ctx: Ctx) -> None:
         )  # fmt: skip
     wire = card.model_dump(mode="json")
     ctx.run(
-        "UPDATE agents SET card=?, card_version=? WHERE agent_id=?",
+        "agents.set_card_card_version",
         dumps(wire), card.version, card.agent_id,
     )  # fmt: skip
     ctx.emit("agent.card_published", {"card": wire})
@@ -194,26 +192,19 @@ def session_open(ctx: Ctx) -> None:
     ``agent.session_opened`` carries it, so the process it replaces can say who took over."""
     agent = ctx.command.actor
     process = _process(ctx.body)
-    row = ctx.one("SELECT session_epoch FROM agents WHERE agent_id=?", agent)
+    row = ctx.one("agents.session_epoch_by_agent_id", agent)
     assert row is not None
     epoch = row["session_epoch"] + 1
-    ctx.run("UPDATE agents SET session_epoch=? WHERE agent_id=?", epoch, agent)
-    groups = [
-        r["group_id"]
-        for r in ctx.all(
-            "SELECT group_id FROM members WHERE agent_id=? AND active=1 ORDER BY 1", agent
-        )
-    ]
+    ctx.run("agents.set_session_epoch", epoch, agent)
+    groups = [r["group_id"] for r in ctx.all("members.group_id_by_agent_id", agent)]
     for lease in ctx.all(
-        "SELECT lease_id, group_id, work_item_id FROM leases "
-        "WHERE agent_id=? AND status='active' AND kind='execution' ORDER BY group_id, lease_id",
+        "leases.active_execution_of_agent",
         agent,
     ):
-        ctx.run("UPDATE leases SET status='revoked' WHERE lease_id=?", lease["lease_id"])
+        ctx.run("leases.revoke", lease["lease_id"])
         deadline = ctx.now_ms + _start_ms(ctx, lease["group_id"], lease["work_item_id"])
         ctx.run(
-            "UPDATE work_items SET state='queued', lease_id=NULL, start_deadline_ms=? "
-            "WHERE group_id=? AND work_item_id=? AND state='active'",
+            "work_items.requeue_active",
             deadline, lease["group_id"], lease["work_item_id"],
         )  # fmt: skip
         ctx.emit(
@@ -234,7 +225,7 @@ def session_open(ctx: Ctx) -> None:
 
 def _start_ms(ctx: Ctx, group_id: str, work_item_id: str) -> int:
     row = ctx.one(
-        "SELECT contract FROM work_items WHERE group_id=? AND work_item_id=?",
+        "work_items.contract_by_group_id_work_item_id",
         group_id, work_item_id,
     )  # fmt: skip
     assert row is not None

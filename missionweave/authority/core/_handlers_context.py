@@ -12,7 +12,6 @@ The Authority's Groups form one Organization: a promotion is visible to every Gr
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -28,10 +27,11 @@ from ...protocol import (
 from ._command_scope import Ctx, Reject, dumps, need
 from ._reads import LogReader
 from ._registry import command
+from ._store import Store
 
 
 def may_use_in_mission(
-    conn: sqlite3.Connection, group_id: str, artifact_hash: str, mission_id: str
+    store: Store, group_id: str, artifact_hash: str, mission_id: str
 ) -> Literal[True] | Rejection:
     """May ``artifact_hash`` enter the context of Mission ``mission_id`` of ``group_id``?
 
@@ -41,7 +41,7 @@ def may_use_in_mission(
     (MW-13.3-d). The refusal does not name the other Missions (MW-13.3-e).
 
     Args:
-        conn: an Authority connection (read only; the caller holds the Authority's lock or
+        store: the Authority's Store (read only; the caller holds the Authority's lock or
             runs inside a handler's transaction).
         group_id: the Group of the Mission that wants to use the Artifact.
         artifact_hash: the Artifact's SHA-256 hex.
@@ -51,20 +51,13 @@ def may_use_in_mission(
         ``True``, or a :class:`Rejection`: ``unknown_mission``, ``unknown_artifact`` (never
         published on this Authority) or ``cross_mission_content``.
     """
-    if conn.execute(
-        "SELECT 1 FROM missions WHERE group_id=? AND mission_id=?", (group_id, mission_id)
-    ).fetchone() is None:  # fmt: skip
+    if store.one("missions.exists_by_group_id_mission_id", group_id, mission_id) is None:
         return Rejection(code="unknown_mission", reason=f"no Mission {mission_id!r}",
                          detail={"group_id": group_id, "mission_id": mission_id})  # fmt: skip
-    homes = conn.execute(
-        "SELECT DISTINCT group_id, mission_id FROM artifacts WHERE artifact_hash=?",
-        (artifact_hash,),
-    ).fetchall()
+    homes = store.all("artifacts.homes", artifact_hash)
     if (group_id, mission_id) in {(r[0], r[1]) for r in homes}:
         return True
-    if conn.execute(
-        "SELECT 1 FROM promoted_artifacts WHERE artifact_hash=? LIMIT 1", (artifact_hash,)
-    ).fetchone() is not None:  # fmt: skip
+    if store.one("promoted_artifacts.any", artifact_hash) is not None:
         return True
     detail = {"artifact_hash": artifact_hash, "group_id": group_id, "mission_id": mission_id}
     if not homes:
@@ -82,7 +75,7 @@ def context_use(
 ) -> Rejection | None:
     """:func:`may_use_in_mission` on a live Authority, under its lock; ``None`` when allowed."""
     with authority._lock:
-        verdict = may_use_in_mission(authority.conn, group_id, artifact_hash, mission_id)
+        verdict = may_use_in_mission(authority.store, group_id, artifact_hash, mission_id)
     return None if verdict is True else verdict
 
 
@@ -93,21 +86,15 @@ def _require(ctx: Ctx, role: Role) -> None:
 
 
 def _head_seq(ctx: Ctx) -> int:
-    # groups.head_seq is written at the end of a batch; Events appended earlier in the same
-    # batch are already in the events table.
-    row = ctx.one(
-        "SELECT max(g.head_seq, coalesce((SELECT max(seq) FROM events e "
-        "WHERE e.group_id = g.group_id), 0)) AS head FROM groups g WHERE g.group_id=?",
-        ctx.group_id,
-    )  # fmt: skip
-    return int(row["head"]) if row is not None else 0
+    # the head with the Events appended earlier in the same batch (not yet in the database)
+    return ctx.head_seq(ctx.group_id)
 
 
 def _cross_mission(ctx: Ctx, mission_id: str, hashes: list[str]) -> None:
     """Refuse Artifacts published in another Mission and not promoted (MW-13.3-d). Hashes the
     Authority never saw (external inputs) pass: they are no Group's content."""
     for h in hashes:
-        verdict = may_use_in_mission(ctx.conn, ctx.group_id, h, mission_id)
+        verdict = may_use_in_mission(ctx.store, ctx.group_id, h, mission_id)
         if verdict is not True and verdict.code != "unknown_artifact":
             raise Reject(verdict.code, verdict.reason, **verdict.detail)
 
@@ -138,12 +125,11 @@ def context_publish(ctx: Ctx) -> None:
     _require(ctx, Role.COORDINATOR)
     signed = _signed_package(ctx)
     p = signed.package
-    if ctx.one("SELECT 1 FROM missions WHERE group_id=? AND mission_id=?", ctx.group_id,
+    if ctx.one("missions.exists_by_group_id_mission_id", ctx.group_id,
                p.mission_id) is None:  # fmt: skip
         raise Reject("unknown_mission", f"no Mission {p.mission_id!r}", mission_id=p.mission_id)
     for wid in p.scope:
-        if ctx.one("SELECT 1 FROM work_items WHERE group_id=? AND work_item_id=? AND "
-                   "mission_id=?", ctx.group_id, wid, p.mission_id) is None:  # fmt: skip
+        if ctx.one("work_items.exists_in_mission", ctx.group_id, wid, p.mission_id) is None:
             raise Reject("unknown_work_item", f"no WorkItem {wid!r} in the Mission",
                          work_item_id=wid, mission_id=p.mission_id)  # fmt: skip
     head = _head_seq(ctx)
@@ -152,15 +138,13 @@ def context_publish(ctx: Ctx) -> None:
             "invalid_event_range", "the source range must lie in this Group's log",
             source=p.source.model_dump(), group_id=ctx.group_id, head_seq=head,
         )  # fmt: skip
-    member = ctx.one("SELECT public_key FROM members WHERE group_id=? AND agent_id=? AND "
-                     "active=1", ctx.group_id, p.generator)  # fmt: skip
+    member = ctx.one("members.active_key", ctx.group_id, p.generator)  # fmt: skip
     if member is None or not verify_context_package(signed, member["public_key"]):
         raise Reject("context_signature",
                      "the package is not signed by its generator, an active Group member",
                      generator=p.generator)  # fmt: skip
     latest = ctx.one(
-        "SELECT version, package_hash FROM context_packages WHERE group_id=? AND mission_id=? "
-        "AND scope=? ORDER BY version DESC LIMIT 1", ctx.group_id, p.mission_id, p.scope_key,
+        "context_packages.latest", ctx.group_id, p.mission_id, p.scope_key,
     )  # fmt: skip
     want = (latest["version"] + 1, latest["package_hash"]) if latest else (1, None)
     if (p.version, p.previous) != want:
@@ -172,8 +156,7 @@ def context_publish(ctx: Ctx) -> None:
     _cross_mission(ctx, p.mission_id, p.artifacts)
     h = signed.package_hash
     ctx.run(
-        "INSERT INTO context_packages (group_id, mission_id, scope, version, package_hash, "
-        "generator, data, recorded_at_ms) VALUES (?,?,?,?,?,?,?,?)",
+        "context_packages.insert",
         ctx.group_id, p.mission_id, p.scope_key, p.version, h, p.generator,
         dumps(signed.wire()), ctx.now_ms,
     )  # fmt: skip
@@ -204,16 +187,14 @@ def artifact_promote(ctx: Ctx) -> None:
         raise Reject("invalid_body", "unknown classification", field="classification",
                      allowed=[c.value for c in Classification]) from None  # fmt: skip
     rows = ctx.all(
-        "SELECT manifest_id, mission_id, work_item_id, producer, classification FROM artifacts "
-        "WHERE group_id=? AND artifact_hash=? ORDER BY manifest_id", ctx.group_id, h,
+        "artifacts.homes_in_group", ctx.group_id, h,
     )  # fmt: skip
     if not rows:
         raise Reject("unknown_artifact", "the artifact was not published in this Group",
                      artifact_hash=h)  # fmt: skip
     provenance: list[dict[str, Any]] = [dict(r) for r in rows]
     ctx.run(
-        "INSERT OR REPLACE INTO promoted_artifacts (group_id, artifact_hash, classification, "
-        "promoted_by, promoted_at_ms) VALUES (?,?,?,?,?)",
+        "promoted_artifacts.upsert",
         ctx.group_id, h, classification.value, ctx.command.actor, ctx.now_ms,
     )  # fmt: skip
     ctx.emit("artifact.promoted", {

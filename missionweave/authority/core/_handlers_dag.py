@@ -39,21 +39,18 @@ def work_add_dependencies(ctx: Ctx) -> None:
     ):
         raise Reject("invalid_body", f"dependencies must be a list of 1 to {MAX_ADDED} ids",
                      field="dependencies")  # fmt: skip
-    item = ctx.one(
-        "SELECT * FROM work_items WHERE group_id=? AND work_item_id=?", ctx.group_id, wid
-    )
+    item = ctx.one("work_items.row", ctx.group_id, wid)
     if item is None:
         raise Reject("unknown_id", f"no WorkItem {wid!r}", work_item_id=wid)
     mid = item["mission_id"]
-    mission = ctx.one("SELECT state FROM missions WHERE group_id=? AND mission_id=?",
+    mission = ctx.one("missions.state_by_group_id_mission_id",
                       ctx.group_id, mid)  # fmt: skip
     if mission is None or mission["state"] != "running":
         raise Reject("mission_closed", f"Mission {mid!r} is not running", mission_id=mid)
     if item["state"] != "open":
         raise Reject("not_open", f"WorkItem {wid!r} is {item['state']}: edges only go into an "
                      "open WorkItem", work_item_id=wid, state=item["state"])  # fmt: skip
-    rows = ctx.all("SELECT work_item_id, dependencies FROM work_items WHERE group_id=? AND "
-                   "mission_id=? AND state != 'proposed'", ctx.group_id, mid)  # fmt: skip
+    rows = ctx.all("work_items.admitted_dependencies", ctx.group_id, mid)  # fmt: skip
     graph = {r["work_item_id"]: list(json.loads(r["dependencies"])) for r in rows}
     dag = WorkGraph()
     dag.add({k: [d for d in v if d in graph] for k, v in graph.items()})
@@ -66,7 +63,7 @@ def work_add_dependencies(ctx: Ctx) -> None:
     added = [d for d in dict.fromkeys(deps) if d not in current]
     graph[wid] = [*current, *added]
     if added:
-        ctx.run("UPDATE work_items SET dependencies=? WHERE group_id=? AND work_item_id=?",
+        ctx.run("work_items.set_dependencies",
                 json.dumps(graph[wid]), ctx.group_id, wid)  # fmt: skip
     ctx.emit("work.dependencies_added", {"mission_id": mid, "added": added,
                                          "dependencies": graph[wid]}, work_item_id=wid)  # fmt: skip

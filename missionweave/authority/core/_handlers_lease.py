@@ -10,7 +10,6 @@ that changes no state (MW-11.5-b).
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from pydantic import ValidationError
 
@@ -39,14 +38,15 @@ from ._items import (
 )
 from ._registry import command
 from ._retries import retry_fields
+from ._store import Row
 from ._tokens import issue_token, public_token
 
 
-def fence(ctx: Ctx, item: sqlite3.Row) -> sqlite3.Row:
+def fence(ctx: Ctx, item: Row) -> Row:
     """Check the lease id and ownership epoch the Command names (MW-11.3-c); return the lease."""
     lease_id = need(ctx.body, "lease_id")
     epoch = need(ctx.body, "ownership_epoch", int)
-    lease = ctx.one("SELECT * FROM leases WHERE lease_id=?", lease_id)
+    lease = ctx.one("leases.row", lease_id)
     if (
         lease is None
         or lease["work_item_id"] != item["work_item_id"]
@@ -81,7 +81,7 @@ def fence(ctx: Ctx, item: sqlite3.Row) -> sqlite3.Row:
     return lease
 
 
-def _charge(ctx: Ctx, item: sqlite3.Row) -> ResourceUsage | None:
+def _charge(ctx: Ctx, item: Row) -> ResourceUsage | None:
     """Add the body's ``usage`` delta; reject the whole Command on a budget overrun
     (MW-11.5-j)."""
     raw = ctx.body.get("usage")
@@ -128,9 +128,7 @@ def work_start(ctx: Ctx) -> None:
         "renewals": [],
     }  # fmt: skip
     ctx.run(
-        "INSERT INTO leases (lease_id, kind, group_id, work_item_id, agent_id, session_epoch, "
-        "ownership_epoch, started_at_ms, expires_at_ms, renewals, status) "
-        "VALUES (?,'execution',?,?,?,?,?,?,?,'[]','active')",
+        "leases.insert_execution",
         lease_id, item["group_id"], item["work_item_id"], ctx.command.actor,
         ctx.command.session_epoch, epoch, ctx.now_ms, expires,
     )  # fmt: skip
@@ -153,7 +151,7 @@ def lease_renew(ctx: Ctx) -> None:
     usage = _charge(ctx, item)
     expires = ctx.now_ms + contract_of(item).timeouts.lease_ms
     renewals = [*json.loads(lease["renewals"]), ctx.now_ms]
-    ctx.run("UPDATE leases SET expires_at_ms=?, renewals=? WHERE lease_id=?", expires,
+    ctx.run("leases.set_expires_at_ms_renewals", expires,
             json.dumps(renewals[-100:]), lease["lease_id"])  # fmt: skip
     token = issue_token(ctx, lease["lease_id"], item, expires)
     body: dict[str, object] = {
@@ -232,9 +230,7 @@ def work_block(ctx: Ctx) -> None:
     blocked_id = new_id("lease")
     expires = ctx.now_ms + contract.timeouts.blocked_lease_ms
     ctx.run(
-        "INSERT INTO leases (lease_id, kind, group_id, work_item_id, agent_id, session_epoch, "
-        "ownership_epoch, started_at_ms, expires_at_ms, renewals, status) "
-        "VALUES (?,'blocked',?,?,?,?,?,?,?,'[]','active')",
+        "leases.insert_blocked",
         blocked_id, item["group_id"], item["work_item_id"], ctx.command.actor,
         ctx.command.session_epoch, item["ownership_epoch"], ctx.now_ms, expires,
     )  # fmt: skip
@@ -244,11 +240,11 @@ def work_block(ctx: Ctx) -> None:
              work_item_id=item["work_item_id"])  # fmt: skip
 
 
-def _late(ctx: Ctx, item: sqlite3.Row, rejection: Reject) -> bool:
+def _late(ctx: Ctx, item: Row, rejection: Reject) -> bool:
     """Record a former owner's result for audit (MW-11.5-b) if the actor ever held a lease."""
     lease_id = ctx.body.get("lease_id")
     held = ctx.one(
-        "SELECT 1 FROM leases WHERE lease_id=? AND agent_id=? AND group_id=? AND work_item_id=?",
+        "leases.exists_by_lease_id_agent_id_group_id_work_item_id",
         lease_id, ctx.command.actor, item["group_id"], item["work_item_id"],
     )  # fmt: skip
     if held is None:
@@ -354,11 +350,11 @@ def artifact_publish(ctx: Ctx) -> None:
         raise Reject("invalid_manifest",
                      "the manifest must describe this WorkItem's output, produced by the actor",
                      mismatch=wrong)  # fmt: skip
-    agent = ctx.one("SELECT card_version FROM agents WHERE agent_id=?", ctx.command.actor)
+    agent = ctx.one("agents.card_version_by_agent_id", ctx.command.actor)
     if agent is None or m.agent_card_version > agent["card_version"]:
         raise Reject("invalid_manifest", "the actor has published no such Agent Card version",
                      agent_card_version=m.agent_card_version)  # fmt: skip
-    key = ctx.one("SELECT public_key FROM members WHERE group_id=? AND agent_id=?",
+    key = ctx.one("members.key",
                   ctx.group_id, ctx.command.actor)  # fmt: skip
     if key is None or not verify_manifest(signed, key["public_key"]):
         raise Reject("manifest_signature",
@@ -366,8 +362,7 @@ def artifact_publish(ctx: Ctx) -> None:
                      manifest_id=signed.manifest_id)  # fmt: skip
     _cross_mission(ctx, m.mission_id, m.sources)
     ctx.run(
-        "INSERT OR IGNORE INTO artifacts (group_id, artifact_hash, manifest_id, mission_id, "
-        "work_item_id, producer, classification, published_at_ms) VALUES (?,?,?,?,?,?,?,?)",
+        "artifacts.insert_ignore",
         m.group_id, m.content_hash, signed.manifest_id, m.mission_id, m.work_item_id,
         m.producer, m.classification.value, ctx.now_ms,
     )  # fmt: skip

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sqlite3
 from typing import Any
 
 from ...protocol import (
@@ -38,63 +37,30 @@ from ...protocol import (
 from ._command_scope import Ctx, Reject, dumps
 from ._items import contract_of, gate, load_item, parse, set_item
 from ._registry import HANDLERS, Handler
+from ._store import Row, Store
 
 log = logging.getLogger(__name__)
 
-# ------------------------------------------------------------------------------------ SQL
+# ------------------------------------------------------------------------------------ reads
 
 
-def _lease_row(ctx: Ctx, lease_id: str) -> sqlite3.Row | None:
-    return ctx.one("SELECT * FROM leases WHERE lease_id=?", lease_id)
+def _lease_row(ctx: Ctx, lease_id: str) -> Row | None:
+    return ctx.one("leases.row", lease_id)
 
 
-def _mission_row(ctx: Ctx, group_id: str, mission_id: str) -> sqlite3.Row | None:
-    return ctx.one(
-        "SELECT m.parent, u.budget, u.usage FROM missions m LEFT JOIN mission_usage u "
-        "ON u.group_id = m.group_id AND u.mission_id = m.mission_id "
-        "WHERE m.group_id=? AND m.mission_id=?",
-        group_id, mission_id,
-    )  # fmt: skip
+def _mission_row(ctx: Ctx, group_id: str, mission_id: str) -> Row | None:
+    return ctx.one("missions.parent_and_usage", group_id, mission_id)
 
 
 def _save_mission_usage(
     ctx: Ctx, group_id: str, mission_id: str, budget: str | None, usage: ResourceUsage
 ) -> None:
-    ctx.run(
-        "INSERT INTO mission_usage (group_id, mission_id, budget, usage) VALUES (?,?,?,?) "
-        "ON CONFLICT (group_id, mission_id) DO UPDATE SET usage=excluded.usage",
-        group_id, mission_id, budget, usage.model_dump_json(),
-    )  # fmt: skip
+    ctx.run("mission_usage.save_usage", group_id, mission_id, budget, usage.model_dump_json())
 
 
 def _save_mission_budget(ctx: Ctx, mission_id: str, budget: Budget) -> None:
-    ctx.run(
-        "INSERT INTO mission_usage (group_id, mission_id, budget, usage) VALUES (?,?,?,?) "
-        "ON CONFLICT (group_id, mission_id) DO UPDATE SET budget=excluded.budget",
-        ctx.group_id, mission_id, budget.model_dump_json(), ResourceUsage().model_dump_json(),
-    )  # fmt: skip
-
-
-def _alive_at(conn: sqlite3.Connection) -> int | None:
-    row = conn.execute("SELECT value FROM meta WHERE key='alive_at_ms'").fetchone()
-    return int(row[0]) if row else None
-
-
-def _set_alive_at(conn: sqlite3.Connection, now_ms: int) -> None:
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES ('alive_at_ms', ?) "
-        "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
-        (str(now_ms),),
-    )
-
-
-def _extend_live_leases(conn: sqlite3.Connection, alive_at_ms: int, by_ms: int) -> int:
-    cur = conn.execute(
-        "UPDATE leases SET expires_at_ms = expires_at_ms + ? "
-        "WHERE status='active' AND expires_at_ms > ?",
-        (by_ms, alive_at_ms),
-    )
-    return cur.rowcount
+    ctx.run("mission_usage.save_budget", ctx.group_id, mission_id, budget.model_dump_json(),
+            ResourceUsage().model_dump_json())  # fmt: skip
 
 
 # ------------------------------------------------------------------------- extensions
@@ -138,7 +104,7 @@ def record_mission_budget(ctx: Ctx, mission_id: str, raw: Any) -> None:
         _save_mission_budget(ctx, mission_id, parse(Budget, raw, "budget"))
 
 
-def charge_ancestry(ctx: Ctx, item: sqlite3.Row, delta: ResourceUsage) -> list[dict[str, Any]]:
+def charge_ancestry(ctx: Ctx, item: Row, delta: ResourceUsage) -> list[dict[str, Any]]:
     """Add ``delta`` to the usage of ``item``'s Mission and each parent Mission (the WorkItem
     itself is the caller's); the new totals, nearest first.
 
@@ -168,7 +134,7 @@ def charge_ancestry(ctx: Ctx, item: sqlite3.Row, delta: ResourceUsage) -> list[d
     return totals
 
 
-def _charge_all(ctx: Ctx, item: sqlite3.Row, delta: ResourceUsage) -> dict[str, Any]:
+def _charge_all(ctx: Ctx, item: Row, delta: ResourceUsage) -> dict[str, Any]:
     total = ResourceUsage.model_validate_json(item["usage"]).plus(delta)
     over = total.over(contract_of(item).budget)
     if over:
@@ -182,7 +148,7 @@ def _charge_all(ctx: Ctx, item: sqlite3.Row, delta: ResourceUsage) -> dict[str, 
 # ----------------------------------------------------------------------- reconciliation
 
 
-def _superseded_by_own_session(ctx: Ctx, lease: sqlite3.Row, item: sqlite3.Row) -> bool:
+def _superseded_by_own_session(ctx: Ctx, lease: Row, item: Row) -> bool:
     """The lease was revoked only because its agent opened a new session (it restarted while
     cut off) and nobody took the WorkItem since: its buffered progress still belongs."""
     return (
@@ -284,22 +250,23 @@ def reconcile(ctx: Ctx) -> None:
 # ---------------------------------------------------------------------------- downtime
 
 
-def mark_alive(conn: sqlite3.Connection, now_ms: int) -> None:
+def mark_alive(store: Store, now_ms: int) -> None:
     """Record that the Authority is serving at ``now_ms`` (the server calls it every second
     inside a write transaction)."""
-    _set_alive_at(conn, now_ms)
+    store.run("meta.set_alive_at", str(now_ms))
 
 
-def credit_downtime(conn: sqlite3.Connection, now_ms: int) -> tuple[int, int]:
+def credit_downtime(store: Store, now_ms: int) -> tuple[int, int]:
     """On start, inside a write transaction: add the time since the Authority was last alive
     to every lease still live at that moment, so that no owner loses its lease to the
     Authority's own outage (MW-11.5-c). Returns ``(downtime_ms, leases_extended)``; nothing
     happens on a first start or when no time passed."""
-    alive = _alive_at(conn)
-    _set_alive_at(conn, now_ms)
+    row = store.one("meta.alive_at")
+    alive = int(row[0]) if row is not None else None
+    mark_alive(store, now_ms)
     if alive is None or now_ms <= alive:
         return 0, 0
-    return now_ms - alive, _extend_live_leases(conn, alive, now_ms - alive)
+    return now_ms - alive, store.run("leases.extend_live", now_ms - alive, alive)
 
 
 #: Seconds between two :func:`mark_alive` records of a serving Authority.
@@ -310,7 +277,7 @@ def credit_on_start(authority: Any) -> tuple[int, int]:
     """:func:`credit_downtime` in its own write transaction of ``authority`` (an
     :class:`~missionweave.authority.Authority`); logs what it extended."""
     with authority._write():
-        downtime, n = credit_downtime(authority.conn, authority.clock())
+        downtime, n = credit_downtime(authority.store, authority.clock())
     if n:
         log.warning("the Authority was down %d ms: %d live lease(s) extended by that", downtime, n)
     return downtime, n
@@ -322,13 +289,13 @@ async def keep_alive(authority: Any, interval_s: float = ALIVE_INTERVAL_S) -> No
         await asyncio.sleep(interval_s)
         try:
             await asyncio.to_thread(_mark, authority)
-        except sqlite3.Error as exc:  # a busy database: the next beat records it
+        except Exception as exc:  # a busy or unreachable database: the next beat records it
             log.info("alive mark not written: %s", exc)
 
 
 def _mark(authority: Any) -> None:
     with authority._write(fsync=False):
-        mark_alive(authority.conn, authority.clock())
+        mark_alive(authority.store, authority.clock())
 
 
 __all__ = [

@@ -70,11 +70,8 @@ def group_set_priority(ctx: Ctx) -> None:
 
 
 def _owned(ctx: Ctx, work_item_id: str) -> tuple[str | None, int, str]:
-    """The WorkItem's owner, ownership epoch and state (the one query of this module)."""
-    row = ctx.one(
-        "SELECT owner, ownership_epoch, state FROM work_items WHERE group_id=? AND work_item_id=?",
-        ctx.group_id, work_item_id,
-    )  # fmt: skip
+    """The WorkItem's owner, ownership epoch and state."""
+    row = ctx.one("work_items.row", ctx.group_id, work_item_id)
     if row is None:
         raise Reject("unknown_work_item", f"no WorkItem {work_item_id!r}",
                      work_item_id=work_item_id)  # fmt: skip

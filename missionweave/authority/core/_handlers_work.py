@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 
 from ...protocol import (
     UNFINISHED_STATES,
@@ -43,14 +42,13 @@ from ._items import (
     withdraw_offers,
 )
 from ._registry import command
+from ._store import Row
 
 _REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
 def _mission(ctx: Ctx, mission_id: str) -> dict[str, str]:
-    row = ctx.one(
-        "SELECT state FROM missions WHERE group_id=? AND mission_id=?", ctx.group_id, mission_id
-    )
+    row = ctx.one("missions.state_by_group_id_mission_id", ctx.group_id, mission_id)
     if row is None:
         raise Reject("unknown_mission", f"no Mission {mission_id!r}", mission_id=mission_id)
     if row["state"] != "running":
@@ -65,10 +63,10 @@ def mission_create(ctx: Ctx) -> None:
         raise Reject("role_not_allowed", "mission.create needs coordinator or mission_owner")
     mid = need_id(ctx.body, "mission_id")
     parent = ctx.body.get("parent")
-    if ctx.one("SELECT 1 FROM missions WHERE group_id=? AND mission_id=?", ctx.group_id, mid):
+    if ctx.one("missions.exists_by_group_id_mission_id", ctx.group_id, mid):
         raise Reject("mission_exists", f"Mission {mid!r} already exists", mission_id=mid)
     ctx.run(
-        "INSERT INTO missions (group_id, mission_id, state, parent) VALUES (?,?,?,?)",
+        "missions.insert",
         ctx.group_id, mid, "running", dumps(parent) if parent else None,
     )  # fmt: skip
     record_mission_budget(ctx, mid, ctx.body.get("budget"))  # charged by MW-11.5-i
@@ -85,9 +83,7 @@ def work_propose(ctx: Ctx) -> None:
     wid = need_id(ctx.body, "work_item_id")
     mid = need(ctx.body, "mission_id")
     _mission(ctx, mid)
-    taken = ctx.one(
-        "SELECT mission_id FROM work_items WHERE group_id=? AND work_item_id=?", ctx.group_id, wid
-    )
+    taken = ctx.one("work_items.mission_id_by_group_id_work_item_id", ctx.group_id, wid)
     if taken is not None:
         raise Reject("duplicate_id", f"WorkItem {wid!r} already exists in Mission "
                      f"{taken['mission_id']!r}", work_item_id=wid,
@@ -95,8 +91,7 @@ def work_propose(ctx: Ctx) -> None:
     gate(ctx, None)
     contract = parse(WorkContract, ctx.body.get("contract"), "contract")
     ctx.run(
-        "INSERT INTO work_items (group_id, work_item_id, mission_id, state, revision, contract, "
-        "dependencies, usage) VALUES (?,?,?,?,?,?,?,?)",
+        "work_items.insert",
         ctx.group_id, wid, mid, "proposed", contract.revision, contract.model_dump_json(),
         "[]", ResourceUsage().model_dump_json(),
     )  # fmt: skip
@@ -110,9 +105,7 @@ def work_authorize(ctx: Ctx) -> None:
     wid = need_id(ctx.body, "work_item_id")
     mid = need(ctx.body, "mission_id")
     _mission(ctx, mid)
-    existing = ctx.one(
-        "SELECT * FROM work_items WHERE group_id=? AND work_item_id=?", ctx.group_id, wid
-    )
+    existing = ctx.one("work_items.row", ctx.group_id, wid)
     if existing is not None and existing["state"] != "proposed":
         # WorkItem ids are unique within the Group: the detail names the Mission holding it
         raise Reject("duplicate_id", f"WorkItem {wid!r} already exists in Mission "
@@ -127,14 +120,12 @@ def work_authorize(ctx: Ctx) -> None:
         if dep == wid:
             raise Reject("self_loop", f"WorkItem {wid} depends on itself", work_item_id=wid)
         row = ctx.one(
-            "SELECT mission_id FROM work_items WHERE group_id=? AND work_item_id=? "
-            "AND state != 'proposed'", ctx.group_id, dep,
+            "work_items.admitted_mission_id", ctx.group_id, dep,
         )  # fmt: skip
         if row is None:
             raise Reject("unknown_id", f"dependency {dep!r} is not a WorkItem", dependency=dep)
     ctx.run(
-        "INSERT OR REPLACE INTO work_items (group_id, work_item_id, mission_id, state, revision, "
-        "contract, dependencies, usage) VALUES (?,?,?,?,?,?,?,?)",
+        "work_items.upsert",
         ctx.group_id, wid, mid, "open", contract.revision, contract.model_dump_json(),
         json.dumps(deps), ResourceUsage().model_dump_json(),
     )  # fmt: skip
@@ -173,8 +164,7 @@ def work_offer(ctx: Ctx) -> None:
                      urgency=contract.urgency.value)  # fmt: skip
     for c in candidates:
         if not ctx.one(
-            "SELECT 1 FROM members WHERE group_id=? AND agent_id=? AND active=1 "
-            "AND roles LIKE '%\"worker\"%'", ctx.group_id, c,
+            "members.is_active_worker", ctx.group_id, c,
         ):  # fmt: skip
             raise Reject("not_a_worker", f"candidate {c!r} is not a worker of the group",
                          candidate=c)  # fmt: skip
@@ -209,8 +199,7 @@ def work_offer(ctx: Ctx) -> None:
     withdraw_offers(ctx, item, "replaced")
     offer_id = new_id("ofr")
     ctx.run(
-        "INSERT INTO offers (offer_id, group_id, work_item_id, candidates, declined, "
-        "selection_basis, expires_at_ms, revision, status) VALUES (?,?,?,?,?,?,?,?,'open')",
+        "offers.insert",
         offer_id, ctx.group_id, item["work_item_id"], json.dumps(candidates), "{}",
         dumps(basis), expires, revision,
     )  # fmt: skip
@@ -226,15 +215,12 @@ def work_offer(ctx: Ctx) -> None:
     ctx.reply["offer_id"] = offer_id
 
 
-def _dependencies_met(ctx: Ctx, item: sqlite3.Row) -> None:
+def _dependencies_met(ctx: Ctx, item: Row) -> None:
     """Refuse to offer a WorkItem whose dependencies do not satisfy its strategy (MW-10.4-b)."""
     deps = json.loads(item["dependencies"])
     if not deps:
         return
-    rows = ctx.all(
-        "SELECT work_item_id, state FROM work_items WHERE group_id=? AND work_item_id IN "
-        f"({','.join('?' * len(deps))})", ctx.group_id, *deps,
-    )  # fmt: skip
+    rows = ctx.store.work_item_states(ctx.group_id, deps)
     states = {r["work_item_id"]: WorkItemState(r["state"]) for r in rows}
     strategy = contract_of(item).dependency_strategy
     if not dependencies_satisfied(strategy, [states.get(d) for d in deps]):
@@ -246,7 +232,7 @@ def _dependencies_met(ctx: Ctx, item: sqlite3.Row) -> None:
 
 def _open_offer(ctx: Ctx, item: object) -> dict[str, object]:
     offer_id = need(ctx.body, "offer_id")
-    row = ctx.one("SELECT * FROM offers WHERE offer_id=? AND group_id=?", offer_id, ctx.group_id)
+    row = ctx.one("offers.row", offer_id, ctx.group_id)
     if row is None or row["work_item_id"] != ctx.body.get("work_item_id"):
         raise Reject("unknown_offer", f"no offer {offer_id!r} for this WorkItem",
                      offer_id=offer_id)  # fmt: skip
@@ -285,7 +271,7 @@ def work_accept_offer(ctx: Ctx) -> None:
                      open_questions=contract.open_questions)  # fmt: skip
     epoch = item["ownership_epoch"] + 1
     deadline = ctx.now_ms + contract.timeouts.start_deadline_ms
-    ctx.run("UPDATE offers SET status='accepted' WHERE offer_id=?", offer["offer_id"])
+    ctx.run("offers.accept", offer["offer_id"])
     set_item(ctx, item, state="queued", owner=ctx.command.actor, ownership_epoch=epoch,
              start_deadline_ms=deadline, lease_id=None, approved=0)  # fmt: skip
     basis = json.loads(str(offer["selection_basis"]))[ctx.command.actor]
@@ -318,7 +304,7 @@ def work_decline_offer(ctx: Ctx) -> None:
     declined = json.loads(str(offer["declined"]))
     declined[ctx.command.actor] = reason
     everyone = set(json.loads(str(offer["candidates"]))) <= set(declined)
-    ctx.run("UPDATE offers SET declined=?, status=? WHERE offer_id=?", dumps(declined),
+    ctx.run("offers.set_declined_status", dumps(declined),
             "declined" if everyone else "open", offer["offer_id"])  # fmt: skip
     detail = ctx.body.get("detail", {})
     ctx.emit(
@@ -386,16 +372,15 @@ def _result_decision(ctx: Ctx, granted: bool) -> None:
     if ctx.command.actor == item["owner"]:
         raise Reject("self_approval", "the WorkItem's owner may not approve its own result")
     decided = ctx.one(
-        "SELECT decision, approver FROM result_approvals WHERE group_id=? AND work_item_id=? "
-        "AND ownership_epoch=?", ctx.group_id, item["work_item_id"], item["ownership_epoch"],
+        "result_approvals.decision_approver",
+        ctx.group_id, item["work_item_id"], item["ownership_epoch"],
     )  # fmt: skip
     if decided is not None:
         raise Reject("already_decided", f"the result was already {decided['decision']}",
                      decision=decided["decision"], approver=decided["approver"])  # fmt: skip
     decision = "granted" if granted else "denied"
     ctx.run(
-        "INSERT INTO result_approvals (group_id, work_item_id, ownership_epoch, decision, "
-        "approver, review_digest, decided_at_ms) VALUES (?,?,?,?,?,?,?)",
+        "result_approvals.insert",
         ctx.group_id, item["work_item_id"], item["ownership_epoch"], decision,
         ctx.command.actor, review, ctx.now_ms,
     )  # fmt: skip
@@ -417,14 +402,13 @@ def approval_deny_result(ctx: Ctx) -> None:
     _result_decision(ctx, False)
 
 
-def _needs_approval(ctx: Ctx, item: sqlite3.Row) -> None:
+def _needs_approval(ctx: Ctx, item: Row) -> None:
     """A contract with a ``human`` criterion is accepted only after a granted Approval of this
     submission (its ownership epoch)."""
     if not any(c.kind == "human" for c in contract_of(item).acceptance_criteria):
         return
     row = ctx.one(
-        "SELECT decision FROM result_approvals WHERE group_id=? AND work_item_id=? "
-        "AND ownership_epoch=?", ctx.group_id, item["work_item_id"], item["ownership_epoch"],
+        "result_approvals.decision", ctx.group_id, item["work_item_id"], item["ownership_epoch"],
     )  # fmt: skip
     if row is None or row["decision"] != "granted":
         raise Reject("approval_required",
@@ -454,7 +438,7 @@ def work_cancel(ctx: Ctx) -> None:
 
 
 def _terminate(ctx: Ctx, item: object, state: str, reason: str) -> None:
-    row = item  # sqlite3.Row
+    row = item  # Row
     end_leases(ctx, row, "revoked", reason)  # type: ignore[arg-type]
     withdraw_offers(ctx, row, reason)  # type: ignore[arg-type]
     set_item(ctx, row, state=state, lease_id=None)  # type: ignore[arg-type]
@@ -511,7 +495,7 @@ def _mission_end(ctx: Ctx, state: str) -> None:
     _mission(ctx, mid)
     action = ctx.command.type
     for item in ctx.all(
-        "SELECT * FROM work_items WHERE group_id=? AND mission_id=? ORDER BY work_item_id",
+        "work_items.rows_by_mission",
         ctx.group_id, mid,
     ):  # fmt: skip
         if WorkItemState(item["state"]) not in UNFINISHED_STATES:
@@ -520,7 +504,7 @@ def _mission_end(ctx: Ctx, state: str) -> None:
         if not isinstance(verdict, Transition):
             raise Reject(verdict.code, verdict.reason, **verdict.detail)
         _terminate(ctx, item, state, f"mission_{state}")
-    ctx.run("UPDATE missions SET state=? WHERE group_id=? AND mission_id=?", state,
+    ctx.run("missions.set_state", state,
             ctx.group_id, mid)  # fmt: skip
     ctx.emit(f"mission.{state}", {"mission_id": mid, "reason": str(ctx.body.get("reason", ""))})
 
@@ -542,12 +526,11 @@ def mission_complete(ctx: Ctx) -> None:
     mid = need(ctx.body, "mission_id")
     _mission(ctx, mid)
     open_items = ctx.all(
-        "SELECT work_item_id FROM work_items WHERE group_id=? AND mission_id=? "
-        "AND state NOT IN ('verified','cancelled')", ctx.group_id, mid,
+        "work_items.open_ids_by_mission", ctx.group_id, mid,
     )  # fmt: skip
     if open_items:
         raise Reject("mission_unfinished", "every WorkItem must be verified or cancelled",
                      open=[r["work_item_id"] for r in open_items])  # fmt: skip
-    ctx.run("UPDATE missions SET state='completed' WHERE group_id=? AND mission_id=?",
+    ctx.run("missions.complete",
             ctx.group_id, mid)  # fmt: skip
     ctx.emit("mission.completed", {"mission_id": mid})

@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ...protocol import Evidence, Transition, WorkContract, WorkItemState, check_transition
 from ._command_scope import Ctx, Reject, dumps, need
+from ._store import Row
 
 
-def load_item(ctx: Ctx, work_item_id: str | None = None) -> sqlite3.Row:
+def load_item(ctx: Ctx, work_item_id: str | None = None) -> Row:
     """The WorkItem row named by the body's ``work_item_id``; rejects ``unknown_work_item``."""
     wid = work_item_id or need(ctx.body, "work_item_id")
-    row = ctx.one("SELECT * FROM work_items WHERE group_id=? AND work_item_id=?", ctx.group_id, wid)
+    row = ctx.one("work_items.row", ctx.group_id, wid)
     if row is None:
         raise Reject("unknown_work_item", f"no WorkItem {wid!r}", work_item_id=wid)
     return row
 
 
-def gate(ctx: Ctx, item: sqlite3.Row | None, action: str | None = None) -> Transition:
+def gate(ctx: Ctx, item: Row | None, action: str | None = None) -> Transition:
     """Apply the state table (MW-10.2-c) for the Command's action on ``item``."""
     state = WorkItemState(item["state"]) if item is not None else None
     revision = ctx.body.get("revision")
@@ -35,7 +35,7 @@ def gate(ctx: Ctx, item: sqlite3.Row | None, action: str | None = None) -> Trans
     raise Reject(verdict.code, verdict.reason, **verdict.detail)
 
 
-def contract_of(item: sqlite3.Row) -> WorkContract:
+def contract_of(item: Row) -> WorkContract:
     return WorkContract.model_validate_json(item["contract"])
 
 
@@ -63,23 +63,18 @@ def parse_evidence(ctx: Ctx, *, required: bool) -> list[Evidence]:
     return out
 
 
-def set_item(ctx: Ctx, item: sqlite3.Row, **cols: Any) -> None:
+def set_item(ctx: Ctx, item: Row, **cols: Any) -> None:
     """Update columns of ``item``'s row."""
-    assigns = ", ".join(f"{k}=?" for k in cols)
-    ctx.run(
-        f"UPDATE work_items SET {assigns} WHERE group_id=? AND work_item_id=?",
-        *cols.values(), item["group_id"], item["work_item_id"],
-    )  # fmt: skip
+    ctx.set_work_item(item["group_id"], item["work_item_id"], cols)
 
 
-def end_leases(ctx: Ctx, item: sqlite3.Row, status: str, reason: str) -> None:
+def end_leases(ctx: Ctx, item: Row, status: str, reason: str) -> None:
     """Close every active lease of ``item`` with ``status`` (released/expired/revoked)."""
     for lease in ctx.all(
-        "SELECT lease_id, kind FROM leases WHERE group_id=? AND work_item_id=? "
-        "AND status='active' ORDER BY lease_id",
+        "leases.active_of_item",
         item["group_id"], item["work_item_id"],
     ):  # fmt: skip
-        ctx.run("UPDATE leases SET status=? WHERE lease_id=?", status, lease["lease_id"])
+        ctx.run("leases.set_status", status, lease["lease_id"])
         ctx.emit(
             f"lease.{status}",
             {"lease_id": lease["lease_id"], "kind": lease["kind"], "reason": reason},
@@ -87,7 +82,7 @@ def end_leases(ctx: Ctx, item: sqlite3.Row, status: str, reason: str) -> None:
         )  # fmt: skip
 
 
-def owner_expired(ctx: Ctx, item: sqlite3.Row) -> str | None:
+def owner_expired(ctx: Ctx, item: Row) -> str | None:
     """Why ``item``'s owner no longer holds it (``start_deadline_missed``, ``lease_expired``,
     ``blocked_lease_expired``), or ``None`` when the owner is still valid."""
     if item["owner"] is None:
@@ -97,8 +92,7 @@ def owner_expired(ctx: Ctx, item: sqlite3.Row) -> str | None:
         dl = item["start_deadline_ms"]
         return "start_deadline_missed" if dl is not None and ctx.now_ms >= dl else None
     lease = ctx.one(
-        "SELECT status, expires_at_ms, kind FROM leases WHERE group_id=? AND work_item_id=? "
-        "AND status='active' ORDER BY started_at_ms DESC LIMIT 1",
+        "leases.latest_active_of_item",
         item["group_id"], item["work_item_id"],
     )  # fmt: skip
     if lease is None:
@@ -108,7 +102,7 @@ def owner_expired(ctx: Ctx, item: sqlite3.Row) -> str | None:
     return None
 
 
-def close_owner(ctx: Ctx, item: sqlite3.Row, reason: str) -> None:
+def close_owner(ctx: Ctx, item: Row, reason: str) -> None:
     """Close the current ownership: expire its leases and record ``ownership.closed``."""
     end_leases(ctx, item, "expired" if "expired" in reason or "missed" in reason else "revoked",
                reason)  # fmt: skip
@@ -120,15 +114,14 @@ def close_owner(ctx: Ctx, item: sqlite3.Row, reason: str) -> None:
     set_item(ctx, item, owner=None, lease_id=None, start_deadline_ms=None)
 
 
-def withdraw_offers(ctx: Ctx, item: sqlite3.Row, reason: str, *, keep: str | None = None) -> None:
+def withdraw_offers(ctx: Ctx, item: Row, reason: str, *, keep: str | None = None) -> None:
     for offer in ctx.all(
-        "SELECT offer_id, candidates FROM offers WHERE group_id=? AND work_item_id=? "
-        "AND status='open' ORDER BY offer_id",
+        "offers.open_of_item",
         item["group_id"], item["work_item_id"],
     ):  # fmt: skip
         if offer["offer_id"] == keep:
             continue
-        ctx.run("UPDATE offers SET status='withdrawn' WHERE offer_id=?", offer["offer_id"])
+        ctx.run("offers.withdraw", offer["offer_id"])
         ctx.emit(
             "offer.withdrawn",
             {"offer_id": offer["offer_id"], "candidates": json.loads(offer["candidates"]),

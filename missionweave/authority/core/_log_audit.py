@@ -1,13 +1,12 @@
 """Offline verification of a Group's whole log (archive and online window).
 
-Reads the SQLite file directly, so it works with the Authority stopped, and re-checks every
+Reads the database through a Store, so it works with the Authority stopped, and re-checks every
 link, hash and Authority signature from sequence 1, and every carried Command's signature under
 its actor's key as the log itself recorded it (``member.added``).
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -15,6 +14,7 @@ from pydantic import ValidationError
 
 from ...protocol import GENESIS_HASH, Event, check_event
 from ..wire import ChainError, UnknownGroupError
+from ._store import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,19 +27,18 @@ class VerifyReport:
     head_hash: str
 
 
-def _rows(conn: sqlite3.Connection, group_id: str) -> Iterator[tuple[int, str]]:
-    for table in ("archived_events", "events"):
-        yield from conn.execute(
-            f"SELECT seq, data FROM {table} WHERE group_id=? ORDER BY seq",
-            (group_id,),
-        )
+def _rows(store: Store, group_id: str) -> Iterator[tuple[int, str]]:
+    for part in ("verify.archived", "verify.online"):
+        for row in store.all(part, group_id):
+            yield int(row[0]), str(row[1])
 
 
-def verify_log(conn: sqlite3.Connection, group_id: str, authority_public_key: str) -> VerifyReport:
+def verify_log(store: Store, group_id: str, authority_public_key: str) -> VerifyReport:
     """Verify the chain and every Authority signature of ``group_id`` from sequence 1.
 
     Args:
-        conn: a connection to the Authority database.
+        store: the Authority database's Store (``Authority.store``, or
+            :func:`~missionweave.authority.open_store` / ``SQLiteStore(path, read_only=True)``).
         group_id: the Group.
         authority_public_key: base64url Ed25519 key the Events must be signed with.
 
@@ -52,14 +51,12 @@ def verify_log(conn: sqlite3.Connection, group_id: str, authority_public_key: st
             ``hash mismatch``, ``bad signature``, ``command mismatch``, ``bad command signature``,
             ``unknown actor``, ``unreadable``, ``head mismatch``).
     """
-    head = conn.execute(
-        "SELECT head_seq, head_hash FROM groups WHERE group_id=?", (group_id,)
-    ).fetchone()
+    head = store.one("groups.head", group_id)
     if head is None:
         raise UnknownGroupError(group_id)
     prev, expected, count = GENESIS_HASH, 1, 0
     keys: dict[str, str] = {}  # actor keys, learned from the log itself
-    for seq, data in _rows(conn, group_id):
+    for seq, data in _rows(store, group_id):
         if seq != expected:
             raise ChainError(group_id, expected, "gap")
         try:

@@ -1,12 +1,10 @@
 """The Authority's read side and log maintenance: Events, projections, cursors, archive and
 snapshots. Mixed into :class:`~missionweave.authority.Authority`; every method takes the
-Authority's lock, and every write here is its own ``BEGIN IMMEDIATE`` transaction that rolls back
-on failure.
+Authority's lock, and every write here is its own Store transaction that rolls back on failure.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,18 +13,19 @@ from typing import Any
 from ...protocol import Event, SigningKey
 from ..wire import CursorTooOldError, UnknownGroupError
 from ._snapshots import latest_snapshot, load_snapshot, take_snapshot
+from ._store import Store
 
 
-def require_group(conn: sqlite3.Connection, group_id: str) -> None:
+def require_group(store: Store, group_id: str) -> None:
     """Raise :class:`UnknownGroupError` unless ``group_id`` exists (the caller holds the lock)."""
-    if conn.execute("SELECT 1 FROM groups WHERE group_id=?", (group_id,)).fetchone() is None:
+    if store.one("groups.exists_by_group_id", group_id) is None:
         raise UnknownGroupError(group_id)
 
 
 class LogReader:
     """Read and maintenance methods of the Authority (see the module docstring)."""
 
-    conn: sqlite3.Connection
+    store: Store
     key: SigningKey
     clock: Callable[[], int]
     config: Any
@@ -34,29 +33,20 @@ class LogReader:
 
     @contextmanager
     def _write(self, *, fsync: bool = True) -> Iterator[None]:
-        """One ``BEGIN IMMEDIATE`` transaction under the lock: COMMIT, or ROLLBACK on error.
-        ``fsync=False`` commits with ``synchronous=NORMAL`` (durable at the next fsync)."""
+        """One write transaction under the lock: COMMIT, or ROLLBACK on error.
+        ``fsync=False`` commits without waiting for the fsync (durable at the next one)."""
         with self._lock:
-            if not fsync:
-                self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.store.begin(durable=fsync)
             try:
-                self.conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield
-                except BaseException:
-                    self.conn.execute("ROLLBACK")
-                    raise
-                self.conn.execute("COMMIT")
-            finally:
-                if not fsync:
-                    self.conn.execute("PRAGMA synchronous=FULL")
+                yield
+            except BaseException:
+                self.store.rollback()
+                raise
+            self.store.commit()
 
     def _load_event(self, group_id: str, seq: int) -> Event:
-        row = self.conn.execute(
-            "SELECT data FROM events WHERE group_id=? AND seq=? UNION ALL "
-            "SELECT data FROM archived_events WHERE group_id=? AND seq=?",
-            (group_id, seq, group_id, seq),
-        ).fetchone()
+        row = self.store.one("events.one", group_id, seq, group_id, seq)
+        assert row is not None
         return Event.model_validate_json(row[0])
 
     def head(self, group_id: str) -> tuple[int, str]:
@@ -66,9 +56,7 @@ class LogReader:
             UnknownGroupError: no such Group.
         """
         with self._lock:
-            row = self.conn.execute(
-                "SELECT head_seq, head_hash FROM groups WHERE group_id=?", (group_id,)
-            ).fetchone()
+            row = self.store.one("groups.head", group_id)
         if row is None:
             raise UnknownGroupError(group_id)
         return int(row[0]), str(row[1])
@@ -103,50 +91,33 @@ class LogReader:
         if not 1 <= limit <= 10_000 or after_sequence < 0:
             raise ValueError("limit must be 1..10000 and after_sequence >= 0")
         with self._lock:
-            row = self.conn.execute(
-                "SELECT archived_through FROM groups WHERE group_id=?", (group_id,)
-            ).fetchone()
+            row = self.store.one("groups.archived_through", group_id)
             if row is None:
                 raise UnknownGroupError(group_id)
             if after_sequence < row[0]:
-                snap = latest_snapshot(self.conn, group_id)
+                snap = latest_snapshot(self.store, group_id)
                 raise CursorTooOldError(group_id, after_sequence, row[0] + 1, snap or {})
-            cursor = self.conn.execute(
-                "SELECT data FROM events WHERE group_id=? AND seq>? ORDER BY seq LIMIT ?",
-                (group_id, after_sequence, limit),
-            )
+            page = self.store.all("events.page", group_id, after_sequence, limit)
             rows: list[str] = []
             size, cut = 0, False
-            for (data,) in cursor:
+            for (data,) in page:
                 if rows and max_bytes is not None and size + len(data) > max_bytes:
                     cut = True
                     break
                 rows.append(data)
                 size += len(data)
-            cursor.close()
         return [Event.model_validate_json(r) for r in rows], cut
 
     def all_events(self, group_id: str) -> list[Event]:
         """The whole log, archive included, in order (for verification and tests)."""
         with self._lock:
-            rows = self.conn.execute(
-                "SELECT seq, data FROM archived_events WHERE group_id=? UNION ALL "
-                "SELECT seq, data FROM events WHERE group_id=? ORDER BY 1",
-                (group_id, group_id),
-            ).fetchall()
+            rows = self.store.all("events.all", group_id, group_id)
         return [Event.model_validate_json(r[1]) for r in rows]
 
     def member_groups(self, public_key: str) -> list[str]:
         """The Groups in which ``public_key`` is an active member's key, in order."""
         with self._lock:
-            return [
-                r[0]
-                for r in self.conn.execute(
-                    "SELECT DISTINCT group_id FROM members WHERE public_key=? AND active=1 "
-                    "ORDER BY 1",
-                    (public_key,),
-                )
-            ]
+            return [r[0] for r in self.store.all("members.groups_of_key", public_key)]
 
     def may_read(self, group_id: str, public_key: str) -> bool:
         """Whether ``public_key`` is an active member's key in ``group_id`` (spec 13.3-b: a
@@ -156,22 +127,32 @@ class LogReader:
             UnknownGroupError: no such Group.
         """
         with self._lock:
-            require_group(self.conn, group_id)
-            return (
-                self.conn.execute(
-                    "SELECT 1 FROM members WHERE group_id=? AND public_key=? AND active=1",
-                    (group_id, public_key),
-                ).fetchone()
-                is not None
-            )
+            require_group(self.store, group_id)
+            return self.store.one("members.key_may_read", group_id, public_key) is not None
+
+    def member_key(self, group_id: str, agent_id: str) -> str | None:
+        """The public key of ``agent_id`` if it is an active member of ``group_id``, else
+        ``None``."""
+        with self._lock:
+            row = self.store.one("members.active_key", group_id, agent_id)
+        return None if row is None else str(row[0])
+
+    def events_between(self, group_id: str, from_seq: int, to_seq: int) -> list[Event]:
+        """The stored Events ``from_seq..to_seq`` (archive included), in order; a gap in the
+        stored log shows as a missing sequence (the caller checks)."""
+        with self._lock:
+            rows = self.store.all("events.range", group_id, from_seq, to_seq,
+                                  group_id, from_seq, to_seq)  # fmt: skip
+        return [Event.model_validate_json(r[1]) for r in rows]
 
     def groups(self) -> list[str]:
         """Every Group id."""
         with self._lock:
-            return [r[0] for r in self.conn.execute("SELECT group_id FROM groups ORDER BY 1")]
+            return [r[0] for r in self.store.all("groups.ids")]
 
     def query(self, sql: str, *args: Any) -> list[dict[str, Any]]:
-        """Run a read-only ``SELECT`` over the projections; rows as dicts.
+        """Run a read-only ``SELECT`` over the projections (``?`` placeholders, the common
+        dialect of SQLite and PostgreSQL); rows as dicts. For tests and diagnostics.
 
         Raises:
             ValueError: ``sql`` is not a single ``SELECT`` / ``WITH`` statement.
@@ -180,23 +161,21 @@ class LogReader:
         if head not in ("SELECT", "WITH") or ";" in sql.strip().rstrip(";"):
             raise ValueError("query() runs one SELECT statement")
         with self._lock:
-            cur = self.conn.execute(sql, args)
-            cols = [c[0] for c in cur.description or ()]
-            return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+            return self.store.select(sql, *args)
 
     def work_item(self, group_id: str, work_item_id: str) -> dict[str, Any] | None:
         """The WorkItem projection row, or ``None``."""
-        rows = self.query(
-            "SELECT * FROM work_items WHERE group_id=? AND work_item_id=?", group_id, work_item_id
-        )
-        return rows[0] if rows else None
+        with self._lock:
+            row = self.store.one("work_items.row", group_id, work_item_id)
+        return {k: row[k] for k in row.keys()} if row is not None else None
 
     def lease(self, lease_id: str) -> dict[str, Any] | None:
         """The lease row plus ``valid`` (active and unexpired now), or ``None``."""
-        rows = self.query("SELECT * FROM leases WHERE lease_id=?", lease_id)
-        if not rows:
+        with self._lock:
+            found = self.store.one("leases.row", lease_id)
+        if found is None:
             return None
-        row = rows[0]
+        row = {k: found[k] for k in found.keys()}
         row["valid"] = row["status"] == "active" and row["expires_at_ms"] > self.clock()
         return row
 
@@ -216,15 +195,9 @@ class LogReader:
         # fsync: the next append's fsync makes it durable too (WAL), and a power loss before
         # that only takes it back. One fsync per ack cost the writer more than the ack itself.
         with self._write(fsync=False):
-            self.conn.execute(
-                "INSERT INTO cursors (group_id, agent_id, seq, updated_at_ms) VALUES (?,?,?,?) "
-                "ON CONFLICT (group_id, agent_id) DO UPDATE SET "
-                "seq=max(seq, excluded.seq), updated_at_ms=excluded.updated_at_ms",
-                (group_id, agent_id, seq, self.clock()),
-            )
-            row = self.conn.execute(
-                "SELECT seq FROM cursors WHERE group_id=? AND agent_id=?", (group_id, agent_id)
-            ).fetchone()
+            self.store.run("cursors.advance", group_id, agent_id, seq, self.clock())
+            row = self.store.one("cursors.seq", group_id, agent_id)
+        assert row is not None
         return int(row[0])
 
     def maybe_archive(self, group_id: str, *, force: bool = False) -> int:
@@ -232,8 +205,8 @@ class LogReader:
 
         Runs when the online log exceeds one and a half ``online_window`` (or when ``force``).
         The archive keeps every Event, so the whole chain still verifies (MW-16-c). Safe with
-        several Authority processes on one file: it reads and writes in one transaction and the
-        boundary never moves backwards.
+        several Authority processes on one file or one PostgreSQL database (it takes the Group's
+        lock): it reads and writes in one transaction and the boundary never moves backwards.
 
         Returns:
             The ``archived_through`` sequence after the call (0 when nothing is archived).
@@ -245,9 +218,8 @@ class LogReader:
         if window is None:
             return 0
         with self._write():
-            row = self.conn.execute(
-                "SELECT head_seq, archived_through FROM groups WHERE group_id=?", (group_id,)
-            ).fetchone()
+            self.store.lock_groups([group_id])  # one replica archives a Group at a time
+            row = self.store.one("groups.head_and_archived", group_id)
             if row is None:
                 raise UnknownGroupError(group_id)
             head_seq, through = int(row[0]), int(row[1])
@@ -256,18 +228,10 @@ class LogReader:
             new_through = max(through, head_seq - int(window))
             if new_through == through:
                 return through
-            take_snapshot(self.conn, self.key, group_id, self.clock())
-            self.conn.execute(
-                "INSERT INTO archived_events SELECT * FROM events WHERE group_id=? AND seq<=?",
-                (group_id, new_through),
-            )
-            self.conn.execute(
-                "DELETE FROM events WHERE group_id=? AND seq<=?", (group_id, new_through)
-            )
-            self.conn.execute(
-                "UPDATE groups SET archived_through=max(archived_through, ?) WHERE group_id=?",
-                (new_through, group_id),
-            )
+            take_snapshot(self.store, self.key, group_id, self.clock())
+            self.store.run("events.archive", group_id, new_through)
+            self.store.run("events.delete_archived", group_id, new_through)
+            self.store.run("groups.set_archived_through", new_through, group_id)
         return new_through
 
     def snapshot(self, group_id: str) -> dict[str, Any]:
@@ -278,16 +242,16 @@ class LogReader:
         """
         self.head(group_id)
         with self._lock:
-            snap = latest_snapshot(self.conn, group_id)
+            snap = latest_snapshot(self.store, group_id)
         if snap is None:
             with self._write():
-                take_snapshot(self.conn, self.key, group_id, self.clock())
+                take_snapshot(self.store, self.key, group_id, self.clock())
             with self._lock:
-                snap = latest_snapshot(self.conn, group_id)
+                snap = latest_snapshot(self.store, group_id)
         assert snap is not None
         return snap
 
     def load_snapshot(self, group_id: str, seq: int) -> dict[str, Any] | None:
         """The whole signed snapshot of ``group_id`` at ``seq``, or ``None``."""
         with self._lock:
-            return load_snapshot(self.conn, group_id, seq)
+            return load_snapshot(self.store, group_id, seq)

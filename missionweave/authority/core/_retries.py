@@ -8,15 +8,15 @@ Coordinator retries only a ``retryable`` failure.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from ...protocol import ResourceUsage, exhausted_retry_bound
 from ._command_scope import Ctx
 from ._items import contract_of
+from ._store import Row
 
 
-def retry_fields(ctx: Ctx, item: sqlite3.Row, usage: ResourceUsage | None) -> dict[str, Any]:
+def retry_fields(ctx: Ctx, item: Row, usage: ResourceUsage | None) -> dict[str, Any]:
     """``{"retryable": …}`` for the ``work.failed`` body, with ``retry_exhausted`` (``bound``,
     ``limit``, ``value``, and ``dimension`` for ``budget``) when a retry bound is reached.
 

@@ -16,12 +16,14 @@ receives (in a Command's ``reply``); the log keeps the rest (:func:`public_token
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any, Protocol
 
 from ...protocol import digest, new_id, verify
 from ..wire import CapabilityToken, TokenCheck
 from ._command_scope import Ctx, Reject
 from ._items import contract_of
+from ._store import Store
 
 #: The signed fields of a token, in the order they are issued.
 TOKEN_FIELDS = (
@@ -29,37 +31,23 @@ TOKEN_FIELDS = (
 )  # fmt: skip
 #: Largest integer a token carries (JSON's safe integer range).
 
-# --------------------------------------------------------------------------- the SQL, in one place
-
-_INSERT = (
-    "INSERT INTO capability_tokens (token_id, lease_id, scope, expires_at_ms, status) "
-    "VALUES (?,?,?,?,'active')"
-)
-_ACTIVE_OF_LEASE = (
-    "SELECT token_id, scope FROM capability_tokens WHERE lease_id=? AND status='active' "
-    "ORDER BY token_id"
-)
-_SUPERSEDE = "UPDATE capability_tokens SET status='superseded' WHERE lease_id=? AND status='active'"
-_WITH_LEASE = (
-    "SELECT t.token_id, t.lease_id, t.scope, t.expires_at_ms, t.status, l.status AS lease_status, "
-    "l.expires_at_ms AS lease_expires_at_ms, l.agent_id, l.group_id, l.work_item_id "
-    "FROM capability_tokens t JOIN leases l ON l.lease_id = t.lease_id WHERE t.token_id=?"
-)
-
 
 def _insert(ctx: Ctx, token_id: str, lease_id: str, scope: list[str], expires_at_ms: int) -> None:
-    ctx.run(_INSERT, token_id, lease_id, json.dumps(scope), expires_at_ms)
+    ctx.run("capability_tokens.insert", token_id, lease_id, json.dumps(scope), expires_at_ms)
 
 
 def active_tokens(ctx: Ctx, lease_id: str) -> list[tuple[str, list[str]]]:
     """``(token_id, scope)`` of every token of ``lease_id`` still in force (not superseded; it
     may have expired)."""
-    return [(r["token_id"], json.loads(r["scope"])) for r in ctx.all(_ACTIVE_OF_LEASE, lease_id)]
+    return [
+        (r["token_id"], json.loads(r["scope"]))
+        for r in ctx.all("capability_tokens.active_of_lease", lease_id)
+    ]
 
 
 def supersede_tokens(ctx: Ctx, lease_id: str) -> None:
     """Mark every token of ``lease_id`` superseded: a tool gateway refuses them from now on."""
-    ctx.run(_SUPERSEDE, lease_id)
+    ctx.run("capability_tokens.supersede", lease_id)
 
 
 class _Reads(Protocol):
@@ -70,12 +58,14 @@ class _Reads(Protocol):
 
     def clock(self) -> int: ...
 
-    def query(self, sql: str, *args: Any) -> list[dict[str, Any]]: ...
+    store: Store
+    _lock: threading.Lock
 
 
 def _token_row(authority: _Reads, token_id: str) -> dict[str, Any] | None:
-    rows = authority.query(_WITH_LEASE, token_id)
-    return rows[0] if rows else None
+    with authority._lock:
+        row = authority.store.one("capability_tokens.with_lease", token_id)
+    return {k: row[k] for k in row.keys()} if row is not None else None
 
 
 # --------------------------------------------------------------------------------------- issuing
@@ -173,7 +163,8 @@ def verify_capability_token(
     and unexpired on the Authority's clock; the scope checked is the table's.
 
     Args:
-        authority: the Authority (or anything with its ``public_key``, ``clock`` and ``query``).
+        authority: the Authority (or anything with its ``public_key``, ``clock``, ``store`` and
+            ``_lock``).
         token: the whole token, bearer signature included.
         operation: the tool or operation about to be done; ``None`` to check the token only.
 

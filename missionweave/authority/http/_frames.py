@@ -48,13 +48,9 @@ def check_member_frame(
         head_seq, _ = authority.head(group)
     except UnknownGroupError:
         raise FrameError("unknown_group", f"unknown group {group!r}", group=group) from None
-    rows = authority.query(
-        "SELECT public_key, active FROM members WHERE group_id=? AND agent_id=?", group, agent
-    )
+    key = authority.member_key(group, agent)
     # One answer for "not a member" and "bad signature": do not tell a stranger which.
-    if not rows or not rows[0]["active"] or not verify(
-        rows[0]["public_key"], str(frame["signature"]), signed
-    ):  # fmt: skip
+    if key is None or not verify(key, str(frame["signature"]), signed):
         raise FrameError(
             "unauthorized",
             f"the {kind} is not signed by an active member of the group",

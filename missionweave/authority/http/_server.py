@@ -141,7 +141,8 @@ def create_app(
         authority: the Authority (it stays owned by the caller, who closes it).
         max_batch: Commands per group-commit transaction of the :class:`BatchWriter`.
         poll_interval_s: seconds between fallback polls of each WebSocket subscription, which
-            picks up Events appended by other processes on the same database.
+            picks up Events appended by other processes on the same SQLite file (on
+            PostgreSQL, every replica's commits wake the streams at once: LISTEN/NOTIFY).
         presence_ttl_ms: a presence report is shown for this many milliseconds (Authority
             clock) after it was received.
 
@@ -170,10 +171,19 @@ def create_app(
         # the Authority's own downtime never costs an owner its lease (MW-11.5-c)
         await asyncio.to_thread(credit_on_start, authority)
         alive = asyncio.create_task(keep_alive(authority), name="authority alive mark")
-        yield
-        alive.cancel()
-        await asyncio.gather(alive, return_exceptions=True)
-        await writer.drain()
+        loop = asyncio.get_running_loop()
+        # Replicas over one PostgreSQL: another replica's commit wakes this one's streams.
+        listener = authority.store.listen(
+            lambda gid: loop.call_soon_threadsafe(notifier.notify, {gid})
+        )
+        try:
+            yield
+            await writer.drain()
+        finally:
+            alive.cancel()
+            await asyncio.gather(alive, return_exceptions=True)
+            if listener is not None:
+                listener.close()
 
     app = FastAPI(
         title="MissionWeave Group Authority", version="1", lifespan=lifespan, **NATIVE_TRACING_OFF

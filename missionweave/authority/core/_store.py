@@ -1,0 +1,178 @@
+"""The Store: the one boundary between the Authority and its database.
+
+Every SQL statement lives behind it (named in :mod:`._store_sql`, run by a backend); the
+Authority, its handlers and the tools outside it call :class:`Store` methods only. Two backends:
+
+- :class:`~._store_sqlite.SQLiteStore` — one file, the embedded default (``db`` is a path);
+- :class:`~._store_postgres.PostgresStore` — PostgreSQL through psycopg 3 (``db`` is a
+  ``postgresql://`` URL), which several Authority replicas may share.
+
+:func:`open_store` picks the backend from ``db``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class Row(Protocol):
+    """A result row: by position (``row[0]``) or by column name (``row["state"]``)."""
+
+    def __getitem__(self, key: int | str) -> Any: ...
+
+    def keys(self) -> list[str]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def __len__(self) -> int: ...
+
+
+class Store(Protocol):
+    """What the Authority needs from a database.
+
+    Statements are named (see :data:`._store_sql.STATEMENTS`); arguments are positional.
+    Writes happen between :meth:`begin` and :meth:`commit` / :meth:`rollback`; one Command's
+    changes between :meth:`savepoint` and :meth:`release` / :meth:`rollback_to`.
+
+    Attributes:
+        backend: ``"sqlite"`` or ``"postgres"``.
+        location: the file path or the URL without its password, for messages.
+    """
+
+    backend: str
+    location: str
+
+    def one(self, name: str, *args: Any) -> Row | None:
+        """The first row of statement ``name``, or ``None``."""
+        ...
+
+    def all(self, name: str, *args: Any) -> list[Row]:
+        """Every row of statement ``name``."""
+        ...
+
+    def run(self, name: str, *args: Any) -> int:
+        """Run statement ``name``; the number of rows it changed."""
+        ...
+
+    def select(self, sql: str, *args: Any) -> list[dict[str, Any]]:
+        """An ad hoc read-only ``SELECT`` (``?`` placeholders) over the projections."""
+        ...
+
+    def insert_events(self, rows: Sequence[tuple[str, int, str, str, str | None, str]]) -> None:
+        """Insert Events ``(group_id, seq, event_id, type, work_item_id, data)`` in one
+        statement."""
+        ...
+
+    def insert_commands(self, rows: Sequence[tuple[str, str, str, str, str, str]]) -> None:
+        """Remember Commands ``(group_id, actor, command_id, signature, status, refs)`` in one
+        statement."""
+        ...
+
+    def command_priors(
+        self, keys: Sequence[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], tuple[str, str, str]]:
+        """Of ``keys`` (``(group_id, actor, command_id)``), those remembered:
+        key → ``(signature, status, refs)``."""
+        ...
+
+    def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
+        """Update columns ``cols`` (names from the code, never from input) of one WorkItem."""
+        ...
+
+    def work_item_states(self, group_id: str, ids: Sequence[str]) -> list[Row]:
+        """``(work_item_id, state)`` of those of ``ids`` that exist."""
+        ...
+
+    def begin(self, *, durable: bool = True) -> None:
+        """Open a write transaction (SQLite: ``BEGIN IMMEDIATE``). ``durable=False`` lets the
+        commit skip its fsync (advisory data, e.g. cursors)."""
+        ...
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+    def savepoint(self) -> None: ...
+
+    def release(self) -> None: ...
+
+    def rollback_to(self) -> None:
+        """Undo the current savepoint's changes and release it."""
+        ...
+
+    def lock_groups(self, group_ids: Iterable[str]) -> None:
+        """Serialize this transaction's appends to ``group_ids`` with every other writer's
+        (PostgreSQL: transaction-scoped advisory locks, taken in sorted order; SQLite: the
+        file's write lock already does). Held until commit or rollback."""
+        ...
+
+    def notify(self, group_ids: Iterable[str]) -> None:
+        """Announce, on commit, that ``group_ids`` have new Events (PostgreSQL ``NOTIFY``;
+        nothing on SQLite, where one process writes)."""
+        ...
+
+    def retryable(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is a transient conflict (deadlock, serialization failure) after
+        which the whole transaction may simply run again."""
+        ...
+
+    def listen(self, on_group: Callable[[str], object]) -> Closeable | None:
+        """Call ``on_group(group_id)`` (from another thread) whenever any process commits
+        Events of a Group; ``None`` when the backend has no such channel (SQLite: the server
+        polls). Close the returned object to stop."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+def open_store(db: str | Path) -> Store:
+    """The Store for ``db``: PostgreSQL for a ``postgresql://`` (or ``postgres://``) URL,
+    otherwise the SQLite file at that path (``":memory:"`` for an in-memory one).
+
+    Raises:
+        sqlite3.Error / psycopg.Error: the database cannot be opened.
+        StoreVersionError: the database has a newer schema than this code reads.
+    """
+    text = str(db)
+    if text.startswith(("postgresql://", "postgres://")):
+        from ._store_postgres import PostgresStore
+
+        return PostgresStore(text)
+    from ._store_sqlite import SQLiteStore
+
+    return SQLiteStore(text)
+
+
+def open_reader(db: str | Path) -> Store:
+    """A Store for offline reading (``events verify``): the SQLite file opened read only (never
+    created or migrated), or the PostgreSQL database at a URL.
+
+    Raises:
+        sqlite3.Error / psycopg.Error: the database cannot be opened.
+    """
+    if is_url(db):
+        return open_store(db)
+    from ._store_sqlite import SQLiteStore
+
+    return SQLiteStore(db, read_only=True)
+
+
+class StoreVersionError(RuntimeError):
+    """The database was written by a newer MissionWeave (its schema version is higher)."""
+
+
+def redact(db: str | Path) -> str:
+    """``db`` for messages: a URL without its password."""
+    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", str(db))
+
+
+def is_url(db: str | Path) -> bool:
+    """Whether ``db`` names a server database rather than a file."""
+    return str(db).startswith(("postgresql://", "postgres://"))

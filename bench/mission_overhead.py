@@ -109,9 +109,11 @@ class BareLayered:
             for d in deps:
                 await done[d]
             await workflow.execute_activity(
-                bare_step, item, task_queue=queues[n % len(queues)],
+                bare_step,
+                item,
+                task_queue=queues[n % len(queues)],
                 start_to_close_timeout=timedelta(minutes=5),
-            )  # fmt: skip
+            )
             done[item].set_result(None)
 
         await asyncio.gather(*(one(n, i, d) for n, (i, d) in enumerate(items)))
@@ -130,29 +132,60 @@ def registry() -> HandlerRegistry:
 
 
 @contextlib.asynccontextmanager
-async def agent_processes(env: WorkflowEnvironment, ms: MissionStack, tmp: Path, agents: int,
-                          slots: int) -> AsyncIterator[None]:  # fmt: skip
+async def agent_processes(
+    env: WorkflowEnvironment, ms: MissionStack, tmp: Path, agents: int, slots: int
+) -> AsyncIterator[None]:
     """``agents`` × ``missionweave worker`` processes, as agents are deployed; up (each has
     published its Presence) on entry, stopped with Ctrl-C (SIGINT) on exit."""
     procs = []
-    env_vars = {**os.environ, "PYTHONPATH": str(Path(__file__).parent),
-                "MISSIONWEAVE_BENCH_WORK_MS": str(round(WORK_S * 1000))}  # fmt: skip
+    env_vars = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).parent),
+        "MISSIONWEAVE_BENCH_WORK_MS": str(round(WORK_S * 1000)),
+    }
     try:
         for a in range(agents):
             name = f"agent{a}"
-            await ms.stack.add_agent(name, capabilities=["bench.step@1.0"], max_concurrency=slots,
-                                     open_session=False, publish_card=False)  # fmt: skip
+            await ms.stack.add_agent(
+                name,
+                capabilities=["bench.step@1.0"],
+                max_concurrency=slots,
+                open_session=False,
+                publish_card=False,
+            )
             card = tmp / f"{name}.yaml"
-            card.write_text(json.dumps({"agent_id": name, "capabilities": ["bench.step@1.0"],
-                                        "max_concurrency": slots}))  # fmt: skip
-            procs.append(await asyncio.create_subprocess_exec(
-                str(Path(sys.executable).with_name("missionweave")), "worker", "--card", str(card),
-                "--key", str(ms.stack.key_file(name)), "--handlers", "bench_handlers",
-                "--group", ms.group, "--authority-url", ms.stack.url,
-                "--temporal-address", env.client.service_client.config.target_host,
-                "--namespace", env.client.namespace, "--state-dir", str(tmp / "agents"),
-                "--artifacts", str(tmp / "artifacts"), env=env_vars,
-                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL))  # fmt: skip
+            card.write_text(
+                json.dumps(
+                    {"agent_id": name, "capabilities": ["bench.step@1.0"], "max_concurrency": slots}
+                )
+            )
+            procs.append(
+                await asyncio.create_subprocess_exec(
+                    str(Path(sys.executable).with_name("missionweave")),
+                    "worker",
+                    "--card",
+                    str(card),
+                    "--key",
+                    str(ms.stack.key_file(name)),
+                    "--handlers",
+                    "bench_handlers",
+                    "--group",
+                    ms.group,
+                    "--authority-url",
+                    ms.stack.url,
+                    "--temporal-address",
+                    env.client.service_client.config.target_host,
+                    "--namespace",
+                    env.client.namespace,
+                    "--state-dir",
+                    str(tmp / "agents"),
+                    "--artifacts",
+                    str(tmp / "artifacts"),
+                    env=env_vars,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.DEVNULL,
+                )
+            )
         for _ in range(600):  # up to 60 s for every agent to publish its Presence
             present = await ms.stack.client.presence(ms.group)
             if all(f"agent{a}" in present for a in range(agents)):
@@ -192,8 +225,10 @@ async def history_events(client: Client, workflow_id: str) -> tuple[int, int, fl
                 started = e.event_time.ToDatetime()
             elif e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED and started:
                 longest = max(longest, (e.event_time.ToDatetime() - started).total_seconds())
-            elif e.event_type in (EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
-                                  EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT):  # fmt: skip
+            elif e.event_type in (
+                EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+                EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+            ):
                 bad += 1
     return total, runs, longest, bad
 
@@ -205,9 +240,14 @@ def agent_slots(n: int, layers: int, agents: int) -> int:
     return min(MAX_SLOTS, max(4, -(-n // (agents * layers))))
 
 
-async def run_mission(env: WorkflowEnvironment, n: int, layers: int, agents: int,
-                      authority_process: bool, agents_process: bool,
-                      ) -> tuple[float, int, int, float, int]:  # fmt: skip
+async def run_mission(
+    env: WorkflowEnvironment,
+    n: int,
+    layers: int,
+    agents: int,
+    authority_process: bool,
+    agents_process: bool,
+) -> tuple[float, int, int, float, int]:
     slots = agent_slots(n, layers, agents)
     with tempfile.TemporaryDirectory() as d:
         async with (
@@ -217,8 +257,9 @@ async def run_mission(env: WorkflowEnvironment, n: int, layers: int, agents: int
             if agents_process:
                 await up.enter_async_context(agent_processes(env, ms, Path(d), agents, slots))
             for a in range(0 if agents_process else agents):
-                await ms.agent(f"agent{a}", registry(), capabilities=["bench.step@1.0"],
-                               max_concurrency=slots)  # fmt: skip
+                await ms.agent(
+                    f"agent{a}", registry(), capabilities=["bench.step@1.0"], max_concurrency=slots
+                )
             # like the bare run's Workers, the agents are up before the clock starts
             await asyncio.gather(*(rt.ready.wait() for rt in ms.runtimes))
             spec = MissionSpec.model_validate(
@@ -251,24 +292,36 @@ async def run_mission(env: WorkflowEnvironment, n: int, layers: int, agents: int
     return elapsed, events, runs, longest, failed_tasks
 
 
-async def run_bare(env: WorkflowEnvironment, n: int, layers: int, agents: int,
-                   ) -> tuple[float, int]:  # fmt: skip
+async def run_bare(
+    env: WorkflowEnvironment,
+    n: int,
+    layers: int,
+    agents: int,
+) -> tuple[float, int]:
     slots = agent_slots(n, layers, agents)
     queues = [f"bare-agent-{a}-{n}" for a in range(agents)]
-    workers = [Worker(env.client, task_queue=q, activities=[bare_step],
-                      max_concurrent_activities=slots) for q in queues]  # fmt: skip
+    workers = [
+        Worker(env.client, task_queue=q, activities=[bare_step], max_concurrent_activities=slots)
+        for q in queues
+    ]
     # the bare workflow lives in this script's __main__, which the sandbox cannot re-import
-    wf = Worker(env.client, task_queue=f"bare-{n}", workflows=[BareLayered],
-                workflow_runner=UnsandboxedWorkflowRunner())  # fmt: skip
+    wf = Worker(
+        env.client,
+        task_queue=f"bare-{n}",
+        workflows=[BareLayered],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    )
     async with wf:
         for w in workers:
             await w.__aenter__()
         try:
             t0 = time.perf_counter()
             handle = await env.client.start_workflow(
-                BareLayered.run, args=[layered(n, layers), queues], id=f"bare-{n}-{time.time_ns()}",
+                BareLayered.run,
+                args=[layered(n, layers), queues],
+                id=f"bare-{n}-{time.time_ns()}",
                 task_queue=f"bare-{n}",
-            )  # fmt: skip
+            )
             await handle.result()
             elapsed = time.perf_counter() - t0
             return elapsed, len((await handle.fetch_history()).events)
@@ -277,21 +330,38 @@ async def run_bare(env: WorkflowEnvironment, n: int, layers: int, agents: int,
                 await w.__aexit__(None, None, None)
 
 
-async def main_async(sizes: list[int], layers: int, agents: int, authority_process: bool,
-                     agents_process: bool, mission_only: bool) -> list[dict[str, Any]]:  # fmt: skip
+async def main_async(
+    sizes: list[int],
+    layers: int,
+    agents: int,
+    authority_process: bool,
+    agents_process: bool,
+    mission_only: bool,
+) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="mw-bench-") as d:
         # our dev server: waits up to 30 s for the server to answer, and dies with this process
-        async with TemporalDevServer(Path(d), port=free_port(), ui=False, persist=False,
-                                     log_level="error") as server:  # fmt: skip
+        async with TemporalDevServer(
+            Path(d), port=free_port(), ui=False, persist=False, log_level="error"
+        ) as server:
             client = await server.connect()
             env = WorkflowEnvironment.from_client(client)
-            return [await one_size(env, n, min(layers, n), agents, authority_process,
-                                   agents_process, mission_only) for n in sizes]  # fmt: skip
+            return [
+                await one_size(
+                    env, n, min(layers, n), agents, authority_process, agents_process, mission_only
+                )
+                for n in sizes
+            ]
 
 
-async def one_size(env: WorkflowEnvironment, n: int, layers: int, agents: int,
-                   authority_process: bool, agents_process: bool, mission_only: bool,
-                   ) -> dict[str, Any]:  # fmt: skip
+async def one_size(
+    env: WorkflowEnvironment,
+    n: int,
+    layers: int,
+    agents: int,
+    authority_process: bool,
+    agents_process: bool,
+    mission_only: bool,
+) -> dict[str, Any]:
     bare = bare_events = None
     if not mission_only:
         bare, bare_events = await run_bare(env, n, layers, agents)
@@ -299,17 +369,21 @@ async def one_size(env: WorkflowEnvironment, n: int, layers: int, agents: int,
         env, n, layers, agents, authority_process, agents_process
     )
     out: dict[str, Any] = {
-        "items": n, "layers": layers, "agents": agents, "work_ms": round(WORK_S * 1000),
+        "items": n,
+        "layers": layers,
+        "agents": agents,
+        "work_ms": round(WORK_S * 1000),
         "authority": "process" if authority_process else "inline",
         "agents_as": "processes" if agents_process else "inline",
-        "bare_s": None if bare is None else round(bare, 3), "mission_s": round(mission, 3),
+        "bare_s": None if bare is None else round(bare, 3),
+        "mission_s": round(mission, 3),
         "ratio": None if bare is None else round(mission / bare, 2),
-        "bare_history_events_per_item": None if bare_events is None
-        else round(bare_events / n, 2),
-        "mission_history_events_per_item": round(events / n, 2), "mission_runs": runs,
+        "bare_history_events_per_item": None if bare_events is None else round(bare_events / n, 2),
+        "mission_history_events_per_item": round(events / n, 2),
+        "mission_runs": runs,
         "mission_longest_workflow_task_s": round(longest, 3),
         "mission_failed_workflow_tasks": failed_tasks,
-    }  # fmt: skip
+    }
     if layers == n and bare is not None and n > 1:
         out["hop_ms"] = round((mission - bare) * 1000 / (n - 1), 1)
     print(json.dumps(out), file=sys.stderr, flush=True)
@@ -355,8 +429,16 @@ def main() -> None:
     global WORK_S
     WORK_S = args.work_ms / 1000
     logging.basicConfig(level=logging.WARNING)
-    res = asyncio.run(main_async(sizes, args.layers, args.agents, args.authority == "process",
-                                 args.agent_processes, args.mission_only))  # fmt: skip
+    res = asyncio.run(
+        main_async(
+            sizes,
+            args.layers,
+            args.agents,
+            args.authority == "process",
+            args.agent_processes,
+            args.mission_only,
+        )
+    )
     if args.json:
         print(json.dumps(res))
     else:

@@ -45,26 +45,37 @@ def run(groups: int, seconds: int, slots: int, max_wait_ms: int | None) -> dict[
     weights = {f"g{i}": float(i + 1) for i in range(groups)}
     durations = {f"g{i}": 1_000 + 1_000 * (i % 3) for i in range(groups)}
     want = weighted_shares(weights)
-    out: dict[str, Any] = {"groups": groups, "seconds": seconds, "slots": slots,
-                           "max_wait_ms": max_wait_ms}  # fmt: skip
+    out: dict[str, Any] = {
+        "groups": groups,
+        "seconds": seconds,
+        "slots": slots,
+        "max_wait_ms": max_wait_ms,
+    }
     for name, sched in (
         ("weighted_fair", Scheduler(slots, weights=weights, max_wait_ms=max_wait_ms)),
         ("round_robin", RoundRobin(slots)),
     ):
         counted = _Counting(sched)
-        res = simulate(counted, durations, slots=slots, horizon_ms=seconds * 1000,
-                       backlog=max(3, slots))  # fmt: skip
+        res = simulate(
+            counted, durations, slots=slots, horizon_ms=seconds * 1000, backlog=max(3, slots)
+        )
         shares = res.shares()
         out[name] = {
-            "per_group": {g: {"share": round(shares[g], 4), "weighted_share": round(want[g], 4),
-                              "error": round(abs(shares[g] - want[g]) / want[g], 4),
-                              "max_wait_ms": max(res.waits_ms[g], default=0)}
-                          for g in weights},
+            "per_group": {
+                g: {
+                    "share": round(shares[g], 4),
+                    "weighted_share": round(want[g], 4),
+                    "error": round(abs(shares[g] - want[g]) / want[g], 4),
+                    "max_wait_ms": max(res.waits_ms[g], default=0),
+                }
+                for g in weights
+            },
             "max_error": round(max(abs(shares[g] - want[g]) / want[g] for g in weights), 4),
-            "max_wait_ms": res.max_wait_ms(), "p99_wait_ms": res.p99_wait_ms(),
+            "max_wait_ms": res.max_wait_ms(),
+            "p99_wait_ms": res.p99_wait_ms(),
             "plan_us": round(counted.seconds / max(1, counted.calls) * 1e6, 1),
             "starts": len(res.starts),
-        }  # fmt: skip
+        }
     return out
 
 
@@ -74,9 +85,11 @@ def main() -> None:
     p.add_argument("--seconds", type=int, default=3_600, help="simulated seconds (default 3600)")
     p.add_argument("--slots", type=int, default=4, help="the agent's slots (default 4)")
     p.add_argument(
-        "--max-wait-ms", type=int, default=300_000,
+        "--max-wait-ms",
+        type=int,
+        default=300_000,
         help="the scheduler's bound on waiting (default 300000, the agent's default)",
-    )  # fmt: skip
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args()
     if args.groups < 1 or args.seconds < 1 or args.slots < 1:
@@ -88,12 +101,16 @@ def main() -> None:
     print(f"{args.groups} Groups, {args.slots} slots, {args.seconds} s simulated")
     for name in ("weighted_fair", "round_robin"):
         r = res[name]
-        print(f"\n{name}: max error {r['max_error']:.2%}, max wait {r['max_wait_ms']} ms, "
-              f"p99 wait {r['p99_wait_ms']} ms, {r['plan_us']} µs per plan")  # fmt: skip
+        print(
+            f"\n{name}: max error {r['max_error']:.2%}, max wait {r['max_wait_ms']} ms, "
+            f"p99 wait {r['p99_wait_ms']} ms, {r['plan_us']} µs per plan"
+        )
         print(f"  {'group':<6} {'share':>7} {'weighted':>9} {'error':>7} {'max wait':>9}")
         for g, v in r["per_group"].items():
-            print(f"  {g:<6} {v['share']:>7.2%} {v['weighted_share']:>9.2%} "
-                  f"{v['error']:>7.2%} {v['max_wait_ms']:>7} ms")  # fmt: skip
+            print(
+                f"  {g:<6} {v['share']:>7.2%} {v['weighted_share']:>9.2%} "
+                f"{v['error']:>7.2%} {v['max_wait_ms']:>7} ms"
+            )
 
 
 if __name__ == "__main__":

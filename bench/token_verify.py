@@ -88,9 +88,13 @@ def main() -> None:
         http, lat = asyncio.run(_http(create_app(w.authority), token, args.seconds))
         w.authority.close()
     q = statistics.quantiles(lat, n=100)
-    out = {"in_process_per_s": round(genuine), "forged_per_s": round(refused),
-           "http_per_s": round(http), "http_p50_ms": round(q[49], 2),
-           "http_p99_ms": round(q[98], 2)}  # fmt: skip
+    out = {
+        "in_process_per_s": round(genuine),
+        "forged_per_s": round(refused),
+        "http_per_s": round(http),
+        "http_p50_ms": round(q[49], 2),
+        "http_p99_ms": round(q[98], 2),
+    }
     if args.json:
         print(json.dumps(out))
     else:

@@ -37,22 +37,36 @@ EXE = str(Path(sys.executable).with_name("missionweave"))
 
 
 def contract(objective: str, *, urgent: bool = False, lease_ms: int = 10_000) -> dict[str, Any]:
-    return WorkContract.model_validate({
-        "objective": objective,
-        "deliverables": [{"name": "report", "media_type": "application/json"}],
-        "acceptance_criteria": [{"id": "done", "description": "the objective is met",
-                                 "evidence_required": "a check that passes"}],
-        "required_capabilities": ["demo.step@1.0"],
-        "urgency": "urgent" if urgent else "normal",
-        "budget": {"tool_calls": 50, "wall_clock_ms": 60_000},
-        "timeouts": {"start_deadline_ms": 30_000, "lease_ms": lease_ms, "heartbeat_ms": 500},
-    }).wire()  # fmt: skip
+    return WorkContract.model_validate(
+        {
+            "objective": objective,
+            "deliverables": [{"name": "report", "media_type": "application/json"}],
+            "acceptance_criteria": [
+                {
+                    "id": "done",
+                    "description": "the objective is met",
+                    "evidence_required": "a check that passes",
+                }
+            ],
+            "required_capabilities": ["demo.step@1.0"],
+            "urgency": "urgent" if urgent else "normal",
+            "budget": {"tool_calls": 50, "wall_clock_ms": 60_000},
+            "timeouts": {"start_deadline_ms": 30_000, "lease_ms": lease_ms, "heartbeat_ms": 500},
+        }
+    ).wire()
 
 
 def evidence(agent: Actor, wid: str, result: str = "pass") -> list[dict[str, Any]]:
-    return [{"subject": wid, "criterion": "done", "method": "walkthrough check",
-             "result": result, "producer": agent.agent_id,
-             "timestamp_ms": time.time_ns() // 1_000_000}]  # fmt: skip
+    return [
+        {
+            "subject": wid,
+            "criterion": "done",
+            "method": "walkthrough check",
+            "result": result,
+            "producer": agent.agent_id,
+            "timestamp_ms": time.time_ns() // 1_000_000,
+        }
+    ]
 
 
 class Walk:
@@ -62,8 +76,9 @@ class Walk:
         self.workers = [Actor.generate(n) for n in ("ada", "brook", "cyd")]
         self.leases: dict[str, dict[str, Any]] = {}
 
-    async def send(self, actor: Actor, type: str, body: dict[str, Any],
-                   expect: str = "accepted") -> SubmitResult:  # fmt: skip
+    async def send(
+        self, actor: Actor, type: str, body: dict[str, Any], expect: str = "accepted"
+    ) -> SubmitResult:
         r = await self.client.submit(actor.command(type, GROUP, body))
         mark = {"accepted": "[green]✓[/]", "rejected": "[red]✗[/]", "recorded": "[yellow]≡[/]"}
         why = f" — {r.rejection.code}" if r.rejection else ""
@@ -252,10 +267,20 @@ def run(data_dir: Path) -> int:
     url = f"http://127.0.0.1:{port}"
     coordinator = Actor.generate("coordinator")
     server = subprocess.Popen(
-        [EXE, "authority", "serve", "--db", str(db), "--port", str(port),
-         "--operator-key", coordinator.public_key],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            EXE,
+            "authority",
+            "serve",
+            "--db",
+            str(db),
+            "--port",
+            str(port),
+            "--operator-key",
+            coordinator.public_key,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:

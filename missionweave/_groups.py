@@ -98,9 +98,10 @@ async def ensure_group(
     # group.create answers group_exists for a Group that exists (operator_required first
     # for a key that is no operator's), and writes nothing then
     result = await client.submit(
-        owner.command("group.create", group_id,
-                      {"public_key": owner.public_key, "roles": list(roles)})
-    )  # fmt: skip
+        owner.command(
+            "group.create", group_id, {"public_key": owner.public_key, "roles": list(roles)}
+        )
+    )
     if result.accepted:
         for ev in result.events:
             if ev.type == "member.added":
@@ -182,8 +183,11 @@ async def ensure_member(
         )
     change: MemberChange
     if agent_id not in current:
-        cmd = owner.command("member.add", group_id, {
-            "agent_id": agent_id, "public_key": public_key, "roles": list(roles)})  # fmt: skip
+        cmd = owner.command(
+            "member.add",
+            group_id,
+            {"agent_id": agent_id, "public_key": public_key, "roles": list(roles)},
+        )
         change = "added"
     elif set(roles) <= current[agent_id]:
         return "present"

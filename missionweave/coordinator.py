@@ -56,8 +56,9 @@ def coordinator_worker(
         tracing: add the OpenTelemetry tracing interceptor unless the client already has one
             (see :mod:`missionweave.telemetry`; a no-op until tracing is configured).
     """
-    acts = CoordinatorActivities(authority, coordinator, checks=checks, schemas=schemas,
-                                 artifact_store=artifact_store)  # fmt: skip
+    acts = CoordinatorActivities(
+        authority, coordinator, checks=checks, schemas=schemas, artifact_store=artifact_store
+    )
     return Worker(
         client,
         task_queue=task_queue,
@@ -91,7 +92,8 @@ async def run_coordinator(
         artifact_store: where submitted Artifacts are verified (see :func:`coordinator_worker`).
     """
     async with AuthorityClient(authority_url, signing_key=coordinator.key) as authority:
-        async with coordinator_worker(client, authority, coordinator,
-                                      artifact_store=artifact_store):  # fmt: skip
+        async with coordinator_worker(
+            client, authority, coordinator, artifact_store=artifact_store
+        ):
             log.info("coordinator %s polling %s", coordinator.agent_id, COORDINATOR_TASK_QUEUE)
             await (stop or asyncio.Event()).wait()

@@ -68,16 +68,22 @@ def render_table(status: MissionStatus) -> RenderableType:
     )
     for col in ("WorkItem", "state", "owner", "epoch", "lease", "attempts", "detail", "outputs"):
         # On a narrow screen ids fold onto more lines rather than lose their ends.
-        table.add_column(col, justify="right" if col in ("epoch", "attempts") else "left",
-                         overflow="fold")  # fmt: skip
+        table.add_column(
+            col, justify="right" if col in ("epoch", "attempts") else "left", overflow="fold"
+        )
     for item in status.items:
         state = item.state.value
         lease = (item.lease_id or "").removeprefix("lease_")  # --json has the whole id
         table.add_row(
-            item.work_item_id, Text(state, style=STATE_STYLE.get(state, "")), item.owner or "",
-            str(item.ownership_epoch), lease[:8] + ("…" if len(lease) > 8 else ""),
-            str(item.attempts), item.detail, outputs_cell(item),
-        )  # fmt: skip
+            item.work_item_id,
+            Text(state, style=STATE_STYLE.get(state, "")),
+            item.owner or "",
+            str(item.ownership_epoch),
+            lease[:8] + ("…" if len(lease) > 8 else ""),
+            str(item.attempts),
+            item.detail,
+            outputs_cell(item),
+        )
     return table
 
 
@@ -100,8 +106,10 @@ def to_mermaid(status: MissionStatus) -> str:
     """A Mermaid flowchart of the Mission's DAG: one node per WorkItem (id, state, owner), an
     edge from each dependency to its dependent, and the state as the node's class (colour)."""
     ids = {item.work_item_id: f"w{i}" for i, item in enumerate(status.items)}
-    lines = [f"%% Mission {status.mission_id} (group {status.group_id}): {status.status}",
-             "flowchart LR"]  # fmt: skip
+    lines = [
+        f"%% Mission {status.mission_id} (group {status.group_id}): {status.status}",
+        "flowchart LR",
+    ]
     for item in status.items:
         label = f"{_mermaid_label(item.work_item_id)}<br/>{item.state.value}"
         if item.owner:

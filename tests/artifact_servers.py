@@ -37,8 +37,13 @@ class S3Endpoint:
 
     def store(self, bucket: str | None = None) -> S3Store:
         """A store on a fresh bucket (or ``bucket``)."""
-        return S3Store(self.endpoint, self.access_key, self.secret_key,
-                       bucket or f"mw-{uuid.uuid4().hex[:16]}", region=self.region)  # fmt: skip
+        return S3Store(
+            self.endpoint,
+            self.access_key,
+            self.secret_key,
+            bucket or f"mw-{uuid.uuid4().hex[:16]}",
+            region=self.region,
+        )
 
 
 def corrupt(store: ArtifactStore, content_hash: str, data: bytes) -> None:
@@ -49,8 +54,7 @@ def corrupt(store: ArtifactStore, content_hash: str, data: bytes) -> None:
         path.write_bytes(data)
     else:
         assert isinstance(store, S3Store)
-        store.client.put_object(store.bucket, f"sha256/{content_hash}", io.BytesIO(data),
-                                len(data))  # fmt: skip
+        store.client.put_object(store.bucket, f"sha256/{content_hash}", io.BytesIO(data), len(data))
 
 
 class InProcess:
@@ -63,18 +67,32 @@ class InProcess:
         return self.authority.submit(command)
 
 
-def manifest(content_hash: str, *, producer: str = "worker-0", sources: list[str] | None = None,
-             **over: object) -> ArtifactManifest:  # fmt: skip
+def manifest(
+    content_hash: str,
+    *,
+    producer: str = "worker-0",
+    sources: list[str] | None = None,
+    **over: object,
+) -> ArtifactManifest:
     """A valid manifest; keyword arguments override fields."""
     fields: dict[str, object] = {
-        "content_hash": content_hash, "media_type": "application/json",
-        "schema_id": "report@1", "producer": producer, "agent_card_version": 0,
-        "mission_id": "m1", "group_id": "g1", "work_item_id": "a",
-        "sources": sources or [], "tool_versions": {"sha256sum": "9.4"},
-        "model_versions": {}, "capability_versions": {"dist.verify": "1.0"},
-        "created_at_ms": T0, "classification": Classification.INTERNAL,
-        "size_bytes": 1, "uri": f"s3://b/sha256/{content_hash}",
-    }  # fmt: skip
+        "content_hash": content_hash,
+        "media_type": "application/json",
+        "schema_id": "report@1",
+        "producer": producer,
+        "agent_card_version": 0,
+        "mission_id": "m1",
+        "group_id": "g1",
+        "work_item_id": "a",
+        "sources": sources or [],
+        "tool_versions": {"sha256sum": "9.4"},
+        "model_versions": {},
+        "capability_versions": {"dist.verify": "1.0"},
+        "created_at_ms": T0,
+        "classification": Classification.INTERNAL,
+        "size_bytes": 1,
+        "uri": f"s3://b/sha256/{content_hash}",
+    }
     fields.update(over)
     return ArtifactManifest.model_validate(fields)
 

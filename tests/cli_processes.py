@@ -28,11 +28,20 @@ ROOT = Path(__file__).resolve().parent.parent
 STARTUP_S = 60
 
 
-def mw(*args: str, env: dict[str, str] | None = None, stdin: str | None = None,
-       timeout: float = 60) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def mw(
+    *args: str, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """Run ``missionweave *args`` to its end (from the repository root)."""
-    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT, env=env, input=stdin, check=False)  # fmt: skip
+    return subprocess.run(
+        [EXE, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+        input=stdin,
+        check=False,
+    )
 
 
 def one_line_error(r: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -66,8 +75,15 @@ class Process:
     def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.log = log.open("w")
         # Its own process group, as a terminal gives it: Ctrl-C reaches it and its children.
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, text=True,
-                                     cwd=ROOT, env=env, start_new_session=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+        )
         self.lines: queue.Queue[str] = queue.Queue()
         assert self.proc.stdout is not None
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
@@ -130,8 +146,9 @@ def processes() -> Iterator[list[Process]]:
         p.close()
 
 
-async def amw(*args: str, env: dict[str, str] | None = None,
-              stdin: str | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+async def amw(
+    *args: str, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """:func:`mw` from an async test whose event loop runs the stack the command talks to (a
     blocking run would stall that loop: the command's query would wait for itself)."""
     return await asyncio.to_thread(mw, *args, env=env, stdin=stdin)

@@ -16,5 +16,7 @@ async def sleep(ctx: WorkContext, input: dict[str, Any]) -> Submission:
     first: the test freezes the process only once the handler is at work."""
     await ctx.report("sleeping")
     await asyncio.sleep(int(input.get("sleep_ms", 0)) / 1000)
-    return Submission(outputs={"result": {"by": ctx.agent_id}},
-                      evidence=[ctx.evidence("done", method="fault-test")])  # fmt: skip
+    return Submission(
+        outputs={"result": {"by": ctx.agent_id}},
+        evidence=[ctx.evidence("done", method="fault-test")],
+    )

@@ -62,8 +62,10 @@ class DroppingProxy:
             writer.transport.abort()
             return
         self._writers |= {writer, up_w}
-        pipes = [asyncio.create_task(self._pipe(reader, up_w)),
-                 asyncio.create_task(self._pipe(up_r, writer))]  # fmt: skip
+        pipes = [
+            asyncio.create_task(self._pipe(reader, up_w)),
+            asyncio.create_task(self._pipe(up_r, writer)),
+        ]
         self._tasks.update(pipes)
         try:
             await asyncio.gather(*pipes, return_exceptions=True)

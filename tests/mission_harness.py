@@ -55,8 +55,9 @@ def contract(caps: Sequence[str] | None = None, **over: Any) -> WorkContract:
     return world_contract(caps, preset="step", **over)
 
 
-def step_registry(capability: str = "demo.step", version: str = "1.0",
-                  estimate_ms: int | None = None) -> HandlerRegistry:  # fmt: skip
+def step_registry(
+    capability: str = "demo.step", version: str = "1.0", estimate_ms: int | None = None
+) -> HandlerRegistry:
     """One handler, ``capability@version``: checks its lease (``guard``), then submits
     ``{"result": {"item": <id>}}`` with a passing Evidence for criterion ``done``;
     ``estimate_ms``: the duration it declares (admission control's expected wait)."""
@@ -65,8 +66,10 @@ def step_registry(capability: str = "demo.step", version: str = "1.0",
     @reg.handler(capability, version=version, estimate_ms=estimate_ms)
     async def step(ctx: WorkContext, input: dict[str, object]) -> Submission:
         await ctx.guard()
-        return Submission(outputs={"result": {"item": ctx.work_item_id}},
-                          evidence=[ctx.evidence("done", method="demo")])  # fmt: skip
+        return Submission(
+            outputs={"result": {"item": ctx.work_item_id}},
+            evidence=[ctx.evidence("done", method="demo")],
+        )
 
     return reg
 
@@ -144,17 +147,24 @@ class MissionStack:
     def group(self) -> str:
         return self.stack.group
 
-    async def agent(self, agent_id: str, handlers: HandlerRegistry, *,
-                    capabilities: Sequence[str] = ("demo.step@1.0",), max_concurrency: int = 2,
-                    roles: Sequence[str] = ("worker",),
-                    actor: Actor | None = None,
-                    admission: AdmissionPolicy | None = None,
-                    authority_url: str | None = None) -> AgentRuntime:  # fmt: skip
+    async def agent(
+        self,
+        agent_id: str,
+        handlers: HandlerRegistry,
+        *,
+        capabilities: Sequence[str] = ("demo.step@1.0",),
+        max_concurrency: int = 2,
+        roles: Sequence[str] = ("worker",),
+        actor: Actor | None = None,
+        admission: AdmissionPolicy | None = None,
+        authority_url: str | None = None,
+    ) -> AgentRuntime:
         """Start an agent runtime; ``actor``: a member added before (else a new one);
         ``authority_url``: reach the Authority there (a proxy) instead of directly."""
         if actor is None:
-            actor = await self.stack.add_agent(agent_id, roles, capabilities=capabilities,
-                                               max_concurrency=max_concurrency)  # fmt: skip
+            actor = await self.stack.add_agent(
+                agent_id, roles, capabilities=capabilities, max_concurrency=max_concurrency
+            )
         card = AgentCard(
             agent_id=agent_id,
             version=2,
@@ -162,38 +172,56 @@ class MissionStack:
             capabilities=list(capabilities),
             max_concurrency=max_concurrency,
         )
-        rt = AgentRuntime(card, actor.key, groups=[self.group],
-                          authority_url=authority_url or self.stack.url,
-                          temporal_client=self.env.client, handlers=handlers,
-                          state_path=self.tmp / f"{agent_id}.sqlite3", clock=self.clock,
-                          interceptors=self.interceptors, admission=admission,
-                          artifact_store=self.artifacts)  # fmt: skip
+        rt = AgentRuntime(
+            card,
+            actor.key,
+            groups=[self.group],
+            authority_url=authority_url or self.stack.url,
+            temporal_client=self.env.client,
+            handlers=handlers,
+            state_path=self.tmp / f"{agent_id}.sqlite3",
+            clock=self.clock,
+            interceptors=self.interceptors,
+            admission=admission,
+            artifact_store=self.artifacts,
+        )
         self.runtimes.append(rt)
         self.tasks.append(asyncio.create_task(rt.run()))
         return rt
 
     def spec(self, mission_id: str, items: list[dict[str, Any]], **over: Any) -> MissionSpec:
-        return MissionSpec.model_validate({"group_id": self.group, "mission_id": mission_id,
-                                           "title": f"test {mission_id}", "items": items,
-                                           "offer_policy": {"offer_ttl_ms": 5_000,
-                                                            "reoffer_backoff_ms": 300},
-                                           **over})  # fmt: skip
+        return MissionSpec.model_validate(
+            {
+                "group_id": self.group,
+                "mission_id": mission_id,
+                "title": f"test {mission_id}",
+                "items": items,
+                "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
+                **over,
+            }
+        )
 
     async def start(self, spec: MissionSpec) -> WorkflowHandle[Any, MissionResult]:
         return await self.env.client.start_workflow(
-            MissionWorkflow.run, args=[spec, None], id=mission_workflow_id(spec.mission_id),
-            task_queue=self.task_queue, static_summary=spec.title,
-        )  # fmt: skip
+            MissionWorkflow.run,
+            args=[spec, None],
+            id=mission_workflow_id(spec.mission_id),
+            task_queue=self.task_queue,
+            static_summary=spec.title,
+        )
 
 
 @contextlib.asynccontextmanager
-async def mission_stack(env: WorkflowEnvironment, tmp: Path,
-                        interceptors: Sequence[Interceptor] = (),
-                        clock: Callable[[], int] | None = None, *,
-                        checks: dict[str, Check] | None = None,
-                        schemas: dict[str, dict[str, Any]] | None = None,
-                        authority_process: bool = False,
-                        ) -> AsyncIterator[MissionStack]:  # fmt: skip
+async def mission_stack(
+    env: WorkflowEnvironment,
+    tmp: Path,
+    interceptors: Sequence[Interceptor] = (),
+    clock: Callable[[], int] | None = None,
+    *,
+    checks: dict[str, Check] | None = None,
+    schemas: dict[str, dict[str, Any]] | None = None,
+    authority_process: bool = False,
+) -> AsyncIterator[MissionStack]:
     """Authority (on ``clock``), coordinator Worker (with ``interceptors``, review ``checks``
     and ``schemas``) and, through :meth:`MissionStack.agent`, agent runtimes on the same clock
     and interceptors, all sharing one artifact store; every runtime and Worker is stopped on
@@ -202,8 +230,9 @@ async def mission_stack(env: WorkflowEnvironment, tmp: Path,
     async with authority_stack(tmp, clock=clock, process=authority_process) as stack:
         tq = new_task_queue()
         store = FilesystemStore(tmp / "artifacts")
-        ms = MissionStack(env, stack, tmp, tq, store, clock=stack.clock,
-                          interceptors=list(interceptors))  # fmt: skip
+        ms = MissionStack(
+            env, stack, tmp, tq, store, clock=stack.clock, interceptors=list(interceptors)
+        )
         async with coordinator_worker(
             env.client,
             stack.client,

@@ -30,11 +30,18 @@ async def ledger(ctx: WorkContext, input: dict[str, Any]) -> Submission:
         ctx.usage.add(tokens=10)
         await ctx.save({"step": i + 1}, phase=f"step {i + 1}")
     key = await ctx.effect("ledger")  # irreversible: waits for a lease the Authority confirms
-    line = {"work_item_id": ctx.work_item_id, "key": key, "resumed_from": start,
-            "ownership_epoch": ctx.ownership_epoch, "agent_id": ctx.agent_id}  # fmt: skip
+    line = {
+        "work_item_id": ctx.work_item_id,
+        "key": key,
+        "resumed_from": start,
+        "ownership_epoch": ctx.ownership_epoch,
+        "agent_id": ctx.agent_id,
+    }
     await asyncio.to_thread(_append, Path(os.environ[LEDGER_ENV]), line)
-    return Submission(outputs={"result": {"item": ctx.work_item_id}},
-                      evidence=[ctx.evidence("done", method="ledger")])  # fmt: skip
+    return Submission(
+        outputs={"result": {"item": ctx.work_item_id}},
+        evidence=[ctx.evidence("done", method="ledger")],
+    )
 
 
 def _append(path: Path, line: dict[str, Any]) -> None:

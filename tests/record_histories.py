@@ -87,11 +87,13 @@ async def record_mission_review(env: WorkflowEnvironment, tmp: Path) -> Workflow
         {"id": "signoff", "kind": "human", "description": "signed off", "evidence_required": "y"},
     ]
     async with mission_stack(env, tmp) as ms:
-        owner = await ms.stack.add_agent("olivia", ("mission_owner",), open_session=False,
-                                         publish_card=False)  # fmt: skip
+        owner = await ms.stack.add_agent(
+            "olivia", ("mission_owner",), open_session=False, publish_card=False
+        )
         await ms.agent("ada", _reviewed())
-        await ms.agent("rita", _reviewed(), capabilities=("review.semantic@1.0",),
-                       roles=("worker", "reviewer"))  # fmt: skip
+        await ms.agent(
+            "rita", _reviewed(), capabilities=("review.semantic@1.0",), roles=("worker", "reviewer")
+        )
         c = contract(acceptance_criteria=criteria).wire()
         spec = ms.spec("replay-review", [{"work_item_id": "a", "contract": c}])
         handle = await ms.start(spec)
@@ -103,10 +105,12 @@ async def record_mission_review(env: WorkflowEnvironment, tmp: Path) -> Workflow
             return a.review_digest if a.review_stage == "approval" else None
 
         digest = await until("a awaiting approval", waiting, 60)
-        cmd = owner.command("approval.grant_result", ms.group,
-                            {"work_item_id": "a", "review_digest": digest})  # fmt: skip
-        verdict = await handle.execute_update(MissionWorkflow.approve, ApprovalInput(command=cmd),
-                                              id=cmd.command_id)  # fmt: skip
+        cmd = owner.command(
+            "approval.grant_result", ms.group, {"work_item_id": "a", "review_digest": digest}
+        )
+        verdict = await handle.execute_update(
+            MissionWorkflow.approve, ApprovalInput(command=cmd), id=cmd.command_id
+        )
         if not isinstance(verdict, CommandVerdict) or not verdict.accepted:
             raise RuntimeError(f"the approval was refused: {verdict}")
         result = await asyncio.wait_for(handle.result(), 60)

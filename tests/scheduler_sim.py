@@ -99,9 +99,17 @@ def simulate(
         made[g] += 1
         ms = (missions or {}).get(g) or ["m"]
         dl = (deadline_ms or {}).get(g)
-        queues[g].append(QueuedItem(g, f"{g}-{n}", ms[n % len(ms)], 1,
-                                    None if dl is None else now + dl, now,
-                                    resources=(resources or {}).get(g, ())))  # fmt: skip
+        queues[g].append(
+            QueuedItem(
+                g,
+                f"{g}-{n}",
+                ms[n % len(ms)],
+                1,
+                None if dl is None else now + dl,
+                now,
+                resources=(resources or {}).get(g, ()),
+            )
+        )
 
     for g in durations_ms:
         for _ in range(backlog):
@@ -152,8 +160,11 @@ class RoundRobin:
         now_ms: int,
     ) -> SchedulePlan:
         plan = SchedulePlan()
-        ready = {g: sorted(q, key=lambda i: (i.start_deadline_ms or 2**62, i.queued_at_ms))
-                 for g, q in queues.items() if q}  # fmt: skip
+        ready = {
+            g: sorted(q, key=lambda i: (i.start_deadline_ms or 2**62, i.queued_at_ms))
+            for g, q in queues.items()
+            if q
+        }
         free = self.slots - len(running)
         while free > 0 and ready:
             groups = sorted(ready)
@@ -179,7 +190,9 @@ class StrictPriority:
         now_ms: int,
     ) -> SchedulePlan:
         plan = SchedulePlan()
-        items = sorted((i for q in queues.values() for i in q),
-                       key=lambda i: (-self.weights[i.group_id], i.queued_at_ms))  # fmt: skip
+        items = sorted(
+            (i for q in queues.values() for i in q),
+            key=lambda i: (-self.weights[i.group_id], i.queued_at_ms),
+        )
         plan.start = items[: max(0, self.slots - len(running))]
         return plan

@@ -118,12 +118,20 @@ class ProcessServer(_Loopback):
                 self.port = s.getsockname()[1]
         cli = Path(sys.executable).with_name("missionweave")
         self._proc = await asyncio.create_subprocess_exec(
-            str(cli), "authority", "serve", "--db", str(self.db), "--key", str(self.key),
-            "--port", str(self.port),
+            str(cli),
+            "authority",
+            "serve",
+            "--db",
+            str(self.db),
+            "--key",
+            str(self.key),
+            "--port",
+            str(self.port),
             *(a for k in self.operator_keys for a in ("--operator-key", k)),
             stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-        )  # fmt: skip
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
         async with httpx.AsyncClient() as http:
             for _ in range(300):  # up to 30 s for the process to import and listen
                 if self._proc.returncode is not None:
@@ -155,9 +163,11 @@ def signed_http(url: str, reader: Actor, **kw: Any) -> httpx.AsyncClient:
 def mission_cmd(w: World, mission_id: str) -> Command:
     """A cheap valid Command: the coordinator creates a Mission (one Event)."""
     return w.coordinator.command(
-        "mission.create", w.group, {"mission_id": mission_id, "title": mission_id},
+        "mission.create",
+        w.group,
+        {"mission_id": mission_id, "title": mission_id},
         issued_at_ms=w.clock.now,
-    )  # fmt: skip
+    )
 
 
 def windowed_world(path: Path, window: int) -> World:
@@ -170,9 +180,13 @@ def windowed_world(path: Path, window: int) -> World:
 def signed_subscribe(actor: Actor, group: str, after: int, issued_at_ms: int) -> dict[str, Any]:
     """A SUBSCRIBE frame signed by ``actor``, built by hand (independent of the client)."""
     frame: dict[str, Any] = {
-        "type": "SUBSCRIBE", "group": group, "afterSequence": after,
-        "agent": actor.agent_id, "issuedAtMs": issued_at_ms, "nonce": uuid.uuid4().hex,
-    }  # fmt: skip
+        "type": "SUBSCRIBE",
+        "group": group,
+        "afterSequence": after,
+        "agent": actor.agent_id,
+        "issuedAtMs": issued_at_ms,
+        "nonce": uuid.uuid4().hex,
+    }
     frame["signature"] = actor.key.sign(canonical_bytes(frame))
     return frame
 

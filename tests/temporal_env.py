@@ -315,18 +315,21 @@ class AuthorityStack:
         actor = Actor.generate(agent_id)
         actor.key.to_file(self.key_file(agent_id))
         r = await self.ok(
-            self.coordinator, "member.add",
+            self.coordinator,
+            "member.add",
             {"agent_id": agent_id, "public_key": actor.public_key, "roles": list(roles)},
-        )  # fmt: skip
+        )
         actor.membership_epochs[self.group] = int(r.events[0].body["membership_epoch"])
         if open_session:
             r = await self.ok(actor, "session.open", {}, group=False)
             actor.session_epoch = int(r.reply["session_epoch"])
         if publish_card:
             card = AgentCard(
-                agent_id=agent_id, public_key=actor.public_key,
-                capabilities=list(capabilities), max_concurrency=max_concurrency,
-            )  # fmt: skip
+                agent_id=agent_id,
+                public_key=actor.public_key,
+                capabilities=list(capabilities),
+                max_concurrency=max_concurrency,
+            )
             await self.ok(actor, "agent.publish_card", {"card": card.model_dump(mode="json")})
         return actor
 
@@ -374,9 +377,11 @@ async def authority_stack(
     try:
         await server.start()
         client = AuthorityClient(
-            server.url, authority_public_key=authority.public_key, signing_key=coordinator.key,
+            server.url,
+            authority_public_key=authority.public_key,
+            signing_key=coordinator.key,
             clock=tick,
-        )  # fmt: skip
+        )
         keys_dir = tmp_path / "keys"
         key_file = keys_dir / f"{coordinator_id}.pem"
         coordinator.key.to_file(key_file)
@@ -384,10 +389,13 @@ async def authority_stack(
             authority, server, client, group, coordinator, key_file, keys_dir, tick
         )
         await stack.ok(
-            coordinator, "group.create",
-            {"public_key": coordinator.public_key,
-             "roles": ["owner", "coordinator", "mission_owner"]},
-        )  # fmt: skip
+            coordinator,
+            "group.create",
+            {
+                "public_key": coordinator.public_key,
+                "roles": ["owner", "coordinator", "mission_owner"],
+            },
+        )
         coordinator.membership_epochs[group] = 1
         yield stack
     finally:

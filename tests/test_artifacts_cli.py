@@ -17,8 +17,14 @@ EXE = str(Path(sys.executable).with_name("missionweave"))
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([EXE, "artifacts", *args], capture_output=True, text=True, timeout=60,
-                          check=False, env={**os.environ, **(env or {})})  # fmt: skip
+    return subprocess.run(
+        [EXE, "artifacts", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _one_line_error(r: subprocess.CompletedProcess[str]) -> str:
@@ -56,8 +62,13 @@ def test_cli_get_verifies_and_fails_in_one_line__MW_13_1_d(tmp_path: Path) -> No
     assert cleaned in line and hashlib.sha256(b"rows\n1\n3\n").hexdigest() in line
     assert not (tmp_path / "c.csv").exists()
     # the default store is $MISSIONWEAVE_DATA_DIR/artifacts
-    r = _run("get", report, "-o", str(tmp_path / "d.json"),
-             env={"MISSIONWEAVE_DATA_DIR": str(tmp_path / "data")})  # fmt: skip
+    r = _run(
+        "get",
+        report,
+        "-o",
+        str(tmp_path / "d.json"),
+        env={"MISSIONWEAVE_DATA_DIR": str(tmp_path / "data")},
+    )
     assert r.returncode == 0, r.stderr
     for args in (
         ("get", "0" * 64, "-o", str(tmp_path / "x"), "--store", str(root)),
@@ -119,8 +130,10 @@ def test_cli_lineage_tree_and_mermaid__MW_13_1_c(tmp_path: Path) -> None:
 def test_cli_get_from_s3__MW_13_1_d(tmp_path: Path, s3_server: S3Endpoint) -> None:
     st = s3_server.store()
     ref = st.put(b"in the bucket")
-    env = {"MISSIONWEAVE_S3_ACCESS_KEY": s3_server.access_key,
-           "MISSIONWEAVE_S3_SECRET_KEY": s3_server.secret_key}  # fmt: skip
+    env = {
+        "MISSIONWEAVE_S3_ACCESS_KEY": s3_server.access_key,
+        "MISSIONWEAVE_S3_SECRET_KEY": s3_server.secret_key,
+    }
     s3 = ("--s3-endpoint", s3_server.endpoint, "--s3-bucket", st.bucket)
     r = _run("get", ref.hash, "-o", str(tmp_path / "o"), *s3, env=env)
     assert r.returncode == 0, r.stderr

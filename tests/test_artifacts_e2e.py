@@ -36,8 +36,9 @@ SECRET = b"row-1,confidential-payload-7f3a\nrow-2,more\n"
 
 async def cli(*args: str) -> tuple[int, str, str]:
     """Run ``missionweave ARGS`` as a user does: (exit code, stdout, stderr)."""
-    proc = await asyncio.create_subprocess_exec(EXE, *args, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)  # fmt: skip
+    proc = await asyncio.create_subprocess_exec(
+        EXE, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     out, err = await asyncio.wait_for(proc.communicate(), WAIT_S)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
@@ -61,8 +62,9 @@ def registry(seen: dict[str, Any]) -> HandlerRegistry:
 
     @reg.handler("demo.step", version="1.0")
     async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
-        ref = await ctx.publish(SECRET, "text/csv", classification="confidential",
-                                tool_versions={"exporter": "2.1"})  # fmt: skip
+        ref = await ctx.publish(
+            SECRET, "text/csv", classification="confidential", tool_versions={"exporter": "2.1"}
+        )
         seen["lease"] = ctx.lease.lease_id
         seen["ref"] = ref
         done = ctx.evidence("done", method="test", artifacts=[ref.hash])
@@ -73,11 +75,16 @@ def registry(seen: dict[str, Any]) -> HandlerRegistry:
         (raw,) = ctx.dependency_artifacts["a"]
         data = await ctx.fetch(raw)
         rows = len(data.decode().splitlines())
-        ref = await ctx.publish(json.dumps({"rows": rows}).encode(), "application/json",
-                                schema_id="summary@1", sources=[raw])  # fmt: skip
+        ref = await ctx.publish(
+            json.dumps({"rows": rows}).encode(),
+            "application/json",
+            schema_id="summary@1",
+            sources=[raw],
+        )
         seen["derived"] = ref.hash
-        return Submission(outputs={"result": {"rows": rows}},
-                          evidence=[ctx.evidence("done", method="count rows")])  # fmt: skip
+        return Submission(
+            outputs={"result": {"rows": rows}}, evidence=[ctx.evidence("done", method="count rows")]
+        )
 
     return reg
 
@@ -108,9 +115,17 @@ async def test_publish_from_handler_stores_signs_and_registers__MW_13_1_a__MW_13
         assert verify_manifest(signed, ada.actor.public_key)
         m = signed.manifest
         assert (m.producer, m.agent_card_version, m.mission_id, m.group_id, m.work_item_id) == (
-            "ada", 2, "publish", ms.group, "a")  # fmt: skip
+            "ada",
+            2,
+            "publish",
+            ms.group,
+            "a",
+        )
         assert (m.media_type, m.classification.value, m.size_bytes) == (
-            "text/csv", "confidential", len(SECRET))  # fmt: skip
+            "text/csv",
+            "confidential",
+            len(SECRET),
+        )
         assert m.tool_versions == {"exporter": "2.1"}
         assert m.capability_versions == {"demo.step": "1.0"}
         assert m.uri == ms.artifacts.uri(h) and m.sources == []
@@ -140,18 +155,28 @@ async def test_lineage_across_two_work_items__MW_13_1_c(
     schemas = {"summary@1": {"type": "object", "required": ["rows"]}}
     async with mission_stack(dev_env, tmp_path, schemas=schemas) as ms:
         await ms.agent("ada", registry(seen), capabilities=("demo.step@1.0", "demo.derive@1.0"))
-        res = await result(ms, "lineage", [
-            {"work_item_id": "a", "contract": contract().wire()},
-            {"work_item_id": "b", "dependencies": ["a"],
-             "contract": contract(["demo.derive@1.0"], deliverables=[
-                 {"name": "summary", "schema_id": "summary@1"}]).wire()},
-        ])  # fmt: skip
+        res = await result(
+            ms,
+            "lineage",
+            [
+                {"work_item_id": "a", "contract": contract().wire()},
+                {
+                    "work_item_id": "b",
+                    "dependencies": ["a"],
+                    "contract": contract(
+                        ["demo.derive@1.0"],
+                        deliverables=[{"name": "summary", "schema_id": "summary@1"}],
+                    ).wire(),
+                },
+            ],
+        )
         assert res.status == "completed"
         raw, derived = hashlib.sha256(SECRET).hexdigest(), seen["derived"]
         b = next(i for i in res.items if i.work_item_id == "b")
         assert b.artifacts == [derived] and b.outputs["result"] == {"rows": 2}
-        schema = next(e for st in b.review for e in st["evidence"]
-                      if e["criterion"] == "schema:summary")  # fmt: skip
+        schema = next(
+            e for st in b.review for e in st["evidence"] if e["criterion"] == "schema:summary"
+        )
         assert schema["result"] == "pass" and schema["artifacts"] == [derived]
         (signed,) = ManifestIndex(ms.artifacts).get(derived)
         assert signed.manifest.sources == [raw] and signed.manifest.work_item_id == "b"

@@ -62,9 +62,13 @@ def test_manifest_sign_verify_and_tamper__MW_13_1_b() -> None:
     s = signed(producer, H[0])
     assert verify_manifest(s, producer.public_key)
     assert not verify_manifest(s, SigningKey.generate().public_key)
-    for change in ({"size_bytes": 2}, {"sources": [H[1]]},
-                   {"classification": Classification.PUBLIC}, {"uri": "s3://elsewhere/x"},
-                   {"producer": "worker-1"}):  # fmt: skip
+    for change in (
+        {"size_bytes": 2},
+        {"sources": [H[1]]},
+        {"classification": Classification.PUBLIC},
+        {"uri": "s3://elsewhere/x"},
+        {"producer": "worker-1"},
+    ):
         forged = s.model_copy(update={"manifest": s.manifest.model_copy(update=change)})
         assert not verify_manifest(forged, producer.public_key), change
     # a manifest re-signed by another key does not pass as the producer's
@@ -132,8 +136,9 @@ def test_lineage_follows_only_verified_manifests__MW_13_1_c(store: ArtifactStore
     with pytest.raises(ManifestError):
         index.add(forged)
     # slip the forged manifest into the index behind its back
-    store.update_meta(f"manifests/{H[1]}.json",
-                      lambda _: json.dumps({"manifests": [forged.wire()]}).encode())  # fmt: skip
+    store.update_meta(
+        f"manifests/{H[1]}.json", lambda _: json.dumps({"manifests": [forged.wire()]}).encode()
+    )
     tree = index.lineage(H[0])
     assert tree.sources[0].status == "unverified" and tree.sources[0].sources == []
     assert "(unverified, 1 rejected)" in to_text(tree)

@@ -46,15 +46,21 @@ def _leased(tmp_path: Path) -> World:
 
 async def _publish(w: World, st: ArtifactStore, data: bytes, **kw: Any) -> Any:
     args: dict[str, Any] = {
-        "mission_id": "m1", "media_type": "application/json", "schema_id": "report@1",
-        "classification": Classification.INTERNAL, "agent_card_version": 0,
-        "tool_versions": {"sha256sum": "9.4"}, "model_versions": {"none": "0"},
-        "capability_versions": {"dist.verify": "1.0"}, "created_at_ms": w.clock.now,
-    }  # fmt: skip
+        "mission_id": "m1",
+        "media_type": "application/json",
+        "schema_id": "report@1",
+        "classification": Classification.INTERNAL,
+        "agent_card_version": 0,
+        "tool_versions": {"sha256sum": "9.4"},
+        "model_versions": {"none": "0"},
+        "capability_versions": {"dist.verify": "1.0"},
+        "created_at_ms": w.clock.now,
+    }
     args.update(kw)
     lease = LeaseInfo.from_lease(w.leases["a"])
-    return await publish_artifact(st, InProcess(w.authority), w.workers[0], w.group, lease,
-                                  data, **args)  # fmt: skip
+    return await publish_artifact(
+        st, InProcess(w.authority), w.workers[0], w.group, lease, data, **args
+    )
 
 
 async def test_publish_valid_manifest_accepted__MW_13_1_b(
@@ -73,8 +79,9 @@ async def test_publish_valid_manifest_accepted__MW_13_1_b(
     assert ev.body["manifest_id"] == raw.manifest.manifest_id
     assert check_event(ev, w.authority.public_key, None, w.workers[0].public_key) is None
     # a derived Artifact: its lineage comes from the index that publish_artifact fills
-    derived = await _publish(w, store, b"summary: 3 rows", media_type="text/plain",
-                             sources=[raw.ref.hash])  # fmt: skip
+    derived = await _publish(
+        w, store, b"summary: 3 rows", media_type="text/plain", sources=[raw.ref.hash]
+    )
     index = ManifestIndex(store)
     assert index.get(raw.ref.hash) == [raw.manifest]
     tree = index.lineage(derived.ref.hash, public_keys={"worker-0": w.workers[0].public_key})
@@ -96,16 +103,27 @@ async def test_publish_with_stale_lease_rejected__MW_11_3_c(tmp_path: Path) -> N
     lease = LeaseInfo.from_lease(old)
     with pytest.raises(PublishRejected) as exc:
         await publish_artifact(
-            st, InProcess(w.authority), w.workers[0], w.group, lease, b"late", mission_id="m1",
-            media_type="text/plain", schema_id=None, classification=Classification.PUBLIC,
+            st,
+            InProcess(w.authority),
+            w.workers[0],
+            w.group,
+            lease,
+            b"late",
+            mission_id="m1",
+            media_type="text/plain",
+            schema_id=None,
+            classification=Classification.PUBLIC,
             agent_card_version=0,
-        )  # fmt: skip
+        )
     assert exc.value.code == "stale_lease"
     assert w.authority.head(w.group) == head
     assert ManifestIndex(st).get(exc.value.content_hash) == []  # refused: not in provenance
     # the lease check comes before the manifest check
-    r = w.submit(w.workers[0], "artifact.publish", {**w.leased("a"), "manifest": {"x": 1},
-                                                    "lease_id": old["lease_id"]})  # fmt: skip
+    r = w.submit(
+        w.workers[0],
+        "artifact.publish",
+        {**w.leased("a"), "manifest": {"x": 1}, "lease_id": old["lease_id"]},
+    )
     assert r.rejection is not None and r.rejection.code == "stale_lease"
     assert (await _publish(w, st, b"on time")).result.accepted
     src = tmp_path / "big.bin"

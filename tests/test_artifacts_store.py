@@ -44,8 +44,12 @@ class Trickle(io.RawIOBase):
 def test_put_get_by_our_sha256__MW_13_1_a(store: ArtifactStore) -> None:
     data = b'{"files": 3}'
     ref = store.put(data, "application/json")
-    assert ref == ArtifactRef(hash=hashlib.sha256(data).hexdigest(), size=len(data),
-                              media_type="application/json", uri=store.uri(ref.hash))  # fmt: skip
+    assert ref == ArtifactRef(
+        hash=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        media_type="application/json",
+        uri=store.uri(ref.hash),
+    )
     assert ref.uri.endswith(f"sha256/{ref.hash}")
     assert store.exists(ref.hash)
     assert store.get(ref.hash) == data
@@ -71,8 +75,9 @@ def test_multipart_stream_over_5_mib__MW_13_1_a(store: ArtifactStore, tmp_path: 
         assert keys == {f"sha256/{ref.hash}", f"sha256/{small}"}
 
 
-def test_put_of_present_content_writes_nothing__MW_13_1_a(store: ArtifactStore,
-                                                           tmp_path: Path) -> None:  # fmt: skip
+def test_put_of_present_content_writes_nothing__MW_13_1_a(
+    store: ArtifactStore, tmp_path: Path
+) -> None:
     data = b"report v1 " * 100
     ref = store.put(data)
     # Replace the stored bytes with same-size garbage: a put that wrote again would repair it.

@@ -29,8 +29,13 @@ def by_id(agents: list[AgentInfo]) -> dict[str, AgentInfo]:
 
 
 def publish_card(w: World, actor: Actor, *caps: str, version: int = 1) -> AgentCard:
-    card = AgentCard(agent_id=actor.agent_id, version=version, public_key=actor.public_key,
-                     capabilities=list(caps), max_concurrency=2)  # fmt: skip
+    card = AgentCard(
+        agent_id=actor.agent_id,
+        version=version,
+        public_key=actor.public_key,
+        capabilities=list(caps),
+        max_concurrency=2,
+    )
     w.ok(actor, "agent.publish_card", {"card": card.model_dump(mode="json")})
     return card
 
@@ -46,8 +51,13 @@ def fail_by_owner(w: World, wid: str, worker: Actor, **over: Any) -> None:
 
 def hand_signed(actor: Actor, group: str, **fields: Any) -> dict[str, Any]:
     """A presence frame built and signed by hand (independent of ``presence_frame``)."""
-    frame: dict[str, Any] = {"agent": actor.agent_id, "group": group, "free_slots": 1,
-                             "queue_depth": 0, **fields}  # fmt: skip
+    frame: dict[str, Any] = {
+        "agent": actor.agent_id,
+        "group": group,
+        "free_slots": 1,
+        "queue_depth": 0,
+        **fields,
+    }
     frame["signature"] = actor.key.sign(canonical_bytes(frame))
     return frame
 
@@ -68,8 +78,11 @@ async def test_agents_list_roles_epochs_cards_and_sessions__MW_10_3_f(
 
         card = publish_card(world, w0, CAP)
         newer = publish_card(world, w0, CAP, "sbom@2.0", version=2)
-        world.ok(world.coordinator, "member.update",
-                 {"agent_id": w1.agent_id, "roles": ["worker", "reviewer"]})  # fmt: skip
+        world.ok(
+            world.coordinator,
+            "member.update",
+            {"agent_id": w1.agent_id, "roles": ["worker", "reviewer"]},
+        )
         world.ok(world.coordinator, "member.remove", {"agent_id": "reviewer"})
         agents = by_id(await client.agents(world.group))
         assert card != newer and agents[w0.agent_id].card == newer  # the latest card
@@ -79,11 +92,19 @@ async def test_agents_list_roles_epochs_cards_and_sessions__MW_10_3_f(
         assert "reviewer" not in agents  # removed members take no work
 
         # Raw JSON: the documented shape.
-        raw = (await signed_http(live.url, world.coordinator).get(
-            f"/v1/groups/{world.group}/agents")).json()  # fmt: skip
+        raw = (
+            await signed_http(live.url, world.coordinator).get(f"/v1/groups/{world.group}/agents")
+        ).json()
         row = next(a for a in raw["agents"] if a["agent_id"] == w0.agent_id)
-        assert set(row) == {"agent_id", "public_key", "roles", "membership_epoch", "card",
-                            "session_epoch", "reliability"}  # fmt: skip
+        assert set(row) == {
+            "agent_id",
+            "public_key",
+            "roles",
+            "membership_epoch",
+            "card",
+            "session_epoch",
+            "reliability",
+        }
         assert row["public_key"] == w0.public_key  # the key the Group records for it
         assert row["card"]["capabilities"] == [CAP, "sbom@2.0"]
 
@@ -98,15 +119,22 @@ async def test_reliability_counts_accepted_and_failed_per_capability__MW_10_3_f(
     fail_by_owner(world, "c", w0, required_capabilities=[CAP, "sbom@2.0"])
     # The coordinator fails an item nobody owns: it says nothing about any agent.
     world.authorize("d")
-    world.ok(world.coordinator, "work.fail", {
-        "work_item_id": "d", "evidence": evidence("coordinator", "d", ("hashes",), "fail"),
-        "retryable": False})  # fmt: skip
+    world.ok(
+        world.coordinator,
+        "work.fail",
+        {
+            "work_item_id": "d",
+            "evidence": evidence("coordinator", "d", ("hashes",), "fail"),
+            "retryable": False,
+        },
+    )
 
     async with AuthorityClient(live.url, signing_key=world.coordinator.key) as client:
         agents = by_id(await client.agents(world.group))
     assert agents[w0.agent_id].reliability == {
-        CAP: Reliability(ok=1, fail=1), "sbom@2.0": Reliability(ok=0, fail=1),
-    }  # fmt: skip
+        CAP: Reliability(ok=1, fail=1),
+        "sbom@2.0": Reliability(ok=0, fail=1),
+    }
     assert agents[w1.agent_id].reliability == {CAP: Reliability(ok=0, fail=1)}
     assert agents["coordinator"].reliability == {}
     assert contract().required_capabilities == [CAP]
@@ -176,14 +204,17 @@ async def test_presence_refusals(live: LiveServer, world: World) -> None:
     assert await put(skewed) == (403, "unauthorized")
     assert await put(hand_signed(w0, "other", issuedAtMs=now)) == (422, "invalid_frame")
     assert await put(hand_signed(w0, world.group, issuedAtMs=now, free_slots=-1)) == (
-        422, "invalid_frame",
-    )  # fmt: skip
+        422,
+        "invalid_frame",
+    )
     assert await put(hand_signed(w0, world.group, issuedAtMs=now, extra=1)) == (
-        422, "invalid_frame",
-    )  # fmt: skip
+        422,
+        "invalid_frame",
+    )
     assert await put(hand_signed(w0, world.group, issuedAtMs=now) | {"free_slots": 1.5}) == (
-        422, "invalid_frame",
-    )  # fmt: skip
+        422,
+        "invalid_frame",
+    )
     assert await put([1, 2]) == (422, "invalid_request")
 
     world.ok(world.coordinator, "member.remove", {"agent_id": w1.agent_id})

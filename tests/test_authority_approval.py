@@ -29,15 +29,21 @@ def _submitted(tmp_path: Path, wid: str = "a") -> tuple[World, Actor]:
     submitted by ``worker-0``."""
     w = make_world(tmp_path / "a.db")
     olivia = Actor.generate("olivia")
-    w.ok(w.coordinator, "member.add", {"agent_id": "olivia", "public_key": olivia.public_key,
-                                       "roles": ["mission_owner"]})  # fmt: skip
+    w.ok(
+        w.coordinator,
+        "member.add",
+        {"agent_id": "olivia", "public_key": olivia.public_key, "roles": ["mission_owner"]},
+    )
     olivia.membership_epochs[w.group] = 1
     w.authorize(wid, acceptance_criteria=CRITERIA)
     worker = w.workers[0]
     assert w.accept(worker, wid, w.offer(wid, worker)).accepted
     w.start(worker, wid)
-    w.ok(worker, "work.submit",
-         w.leased(wid, evidence=evidence("worker-0", wid, ("hashes", "signoff"))))  # fmt: skip
+    w.ok(
+        worker,
+        "work.submit",
+        w.leased(wid, evidence=evidence("worker-0", wid, ("hashes", "signoff"))),
+    )
     return w, olivia
 
 
@@ -88,8 +94,11 @@ def test_denial_needs_a_reason_and_blocks_acceptance__MW_13_2_b(tmp_path: Path) 
     assert r.rejection.detail["decision"] == "denied"
     r = w.submit(w.coordinator, "work.accept_result", {"work_item_id": "a"})
     assert r.rejection is not None and r.rejection.code == "approval_required"
-    w.ok(w.coordinator, "work.fail", {"work_item_id": "a", "evidence": evidence(
-        "coordinator", "a", ("signoff",), "fail")})  # fmt: skip
+    w.ok(
+        w.coordinator,
+        "work.fail",
+        {"work_item_id": "a", "evidence": evidence("coordinator", "a", ("signoff",), "fail")},
+    )
 
 
 def test_decision_only_on_a_submitted_result_and_not_by_its_owner__MW_13_2_b(
@@ -100,9 +109,15 @@ def test_decision_only_on_a_submitted_result_and_not_by_its_owner__MW_13_2_b(
     r = w.submit(olivia, "approval.grant_result", _decision("b"))  # open, not submitted
     assert r.rejection is not None and r.rejection.code == "transition_not_allowed"
     # a worker that is also a mission_owner may not approve its own result
-    w.ok(w.coordinator, "member.update", {"agent_id": "worker-0", "public_key":
-                                          w.workers[0].public_key,
-                                          "roles": ["worker", "mission_owner"]})  # fmt: skip
+    w.ok(
+        w.coordinator,
+        "member.update",
+        {
+            "agent_id": "worker-0",
+            "public_key": w.workers[0].public_key,
+            "roles": ["worker", "mission_owner"],
+        },
+    )
     w.workers[0].membership_epochs[w.group] = 2
     r = w.submit(w.workers[0], "approval.grant_result", _decision())
     assert r.rejection is not None and r.rejection.code == "self_approval"
@@ -115,9 +130,15 @@ def test_evidence_has_every_field_and_no_transcript__MW_13_2_c__MW_13_2_d(
     Artifacts referenced; a body carrying anything else — a reasoning transcript — is refused."""
     full = evidence("worker-0", "a", ("hashes",))[0] | {"artifacts": [DIGEST]}
     ev = Evidence.model_validate(full)
-    assert (ev.subject, ev.criterion, ev.method, ev.result, ev.producer, ev.timestamp_ms,
-            ev.artifacts) == ("a", "hashes", "test", "pass", "worker-0", full["timestamp_ms"],
-                              [DIGEST])  # fmt: skip
+    assert (
+        ev.subject,
+        ev.criterion,
+        ev.method,
+        ev.result,
+        ev.producer,
+        ev.timestamp_ms,
+        ev.artifacts,
+    ) == ("a", "hashes", "test", "pass", "worker-0", full["timestamp_ms"], [DIGEST])
     for name in ("subject", "criterion", "method", "result", "producer", "timestamp_ms"):
         with pytest.raises(ValidationError):
             Evidence.model_validate({k: v for k, v in full.items() if k != name})
@@ -126,7 +147,9 @@ def test_evidence_has_every_field_and_no_transcript__MW_13_2_c__MW_13_2_d(
     worker = w.workers[0]
     assert w.accept(worker, "a", w.offer("a", worker)).accepted
     w.start(worker, "a")
-    chatty = [full | {"chain_of_thought": "first I looked at…"},
-              evidence("worker-0", "a", ("schema",))[0]]  # fmt: skip
+    chatty = [
+        full | {"chain_of_thought": "first I looked at…"},
+        evidence("worker-0", "a", ("schema",))[0],
+    ]
     r = w.submit(worker, "work.submit", w.leased("a", evidence=chatty))
     assert r.rejection is not None and r.rejection.code == "invalid_body"

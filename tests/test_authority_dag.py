@@ -24,8 +24,9 @@ def _deps(w: World, wid: str) -> list[str]:
 
 
 def _add(w: World, wid: str, deps: list[str], actor: Actor | None = None) -> SubmitResult:
-    return w.submit(actor or w.coordinator, "work.add_dependencies",
-                    {"work_item_id": wid, "dependencies": deps})  # fmt: skip
+    return w.submit(
+        actor or w.coordinator, "work.add_dependencies", {"work_item_id": wid, "dependencies": deps}
+    )
 
 
 def test_an_edge_into_an_open_item_is_recorded_and_enforced__MW_10_4_a__MW_10_4_b(
@@ -39,15 +40,25 @@ def test_an_edge_into_an_open_item_is_recorded_and_enforced__MW_10_4_a__MW_10_4_
     assert r.accepted, r.rejection
     (ev,) = r.events
     assert ev.type == "work.dependencies_added" and ev.work_item_id == "sbom"
-    assert ev.body == {"mission_id": "m1", "added": ["verify-1"],
-                       "dependencies": ["inventory", "verify-1"]}  # fmt: skip
+    assert ev.body == {
+        "mission_id": "m1",
+        "added": ["verify-1"],
+        "dependencies": ["inventory", "verify-1"],
+    }
     assert _deps(w, "sbom") == ["inventory", "verify-1"]
     # the Authority now refuses to offer sbom before verify-1 is verified
     w.run_to_verified("inventory", w.workers[0])
     ada = w.workers[0].agent_id
-    early = w.submit(w.coordinator, "work.offer", {
-        "work_item_id": "sbom", "candidates": [ada], "expires_at_ms": w.clock.now + 1000,
-        "selection_basis": {ada: {}}})  # fmt: skip
+    early = w.submit(
+        w.coordinator,
+        "work.offer",
+        {
+            "work_item_id": "sbom",
+            "candidates": [ada],
+            "expires_at_ms": w.clock.now + 1000,
+            "selection_basis": {ada: {}},
+        },
+    )
     assert early.rejection is not None and early.rejection.code == "dependencies_unmet"
     assert early.rejection.detail["dependencies"]["verify-1"] == "open"
     w.run_to_verified("verify-1", w.workers[1])
@@ -76,9 +87,16 @@ def test_bad_edges_are_refused_and_write_nothing__MW_10_4_c(
     w.authorize("started")
     w.run_to_verified("started", w.workers[0])
     w.ok(w.coordinator, "mission.create", {"mission_id": "m2"})
-    w.ok(w.coordinator, "work.authorize", {"work_item_id": "other-mission-item",
-                                           "mission_id": "m2", "contract": contract().wire(),
-                                           "dependencies": []})  # fmt: skip
+    w.ok(
+        w.coordinator,
+        "work.authorize",
+        {
+            "work_item_id": "other-mission-item",
+            "mission_id": "m2",
+            "contract": contract().wire(),
+            "dependencies": [],
+        },
+    )
     head = w.authority.head(w.group)
     r = _add(w, wid, deps)
     assert r.rejection is not None and r.rejection.code == code, r.rejection

@@ -104,8 +104,7 @@ def test_checkpoint_block_submit_release_the_lease__MW_11_3_e(tmp_path: Path) ->
         w = _leased_world(tmp_path / ctype)
         lease_id = w.leases["a"]["lease_id"]
         r = w.ok(w.workers[0], ctype, w.leased("a", **extra))
-        assert any(e.type == "lease.released" and e.body["lease_id"] == lease_id
-                   for e in r.events)  # fmt: skip
+        assert any(e.type == "lease.released" and e.body["lease_id"] == lease_id for e in r.events)
         assert _item(w)["state"] == state
         lease = w.authority.lease(lease_id)
         assert lease is not None and lease["status"] == "released" and not lease["valid"]
@@ -182,9 +181,16 @@ def test_missed_start_deadline_then_reassigned_with_higher_epoch__MW_11_5_a(
     w.clock.advance(60_000)
     r = w.submit(w.workers[0], "work.start", {"work_item_id": "a", "ownership_epoch": 1})
     assert r.rejection is not None and r.rejection.code == "start_deadline_missed"
-    offer = w.ok(w.coordinator, "work.offer", {
-        "work_item_id": "a", "candidates": ["worker-1"], "expires_at_ms": w.clock.now + 5000,
-        "selection_basis": {"worker-1": {}}})  # fmt: skip
+    offer = w.ok(
+        w.coordinator,
+        "work.offer",
+        {
+            "work_item_id": "a",
+            "candidates": ["worker-1"],
+            "expires_at_ms": w.clock.now + 5000,
+            "selection_basis": {"worker-1": {}},
+        },
+    )
     assert [e.type for e in offer.events][:1] == ["ownership.closed"]
     acc = w.accept(w.workers[1], "a", str(offer.reply["offer_id"]))
     assert acc.events[0].body["ownership_epoch"] == 2
@@ -199,9 +205,16 @@ def test_lease_timeout_reassign_and_late_result_only_audited__MW_11_5_a__MW_11_5
     w.start(w.workers[0], "a")
     frozen = w.leased("a")
     w.clock.advance(30_001)  # the frozen worker stops renewing
-    offer = w.ok(w.coordinator, "work.offer", {
-        "work_item_id": "a", "candidates": ["worker-1"], "expires_at_ms": w.clock.now + 5000,
-        "selection_basis": {"worker-1": {}}})  # fmt: skip
+    offer = w.ok(
+        w.coordinator,
+        "work.offer",
+        {
+            "work_item_id": "a",
+            "candidates": ["worker-1"],
+            "expires_at_ms": w.clock.now + 5000,
+            "selection_basis": {"worker-1": {}},
+        },
+    )
     assert [e.type for e in offer.events][:2] == ["lease.expired", "ownership.closed"]
     assert w.accept(w.workers[1], "a", str(offer.reply["offer_id"])).accepted
     lease2 = w.start(w.workers[1], "a")
@@ -209,8 +222,9 @@ def test_lease_timeout_reassign_and_late_result_only_audited__MW_11_5_a__MW_11_5
     started = [e for e in w.authority.all_events(w.group) if e.type == "work.started"][-1]
     assert started.body["checkpoint"] == CP["checkpoint"]  # resumes from the last checkpoint
     for stale in (frozen, old):
-        late = w.submit(w.workers[0], "work.submit", {**stale,
-                        "evidence": evidence("worker-0", "a")})  # fmt: skip
+        late = w.submit(
+            w.workers[0], "work.submit", {**stale, "evidence": evidence("worker-0", "a")}
+        )
         assert late.status == "recorded"
         assert [e.type for e in late.events] == ["work.late_result_recorded"]
         assert _item(w)["state"] == "active" and _item(w)["owner"] == "worker-1"
@@ -241,13 +255,19 @@ def test_blocked_needs_resolution_and_bounded_blocked_lease__MW_11_4_c(tmp_path:
 def test_budget_overrun_rejects_charge_and_progress__MW_11_5_j(tmp_path: Path) -> None:
     w = _leased_world(tmp_path)
     head = w.authority.head(w.group)
-    r = w.submit(w.workers[0], "progress.report", w.leased(
-        "a", report={"phase": "hashing"}, usage={"tool_calls": 101}))  # fmt: skip
+    r = w.submit(
+        w.workers[0],
+        "progress.report",
+        w.leased("a", report={"phase": "hashing"}, usage={"tool_calls": 101}),
+    )
     assert r.rejection is not None and r.rejection.code == "budget_exceeded"
     assert r.rejection.detail["dimensions"] == ["tool_calls"]
     assert w.authority.head(w.group) == head and '"tool_calls":0' in _item(w)["usage"]
-    w.ok(w.workers[0], "progress.report", w.leased(
-        "a", report={"phase": "hashing"}, usage={"tool_calls": 60}))  # fmt: skip
+    w.ok(
+        w.workers[0],
+        "progress.report",
+        w.leased("a", report={"phase": "hashing"}, usage={"tool_calls": 60}),
+    )
     r = w.submit(w.workers[0], "lease.renew", w.leased("a", usage={"tool_calls": 41}))
     assert r.rejection is not None and r.rejection.code == "budget_exceeded"
 
@@ -256,8 +276,14 @@ def test_progress_is_structured_not_a_percentage__MW_11_4_a(tmp_path: Path) -> N
     w = _leased_world(tmp_path)
     r = w.submit(w.workers[0], "progress.report", w.leased("a", report={"percent": 50}))
     assert r.rejection is not None and r.rejection.code == "invalid_body"
-    report = {"phase": "hashing", "milestones_completed": ["listed"], "next_checkpoint": "half",
-              "blockers": [], "estimate_remaining_ms": 4000, "evidence_refs": []}  # fmt: skip
+    report = {
+        "phase": "hashing",
+        "milestones_completed": ["listed"],
+        "next_checkpoint": "half",
+        "blockers": [],
+        "estimate_remaining_ms": 4000,
+        "evidence_refs": [],
+    }
     r = w.ok(w.workers[0], "progress.report", w.leased("a", report=report))
     assert r.events[0].body["report"] == report
 

@@ -38,9 +38,14 @@ def test_depth_skips_strings_and_escapes(value: Any, ascii_only: bool) -> None:
 
 def test_bounds_refuse_with_their_reason() -> None:
     deep = b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1)
-    for raw, code in ((deep, "too_deep"), (b'{"a":1,"a":2}', "invalid_json"),
-                      (b"[NaN]", "invalid_json"), (b"[-Infinity]", "invalid_json"),
-                      (b"{not json", "invalid_json"), (b"\xff", "invalid_json")):  # fmt: skip
+    for raw, code in (
+        (deep, "too_deep"),
+        (b'{"a":1,"a":2}', "invalid_json"),
+        (b"[NaN]", "invalid_json"),
+        (b"[-Infinity]", "invalid_json"),
+        (b"{not json", "invalid_json"),
+        (b"\xff", "invalid_json"),
+    ):
         with pytest.raises(JSONProblem) as err:
             parse_json(raw)
         assert err.value.code == code, raw

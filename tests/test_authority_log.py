@@ -62,15 +62,21 @@ def test_signature_and_epochs_checked_first(tmp_path: Path) -> None:
 
 def test_repeated_command_id_returns_original_events(tmp_path: Path) -> None:
     w = make_world(tmp_path / "a.db")
-    cmd = w.coordinator.command("work.authorize", w.group, {
-        "work_item_id": "a", "mission_id": "m1", "contract": contract().wire()})  # fmt: skip
+    cmd = w.coordinator.command(
+        "work.authorize",
+        w.group,
+        {"work_item_id": "a", "mission_id": "m1", "contract": contract().wire()},
+    )
     first = w.authority.submit(cmd)
     again = w.authority.submit(cmd)
     assert again.duplicate and again.status == "accepted"
     assert [e.event_id for e in again.events] == [e.event_id for e in first.events]
-    other = w.coordinator.command("work.authorize", w.group, {
-        "work_item_id": "b", "mission_id": "m1", "contract": contract().wire()},
-        command_id=cmd.command_id)  # fmt: skip
+    other = w.coordinator.command(
+        "work.authorize",
+        w.group,
+        {"work_item_id": "b", "mission_id": "m1", "contract": contract().wire()},
+        command_id=cmd.command_id,
+    )
     r = w.authority.submit(other)
     assert r.rejection is not None and r.rejection.code == "idempotency_conflict"
 
@@ -79,13 +85,32 @@ def test_batch_keeps_each_command_atomic(tmp_path: Path) -> None:
     w = make_world(tmp_path / "a.db")
     mk = w.coordinator.command
     cmds = [
-        mk("work.authorize", w.group, {"work_item_id": "a", "mission_id": "m1",
-                                       "contract": contract().wire()}),
-        mk("work.authorize", w.group, {"work_item_id": "b", "mission_id": "m1",
-                                       "contract": contract().wire(), "dependencies": ["x"]}),
-        mk("work.authorize", w.group, {"work_item_id": "c", "mission_id": "m1",
-                                       "contract": contract().wire(), "dependencies": ["a"]}),
-    ]  # fmt: skip
+        mk(
+            "work.authorize",
+            w.group,
+            {"work_item_id": "a", "mission_id": "m1", "contract": contract().wire()},
+        ),
+        mk(
+            "work.authorize",
+            w.group,
+            {
+                "work_item_id": "b",
+                "mission_id": "m1",
+                "contract": contract().wire(),
+                "dependencies": ["x"],
+            },
+        ),
+        mk(
+            "work.authorize",
+            w.group,
+            {
+                "work_item_id": "c",
+                "mission_id": "m1",
+                "contract": contract().wire(),
+                "dependencies": ["a"],
+            },
+        ),
+    ]
     head = w.authority.head(w.group)[0]
     res = w.authority.submit_many(cmds)
     assert [r.status for r in res] == ["accepted", "rejected", "accepted"]
@@ -102,8 +127,12 @@ def test_changed_byte_is_caught_naming_the_sequence(tmp_path: Path) -> None:
         db, "SELECT seq, data FROM events WHERE group_id='g1' AND type='mission.created'"
     )
     assert "test mission" in data
-    raw(db, "UPDATE events SET data=? WHERE group_id='g1' AND seq=?",
-        data.replace("test mission", "test missioN"), seq)  # fmt: skip
+    raw(
+        db,
+        "UPDATE events SET data=? WHERE group_id='g1' AND seq=?",
+        data.replace("test mission", "test missioN"),
+        seq,
+    )
     with pytest.raises(ChainError) as exc:
         verify_log(w.authority.store, "g1", w.authority.public_key)
     assert exc.value.seq == seq and exc.value.reason in ("hash mismatch", "command mismatch")
@@ -155,10 +184,13 @@ def test_forged_command_in_a_large_batch_is_caught_by_the_verifier(tmp_path: Pat
     w = make_world(tmp_path / "a.db")
     mk = w.coordinator.command
     cmds = [
-        mk("work.authorize", w.group, {"work_item_id": f"i{i}", "mission_id": "m1",
-                                       "contract": contract().wire()})
+        mk(
+            "work.authorize",
+            w.group,
+            {"work_item_id": f"i{i}", "mission_id": "m1", "contract": contract().wire()},
+        )
         for i in range(12)
-    ]  # fmt: skip
+    ]
     forged = cmds[5].model_copy(update={"body": {**cmds[5].body, "work_item_id": "evil"}})
     cmds[5] = forged
     assert w.authority.config.parallel_verify_min <= len(cmds)
@@ -188,8 +220,9 @@ def test_a_member_key_that_is_not_an_ed25519_key_is_refused(tmp_path: Path, key:
     Command of that member could ever verify."""
     w = make_world(tmp_path / "a.db")
     head = w.authority.head(w.group)
-    r = w.submit(w.coordinator, "member.add",
-                 {"agent_id": "mallory", "public_key": key, "roles": ["worker"]})  # fmt: skip
+    r = w.submit(
+        w.coordinator, "member.add", {"agent_id": "mallory", "public_key": key, "roles": ["worker"]}
+    )
     assert r.rejection is not None and r.rejection.code in ("invalid_body", "missing_field")
     assert w.authority.head(w.group) == head
     # group.create authenticates with the body's key itself: a bad one fails the signature
@@ -204,8 +237,9 @@ def test_a_schema_1_database_is_migrated_on_open__MW_16_f(tmp_path: Path) -> Non
     """Schema 1 kept Command ids global; opening it scopes each remembered id to its Group
     and actor, so a repeat still gets its original verdict."""
     w = make_world(tmp_path / "a.db")
-    cmd = w.coordinator.command("mission.create", w.group, {"mission_id": "m-old", "title": "t"},
-                                issued_at_ms=w.clock.now)  # fmt: skip
+    cmd = w.coordinator.command(
+        "mission.create", w.group, {"mission_id": "m-old", "title": "t"}, issued_at_ms=w.clock.now
+    )
     assert w.authority.submit(cmd).accepted
     opened = w.workers[0].command("session.open", None, {}, issued_at_ms=w.clock.now)
     assert w.authority.submit(opened).accepted
@@ -225,11 +259,13 @@ def test_a_schema_1_database_is_migrated_on_open__MW_16_f(tmp_path: Path) -> Non
     w.authority.close()
     again = Authority(tmp_path / "a.db", key, w.authority.config, clock=clock)
     try:
-        rows = again.query("SELECT group_id, actor FROM commands WHERE command_id=?",
-                           cmd.command_id)  # fmt: skip
+        rows = again.query(
+            "SELECT group_id, actor FROM commands WHERE command_id=?", cmd.command_id
+        )
         assert rows == [{"group_id": w.group, "actor": "coordinator"}]
-        assert again.query("SELECT group_id FROM commands WHERE command_id=?",
-                           opened.command_id) == [{"group_id": ""}]  # fmt: skip
+        assert again.query(
+            "SELECT group_id FROM commands WHERE command_id=?", opened.command_id
+        ) == [{"group_id": ""}]
         assert again.query("SELECT count(*) AS n FROM commands")[0]["n"] == remembered
         assert again.query("SELECT value FROM meta WHERE key='schema_version'") == [
             {"value": str(SCHEMA_VERSION)}

@@ -61,10 +61,16 @@ def test_candidate_set_first_acceptance_wins_and_losers_withdrawn__MW_10_3_c(
 def test_candidate_set_needs_urgency__MW_10_3_b(tmp_path: Path) -> None:
     w = make_world(tmp_path / "a.db")
     w.authorize("a")
-    r = w.submit(w.coordinator, "work.offer", {
-        "work_item_id": "a", "candidates": ["worker-0", "worker-1"],
-        "expires_at_ms": w.clock.now + 1000,
-        "selection_basis": {"worker-0": {}, "worker-1": {}}})  # fmt: skip
+    r = w.submit(
+        w.coordinator,
+        "work.offer",
+        {
+            "work_item_id": "a",
+            "candidates": ["worker-0", "worker-1"],
+            "expires_at_ms": w.clock.now + 1000,
+            "selection_basis": {"worker-0": {}, "worker-1": {}},
+        },
+    )
     assert r.rejection is not None and r.rejection.code == "candidate_set_not_allowed"
 
 
@@ -73,11 +79,14 @@ def test_two_connections_accept_at_once_exactly_one_wins__MW_10_3_c(tmp_path: Pa
     w.authorize("a", urgency="urgent")
     offer_id = w.offer("a", *w.workers)
     cmds = [
-        a.command("work.accept_offer", w.group,
-                  {"work_item_id": "a", "offer_id": offer_id, "revision": 1},
-                  issued_at_ms=w.clock.now)
+        a.command(
+            "work.accept_offer",
+            w.group,
+            {"work_item_id": "a", "offer_id": offer_id, "revision": 1},
+            issued_at_ms=w.clock.now,
+        )
         for a in w.workers
-    ]  # fmt: skip
+    ]
     auths = [Authority(w.authority.db_path, w.authority.key, clock=w.clock) for _ in cmds]
     barrier = threading.Barrier(len(cmds))
     results: list[str] = [""] * len(cmds)
@@ -122,9 +131,16 @@ def test_decline_carries_structured_reason__MW_10_3_e(tmp_path: Path) -> None:
         {"work_item_id": "a", "offer_id": offer_id, "reason": "I am busy today"},
     )
     assert bad.rejection is not None and bad.rejection.code == "invalid_body"
-    r = w.ok(w.workers[0], "work.decline_offer",
-             {"work_item_id": "a", "offer_id": offer_id, "reason": "capacity",
-              "detail": {"free_slots": 0}})  # fmt: skip
+    r = w.ok(
+        w.workers[0],
+        "work.decline_offer",
+        {
+            "work_item_id": "a",
+            "offer_id": offer_id,
+            "reason": "capacity",
+            "detail": {"free_slots": 0},
+        },
+    )
     ev = r.events[0]
     assert ev.type == "work.offer_declined" and ev.body["reason"] == "capacity"
     assert ev.body["standard_reason"] is True and ev.body["all_declined"] is True
@@ -148,10 +164,15 @@ def test_assignment_records_selection_basis_without_prose__MW_10_3_f(tmp_path: P
         },
     )
     assert prose.rejection is not None and prose.rejection.code == "invalid_body"
-    basis = {"capability_matches": ["dist.verify@1.0"], "authorization_eligible": True,
-             "availability_estimate_ms": 0, "expected_cost_minor_units": 5,
-             "reliability": {"dist.verify:ok": 9, "dist.verify:fail": 1},
-             "policy_rules": ["sequential"], "rank": 1}  # fmt: skip
+    basis = {
+        "capability_matches": ["dist.verify@1.0"],
+        "authorization_eligible": True,
+        "availability_estimate_ms": 0,
+        "expected_cost_minor_units": 5,
+        "reliability": {"dist.verify:ok": 9, "dist.verify:fail": 1},
+        "policy_rules": ["sequential"],
+        "rank": 1,
+    }
     r = w.ok(w.coordinator, "work.offer", {**base, "selection_basis": {"worker-0": basis}})
     acc = w.accept(w.workers[0], "a", str(r.reply["offer_id"]))
     assert acc.events[0].body["selection_basis"] == basis
@@ -164,9 +185,17 @@ def test_ambiguous_contract_cannot_be_accepted_until_reoffered__MW_10_1_b(tmp_pa
     r = w.accept(w.workers[0], "a", offer_id)
     assert r.rejection is not None and r.rejection.code == "contract_ambiguous"
     fixed = contract(revision=2, objective="check the files of one distribution in /venv")
-    r2 = w.ok(w.coordinator, "work.offer", {
-        "work_item_id": "a", "candidates": ["worker-0"], "expires_at_ms": w.clock.now + 5000,
-        "selection_basis": {"worker-0": {}}, "contract": fixed.wire()})  # fmt: skip
+    r2 = w.ok(
+        w.coordinator,
+        "work.offer",
+        {
+            "work_item_id": "a",
+            "candidates": ["worker-0"],
+            "expires_at_ms": w.clock.now + 5000,
+            "selection_basis": {"worker-0": {}},
+            "contract": fixed.wire(),
+        },
+    )
     assert [e.type for e in r2.events][:1] == ["work.contract_revised"]
     assert w.accept(w.workers[0], "a", str(r2.reply["offer_id"])).accepted
 
@@ -178,14 +207,30 @@ def test_material_revision_needs_new_revision_and_fresh_acceptance__MW_10_1_c(
     w.authorize("a")
     old_offer = w.offer("a", w.workers[0])
     same_rev = contract(objective="something else entirely")
-    r = w.submit(w.coordinator, "work.offer", {
-        "work_item_id": "a", "candidates": ["worker-0"], "expires_at_ms": w.clock.now + 5000,
-        "selection_basis": {"worker-0": {}}, "contract": same_rev.wire()})  # fmt: skip
+    r = w.submit(
+        w.coordinator,
+        "work.offer",
+        {
+            "work_item_id": "a",
+            "candidates": ["worker-0"],
+            "expires_at_ms": w.clock.now + 5000,
+            "selection_basis": {"worker-0": {}},
+            "contract": same_rev.wire(),
+        },
+    )
     assert r.rejection is not None and r.rejection.code == "revision_required"
     revised = contract(revision=2, objective="something else entirely")
-    r = w.ok(w.coordinator, "work.offer", {
-        "work_item_id": "a", "candidates": ["worker-0"], "expires_at_ms": w.clock.now + 5000,
-        "selection_basis": {"worker-0": {}}, "contract": revised.wire()})  # fmt: skip
+    r = w.ok(
+        w.coordinator,
+        "work.offer",
+        {
+            "work_item_id": "a",
+            "candidates": ["worker-0"],
+            "expires_at_ms": w.clock.now + 5000,
+            "selection_basis": {"worker-0": {}},
+            "contract": revised.wire(),
+        },
+    )
     stale = w.submit(
         w.workers[0],
         "work.accept_offer",
@@ -205,9 +250,16 @@ def test_authorize_rejects_self_loop_and_unknown_dependency__MW_10_4_c(tmp_path:
     w = make_world(tmp_path / "a.db")
     head = w.authority.head(w.group)
     for deps, code in ((["a"], "self_loop"), (["nope"], "unknown_id")):
-        r = w.submit(w.coordinator, "work.authorize", {
-            "work_item_id": "a", "mission_id": "m1", "contract": contract().wire(),
-            "dependencies": deps})  # fmt: skip
+        r = w.submit(
+            w.coordinator,
+            "work.authorize",
+            {
+                "work_item_id": "a",
+                "mission_id": "m1",
+                "contract": contract().wire(),
+                "dependencies": deps,
+            },
+        )
         assert r.rejection is not None and r.rejection.code == code
     assert w.authority.head(w.group) == head
 

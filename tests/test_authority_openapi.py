@@ -55,10 +55,20 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Acto
         port = s.getsockname()[1]
     exe = str(Path(sys.executable).with_name("missionweave"))
     proc = subprocess.Popen(
-        [exe, "authority", "serve", "--db", str(tmp / "a.db"), "--key", str(key),
-         "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            exe,
+            "authority",
+            "serve",
+            "--db",
+            str(tmp / "a.db"),
+            "--key",
+            str(key),
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -91,8 +101,12 @@ def test_server_answers_as_its_openapi_document_says(served: tuple[str, Actor]) 
     for op in operations:
 
         @given(case=op.as_strategy())
-        @settings(max_examples=EXAMPLES, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))  # fmt: skip
+        @settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
         def run(case: Any) -> None:
             case.call_and_validate(session=session, checks=list(_all_checks()))
 
@@ -112,12 +126,19 @@ def _all_checks() -> Iterator[Any]:
     403), and so is one that breaks the identifier rule or a state rule (docs/authority.md,
     "Security model", lists this one exception)."""
     names = (
-        "not_a_server_error", "status_code_conformance", "content_type_conformance",
-        "response_headers_conformance", "response_schema_conformance",
-        "negative_data_rejection", "unsupported_method",
-        "missing_required_header", "allow_header_conformance", "ignored_auth",
-        "use_after_free", "ensure_resource_availability",
-    )  # fmt: skip
+        "not_a_server_error",
+        "status_code_conformance",
+        "content_type_conformance",
+        "response_headers_conformance",
+        "response_schema_conformance",
+        "negative_data_rejection",
+        "unsupported_method",
+        "missing_required_header",
+        "allow_header_conformance",
+        "ignored_auth",
+        "use_after_free",
+        "ensure_resource_availability",
+    )
     for name in names:
         check = getattr(st_checks, name, None)
         if check is not None:

@@ -18,11 +18,14 @@ from .world import World, make_world
 def _disclosure(w: World, wid: str, epoch: int, **over: Any) -> dict[str, Any]:
     now = w.clock.now
     body: dict[str, Any] = {
-        "work_item_id": wid, "ownership_epoch": epoch,
+        "work_item_id": wid,
+        "ownership_epoch": epoch,
         "start_window": {"earliest_ms": now, "latest_ms": now + 60_000},
-        "completion_estimate_ms": now + 120_000, "confidence": "medium",
-        "capacity": {"state": "busy", "free_slots": 0, "queue_depth": 2}, "compute_ms": 60_000,
-    }  # fmt: skip
+        "completion_estimate_ms": now + 120_000,
+        "confidence": "medium",
+        "capacity": {"state": "busy", "free_slots": 0, "queue_depth": 2},
+        "compute_ms": 60_000,
+    }
     body.update(over)
     return body
 
@@ -83,22 +86,36 @@ def test_a_groups_priority_is_set_by_policy_or_the_mission_owner_never_a_coordin
 ) -> None:
     w = make_world(tmp_path / "a.db")
     carl = Actor.generate("carl")
-    w.ok(w.coordinator, "member.add", {"agent_id": carl.agent_id, "public_key": carl.public_key,
-                                       "roles": ["coordinator", "worker"]})  # fmt: skip
+    w.ok(
+        w.coordinator,
+        "member.add",
+        {
+            "agent_id": carl.agent_id,
+            "public_key": carl.public_key,
+            "roles": ["coordinator", "worker"],
+        },
+    )
     carl.membership_epochs[w.group] = 1
     head = w.authority.head(w.group)
     r = w.submit(carl, "group.set_priority", {"priority_class": "critical", "weight": 10})
     assert r.rejection is not None and r.rejection.code == "role_not_allowed"
     assert w.authority.head(w.group) == head
-    for bad in [{"priority_class": "urgent", "weight": 1}, {"priority_class": "high"},
-                {"priority_class": "high", "weight": 0}, {"priority_class": "high", "weight": "2"},
-                {"priority_class": "high", "weight": 1001},
-                {"priority_class": "high", "weight": 2, "mission_id": "m1"}]:  # fmt: skip
+    for bad in [
+        {"priority_class": "urgent", "weight": 1},
+        {"priority_class": "high"},
+        {"priority_class": "high", "weight": 0},
+        {"priority_class": "high", "weight": "2"},
+        {"priority_class": "high", "weight": 1001},
+        {"priority_class": "high", "weight": 2, "mission_id": "m1"},
+    ]:
         r = w.submit(w.coordinator, "group.set_priority", bad)
         assert r.rejection is not None and r.rejection.code == "invalid_body", bad
     mo = Actor.generate("mona")  # a MissionOwner, nothing else
-    w.ok(w.coordinator, "member.add", {"agent_id": mo.agent_id, "public_key": mo.public_key,
-                                       "roles": ["mission_owner"]})  # fmt: skip
+    w.ok(
+        w.coordinator,
+        "member.add",
+        {"agent_id": mo.agent_id, "public_key": mo.public_key, "roles": ["mission_owner"]},
+    )
     mo.membership_epochs[w.group] = 1
     r = w.submit(mo, "group.set_priority", {"priority_class": "low", "weight": 1})
     assert r.accepted, r.rejection
@@ -107,8 +124,12 @@ def test_a_groups_priority_is_set_by_policy_or_the_mission_owner_never_a_coordin
     assert r.accepted, r.rejection
     (ev,) = r.events
     assert ev.type == "group.priority_set"
-    assert ev.body == {"priority_class": "high", "weight": 3, "effective_weight_milli": 6000,
-                       "set_by": w.coordinator.agent_id}  # fmt: skip
+    assert ev.body == {
+        "priority_class": "high",
+        "weight": 3,
+        "effective_weight_milli": 6000,
+        "set_by": w.coordinator.agent_id,
+    }
     verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
@@ -118,10 +139,12 @@ def test_the_agents_projection_keeps_the_latest_priority_and_rebuilds_it__MW_11_
     from missionweave.worker._state import LocalState
 
     w = make_world(tmp_path / "a.db")
-    assert w.submit(w.coordinator, "group.set_priority", {"priority_class": "critical",
-                                                          "weight": 5}).accepted  # fmt: skip
-    assert w.submit(w.coordinator, "group.set_priority", {"priority_class": "low",
-                                                          "weight": 3}).accepted  # fmt: skip
+    assert w.submit(
+        w.coordinator, "group.set_priority", {"priority_class": "critical", "weight": 5}
+    ).accepted
+    assert w.submit(
+        w.coordinator, "group.set_priority", {"priority_class": "low", "weight": 3}
+    ).accepted
     for name in ("first.db", "replayed.db"):  # a fresh file is rebuilt by replaying the log
         state = LocalState(tmp_path / name, w.workers[0].agent_id)
         assert state.group_weight(w.group) is None

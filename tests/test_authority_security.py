@@ -72,9 +72,11 @@ async def test_reads_need_a_members_signature__MW_13_3_b(live: LiveServer, world
     lease_id = world.start(world.workers[0], "a")["lease_id"]
     before = len(world.authority.all_events(world.group))
     stranger = Actor.generate("stranger")
-    async with httpx.AsyncClient(base_url=live.url) as anon, signed_http(
-        live.url, stranger
-    ) as strange, signed_http(live.url, world.workers[1]) as member:  # fmt: skip
+    async with (
+        httpx.AsyncClient(base_url=live.url) as anon,
+        signed_http(live.url, stranger) as strange,
+        signed_http(live.url, world.workers[1]) as member,
+    ):
         for path in (*READS, "/v1/leases/" + lease_id):
             url = path.format(g=world.group, snap=snap)
             r = await anon.get(url)
@@ -137,32 +139,53 @@ async def test_command_ids_are_the_actors_own_in_its_group__MW_16_f(
     poisoned = [f"mission-victim-1/c{i}" for i in range(1, 6)]
     async with AuthorityClient(live.url) as anon:
         for i, cid in enumerate(poisoned):  # throwaway Groups with the victim's ids
-            cmd = stranger.command("group.create", f"junk-{i}",
-                                   {"public_key": stranger.public_key}, command_id=cid)  # fmt: skip
+            cmd = stranger.command(
+                "group.create", f"junk-{i}", {"public_key": stranger.public_key}, command_id=cid
+            )
             r = await anon.submit(cmd)
             assert r.rejection is not None and r.rejection.code == "operator_required"
         # an operator-made Group where mallory owns the id space of its own actor
-        world.ok(world.coordinator, "member.add", {
-            "agent_id": stranger.agent_id, "public_key": stranger.public_key,
-            "roles": ["mission_owner"]})  # fmt: skip
+        world.ok(
+            world.coordinator,
+            "member.add",
+            {
+                "agent_id": stranger.agent_id,
+                "public_key": stranger.public_key,
+                "roles": ["mission_owner"],
+            },
+        )
         stranger.membership_epochs[world.group] = 1
         squat = stranger.command(
-            "mission.create", world.group, {"mission_id": "mallory-m", "title": "x"},
+            "mission.create",
+            world.group,
+            {"mission_id": "mallory-m", "title": "x"},
             command_id=poisoned[0],
-        )  # fmt: skip
+        )
         assert (await anon.submit(squat)).accepted
         # the victim's own Commands under the same ids are its own, and are accepted
         coord = world.coordinator
         first = coord.command(
-            "mission.create", world.group, {"mission_id": "victim-1", "title": "victim"},
+            "mission.create",
+            world.group,
+            {"mission_id": "victim-1", "title": "victim"},
             command_id=poisoned[0],
-        )  # fmt: skip
+        )
         assert (await anon.submit(first)).accepted
         world.mission = "victim-1"
         for i, cid in enumerate(poisoned[1:]):
-            r = await anon.submit(coord.command("work.authorize", world.group, {
-                "work_item_id": f"v{i}", "mission_id": "victim-1",
-                "contract": contract().wire(), "dependencies": []}, command_id=cid))  # fmt: skip
+            r = await anon.submit(
+                coord.command(
+                    "work.authorize",
+                    world.group,
+                    {
+                        "work_item_id": f"v{i}",
+                        "mission_id": "victim-1",
+                        "contract": contract().wire(),
+                        "dependencies": [],
+                    },
+                    command_id=cid,
+                )
+            )
             assert r.accepted, r.rejection
     assert world.authority.work_item(world.group, "v3") is not None
 
@@ -171,8 +194,9 @@ async def test_a_tampered_repeat_is_refused_and_a_reused_id_conflicts__MW_16_f(
     live: LiveServer, world: World
 ) -> None:
     """Finding 7: the same id with the old signature over a changed body is no duplicate."""
-    cmd = world.coordinator.command("mission.create", world.group,
-                                    {"mission_id": "m-t", "title": "t"})  # fmt: skip
+    cmd = world.coordinator.command(
+        "mission.create", world.group, {"mission_id": "m-t", "title": "t"}
+    )
     async with AuthorityClient(live.url) as client:
         assert (await client.submit(cmd)).accepted
         before = len(world.authority.all_events(world.group))
@@ -210,9 +234,17 @@ async def test_bearer_signature_of_capability_tokens_never_enters_the_log__MW_11
 
 @pytest.mark.parametrize(
     "bad",
-    ["coord\u200b", "\u202ecoord", "co\x00ord", "   ", " coord", "cafe\u0301", "w1\u3164",
-     "w1\u034f"],
-)  # fmt: skip
+    [
+        "coord\u200b",
+        "\u202ecoord",
+        "co\x00ord",
+        "   ",
+        " coord",
+        "cafe\u0301",
+        "w1\u3164",
+        "w1\u034f",
+    ],
+)
 async def test_ids_follow_one_rule_everywhere_they_enter(
     live: LiveServer, world: World, bad: str
 ) -> None:
@@ -229,11 +261,19 @@ async def test_ids_follow_one_rule_everywhere_they_enter(
             r = await http.post("/v1/commands", json=body)
             assert r.status_code == 422 and r.json()["code"] == "invalid_command", (field, r.text)
     async with AuthorityClient(live.url) as client:
-        r = await client.submit(world.coordinator.command("member.add", world.group, {
-            "agent_id": bad, "public_key": intruder.public_key, "roles": ["worker"]}))  # fmt: skip
+        r = await client.submit(
+            world.coordinator.command(
+                "member.add",
+                world.group,
+                {"agent_id": bad, "public_key": intruder.public_key, "roles": ["worker"]},
+            )
+        )
         assert r.rejection is not None and r.rejection.code == "invalid_body"
-        r = await client.submit(world.coordinator.command("mission.create", world.group, {
-            "mission_id": "m-bad", "title": f"title {bad}\x00"}))  # fmt: skip
+        r = await client.submit(
+            world.coordinator.command(
+                "mission.create", world.group, {"mission_id": "m-bad", "title": f"title {bad}\x00"}
+            )
+        )
         assert r.rejection is not None and r.rejection.code == "invalid_body"
     _untouched(world, before)
 
@@ -247,8 +287,13 @@ async def test_agent_ids_cannot_be_squatted(live: LiveServer, world: World) -> N
         )
         assert r.rejection is not None and r.rejection.code == "operator_required"
         ada = Actor.generate("ada")
-        r = await client.submit(world.coordinator.command("member.add", world.group, {
-            "agent_id": "ada", "public_key": ada.public_key, "roles": ["worker"]}))  # fmt: skip
+        r = await client.submit(
+            world.coordinator.command(
+                "member.add",
+                world.group,
+                {"agent_id": "ada", "public_key": ada.public_key, "roles": ["worker"]},
+            )
+        )
         assert r.accepted, r.rejection
 
 
@@ -260,11 +305,13 @@ async def test_bodies_json_depth_and_integers_are_bounded(live: LiveServer, worl
         r = await http.post("/v1/commands", content=b"[" * 2_000_000, headers=headers)
         assert r.status_code == 413 and r.json()["code"] == "body_too_large"
         for depth in (65, 300, 998, 5000):
-            r = await http.post("/v1/commands", content=b"[" * depth + b"]" * depth,
-                                headers=headers)  # fmt: skip
+            r = await http.post(
+                "/v1/commands", content=b"[" * depth + b"]" * depth, headers=headers
+            )
             assert r.status_code == 422 and r.json()["detail"]["problem"] == "too_deep", depth
-        cmd = world.coordinator.command("mission.create", world.group,
-                                        {"mission_id": "m-dup", "title": "t"})  # fmt: skip
+        cmd = world.coordinator.command(
+            "mission.create", world.group, {"mission_id": "m-dup", "title": "t"}
+        )
         text = json.dumps(cmd.model_dump(mode="json"))
         dup = text.replace('"actor":', '"actor": "x", "actor":', 1)
         r = await http.post("/v1/commands", content=dup.encode(), headers=headers)
@@ -315,19 +362,28 @@ def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.UTC)
     cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name)
-        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName(
-            [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
         .sign(key, hashes.SHA256())
-    )  # fmt: skip
+    )
     cert_path, key_path = tmp_path / "tls.crt", tmp_path / "tls.key"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption()))  # fmt: skip
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     return cert_path, key_path
 
 
@@ -342,11 +398,23 @@ async def test_authority_serve_over_tls(tmp_path: Path) -> None:
         port = s.getsockname()[1]
     cli = Path(sys.executable).with_name("missionweave")
     proc = await asyncio.create_subprocess_exec(
-        str(cli), "authority", "serve", "--db", str(tmp_path / "a.db"), "--port", str(port),
-        "--tls-cert", str(cert), "--tls-key", str(key), "--operator-key", str(operator_pem),
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        str(cli),
+        "authority",
+        "serve",
+        "--db",
+        str(tmp_path / "a.db"),
+        "--port",
+        str(port),
+        "--tls-cert",
+        str(cert),
+        "--tls-key",
+        str(key),
+        "--operator-key",
+        str(operator_pem),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     trust = ssl.create_default_context(cafile=str(cert))
     url = f"https://127.0.0.1:{port}"
     try:
@@ -358,8 +426,9 @@ async def test_authority_serve_over_tls(tmp_path: Path) -> None:
                     break
                 except AuthorityUnavailable:
                     await asyncio.sleep(0.1)
-            r = await client.submit(operator.command(
-                "group.create", "tls", {"public_key": operator.public_key}))  # fmt: skip
+            r = await client.submit(
+                operator.command("group.create", "tls", {"public_key": operator.public_key})
+            )
             assert r.accepted, r.rejection
             assert [e.type for e in await client.events("tls")][:1] == ["group.created"]
         async with httpx.AsyncClient() as plain:  # no plain HTTP on that port
@@ -399,12 +468,14 @@ async def test_json_is_utf8_and_numbers_are_finite(live: LiveServer, world: Worl
     text = json.dumps(cmd.model_dump(mode="json"))
     async with httpx.AsyncClient(base_url=live.url) as http:
         for body in (deep.encode("utf-16-le"), deep.encode("utf-32"), text.encode("utf-16")):
-            r = await http.post("/v1/commands", content=body,
-                                headers={"content-type": "application/json"})  # fmt: skip
+            r = await http.post(
+                "/v1/commands", content=body, headers={"content-type": "application/json"}
+            )
             assert r.status_code == 422 and r.json()["detail"]["problem"] == "invalid_json"
         huge = text.replace('"body": {}', '"body": {"x": 1e400}')
-        r = await http.post("/v1/commands", content=huge.encode(),
-                            headers={"content-type": "application/json"})  # fmt: skip
+        r = await http.post(
+            "/v1/commands", content=huge.encode(), headers={"content-type": "application/json"}
+        )
         assert r.status_code == 422 and "finite" in r.json()["reason"]
     async with connect(live.ws_url) as ws:
         await ws.send(("[" * 200 + "]" * 200).encode("utf-16-le"))
@@ -416,8 +487,11 @@ async def test_a_long_batch_is_refused_before_its_elements_are_validated(
     live: LiveServer, world: World
 ) -> None:
     async with httpx.AsyncClient(base_url=live.url, timeout=30) as http:
-        r = await http.post("/v1/commands/batch", content=b"[" + b"{}," * 200_000 + b"{}]",
-                            headers={"content-type": "application/json"})  # fmt: skip
+        r = await http.post(
+            "/v1/commands/batch",
+            content=b"[" + b"{}," * 200_000 + b"{}]",
+            headers={"content-type": "application/json"},
+        )
     body = r.json()
     assert r.status_code == 422 and body["code"] == "invalid_command"
     assert [e["type"] for e in body["detail"]["errors"]] == ["too_long"]
@@ -499,9 +573,11 @@ async def test_leases_and_command_ids_cannot_be_probed(live: LiveServer, world: 
     # a self-signed Command naming the coordinator and one of its ids learns nothing
     used = world.authority.query("SELECT command_id FROM commands WHERE actor='coordinator'")
     probe = Actor(world.coordinator.agent_id, stranger.key).command(
-        "group.create", world.group, {"public_key": stranger.public_key},
+        "group.create",
+        world.group,
+        {"public_key": stranger.public_key},
         command_id=used[0]["command_id"],
-    )  # fmt: skip
+    )
     async with AuthorityClient(live.url) as client:
         r = await client.submit(probe)
     assert r.rejection is not None and r.rejection.code == "operator_required"
@@ -520,8 +596,9 @@ async def test_a_slow_body_is_cut_off(
         yield b'"x"}'
 
     async with httpx.AsyncClient(base_url=live.url, timeout=10) as http:
-        r = await http.post("/v1/commands", content=trickle(),
-                            headers={"content-type": "application/json"})  # fmt: skip
+        r = await http.post(
+            "/v1/commands", content=trickle(), headers={"content-type": "application/json"}
+        )
     assert r.status_code == 408 and r.json()["code"] == "body_timeout"
 
 
@@ -554,13 +631,16 @@ async def test_a_large_log_is_read_in_pages_bounded_by_size(live: LiveServer, wo
     world.start(world.workers[0], "a")
     first = world.authority.head(world.group)[0]
     for i in range(4):  # each Event holds the checkpoint twice: in its body and its Command
-        world.ok(world.workers[0], "progress.report",
-                 world.leased("a", report={"phase": "padding"},
-                              checkpoint={"pad": f"{i}" * 900_000}))  # fmt: skip
+        world.ok(
+            world.workers[0],
+            "progress.report",
+            world.leased("a", report={"phase": "padding"}, checkpoint={"pad": f"{i}" * 900_000}),
+        )
     head = world.authority.head(world.group)[0]
     async with signed_http(live.url, world.workers[1], timeout=30) as http:
-        r = await http.get(f"/v1/groups/{world.group}/events",
-                           params={"after_sequence": first, "limit": 100})  # fmt: skip
+        r = await http.get(
+            f"/v1/groups/{world.group}/events", params={"after_sequence": first, "limit": 100}
+        )
     page = r.json()
     assert 1 <= len(page["events"]) < head - first and page["head_seq"] == head
     assert len(r.content) <= MAX_PAGE_BYTES + 4 * 1024 * 1024  # one Event may pass the bound

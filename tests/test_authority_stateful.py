@@ -145,8 +145,9 @@ class AuthorityMachine(RuleBasedStateMachine):
         self.history: list[tuple[Command, SubmitResult]] = []
         self.happy = False  # during a happy step every choice is the sensible one
         self.forced: str | None = None  # the item a happy step works on
-        self.actors = {a.agent_id: a for a in [self.w.coordinator, *self.w.workers,
-                                               self.w.reviewer]}  # fmt: skip
+        self.actors = {
+            a.agent_id: a for a in [self.w.coordinator, *self.w.workers, self.w.reviewer]
+        }
 
     def teardown(self) -> None:
         self.auth.close()
@@ -162,32 +163,44 @@ class AuthorityMachine(RuleBasedStateMachine):
         tables = tuple(self.auth.query(f"SELECT * FROM {t} ORDER BY 1, 2") for t in STATE_TABLES)
         if not with_log:
             return tables
-        return (self.auth.head(self.g), self.auth.query("SELECT * FROM commands ORDER BY 1"),
-                *tables)  # fmt: skip
+        return (
+            self.auth.head(self.g),
+            self.auth.query("SELECT * FROM commands ORDER BY 1"),
+            *tables,
+        )
 
     def make(self, actor: Actor, type: str, body: dict[str, Any], tamper: str | None) -> Command:
         fields: dict[str, Any] = {
-            "command_id": new_id("cmd"), "group_id": self.g, "type": type,
-            "actor": actor.agent_id, "issued_at_ms": self.now,
+            "command_id": new_id("cmd"),
+            "group_id": self.g,
+            "type": type,
+            "actor": actor.agent_id,
+            "issued_at_ms": self.now,
             "session_epoch": actor.session_epoch,
-            "membership_epoch": actor.membership_epochs[self.g], "body": body,
-        }  # fmt: skip
+            "membership_epoch": actor.membership_epochs[self.g],
+            "body": body,
+        }
         if tamper == "stale_membership":
             fields["membership_epoch"] += 1
         elif tamper == "stale_session":
             fields["session_epoch"] += 1
         signed = sign_command(Command(**fields), actor.key)
         if tamper == "bad_signature":  # the body changed after signing
-            return Command(**{**fields, "body": {**body, "tampered": True},
-                              "signature": signed.signature})  # fmt: skip
+            return Command(
+                **{**fields, "body": {**body, "tampered": True}, "signature": signed.signature}
+            )
         if tamper == "forged_signer":
             return sign_command(Command(**fields), SigningKey.generate())
         return signed
 
     def send(
-        self, actor: Actor, type: str, body: dict[str, Any], expect: Expect,
+        self,
+        actor: Actor,
+        type: str,
+        body: dict[str, Any],
+        expect: Expect,
         tamper: str | None = None,
-    ) -> SubmitResult | None:  # fmt: skip
+    ) -> SubmitResult | None:
         """Submit and check the verdict; returns the result when the model must apply it."""
         if tamper is not None:
             expect = refuse({TAMPER_CODE[tamper]})
@@ -236,8 +249,15 @@ class AuthorityMachine(RuleBasedStateMachine):
         return self.items[data.draw(st.sampled_from(pool or sorted(self.items)), label="item")]
 
     def open_candidates(self, item: MItem) -> list[str]:
-        return sorted({c for o in self.offers.values() if o.wid == item.wid and o.status == "open"
-                       for c in o.candidates if c not in o.declined})  # fmt: skip
+        return sorted(
+            {
+                c
+                for o in self.offers.values()
+                if o.wid == item.wid and o.status == "open"
+                for c in o.candidates
+                if c not in o.declined
+            }
+        )
 
     def draw_worker(self, data: st.DataObject, item: MItem) -> Actor:
         """Most often the owner or a candidate; sometimes another worker or the reviewer."""
@@ -360,9 +380,14 @@ class AuthorityMachine(RuleBasedStateMachine):
 
     def authorize_item(self, wid: str, urgent: bool, deps: list[str] | None = None) -> None:
         objective = f"objective of {wid}"
-        body = {"work_item_id": wid, "mission_id": self.w.mission, "dependencies": deps or [],
-                "contract": contract(urgency="urgent" if urgent else "normal",
-                                     objective=objective).wire()}  # fmt: skip
+        body = {
+            "work_item_id": wid,
+            "mission_id": self.w.mission,
+            "dependencies": deps or [],
+            "contract": contract(
+                urgency="urgent" if urgent else "normal", objective=objective
+            ).wire(),
+        }
         if self.send(self.w.coordinator, "work.authorize", body, ACCEPT):
             self.items[wid] = MItem(wid, urgent, objective, deps=tuple(deps or ()))
 
@@ -382,8 +407,9 @@ class AuthorityMachine(RuleBasedStateMachine):
         )
         wid = f"w{len(self.items)}"
         if kind == "new" and len(self.items) < MAX_ITEMS:
-            deps = data.draw(st.lists(st.sampled_from(sorted(self.items)), unique=True,
-                                      max_size=2), label="deps")  # fmt: skip
+            deps = data.draw(
+                st.lists(st.sampled_from(sorted(self.items)), unique=True, max_size=2), label="deps"
+            )
             self.authorize_item(wid, data.draw(st.booleans(), label="urgent"), deps)
             return
         actor, deps, expect = self.w.coordinator, [], refuse({"duplicate_id"})
@@ -395,8 +421,12 @@ class AuthorityMachine(RuleBasedStateMachine):
             deps, expect = [wid], refuse({"self_loop", "unknown_id"})
         else:
             actor, expect = self.w.workers[0], refuse({"role_not_allowed"})
-        body = {"work_item_id": wid, "mission_id": self.w.mission, "dependencies": deps,
-                "contract": contract().wire()}  # fmt: skip
+        body = {
+            "work_item_id": wid,
+            "mission_id": self.w.mission,
+            "dependencies": deps,
+            "contract": contract().wire(),
+        }
         self.send(actor, "work.authorize", body, expect, self.tamper(data))
 
     @rule(data=st.data())
@@ -412,8 +442,12 @@ class AuthorityMachine(RuleBasedStateMachine):
         expiry = self.pick(
             data, "expiry", ("30s", 4), ("5s", 2), ("90s", 2), ("now", 1), ("too_far", 1)
         )
-        expires_at = self.now + {"30s": 30_000, "5s": 5_000, "90s": 90_000, "now": 0,
-                                 "too_far": MAX_OFFER_MS + 1}[expiry]  # fmt: skip
+        expires_at = (
+            self.now
+            + {"30s": 30_000, "5s": 5_000, "90s": 90_000, "now": 0, "too_far": MAX_OFFER_MS + 1}[
+                expiry
+            ]
+        )
         change = self.pick(
             data,
             "contract change",
@@ -438,10 +472,11 @@ class AuthorityMachine(RuleBasedStateMachine):
         if expiry in ("now", "too_far"):
             why.add("invalid_expiry")
         body: dict[str, Any] = {
-            "work_item_id": item.wid, "candidates": candidates, "expires_at_ms": expires_at,
-            "selection_basis": {c: {"capability_matches": ["dist.verify@1.0"]}
-                                for c in candidates},
-        }  # fmt: skip
+            "work_item_id": item.wid,
+            "candidates": candidates,
+            "expires_at_ms": expires_at,
+            "selection_basis": {c: {"capability_matches": ["dist.verify@1.0"]} for c in candidates},
+        }
         revision, objective = item.revision, item.objective
         if change is not None:
             if change == "material_bump":  # MW-10.1-c: a material change raises the revision
@@ -451,8 +486,9 @@ class AuthorityMachine(RuleBasedStateMachine):
                 why.add("revision_required")
             urgency = "urgent" if item.urgent else "normal"
             notes = "clarified" if change == "notes_only" else None
-            body["contract"] = contract(urgency=urgency, objective=objective, revision=revision,
-                                        notes=notes).wire()  # fmt: skip
+            body["contract"] = contract(
+                urgency=urgency, objective=objective, revision=revision, notes=notes
+            ).wire()
         r = self.send(actor, "work.offer", body, refuse(why) if why else ACCEPT, self.tamper(data))
         if r is None:
             return
@@ -501,8 +537,9 @@ class AuthorityMachine(RuleBasedStateMachine):
         item = self.draw_item(data, {"offered"})
         actor = self.draw_worker(data, item)
         offer_id = self.draw_offer_id(data, item)
-        reason = data.draw(st.sampled_from(["capacity", "budget", "site_down", "Not A Token!"]),
-                           label="reason")  # fmt: skip
+        reason = data.draw(
+            st.sampled_from(["capacity", "budget", "site_down", "Not A Token!"]), label="reason"
+        )
         if actor is self.w.reviewer:
             expect = refuse({"no_session"})
         else:
@@ -543,14 +580,23 @@ class AuthorityMachine(RuleBasedStateMachine):
         [started] = [e for e in r.events if e.type == "work.started"]
         lease = started.body["lease"]
         # MW-11.3-b: the lease is bound to agent, session epoch, item and ownership epoch
-        assert (lease["agent_id"], lease["session_epoch"], lease["work_item_id"],
-                lease["ownership_epoch"]) == (actor.agent_id, self.sessions[actor.agent_id],
-                                              item.wid, item.epoch)  # fmt: skip
+        assert (
+            lease["agent_id"],
+            lease["session_epoch"],
+            lease["work_item_id"],
+            lease["ownership_epoch"],
+        ) == (actor.agent_id, self.sessions[actor.agent_id], item.wid, item.epoch)
         lease_id = str(lease["lease_id"])
         assert lease_id not in self.leases
-        self.leases[lease_id] = MLease(lease_id, item.wid, "execution", actor.agent_id,
-                                       actor.session_epoch, item.epoch,
-                                       self.now + LEASE_MS)  # fmt: skip
+        self.leases[lease_id] = MLease(
+            lease_id,
+            item.wid,
+            "execution",
+            actor.agent_id,
+            actor.session_epoch,
+            item.epoch,
+            self.now + LEASE_MS,
+        )
         item.state, item.lease, item.start_deadline = "active", lease_id, None
 
     @rule(data=st.data())
@@ -572,8 +618,11 @@ class AuthorityMachine(RuleBasedStateMachine):
             return
         # drawn even in a happy step: charges add up to a budget overrun (MW-11.5-j)
         usage = data.draw(_weighted((0, 3), (40, 1)), label="tool calls")
-        body: dict[str, Any] = {"work_item_id": item.wid, "lease_id": lease_id,
-                                "ownership_epoch": epoch}  # fmt: skip
+        body: dict[str, Any] = {
+            "work_item_id": item.wid,
+            "lease_id": lease_id,
+            "ownership_epoch": epoch,
+        }
         if usage:
             body["usage"] = {"tool_calls": usage}
         why: set[str] = set()
@@ -595,13 +644,19 @@ class AuthorityMachine(RuleBasedStateMachine):
                 why.add("evidence_required")
             elif not complete and kind == "submit":
                 why.add("evidence_missing")  # MW-13.2-a: Evidence for every criterion
-        type_ = {"renew": "lease.renew", "checkpoint": "work.checkpoint", "block": "work.block",
-                 "submit": "work.submit", "fail": "work.fail"}[kind]  # fmt: skip
+        type_ = {
+            "renew": "lease.renew",
+            "checkpoint": "work.checkpoint",
+            "block": "work.block",
+            "submit": "work.submit",
+            "fail": "work.fail",
+        }[kind]
         if actor is self.w.reviewer and kind != "fail":
             expect = refuse({"no_session"})  # lease Commands need an open session
         elif actor is self.w.reviewer:  # work.fail is open to the Coordinator, who has no session
-            expect = refuse(self.fence(item, actor, lease_id, epoch, item.lease)
-                            | {"role_not_allowed"})  # fmt: skip
+            expect = refuse(
+                self.fence(item, actor, lease_id, epoch, item.lease) | {"role_not_allowed"}
+            )
         else:
             fenced = self.fence(item, actor, lease_id, epoch, item.lease)
             if fenced:
@@ -627,8 +682,15 @@ class AuthorityMachine(RuleBasedStateMachine):
             self.close_lease(lease_id, RELEASED)
             [blocked] = [e for e in r.events if e.type == "work.blocked"]
             bl = str(blocked.body["blocked_lease_id"])
-            self.leases[bl] = MLease(bl, item.wid, "blocked", actor.agent_id, actor.session_epoch,
-                                     item.epoch, self.now + BLOCKED_MS)  # fmt: skip
+            self.leases[bl] = MLease(
+                bl,
+                item.wid,
+                "blocked",
+                actor.agent_id,
+                actor.session_epoch,
+                item.epoch,
+                self.now + BLOCKED_MS,
+            )
             item.state, item.lease, item.blocked_lease = "blocked", None, bl
         elif kind == "submit":
             self.close_lease(lease_id, RELEASED)
@@ -647,8 +709,9 @@ class AuthorityMachine(RuleBasedStateMachine):
         if item.state != "blocked":
             why.add("transition_not_allowed")
         body = {"work_item_id": item.wid, "resolution": {"credentials": "granted"}}
-        if not self.send(actor, "work.unblock", body, refuse(why) if why else ACCEPT,
-                         self.tamper(data)):  # fmt: skip
+        if not self.send(
+            actor, "work.unblock", body, refuse(why) if why else ACCEPT, self.tamper(data)
+        ):
             return
         if self.owner_holds(item):
             self.close_lease(item.blocked_lease, CLOSED)
@@ -667,8 +730,13 @@ class AuthorityMachine(RuleBasedStateMachine):
             why.add("role_not_allowed")
         if item.state != "submitted":
             why.add("transition_not_allowed")
-        if self.send(actor, "work.accept_result", {"work_item_id": item.wid},
-                     refuse(why) if why else ACCEPT, self.tamper(data)):  # fmt: skip
+        if self.send(
+            actor,
+            "work.accept_result",
+            {"work_item_id": item.wid},
+            refuse(why) if why else ACCEPT,
+            self.tamper(data),
+        ):
             item.state = "verified"
 
     def coordinator_fail(self, data: st.DataObject) -> None:
@@ -681,8 +749,13 @@ class AuthorityMachine(RuleBasedStateMachine):
         if not with_evidence:
             why.add("evidence_required")
         ev = evidence("coordinator", item.wid, ("hashes",), "fail") if with_evidence else []
-        if self.send(self.w.coordinator, "work.fail", {"work_item_id": item.wid, "evidence": ev},
-                     refuse(why) if why else ACCEPT, self.tamper(data)):  # fmt: skip
+        if self.send(
+            self.w.coordinator,
+            "work.fail",
+            {"work_item_id": item.wid, "evidence": ev},
+            refuse(why) if why else ACCEPT,
+            self.tamper(data),
+        ):
             self.close_item_leases(item, CLOSED)
             item.state, item.owner, item.lease, item.start_deadline = "failed", None, None, None
 
@@ -695,8 +768,13 @@ class AuthorityMachine(RuleBasedStateMachine):
             why.add("role_not_allowed")
         if item.state not in UNFINISHED:
             why.add("transition_not_allowed")
-        if self.send(actor, "work.cancel", {"work_item_id": item.wid, "reason": "descoped"},
-                     refuse(why) if why else ACCEPT, self.tamper(data)):  # fmt: skip
+        if self.send(
+            actor,
+            "work.cancel",
+            {"work_item_id": item.wid, "reason": "descoped"},
+            refuse(why) if why else ACCEPT,
+            self.tamper(data),
+        ):
             self.close_item_leases(item, REVOKED)
             for o in self.offers.values():
                 if o.wid == item.wid and o.status == "open":
@@ -714,9 +792,15 @@ class AuthorityMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def coordinator_decision(self, data: st.DataObject) -> None:
         """The Coordinator unblocks, accepts a result, fails or cancels."""
-        action = data.draw(_weighted((self.unblock, 3), (self.accept_result, 3),
-                                     (self.coordinator_fail, 1), (self.cancel, 1)),
-                           label="decision")  # fmt: skip
+        action = data.draw(
+            _weighted(
+                (self.unblock, 3),
+                (self.accept_result, 3),
+                (self.coordinator_fail, 1),
+                (self.cancel, 1),
+            ),
+            label="decision",
+        )
         action(data)
 
     @rule(data=st.data())
@@ -735,17 +819,24 @@ class AuthorityMachine(RuleBasedStateMachine):
     def happy_step(self, data: st.DataObject, item: MItem) -> None:
         holds = self.owner_holds(item)
         acceptable = any(
-            o.wid == item.wid and o.status == "open" and self.now < o.expires_at
-            and set(o.candidates) - o.declined for o in self.offers.values()
-        )  # fmt: skip
+            o.wid == item.wid
+            and o.status == "open"
+            and self.now < o.expires_at
+            and set(o.candidates) - o.declined
+            for o in self.offers.values()
+        )
         if item.state in ("open", "failed") or (item.state == "offered" and not acceptable):
             action = self.offer
         elif item.state in ("queued", "active") and not holds:
             action = self.offer  # an expired owner is closed and the item re-offered
         else:
-            action = {"offered": self.accept_offer, "queued": self.start,
-                      "active": self.worker_report, "blocked": self.unblock,
-                      "submitted": self.accept_result}[item.state]  # fmt: skip
+            action = {
+                "offered": self.accept_offer,
+                "queued": self.start,
+                "active": self.worker_report,
+                "blocked": self.unblock,
+                "submitted": self.accept_result,
+            }[item.state]
         self.happy, self.forced = True, item.wid
         try:
             action(data)
@@ -755,8 +846,10 @@ class AuthorityMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def advance_clock(self, data: st.DataObject) -> None:
         """Time passes: offers, start deadlines and leases expire; no Event is written."""
-        ms = data.draw(_weighted((1_000, 3), (10_000, 3), (29_000, 2), (31_000, 2), (61_000, 1),
-                                 (121_000, 1)), label="ms")  # fmt: skip
+        ms = data.draw(
+            _weighted((1_000, 3), (10_000, 3), (29_000, 2), (31_000, 2), (61_000, 1), (121_000, 1)),
+            label="ms",
+        )
         head = self.auth.head(self.g)
         self.w.clock.advance(ms)
         assert self.auth.head(self.g) == head
@@ -784,8 +877,9 @@ class AuthorityMachine(RuleBasedStateMachine):
     def duplicate(self, data: st.DataObject) -> None:
         """A repeated command id: same body → the original Events (duplicate); another body →
         idempotency_conflict. Either way nothing changes."""
-        cmd, original = self.history[data.draw(st.integers(0, len(self.history) - 1),
-                                                label="which")]  # fmt: skip
+        cmd, original = self.history[
+            data.draw(st.integers(0, len(self.history) - 1), label="which")
+        ]
         before = self.snapshot()
         if data.draw(st.booleans(), label="same body"):
             r = self.auth.submit(cmd)
@@ -794,8 +888,12 @@ class AuthorityMachine(RuleBasedStateMachine):
             assert [e.hash for e in r.events] == [e.hash for e in original.events]
         else:
             actor = self.actors[cmd.actor]
-            changed = Command(**{**cmd.model_dump(exclude={"signature", "body"}),
-                                 "body": {**cmd.body, "retry": 2}})  # fmt: skip
+            changed = Command(
+                **{
+                    **cmd.model_dump(exclude={"signature", "body"}),
+                    "body": {**cmd.body, "retry": 2},
+                }
+            )
             r = self.auth.submit(sign_command(changed, actor.key))
             assert r.status == "rejected" and r.rejection is not None
             assert r.rejection.code == "idempotency_conflict"
@@ -815,8 +913,10 @@ class AuthorityMachine(RuleBasedStateMachine):
 
     @invariant()
     def projection_matches_model(self) -> None:
-        rows = {r["work_item_id"]: r for r in self.auth.query(
-            "SELECT * FROM work_items WHERE group_id=?", self.g)}  # fmt: skip
+        rows = {
+            r["work_item_id"]: r
+            for r in self.auth.query("SELECT * FROM work_items WHERE group_id=?", self.g)
+        }
         assert set(rows) == set(self.items)
         for wid, item in self.items.items():
             row = rows[wid]
@@ -832,8 +932,10 @@ class AuthorityMachine(RuleBasedStateMachine):
         # docs/design.md §4 "One reducer": the facts the workflow and the agents fold from the
         # log are the Authority's rows (MW-10.2-a, MW-11.1-b)
         facts = reduce_events(self.auth.all_events(self.g))
-        rows = {r["work_item_id"]: r for r in self.auth.query(
-            "SELECT * FROM work_items WHERE group_id=?", self.g)}  # fmt: skip
+        rows = {
+            r["work_item_id"]: r
+            for r in self.auth.query("SELECT * FROM work_items WHERE group_id=?", self.g)
+        }
         assert set(facts) == set(rows)
         for wid, row in rows.items():
             f = facts[wid]
@@ -892,7 +994,9 @@ def test_authority_agrees_with_spec_model__MW_10_2_c__MW_11_3_c() -> None:
     run_state_machine_as_test(
         AuthorityMachine,
         settings=settings(
-            max_examples=30, stateful_step_count=40, deadline=None,
+            max_examples=30,
+            stateful_step_count=40,
+            deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ),
-    )  # fmt: skip
+    )

@@ -107,8 +107,9 @@ def test_mw_11_3_d_only_the_lease_holder_rotates_under_its_current_lease(tmp_pat
     w, _ = _leased(tmp_path)
     other = w.submit(w.workers[1], "capability_token.rotate", w.leased("a"))
     assert other.rejection is not None and other.rejection.code == "not_owner"
-    stale = w.submit(w.workers[0], "capability_token.rotate",
-                     {**w.leased("a"), "lease_id": "lease_0"})  # fmt: skip
+    stale = w.submit(
+        w.workers[0], "capability_token.rotate", {**w.leased("a"), "lease_id": "lease_0"}
+    )
     assert stale.rejection is not None and stale.rejection.code == "unknown_lease"
 
 
@@ -125,8 +126,9 @@ def test_mw_11_3_d_a_token_never_outlives_its_lease(tmp_path: Path) -> None:
     # revoked by a replacement session (MW-11.3-f)
     w, token = _leased(tmp_path / "session")
     worker = w.workers[0]
-    assert w.authority.submit(worker.command("session.open", None, {},
-                                             issued_at_ms=w.clock.now)).accepted  # fmt: skip
+    assert w.authority.submit(
+        worker.command("session.open", None, {}, issued_at_ms=w.clock.now)
+    ).accepted
     assert _check(w, token).code == "lease_ended"
     # a token expires no later than the lease bound it was issued under
     assert token["expires_at_ms"] <= w.leases["a"]["expires_at_ms"]
@@ -138,8 +140,18 @@ def test_mw_11_3_d_verification_reveals_nothing_about_a_token_it_did_not_issue(
     w, token = _leased(tmp_path)
     widened = {**token, "scope": ["search", "fetch", "publish", "delete"]}
     impostor = SigningKey.generate()
-    fields = {k: token[k] for k in ("token_id", "lease_id", "agent_id", "group_id",
-                                    "work_item_id", "scope", "expires_at_ms")}  # fmt: skip
+    fields = {
+        k: token[k]
+        for k in (
+            "token_id",
+            "lease_id",
+            "agent_id",
+            "group_id",
+            "work_item_id",
+            "scope",
+            "expires_at_ms",
+        )
+    }
     resigned = {**token, "signature": impostor.sign(bytes.fromhex(digest(fields)))}
     for forged in (widened, resigned, {**token, "token_id": "cap_0"}):
         check = _check(w, forged, "delete")
@@ -192,8 +204,10 @@ def test_a_schema_2_database_gets_token_status_on_open(tmp_path: Path) -> None:
 @settings(
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(steps=st.lists(st.sampled_from(["rotate", "narrow", "renew", "widen"]), max_size=8),
-       data=st.data())  # fmt: skip
+@given(
+    steps=st.lists(st.sampled_from(["rotate", "narrow", "renew", "widen"]), max_size=8),
+    data=st.data(),
+)
 def test_mw_11_3_d_after_any_rotations_only_tokens_since_the_last_one_are_valid(
     tmp_path_factory: pytest.TempPathFactory, steps: list[str], data: st.DataObject
 ) -> None:
@@ -210,8 +224,9 @@ def test_mw_11_3_d_after_any_rotations_only_tokens_since_the_last_one_are_valid(
             r = w.ok(w.workers[0], "lease.renew", w.leased("a"))
             live.append(r.reply["capability_token"])
         elif step == "widen":
-            r = w.submit(w.workers[0], "capability_token.rotate",
-                         w.leased("a", scope=[*scope, "delete"]))  # fmt: skip
+            r = w.submit(
+                w.workers[0], "capability_token.rotate", w.leased("a", scope=[*scope, "delete"])
+            )
             assert r.rejection is not None and r.rejection.code == "scope_not_narrower"
             continue
         else:

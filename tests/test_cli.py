@@ -22,8 +22,14 @@ EXE = str(Path(sys.executable).with_name("missionweave"))
 def _run(
     *args: str, timeout: float = 60, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=timeout,
-                          check=False, env={**os.environ, **(env or {})})  # fmt: skip
+    return subprocess.run(
+        [EXE, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_help_lists_commands() -> None:
@@ -38,8 +44,7 @@ def test_help_lists_commands() -> None:
 def test_command_help_reads_as_prose() -> None:
     """typer prints a command's description as written, paragraph by paragraph: no RST
     markup, and no line broken mid-sentence (on a terminal wide enough not to wrap)."""
-    for command in (["coordinator"], ["approve"], ["artifacts", "get"],
-                    ["artifacts", "lineage"]):  # fmt: skip
+    for command in (["coordinator"], ["approve"], ["artifacts", "get"], ["artifacts", "lineage"]):
         r = _run(*command, "--help", env={"COLUMNS": "400"})
         assert r.returncode == 0, r.stderr
         head = r.stdout.split("╭", 1)[0].splitlines()
@@ -67,8 +72,7 @@ def test_events_verify_ok_then_names_first_bad_sequence(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ok   group g1:")
     conn = sqlite3.connect(tmp_path / "a.db")
-    seq, data = conn.execute(
-        "SELECT seq, data FROM events WHERE type='work.offered'").fetchone()  # fmt: skip
+    seq, data = conn.execute("SELECT seq, data FROM events WHERE type='work.offered'").fetchone()
     conn.execute(
         "UPDATE events SET data=? WHERE group_id='g1' AND seq=?",
         (data.replace('"candidates":["worker-0"]', '"candidates":["worker-1"]'), seq),
@@ -101,10 +105,22 @@ def test_authority_serve_and_events_tail_over_loopback(tmp_path: Path) -> None:
     w.authority.close()
     port = free_port()
     proc = subprocess.Popen(
-        [EXE, "authority", "serve", "--db", str(tmp_path / "a.db"), "--key", str(key_path),
-         "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
-    )  # fmt: skip
+        [
+            EXE,
+            "authority",
+            "serve",
+            "--db",
+            str(tmp_path / "a.db"),
+            "--key",
+            str(key_path),
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
     try:
         deadline = time.monotonic() + 30
         while True:

@@ -97,8 +97,9 @@ def test_every_image_is_pinned(compose: dict[str, Any]) -> None:
         _, sep, tag = image.rpartition(":")
         assert sep and "/" not in tag, f"{name}: {image} has no tag"
         assert tag != "latest" and re.search(r"\d", tag), f"{name}: {image} is not pinned"
-    froms = re.findall(r"^ARG PYTHON_IMAGE=(\S+)|^FROM (\S+)",
-                       (ROOT / "Dockerfile").read_text(), flags=re.M)  # fmt: skip
+    froms = re.findall(
+        r"^ARG PYTHON_IMAGE=(\S+)|^FROM (\S+)", (ROOT / "Dockerfile").read_text(), flags=re.M
+    )
     images = [a or f for a, f in froms if (a or f) != "${PYTHON_IMAGE}"]
     assert images, "the Dockerfile names no base image"
     for image in images:
@@ -177,8 +178,10 @@ def test_depends_on_names_services(compose: dict[str, Any]) -> None:
             assert dep in services, f"{name} depends on unknown service {dep}"
             if isinstance(deps, dict):
                 assert deps[dep]["condition"] in {
-                    "service_started", "service_healthy", "service_completed_successfully",
-                }  # fmt: skip
+                    "service_started",
+                    "service_healthy",
+                    "service_completed_successfully",
+                }
                 if deps[dep]["condition"] == "service_healthy":
                     assert "healthcheck" in services[dep], f"{dep} has no healthcheck"
 
@@ -228,11 +231,15 @@ def test_urls_point_at_the_right_services(compose: dict[str, Any]) -> None:
     assert _port(authority, port)
     authority_url = f"http://authority:{port}"
     expected = {
-        "MISSIONWEAVE_AUTHORITY_URL": authority_url, "--authority-url": authority_url,
-        "TEMPORAL_ADDRESS": "temporal:7233", "--temporal-address": "temporal:7233",
-        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318", "--s3-endpoint": "minio:9000",
-        "TEMPORAL_NAMESPACE": "default", "--namespace": "default",
-    }  # fmt: skip
+        "MISSIONWEAVE_AUTHORITY_URL": authority_url,
+        "--authority-url": authority_url,
+        "TEMPORAL_ADDRESS": "temporal:7233",
+        "--temporal-address": "temporal:7233",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318",
+        "--s3-endpoint": "minio:9000",
+        "TEMPORAL_NAMESPACE": "default",
+        "--namespace": "default",
+    }
     checked: set[str] = set()
     for name, service in services.items():
         for var, value in _env(service).items():
@@ -244,8 +251,12 @@ def test_urls_point_at_the_right_services(compose: dict[str, Any]) -> None:
                 if flag in expected:
                     assert value == expected[flag], f"{name}: {flag} {value}"
                     checked.add(flag)
-    assert {"MISSIONWEAVE_AUTHORITY_URL", "TEMPORAL_ADDRESS", "OTEL_EXPORTER_OTLP_ENDPOINT",
-            "--s3-endpoint"} <= checked  # fmt: skip
+    assert {
+        "MISSIONWEAVE_AUTHORITY_URL",
+        "TEMPORAL_ADDRESS",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "--s3-endpoint",
+    } <= checked
     assert _port(services["temporal"], "7233")
     assert _port(services["jaeger"], "4318")
     assert _env(services["jaeger"])["COLLECTOR_OTLP_ENABLED"] == "true"
@@ -266,8 +277,12 @@ def test_our_commands_reach_the_servers_by_option_or_environment(
     """Every server option of every command our services run ends up at the right service:
     its flag when given, else the environment variable the option itself reads (click's
     ``envvar``, the code's setting), never the loopback default."""
-    expected = {"--authority-url": "http://authority:8787", "--url": "http://authority:8787",
-                "--temporal-address": "temporal:7233", "--namespace": "default"}  # fmt: skip
+    expected = {
+        "--authority-url": "http://authority:8787",
+        "--url": "http://authority:8787",
+        "--temporal-address": "temporal:7233",
+        "--namespace": "default",
+    }
     resolved: set[str] = set()
     for name, service in _ours(compose).items():
         env = _env(service)
@@ -297,8 +312,11 @@ def test_agents_join_the_group_bootstrap_creates(compose: dict[str, Any]) -> Non
     services = _services(compose)
     script = " ".join(_words(services["bootstrap"]))
     for name in ("agent-counter", "agent-checker"):
-        card = yaml.safe_load((ROOT / "examples" / _flag(services[name], "--card").removeprefix(
-            "examples/")).read_text())  # fmt: skip
+        card = yaml.safe_load(
+            (
+                ROOT / "examples" / _flag(services[name], "--card").removeprefix("examples/")
+            ).read_text()
+        )
         key = _flag(services[name], "--key")
         assert f"--agent-id {card['agent_id']} --agent-key {key}" in script
         assert f"--group {_flag(services[name], '--group')}" in script

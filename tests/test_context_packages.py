@@ -40,22 +40,36 @@ def _world(tmp_path: Path) -> World:
     w.start(w.workers[0], "a")
     w.ok(w.workers[0], "artifact.publish", w.leased("a", manifest=signed(w.workers[0], X).wire()))
     w.ok(w.coordinator, "mission.create", {"mission_id": "m2", "title": "another"})
-    w.ok(w.coordinator, "work.authorize", {
-        "work_item_id": "b", "mission_id": "m2", "contract": contract().wire(),
-        "dependencies": []})  # fmt: skip
+    w.ok(
+        w.coordinator,
+        "work.authorize",
+        {
+            "work_item_id": "b",
+            "mission_id": "m2",
+            "contract": contract().wire(),
+            "dependencies": [],
+        },
+    )
     return w
 
 
-def _package(w: World, version: int, previous: str | None, *, generator: Actor | None = None,
-             **over: Any) -> SignedContextPackage:  # fmt: skip
+def _package(
+    w: World, version: int, previous: str | None, *, generator: Actor | None = None, **over: Any
+) -> SignedContextPackage:
     gen = generator or w.coordinator
     fields: dict[str, Any] = {
-        "mission_id": "m1", "scope": ["a"],
+        "mission_id": "m1",
+        "scope": ["a"],
         "source": {"group_id": w.group, "from_seq": 1, "to_seq": w.authority.head(w.group)[0]},
-        "artifacts": [X], "decisions": [f"v{version}: verify with sha256"],
-        "constraints": ["no network"], "open_questions": [], "generator": gen.agent_id,
-        "created_at_ms": w.clock.now, "version": version, "previous": previous,
-    }  # fmt: skip
+        "artifacts": [X],
+        "decisions": [f"v{version}: verify with sha256"],
+        "constraints": ["no network"],
+        "open_questions": [],
+        "generator": gen.agent_id,
+        "created_at_ms": w.clock.now,
+        "version": version,
+        "previous": previous,
+    }
     fields.update(over)
     return sign_context_package(ContextPackage.model_validate(fields), gen.key)
 
@@ -83,12 +97,14 @@ def test_context_package_has_every_field_and_is_signed__MW_13_3_a(tmp_path: Path
     assert r.rejection is not None and r.rejection.code == "role_not_allowed"
     head = w.authority.head(w.group)[0]
     for over, code in (
-        ({"source": {"group_id": w.group, "from_seq": 1, "to_seq": head + 1}},
-         "invalid_event_range"),
+        (
+            {"source": {"group_id": w.group, "from_seq": 1, "to_seq": head + 1}},
+            "invalid_event_range",
+        ),
         ({"source": {"group_id": "g2", "from_seq": 1, "to_seq": 1}}, "invalid_event_range"),
         ({"mission_id": "m9"}, "unknown_mission"),
         ({"scope": ["b"]}, "unknown_work_item"),  # b belongs to m2
-    ):  # fmt: skip
+    ):
         r = _publish(w, _package(w, 1, None, **over))
         assert r.rejection is not None and r.rejection.code == code, over
     r = w.ok(w.coordinator, "context.publish", {"package": v1.wire()})
@@ -129,8 +145,9 @@ def test_broken_chain_rejected__MW_13_3_c(tmp_path: Path) -> None:
     v2 = _package(w, 2, v1.package_hash)
     v3 = _package(w, 3, v2.package_hash)
     stranger = Actor.generate("stranger")
-    tampered = v2.model_copy(update={"package": v2.package.model_copy(
-        update={"decisions": ["v2: skip verification"]})})  # fmt: skip
+    tampered = v2.model_copy(
+        update={"package": v2.package.model_copy(update={"decisions": ["v2: skip verification"]})}
+    )
     for chain, code in (
         ([v1, v3], "context_chain"),  # a skipped version
         ([v2, v3], "context_chain"),  # does not start at version 1
@@ -183,24 +200,36 @@ def test_promotion_allows_use_with_verifiable_event__MW_13_3_d(tmp_path: Path) -
     w = _world(tmp_path)
     other = Actor.generate("other-owner")  # a second Group of the same Organization
     coord = w.coordinator  # the operator creates it and hands it to its owner
-    assert w.authority.submit(coord.command("group.create", "g2", {
-        "public_key": coord.public_key}, issued_at_ms=w.clock.now)).accepted  # fmt: skip
+    assert w.authority.submit(
+        coord.command(
+            "group.create", "g2", {"public_key": coord.public_key}, issued_at_ms=w.clock.now
+        )
+    ).accepted
     coord.membership_epochs["g2"] = 1
     roles = ["owner", "coordinator", "mission_owner"]
-    assert w.authority.submit(coord.command("member.add", "g2", {
-        "agent_id": other.agent_id, "public_key": other.public_key, "roles": roles},
-        issued_at_ms=w.clock.now)).accepted  # fmt: skip
+    assert w.authority.submit(
+        coord.command(
+            "member.add",
+            "g2",
+            {"agent_id": other.agent_id, "public_key": other.public_key, "roles": roles},
+            issued_at_ms=w.clock.now,
+        )
+    ).accepted
     other.membership_epochs["g2"] = 1
-    assert w.authority.submit(other.command("mission.create", "g2", {"mission_id": "mx"},
-                                            issued_at_ms=w.clock.now)).accepted  # fmt: skip
+    assert w.authority.submit(
+        other.command("mission.create", "g2", {"mission_id": "mx"}, issued_at_ms=w.clock.now)
+    ).accepted
     assert check_context_use(w.authority, "g2", "mx", X) is not None
     for actor, body, code in (
         (w.reviewer, {"artifact_hash": X, "classification": "internal"}, "role_not_allowed"),
-        (w.coordinator, {"artifact_hash": "cd" * 32, "classification": "internal"},
-         "unknown_artifact"),
+        (
+            w.coordinator,
+            {"artifact_hash": "cd" * 32, "classification": "internal"},
+            "unknown_artifact",
+        ),
         (w.coordinator, {"artifact_hash": X, "classification": "secret"}, "invalid_body"),
         (w.coordinator, {"artifact_hash": X}, "invalid_body"),
-    ):  # fmt: skip
+    ):
         r = w.submit(actor, "artifact.promote", body)
         assert r.rejection is not None and r.rejection.code == code, body
     r = w.ok(w.coordinator, "artifact.promote", {"artifact_hash": X, "classification": "internal"})
@@ -215,8 +244,11 @@ def test_promotion_allows_use_with_verifiable_event__MW_13_3_d(tmp_path: Path) -
     # now usable by other Missions, in this Group and in the other one
     assert check_context_use(w.authority, w.group, "m2", X) is None
     assert check_context_use(w.authority, "g2", "mx", X) is None
-    w.ok(w.coordinator, "context.publish",
-         {"package": _package(w, 1, None, mission_id="m2", scope=["b"]).wire()})  # fmt: skip
+    w.ok(
+        w.coordinator,
+        "context.publish",
+        {"package": _package(w, 1, None, mission_id="m2", scope=["b"]).wire()},
+    )
 
 
 def test_non_member_cannot_fetch_cited_events__MW_13_3_b(tmp_path: Path) -> None:

@@ -27,18 +27,33 @@ CAP = "bench.step@1.0"
 async def _setup(stack: AuthorityStack, items: list[str]) -> None:
     await stack.ok(stack.coordinator, "mission.create", {"mission_id": "m1", "title": "t"})
     for wid in items:
-        await stack.ok(stack.coordinator, "work.authorize", {
-            "work_item_id": wid, "mission_id": "m1", "contract": contract([CAP]).wire(),
-            "dependencies": []})  # fmt: skip
+        await stack.ok(
+            stack.coordinator,
+            "work.authorize",
+            {
+                "work_item_id": wid,
+                "mission_id": "m1",
+                "contract": contract([CAP]).wire(),
+                "dependencies": [],
+            },
+        )
 
 
 def _batch(items: list[str], now: int) -> SelectCandidatesBatch:
-    return SelectCandidatesBatch(requests=[
-        SelectCandidatesInput(group_id="g1", work_item_id=wid, required_capabilities=[CAP],
-                              limit=1, offer=OfferSlot(command_id=f"mission-m1/c{n}",
-                                                       issued_at_ms=now,
-                                                       expires_at_ms=now + 30_000))
-        for n, wid in enumerate(items)])  # fmt: skip
+    return SelectCandidatesBatch(
+        requests=[
+            SelectCandidatesInput(
+                group_id="g1",
+                work_item_id=wid,
+                required_capabilities=[CAP],
+                limit=1,
+                offer=OfferSlot(
+                    command_id=f"mission-m1/c{n}", issued_at_ms=now, expires_at_ms=now + 30_000
+                ),
+            )
+            for n, wid in enumerate(items)
+        ]
+    )
 
 
 def _offered(res: SelectCandidatesBatchResult) -> list[list[str]]:
@@ -111,7 +126,10 @@ async def test_no_offer_to_an_agent_without_room__MW_10_3_b(tmp_path: Path) -> N
         offers = [e for e in stack.authority.events("g1") if e.type == "work.offered"]
         assert [e.work_item_id for e in offers] == ["w1"]
         # no capable agent at all is not "saturated"
-        other = _batch(["w2"], stack.clock()).requests[0].model_copy(
-            update={"required_capabilities": ["nobody.has@1.0"]})  # fmt: skip
+        other = (
+            _batch(["w2"], stack.clock())
+            .requests[0]
+            .model_copy(update={"required_capabilities": ["nobody.has@1.0"]})
+        )
         none = await acts.select_candidates(SelectCandidatesBatch(requests=[other]))
         assert none.results[0].candidates == [] and not none.results[0].saturated

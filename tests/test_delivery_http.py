@@ -57,9 +57,11 @@ async def test_client_submit_and_submit_many(live: LiveServer, world: World) -> 
         r = await client.submit(mission_cmd(world, "m-one"))
         assert r.accepted and r.events[0].type == "mission.created"
         conflict = world.coordinator.command(
-            "mission.create", world.group, {"mission_id": "m-two", "title": "x"},
+            "mission.create",
+            world.group,
+            {"mission_id": "m-two", "title": "x"},
             command_id=r.command_id,
-        )  # fmt: skip
+        )
         refused = await client.submit(conflict)
         assert refused.rejection is not None
         assert refused.rejection.code == "idempotency_conflict"
@@ -116,8 +118,9 @@ async def test_error_bodies_are_structured(live: LiveServer, world: World) -> No
         body = r.json()
         assert body["code"] == "invalid_command" and body["reason"]
         assert {tuple(e["loc"]) for e in body["detail"]["errors"]} >= {
-            ("body", "actor"), ("body", "issued_at_ms")
-        }  # fmt: skip
+            ("body", "actor"),
+            ("body", "issued_at_ms"),
+        }
         headers = {"content-type": "application/json"}
         r = await http.post("/v1/commands", content=b"{not json", headers=headers)
         assert r.status_code == 422 and r.json()["code"] == "invalid_command"
@@ -281,11 +284,22 @@ def test_public_surface_of_server_and_client() -> None:
         "serve",
     }
     assert {
-        "AuthorityClient", "AuthorityClientError", "AuthorityUnavailable", "AuthorityRequestError",
-        "Subscriber", "CursorStore", "SqliteCursorStore", "MemoryCursorStore", "GroupSequencer",
-        "CursorTooOldError", "UnknownGroupError", "SnapshotVerificationError",
-        "SubscriptionRefused", "EventVerificationError", "SubscriberError",
-    } <= set(client.__all__)  # fmt: skip
+        "AuthorityClient",
+        "AuthorityClientError",
+        "AuthorityUnavailable",
+        "AuthorityRequestError",
+        "Subscriber",
+        "CursorStore",
+        "SqliteCursorStore",
+        "MemoryCursorStore",
+        "GroupSequencer",
+        "CursorTooOldError",
+        "UnknownGroupError",
+        "SnapshotVerificationError",
+        "SubscriptionRefused",
+        "EventVerificationError",
+        "SubscriberError",
+    } <= set(client.__all__)
     assert all(hasattr(client, n) for n in client.__all__)
     assert issubclass(client.AuthorityUnavailable, client.AuthorityClientError)
     assert isinstance(client.SqliteCursorStore, type) and issubclass(

@@ -139,8 +139,9 @@ async def test_ack_records_cursor_and_keeps_history__MW_16_c(
 
 async def test_several_groups_on_one_socket(live: LiveServer, world: World) -> None:
     owner = world.coordinator
-    r = world.authority.submit(owner.command("group.create", "g2", {
-        "public_key": owner.public_key, "roles": ["owner"]}))  # fmt: skip
+    r = world.authority.submit(
+        owner.command("group.create", "g2", {"public_key": owner.public_key, "roles": ["owner"]})
+    )
     assert r.accepted
     head1, _ = world.authority.head(world.group)
     async with connect(live.ws_url) as ws:

@@ -112,10 +112,24 @@ def site_with(tmp_path: Path, *names: str) -> Path:
 def demo(data: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     """Run ``missionweave demo`` as a user does, on free ports."""
     return subprocess.run(
-        [EXE, "demo", "--data-dir", str(data), "--temporal-port", "0", "--ui-port", "0",
-         "--authority-port", "0", *args],
-        capture_output=True, text=True, timeout=timeout, check=False,
-    )  # fmt: skip
+        [
+            EXE,
+            "demo",
+            "--data-dir",
+            str(data),
+            "--temporal-port",
+            "0",
+            "--ui-port",
+            "0",
+            "--authority-port",
+            "0",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def group_log(data: Path, group: str = "demo") -> list[Event]:
@@ -146,8 +160,9 @@ def write_dist(
     hash."""
     dist_info = site / f"{name}-1.0.dist-info"
     dist_info.mkdir(parents=True)
-    meta = (f"Metadata-Version: 2.4\nName: {meta_name or name}\nVersion: 1.0\n"
-            "License-Expression: MIT\n")  # fmt: skip
+    meta = (
+        f"Metadata-Version: 2.4\nName: {meta_name or name}\nVersion: 1.0\nLicense-Expression: MIT\n"
+    )
     (dist_info / "METADATA").write_text(meta)
     rows = []
     for rel, data in {**files, f"{dist_info.name}/METADATA": meta.encode()}.items():
@@ -170,8 +185,9 @@ def test_record_hash_format_is_urlsafe_base64_sha256_without_padding() -> None:
     assert record_digest(data) == f"sha256={digest}" and "=" not in digest
     entries = parse_record(f"a/b.py,{EMPTY_SHA256},0\npkg-1.0.dist-info/RECORD,,\n\n")
     assert [(e.path, e.algorithm, e.size) for e in entries] == [
-        ("a/b.py", "sha256", 0), ("pkg-1.0.dist-info/RECORD", None, None),
-    ]  # fmt: skip
+        ("a/b.py", "sha256", 0),
+        ("pkg-1.0.dist-info/RECORD", None, None),
+    ]
     with pytest.raises(RecordError, match="row 1"):
         parse_record("a.py,sha256,12\n")
     with pytest.raises(RecordError, match="not an integer"):
@@ -228,8 +244,13 @@ def test_unreadable_record_messages_name_record_and_stay_one_line(tmp_path: Path
     assert report.missing == ["pkg/a\nb.py"] and [m.path for m in report.modified] == ["m.py"]
     line = evidence_summary(report)
     assert line == "missing: pkg/a\\nb.py; modified: m.py" and "\n" not in line
-    bad = {"record": True, "missing": 1, "modified": 1, "unsupported": 0,
-           "files_by_kind": {"missing": ["pkg/a\nb.py"], "modified": ["m.py"]}}  # fmt: skip
+    bad = {
+        "record": True,
+        "missing": 1,
+        "modified": 1,
+        "unsupported": 0,
+        "files_by_kind": {"missing": ["pkg/a\nb.py"], "modified": ["m.py"]},
+    }
     assert check_files_match(bad, []) == line
     record.write_text('"a.py",sha256,1\n"b\n.py",,"1\n2"\n')
     with pytest.raises(RecordError) as err:
@@ -249,8 +270,10 @@ def test_verify_without_a_usable_record_or_with_an_unknown_algorithm(tmp_path: P
     record.unlink()
     missing = verify_distribution(dist_info)
     assert (missing.record, missing.record_error, missing.files_match) == (
-        False, "no RECORD file", False,
-    )  # fmt: skip
+        False,
+        "no RECORD file",
+        False,
+    )
 
 
 def test_a_real_installed_distribution_verifies(tmp_path: Path) -> None:
@@ -278,8 +301,10 @@ def test_inventory_sbom_and_coverage_of_copied_distributions(tmp_path: Path) -> 
     names = {d.normalized for d in inv.distributions}
     assert names == {normalize_name(n) for n in SMALL}
     claimed = claimed_files(d.dist_info for d in inv.distributions)
-    reports = {d.work_item_id: ("ab" * 32, verify_distribution(Path(d.dist_info), claimed))
-               for d in inv.distributions}  # fmt: skip
+    reports = {
+        d.work_item_id: ("ab" * 32, verify_distribution(Path(d.dist_info), claimed))
+        for d in inv.distributions
+    }
     text = build_sbom(inv, "cd" * 32, reports)
     assert validate_sbom(text) is None
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
@@ -297,15 +322,21 @@ def test_mission_spec_and_the_files_match_check() -> None:
     assert [i.work_item_id for i in spec.items] == ["audit-1:inventory", "audit-1:sbom"]
     assert spec.items[1].dependencies == ["audit-1:inventory"]
     kinds = {c.id: c.kind for c in spec.items[1].contract.acceptance_criteria}
-    assert kinds == {"valid_cyclonedx": "deterministic", "covers_inventory": "semantic",
-                     "signoff": "human"}  # fmt: skip
+    assert kinds == {
+        "valid_cyclonedx": "deterministic",
+        "covers_inventory": "semantic",
+        "signoff": "human",
+    }
     assert spec.review.reviewer_capability == "sbom.review@1.0"
     assert len(verify_id("audit-1", "x" * 200)) <= 120
     ok = {"record": True, "missing": 0, "modified": 0, "unsupported": 0}
     assert check_files_match(ok, []) is None
-    bad = {**ok, "missing": 7, "modified": 1,
-           "files_by_kind": {"missing": [f"m{i}.pyc" for i in range(5)],
-                             "modified": ["pkg/mod.py"]}}  # fmt: skip
+    bad = {
+        **ok,
+        "missing": 7,
+        "modified": 1,
+        "files_by_kind": {"missing": [f"m{i}.pyc" for i in range(5)], "modified": ["pkg/mod.py"]},
+    }
     assert check_files_match(bad, []) == (
         "missing: m0.pyc, m1.pyc, m2.pyc, m3.pyc, m4.pyc … 2 more; modified: pkg/mod.py"
     )
@@ -319,8 +350,15 @@ def test_verify_ids_are_valid_and_unique_whatever_the_names(tmp_path: Path) -> N
     from missionweave.protocol import identifier_problem
 
     site = tmp_path / "site"
-    names = {"weird": "we ird/../x", "plus": "a+b", "space": "a b", "plain": "a-b",
-             "upper": "Typing_Extensions", "accent": "café", "long": "n" * 300}  # fmt: skip
+    names = {
+        "weird": "we ird/../x",
+        "plus": "a+b",
+        "space": "a b",
+        "plain": "a-b",
+        "upper": "Typing_Extensions",
+        "accent": "café",
+        "long": "n" * 300,
+    }
     for d, n in names.items():
         write_dist(site, {f"{d}.py": b""}, name=d, meta_name=n)
     mission = new_mission_id()
@@ -348,8 +386,11 @@ def test_summary_names_why_and_lists_bad_files_per_kind(tmp_path: Path) -> None:
 
     store = FilesystemStore(tmp_path / "artifacts")
     site = tmp_path / "site"
-    files = {"six.py": b"X = 1\n", "__pycache__/six.cpython-311.pyc": b"\0",
-             **{f"pkg/f{i}.py": b"" for i in range(7)}}  # fmt: skip
+    files = {
+        "six.py": b"X = 1\n",
+        "__pycache__/six.cpython-311.pyc": b"\0",
+        **{f"pkg/f{i}.py": b"" for i in range(7)},
+    }
     dist_info = write_dist(site, files, name="six")
     (site / "__pycache__/six.cpython-311.pyc").unlink()
     (site / "six.py").write_bytes(b"X = 2\n")
@@ -358,24 +399,36 @@ def test_summary_names_why_and_lists_bad_files_per_kind(tmp_path: Path) -> None:
     report = verify_distribution(dist_info)
     h = store.put(report.model_dump_json().encode(), "application/json").hash
     m = "audit-1"
-    result = MissionResult.model_validate({
-        "mission_id": m, "group_id": "demo", "status": "failed",
-        "reason": f"{m}:verify:six failed for good",
-        "items": [
-            {"work_item_id": f"{m}:inventory", "state": "verified"},
-            {"work_item_id": f"{m}:verify:six", "state": "failed", "outputs": {"report": h},
-             "detail": "failed after 2 attempt(s)"},
-            {"work_item_id": f"{m}:sbom", "state": "cancelled", "detail": "mission failed"}],
-    })  # fmt: skip
+    result = MissionResult.model_validate(
+        {
+            "mission_id": m,
+            "group_id": "demo",
+            "status": "failed",
+            "reason": f"{m}:verify:six failed for good",
+            "items": [
+                {"work_item_id": f"{m}:inventory", "state": "verified"},
+                {
+                    "work_item_id": f"{m}:verify:six",
+                    "state": "failed",
+                    "outputs": {"report": h},
+                    "detail": "failed after 2 attempt(s)",
+                },
+                {"work_item_id": f"{m}:sbom", "state": "cancelled", "detail": "mission failed"},
+            ],
+        }
+    )
     s = summarize(result, store)
     assert s.reason == f"{m}:verify:six failed for good"
     assert [(u.work_item_id, u.state, u.detail) for u in s.unfinished] == [
         (f"{m}:verify:six", "failed", "failed after 2 attempt(s)"),
-        (f"{m}:sbom", "cancelled", "mission failed")]  # fmt: skip
+        (f"{m}:sbom", "cancelled", "mission failed"),
+    ]
     (p,) = s.problems
     assert p.summary == "8 missing, 1 modified"
-    assert p.describe() == ("missing: __pycache__/six.cpython-311.pyc, pkg/f0.py, pkg/f1.py, "
-                            "pkg/f2.py, pkg/f3.py … 3 more; modified: six.py")  # fmt: skip
+    assert p.describe() == (
+        "missing: __pycache__/six.cpython-311.pyc, pkg/f0.py, pkg/f1.py, "
+        "pkg/f2.py, pkg/f3.py … 3 more; modified: six.py"
+    )
     assert failure_line(s) == f"audit failed: six 1.0: {p.describe()}"
     console = Console(record=True, width=80)
     print_summary(console, s, mission_url="http://ui/m", ui_stays_up=False)
@@ -392,22 +445,32 @@ def test_summary_names_why_and_lists_bad_files_per_kind(tmp_path: Path) -> None:
     print_summary(console, s, mission_url="http://ui/m", ui_stays_up=True)
     assert "  Temporal UI     http://ui/m\n" in console.export_text()
     # a Mission cancelled before any verify ran: the stderr line says why
-    cancelled = result.model_copy(update={
-        "status": "cancelled", "reason": f"{m}:verify:x not authorized: invalid id",
-        "items": [result.items[0], result.items[2]]})  # fmt: skip
+    cancelled = result.model_copy(
+        update={
+            "status": "cancelled",
+            "reason": f"{m}:verify:x not authorized: invalid id",
+            "items": [result.items[0], result.items[2]],
+        }
+    )
     assert failure_line(summarize(cancelled, store)) == (
         f"audit cancelled: {m}:verify:x not authorized: invalid id | sbom cancelled: mission failed"
     )
 
 
 def test_progress_line_and_table() -> None:
-    status = MissionStatus.model_validate({
-        "mission_id": "m", "group_id": "demo", "status": "running",
-        "items": [{"work_item_id": "m:inventory", "state": "verified"},
-                  {"work_item_id": "m:verify:a", "state": "active", "owner": "verifier-1"},
-                  {"work_item_id": "m:verify:b", "state": "offered"},
-                  {"work_item_id": "m:sbom:review", "state": "open"}],
-    })  # fmt: skip
+    status = MissionStatus.model_validate(
+        {
+            "mission_id": "m",
+            "group_id": "demo",
+            "status": "running",
+            "items": [
+                {"work_item_id": "m:inventory", "state": "verified"},
+                {"work_item_id": "m:verify:a", "state": "active", "owner": "verifier-1"},
+                {"work_item_id": "m:verify:b", "state": "offered"},
+                {"work_item_id": "m:sbom:review", "state": "open"},
+            ],
+        }
+    )
     text = line(status, 1.5)
     assert "inventory 1/1 verified" in text and "verify 0/2 verified (1 offered, 1 active)" in text
     assert "review 0/1 verified (1 open)" in text
@@ -429,25 +492,39 @@ def test_bad_site_packages_or_data_dir_is_one_line_and_exit_2(tmp_path: Path) ->
     a_file.write_text("box\n")
     data = tmp_path / "data"
     for args, message in (
-        (("--site-packages", str(tmp_path / "nope")),
-         f"--site-packages {tmp_path / 'nope'}: no such directory"),
+        (
+            ("--site-packages", str(tmp_path / "nope")),
+            f"--site-packages {tmp_path / 'nope'}: no such directory",
+        ),
         (("--site-packages", str(a_file)), f"--site-packages {a_file}: not a directory"),
-        (("--site-packages", str(tmp_path)),
-         f"--site-packages {tmp_path}: no distribution (*.dist-info) in it"),
-    ):  # fmt: skip
-        r = subprocess.run([EXE, "demo", *args, "--data-dir", str(data)], capture_output=True,
-                           text=True, timeout=60, check=False)  # fmt: skip
+        (
+            ("--site-packages", str(tmp_path)),
+            f"--site-packages {tmp_path}: no distribution (*.dist-info) in it",
+        ),
+    ):
+        r = subprocess.run(
+            [EXE, "demo", *args, "--data-dir", str(data)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert r.returncode == 2, r.stderr
         assert r.stderr.strip().splitlines() == [f"error: {message}"]
         assert "Traceback" not in r.stderr + r.stdout
     assert not data.exists()  # nothing started
     site = write_dist(tmp_path / "site", {"m.py": b""}).parent
-    for data_dir, message in ((a_file, f"--data-dir {a_file} is not a directory"),
-                              (a_file / "sub", f"--data-dir {a_file / 'sub'} is not a "
-                                               f"directory ({a_file} is a file)")):  # fmt: skip
-        r = subprocess.run([EXE, "demo", "--site-packages", str(site), "--data-dir",
-                            str(data_dir)], capture_output=True, text=True, timeout=60,
-                           check=False)  # fmt: skip
+    for data_dir, message in (
+        (a_file, f"--data-dir {a_file} is not a directory"),
+        (a_file / "sub", f"--data-dir {a_file / 'sub'} is not a directory ({a_file} is a file)"),
+    ):
+        r = subprocess.run(
+            [EXE, "demo", "--site-packages", str(site), "--data-dir", str(data_dir)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert (r.returncode, r.stderr.strip().splitlines()) == (2, [f"error: {message}"])
     assert a_file.read_text() == "box\n"
 
@@ -468,31 +545,42 @@ async def test_authorize_work_adds_items_and_edges_while_the_mission_runs__MW_10
     async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
         if input.get("grow"):
             new = {"work_item_id": "g:x", "contract_ref": "extra", "dependencies": ["g:a"]}
-            verdicts = await ctx.authorize_work([new], [("g:x", "g:b")],
-                                                contracts={"extra": contract()})  # fmt: skip
+            verdicts = await ctx.authorize_work(
+                [new], [("g:x", "g:b")], contracts={"extra": contract()}
+            )
             seen["added"] = [v.status for v in verdicts]
             try:
                 await ctx.authorize_work([], [("g:b", "g:a")])
             except WorkAuthorizationRejected as exc:
                 seen["cycle"] = (exc.code, exc.detail.get("workflow_id"))
-        return Submission(outputs={"result": ctx.work_item_id},
-                          evidence=[ctx.evidence("done", method="test")])  # fmt: skip
+        return Submission(
+            outputs={"result": ctx.work_item_id}, evidence=[ctx.evidence("done", method="test")]
+        )
 
     key = SigningKey.generate()
-    card = AgentCard(agent_id="ada", public_key=key.public_key,
-                     capabilities=["demo.step@1.0"], max_concurrency=2)  # fmt: skip
+    card = AgentCard(
+        agent_id="ada", public_key=key.public_key, capabilities=["demo.step@1.0"], max_concurrency=2
+    )
     async with EmbeddedStack(tmp_path, temporal_port=0, authority_port=0, headless=True) as stack:
         await stack.start_agent(card, key, reg)
-        spec = MissionSpec.model_validate({
-            "group_id": "demo", "mission_id": "g", "title": "grow",
-            "items": [{"work_item_id": "g:a", "contract": contract().wire(), "input": {"grow": 1}},
-                      {"work_item_id": "g:b", "contract": contract().wire(),
-                       "dependencies": ["g:a"]}],
-            "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
-        })  # fmt: skip
+        spec = MissionSpec.model_validate(
+            {
+                "group_id": "demo",
+                "mission_id": "g",
+                "title": "grow",
+                "items": [
+                    {"work_item_id": "g:a", "contract": contract().wire(), "input": {"grow": 1}},
+                    {"work_item_id": "g:b", "contract": contract().wire(), "dependencies": ["g:a"]},
+                ],
+                "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
+            }
+        )
         handle = await stack.client.start_workflow(
-            MissionWorkflow.run, args=[spec, None], id=mission_workflow_id("g"),
-            task_queue=COORDINATOR_TASK_QUEUE)  # fmt: skip
+            MissionWorkflow.run,
+            args=[spec, None],
+            id=mission_workflow_id("g"),
+            task_queue=COORDINATOR_TASK_QUEUE,
+        )
         result = await handle.result()
         log = stack.authority.all_events("demo")
     assert result.status == "completed", result
@@ -501,7 +589,10 @@ async def test_authorize_work_adds_items_and_edges_while_the_mission_runs__MW_10
     assert seen["added"] and set(seen["added"]) == {"accepted"}
     assert seen["cycle"] == ("cycle", "mission-g")
     assert {i.work_item_id: i.state.value for i in result.items} == {
-        "g:a": "verified", "g:b": "verified", "g:x": "verified"}  # fmt: skip
+        "g:a": "verified",
+        "g:b": "verified",
+        "g:x": "verified",
+    }
     seq = {(e.type, e.work_item_id): e.seq for e in log}
     # x was authorized while a ran, before a submitted; b started only after x was verified
     assert seq[("work.started", "g:a")] < seq[("work.authorized", "g:x")]
@@ -537,8 +628,12 @@ def test_demo_audits_real_distributions_and_reruns_on_its_data__MW_10_4_a(
     assert re.search(r"events verify   ok: \d+ events", out), out
     # without --keep-running the web UI goes with the demo, and its links say so
     page = f"/namespaces/default/workflows/mission-{mission}"
-    assert re.search(rf"^  mission      {mission}  http://\S+{page}  \(up while the demo runs; "
-                     r"--keep-running keeps it up after\)$", out, re.M), out  # fmt: skip
+    assert re.search(
+        rf"^  mission      {mission}  http://\S+{page}  \(up while the demo runs; "
+        r"--keep-running keeps it up after\)$",
+        out,
+        re.M,
+    ), out
     assert re.search(rf"^  Temporal UI     http://\S+{page}  {re.escape(UI_STOPS)}$", out, re.M)
     assert "Traceback" not in r.stderr and "stopped" not in r.stderr
 
@@ -555,8 +650,7 @@ def test_demo_audits_real_distributions_and_reruns_on_its_data__MW_10_4_a(
         report = DistReport.model_validate_json(
             (data / "artifacts" / "sha256" / report_hash).read_bytes()
         )
-        assert (report.name, report.version, report.files_match) == (
-            c["name"], c["version"], True)  # fmt: skip
+        assert (report.name, report.version, report.files_match) == (c["name"], c["version"], True)
 
     log = [e for e in group_log(data) if (e.work_item_id or "").startswith(mission + ":")]
     seq = {(e.type, e.work_item_id): e.seq for e in log}
@@ -566,7 +660,8 @@ def test_demo_audits_real_distributions_and_reruns_on_its_data__MW_10_4_a(
     for e in verifies:  # added while the inventory ran, before it submitted (MW-10.4-a)
         assert seq[("work.started", inv)] < e.seq < seq[("work.submitted", inv)]
     assert seq[("work.started", f"{mission}:sbom")] > max(
-        seq[("work.result_accepted", e.work_item_id)] for e in verifies)  # fmt: skip
+        seq[("work.result_accepted", e.work_item_id)] for e in verifies
+    )
     review = [e for e in log if e.type == "work.submitted" and e.work_item_id.endswith(":review")]
     assert [ev["result"] for ev in review[0].body["evidence"]] == ["pass"]
 
@@ -625,18 +720,39 @@ def test_demo_require_approval_and_keep_running_until_ctrl_c(tmp_path: Path) -> 
     out_path = tmp_path / "demo.out"
     with out_path.open("w") as out:
         proc = subprocess.Popen(
-            [EXE, "demo", "--site-packages", str(site), "--data-dir", str(data),
-             "--temporal-port", "0", "--ui-port", "0", "--authority-port", "0",
-             "--require-approval", "--keep-running"],
-            stdout=out, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+            [
+                EXE,
+                "demo",
+                "--site-packages",
+                str(site),
+                "--data-dir",
+                str(data),
+                "--temporal-port",
+                "0",
+                "--ui-port",
+                "0",
+                "--authority-port",
+                "0",
+                "--require-approval",
+                "--keep-running",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
             command = _wait_for(proc, out_path, r"^  (\S+ approve --mission .+)$").group(1)
-            approved = subprocess.run(shlex.split(command), capture_output=True, text=True,
-                                      timeout=60, check=False)  # fmt: skip
+            approved = subprocess.run(
+                shlex.split(command), capture_output=True, text=True, timeout=60, check=False
+            )
             assert approved.returncode == 0, approved.stdout + approved.stderr
             assert approved.stdout.startswith("approved ")
-            _wait_for(proc, out_path, r"^The stack stays up for the web UI \(http://\S+\); "
-                      r"Ctrl-C stops it\.$")  # fmt: skip
+            _wait_for(
+                proc,
+                out_path,
+                r"^The stack stays up for the web UI \(http://\S+\); "
+                r"Ctrl-C stops it\.$",
+            )
             assert proc.poll() is None, out_path.read_text()  # it stays up
             proc.send_signal(signal.SIGINT)
             assert proc.wait(timeout=120) == 0, out_path.read_text()

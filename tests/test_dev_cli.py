@@ -47,15 +47,27 @@ def _spec(mission_id: str, capability: str) -> dict[str, Any]:
     c = contract(
         (capability,),
         deliverables=[{"name": "stats"}],
-        acceptance_criteria=[{"id": "counted", "description": "the words are counted",
-                              "evidence_required": "the counts"}],
-    )  # fmt: skip
+        acceptance_criteria=[
+            {
+                "id": "counted",
+                "description": "the words are counted",
+                "evidence_required": "the counts",
+            }
+        ],
+    )
     return {
-        "group_id": "demo", "mission_id": mission_id, "title": f"count words ({mission_id})",
-        "items": [{"work_item_id": f"{mission_id}:count", "contract": c.wire(),
-                   "input": {"text": "one two three\nfour\n"}}],
+        "group_id": "demo",
+        "mission_id": mission_id,
+        "title": f"count words ({mission_id})",
+        "items": [
+            {
+                "work_item_id": f"{mission_id}:count",
+                "contract": c.wire(),
+                "input": {"text": "one two three\nfour\n"},
+            }
+        ],
         "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
-    }  # fmt: skip
+    }
 
 
 def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
@@ -63,9 +75,23 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
 ) -> None:
     data = tmp_path / "data"
     stack = Process(
-        [EXE, "dev", "up", "--data-dir", str(data), "--temporal-port", "0", "--ui-port", "0",
-         "--authority-port", "0", "--group", "demo"], tmp_path / "dev.log",
-    )  # fmt: skip
+        [
+            EXE,
+            "dev",
+            "up",
+            "--data-dir",
+            str(data),
+            "--temporal-port",
+            "0",
+            "--ui-port",
+            "0",
+            "--authority-port",
+            "0",
+            "--group",
+            "demo",
+        ],
+        tmp_path / "dev.log",
+    )
     processes.append(stack)
     info = stack.read_until(r"^  Group ", STARTUP_S)
     temporal, authority = info["Temporal"].split()[0], info["Authority"]
@@ -73,8 +99,12 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     assert info["Group"] == "demo" and info["Data dir"] == str(data)
     assert coordinator_key.is_file() and (data / "authority.db").is_file()
     assert (data / "temporal.db").is_file() and (data / "artifacts").is_dir()
-    env = {**os.environ, "TEMPORAL_ADDRESS": temporal, "MISSIONWEAVE_AUTHORITY_URL": authority,
-           "MISSIONWEAVE_UI_URL": ui}  # fmt: skip
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": temporal,
+        "MISSIONWEAVE_AUTHORITY_URL": authority,
+        "MISSIONWEAVE_UI_URL": ui,
+    }
 
     # The Group exists already (dev up made it); another key cannot claim it.
     r = _mw("group", "create", "--key", str(coordinator_key), "--group", "demo", env=env)
@@ -85,19 +115,47 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
 
     # An example agent joins the Group (idempotently) and starts working.
     agent_key = tmp_path / "counter-1.pem"
-    add = ["group", "add", "--key", str(coordinator_key), "--group", "demo",
-           "--agent-id", "counter-1", "--agent-key", str(agent_key), "--create-key"]  # fmt: skip
+    add = [
+        "group",
+        "add",
+        "--key",
+        str(coordinator_key),
+        "--group",
+        "demo",
+        "--agent-id",
+        "counter-1",
+        "--agent-key",
+        str(agent_key),
+        "--create-key",
+    ]
     r = _mw(*add, env=env)
     assert r.returncode == 0 and "counter-1 added in group demo" in r.stdout, r.stderr
     r = _mw(*add, env=env)
     assert r.returncode == 0 and "counter-1 present in group demo" in r.stdout, r.stderr
     worker = Process(
-        [EXE, "worker", "--card", "examples/agents/counter.yaml", "--key", str(agent_key),
-         "--handlers", "examples.agents.handlers", "--group", "demo", "--authority-url",
-         authority, "--temporal-address", temporal, "--state-dir", str(tmp_path / "state"),
-         "--artifacts", str(data / "artifacts")],
-        tmp_path / "worker.log", env=env,
-    )  # fmt: skip
+        [
+            EXE,
+            "worker",
+            "--card",
+            "examples/agents/counter.yaml",
+            "--key",
+            str(agent_key),
+            "--handlers",
+            "examples.agents.handlers",
+            "--group",
+            "demo",
+            "--authority-url",
+            authority,
+            "--temporal-address",
+            temporal,
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--artifacts",
+            str(data / "artifacts"),
+        ],
+        tmp_path / "worker.log",
+        env=env,
+    )
     processes.append(worker)
 
     reads = SignedReads(SigningKey.from_file(coordinator_key))  # reads are a member's
@@ -105,8 +163,9 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     def agent_ready() -> bool:
         url = f"{authority}/v1/groups/demo/agents"
         agents = httpx.get(url, timeout=5, auth=reads).json()["agents"]
-        return any(a["agent_id"] == "counter-1" and a["session_epoch"] > 0 and a["card"]
-                   for a in agents)  # fmt: skip
+        return any(
+            a["agent_id"] == "counter-1" and a["session_epoch"] > 0 and a["card"] for a in agents
+        )
 
     eventually(agent_ready, "the agent's session and card", worker)
 
@@ -168,24 +227,36 @@ def test_mission_bad_input_is_one_line(tmp_path: Path) -> None:
     del bad["items"][0]["contract"]["objective"]
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad), encoding="utf-8")
-    _one_line_error(_mw("mission", "start", str(path)),
-                    "invalid MissionSpec: items.0.contract.objective: Field required")  # fmt: skip
+    _one_line_error(
+        _mw("mission", "start", str(path)),
+        "invalid MissionSpec: items.0.contract.objective: Field required",
+    )
     cyclic = _spec("b2", "text.stats@1.0")
     cyclic["items"][0]["dependencies"] = ["b2:count"]
     _one_line_error(_mw("mission", "start", "-", stdin=json.dumps(cyclic)), "invalid MissionSpec")
-    _one_line_error(_mw("mission", "start", "-", stdin="group_id: [unclosed"),
-                    "stdin: neither JSON nor YAML")  # fmt: skip
+    _one_line_error(
+        _mw("mission", "start", "-", stdin="group_id: [unclosed"), "stdin: neither JSON nor YAML"
+    )
     _one_line_error(_mw("mission", "start", "-", stdin="[1, 2]"), "a MissionSpec is a mapping")
     empty = {**_spec("b4", "text.stats@1.0"), "items": []}
-    _one_line_error(_mw("mission", "start", "-", stdin=json.dumps(empty)),
-                    "items: a Mission needs at least one WorkItem")  # fmt: skip
+    _one_line_error(
+        _mw("mission", "start", "-", stdin=json.dumps(empty)),
+        "items: a Mission needs at least one WorkItem",
+    )
     spec = tmp_path / "ok.json"
     spec.write_text(json.dumps(_spec("b3", "text.stats@1.0")), encoding="utf-8")
     nowhere = f"127.0.0.1:{_free_port()}"
-    for args in (["start", str(spec)], ["status", "b3"], ["watch", "b3"], ["cancel", "b3"],
-                 ["graph", "b3"]):  # fmt: skip
-        _one_line_error(_mw("mission", *args, "--temporal-address", nowhere),
-                        f"cannot reach Temporal at {nowhere}")  # fmt: skip
+    for args in (
+        ["start", str(spec)],
+        ["status", "b3"],
+        ["watch", "b3"],
+        ["cancel", "b3"],
+        ["graph", "b3"],
+    ):
+        _one_line_error(
+            _mw("mission", *args, "--temporal-address", nowhere),
+            f"cannot reach Temporal at {nowhere}",
+        )
 
 
 def test_dev_up_with_a_taken_port_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
@@ -193,23 +264,41 @@ def test_dev_up_with_a_taken_port_is_one_line_and_leaves_nothing(tmp_path: Path)
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        r = _mw("dev", "up", "--data-dir", str(tmp_path / "data"), "--temporal-port", "0",
-                "--headless", "--authority-port", str(port))  # fmt: skip
+        r = _mw(
+            "dev",
+            "up",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--temporal-port",
+            "0",
+            "--headless",
+            "--authority-port",
+            str(port),
+        )
     _one_line_error(r, f"cannot listen on 127.0.0.1:{port}")
     assert processes_mentioning(str(tmp_path)) == []
 
 
 def test_help_of_the_new_commands() -> None:
     for args, words in (
-        (["dev", "up"], ["--data-dir", "--temporal-port", "--ui-port", "--authority-port",
-                         "--headless", "--group"]),
+        (
+            ["dev", "up"],
+            [
+                "--data-dir",
+                "--temporal-port",
+                "--ui-port",
+                "--authority-port",
+                "--headless",
+                "--group",
+            ],
+        ),
         (["mission", "start"], ["FILE", "--temporal-address", "--namespace", "--ui-url"]),
         (["mission", "status"], ["--json"]),
         (["mission", "watch"], ["--interval"]),
         (["mission", "cancel"], ["--reason"]),
         (["mission", "graph"], ["Mermaid"]),
         (["group", "add"], ["--agent-key", "--public-key", "--role", "--create-key"]),
-    ):  # fmt: skip
+    ):
         r = _mw(*args, "--help", env={**os.environ, "COLUMNS": "200"})
         assert r.returncode == 0, r.stderr
         for word in words:

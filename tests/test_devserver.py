@@ -29,20 +29,33 @@ from missionweave.dev import (
 
 def test_search_attribute_args() -> None:
     assert search_attribute_args() == [
-        "--search-attribute", "MissionId=Keyword", "--search-attribute", "GroupId=Keyword",
-        "--search-attribute", "MissionStatus=Keyword", "--search-attribute", "OpenWorkItems=Int",
-    ]  # fmt: skip
+        "--search-attribute",
+        "MissionId=Keyword",
+        "--search-attribute",
+        "GroupId=Keyword",
+        "--search-attribute",
+        "MissionStatus=Keyword",
+        "--search-attribute",
+        "OpenWorkItems=Int",
+    ]
     assert [k.name for k in SEARCH_ATTRIBUTES] == [
-        "MissionId", "GroupId", "MissionStatus", "OpenWorkItems",
-    ]  # fmt: skip
+        "MissionId",
+        "GroupId",
+        "MissionStatus",
+        "OpenWorkItems",
+    ]
 
 
 def test_command_line(tmp_path: Path) -> None:
     server = TemporalDevServer(
-        tmp_path, port=7300, ui=False,
-        dynamic_config={"limit.historyCount.suggestContinueAsNew": 20,
-                        "matching.enableFairness": True},
-    )  # fmt: skip
+        tmp_path,
+        port=7300,
+        ui=False,
+        dynamic_config={
+            "limit.historyCount.suggestContinueAsNew": 20,
+            "matching.enableFairness": True,
+        },
+    )
     cmd = server.command()
     assert cmd[1:3] == ["server", "start-dev"]
     assert cmd[cmd.index("--db-filename") + 1] == str(tmp_path / "temporal.db")
@@ -66,16 +79,20 @@ async def test_start_register_search_attributes_persist_and_stop(tmp_path: Path)
         keyword = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
         ours = {k.name: listed.custom_attributes.get(k.name) for k in SEARCH_ATTRIBUTES}
         assert ours == {
-            "MissionId": keyword, "GroupId": keyword, "MissionStatus": keyword,
+            "MissionId": keyword,
+            "GroupId": keyword,
+            "MissionStatus": keyword,
             "OpenWorkItems": IndexedValueType.INDEXED_VALUE_TYPE_INT,
-        }  # fmt: skip
+        }
         # No worker polls this queue: the workflow just waits, persisted in temporal.db.
         handle = await client.start_workflow(
-            "Mission", id="mission-persisted", task_queue="nobody-polls",
+            "Mission",
+            id="mission-persisted",
+            task_queue="nobody-polls",
             search_attributes=TypedSearchAttributes(
                 [SearchAttributePair(MISSION_ID, "persisted"), SearchAttributePair(GROUP_ID, "g1")]
             ),
-        )  # fmt: skip
+        )
         assert server.ui_url is not None
         async with httpx.AsyncClient() as http:
             assert (await http.get(server.ui_url)).status_code == 200
@@ -116,12 +133,23 @@ def test_public_surface() -> None:
     import missionweave.dev as dev
 
     assert set(dev.__all__) == {
-        "GROUP_ID", "MISSION_ID", "MISSION_STATUS", "OPEN_WORK_ITEMS", "SEARCH_ATTRIBUTES",
-        "DevServerError", "TemporalDevServer", "connect_client", "find_temporal_cli",
-        "free_port", "search_attribute_args",
+        "GROUP_ID",
+        "MISSION_ID",
+        "MISSION_STATUS",
+        "OPEN_WORK_ITEMS",
+        "SEARCH_ATTRIBUTES",
+        "DevServerError",
+        "TemporalDevServer",
+        "connect_client",
+        "find_temporal_cli",
+        "free_port",
+        "search_attribute_args",
         # the whole stack of one machine (missionweave._stack)
-        "DEFAULT_GROUP", "EmbeddedStack", "StackError", "workflow_ui_url",
-    }  # fmt: skip
+        "DEFAULT_GROUP",
+        "EmbeddedStack",
+        "StackError",
+        "workflow_ui_url",
+    }
     assert all(hasattr(dev, n) for n in dev.__all__)
 
 

@@ -11,10 +11,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_authority_walkthrough_runs_and_its_log_verifies(tmp_path: Path) -> None:
     r = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "authority_walkthrough.py"),
-         "--data-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "examples" / "authority_walkthrough.py"),
+            "--data-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ok   group walkthrough:" in r.stdout
     assert "work.late_result_recorded" in r.stdout  # the frozen worker's result, audit only

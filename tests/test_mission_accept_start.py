@@ -35,8 +35,10 @@ def _slow_registry(seconds: float) -> HandlerRegistry:
     @reg.handler("demo.step", version="1.0", estimate_ms=int(seconds * 1000))
     async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
         await asyncio.sleep(seconds)
-        return Submission(outputs={"result": {"item": ctx.work_item_id}},
-                          evidence=[ctx.evidence("done", method="demo")])  # fmt: skip
+        return Submission(
+            outputs={"result": {"item": ctx.work_item_id}},
+            evidence=[ctx.evidence("done", method="demo")],
+        )
 
     return reg
 
@@ -59,9 +61,15 @@ async def test_the_offer_is_an_activity_the_agent_accepts_and_starts__MW_10_3_c_
     assert result.status == "completed"
     assert [i.state.value for i in result.items] == ["verified", "verified"]
     # no Update at all: agents talk to the Authority, not to the workflow
-    assert not [e for e in history.events if e.event_type in (
-        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
-        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ADMITTED)]  # fmt: skip
+    assert not [
+        e
+        for e in history.events
+        if e.event_type
+        in (
+            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
+            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ADMITTED,
+        )
+    ]
     scheduled = [
         e.activity_task_scheduled_event_attributes
         for e in history.events

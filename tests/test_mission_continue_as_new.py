@@ -41,8 +41,9 @@ def _events(ms: MissionStack, type: str, work_item_id: str | None = None) -> lis
     ]
 
 
-async def _runs(env: WorkflowEnvironment, workflow_id: str, first_run_id: str
-                ) -> list[WorkflowHistory]:  # fmt: skip
+async def _runs(
+    env: WorkflowEnvironment, workflow_id: str, first_run_id: str
+) -> list[WorkflowHistory]:
     """Every run's history, first to latest, following the continued-as-new chain."""
     out = []
     run_id: str | None = first_run_id
@@ -65,8 +66,9 @@ def _mentions(history: WorkflowHistory, text: str, types: Collection[int]) -> bo
     return False
 
 
-def _step_registry(hold: asyncio.Event | None = None, on_hold: asyncio.Event | None = None
-                   ) -> HandlerRegistry:  # fmt: skip
+def _step_registry(
+    hold: asyncio.Event | None = None, on_hold: asyncio.Event | None = None
+) -> HandlerRegistry:
     """``demo.step@1.0``; item ``d`` waits for ``hold`` (after setting ``on_hold``)."""
     reg = HandlerRegistry()
 
@@ -96,15 +98,18 @@ _AUTHORITY_CALLS = {
 def _unfinished_executions(history: WorkflowHistory) -> int:
     """``execute_work_item`` activities of a run scheduled and not closed when it ended."""
     scheduled = {
-        e.event_id for e in history.events
+        e.event_id
+        for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
         and e.activity_task_scheduled_event_attributes.activity_type.name == "execute_work_item"
-    }  # fmt: skip
+    }
     for e in history.events:
-        for attrs in ("activity_task_completed_event_attributes",
-                      "activity_task_failed_event_attributes",
-                      "activity_task_timed_out_event_attributes",
-                      "activity_task_canceled_event_attributes"):  # fmt: skip
+        for attrs in (
+            "activity_task_completed_event_attributes",
+            "activity_task_failed_event_attributes",
+            "activity_task_timed_out_event_attributes",
+            "activity_task_canceled_event_attributes",
+        ):
             if e.WhichOneof("attributes") == attrs:
                 scheduled.discard(getattr(e, attrs).scheduled_event_id)
     return len(scheduled)
@@ -122,10 +127,14 @@ async def test_continue_as_new_never_leaves_an_offer_or_execution_behind__MW_10_
         await ms.agent("ada", _step_registry(), max_concurrency=2)
         c = contract().wire()
         ids = ["a", "b", "c", "d", "e"]
-        spec = ms.spec("can-1", [
-            {"work_item_id": w, "contract": c, "dependencies": [ids[i - 1]] if i else []}
-            for i, w in enumerate(ids)
-        ], offer_policy={"offer_ttl_ms": 60_000, "reoffer_backoff_ms": 300})  # fmt: skip
+        spec = ms.spec(
+            "can-1",
+            [
+                {"work_item_id": w, "contract": c, "dependencies": [ids[i - 1]] if i else []}
+                for i, w in enumerate(ids)
+            ],
+            offer_policy={"offer_ttl_ms": 60_000, "reoffer_backoff_ms": 300},
+        )
         handle = await ms.start(spec)
         first_run = handle.first_execution_run_id or handle.result_run_id
         assert first_run is not None
@@ -156,23 +165,36 @@ async def test_contracts_by_name_travel_once_through_continue_as_new__MW_10_4_a(
     async with mission_stack(env, tmp_path) as ms:
         await ms.agent("ada", _step_registry(), max_concurrency=2)
         ids = ["a", "b", "c", "d"]
-        spec = ms.spec("can-ref", [
-            {"work_item_id": w, "contract_ref": "step",
-             "dependencies": [ids[i - 1]] if i else []} for i, w in enumerate(ids)
-        ], contracts={"step": contract(objective="shared step").wire()},
-           offer_policy={"offer_ttl_ms": 60_000, "reoffer_backoff_ms": 300})  # fmt: skip
+        spec = ms.spec(
+            "can-ref",
+            [
+                {
+                    "work_item_id": w,
+                    "contract_ref": "step",
+                    "dependencies": [ids[i - 1]] if i else [],
+                }
+                for i, w in enumerate(ids)
+            ],
+            contracts={"step": contract(objective="shared step").wire()},
+            offer_policy={"offer_ttl_ms": 60_000, "reoffer_backoff_ms": 300},
+        )
         handle = await ms.start(spec)
         first_run = handle.first_execution_run_id or handle.result_run_id
         assert first_run is not None
-        added = await handle.execute_update(MissionWorkflow.authorize_work,
-            AuthorizeWorkInput.model_validate({
-                "contracts": {"late": contract(objective="late step").wire()},
-                "items": [{"work_item_id": "z", "contract_ref": "late",
-                           "dependencies": ["d"]}]}))  # fmt: skip
+        added = await handle.execute_update(
+            MissionWorkflow.authorize_work,
+            AuthorizeWorkInput.model_validate(
+                {
+                    "contracts": {"late": contract(objective="late step").wire()},
+                    "items": [{"work_item_id": "z", "contract_ref": "late", "dependencies": ["d"]}],
+                }
+            ),
+        )
         assert [v.status for v in added.verdicts] == ["accepted"]
         result = await asyncio.wait_for(handle.result(), 90)
-        authorized = {e.work_item_id: e.body["contract"]["objective"]
-                      for e in _events(ms, "work.authorized")}  # fmt: skip
+        authorized = {
+            e.work_item_id: e.body["contract"]["objective"] for e in _events(ms, "work.authorized")
+        }
         runs = await _runs(env, mission_workflow_id(spec.mission_id), first_run)
 
     assert result.status == "completed"
@@ -199,9 +221,15 @@ async def test_work_accepted_just_before_continue_as_new_still_runs__MW_11_3_b(
         spec = ms.spec("can-start", [{"work_item_id": "a", "contract": contract().wire()}])
         handle = await ms.start(spec)
         (offer,) = await until("a's offer", lambda: _events(ms, "work.offered", "a"))
-        cmd = ada.command("work.accept_offer", ms.group, {
-            "work_item_id": "a", "offer_id": offer.body["offer_id"],
-            "revision": offer.body["revision"]})  # fmt: skip
+        cmd = ada.command(
+            "work.accept_offer",
+            ms.group,
+            {
+                "work_item_id": "a",
+                "offer_id": offer.body["offer_id"],
+                "revision": offer.body["revision"],
+            },
+        )
         verdict = (await ms.stack.client.submit(cmd)).verdict()
         assert verdict.accepted, verdict.rejection
 
@@ -217,8 +245,10 @@ async def test_work_accepted_just_before_continue_as_new_still_runs__MW_11_3_b(
             first = h.events[0].workflow_execution_started_event_attributes
             if len(h.events) > SMALL_HISTORY_EVENTS or first.continued_execution_run_id:
                 return True  # past the suggestion, or it already continued as new on it
-            await handle.signal(MissionWorkflow.child_finished, ChildOutcome(
-                work_item_id="none", child_mission_id="none", approved=False))  # fmt: skip
+            await handle.signal(
+                MissionWorkflow.child_finished,
+                ChildOutcome(work_item_id="none", child_mission_id="none", approved=False),
+            )
             return False
 
         await until("a long history", suggested)

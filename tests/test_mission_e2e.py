@@ -28,12 +28,15 @@ async def test_small_dag_completes_and_chain_verifies__MW_10_4_a(
         await ms.agent("ada", step_registry())
         await ms.agent("bob", step_registry())
         c = contract().wire()
-        spec = ms.spec("dag1", [
-            {"work_item_id": "a", "contract": c},
-            {"work_item_id": "b", "contract": c, "dependencies": ["a"]},
-            {"work_item_id": "c", "contract": c, "dependencies": ["a"]},
-            {"work_item_id": "d", "contract": c, "dependencies": ["b", "c"]},
-        ])  # fmt: skip
+        spec = ms.spec(
+            "dag1",
+            [
+                {"work_item_id": "a", "contract": c},
+                {"work_item_id": "b", "contract": c, "dependencies": ["a"]},
+                {"work_item_id": "c", "contract": c, "dependencies": ["a"]},
+                {"work_item_id": "d", "contract": c, "dependencies": ["b", "c"]},
+            ],
+        )
         handle = await ms.start(spec)
         result = await handle.result()
         assert result.status == "completed"
@@ -61,8 +64,10 @@ async def test_wide_dag_of_many_items_completes_in_parallel__MW_10_4_a(
             await ms.agent(name, step_registry(), max_concurrency=4)
         c = contract().wire()
         items = [{"work_item_id": f"r{i}", "contract": c} for i in range(8)]
-        items += [{"work_item_id": f"s{i}", "contract": c, "dependencies": [f"r{i % 8}"]}
-                  for i in range(24)]  # fmt: skip
+        items += [
+            {"work_item_id": f"s{i}", "contract": c, "dependencies": [f"r{i % 8}"]}
+            for i in range(24)
+        ]
         handle = await ms.start(ms.spec("wide", items))
         result = await handle.result()
         assert result.status == "completed"
@@ -84,8 +89,12 @@ async def test_work_waits_at_the_coordinator_not_in_declines__MW_10_3_b__MW_10_3
     offered as runs end, and the Mission completes."""
     async with mission_stack(dev_env, tmp_path) as ms:
         # a short declared duration: admission control lets one wait in the queue
-        ada = await ms.agent("ada", step_registry(estimate_ms=1_000), max_concurrency=1,
-                             admission=AdmissionPolicy(max_queue_depth=1))  # fmt: skip
+        ada = await ms.agent(
+            "ada",
+            step_registry(estimate_ms=1_000),
+            max_concurrency=1,
+            admission=AdmissionPolicy(max_queue_depth=1),
+        )
         await until("ada's Presence", lambda: _present(ms, "ada"))
         assert ada.ready.is_set()
         c = contract().wire()
@@ -122,8 +131,9 @@ async def test_a_decline_goes_to_the_next_candidate__MW_10_3_b__MW_10_3_e(
         await ms.agent("ada", step_registry("other.skill"))  # card: demo.step, handler: none
         await ms.agent("bob", step_registry())
         await until("both Presences", lambda: _all_present(ms, ["ada", "bob"]))
-        handle = await ms.start(ms.spec("decline", [{"work_item_id": "a",
-                                                     "contract": contract().wire()}]))  # fmt: skip
+        handle = await ms.start(
+            ms.spec("decline", [{"work_item_id": "a", "contract": contract().wire()}])
+        )
         result = await handle.result()
         log = [e for e in ms.stack.authority.events(ms.group) if e.work_item_id == "a"]
         verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)

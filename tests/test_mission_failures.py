@@ -127,8 +127,11 @@ async def test_a_failed_mission_fails_its_execution_and_says_why__issue11_1__iss
         work_failed = [e.body for e in events(ms, "a") if e.type == "work.failed"]
         # the second failure exhausts max_attempts: the Authority records it (MW-11.4-d)
         assert [(b["attempts"], b["retryable"]) for b in work_failed] == [(1, True), (2, False)]
-        assert work_failed[1]["retry_exhausted"] == {"bound": "max_attempts", "limit": 2,
-                                                     "value": 2}  # fmt: skip
+        assert work_failed[1]["retry_exhausted"] == {
+            "bound": "max_attempts",
+            "limit": 2,
+            "value": 2,
+        }
     logged = [r for r in caplog.records if r.getMessage().startswith("handler of a raised")]
     assert len(logged) == 2 and all(
         r.exc_info is not None and str(r.exc_info[1]) == "kaboom" for r in logged
@@ -439,8 +442,12 @@ async def test_the_id_of_a_finished_mission_cannot_start_again__issue11_7(
         history = (await handle.fetch_history()).events
         assert len(history) < 30, len(history)
         assert [e.seq for e in events(ms)] == before
-        failed = [w.run_id async for w in dev_env.client.list_workflows(
-            'MissionStatus = "failed" AND WorkflowId = "mission-again1"')]  # fmt: skip
+        failed = [
+            w.run_id
+            async for w in dev_env.client.list_workflows(
+                'MissionStatus = "failed" AND WorkflowId = "mission-again1"'
+            )
+        ]
         assert failed == []
         out = await _cli(dev_env, "mission", "status", "again1", "--json")
         assert out.exit_code == 0, out.output

@@ -72,8 +72,12 @@ async def test_agent_dead_after_its_accepted_submit_the_submission_is_reviewed__
     c = contract(timeouts=TIMEOUTS)
     async with mission_stack(dev_env, tmp_path) as ms:
         ada = await ms.stack.add_agent("ada", capabilities=["demo.step@1.0"], max_concurrency=2)
-        card = AgentCard(agent_id="ada", public_key=ada.public_key,
-                         capabilities=["demo.step@1.0"], max_concurrency=2)  # fmt: skip
+        card = AgentCard(
+            agent_id="ada",
+            public_key=ada.public_key,
+            capabilities=["demo.step@1.0"],
+            max_concurrency=2,
+        )
         state = LocalState(tmp_path / "ada.db", "ada")
         for e in ms.stack.authority.events(ms.group):  # its membership, as its projection has it
             state.apply(e)
@@ -82,8 +86,9 @@ async def test_agent_dead_after_its_accepted_submit_the_submission_is_reviewed__
         dispatcher = Dispatcher(ada, state, [ms.group], Scheduler(2), board)
         submitted = asyncio.Event()
         async with AuthorityClient(ms.stack.url, signing_key=ada.key) as client:
-            taker = OfferTaker(ada, client, AdmissionControl(card, registry), state, board,
-                               dispatcher, [ms.group])  # fmt: skip
+            taker = OfferTaker(
+                ada, client, AdmissionControl(card, registry), state, board, dispatcher, [ms.group]
+            )
             executor = WorkItemExecutor(ada, client, registry, board=board, taker=taker)
 
             # ada's real agent code accepts, starts, runs and submits to the Authority — and
@@ -98,8 +103,11 @@ async def test_agent_dead_after_its_accepted_submit_the_submission_is_reviewed__
             loop = asyncio.create_task(dispatcher.run())
             spec = ms.spec("dead-after-submit", [{"work_item_id": "a", "contract": c.wire()}])
             try:
-                async with Worker(dev_env.client, task_queue=agent_task_queue("ada"),
-                                  activities=[dies_after_submit]):  # fmt: skip
+                async with Worker(
+                    dev_env.client,
+                    task_queue=agent_task_queue("ada"),
+                    activities=[dies_after_submit],
+                ):
                     handle = await ms.start(spec)
                     await asyncio.wait_for(submitted.wait(), 20)
                     result = await asyncio.wait_for(handle.result(), 30)
@@ -122,8 +130,10 @@ def _bob_registry() -> HandlerRegistry:
 
     @reg.handler("fault.sleep", version="1.0", estimate_ms=1_000)
     async def quick(ctx: WorkContext, input: dict[str, Any]) -> Submission:
-        return Submission(outputs={"result": {"by": ctx.agent_id}},
-                          evidence=[ctx.evidence("done", method="fault-test")])  # fmt: skip
+        return Submission(
+            outputs={"result": {"by": ctx.agent_id}},
+            evidence=[ctx.evidence("done", method="fault-test")],
+        )
 
     return reg
 
@@ -133,21 +143,45 @@ async def test_agent_frozen_past_its_lease_late_result_recorded_on_resume__MW_11
 ) -> None:
     c = contract(["fault.sleep@1.0"], timeouts=TIMEOUTS)
     async with mission_stack(dev_env, tmp_path) as ms:
-        await ms.stack.add_agent("ada", capabilities=["fault.sleep@1.0"], max_concurrency=1,
-                                 open_session=False, publish_card=False)  # fmt: skip
+        await ms.stack.add_agent(
+            "ada",
+            capabilities=["fault.sleep@1.0"],
+            max_concurrency=1,
+            open_session=False,
+            publish_card=False,
+        )
         card = tmp_path / "ada.json"
-        card.write_text(json.dumps({"agent_id": "ada", "capabilities": ["fault.sleep@1.0"],
-                                    "max_concurrency": 1}))  # fmt: skip
+        card.write_text(
+            json.dumps(
+                {"agent_id": "ada", "capabilities": ["fault.sleep@1.0"], "max_concurrency": 1}
+            )
+        )
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
         proc = await asyncio.create_subprocess_exec(
-            MW, "worker", "--card", str(card), "--key", str(ms.stack.key_file("ada")),
-            "--handlers", "tests.fault_handlers", "--group", ms.group,
-            "--authority-url", ms.stack.url,
-            "--temporal-address", dev_env.client.service_client.config.target_host,
-            "--namespace", dev_env.client.namespace, "--state-dir", str(tmp_path / "agents"),
-            "--artifacts", str(tmp_path / "artifacts"), env=env,
-            stdout=asyncio.subprocess.DEVNULL, stderr=(tmp_path / "ada.log").open("wb"),
-        )  # fmt: skip
+            MW,
+            "worker",
+            "--card",
+            str(card),
+            "--key",
+            str(ms.stack.key_file("ada")),
+            "--handlers",
+            "tests.fault_handlers",
+            "--group",
+            ms.group,
+            "--authority-url",
+            ms.stack.url,
+            "--temporal-address",
+            dev_env.client.service_client.config.target_host,
+            "--namespace",
+            dev_env.client.namespace,
+            "--state-dir",
+            str(tmp_path / "agents"),
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=(tmp_path / "ada.log").open("wb"),
+        )
         item = {"work_item_id": "a", "contract": c.wire(), "input": {"sleep_ms": SLEEP_S * 1000}}
         try:
             presence = ms.stack.client.presence
@@ -210,13 +244,16 @@ async def test_an_owner_cut_off_from_temporal_but_not_the_authority_is_reviewed_
     @reg.handler("demo.step", version="1.0")
     async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
         await asyncio.sleep(6)  # three leases long, renewed with the Authority all along
-        return Submission(outputs={"result": {"item": ctx.work_item_id}},
-                          evidence=[ctx.evidence("done", method="fault-test")])  # fmt: skip
+        return Submission(
+            outputs={"result": {"item": ctx.work_item_id}},
+            evidence=[ctx.evidence("done", method="fault-test")],
+        )
 
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", reg, max_concurrency=1)
-        spec = ms.spec("partition", [{"work_item_id": "a",
-                                      "contract": contract(timeouts=TIMEOUTS).wire()}])  # fmt: skip
+        spec = ms.spec(
+            "partition", [{"work_item_id": "a", "contract": contract(timeouts=TIMEOUTS).wire()}]
+        )
         handle = await ms.start(spec)
         result = await asyncio.wait_for(handle.result(), 60)
         types = [e.type for e in _verified(ms, "a")]

@@ -41,8 +41,10 @@ def _registry() -> HandlerRegistry:
         added = WorkItemSpec(work_item_id=ADDED, contract=contract(), dependencies=[GROW])
         verdicts = await ctx.authorize_work([added], edges=[(ADDED, LAST)])
         assert all(v.accepted for v in verdicts), verdicts
-        return Submission(outputs={"result": {"added": ADDED}},
-                          evidence=[ctx.evidence("done", method="authorize_work")])  # fmt: skip
+        return Submission(
+            outputs={"result": {"added": ADDED}},
+            evidence=[ctx.evidence("done", method="authorize_work")],
+        )
 
     return reg
 
@@ -50,33 +52,49 @@ def _registry() -> HandlerRegistry:
 def _edges(mermaid: str) -> set[tuple[str, str]]:
     """The ``(dependency, dependent)`` WorkItem ids of a ``mission graph`` flowchart."""
     nodes = dict(re.findall(r'^  (w\d+)\["([^<]+)<br/>', mermaid, flags=re.M))
-    return {(nodes[a], nodes[b]) for a, b in re.findall(r"^  (w\d+) --> (w\d+)$", mermaid,
-                                                        flags=re.M)}  # fmt: skip
+    return {
+        (nodes[a], nodes[b]) for a, b in re.findall(r"^  (w\d+) --> (w\d+)$", mermaid, flags=re.M)
+    }
 
 
 async def test_mission_graph_shows_edges_added_at_run_time__MW_10_4_a(tmp_path: Path) -> None:
     key = SigningKey.generate()
-    card = AgentCard(agent_id="ada", public_key=key.public_key, max_concurrency=2,
-                     capabilities=["demo.step@1.0", "graph.grow@1.0"])  # fmt: skip
-    async with EmbeddedStack(tmp_path, temporal_port=0, authority_port=0, headless=True,
-                             group="g1") as stack:  # fmt: skip
+    card = AgentCard(
+        agent_id="ada",
+        public_key=key.public_key,
+        max_concurrency=2,
+        capabilities=["demo.step@1.0", "graph.grow@1.0"],
+    )
+    async with EmbeddedStack(
+        tmp_path, temporal_port=0, authority_port=0, headless=True, group="g1"
+    ) as stack:
         await stack.start_agent(card, key, _registry())
-        spec = MissionSpec.model_validate({
-            "group_id": "g1", "mission_id": M, "title": "a DAG that grows",
-            "items": [{"work_item_id": GROW, "contract": contract(("graph.grow@1.0",)).wire()},
-                      {"work_item_id": LAST, "contract": contract().wire(),
-                       "dependencies": [GROW]}],
-            "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
-        })  # fmt: skip
+        spec = MissionSpec.model_validate(
+            {
+                "group_id": "g1",
+                "mission_id": M,
+                "title": "a DAG that grows",
+                "items": [
+                    {"work_item_id": GROW, "contract": contract(("graph.grow@1.0",)).wire()},
+                    {"work_item_id": LAST, "contract": contract().wire(), "dependencies": [GROW]},
+                ],
+                "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
+            }
+        )
         handle = await stack.client.start_workflow(
-            MissionWorkflow.run, args=[spec, None], id=mission_workflow_id(M),
-            task_queue=COORDINATOR_TASK_QUEUE, static_summary=spec.title,
-        )  # fmt: skip
+            MissionWorkflow.run,
+            args=[spec, None],
+            id=mission_workflow_id(M),
+            task_queue=COORDINATOR_TASK_QUEUE,
+            static_summary=spec.title,
+        )
         result: MissionResult = await handle.result()
         assert result.status == "completed", result
         assert {i.work_item_id: i.state.value for i in result.items} == {
-            GROW: "verified", LAST: "verified", ADDED: "verified",
-        }  # fmt: skip
+            GROW: "verified",
+            LAST: "verified",
+            ADDED: "verified",
+        }
         env = {**os.environ, "TEMPORAL_ADDRESS": stack.temporal_target}
         graph = await amw("mission", "graph", M, env=env)
         assert graph.returncode == 0, graph.stderr

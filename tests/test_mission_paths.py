@@ -141,8 +141,9 @@ async def test_pause_then_resume_from_checkpoint__MW_11_3_g(
 
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", reg)
-        handle = await ms.start(ms.spec("pause1", [{"work_item_id": "a",
-                                                    "contract": contract().wire()}]))  # fmt: skip
+        handle = await ms.start(
+            ms.spec("pause1", [{"work_item_id": "a", "contract": contract().wire()}])
+        )
         res = await result(handle)
         assert res.status == "completed"
         (a,) = res.items
@@ -179,8 +180,9 @@ async def test_block_then_unblock_resumes_from_checkpoint__MW_11_4_c(
 
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", reg)
-        handle = await ms.start(ms.spec("block1", [{"work_item_id": "a",
-                                                    "contract": contract().wire()}]))  # fmt: skip
+        handle = await ms.start(
+            ms.spec("block1", [{"work_item_id": "a", "contract": contract().wire()}])
+        )
         st = await wait_status(handle, lambda s: item(s, "a").state.value == "blocked")
         assert st.status == "running"
         assert item(st, "a").owner == "ada"
@@ -238,26 +240,33 @@ async def test_cancel_cancels_every_unfinished_item__spec_10_2_mission_cancelled
         await ms.agent("ada", reg)
         await ms.agent("bob", reg)
         c = contract().wire()
-        spec = ms.spec("cancel1", [
-            {"work_item_id": "fast", "contract": c},
-            {"work_item_id": "slow1", "contract": c, "input": {"wait": True}},
-            {"work_item_id": "slow2", "contract": c, "input": {"wait": True}},
-            {"work_item_id": "after", "contract": c, "dependencies": ["slow1"]},
-        ])  # fmt: skip
+        spec = ms.spec(
+            "cancel1",
+            [
+                {"work_item_id": "fast", "contract": c},
+                {"work_item_id": "slow1", "contract": c, "input": {"wait": True}},
+                {"work_item_id": "slow2", "contract": c, "input": {"wait": True}},
+                {"work_item_id": "after", "contract": c, "dependencies": ["slow1"]},
+            ],
+        )
         handle = await ms.start(spec)
         await wait_authority(ms, "slow1", "active")
         await wait_authority(ms, "slow2", "active")
         st = await wait_status(handle, lambda s: item(s, "fast").state.value == "verified")
         assert item(st, "after").state.value == "open"
 
-        assert await handle.execute_update(
-            MissionWorkflow.cancel, CancelInput(reason="operator stop")
-        ) == "cancelled"  # fmt: skip
+        assert (
+            await handle.execute_update(MissionWorkflow.cancel, CancelInput(reason="operator stop"))
+            == "cancelled"
+        )
         res = await result(handle)
         assert res.status == "cancelled"
         assert {i.work_item_id: i.state.value for i in res.items} == {
-            "fast": "verified", "slow1": "cancelled", "slow2": "cancelled", "after": "cancelled",
-        }  # fmt: skip
+            "fast": "verified",
+            "slow1": "cancelled",
+            "slow2": "cancelled",
+            "after": "cancelled",
+        }
         # Temporal marks Canceled only on its own cancel request (a workflow cannot request
         # its own): Failed, with MissionCancelled and the result in its details (issue 11.1)
         end = await ending(handle)
@@ -265,17 +274,24 @@ async def test_cancel_cancels_every_unfinished_item__spec_10_2_mission_cancelled
         assert (end.mission_status, end.open_items) == ("cancelled", 0)
 
         auth = ms.stack.authority
-        for wid, state in [("fast", "verified"), ("slow1", "cancelled"),
-                           ("slow2", "cancelled"), ("after", "cancelled")]:  # fmt: skip
+        for wid, state in [
+            ("fast", "verified"),
+            ("slow1", "cancelled"),
+            ("slow2", "cancelled"),
+            ("after", "cancelled"),
+        ]:
             row = auth.work_item(ms.group, wid)
             assert row is not None and row["state"] == state, (wid, row)
         log = events(ms)
         cancelled = {e.work_item_id: e.body for e in log if e.type == "work.cancelled"}
-        assert cancelled == {w: {"state": "cancelled", "reason": "mission_cancelled"}
-                             for w in ("slow1", "slow2", "after")}  # fmt: skip
+        assert cancelled == {
+            w: {"state": "cancelled", "reason": "mission_cancelled"}
+            for w in ("slow1", "slow2", "after")
+        }
         ends = [e for e in log if e.type.startswith("mission.") and e.type != "mission.created"]
-        assert [(e.type, e.body["reason"]) for e in ends] == [("mission.cancelled",
-                                                                "operator stop")]  # fmt: skip
+        assert [(e.type, e.body["reason"]) for e in ends] == [
+            ("mission.cancelled", "operator stop")
+        ]
         # the running handlers are stopped: their leases were revoked with the items
         await asyncio.wait_for(all_stopped.wait(), WAIT_S)
         assert running == stopped == {"slow1", "slow2"}
@@ -291,21 +307,34 @@ async def agent_on_own_thread(
     """An :class:`AgentRuntime` on its own thread and event loop — a separate "process" whose
     handler can freeze it whole (a blocking call: no Temporal heartbeat, no lease renewal,
     nothing) while the test, the coordinator and the other agents run on. Stopped on exit."""
-    actor = await ms.stack.add_agent(agent_id, ["worker"], capabilities=["demo.step@1.0"],
-                                     max_concurrency=1)  # fmt: skip
-    card = AgentCard(agent_id=agent_id, version=2, public_key=actor.public_key,
-                     capabilities=["demo.step@1.0"], max_concurrency=1)  # fmt: skip
+    actor = await ms.stack.add_agent(
+        agent_id, ["worker"], capabilities=["demo.step@1.0"], max_concurrency=1
+    )
+    card = AgentCard(
+        agent_id=agent_id,
+        version=2,
+        public_key=actor.public_key,
+        capabilities=["demo.step@1.0"],
+        max_concurrency=1,
+    )
     target = ms.env.client.service_client.config.target_host
     namespace = ms.env.client.namespace
     box: dict[str, Any] = {}
     up = threading.Event()
 
     async def main() -> None:
-        client = await Client.connect(target, namespace=namespace,
-                                      data_converter=pydantic_data_converter)  # fmt: skip
-        rt = AgentRuntime(card, actor.key, groups=[ms.group], authority_url=ms.stack.url,
-                          temporal_client=client, handlers=handlers,
-                          state_path=ms.tmp / f"{agent_id}.sqlite3")  # fmt: skip
+        client = await Client.connect(
+            target, namespace=namespace, data_converter=pydantic_data_converter
+        )
+        rt = AgentRuntime(
+            card,
+            actor.key,
+            groups=[ms.group],
+            authority_url=ms.stack.url,
+            temporal_client=client,
+            handlers=handlers,
+            state_path=ms.tmp / f"{agent_id}.sqlite3",
+        )
         stop = asyncio.Event()
         box["loop"], box["rt"], box["stop"] = asyncio.get_running_loop(), rt, stop
         try:
@@ -364,8 +393,9 @@ async def test_lease_timeout_reassigns_and_late_result_is_only_recorded__MW_11_5
     async with mission_stack(dev_env, tmp_path) as ms:
         async with agent_on_own_thread(ms, "ada", reg):
             try:
-                handle = await ms.start(ms.spec("lease1", [{"work_item_id": "a",
-                                                            "contract": c.wire()}]))  # fmt: skip
+                handle = await ms.start(
+                    ms.spec("lease1", [{"work_item_id": "a", "contract": c.wire()}])
+                )
                 assert await asyncio.to_thread(entered.wait, WAIT_S)
                 await ms.agent("bob", reg)
 

@@ -86,9 +86,15 @@ async def test_runtime_additions_cycles_rejected_valid_ones_run__MW_10_4_a__MW_1
 
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", _registry({"a": gate}))
-        handle = await ms.start(ms.spec("plan1", [
-            {"work_item_id": "a", "contract": c},
-            {"work_item_id": "s", "contract": c, "dependencies": ["a"]}]))  # fmt: skip
+        handle = await ms.start(
+            ms.spec(
+                "plan1",
+                [
+                    {"work_item_id": "a", "contract": c},
+                    {"work_item_id": "s", "contract": c, "dependencies": ["a"]},
+                ],
+            )
+        )
         await wait_authority(ms, "a", "active")
 
         refused = [
@@ -114,17 +120,24 @@ async def test_runtime_additions_cycles_rejected_valid_ones_run__MW_10_4_a__MW_1
         # item s (authorized at the start) now also waits for c
         out = await handle.execute_update(
             MissionWorkflow.authorize_work,
-            AuthorizeWorkInput(items=[spec("b", "a"), spec("c", "b"), spec("d")],
-                               edges=[("a", "d"), ("c", "s")]),
-        )  # fmt: skip
+            AuthorizeWorkInput(
+                items=[spec("b", "a"), spec("c", "b"), spec("d")], edges=[("a", "d"), ("c", "s")]
+            ),
+        )
         assert [v.status for v in out.verdicts] == ["accepted"] * 5
         st = await handle.query(MissionWorkflow.status)
         assert {i.work_item_id: i.state.value for i in st.items if i.work_item_id != "a"} == {
-            "s": "open", "b": "open", "c": "open", "d": "open",
-        }  # fmt: skip
+            "s": "open",
+            "b": "open",
+            "c": "open",
+            "d": "open",
+        }
         assert item(st, "s").dependencies == ["a", "c"]  # what `mission graph` draws
-        added = {e.work_item_id: e.body["dependencies"] for e in events(ms)
-                 if e.type == "work.dependencies_added"}  # fmt: skip
+        added = {
+            e.work_item_id: e.body["dependencies"]
+            for e in events(ms)
+            if e.type == "work.dependencies_added"
+        }
         assert added == {"d": ["a"], "s": ["a", "c"]}  # recorded by the Authority
         gate.set()
 
@@ -166,11 +179,18 @@ async def child_result(env: WorkflowEnvironment, mission_id: str) -> MissionResu
 
 def _child(ms_group: str, mission_id: str, wid: str, **input: Any) -> dict[str, Any]:
     return {
-        "group_id": ms_group, "mission_id": mission_id, "title": f"child {mission_id}",
-        "items": [{"work_item_id": wid, "input": input,
-                   "contract": contract(retry={"max_attempts": 1}).wire()}],
+        "group_id": ms_group,
+        "mission_id": mission_id,
+        "title": f"child {mission_id}",
+        "items": [
+            {
+                "work_item_id": wid,
+                "input": input,
+                "contract": contract(retry={"max_attempts": 1}).wire(),
+            }
+        ],
         "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
-    }  # fmt: skip
+    }
 
 
 async def test_child_mission_approved_verifies_parent_item__spec_10_2_child_rows(
@@ -183,17 +203,24 @@ async def test_child_mission_approved_verifies_parent_item__spec_10_2_child_rows
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", _registry())
         c = contract().wire()
-        spec = ms.spec("parent1", [
-            {"work_item_id": "p", "contract": c,
-             "child_mission": _child(ms.group, "child1", "c1")},
-            {"work_item_id": "after", "contract": c, "dependencies": ["p"]},
-        ])  # fmt: skip
+        spec = ms.spec(
+            "parent1",
+            [
+                {
+                    "work_item_id": "p",
+                    "contract": c,
+                    "child_mission": _child(ms.group, "child1", "c1"),
+                },
+                {"work_item_id": "after", "contract": c, "dependencies": ["p"]},
+            ],
+        )
         handle = await ms.start(spec)
         res = await result(handle)
         assert res.status == "completed"
         assert {i.work_item_id: i.state.value for i in res.items} == {
-            "p": "verified", "after": "verified",
-        }  # fmt: skip
+            "p": "verified",
+            "after": "verified",
+        }
 
         child_res = await child_result(dev_env, "child1")
         assert child_res.status == "completed"
@@ -210,8 +237,9 @@ async def test_child_mission_approved_verifies_parent_item__spec_10_2_child_rows
 
         log = events(ms)
         created = [e for e in log if e.type == "mission.created"]
-        assert [(e.body["mission_id"], e.body.get("parent", {}).get("work_item_id"))
-                for e in created] == [("parent1", None), ("child1", "p")]  # fmt: skip
+        assert [
+            (e.body["mission_id"], e.body.get("parent", {}).get("work_item_id")) for e in created
+        ] == [("parent1", None), ("child1", "p")]
         p_log = [e for e in log if e.work_item_id == "p"]
         assert types(p_log)[-2:] == ["mission.child_created", "mission.child_approved"]
         approved = p_log[-1].body
@@ -232,10 +260,17 @@ async def test_child_mission_failure_follows_policy__spec_10_2_child_failed(
     it is cancelled."""
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", _registry())
-        spec = ms.spec(f"parent-{policy}", [
-            {"work_item_id": "p", "contract": contract().wire(),
-             "child_mission": _child(ms.group, f"child-{policy}", "c1", fail=True)},
-        ], child_failure_policy=policy)  # fmt: skip
+        spec = ms.spec(
+            f"parent-{policy}",
+            [
+                {
+                    "work_item_id": "p",
+                    "contract": contract().wire(),
+                    "child_mission": _child(ms.group, f"child-{policy}", "c1", fail=True),
+                },
+            ],
+            child_failure_policy=policy,
+        )
         handle = await ms.start(spec)
 
         child_res = await child_result(dev_env, f"child-{policy}")
@@ -258,19 +293,28 @@ async def test_child_mission_failure_follows_policy__spec_10_2_child_failed(
         else:
             st = await wait_status(handle, lambda s: "failed" in item(s, "p").detail)
             assert (st.status, item(st, "p").state.value) == ("running", "blocked")
-            assert await handle.execute_update(
-                MissionWorkflow.cancel, CancelInput(reason="child failed")
-            ) == "cancelled"  # fmt: skip
+            assert (
+                await handle.execute_update(
+                    MissionWorkflow.cancel, CancelInput(reason="child failed")
+                )
+                == "cancelled"
+            )
             res = await result(handle)
             assert res.status == "cancelled"
             assert [(i.work_item_id, i.state.value) for i in res.items] == [("p", "cancelled")]
 
         log = events(ms)
         (failed,) = [e.body for e in log if e.type == "mission.child_failed"]
-        assert failed == {"child_mission_id": f"child-{policy}", "policy": policy,
-                          "state": "failed" if policy == "fail" else "blocked"}  # fmt: skip
-        ends = [(e.type, e.body["mission_id"]) for e in log if e.type in (
-            "mission.failed", "mission.cancelled", "mission.completed")]  # fmt: skip
+        assert failed == {
+            "child_mission_id": f"child-{policy}",
+            "policy": policy,
+            "state": "failed" if policy == "fail" else "blocked",
+        }
+        ends = [
+            (e.type, e.body["mission_id"])
+            for e in log
+            if e.type in ("mission.failed", "mission.cancelled", "mission.completed")
+        ]
         parent_end = "mission.failed" if policy == "fail" else "mission.cancelled"
         assert ends == [("mission.failed", f"child-{policy}"), (parent_end, f"parent-{policy}")]
         row = ms.stack.authority.work_item(ms.group, "p")
@@ -295,14 +339,21 @@ async def test_a_work_item_id_of_another_mission_cancels_the_mission__MW_10_4_c(
         )
         assert first.status == "completed"
         before = [e.seq for e in events(ms, "x")]
-        handle = await ms.start(ms.spec("m-second", [
-            {"work_item_id": "y", "contract": c},
-            {"work_item_id": "x", "contract": c}]))  # fmt: skip
+        handle = await ms.start(
+            ms.spec(
+                "m-second",
+                [{"work_item_id": "y", "contract": c}, {"work_item_id": "x", "contract": c}],
+            )
+        )
         second = await result(handle)
         assert second.status == "cancelled"
         end = await ending(handle)  # issue 11.1: the execution says so, and nothing is open
         assert (end.status, end.failure, end.mission_status, end.open_items) == (
-            "FAILED", "MissionCancelled", "cancelled", 0)  # fmt: skip
+            "FAILED",
+            "MissionCancelled",
+            "cancelled",
+            0,
+        )
         assert second.reason == (
             "x not authorized: WorkItem 'x' already exists in Mission 'm-first'"
         ), second.reason
@@ -324,21 +375,35 @@ async def test_mission_started_with_temporal_cli_and_plain_json_completes__MW_10
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", _registry())
         c = contract().wire()
-        spec = ms.spec("cli1", [
-            {"work_item_id": "a", "contract": c},
-            {"work_item_id": "b", "contract": c, "dependencies": ["a"]},
-        ])  # fmt: skip
+        spec = ms.spec(
+            "cli1",
+            [
+                {"work_item_id": "a", "contract": c},
+                {"work_item_id": "b", "contract": c, "dependencies": ["a"]},
+            ],
+        )
         mission_json = tmp_path / "mission.json"
         mission_json.write_text(spec.model_dump_json(exclude_defaults=True))
 
         proc = await asyncio.create_subprocess_exec(
-            str(find_temporal_cli()), "workflow", "start", "--type", "Mission",
-            "--task-queue", ms.task_queue, "--workflow-id", mission_workflow_id("cli1"),
-            "--input-file", str(mission_json),
-            "--address", dev_env.client.service_client.config.target_host,
-            "--namespace", dev_env.client.namespace,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+            str(find_temporal_cli()),
+            "workflow",
+            "start",
+            "--type",
+            "Mission",
+            "--task-queue",
+            ms.task_queue,
+            "--workflow-id",
+            mission_workflow_id("cli1"),
+            "--input-file",
+            str(mission_json),
+            "--address",
+            dev_env.client.service_client.config.target_host,
+            "--namespace",
+            dev_env.client.namespace,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         out, err = await asyncio.wait_for(proc.communicate(), WAIT_S)
         assert proc.returncode == 0, (out.decode(), err.decode())
 
@@ -348,8 +413,9 @@ async def test_mission_started_with_temporal_cli_and_plain_json_completes__MW_10
         res = await result(handle)
         assert res.status == "completed"
         assert {i.work_item_id: i.state.value for i in res.items} == {
-            "a": "verified", "b": "verified",
-        }  # fmt: skip
+            "a": "verified",
+            "b": "verified",
+        }
         assert res.event_range is not None
         assert "mission.completed" in types(events(ms))
 
@@ -370,8 +436,9 @@ async def test_intent_resigned_in_retried_workflow_task_gets_original_verdict(
         acts = CoordinatorActivities(stack.client, stack.coordinator)
 
         async def submit(type: str, issued_at_ms: int, **body: Any) -> CommandVerdict:
-            intent = CoordinatorIntent(command_id="mission-m/c1", type=type, body=body,
-                                       issued_at_ms=issued_at_ms)  # fmt: skip
+            intent = CoordinatorIntent(
+                command_id="mission-m/c1", type=type, body=body, issued_at_ms=issued_at_ms
+            )
             out = await acts.submit_commands(
                 SubmitCommandsInput(group_id=stack.group, entries=[BatchEntry(intent=intent)])
             )

@@ -46,8 +46,13 @@ def test_stored_history_is_a_whole_mission() -> None:
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
-    assert activities == ["submit_commands", "select_candidates", "execute_work_item",
-                          "review_submissions", "submit_commands"]  # fmt: skip
+    assert activities == [
+        "submit_commands",
+        "select_candidates",
+        "execute_work_item",
+        "review_submissions",
+        "submit_commands",
+    ]
 
 
 async def test_stored_mission_history_replays() -> None:

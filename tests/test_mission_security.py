@@ -29,22 +29,35 @@ async def test_command_id_poisoning_cannot_stop_a_mission__MW_16_f(
         stranger = Actor.generate("mallory")
         async with AuthorityClient(ms.stack.url) as anon:
             for i, cid in enumerate(taken):
-                r = await anon.submit(stranger.command(
-                    "group.create", f"junk-{i}", {"public_key": stranger.public_key},
-                    command_id=cid))  # fmt: skip
+                r = await anon.submit(
+                    stranger.command(
+                        "group.create",
+                        f"junk-{i}",
+                        {"public_key": stranger.public_key},
+                        command_id=cid,
+                    )
+                )
                 assert r.rejection is not None and r.rejection.code == "operator_required"
         insider = await ms.stack.add_agent("insider", ["mission_owner"])
         for i, cid in enumerate(taken):
-            r = await ms.stack.client.submit(insider.command(
-                "mission.create", ms.group, {"mission_id": f"insider-{i}", "title": "squat"},
-                command_id=cid))  # fmt: skip
+            r = await ms.stack.client.submit(
+                insider.command(
+                    "mission.create",
+                    ms.group,
+                    {"mission_id": f"insider-{i}", "title": "squat"},
+                    command_id=cid,
+                )
+            )
             assert r.accepted, r.rejection
         await ms.agent("ada", step_registry())
         c = contract().wire()
-        spec = ms.spec("victim-1", [
-            {"work_item_id": "v-a", "contract": c},
-            {"work_item_id": "v-b", "contract": c, "dependencies": ["v-a"]},
-        ])  # fmt: skip
+        spec = ms.spec(
+            "victim-1",
+            [
+                {"work_item_id": "v-a", "contract": c},
+                {"work_item_id": "v-b", "contract": c, "dependencies": ["v-a"]},
+            ],
+        )
         result = await (await ms.start(spec)).result()
         assert result.status == "completed", result
         assert {i.state.value for i in result.items} == {"verified"}

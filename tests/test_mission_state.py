@@ -35,14 +35,23 @@ C = contract()
 
 
 def _item(wid: str, state: WorkItemState, note: str) -> ItemState:
-    ev = Evidence(subject=wid, criterion="done", method="test", result="pass",
-                  producer="ada", timestamp_ms=1, summary=note)  # fmt: skip
+    ev = Evidence(
+        subject=wid,
+        criterion="done",
+        method="test",
+        result="pass",
+        producer="ada",
+        timestamp_ms=1,
+        summary=note,
+    )
     return ItemState(
         spec=WorkItemSpec(work_item_id=wid, contract=C, input={"blob": note}),
-        w=WorkItemFacts(state=state), outputs={"report": wid}, artifacts=["a" * 64],
+        w=WorkItemFacts(state=state),
+        outputs={"report": wid},
+        artifacts=["a" * 64],
         evidence=[ev],
         review=[ReviewStep(step="deterministic", passed=True, evidence=[ev])],
-    )  # fmt: skip
+    )
 
 
 def _state(n: int, note: str, *, open_items: int = 0) -> MissionState:
@@ -109,8 +118,9 @@ def test_a_review_item_awaited_by_its_subject_keeps_its_evidence() -> None:
 def test_remembered_verdicts_keep_their_events_without_bodies() -> None:
     s = _state(0, "")
     started = EventSummary(seq=5, type="work.started", body={"x": 1})
-    v = CommandVerdict(command_id="c1", status="accepted", reply={"lease": {"lease_id": "l"}},
-                       events=[started])  # fmt: skip
+    v = CommandVerdict(
+        command_id="c1", status="accepted", reply={"lease": {"lease_id": "l"}}, events=[started]
+    )
     s.remember(v)
     kept = s.verdicts["c1"]
     assert [(e.seq, e.type, e.body) for e in kept.events] == [(5, "work.started", {})]
@@ -122,11 +132,21 @@ def test_remembered_verdicts_keep_their_events_without_bodies() -> None:
 
 def _chain_spec(n: int) -> MissionSpec:
     """``n`` WorkItems in a chain under one contract, given once by name."""
-    return MissionSpec.model_validate({
-        "group_id": "g", "mission_id": "m", "contracts": {"step": C.wire()},
-        "items": [{"work_item_id": f"i{k}", "contract_ref": "step",
-                   "dependencies": [f"i{k - 1}"] if k else []} for k in range(n)],
-    })  # fmt: skip
+    return MissionSpec.model_validate(
+        {
+            "group_id": "g",
+            "mission_id": "m",
+            "contracts": {"step": C.wire()},
+            "items": [
+                {
+                    "work_item_id": f"i{k}",
+                    "contract_ref": "step",
+                    "dependencies": [f"i{k - 1}"] if k else [],
+                }
+                for k in range(n)
+            ],
+        }
+    )
 
 
 def test_items_name_a_shared_contract_and_travel_by_the_name() -> None:
@@ -140,10 +160,17 @@ def test_items_name_a_shared_contract_and_travel_by_the_name() -> None:
 def test_a_ten_thousand_item_spec_and_its_state_fit_temporals_payload_limit() -> None:
     spec = _chain_spec(10_000)
     assert len(spec.model_dump_json(exclude_defaults=True)) < 2 << 20
-    s = MissionState(spec=spec, items={
-        i.work_item_id: ItemState(spec=i, authorized=True, w=WorkItemFacts(
-            state=WorkItemState.OPEN, mission_id="m", seq=10_000 + k))
-        for k, i in enumerate(spec.items)})  # fmt: skip
+    s = MissionState(
+        spec=spec,
+        items={
+            i.work_item_id: ItemState(
+                spec=i,
+                authorized=True,
+                w=WorkItemFacts(state=WorkItemState.OPEN, mission_id="m", seq=10_000 + k),
+            )
+            for k, i in enumerate(spec.items)
+        },
+    )
     data = compact(s, spec.model_copy(update={"items": []}))
     # authorized and open, the bulk of a run: each item without its id, Mission and contract
     assert len(json.dumps(data, separators=(",", ":"))) < 1_200_000
@@ -155,8 +182,12 @@ def test_a_ten_thousand_item_spec_and_its_state_fit_temporals_payload_limit() ->
 
 
 def test_an_unknown_or_contradicted_contract_reference_is_refused_naming_the_item() -> None:
-    bad = {"group_id": "g", "mission_id": "m", "contracts": {"step": C.wire()},
-           "items": [{"work_item_id": "a", "contract_ref": "stpe"}]}  # fmt: skip
+    bad = {
+        "group_id": "g",
+        "mission_id": "m",
+        "contracts": {"step": C.wire()},
+        "items": [{"work_item_id": "a", "contract_ref": "stpe"}],
+    }
     with pytest.raises(ValidationError, match=r"items\[0\] \(a\): contract_ref 'stpe'.*step"):
         MissionSpec.model_validate(bad)
     other = contract(objective="something else").wire()
@@ -168,10 +199,12 @@ def test_an_unknown_or_contradicted_contract_reference_is_refused_naming_the_ite
 
 
 def test_work_added_at_run_time_may_name_its_contracts_too() -> None:
-    inp = AuthorizeWorkInput.model_validate({
-        "contracts": {"extra": C.wire()},
-        "items": [{"work_item_id": "x", "contract_ref": "extra"}],
-    })  # fmt: skip
+    inp = AuthorizeWorkInput.model_validate(
+        {
+            "contracts": {"extra": C.wire()},
+            "items": [{"work_item_id": "x", "contract_ref": "extra"}],
+        }
+    )
     assert inp.items[0].contract == C and inp.items[0].contract_ref == "extra"
 
 
@@ -180,9 +213,12 @@ def _finished_chain(n: int, open_tail: int) -> MissionState:
     s = MissionState(spec=spec, items={i.work_item_id: ItemState(spec=i) for i in spec.items})
     for k, it in enumerate(s.items.values()):
         done = k < n - open_tail
-        it.w = WorkItemFacts(state=WorkItemState.VERIFIED if done else WorkItemState.OPEN,
-                             owner="agent-1" if done else None, ownership_epoch=int(done),
-                             seq=k + 1)  # fmt: skip
+        it.w = WorkItemFacts(
+            state=WorkItemState.VERIFIED if done else WorkItemState.OPEN,
+            owner="agent-1" if done else None,
+            ownership_epoch=int(done),
+            seq=k + 1,
+        )
         it.authorized, it.artifacts = True, ["a" * 64] if done else []
         it.outputs = {"result": {"item": it.work_item_id}} if done else {}
     return s
@@ -211,8 +247,7 @@ def test_an_archived_dependency_still_makes_its_dependent_eligible() -> None:
         "i1": WorkItemState.VERIFIED,
     }
     g = WorkGraph()
-    g.add({**{w: [] for w in s.archived}, **{w: it.spec.dependencies
-                                            for w, it in s.items.items()}})  # fmt: skip
+    g.add({**{w: [] for w in s.archived}, **{w: it.spec.dependencies for w, it in s.items.items()}})
     assert plan(s, g, now_ms=0).offer == [("i3", [])]
     s.items["i3"].w = WorkItemFacts(state=WorkItemState.VERIFIED, seq=9)
     assert finished(s)

@@ -132,12 +132,21 @@ def test_a_dependent_of_a_cancelled_item_ends_the_mission__MW_10_4_b() -> None:
     """``all_verified`` and a dependency cancelled (``work.cancel``): it can never start, so
     the plan says so instead of leaving it settled for good."""
     spec = MissionSpec(group_id="g", mission_id="m")
-    s = MissionState(spec=spec, items={
-        "a": ItemState(spec=WorkItemSpec(work_item_id="a", contract=C1), authorized=True,
-                       w=WorkItemFacts(state=S.CANCELLED)),
-        "b": ItemState(spec=WorkItemSpec(work_item_id="b", contract=C1, dependencies=["a"]),
-                       authorized=True, w=WorkItemFacts(state=S.OPEN)),
-    })  # fmt: skip
+    s = MissionState(
+        spec=spec,
+        items={
+            "a": ItemState(
+                spec=WorkItemSpec(work_item_id="a", contract=C1),
+                authorized=True,
+                w=WorkItemFacts(state=S.CANCELLED),
+            ),
+            "b": ItemState(
+                spec=WorkItemSpec(work_item_id="b", contract=C1, dependencies=["a"]),
+                authorized=True,
+                w=WorkItemFacts(state=S.OPEN),
+            ),
+        },
+    )
     p = plan(s, _graph(s), 0)
     assert p.exhausted == ["b"] and "b" not in p.settled
     assert p.reasons["b"] == "it can never start: a dependency was cancelled (all_verified)"

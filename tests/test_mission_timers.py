@@ -129,8 +129,9 @@ async def test_missed_start_deadline_reoffers_with_next_epoch__MW_11_3_a__MW_11_
         ada = await _silent_agent(ms, clock)
         bob = await ms.agent("bob", step_registry())
         await until("bob ready", bob.ready.is_set)
-        c = contract(timeouts={"start_deadline_ms": SHORT_MS, "lease_ms": 10_000,
-                               "heartbeat_ms": 1_000})  # fmt: skip
+        c = contract(
+            timeouts={"start_deadline_ms": SHORT_MS, "lease_ms": 10_000, "heartbeat_ms": 1_000}
+        )
         spec = ms.spec(
             "start-deadline",
             [{"work_item_id": "a", "contract": c.wire()}],
@@ -139,9 +140,16 @@ async def test_missed_start_deadline_reoffers_with_next_epoch__MW_11_3_a__MW_11_
         handle = await ms.start(spec)
         (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
         assert offer.body["candidates"] == ["ada"]
-        cmd = ada.command("work.accept_offer", ms.group, {
-            "work_item_id": "a", "offer_id": offer.body["offer_id"],
-            "revision": offer.body["revision"]}, issued_at_ms=clock())  # fmt: skip
+        cmd = ada.command(
+            "work.accept_offer",
+            ms.group,
+            {
+                "work_item_id": "a",
+                "offer_id": offer.body["offer_id"],
+                "revision": offer.body["revision"],
+            },
+            issued_at_ms=clock(),
+        )
         # straight to the Authority, as agents do: the workflow learns of it from the
         # Authority's log once the offer's activity times out unanswered
         verdict = (await ms.stack.client.submit(cmd)).verdict()
@@ -190,8 +198,9 @@ async def test_missed_start_deadline_reoffers_the_only_agent_next_epoch__MW_11_5
             time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
         ) as ms:
             ada = await _silent_agent(ms, clock)
-            c = contract(timeouts={"start_deadline_ms": SHORT_MS, "lease_ms": 10_000,
-                                   "heartbeat_ms": 1_000})  # fmt: skip
+            c = contract(
+                timeouts={"start_deadline_ms": SHORT_MS, "lease_ms": 10_000, "heartbeat_ms": 1_000}
+            )
             spec = ms.spec(
                 "start-deadline-alone",
                 [{"work_item_id": "a", "contract": c.wire()}],
@@ -199,9 +208,16 @@ async def test_missed_start_deadline_reoffers_the_only_agent_next_epoch__MW_11_5
             )
             handle = await ms.start(spec)
             (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
-            cmd = ada.command("work.accept_offer", ms.group, {
-                "work_item_id": "a", "offer_id": offer.body["offer_id"],
-                "revision": offer.body["revision"]}, issued_at_ms=clock())  # fmt: skip
+            cmd = ada.command(
+                "work.accept_offer",
+                ms.group,
+                {
+                    "work_item_id": "a",
+                    "offer_id": offer.body["offer_id"],
+                    "revision": offer.body["revision"],
+                },
+                issued_at_ms=clock(),
+            )
             # straight to the Authority, as agents do: the workflow learns of it from the
             # Authority's log once the offer's activity times out unanswered
             verdict = (await ms.stack.client.submit(cmd)).verdict()
@@ -255,10 +271,11 @@ async def test_an_item_nobody_can_take_is_ranked_ever_less_often(
             result = await _finish(handle)
             history = await handle.fetch_history()
     rankings = [
-        e for e in history.events
+        e
+        for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
         and e.activity_task_scheduled_event_attributes.activity_type.name == "select_candidates"
-    ]  # fmt: skip
+    ]
     assert result.status == "cancelled"
     # 1+2+4+8+16+32(capped to 30) s, then every 30 s: about 25 in 600 s
     assert 15 <= len(rankings) <= 30, len(rankings)

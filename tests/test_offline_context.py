@@ -37,8 +37,9 @@ async def proxy(live: LiveServer) -> AsyncIterator[DroppingProxy]:
         await p.stop()
 
 
-async def _context(w: World, proxy: DroppingProxy, work: ExecuteWorkItemInput,
-                   buffer: OfflineBuffer) -> tuple[WorkContext, AuthorityClient]:  # fmt: skip
+async def _context(
+    w: World, proxy: DroppingProxy, work: ExecuteWorkItemInput, buffer: OfflineBuffer
+) -> tuple[WorkContext, AuthorityClient]:
     worker = w.workers[0]
     client = AuthorityClient(proxy.url, signing_key=worker.key)
     session = LeaseSession(worker, client, work, w.clock, buffer)
@@ -49,8 +50,9 @@ async def test_mw_11_5_c_progress_buffered_durably_and_reconciled_first(
     world: World, proxy: DroppingProxy, tmp_path: Path
 ) -> None:
     path = tmp_path / "ada.offline.sqlite3"
-    ctx, client = await _context(world, proxy, grant(world, "a", world.workers[0]),
-                                 OfflineBuffer(path))  # fmt: skip
+    ctx, client = await _context(
+        world, proxy, grant(world, "a", world.workers[0]), OfflineBuffer(path)
+    )
     async with client:
         proxy.cut()
         ctx.usage.add(tokens=5)
@@ -64,8 +66,11 @@ async def test_mw_11_5_c_progress_buffered_durably_and_reconciled_first(
     log = [e for e in world.authority.events(world.group) if e.work_item_id == "a"]
     types = [e.type for e in log]
     i = types.index(RESOURCE_USAGE_RECORDED)
-    assert types[i:] == [RESOURCE_USAGE_RECORDED, "work.progress_reported",
-                         "work.progress_reported"]  # fmt: skip
+    assert types[i:] == [
+        RESOURCE_USAGE_RECORDED,
+        "work.progress_reported",
+        "work.progress_reported",
+    ]
     assert log[i].body["delta"]["tokens"] == 5
     assert log[i + 1].body["checkpoint"] == {"step": 1} and "reconciled" in log[i + 1].body
     assert log[i + 2].body["report"]["phase"] == "after the outage"
@@ -90,8 +95,7 @@ async def test_mw_11_5_c_past_the_grace_deadline_work_stops(
 async def test_mw_11_5_d_an_irreversible_effect_waits_for_a_confirmed_lease(
     world: World, proxy: DroppingProxy
 ) -> None:
-    ctx, client = await _context(world, proxy, grant(world, "a", world.workers[0]),
-                                 OfflineBuffer())  # fmt: skip
+    ctx, client = await _context(world, proxy, grant(world, "a", world.workers[0]), OfflineBuffer())
     async with client:
         proxy.cut()
         effect = asyncio.create_task(ctx.effect("ledger"))
@@ -121,8 +125,9 @@ async def test_mw_11_5_d_no_irreversible_effect_once_the_grace_has_passed(
 async def test_mw_11_5_d_risk_class_decides_what_is_irreversible(
     world: World, proxy: DroppingProxy, risk: str, goes_on: bool
 ) -> None:
-    ctx, client = await _context(world, proxy, grant(world, "a", world.workers[0],
-                                                     risk_class=risk), OfflineBuffer())  # fmt: skip
+    ctx, client = await _context(
+        world, proxy, grant(world, "a", world.workers[0], risk_class=risk), OfflineBuffer()
+    )
     async with client:
         proxy.cut()
         await ctx.report("working")  # learns that the Authority is unreachable

@@ -44,8 +44,10 @@ ITEMS = 4
 
 def _items(steps: int = 6, step_ms: int = 500) -> list[dict[str, Any]]:
     c = contract([CAPABILITY], timeouts=TIMEOUTS).wire()
-    return [{"work_item_id": f"i{n}", "contract": c, "input": {"steps": steps, "step_ms": step_ms}}
-            for n in range(ITEMS)]  # fmt: skip
+    return [
+        {"work_item_id": f"i{n}", "contract": c, "input": {"steps": steps, "step_ms": step_ms}}
+        for n in range(ITEMS)
+    ]
 
 
 def _log(ms: MissionStack) -> list[Event]:
@@ -93,8 +95,11 @@ async def test_mw_11_5_c_authority_killed_mid_run_no_effect_twice(
     async with mission_stack(dev_env, tmp_path, authority_process=True) as ms:
         await ms.agent("ada", registry(), capabilities=[CAPABILITY], max_concurrency=ITEMS)
         handle = await ms.start(ms.spec("killed", _items()))
-        await until("every item at work", lambda: _count(ms, "work.progress_reported") >= ITEMS,
-                    timeout_s=30)  # fmt: skip
+        await until(
+            "every item at work",
+            lambda: _count(ms, "work.progress_reported") >= ITEMS,
+            timeout_s=30,
+        )
         await ms.stack.server.kill()  # type: ignore[union-attr]
         await asyncio.sleep(outage_s)
         assert read_ledger(ledger) == []  # no irreversible effect without a confirmed lease
@@ -110,9 +115,11 @@ async def test_mw_11_5_c_authority_killed_mid_run_no_effect_twice(
         assert e.body["historical_session"]["agent_id"] == "ada"
         assert e.body["reconciling_session"]["agent_id"] == "ada"
         assert e.body["delta"]["tokens"] > 0
-    print(f"\nkill -9 outage {outage_s:.1f} s, lease {TIMEOUTS['lease_ms']} ms: effects per item 1,"
-          f" {len(charges)} reconciled report(s); Authority back -> Mission completed in "
-          f"{took:.2f} s")  # fmt: skip
+    print(
+        f"\nkill -9 outage {outage_s:.1f} s, lease {TIMEOUTS['lease_ms']} ms: effects per item 1,"
+        f" {len(charges)} reconciled report(s); Authority back -> Mission completed in "
+        f"{took:.2f} s"
+    )
 
 
 async def test_mw_11_5_e_connections_dropped_by_a_proxy_no_effect_twice(
@@ -126,8 +133,13 @@ async def test_mw_11_5_e_connections_dropped_by_a_proxy_no_effect_twice(
         proxy = DroppingProxy(ms.stack.server.port)
         await proxy.start()
         try:
-            await ms.agent("ada", registry(), capabilities=[CAPABILITY],
-                           max_concurrency=ITEMS, authority_url=proxy.url)  # fmt: skip
+            await ms.agent(
+                "ada",
+                registry(),
+                capabilities=[CAPABILITY],
+                max_concurrency=ITEMS,
+                authority_url=proxy.url,
+            )
             handle = await ms.start(ms.spec("cut", _items()))
             working = "work.progress_reported"
             await until("every item at work", lambda: _count(ms, working) >= ITEMS, timeout_s=30)
@@ -164,27 +176,51 @@ async def test_mw_11_5_e_agent_restarted_while_offline_reconciles_its_buffer(
     c = contract([CAPABILITY], timeouts={**TIMEOUTS, "lease_ms": 25_000}).wire()
     item = {"work_item_id": "i0", "contract": c, "input": {"steps": 12, "step_ms": 500}}
     async with mission_stack(dev_env, tmp_path, authority_process=True) as ms:
-        await ms.stack.add_agent("ada", capabilities=[CAPABILITY], max_concurrency=1,
-                                 open_session=False, publish_card=False)  # fmt: skip
+        await ms.stack.add_agent(
+            "ada",
+            capabilities=[CAPABILITY],
+            max_concurrency=1,
+            open_session=False,
+            publish_card=False,
+        )
         card = tmp_path / "ada.json"
-        card.write_text(json.dumps({"agent_id": "ada", "capabilities": [CAPABILITY],
-                                    "max_concurrency": 1}))  # fmt: skip
+        card.write_text(
+            json.dumps({"agent_id": "ada", "capabilities": [CAPABILITY], "max_concurrency": 1})
+        )
         proxy = DroppingProxy(ms.stack.server.port)
         await proxy.start()
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent),
-               LEDGER_ENV: str(ledger)}  # fmt: skip
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(Path(__file__).parent.parent),
+            LEDGER_ENV: str(ledger),
+        }
 
         async def worker(n: int) -> asyncio.subprocess.Process:
             return await asyncio.create_subprocess_exec(
-                MW, "worker", "--card", str(card), "--key", str(ms.stack.key_file("ada")),
-                "--handlers", "tests.offline_handlers", "--group", ms.group,
-                "--authority-url", proxy.url,
-                "--temporal-address", dev_env.client.service_client.config.target_host,
-                "--namespace", dev_env.client.namespace, "--state-dir", str(tmp_path / "agents"),
-                "--artifacts", str(tmp_path / "artifacts"), env=env,
+                MW,
+                "worker",
+                "--card",
+                str(card),
+                "--key",
+                str(ms.stack.key_file("ada")),
+                "--handlers",
+                "tests.offline_handlers",
+                "--group",
+                ms.group,
+                "--authority-url",
+                proxy.url,
+                "--temporal-address",
+                dev_env.client.service_client.config.target_host,
+                "--namespace",
+                dev_env.client.namespace,
+                "--state-dir",
+                str(tmp_path / "agents"),
+                "--artifacts",
+                str(tmp_path / "artifacts"),
+                env=env,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=(tmp_path / f"ada-{n}.log").open("wb"),
-            )  # fmt: skip
+            )
 
         procs = [await worker(1)]
         try:
@@ -220,8 +256,13 @@ async def test_mw_11_5_e_agent_restarted_while_offline_reconciles_its_buffer(
     assert (i0.state.value, i0.ownership_epoch) == ("verified", 1)
     charges = _reconciliations(log)
     assert len(charges) == held
-    sessions = {(e.body["historical_session"]["session_epoch"],
-                 e.body["reconciling_session"]["session_epoch"]) for e in charges}  # fmt: skip
+    sessions = {
+        (
+            e.body["historical_session"]["session_epoch"],
+            e.body["reconciling_session"]["session_epoch"],
+        )
+        for e in charges
+    }
     ((historical, reconciling),) = sessions
     assert reconciling == historical + 1
     reconciled = [e for e in log if e.type == "work.progress_reported" and "reconciled" in e.body]

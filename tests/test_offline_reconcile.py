@@ -37,22 +37,39 @@ def _leased(tmp_path: Path, **contract: Any) -> World:
     return w
 
 
-def _buffered(w: World, worker: Actor, wid: str = "a", *, usage: ResourceUsage | None = None,
-              buffered_in_ms: int = 1_000, body_wid: str | None = None,
-              lease: dict[str, Any] | None = None) -> Command:  # fmt: skip
+def _buffered(
+    w: World,
+    worker: Actor,
+    wid: str = "a",
+    *,
+    usage: ResourceUsage | None = None,
+    buffered_in_ms: int = 1_000,
+    body_wid: str | None = None,
+    lease: dict[str, Any] | None = None,
+) -> Command:
     """What the agent buffers: a progress.report with a checkpoint, bound to ``wid``'s lease."""
     lease = lease or w.leases[wid]
     now = w.clock.now
     binding = OfflineBinding(
-        agent_id=worker.agent_id, group_id=w.group, work_item_id=wid,
-        session_epoch=lease["session_epoch"], ownership_epoch=lease["ownership_epoch"],
-        lease_id=lease["lease_id"], disconnected_at_ms=now, buffered_at_ms=now + buffered_in_ms,
+        agent_id=worker.agent_id,
+        group_id=w.group,
+        work_item_id=wid,
+        session_epoch=lease["session_epoch"],
+        ownership_epoch=lease["ownership_epoch"],
+        lease_id=lease["lease_id"],
+        disconnected_at_ms=now,
+        buffered_at_ms=now + buffered_in_ms,
         grace_deadline_ms=lease["expires_at_ms"] + GRACE_MS,
-        lease_expires_at_ms=lease["expires_at_ms"], usage=usage or ResourceUsage(),
-    )  # fmt: skip
-    body = {"work_item_id": body_wid or wid, "lease_id": lease["lease_id"],
-            "ownership_epoch": lease["ownership_epoch"], "report": REPORT,
-            "checkpoint": CP}  # fmt: skip
+        lease_expires_at_ms=lease["expires_at_ms"],
+        usage=usage or ResourceUsage(),
+    )
+    body = {
+        "work_item_id": body_wid or wid,
+        "lease_id": lease["lease_id"],
+        "ownership_epoch": lease["ownership_epoch"],
+        "report": REPORT,
+        "checkpoint": CP,
+    }
     plain = worker.command("progress.report", w.group, body, issued_at_ms=now)
     return bind(worker, plain, binding)
 
@@ -77,14 +94,19 @@ def test_mw_11_5_f_unknown_critical_extension_rejected_writing_nothing(tmp_path:
     w = _leased(tmp_path)
     before = _before(w)
     body = {**w.leased("a"), "report": REPORT}
-    r = w.submit(w.workers[0], "progress.report", body,
-                 extensions={"urn:example:unknown": {"x": 1}},
-                 critical_extensions=["urn:example:unknown"])  # fmt: skip
+    r = w.submit(
+        w.workers[0],
+        "progress.report",
+        body,
+        extensions={"urn:example:unknown": {"x": 1}},
+        critical_extensions=["urn:example:unknown"],
+    )
     _writes_nothing(w, r, "unsupported_extension", before)
     assert r.rejection is not None and r.rejection.detail["extension"] == "urn:example:unknown"
     # the same extension, not critical, is ignored: the Command applies
-    assert w.submit(w.workers[0], "progress.report", body,
-                    extensions={"urn:example:unknown": {"x": 1}}).accepted  # fmt: skip
+    assert w.submit(
+        w.workers[0], "progress.report", body, extensions={"urn:example:unknown": {"x": 1}}
+    ).accepted
 
 
 def test_mw_11_5_f_binding_is_critical_and_recorded_in_the_log(tmp_path: Path) -> None:
@@ -93,11 +115,15 @@ def test_mw_11_5_f_binding_is_critical_and_recorded_in_the_log(tmp_path: Path) -
     assert cmd.critical_extensions == [BOUNDED_OFFLINE_EXECUTION]
     b = OfflineBinding.model_validate(cmd.extensions[BOUNDED_OFFLINE_EXECUTION])
     assert (b.agent_id, b.group_id, b.work_item_id, b.lease_id) == (
-        "worker-0", w.group, "a", w.leases["a"]["lease_id"])  # fmt: skip
+        "worker-0",
+        w.group,
+        "a",
+        w.leases["a"]["lease_id"],
+    )
     before = _before(w)
-    not_critical = w.workers[0].command(cmd.type, cmd.group_id, cmd.body,
-                                        extensions=cmd.extensions,
-                                        issued_at_ms=w.clock.now)  # fmt: skip
+    not_critical = w.workers[0].command(
+        cmd.type, cmd.group_id, cmd.body, extensions=cmd.extensions, issued_at_ms=w.clock.now
+    )
     _writes_nothing(w, w.authority.submit(not_critical), "invalid_command", before)
     r = _reconciled(w, w.workers[0], cmd)
     assert r.accepted, r.rejection
@@ -114,10 +140,17 @@ def test_mw_11_5_g_rebase_keeps_binding_and_id_with_current_epochs(tmp_path: Pat
     worker.membership_epochs[w.group] = 7
     again = rebase(worker, cmd, w.clock.now)
     assert (again.command_id, again.type, again.body, again.extensions) == (
-        cmd.command_id, cmd.type, cmd.body, cmd.extensions)  # fmt: skip
+        cmd.command_id,
+        cmd.type,
+        cmd.body,
+        cmd.extensions,
+    )
     assert again.critical_extensions == cmd.critical_extensions
     assert (again.issued_at_ms, again.session_epoch, again.membership_epoch) == (
-        w.clock.now, worker.session_epoch, 7)  # fmt: skip
+        w.clock.now,
+        worker.session_epoch,
+        7,
+    )
     assert again.signature != cmd.signature
 
 
@@ -138,8 +171,11 @@ def test_mw_11_5_i_reconciliation_charges_ancestry_and_names_both_sessions(
     assert [e.type for e in r.events] == [RESOURCE_USAGE_RECORDED, "work.progress_reported"]
     charge = r.events[0].body
     assert charge["historical_session"] == {
-        "agent_id": "worker-0", "session_epoch": 1, "ownership_epoch": 1,
-        "lease_id": w.leases["a"]["lease_id"]}  # fmt: skip
+        "agent_id": "worker-0",
+        "session_epoch": 1,
+        "ownership_epoch": 1,
+        "lease_id": w.leases["a"]["lease_id"],
+    }
     assert charge["reconciling_session"]["session_epoch"] == 2
     assert charge["delta"]["tool_calls"] == 3
     assert charge["totals"]["missions"][0]["mission_id"] == "m1"
@@ -195,8 +231,11 @@ def test_mw_11_5_h_progress_for_another_work_item_rejected(tmp_path: Path) -> No
 
 def test_mw_11_5_j_mission_budget_overrun_rejects_charge_and_progress(tmp_path: Path) -> None:
     w = make_world(tmp_path / "a.db")
-    w.ok(w.coordinator, "mission.create",
-         {"mission_id": "m2", "title": "budgeted", "budget": {"tool_calls": 5}})  # fmt: skip
+    w.ok(
+        w.coordinator,
+        "mission.create",
+        {"mission_id": "m2", "title": "budgeted", "budget": {"tool_calls": 5}},
+    )
     w.mission = "m2"
     w.authorize("a")  # the contract's own budget allows 100 tool calls
     assert w.accept(w.workers[0], "a", w.offer("a", w.workers[0])).accepted
@@ -216,8 +255,11 @@ def test_mw_11_5_j_mission_budget_overrun_rejects_charge_and_progress(tmp_path: 
 
 def test_mw_11_5_j_online_charges_count_against_the_mission_budget(tmp_path: Path) -> None:
     w = make_world(tmp_path / "a.db")
-    w.ok(w.coordinator, "mission.create",
-         {"mission_id": "m2", "title": "budgeted", "budget": {"tool_calls": 5}})  # fmt: skip
+    w.ok(
+        w.coordinator,
+        "mission.create",
+        {"mission_id": "m2", "title": "budgeted", "budget": {"tool_calls": 5}},
+    )
     w.mission = "m2"
     w.authorize("a")
     assert w.accept(w.workers[0], "a", w.offer("a", w.workers[0])).accepted
@@ -230,8 +272,15 @@ def test_mw_11_5_j_online_charges_count_against_the_mission_budget(tmp_path: Pat
 def test_mw_11_5_c_authority_downtime_is_credited_to_live_leases(tmp_path: Path) -> None:
     w = _leased(tmp_path)
     live = w.leases["a"]
-    w.authorize("b", timeouts={"start_deadline_ms": 60_000, "lease_ms": 2_000,
-                               "heartbeat_ms": 1_000, "blocked_lease_ms": 120_000})  # fmt: skip
+    w.authorize(
+        "b",
+        timeouts={
+            "start_deadline_ms": 60_000,
+            "lease_ms": 2_000,
+            "heartbeat_ms": 1_000,
+            "blocked_lease_ms": 120_000,
+        },
+    )
     assert w.accept(w.workers[1], "b", w.offer("b", w.workers[1])).accepted
     gone = w.start(w.workers[1], "b")  # expires 2 s later, before the Authority goes down
     w.clock.advance(5_000)
@@ -286,8 +335,13 @@ def test_mw_11_5_e_a_buffered_command_that_had_arrived_is_not_applied_twice(
     w = _leased(tmp_path)
     worker = w.workers[0]
     cmd = _buffered(w, worker, usage=ResourceUsage(tool_calls=2))
-    plain = worker.command("progress.report", w.group, {**cmd.body, "usage": {"tool_calls": 2}},
-                           command_id=cmd.command_id, issued_at_ms=w.clock.now)  # fmt: skip
+    plain = worker.command(
+        "progress.report",
+        w.group,
+        {**cmd.body, "usage": {"tool_calls": 2}},
+        command_id=cmd.command_id,
+        issued_at_ms=w.clock.now,
+    )
     assert w.authority.submit(plain).accepted
     buf = OfflineBuffer()
     buf.add(cmd)

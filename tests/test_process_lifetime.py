@@ -50,8 +50,9 @@ def test_the_verifier_process_dies_with_a_killed_authority(tmp_path: Path) -> No
     exe = str(Path(sys.executable).with_name("missionweave"))
     proc = subprocess.Popen(
         [exe, "authority", "serve", "--db", str(tmp_path / "a.db"), "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         children: set[int] = set()
@@ -77,10 +78,23 @@ def test_nothing_outlives_a_killed_dev_stack(tmp_path: Path) -> None:
     log = tmp_path / "dev.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [exe, "dev", "up", "--data-dir", str(tmp_path / "data"), "--temporal-port", "0",
-             "--ui-port", "0", "--authority-port", "0", "--headless"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                exe,
+                "dev",
+                "up",
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--temporal-port",
+                "0",
+                "--ui-port",
+                "0",
+                "--authority-port",
+                "0",
+                "--headless",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + 90
         while "is up" not in log.read_text():

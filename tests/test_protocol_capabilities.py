@@ -32,10 +32,17 @@ def _registry(capabilities: list[str]) -> HandlerRegistry:
 
 @pytest.mark.parametrize(
     ("offered", "required", "ok"),
-    [("x@1.2.0", "x@1.2.5", False), ("x@1.2.5", "x@1.2", True), ("x@1.10", "x@1.9", True),
-     ("x@1.9", "x@1.10", False), ("x@2.0", "x@1.0", False), ("x@1.0", "x@1", True),
-     ("y@1.0", "x@1.0", False), ("x@1.2", "x@1.2.0", True)],
-)  # fmt: skip
+    [
+        ("x@1.2.0", "x@1.2.5", False),
+        ("x@1.2.5", "x@1.2", True),
+        ("x@1.10", "x@1.9", True),
+        ("x@1.9", "x@1.10", False),
+        ("x@2.0", "x@1.0", False),
+        ("x@1.0", "x@1", True),
+        ("y@1.0", "x@1.0", False),
+        ("x@1.2", "x@1.2.0", True),
+    ],
+)
 def test_satisfies__MW_10_3_d(offered: str, required: str, ok: bool) -> None:
     assert satisfies(offered, required) is ok
     assert (ranking_matches([offered], [required]) is not None) is ok

@@ -64,9 +64,13 @@ def test_contract_requires_every_field__MW_10_1_a(field: str) -> None:
 
 @pytest.mark.parametrize(
     ("field", "empty"),
-    [("objective", ""), ("deliverables", []), ("acceptance_criteria", []),
-     ("required_capabilities", [])],
-)  # fmt: skip
+    [
+        ("objective", ""),
+        ("deliverables", []),
+        ("acceptance_criteria", []),
+        ("required_capabilities", []),
+    ],
+)
 def test_contract_required_fields_cannot_be_empty__MW_10_1_a(field: str, empty: object) -> None:
     with pytest.raises(ValidationError):
         _contract(**{field: empty})
@@ -79,15 +83,24 @@ def test_contract_rejects_unknown_fields__MW_10_1_a() -> None:
     with pytest.raises(ValidationError):
         _contract(budget={"tokens": 5, "gpus": 1})
     with pytest.raises(ValidationError):
-        _contract(acceptance_criteria=[
-            {"id": "a", "description": "d", "evidence_required": "e", "weight": 2}])  # fmt: skip
+        _contract(
+            acceptance_criteria=[
+                {"id": "a", "description": "d", "evidence_required": "e", "weight": 2}
+            ]
+        )
 
 
 @pytest.mark.parametrize(
     "budget",
-    [{"tokens": -1}, {"tool_calls": -1}, {"compute_ms": -1}, {"wall_clock_ms": -1},
-     {"side_effects": -1}, {"money": {"amount_minor_units": -1, "currency": "EUR"}}],
-)  # fmt: skip
+    [
+        {"tokens": -1},
+        {"tool_calls": -1},
+        {"compute_ms": -1},
+        {"wall_clock_ms": -1},
+        {"side_effects": -1},
+        {"money": {"amount_minor_units": -1, "currency": "EUR"}},
+    ],
+)
 def test_contract_rejects_negative_budgets__MW_10_1_a(budget: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         _contract(budget=budget)
@@ -108,10 +121,21 @@ def test_capability_with_version_is_kept__MW_10_1_a() -> None:
 
 def test_budget_has_six_integer_dimensions__MW_10_1_a() -> None:
     assert set(Budget.model_fields) == {
-        "money", "tokens", "tool_calls", "compute_ms", "wall_clock_ms", "side_effects",
-    }  # fmt: skip
-    b = Budget(money=Money(amount_minor_units=1250, currency="EUR"), tokens=1, tool_calls=2,
-               compute_ms=3, wall_clock_ms=4, side_effects=5)  # fmt: skip
+        "money",
+        "tokens",
+        "tool_calls",
+        "compute_ms",
+        "wall_clock_ms",
+        "side_effects",
+    }
+    b = Budget(
+        money=Money(amount_minor_units=1250, currency="EUR"),
+        tokens=1,
+        tool_calls=2,
+        compute_ms=3,
+        wall_clock_ms=4,
+        side_effects=5,
+    )
     wire = b.model_dump(mode="json")
     assert wire["money"] == {"amount_minor_units": 1250, "currency": "EUR"}
     for dim in ("tokens", "tool_calls", "compute_ms", "wall_clock_ms", "side_effects"):
@@ -132,14 +156,18 @@ def test_contract_holds_every_field_the_spec_lists__MW_10_1_a() -> None:
         "acceptance criteria": {"acceptance_criteria"},
         "input and dependency references": {"inputs"},
         "allowed tools, data, operations, resource constraints": {
-            "allowed_tools", "allowed_data", "allowed_operations", "resource_constraints"},
+            "allowed_tools",
+            "allowed_data",
+            "allowed_operations",
+            "resource_constraints",
+        },
         "capability ids and versions": {"required_capabilities"},
         "deadline, urgency, business impact": {"deadline_ms", "urgency", "business_impact"},
         "budgets": {"budget"},
         "retry, interrupt, timeout and cost policy": {"retry", "timeouts"},
         "risk class and approval": {"risk_class", "approval_required"},
         "versioned": {"revision"},
-    }  # fmt: skip
+    }
     for clause, fields in clauses.items():
         assert fields <= set(WorkContract.model_fields), clause
     c = _contract()
@@ -176,8 +204,11 @@ def test_repeated_criterion_ids_are_rejected__MW_10_1_a() -> None:
     [
         {"objective": "check two distributions"},
         {"deliverables": [{"name": "report"}, {"name": "log"}]},
-        {"acceptance_criteria": [
-            {"id": "hashes", "description": "every file matches", "evidence_required": "sig"}]},
+        {
+            "acceptance_criteria": [
+                {"id": "hashes", "description": "every file matches", "evidence_required": "sig"}
+            ]
+        },
         {"required_capabilities": ["dist.verify@2.0"]},
         {"budget": {"tokens": 10}},
         {"deadline_ms": 1_900_000_000_000},
@@ -190,7 +221,7 @@ def test_repeated_criterion_ids_are_rejected__MW_10_1_a() -> None:
         {"inputs": ["sha256:abc"]},
         {"dependency_strategy": "any_verified"},
     ],
-)  # fmt: skip
+)
 def test_material_changes_are_material__MW_10_1_c(change: dict[str, Any]) -> None:
     old = _contract()
     new = _contract(**change, revision=2)

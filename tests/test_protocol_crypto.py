@@ -85,9 +85,21 @@ def test_unicode_is_utf8_not_escaped() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    [1.0, float("nan"), {"a": 0.5}, [1, [2, [3.0]]], {1: "int key"}, {"a": {b"b": 1}},
-     b"bytes", {1, 2}, object(), 2**53, -(2**53), 10**30],
-)  # fmt: skip
+    [
+        1.0,
+        float("nan"),
+        {"a": 0.5},
+        [1, [2, [3.0]]],
+        {1: "int key"},
+        {"a": {b"b": 1}},
+        b"bytes",
+        {1, 2},
+        object(),
+        2**53,
+        -(2**53),
+        10**30,
+    ],
+)
 def test_refuses_non_json_values(value: Any) -> None:
     with pytest.raises(CanonicalizationError):
         canonical_bytes(value)

@@ -186,8 +186,10 @@ def test_wire_round_trip_revalidates__MW_10_4_c() -> None:
     g.add({"a": [], "b": ["a"], "c": ["a", "b"]}, {"c": D.ANY_VERIFIED})
     h = WorkGraph.from_wire(g.to_wire())
     assert h.to_wire() == g.to_wire()
-    bad = {"a": {"deps": ["b"], "strategy": "all_verified"},
-           "b": {"deps": ["a"], "strategy": "all_verified"}}  # fmt: skip
+    bad = {
+        "a": {"deps": ["b"], "strategy": "all_verified"},
+        "b": {"deps": ["a"], "strategy": "all_verified"},
+    }
     with pytest.raises(GraphError) as exc:
         WorkGraph.from_wire(bad)
     assert exc.value.rejection.code == "cycle"
@@ -239,8 +241,9 @@ def test_random_additions_never_leave_a_cycle__MW_10_4_a__MW_10_4_c(data: st.Dat
                 assert not (duplicate or unknown or self_loop)
                 assert _has_cycle({k: tuple(v) for k, v in proposed.items()})
             else:
-                assert {"duplicate_id": duplicate, "unknown_id": unknown,
-                        "self_loop": self_loop}[code]  # fmt: skip
+                assert {"duplicate_id": duplicate, "unknown_id": unknown, "self_loop": self_loop}[
+                    code
+                ]
         else:
             assert not (duplicate or unknown or self_loop)
             assert not _has_cycle({k: tuple(v) for k, v in proposed.items()})

@@ -33,14 +33,38 @@ def test_identifier_rule_matches_its_definition(s: str) -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["", " a", "a ", "   ", "a\x00b", "coord\u200b", "\u202ecoord", "a\u2066b", "cafe\u0301",
-     "x" * 129, "a\nb", "\ufeffa",
-     # invisible though letters, marks or symbols (found by an attack on 2026-12-01)
-     "w1\u3164", "w1\u034f", "w1\ufe0f", "w1\u115f", "w1\uffa0", "w1\u2800",
-     "w1\U000e0100", "w1\u180b", "a\u00a0b", "a\u3000b",
-     # and by its second round
-     "w1\U0001d159", "w1\U00016fe4", "w1\u303f", "w1\U0001bc9d", "w1\ufffc"],
-)  # fmt: skip
+    [
+        "",
+        " a",
+        "a ",
+        "   ",
+        "a\x00b",
+        "coord\u200b",
+        "\u202ecoord",
+        "a\u2066b",
+        "cafe\u0301",
+        "x" * 129,
+        "a\nb",
+        "\ufeffa",
+        # invisible though letters, marks or symbols (found by an attack on 2026-12-01)
+        "w1\u3164",
+        "w1\u034f",
+        "w1\ufe0f",
+        "w1\u115f",
+        "w1\uffa0",
+        "w1\u2800",
+        "w1\U000e0100",
+        "w1\u180b",
+        "a\u00a0b",
+        "a\u3000b",
+        # and by its second round
+        "w1\U0001d159",
+        "w1\U00016fe4",
+        "w1\u303f",
+        "w1\U0001bc9d",
+        "w1\ufffc",
+    ],
+)
 def test_invisible_padded_or_unnormalized_ids_are_refused(bad: str) -> None:
     assert identifier_problem(bad) is not None
     with pytest.raises(ValueError):

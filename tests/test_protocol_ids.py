@@ -48,9 +48,13 @@ def test_stable_across_processes__MW_16_f() -> None:
     for seed in ("0", "12345"):  # a different str hash seed must not matter
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
         done = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
             timeout=60,
-        )  # fmt: skip
+        )
         outs.add(done.stdout.strip())
     assert outs == {f"{PINNED_KEY} {PINNED_ATTEMPT_1}"}
 
@@ -63,9 +67,13 @@ def test_shape__MW_16_f() -> None:
 
 @pytest.mark.parametrize(
     "other",
-    [("m2", "w1", 1, "upload-report"), ("m1", "w2", 1, "upload-report"),
-     ("m1", "w1", 2, "upload-report"), ("m1", "w1", 1, "upload-report-2")],
-)  # fmt: skip
+    [
+        ("m2", "w1", 1, "upload-report"),
+        ("m1", "w2", 1, "upload-report"),
+        ("m1", "w1", 2, "upload-report"),
+        ("m1", "w1", 1, "upload-report-2"),
+    ],
+)
 def test_any_input_changes_the_key__MW_16_f(other: tuple[str, str, int, str]) -> None:
     assert idempotency_key(*other) != PINNED_KEY
 
@@ -77,13 +85,15 @@ def test_new_ownership_epoch_new_key__MW_16_f() -> None:
 
 @pytest.mark.parametrize(
     ("a", "b"),
-    [(("a", "bc", 1, "op"), ("ab", "c", 1, "op")),
-     (("m", "w1", 1, "op"), ("m", "w", 11, "op")),
-     (("m", "w", 1, "1op"), ("m", "w", 11, "op")),
-     (("m", "w", 1, "op"), ("m", "w", 1, "op ")),
-     (("m,w", "x", 1, "op"), ("m", "w,x", 1, "op")),
-     (('m"', "w", 1, "op"), ("m", '"w', 1, "op"))],
-)  # fmt: skip
+    [
+        (("a", "bc", 1, "op"), ("ab", "c", 1, "op")),
+        (("m", "w1", 1, "op"), ("m", "w", 11, "op")),
+        (("m", "w", 1, "1op"), ("m", "w", 11, "op")),
+        (("m", "w", 1, "op"), ("m", "w", 1, "op ")),
+        (("m,w", "x", 1, "op"), ("m", "w,x", 1, "op")),
+        (('m"', "w", 1, "op"), ("m", '"w', 1, "op")),
+    ],
+)
 def test_no_concatenation_collisions__MW_16_f(
     a: tuple[str, str, int, str], b: tuple[str, str, int, str]
 ) -> None:

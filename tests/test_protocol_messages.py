@@ -33,10 +33,15 @@ _AUTHORITY = SigningKey.from_private_bytes(bytes(range(1, 33)))
 
 def _command(**over: Any) -> Command:
     fields: dict[str, Any] = {
-        "command_id": "cmd_1", "group_id": "g1", "type": "work.start", "actor": "worker-0",
-        "issued_at_ms": 1_800_000_000_000, "session_epoch": 2, "membership_epoch": 1,
+        "command_id": "cmd_1",
+        "group_id": "g1",
+        "type": "work.start",
+        "actor": "worker-0",
+        "issued_at_ms": 1_800_000_000_000,
+        "session_epoch": 2,
+        "membership_epoch": 1,
         "body": {"work_item_id": "w1", "ownership_epoch": 1},
-    }  # fmt: skip
+    }
     fields.update(over)
     return sign_command(Command(**fields), _KEY)
 
@@ -131,11 +136,20 @@ def _chain(n: int, key: SigningKey = _AUTHORITY) -> list[Event]:
     prev = GENESIS_HASH
     for seq in range(1, n + 1):
         ev = seal_event(
-            Event(group_id="g1", seq=seq, event_id=f"evt_{seq}", type="work.offered",
-                  command_id=f"cmd_{seq}", actor="coordinator", work_item_id="w1",
-                  recorded_at_ms=1_800_000_000_000 + seq, body={"n": seq}, prev_hash=prev),
+            Event(
+                group_id="g1",
+                seq=seq,
+                event_id=f"evt_{seq}",
+                type="work.offered",
+                command_id=f"cmd_{seq}",
+                actor="coordinator",
+                work_item_id="w1",
+                recorded_at_ms=1_800_000_000_000 + seq,
+                body={"n": seq},
+                prev_hash=prev,
+            ),
             key,
-        )  # fmt: skip
+        )
         events.append(ev)
         prev = ev.hash
     return events
@@ -207,10 +221,14 @@ def test_carried_command_change_is_detected(field: str) -> None:
 
 def test_forged_hash_is_detected() -> None:
     ev = _chain(1)[0]
-    assert check_event(ev.model_copy(update={"hash": "0" * 64}), _AUTHORITY.public_key,
-                       GENESIS_HASH) == "hash mismatch"  # fmt: skip
-    assert check_event(ev.model_copy(update={"hash": "zz"}), _AUTHORITY.public_key,
-                       GENESIS_HASH) == "hash mismatch"  # fmt: skip
+    assert (
+        check_event(ev.model_copy(update={"hash": "0" * 64}), _AUTHORITY.public_key, GENESIS_HASH)
+        == "hash mismatch"
+    )
+    assert (
+        check_event(ev.model_copy(update={"hash": "zz"}), _AUTHORITY.public_key, GENESIS_HASH)
+        == "hash mismatch"
+    )
 
 
 def test_bad_signature_is_detected() -> None:
@@ -222,8 +240,10 @@ def test_bad_signature_is_detected() -> None:
     flipped[10] ^= 1
     forged = ev.model_copy(update={"signature": b64u_encode(bytes(flipped))})
     assert check_event(forged, _AUTHORITY.public_key, GENESIS_HASH) == "bad signature"
-    assert check_event(ev.model_copy(update={"signature": ""}), _AUTHORITY.public_key,
-                       GENESIS_HASH) == "bad signature"  # fmt: skip
+    assert (
+        check_event(ev.model_copy(update={"signature": ""}), _AUTHORITY.public_key, GENESIS_HASH)
+        == "bad signature"
+    )
 
 
 def test_recomputed_hash_without_the_key_is_detected() -> None:

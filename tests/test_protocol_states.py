@@ -196,8 +196,9 @@ def test_stale_revision_is_rejected__MW_10_2_c() -> None:
     unnamed = check_transition(S.OFFERED, "work.accept_offer", worker, current_revision=2)
     assert isinstance(unnamed, Transition)
     # the revision never unlocks a state the table forbids
-    wrong_state = check_transition(S.QUEUED, "work.accept_offer", worker, revision=2,
-                                   current_revision=2)  # fmt: skip
+    wrong_state = check_transition(
+        S.QUEUED, "work.accept_offer", worker, revision=2, current_revision=2
+    )
     assert isinstance(wrong_state, Rejection) and wrong_state.code == "transition_not_allowed"
 
 

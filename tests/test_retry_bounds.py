@@ -63,8 +63,9 @@ def _plan_retries(w: World, **over: Any) -> bool:
     spec = WorkItemSpec(work_item_id="a", contract=contract(**over))
     facts = reduce_events(w.authority.all_events(w.group))["a"]
     item = ItemState(spec=spec, w=facts, authorized=True)
-    state = MissionState(spec=MissionSpec(group_id=w.group, mission_id="m1", items=[spec]),
-                         items={"a": item})  # fmt: skip
+    state = MissionState(
+        spec=MissionSpec(group_id=w.group, mission_id="m1", items=[spec]), items={"a": item}
+    )
     graph = WorkGraph()
     graph.add({"a": []})
     exhausted = plan(state, graph, now_ms=w.clock.now).exhausted == ["a"]
@@ -88,15 +89,22 @@ def test_mw_11_4_d_attempts_bound_retries(tmp_path: Path) -> None:
 
 def test_mw_11_4_d_max_total_wait_ms_bounds_retries(tmp_path: Path) -> None:
     # waits of 1 s then 2 s: the second retry would bring the total to 3 s > 2.5 s
-    retry = {"max_attempts": 5, "initial_backoff_ms": 1_000, "backoff_multiplier": 2,
-             "max_total_wait_ms": 2_500}  # fmt: skip
+    retry = {
+        "max_attempts": 5,
+        "initial_backoff_ms": 1_000,
+        "backoff_multiplier": 2,
+        "max_total_wait_ms": 2_500,
+    }
     over: dict[str, Any] = {"retry": retry}
     w = _failing(tmp_path, **over)
     assert _fail(w)["retryable"] is True
     w.clock.advance(1_000)
     second = _fail(w)
-    assert second["retry_exhausted"] == {"bound": "max_total_wait_ms", "limit": 2_500,
-                                         "value": 3_000}  # fmt: skip
+    assert second["retry_exhausted"] == {
+        "bound": "max_total_wait_ms",
+        "limit": 2_500,
+        "value": 3_000,
+    }
     assert second["retryable"] is False and not _plan_retries(w, **over)
 
 
@@ -104,14 +112,19 @@ def test_mw_11_4_d_the_deadline_bounds_retries(tmp_path: Path) -> None:
     """A retry that could not start before the deadline (its backoff ends after it) is none."""
     w = make_world(tmp_path / "a.db")
     deadline = w.clock.now + 60_000
-    over: dict[str, Any] = {"deadline_ms": deadline,
-                            "retry": {"max_attempts": 5, "initial_backoff_ms": 10_000}}  # fmt: skip
+    over: dict[str, Any] = {
+        "deadline_ms": deadline,
+        "retry": {"max_attempts": 5, "initial_backoff_ms": 10_000},
+    }
     w.authorize("a", **over)
     assert _fail(w)["retryable"] is True  # now + 10 s is well before the deadline
     w.clock.advance(45_000)
     second = _fail(w)  # now + 20 s is past it
-    assert second["retry_exhausted"] == {"bound": "deadline", "limit": deadline,
-                                         "value": w.clock.now + 20_000}  # fmt: skip
+    assert second["retry_exhausted"] == {
+        "bound": "deadline",
+        "limit": deadline,
+        "value": w.clock.now + 20_000,
+    }
     assert not _plan_retries(w, **over)
 
 
@@ -119,9 +132,12 @@ def test_mw_11_4_d_cost_cap_bounds_retries(tmp_path: Path) -> None:
     money = {"amount_minor_units": 10_000, "currency": "EUR"}
     over: dict[str, Any] = {
         "budget": {"money": money, "wall_clock_ms": 600_000},
-        "retry": {"max_attempts": 5, "initial_backoff_ms": 0,
-                  "cost_cap": {"amount_minor_units": 500, "currency": "EUR"}},
-    }  # fmt: skip
+        "retry": {
+            "max_attempts": 5,
+            "initial_backoff_ms": 0,
+            "cost_cap": {"amount_minor_units": 500, "currency": "EUR"},
+        },
+    }
     w = _failing(tmp_path, **over)
     assert _fail(w, usage={"money_minor_units": 200})["retryable"] is True
     assert _plan_retries(w, **over)
@@ -138,13 +154,19 @@ def test_mw_11_4_d_cost_cap_bounds_retries(tmp_path: Path) -> None:
 
 
 def test_mw_11_4_d_the_remaining_budget_bounds_retries(tmp_path: Path) -> None:
-    over: dict[str, Any] = {"budget": {"tool_calls": 10, "wall_clock_ms": 600_000},
-                            "retry": {"max_attempts": 5, "initial_backoff_ms": 0}}  # fmt: skip
+    over: dict[str, Any] = {
+        "budget": {"tool_calls": 10, "wall_clock_ms": 600_000},
+        "retry": {"max_attempts": 5, "initial_backoff_ms": 0},
+    }
     w = _failing(tmp_path, **over)
     assert _fail(w, usage={"tool_calls": 4})["retryable"] is True
     second = _fail(w, usage={"tool_calls": 6})  # nothing left: a retry could make no call
-    assert second["retry_exhausted"] == {"bound": "budget", "limit": 10, "value": 10,
-                                         "dimension": "tool_calls"}  # fmt: skip
+    assert second["retry_exhausted"] == {
+        "bound": "budget",
+        "limit": 10,
+        "value": 10,
+        "dimension": "tool_calls",
+    }
     assert not _plan_retries(w, **over)
 
 
@@ -155,9 +177,11 @@ def test_mw_11_4_d_a_failure_reported_not_retryable_names_no_bound(tmp_path: Pat
 
 
 @given(
-    initial=st.integers(0, 10_000), mult=st.integers(1, 4), cap=st.integers(0, 100_000),
+    initial=st.integers(0, 10_000),
+    mult=st.integers(1, 4),
+    cap=st.integers(0, 100_000),
     retries=st.integers(0, 40),
-)  # fmt: skip
+)
 def test_mw_11_4_d_total_backoff_is_the_sum_of_the_waits(
     initial: int, mult: int, cap: int, retries: int
 ) -> None:
@@ -186,9 +210,12 @@ async def test_mw_11_4_d_a_mission_stops_retrying_at_the_cost_cap(
 
     c = mission_contract(
         budget={"money": {"amount_minor_units": 10_000, "currency": "EUR"}},
-        retry={"max_attempts": 5, "initial_backoff_ms": 100,
-               "cost_cap": {"amount_minor_units": 500, "currency": "EUR"}},
-    )  # fmt: skip
+        retry={
+            "max_attempts": 5,
+            "initial_backoff_ms": 100,
+            "cost_cap": {"amount_minor_units": 500, "currency": "EUR"},
+        },
+    )
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", reg)
         handle = await ms.start(ms.spec("cap1", [{"work_item_id": "a", "contract": c.wire()}]))

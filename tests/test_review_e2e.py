@@ -63,8 +63,13 @@ def one_shot(**over: Any) -> dict[str, Any]:
     return contract(retry={"max_attempts": 1}, **over).wire()
 
 
-async def start_one(ms: MissionStack, mission_id: str, input: dict[str, Any] | None = None,
-                    wid: str = "a", **over: Any) -> WorkflowHandle[Any, MissionResult]:  # fmt: skip
+async def start_one(
+    ms: MissionStack,
+    mission_id: str,
+    input: dict[str, Any] | None = None,
+    wid: str = "a",
+    **over: Any,
+) -> WorkflowHandle[Any, MissionResult]:
     """Start a Mission of one one-shot WorkItem ``wid`` (contract fields ``over``)."""
     items = [{"work_item_id": wid, "contract": one_shot(**over), "input": input or {}}]
     return await ms.start(ms.spec(mission_id, items))
@@ -113,17 +118,20 @@ def worker(store: ArtifactStore | None = None) -> HandlerRegistry:
     @reg.handler("demo.step", version="1.0")
     async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
         if "publish" in input:
-            ref = await ctx.publish(input["publish"].encode(), "application/json",
-                                    schema_id="report@1")  # fmt: skip
+            ref = await ctx.publish(
+                input["publish"].encode(), "application/json", schema_id="report@1"
+            )
             if "corrupt_with" in input:
                 assert store is not None
                 corrupt(store, ref.hash, input["corrupt_with"].encode())
         return Submission(
             outputs=dict(input.get("outputs", {"result": {"item": ctx.work_item_id}})),
             artifacts=list(input.get("artifacts", [])),
-            evidence=[ctx.evidence(c.id, method="test", summary="done")
-                      for c in ctx.contract.acceptance_criteria],
-        )  # fmt: skip
+            evidence=[
+                ctx.evidence(c.id, method="test", summary="done")
+                for c in ctx.contract.acceptance_criteria
+            ],
+        )
 
     return reg
 
@@ -137,10 +145,18 @@ def reviewer(verdict: str) -> HandlerRegistry:
         assert req.subject and req.criteria
         return Submission(
             outputs={"review": {c.id: verdict for c in req.criteria}},
-            evidence=[ctx.evidence(c.id, verdict, method="read the report", subject=req.subject,
-                                   summary=f"{c.id}: {verdict}", artifacts=req.artifacts)
-                      for c in req.criteria],
-        )  # fmt: skip
+            evidence=[
+                ctx.evidence(
+                    c.id,
+                    verdict,
+                    method="read the report",
+                    subject=req.subject,
+                    summary=f"{c.id}: {verdict}",
+                    artifacts=req.artifacts,
+                )
+                for c in req.criteria
+            ],
+        )
 
     return reg
 
@@ -149,10 +165,20 @@ async def approve(ms: MissionStack, mission: str, key: Path, *extra: str) -> tup
     """Run ``missionweave approve`` as a user does: (exit code, stdout, stderr)."""
     target = ms.env.client.service_client.config.target_host
     proc = await asyncio.create_subprocess_exec(
-        EXE, "approve", "--mission", mission, "--key", str(key), "--authority-url", ms.stack.url,
-        "--temporal-address", target, *extra,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        EXE,
+        "approve",
+        "--mission",
+        mission,
+        "--key",
+        str(key),
+        "--authority-url",
+        ms.stack.url,
+        "--temporal-address",
+        target,
+        *extra,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(proc.communicate(), WAIT_S)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
@@ -216,8 +242,9 @@ async def test_integrity_fails_on_output_violating_its_schema__MW_13_2_b(
     report = [{"name": "report", "schema_id": "report@1"}]
     async with mission_stack(dev_env, tmp_path, schemas={"report@1": REPORT_SCHEMA}) as ms:
         await ms.agent("ada", worker())
-        res = await result(await start_one(ms, "schema", {"publish": '{"rows": -1}'},
-                                           deliverables=report))  # fmt: skip
+        res = await result(
+            await start_one(ms, "schema", {"publish": '{"rows": -1}'}, deliverables=report)
+        )
         a = item(res, "a")
         assert res.status == "failed"
         assert steps(a) == [("integrity", False), ("deterministic", True), ("verdict", False)]
@@ -227,8 +254,9 @@ async def test_integrity_fails_on_output_violating_its_schema__MW_13_2_b(
         assert ev["schema:report"]["result"] == "fail"
         assert ev["schema:report"]["artifacts"] == a.artifacts
         failed = last(log(ms, "a"), "work.failed")
-        assert any(e.criterion == "schema:report" and e.result == "fail"
-                   for e in evidence_of(failed))  # fmt: skip
+        assert any(
+            e.criterion == "schema:report" and e.result == "fail" for e in evidence_of(failed)
+        )
 
 
 # ------------------------------------------------------------------ step 2: deterministic
@@ -246,15 +274,19 @@ async def test_deterministic_check_failing__MW_13_2_b(
     criteria = [{**DONE, "check": "rows_positive"}]
     async with mission_stack(dev_env, tmp_path, checks={"rows_positive": rows_positive}) as ms:
         await ms.agent("ada", worker())
-        res = await result(await start_one(ms, "check", {"outputs": {"result": {"rows": 0}}},
-                                           acceptance_criteria=criteria))  # fmt: skip
+        res = await result(
+            await start_one(
+                ms, "check", {"outputs": {"result": {"rows": 0}}}, acceptance_criteria=criteria
+            )
+        )
         a = item(res, "a")
         assert res.status == "failed"
         assert steps(a) == [("integrity", True), ("deterministic", False), ("verdict", False)]
         assert step(a, "deterministic")["detail"] == "done: check rows_positive: rows is 0"
         failed = last(log(ms, "a"), "work.failed")
-        mine = [(e.criterion, e.result) for e in evidence_of(failed)
-                if e.method == "coordinator review"]  # fmt: skip
+        mine = [
+            (e.criterion, e.result) for e in evidence_of(failed) if e.method == "coordinator review"
+        ]
         assert mine == [("review", "fail"), ("done", "fail")]
 
 
@@ -273,19 +305,31 @@ async def test_semantic_review_by_reviewer_agent_fails__MW_13_2_b(
         # ada could review but is the submitter; walt has the capability but not the role
         await ms.agent("ada", worker(), capabilities=both, roles=("worker", "reviewer"))
         await ms.agent("walt", reviewer("pass"), capabilities=("review.semantic@1.0",))
-        await ms.agent("rita", reviewer("fail"), capabilities=("review.semantic@1.0",),
-                       roles=("worker", "reviewer"))  # fmt: skip
+        await ms.agent(
+            "rita",
+            reviewer("fail"),
+            capabilities=("review.semantic@1.0",),
+            roles=("worker", "reviewer"),
+        )
         res = await result(await start_one(ms, "semantic", acceptance_criteria=criteria))
         a, r = item(res, "a"), item(res, "a:review")
         assert res.status == "failed"
         assert a.state.value == "failed"
         assert last(log(ms, "a"), "work.submitted").actor == "ada"
-        assert steps(a) == [("integrity", True), ("deterministic", True), ("semantic", False),
-                            ("verdict", False)]  # fmt: skip
+        assert steps(a) == [
+            ("integrity", True),
+            ("deterministic", True),
+            ("semantic", False),
+            ("verdict", False),
+        ]
         assert "clear: reviewer rita says fail" in step(a, "semantic")["detail"]
         (rev,) = step(a, "semantic")["evidence"]
         assert (rev["producer"], rev["subject"], rev["criterion"], rev["result"]) == (
-            "rita", "a", "clear", "fail")  # fmt: skip
+            "rita",
+            "a",
+            "clear",
+            "fail",
+        )
         # the review WorkItem itself was carried out and verified
         assert (r.review_of, r.state.value, r.owner) == ("a", "verified", "rita")
         review_log = log(ms, "a:review")
@@ -295,8 +339,10 @@ async def test_semantic_review_by_reviewer_agent_fails__MW_13_2_b(
             "review.semantic@1.0"
         ]
         failed = last(log(ms, "a"), "work.failed")
-        assert any(e.producer == "rita" and e.criterion == "clear" and e.result == "fail"
-                   for e in evidence_of(failed))  # fmt: skip
+        assert any(
+            e.producer == "rita" and e.criterion == "clear" and e.result == "fail"
+            for e in evidence_of(failed)
+        )
 
 
 # ---------------------------------------------------------------- step 5: human Approval
@@ -312,11 +358,16 @@ async def test_approval_wrong_key_refused_then_granted__MW_13_2_b(
     accepted."""
     criteria = [DONE, CLEAR, SIGNOFF]
     async with mission_stack(dev_env, tmp_path) as ms:
-        await ms.stack.add_agent("olivia", ("mission_owner",), open_session=False,
-                                 publish_card=False)  # fmt: skip
+        await ms.stack.add_agent(
+            "olivia", ("mission_owner",), open_session=False, publish_card=False
+        )
         await ms.agent("ada", worker())
-        await ms.agent("rita", reviewer("pass"), capabilities=("review.semantic@1.0",),
-                       roles=("worker", "reviewer"))  # fmt: skip
+        await ms.agent(
+            "rita",
+            reviewer("pass"),
+            capabilities=("review.semantic@1.0",),
+            roles=("worker", "reviewer"),
+        )
         handle = await start_one(ms, "signoff", acceptance_criteria=criteria)
         digest = await awaiting_approval(handle, "a")
 
@@ -330,7 +381,10 @@ async def test_approval_wrong_key_refused_then_granted__MW_13_2_b(
         st: MissionStatus = await handle.query(MissionWorkflow.status)
         (a_st,) = [i for i in st.items if i.work_item_id == "a"]
         assert (a_st.state.value, a_st.review_stage, a_st.review_digest) == (
-            "submitted", "approval", digest)  # fmt: skip
+            "submitted",
+            "approval",
+            digest,
+        )
         assert not [e for e in log(ms, "a") if e.type.startswith("approval.")]
 
         code, out, err = await approve(ms, "signoff", ms.stack.key_file("olivia"))
@@ -339,8 +393,13 @@ async def test_approval_wrong_key_refused_then_granted__MW_13_2_b(
         res = await result(handle)
         a = item(res, "a")
         assert res.status == "completed" and a.state.value == "verified"
-        assert steps(a) == [("integrity", True), ("deterministic", True), ("semantic", True),
-                            ("verdict", True), ("approval", True)]  # fmt: skip
+        assert steps(a) == [
+            ("integrity", True),
+            ("deterministic", True),
+            ("semantic", True),
+            ("verdict", True),
+            ("approval", True),
+        ]
         (ok,) = step(a, "approval")["evidence"]
         assert (ok["producer"], ok["criterion"], ok["result"]) == ("olivia", "signoff", "pass")
         events = log(ms, "a")
@@ -351,7 +410,9 @@ async def test_approval_wrong_key_refused_then_granted__MW_13_2_b(
         accepted = last(events, "work.result_accepted")
         assert accepted.seq > granted.seq
         assert {(e.criterion, e.producer) for e in evidence_of(accepted)} >= {
-            ("clear", "rita"), ("signoff", "olivia")}  # fmt: skip
+            ("clear", "rita"),
+            ("signoff", "olivia"),
+        }
 
 
 async def test_approval_rejected_fails_the_review__MW_13_2_b(
@@ -361,26 +422,44 @@ async def test_approval_rejected_fails_the_review__MW_13_2_b(
     reason, the approval step fails, and the coordinator fails the WorkItem."""
     criteria = [DONE, SIGNOFF]
     async with mission_stack(dev_env, tmp_path) as ms:
-        await ms.stack.add_agent("olivia", ("mission_owner",), open_session=False,
-                                 publish_card=False)  # fmt: skip
+        await ms.stack.add_agent(
+            "olivia", ("mission_owner",), open_session=False, publish_card=False
+        )
         await ms.agent("ada", worker())
         handle = await start_one(ms, "denied", acceptance_criteria=criteria)
         digest = await awaiting_approval(handle, "a")
-        code, out, err = await approve(ms, "denied", ms.stack.key_file("olivia"), "--item", "a",
-                                       "--reject", "--reason", "totals do not add up")  # fmt: skip
+        code, out, err = await approve(
+            ms,
+            "denied",
+            ms.stack.key_file("olivia"),
+            "--item",
+            "a",
+            "--reject",
+            "--reason",
+            "totals do not add up",
+        )
         assert code == 0, err
         assert out.startswith("rejected a of Mission denied")
         res = await result(handle)
         a = item(res, "a")
         assert res.status == "failed" and a.state.value == "failed"
-        assert steps(a) == [("integrity", True), ("deterministic", True), ("verdict", True),
-                            ("approval", False)]  # fmt: skip
+        assert steps(a) == [
+            ("integrity", True),
+            ("deterministic", True),
+            ("verdict", True),
+            ("approval", False),
+        ]
         assert "totals do not add up" in step(a, "approval")["detail"]
         events = log(ms, "a")
         denied = last(events, "approval.result_denied")
         assert (denied.actor, denied.body["review_digest"], denied.body["reason"]) == (
-            "olivia", digest, "totals do not add up")  # fmt: skip
+            "olivia",
+            digest,
+            "totals do not add up",
+        )
         failed = last(events, "work.failed")
         assert failed.seq > denied.seq and failed.actor == "coordinator"
-        assert any(e.criterion == "signoff" and e.result == "fail" and e.producer == "olivia"
-                   for e in evidence_of(failed))  # fmt: skip
+        assert any(
+            e.criterion == "signoff" and e.result == "fail" and e.producer == "olivia"
+            for e in evidence_of(failed)
+        )

@@ -25,14 +25,22 @@ class FakeAuthority:
 
     def __init__(self, agents: list[Actor], published: list[dict[str, Any]]) -> None:
         self._agents = agents
-        self._events = [SimpleNamespace(seq=i + 1, type="artifact.published", body=b)
-                        for i, b in enumerate(published)]  # fmt: skip
+        self._events = [
+            SimpleNamespace(seq=i + 1, type="artifact.published", body=b)
+            for i, b in enumerate(published)
+        ]
 
     async def agents(self, group_id: str) -> list[AgentInfo]:
-        return [AgentInfo(agent_id=a.agent_id, roles=["worker"], membership_epoch=1,
-                          session_epoch=1,
-                          card=AgentCard(agent_id=a.agent_id, public_key=a.public_key))
-                for a in self._agents]  # fmt: skip
+        return [
+            AgentInfo(
+                agent_id=a.agent_id,
+                roles=["worker"],
+                membership_epoch=1,
+                session_epoch=1,
+                card=AgentCard(agent_id=a.agent_id, public_key=a.public_key),
+            )
+            for a in self._agents
+        ]
 
     async def head(self, group_id: str) -> tuple[int, str]:
         return len(self._events), ""
@@ -42,14 +50,24 @@ class FakeAuthority:
 
 
 def review(store: FilesystemStore, authority: FakeAuthority) -> SubmissionReview:
-    return SubmissionReview(authority, "coordinator", artifact_store=store,  # type: ignore[arg-type]
-                            checks={}, schemas={})  # fmt: skip
+    return SubmissionReview(
+        authority,
+        "coordinator",
+        artifact_store=store,  # type: ignore[arg-type]
+        checks={},
+        schemas={},
+    )
 
 
 def submission(*hashes: str) -> ReviewInput:
-    return ReviewInput(group_id="g1", mission_id="m1", work_item_id="a",
-                       contract=contract(deliverables=[{"name": "report"}]),
-                       outputs={"report": {"rows": 1}}, artifacts=list(hashes))  # fmt: skip
+    return ReviewInput(
+        group_id="g1",
+        mission_id="m1",
+        work_item_id="a",
+        contract=contract(deliverables=[{"name": "report"}]),
+        outputs={"report": {"rows": 1}},
+        artifacts=list(hashes),
+    )
 
 
 async def test_manifest_must_name_this_item_and_be_signed_by_its_producer__MW_13_2_b(
@@ -70,7 +88,10 @@ async def test_manifest_must_name_this_item_and_be_signed_by_its_producer__MW_13
     )
     assert not step.passed
     assert {e.subject: e.result for e in step.evidence} == {
-        good: "pass", other_item: "fail", forged: "fail"}  # fmt: skip
+        good: "pass",
+        other_item: "fail",
+        forged: "fail",
+    }
     assert f"artifact {other_item[:12]}: no manifest names Mission m1 / WorkItem a" in step.detail
     assert f"artifact {forged[:12]}: manifest not signed by its producer ada" in step.detail
     assert good[:12] not in step.detail

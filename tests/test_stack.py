@@ -27,30 +27,44 @@ def _stack(data: Path) -> EmbeddedStack:
 
 async def test_embedded_stack_runs_a_mission_then_restarts_on_its_data(tmp_path: Path) -> None:
     key = SigningKey.generate()
-    card = AgentCard(agent_id="ada", public_key=key.public_key,
-                     capabilities=["demo.step@1.0"], max_concurrency=1)  # fmt: skip
+    card = AgentCard(
+        agent_id="ada", public_key=key.public_key, capabilities=["demo.step@1.0"], max_concurrency=1
+    )
     async with _stack(tmp_path) as stack:
         assert stack.running and stack.temporal.running
         assert stack.coordinator.membership_epochs["g1"] == 1
         assert stack.mission_url("s1") is None  # headless
         runtime = await stack.start_agent(card, key, step_registry())
         assert runtime.ready.is_set()
-        spec = MissionSpec.model_validate({
-            "group_id": "g1", "mission_id": "s1", "title": "one step",
-            "items": [{"work_item_id": "s1:a", "contract": contract().wire()},
-                      {"work_item_id": "s1:b", "contract": contract().wire(),
-                       "dependencies": ["s1:a"]}],
-            "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
-        })  # fmt: skip
+        spec = MissionSpec.model_validate(
+            {
+                "group_id": "g1",
+                "mission_id": "s1",
+                "title": "one step",
+                "items": [
+                    {"work_item_id": "s1:a", "contract": contract().wire()},
+                    {
+                        "work_item_id": "s1:b",
+                        "contract": contract().wire(),
+                        "dependencies": ["s1:a"],
+                    },
+                ],
+                "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
+            }
+        )
         handle = await stack.client.start_workflow(
-            MissionWorkflow.run, args=[spec, None], id=mission_workflow_id("s1"),
-            task_queue=COORDINATOR_TASK_QUEUE, static_summary=spec.title,
-        )  # fmt: skip
+            MissionWorkflow.run,
+            args=[spec, None],
+            id=mission_workflow_id("s1"),
+            task_queue=COORDINATOR_TASK_QUEUE,
+            static_summary=spec.title,
+        )
         result = await handle.result()
         assert result.status == "completed"
         assert [(i.work_item_id, i.state.value, i.owner) for i in result.items] == [
-            ("s1:a", "verified", "ada"), ("s1:b", "verified", "ada"),
-        ]  # fmt: skip
+            ("s1:a", "verified", "ada"),
+            ("s1:b", "verified", "ada"),
+        ]
     assert not stack.running and not stack.temporal.running
     with pytest.raises(StackError, match="not running"):
         _ = stack.client

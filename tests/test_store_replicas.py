@@ -32,9 +32,14 @@ def _groups(tmp_path: Path) -> tuple[list[Authority], list[str], World]:
     w = make_world(tmp_path / "a.db")
     groups = [w.group] + [f"g{i}" for i in range(2, GROUPS + 1)]
     for gid in groups[1:]:
-        r = w.authority.submit(w.coordinator.command("group.create", gid, {
-            "public_key": w.coordinator.public_key, "roles": ["owner", "coordinator"]},
-            issued_at_ms=w.clock.now))  # fmt: skip
+        r = w.authority.submit(
+            w.coordinator.command(
+                "group.create",
+                gid,
+                {"public_key": w.coordinator.public_key, "roles": ["owner", "coordinator"]},
+                issued_at_ms=w.clock.now,
+            )
+        )
         assert r.accepted, r.rejection
         w.coordinator.membership_epochs[gid] = 1
     return [w.authority], groups, w

@@ -67,9 +67,11 @@ def test_sql_runs_only_inside_the_store_backends() -> None:
     local files of other components (an agent's state and projection, a subscriber's cursors),
     which are not the Authority's database (an agent's offline buffer among them)."""
     others = {
-        "worker/_state.py", "worker/_projection.py", "worker/_offline.py",
+        "worker/_state.py",
+        "worker/_projection.py",
+        "worker/_offline.py",
         "authority/client/_cursors.py",
-    }  # fmt: skip
+    }
     backends = {"authority/core/_store_sqlite.py", "authority/core/_store_postgres.py"}
     words = "SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|PRAGMA"
     sql = re.compile(rf"\.execute(?:many|script)?\(\s*f?[\"'](?:{words})", re.I)

@@ -161,10 +161,15 @@ def subscriber(
     url: str, w: World, store: Any, rec: Recorder, actor: Actor | None = None
 ) -> Subscriber:
     return Subscriber(
-        url, actor or w.workers[0], [w.group], store, rec.on_event,
-        authority_public_key=w.authority.public_key, on_snapshot=rec.on_snapshot,
+        url,
+        actor or w.workers[0],
+        [w.group],
+        store,
+        rec.on_event,
+        authority_public_key=w.authority.public_key,
+        on_snapshot=rec.on_snapshot,
         reconnect_delay_s=0.05,
-    )  # fmt: skip
+    )
 
 
 async def test_subscriber_delivers_acks_and_resumes_after_restart__MW_16_c(
@@ -227,9 +232,14 @@ async def test_reconnect_replays_duplicates_delivered_once__MW_16_a__MW_16_d(
 
     store = MemoryCursorStore()
     sub = Subscriber(
-        server.ws_url, world.workers[0], [world.group], store, on_event,
-        authority_public_key=world.authority.public_key, reconnect_delay_s=0.05,
-    )  # fmt: skip
+        server.ws_url,
+        world.workers[0],
+        [world.group],
+        store,
+        on_event,
+        authority_public_key=world.authority.public_key,
+        reconnect_delay_s=0.05,
+    )
     task = asyncio.create_task(sub.run())
     try:
         await asyncio.wait_for(entered.wait(), 4)
@@ -301,10 +311,16 @@ async def test_snapshot_fetch_failure_is_retried_not_fatal__MW_16_e(tmp_path: Pa
     store = MemoryCursorStore()
     dead = AuthorityClient(f"http://127.0.0.1:{free_port()}", timeout=1)
     sub = Subscriber(
-        server.ws_url, w.workers[0], [w.group], store, rec.on_event,
-        authority_public_key=w.authority.public_key, client=dead,
-        on_snapshot=rec.on_snapshot, reconnect_delay_s=0.05,
-    )  # fmt: skip
+        server.ws_url,
+        w.workers[0],
+        [w.group],
+        store,
+        rec.on_event,
+        authority_public_key=w.authority.public_key,
+        client=dead,
+        on_snapshot=rec.on_snapshot,
+        reconnect_delay_s=0.05,
+    )
     task = asyncio.create_task(sub.run())
     try:
         await eventually(lambda: sub.connections >= 3)

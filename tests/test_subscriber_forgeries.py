@@ -27,8 +27,9 @@ def log(world: World) -> list[Event]:
 
 def forge(ev: Event, **update: Any) -> Event:
     """The same sequence and link, another body, the hash recomputed, a stranger's signature."""
-    return seal_event(ev.model_copy(update={"body": {**ev.body, "injected": True}, **update}),
-                      STRANGER)  # fmt: skip
+    return seal_event(
+        ev.model_copy(update={"body": {**ev.body, "injected": True}, **update}), STRANGER
+    )
 
 
 class Applied:
@@ -46,9 +47,14 @@ class Applied:
 
 def subscriber(world: World) -> tuple[Subscriber, Applied]:
     applied = Applied()
-    sub = Subscriber("ws://127.0.0.1:9/v1/stream", world.workers[0], [world.group],
-                     MemoryCursorStore(), applied,
-                     authority_public_key=world.authority.public_key)  # fmt: skip
+    sub = Subscriber(
+        "ws://127.0.0.1:9/v1/stream",
+        world.workers[0],
+        [world.group],
+        MemoryCursorStore(),
+        applied,
+        authority_public_key=world.authority.public_key,
+    )
     return sub, applied
 
 

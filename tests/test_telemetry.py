@@ -77,9 +77,11 @@ async def test_one_trace_from_start_through_workflow_activity_and_append(
         await ms.agent("ada", step_registry())
         spec = ms.spec("traced", [{"work_item_id": "a", "contract": contract().wire()}])
         handle = await client.start_workflow(
-            MissionWorkflow.run, args=[spec, None], id=mission_workflow_id(spec.mission_id),
+            MissionWorkflow.run,
+            args=[spec, None],
+            id=mission_workflow_id(spec.mission_id),
             task_queue=ms.task_queue,
-        )  # fmt: skip
+        )
         result = await handle.result()
         assert result.status == "completed"
     finished = spans.get_finished_spans()
@@ -117,8 +119,10 @@ async def test_one_trace_from_start_through_workflow_activity_and_append(
         t for t in over_http if t[2].name == "RunActivity:execute_work_item"
     )
     # the agent's own Commands: acceptance and start in one batch, then reports one by one
-    assert http.name in ("authority.http POST /v1/commands",
-                         "authority.http POST /v1/commands/batch")  # fmt: skip
+    assert http.name in (
+        "authority.http POST /v1/commands",
+        "authority.http POST /v1/commands/batch",
+    )
     assert http.attributes is not None and http.attributes["http.response.status_code"] == 200
     attrs = dict(append.attributes or {})
     assert attrs["missionweave.group_id"] == ms.group
@@ -139,8 +143,10 @@ def test_merged_requests_keep_their_own_traces(tmp_path: Path, spans: InMemorySp
         with tracer().start_as_current_span(name):
             contexts.append(otel_context.get_current())
     ada, bob = w.workers
-    cmds = [a.command("progress.report", w.group, {"work_item_id": "nope"},
-                      issued_at_ms=w.clock.now) for a in (ada, bob)]  # fmt: skip
+    cmds = [
+        a.command("progress.report", w.group, {"work_item_id": "nope"}, issued_at_ms=w.clock.now)
+        for a in (ada, bob)
+    ]
     results = w.authority.submit_many(cmds, trace_contexts=contexts)
     assert [r.status for r in results] == ["rejected", "rejected"]
     finished = spans.get_finished_spans()
@@ -242,16 +248,22 @@ print(json.dumps({"exporters": exporters, "spans": names}), file=sys.stderr)
 
 @pytest.mark.parametrize(
     ("env", "exporter"),
-    [({"OTEL_TRACES_EXPORTER": "console"}, "ConsoleSpanExporter"),
-     ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}, "OTLPSpanExporter")],
-)  # fmt: skip
+    [
+        ({"OTEL_TRACES_EXPORTER": "console"}, "ConsoleSpanExporter"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}, "OTLPSpanExporter"),
+    ],
+)
 def test_setup_from_environment_in_a_fresh_process(env: dict[str, str], exporter: str) -> None:
     """Set-up builds the global provider from OTEL_* (a subprocess: the global is set once)."""
     clean = {k: v for k, v in os.environ.items() if k not in _OTEL_VARS}
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD], env={**clean, **env, "OTEL_EXPORTER_OTLP_TIMEOUT": "1"},
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
+        [sys.executable, "-c", _CHILD],
+        env={**clean, **env, "OTEL_EXPORTER_OTLP_TIMEOUT": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     # the OTLP exporter may log its failed export (nothing listens) after our line
     line = next(x for x in out.stderr.splitlines() if x.startswith('{"exporters"'))
     assert json.loads(line) == {

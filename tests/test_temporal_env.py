@@ -55,13 +55,26 @@ class AuthorityActivities:
         """Authorize ``work_item_id`` and offer it to the worker for 5 minutes (Authority
         clock); the offer id."""
         s = self.stack
-        await s.ok(s.coordinator, "work.authorize", {
-            "work_item_id": work_item_id, "mission_id": "m", "contract": contract().wire(),
-            "dependencies": []})  # fmt: skip
-        r = await s.ok(s.coordinator, "work.offer", {
-            "work_item_id": work_item_id, "candidates": [self.worker.agent_id],
-            "expires_at_ms": s.clock() + 5 * MINUTE_MS,
-            "selection_basis": {self.worker.agent_id: {"capability_matches": []}}})  # fmt: skip
+        await s.ok(
+            s.coordinator,
+            "work.authorize",
+            {
+                "work_item_id": work_item_id,
+                "mission_id": "m",
+                "contract": contract().wire(),
+                "dependencies": [],
+            },
+        )
+        r = await s.ok(
+            s.coordinator,
+            "work.offer",
+            {
+                "work_item_id": work_item_id,
+                "candidates": [self.worker.agent_id],
+                "expires_at_ms": s.clock() + 5 * MINUTE_MS,
+                "selection_basis": {self.worker.agent_id: {"capability_matches": []}},
+            },
+        )
         return str(r.reply["offer_id"])
 
     @activity.defn(name="accept")
@@ -71,9 +84,11 @@ class AuthorityActivities:
         work_item_id, offer_id = args
         item = self.stack.authority.work_item(self.stack.group, work_item_id)
         assert item is not None
-        r = await self.stack.submit(self.worker, "work.accept_offer", {
-            "work_item_id": work_item_id, "offer_id": offer_id,
-            "revision": item["revision"]})  # fmt: skip
+        r = await self.stack.submit(
+            self.worker,
+            "work.accept_offer",
+            {"work_item_id": work_item_id, "offer_id": offer_id, "revision": item["revision"]},
+        )
         return "accepted" if r.accepted else str(r.rejection and r.rejection.code)
 
 
@@ -149,9 +164,12 @@ async def test_authority_clock_follows_skipped_time(
         acts = AuthorityActivities(stack, await stack.add_agent("ada"))
         tq = new_task_queue()
         async with Worker(
-            time_env.client, task_queue=tq, workflows=[SleepBetweenStampsWorkflow],
-            activities=[acts.stamp], interceptors=[FollowTemporalTime(clock)],
-        ):  # fmt: skip
+            time_env.client,
+            task_queue=tq,
+            workflows=[SleepBetweenStampsWorkflow],
+            activities=[acts.stamp],
+            interceptors=[FollowTemporalTime(clock)],
+        ):
             before, after = await time_env.client.execute_workflow(
                 SleepBetweenStampsWorkflow.run, 10, id=f"wf-{tq}", task_queue=tq
             )
@@ -168,10 +186,12 @@ async def test_offer_expiry_judged_by_skipped_time(
         acts = AuthorityActivities(stack, await stack.add_agent("ada"))
         tq = new_task_queue()
         async with Worker(
-            time_env.client, task_queue=tq, workflows=[OfferOutlivedWorkflow],
+            time_env.client,
+            task_queue=tq,
+            workflows=[OfferOutlivedWorkflow],
             activities=[acts.stamp, acts.offer, acts.accept],
             interceptors=[FollowTemporalTime(clock)],
-        ):  # fmt: skip
+        ):
             verdicts = await time_env.client.execute_workflow(
                 OfferOutlivedWorkflow.run, id=f"wf-{tq}", task_queue=tq
             )
@@ -184,11 +204,14 @@ async def test_dev_env_registers_search_attributes(dev_env: WorkflowEnvironment)
         dev_env.client, task_queue=tq, workflows=[UntilSuggestedWorkflow], activities=[noop]
     ):
         handle = await dev_env.client.start_workflow(
-            UntilSuggestedWorkflow.run, 3, id=f"wf-{tq}", task_queue=tq,
+            UntilSuggestedWorkflow.run,
+            3,
+            id=f"wf-{tq}",
+            task_queue=tq,
             search_attributes=TypedSearchAttributes(
                 [SearchAttributePair(MISSION_ID, "m-1"), SearchAttributePair(OPEN_WORK_ITEMS, 2)]
             ),
-        )  # fmt: skip
+        )
         assert await handle.result() == [3, 0]  # 4,096 events are far away
         desc = await handle.describe()
     assert desc.status == WorkflowExecutionStatus.COMPLETED
@@ -201,8 +224,9 @@ async def test_small_history_env_suggests_continue_as_new(
 ) -> None:
     env = dev_env_small_history
     tq = new_task_queue()
-    async with Worker(env.client, task_queue=tq, workflows=[UntilSuggestedWorkflow],
-                      activities=[noop]):  # fmt: skip
+    async with Worker(
+        env.client, task_queue=tq, workflows=[UntilSuggestedWorkflow], activities=[noop]
+    ):
         ran, suggested = await env.client.execute_workflow(
             UntilSuggestedWorkflow.run, 50, id=f"wf-{tq}", task_queue=tq
         )

@@ -93,14 +93,18 @@ async def test_mw_11_3_d_tool_gateway_honours_rotation_narrowing_and_lease_end(
             return resp.status_code, resp.json()
 
         assert await call("search", first) == (
-            200, {"done": "search", "lease_id": world.leases["a"]["lease_id"]},
-        )  # fmt: skip
+            200,
+            {"done": "search", "lease_id": world.leases["a"]["lease_id"]},
+        )
         rotated = (await _send(world, live, "capability_token.rotate"))["capability_token"]
         assert (await call("search", rotated))[0] == 200  # the rotated token works
-        assert await call("search", first) == (403, {
-            "code": "token_superseded",
-            "reason": "the token was rotated or narrowed; its holder has a new one",
-        })  # fmt: skip
+        assert await call("search", first) == (
+            403,
+            {
+                "code": "token_superseded",
+                "reason": "the token was rotated or narrowed; its holder has a new one",
+            },
+        )
         narrow = (await _send(world, live, "capability_token.rotate", scope=["search"]))[
             "capability_token"
         ]
@@ -121,9 +125,12 @@ async def test_mw_11_3_d_verify_endpoint_refuses_bad_input_with_a_structured_422
     public = {k: v for k, v in token.items() if k != "signature"}
     async with httpx.AsyncClient(base_url=live.url) as http:
         bad: list[dict[str, Any]] = [
-            {}, {"token": public}, {"token": token, "operation": ""},
-            {"token": {**token, "expires_at_ms": "soon"}}, {"token": token, "x": 1},
-        ]  # fmt: skip
+            {},
+            {"token": public},
+            {"token": token, "operation": ""},
+            {"token": {**token, "expires_at_ms": "soon"}},
+            {"token": token, "x": 1},
+        ]
         for body in bad:
             resp = await http.post("/v1/capability-tokens/verify", json=body)
             assert resp.status_code == 422, body
@@ -161,8 +168,12 @@ async def test_mw_11_3_d_a_handler_narrows_its_token_before_handing_it_to_a_tool
             for op, token in (("search", narrow), ("fetch", narrow), ("search", before)):
                 resp = await tools.post(f"/tools/{op}", json={"token": token})
                 seen.append((op, resp.status_code, resp.json().get("code")))
-        return Submission(evidence=[ctx.evidence("hashes", method="sha256 compare"),
-                                    ctx.evidence("schema", method="json-schema")])  # fmt: skip
+        return Submission(
+            evidence=[
+                ctx.evidence("hashes", method="sha256 compare"),
+                ctx.evidence("schema", method="json-schema"),
+            ]
+        )
 
     async with AuthorityClient(live.url, signing_key=worker.key) as client:
         out = await run(client, worker, work, handler)

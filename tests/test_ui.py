@@ -84,8 +84,10 @@ async def _history(ui: httpx.AsyncClient, ns: str, wid: str) -> list[dict[str, A
     events: list[dict[str, Any]] = []
     token = ""
     while True:
-        r = await ui.get(f"/api/v1/namespaces/{ns}/workflows/{wid}/history",
-                         params={"nextPageToken": token} if token else {})  # fmt: skip
+        r = await ui.get(
+            f"/api/v1/namespaces/{ns}/workflows/{wid}/history",
+            params={"nextPageToken": token} if token else {},
+        )
         assert r.status_code == 200, r.text
         events += r.json()["history"]["events"]
         token = r.json().get("nextPageToken") or ""
@@ -95,22 +97,34 @@ async def _history(ui: httpx.AsyncClient, ns: str, wid: str) -> list[dict[str, A
 
 async def _look(data: Path) -> UiView:
     key = SigningKey.generate()
-    card = AgentCard(agent_id="ada", public_key=key.public_key,
-                     capabilities=["demo.step@1.0"], max_concurrency=1)  # fmt: skip
-    async with EmbeddedStack(data, temporal_port=0, ui_port=0, authority_port=0,
-                             group=GROUP) as stack:  # fmt: skip
+    card = AgentCard(
+        agent_id="ada", public_key=key.public_key, capabilities=["demo.step@1.0"], max_concurrency=1
+    )
+    async with EmbeddedStack(
+        data, temporal_port=0, ui_port=0, authority_port=0, group=GROUP
+    ) as stack:
         assert stack.ui_url is not None
         await stack.start_agent(card, key, step_registry())
         spec = {
-            "group_id": GROUP, "mission_id": MISSION, "title": TITLE,
-            "items": [{"work_item_id": ITEMS[0], "contract": contract().wire()},
-                      {"work_item_id": ITEMS[1], "contract": contract().wire(),
-                       "dependencies": [ITEMS[0]]}],
+            "group_id": GROUP,
+            "mission_id": MISSION,
+            "title": TITLE,
+            "items": [
+                {"work_item_id": ITEMS[0], "contract": contract().wire()},
+                {
+                    "work_item_id": ITEMS[1],
+                    "contract": contract().wire(),
+                    "dependencies": [ITEMS[0]],
+                },
+            ],
             "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
-        }  # fmt: skip
-        env = {**os.environ, "TEMPORAL_ADDRESS": stack.temporal_target,
-               "TEMPORAL_NAMESPACE": stack.namespace,
-               "MISSIONWEAVE_UI_URL": stack.ui_url}  # fmt: skip
+        }
+        env = {
+            **os.environ,
+            "TEMPORAL_ADDRESS": stack.temporal_target,
+            "TEMPORAL_NAMESPACE": stack.namespace,
+            "MISSIONWEAVE_UI_URL": stack.ui_url,
+        }
         started = await amw("mission", "start", "-", env=env, stdin=json.dumps(spec))
         assert started.returncode == 0, started.stderr
         wid = mission_workflow_id(MISSION)
@@ -119,10 +133,15 @@ async def _look(data: Path) -> UiView:
         ns, url = stack.namespace, stack.mission_url(MISSION)
         assert url is not None
         async with httpx.AsyncClient(base_url=stack.ui_url, timeout=15) as ui:
-            searches = {q: await _search(ui, ns, q) for q in (
-                f'MissionId="{MISSION}"', f'GroupId="{GROUP}"',
-                f'MissionStatus="completed" AND MissionId="{MISSION}"', "OpenWorkItems=0",
-            )}  # fmt: skip
+            searches = {
+                q: await _search(ui, ns, q)
+                for q in (
+                    f'MissionId="{MISSION}"',
+                    f'GroupId="{GROUP}"',
+                    f'MissionStatus="completed" AND MissionId="{MISSION}"',
+                    "OpenWorkItems=0",
+                )
+            }
             page = await ui.get(url)
             page_api = await ui.get(f"/api/v1{urlsplit(url).path}")
             assert page_api.status_code == 200, page_api.text
@@ -130,21 +149,28 @@ async def _look(data: Path) -> UiView:
             describe = await ui.get(f"/api/v1/namespaces/{ns}/workflows/{wid}")
             assert describe.status_code == 200, describe.text
             query = f"/api/v1/namespaces/{ns}/workflows/{wid}/query/__temporal_workflow_metadata"
-            body = {"execution": {"workflowId": wid},
-                    "query": {"queryType": "__temporal_workflow_metadata"}}  # fmt: skip
+            body = {
+                "execution": {"workflowId": wid},
+                "query": {"queryType": "__temporal_workflow_metadata"},
+            }
             bare = await ui.post(query, json=body)
             if "_csrf" not in ui.cookies:  # the UI's pages get it with their first request
                 await ui.get("/api/v1/settings")
             answer = await ui.post(query, json=body, headers={"X-CSRF-Token": ui.cookies["_csrf"]})
             assert answer.status_code == 200, answer.text
             return UiView(
-                namespace=ns, mission_url=url,
-                printed_link=started.stdout.strip().splitlines()[-1], page=page,
-                page_api=page_api.json(), unknown_page_api=unknown, searches=searches,
-                describe=describe.json(), metadata_without_csrf=bare,
+                namespace=ns,
+                mission_url=url,
+                printed_link=started.stdout.strip().splitlines()[-1],
+                page=page,
+                page_api=page_api.json(),
+                unknown_page_api=unknown,
+                searches=searches,
+                describe=describe.json(),
+                metadata_without_csrf=bare,
                 metadata=payload(answer.json()["queryResult"]["payloads"][0]),
                 history=await _history(ui, ns, wid),
-            )  # fmt: skip
+            )
 
 
 @pytest.fixture(scope="module")
@@ -157,10 +183,15 @@ def test_the_mission_is_found_by_its_search_attributes(view: UiView) -> None:
     for query, found in view.searches.items():
         assert found == [wid], (query, found)
     attributes = view.describe["workflowExecutionInfo"]["searchAttributes"]["indexedFields"]
-    assert {k: payload(attributes[k]) for k in
-            ("MissionId", "GroupId", "MissionStatus", "OpenWorkItems")} == {
-        "MissionId": MISSION, "GroupId": GROUP, "MissionStatus": "completed", "OpenWorkItems": 0,
-    }  # fmt: skip
+    assert {
+        k: payload(attributes[k])
+        for k in ("MissionId", "GroupId", "MissionStatus", "OpenWorkItems")
+    } == {
+        "MissionId": MISSION,
+        "GroupId": GROUP,
+        "MissionStatus": "completed",
+        "OpenWorkItems": 0,
+    }
 
 
 def test_the_mission_shows_its_summary_and_current_details(view: UiView) -> None:
@@ -205,8 +236,9 @@ def _scheduled(view: UiView) -> list[tuple[str, str, list[str]]]:
         elif kind == "review_submissions":
             items = [r["work_item_id"] for r in arg["reviews"]]
         elif kind == "submit_commands":
-            bodies = [(e.get("intent") or e.get("command") or {}).get("body", {})
-                      for e in arg["entries"]]  # fmt: skip
+            bodies = [
+                (e.get("intent") or e.get("command") or {}).get("body", {}) for e in arg["entries"]
+            ]
             items = list(dict.fromkeys(b["work_item_id"] for b in bodies if "work_item_id" in b))
         else:
             raise AssertionError(f"an activity this test does not know: {kind}")
@@ -226,9 +258,11 @@ def test_each_work_item_activity_names_its_work_item(view: UiView) -> None:
 
 
 def test_each_batch_activity_names_its_work_items(view: UiView) -> None:
-    batches = [(k, s, i) for k, s, i in _scheduled(view)
-               if k in ("submit_commands", "select_candidates", "review_submissions")
-               and i]  # fmt: skip
+    batches = [
+        (k, s, i)
+        for k, s, i in _scheduled(view)
+        if k in ("submit_commands", "select_candidates", "review_submissions") and i
+    ]
     assert batches
     for kind, summary, items in batches:
         # a long batch names its first WorkItems and how many there are

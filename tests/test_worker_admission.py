@@ -39,11 +39,18 @@ def test_load_handlers_collects_decorated_functions() -> None:
     assert summarize is not None and summarize.input_model is None  # a dict input
 
 
-@pytest.mark.parametrize(("required", "served"), [
-    ("dist.verify@1.0", True), ("dist.verify@1.2", True), ("dist.verify@1", True),
-    ("dist.verify@1.3", False), ("dist.verify@2.0", False), ("dist.verify@0.9", False),
-    ("other@1.0", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("required", "served"),
+    [
+        ("dist.verify@1.0", True),
+        ("dist.verify@1.2", True),
+        ("dist.verify@1", True),
+        ("dist.verify@1.3", False),
+        ("dist.verify@2.0", False),
+        ("dist.verify@0.9", False),
+        ("other@1.0", False),
+    ],
+)
 def test_handler_chosen_by_name_and_major_version(required: str, served: bool) -> None:
     reg = load_handlers("tests.worker_handlers")
     assert (reg.find(required) is not None) is served
@@ -75,9 +82,16 @@ CARD = AgentCard(agent_id="w", public_key=SigningKey.generate().public_key,
 
 
 def request(c: WorkContract | None, **over: Any) -> AdmissionRequest:
-    base: dict[str, Any] = dict(group_id="g1", work_item_id="a", contract=c,
-                                roles=frozenset({"worker"}), queue_depth=0, queued_total=0,
-                                busy_slots=0, now_ms=T0)  # fmt: skip
+    base: dict[str, Any] = dict(
+        group_id="g1",
+        work_item_id="a",
+        contract=c,
+        roles=frozenset({"worker"}),
+        queue_depth=0,
+        queued_total=0,
+        busy_slots=0,
+        now_ms=T0,
+    )
     base.update(over)
     return AdmissionRequest(**base)
 
@@ -115,8 +129,9 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], Accept | str]] = [
 def test_a_zero_queue_takes_only_work_that_starts_at_once__MW_10_3_d_e() -> None:
     """``max_queue_depth=0``: accept onto a free slot (the work starts at once), decline with
     ``capacity`` what would have to wait."""
-    strict = AdmissionControl(CARD, load_handlers("tests.worker_handlers"),
-                              AdmissionPolicy(max_queue_depth=0))  # fmt: skip
+    strict = AdmissionControl(
+        CARD, load_handlers("tests.worker_handlers"), AdmissionPolicy(max_queue_depth=0)
+    )
     assert isinstance(strict.decide(request(contract(), busy_slots=1)), Accept)
     busy = strict.decide(request(contract(), busy_slots=2))
     assert isinstance(busy, Decline) and busy.reason == DeclineReason.CAPACITY
@@ -173,8 +188,11 @@ def test_slot_limit_and_deadlines__MW_11_1_e() -> None:
     assert {i.group_id for i in plan.start} == {"a", "b"}
     assert sched.plan(queues, [RunningItem("a", str(i), T0) for i in range(3)], T0).start == []
     # earliest start deadline first within a Group; a missed one is never started
-    late = [QueuedItem("a", "soon", "m", 1, T0 + 10, T0), QueuedItem("a", "later", "m", 1,
-            T0 + 99_000, T0), QueuedItem("a", "gone", "m", 1, T0 - 1, T0)]  # fmt: skip
+    late = [
+        QueuedItem("a", "soon", "m", 1, T0 + 10, T0),
+        QueuedItem("a", "later", "m", 1, T0 + 99_000, T0),
+        QueuedItem("a", "gone", "m", 1, T0 - 1, T0),
+    ]
     plan = Scheduler(slots=1).plan({"a": late}, [], T0)
     assert [i.work_item_id for i in plan.start] == ["soon"]
     assert [i.work_item_id for i in plan.missed] == ["gone"]
@@ -182,8 +200,11 @@ def test_slot_limit_and_deadlines__MW_11_1_e() -> None:
 
 def test_starving_group_triggers_cooperative_preemption__MW_11_3_g() -> None:
     sched = Scheduler(slots=2, max_wait_ms=60_000)
-    running = [RunningItem("busy", "b1", T0), RunningItem("busy", "b2", T0 + 5),
-               RunningItem("busy", "b3", T0 - 1, interruptible=False)]  # fmt: skip
+    running = [
+        RunningItem("busy", "b1", T0),
+        RunningItem("busy", "b2", T0 + 5),
+        RunningItem("busy", "b3", T0 - 1, interruptible=False),
+    ]
     waiting = {"quiet": queued("quiet", 1)}
     assert sched.plan(waiting, running, T0 + 1_000).preempt == []  # not waiting long yet
     plan = sched.plan(waiting, running, T0 + 61_000)

@@ -49,32 +49,58 @@ CARD = "agent_id: worker-0\ncapabilities: [dist.verify@1.2]\nmax_concurrency: 2\
 
 
 def _worker(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([EXE, "worker", *args], capture_output=True, text=True, timeout=60,
-                          cwd=ROOT, check=False)  # fmt: skip
+    return subprocess.run(
+        [EXE, "worker", *args], capture_output=True, text=True, timeout=60, cwd=ROOT, check=False
+    )
 
 
 def test_worker_bad_input_is_one_line(tmp_path: Path) -> None:
     key_path, card_path = _files(tmp_path, SigningKey.generate(), CARD)
     base = ["--key", str(key_path), "--group", "g1", "--state-dir", str(tmp_path / "s")]
     cases = [
-        (["--card", str(tmp_path / "missing.yaml"), "--handlers", "tests.worker_handlers"],
-         "no card file at"),
-        (["--card", str(card_path), "--handlers", "tests.no_such_module"],
-         "cannot import handler module 'tests.no_such_module'"),
-        (["--card", str(card_path), "--handlers", "tests.worker_handlers",
-          "--authority-url", f"http://127.0.0.1:{_free_port()}"], "cannot reach the Authority"),
-    ]  # fmt: skip
+        (
+            ["--card", str(tmp_path / "missing.yaml"), "--handlers", "tests.worker_handlers"],
+            "no card file at",
+        ),
+        (
+            ["--card", str(card_path), "--handlers", "tests.no_such_module"],
+            "cannot import handler module 'tests.no_such_module'",
+        ),
+        (
+            [
+                "--card",
+                str(card_path),
+                "--handlers",
+                "tests.worker_handlers",
+                "--authority-url",
+                f"http://127.0.0.1:{_free_port()}",
+            ],
+            "cannot reach the Authority",
+        ),
+    ]
     bad_card = tmp_path / "bad.yaml"
     bad_card.write_text("agent_id: worker-0\nmax_concurrency: 0\n", encoding="utf-8")
-    cases.append((["--card", str(bad_card), "--handlers", "tests.worker_handlers"],
-                  "invalid card: max_concurrency"))  # fmt: skip
+    cases.append(
+        (
+            ["--card", str(bad_card), "--handlers", "tests.worker_handlers"],
+            "invalid card: max_concurrency",
+        )
+    )
     for args, message in cases:
         r = _worker(*base, *args)
         assert r.returncode == 2, r.stderr
         assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     (tmp_path / "not.pem").write_text("nope", encoding="utf-8")
-    r = _worker("--key", str(tmp_path / "not.pem"), "--card", str(card_path), "--handlers",
-                "tests.worker_handlers", "--group", "g1")  # fmt: skip
+    r = _worker(
+        "--key",
+        str(tmp_path / "not.pem"),
+        "--card",
+        str(card_path),
+        "--handlers",
+        "tests.worker_handlers",
+        "--group",
+        "g1",
+    )
     assert r.returncode == 2 and "not an unencrypted PEM" in r.stderr
 
 
@@ -83,11 +109,26 @@ async def test_worker_unreachable_temporal_is_one_line(
 ) -> None:
     key_path, card_path = _files(tmp_path, world.workers[0].key, CARD)
     proc = await asyncio.create_subprocess_exec(
-        EXE, "worker", "--card", str(card_path), "--key", str(key_path), "--handlers",
-        "tests.worker_handlers", "--group", "g1", "--authority-url", live.url,
-        "--temporal-address", f"127.0.0.1:{_free_port()}", "--state-dir", str(tmp_path / "s"),
-        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        EXE,
+        "worker",
+        "--card",
+        str(card_path),
+        "--key",
+        str(key_path),
+        "--handlers",
+        "tests.worker_handlers",
+        "--group",
+        "g1",
+        "--authority-url",
+        live.url,
+        "--temporal-address",
+        f"127.0.0.1:{_free_port()}",
+        "--state-dir",
+        str(tmp_path / "s"),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     _, err = await asyncio.wait_for(proc.communicate(), timeout=60)
     assert proc.returncode == 2
     assert "error: cannot reach Temporal at 127.0.0.1:" in err.decode()
@@ -97,13 +138,29 @@ async def test_worker_unreachable_temporal_is_one_line(
 def test_worker_and_coordinator_help_name_their_options_and_variables() -> None:
     """The shared options (one definition in ``cli/_options.py``) say which environment
     variable sets their default, for ``worker`` as for ``coordinator``."""
-    shared = ("--authority-url", "--temporal-address", "--namespace", "--artifacts",
-              "--s3-endpoint", "--stop-timeout", "env var: MISSIONWEAVE_AUTHORITY_URL",
-              "env var: TEMPORAL_ADDRESS", "env var: TEMPORAL_NAMESPACE")  # fmt: skip
-    for command, own in (("worker", ("--card", "--key", "--handlers", "--group", "--state-dir")),
-                         ("coordinator", ("--key", "--agent-id"))):  # fmt: skip
-        r = subprocess.run([EXE, command, "--help"], capture_output=True, text=True, timeout=60,
-                           env={**os.environ, "COLUMNS": "200"}, check=False)  # fmt: skip
+    shared = (
+        "--authority-url",
+        "--temporal-address",
+        "--namespace",
+        "--artifacts",
+        "--s3-endpoint",
+        "--stop-timeout",
+        "env var: MISSIONWEAVE_AUTHORITY_URL",
+        "env var: TEMPORAL_ADDRESS",
+        "env var: TEMPORAL_NAMESPACE",
+    )
+    for command, own in (
+        ("worker", ("--card", "--key", "--handlers", "--group", "--state-dir")),
+        ("coordinator", ("--key", "--agent-id")),
+    ):
+        r = subprocess.run(
+            [EXE, command, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "COLUMNS": "200"},
+            check=False,
+        )
         assert r.returncode == 0, r.stderr
         for word in (*own, *shared):
             assert word in r.stdout, (command, word)
@@ -169,28 +226,50 @@ def test_ctrl_c_stops_a_worker_whose_servers_are_gone(
     for agent, capability in (("frozen-1", "test.hold@1.0"), ("gone-1", "test.wait@1.0")):
         key = tmp_path / f"{agent}.pem"
         owner_key = data / "keys" / "coordinator.pem"
-        r = mw("group", "add", "--key", str(owner_key), "--group", "demo", "--agent-id", agent,
-               "--agent-key", str(key), "--create-key", env=env)  # fmt: skip
+        r = mw(
+            "group",
+            "add",
+            "--key",
+            str(owner_key),
+            "--group",
+            "demo",
+            "--agent-id",
+            agent,
+            "--agent-key",
+            str(key),
+            "--create-key",
+            env=env,
+        )
         assert r.returncode == 0, r.stderr
         card = tmp_path / f"{agent}.yaml"
-        card.write_text(f"agent_id: {agent}\ncapabilities: [{capability}]\nmax_concurrency: 1\n",
-                        encoding="utf-8")  # fmt: skip
+        card.write_text(
+            f"agent_id: {agent}\ncapabilities: [{capability}]\nmax_concurrency: 1\n",
+            encoding="utf-8",
+        )
         log = tmp_path / f"{agent}.log"
         workers[agent] = _hold_worker(card, key, tmp_path / "state", data, log, env)
         processes.append(workers[agent])
     spec = {
-        "group_id": "demo", "mission_id": "hold-1", "title": "two WorkItems held until stopped",
-        "items": [{"work_item_id": f"hold-1:{c}", "contract": contract((f"test.{c}@1.0",)).wire()}
-                  for c in ("hold", "wait")],
+        "group_id": "demo",
+        "mission_id": "hold-1",
+        "title": "two WorkItems held until stopped",
+        "items": [
+            {"work_item_id": f"hold-1:{c}", "contract": contract((f"test.{c}@1.0",)).wire()}
+            for c in ("hold", "wait")
+        ],
         "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
-    }  # fmt: skip
+    }
     r = mw("mission", "start", "-", env=env, stdin=json.dumps(spec))
     assert r.returncode == 0, r.stderr
 
     def both_started() -> bool:
         reads = SignedReads(SigningKey.from_file(data / "keys" / "coordinator.pem"))
-        events = httpx.get(f"{authority}/v1/groups/demo/events", timeout=5, auth=reads,
-                           params={"after_sequence": 0, "limit": 1000}).json()  # fmt: skip
+        events = httpx.get(
+            f"{authority}/v1/groups/demo/events",
+            timeout=5,
+            auth=reads,
+            params={"after_sequence": 0, "limit": 1000},
+        ).json()
         started = {e["work_item_id"] for e in events["events"] if e["type"] == "work.started"}
         return started == {"hold-1:hold", "hold-1:wait"}
 
@@ -221,21 +300,53 @@ def _events(authority: str, data: Path) -> list[dict[str, Any]]:
     return events
 
 
-def _hold_worker(card: Path, key: Path, state_dir: Path, data: Path, log: Path,
-                 env: dict[str, str], *extra: str) -> Process:  # fmt: skip
+def _hold_worker(
+    card: Path, key: Path, state_dir: Path, data: Path, log: Path, env: dict[str, str], *extra: str
+) -> Process:
     """``missionweave worker`` in Group ``demo`` with ``tests.hold_handlers``, sharing the dev
     stack's artifact store under ``data``."""
-    return Process([EXE, "worker", "--card", str(card), "--key", str(key), "--handlers",
-                    "tests.hold_handlers", "--group", "demo", "--state-dir", str(state_dir),
-                    "--artifacts", str(data / "artifacts"), *extra], log, env=env)  # fmt: skip
+    return Process(
+        [
+            EXE,
+            "worker",
+            "--card",
+            str(card),
+            "--key",
+            str(key),
+            "--handlers",
+            "tests.hold_handlers",
+            "--group",
+            "demo",
+            "--state-dir",
+            str(state_dir),
+            "--artifacts",
+            str(data / "artifacts"),
+            *extra,
+        ],
+        log,
+        env=env,
+    )
 
 
 def _dev_up(tmp_path: Path, processes: list[Process]) -> tuple[Path, dict[str, str], Process]:
     """``missionweave dev up`` on free ports under ``tmp_path/data``: the data directory, the
     stack's banner (``Temporal``, ``Authority``, …) and its process."""
     data = tmp_path / "data"
-    stack = Process([EXE, "dev", "up", "--data-dir", str(data), "--temporal-port", "0",
-                     "--headless", "--authority-port", "0"], tmp_path / "dev.log")  # fmt: skip
+    stack = Process(
+        [
+            EXE,
+            "dev",
+            "up",
+            "--data-dir",
+            str(data),
+            "--temporal-port",
+            "0",
+            "--headless",
+            "--authority-port",
+            "0",
+        ],
+        tmp_path / "dev.log",
+    )
     processes.append(stack)
     return data, stack.read_until(r"^  Group ", STARTUP_S), stack
 
@@ -274,8 +385,9 @@ def test_ctrl_c_on_a_handler_that_never_pauses_reports_it_and_exits_1(
             encoding="utf-8",
         )
         log = tmp_path / f"{agent}.log"
-        workers[agent] = _hold_worker(card, key, tmp_path / "state", data, log, env,
-                                      "--stop-timeout", "6")  # fmt: skip
+        workers[agent] = _hold_worker(
+            card, key, tmp_path / "state", data, log, env, "--stop-timeout", "6"
+        )
         processes.append(workers[agent])
     wid = "ign-1:a"
     lease = {"start_deadline_ms": 60_000, "lease_ms": 600_000, "heartbeat_ms": 1_000}
@@ -396,15 +508,17 @@ async def test_ctrl_c_bounds_the_stop_of_a_served_command() -> None:
 
     ctrl_c(0.05)
     with pytest.raises(CliError) as stuck:
-        await serve_until_signalled(asyncio.Event().wait(), lambda: None, what="agent b",
-                                    stop_timeout=1)  # fmt: skip
+        await serve_until_signalled(
+            asyncio.Event().wait(), lambda: None, what="agent b", stop_timeout=1
+        )
     assert stuck.value.exit_code == 1
     assert str(stuck.value).startswith("agent b did not stop within 1 s")
 
     ctrl_c(0.05)
     ctrl_c(0.3)
     with pytest.raises(CliError) as twice:
-        await serve_until_signalled(asyncio.Event().wait(), lambda: None, what="agent c",
-                                    stop_timeout=60)  # fmt: skip
+        await serve_until_signalled(
+            asyncio.Event().wait(), lambda: None, what="agent c", stop_timeout=60
+        )
     assert twice.value.exit_code == 130
     assert str(twice.value) == "interrupted again: agent c exits without a clean stop"

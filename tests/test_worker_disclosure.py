@@ -32,10 +32,20 @@ def test_the_window_comes_from_the_groups_own_queue_and_the_bound__MW_11_2_a() -
     assert bounded.latest_ms == T0 + 3 + 15_000 + 10_000 and bounded.confidence == "medium"
     first = estimate(q[0], q, slots=2, free_slots=1, max_wait_ms=None, now_ms=T0 + 10)
     assert (first.earliest_ms, first.latest_ms, first.confidence, first.capacity) == (
-        T0 + 10, T0 + 10, "high", "available")  # fmt: skip
+        T0 + 10,
+        T0 + 10,
+        "high",
+        "available",
+    )
     with pytest.raises(ValueError, match="own Group"):
-        estimate(q[0], [*q, QueuedItem("b", "x", "m", 1, None, T0)], slots=2, free_slots=0,
-                 max_wait_ms=None, now_ms=T0)  # fmt: skip
+        estimate(
+            q[0],
+            [*q, QueuedItem("b", "x", "m", 1, None, T0)],
+            slots=2,
+            free_slots=0,
+            max_wait_ms=None,
+            now_ms=T0,
+        )
 
 
 def test_only_a_material_change_is_disclosed_again__MW_11_2_a() -> None:
@@ -56,9 +66,17 @@ async def test_what_a_group_is_told_names_nothing_of_another_group__MW_11_2_b(
     Group — its id, its Missions, its WorkItems — and for the other's queue length."""
     groups = {
         "alpha-ops": {"mission-apollo": ["apollo-build", "apollo-test", "apollo-ship"]},
-        "beta-research": {"mission-zephyr": ["zephyr-crawl"], "mission-nimbus": ["nimbus-fit",
-                          "nimbus-eval", "nimbus-plot", "nimbus-report", "nimbus-archive"]},
-    }  # fmt: skip
+        "beta-research": {
+            "mission-zephyr": ["zephyr-crawl"],
+            "mission-nimbus": [
+                "nimbus-fit",
+                "nimbus-eval",
+                "nimbus-plot",
+                "nimbus-report",
+                "nimbus-archive",
+            ],
+        },
+    }
     published: dict[str, list[dict[str, Any]]] = {g: [] for g in groups}
 
     async def disclose(group_id: str, bodies: list[dict[str, Any]]) -> None:
@@ -67,8 +85,15 @@ async def test_what_a_group_is_told_names_nothing_of_another_group__MW_11_2_b(
     state = LocalState(tmp_path / "s.db", "ada")
     board = SlotBoard(1)
     board.reserve(("alpha-ops", "running-one"), hold_s=60)
-    disp = Dispatcher(Actor.generate("ada"), state, list(groups), Scheduler(1, max_wait_ms=600_000),
-                      board, disclose=disclose, clock=lambda: T0 + 5_000)  # fmt: skip
+    disp = Dispatcher(
+        Actor.generate("ada"),
+        state,
+        list(groups),
+        Scheduler(1, max_wait_ms=600_000),
+        board,
+        disclose=disclose,
+        clock=lambda: T0 + 5_000,
+    )
     waits = []
     for g, missions in groups.items():
         for m, items in missions.items():
@@ -87,11 +112,15 @@ async def test_what_a_group_is_told_names_nothing_of_another_group__MW_11_2_b(
             foreign = [other, *groups[other], *(w for ws in groups[other].values() for w in ws)]
             assert [s for s in foreign if s in text] == []
             told = {json.dumps(b["capacity"], sort_keys=True) for b in published[g]}
-            assert told == {json.dumps({"free_slots": 0, "queue_depth": len(own),
-                                        "state": "busy"}, sort_keys=True)}  # fmt: skip
+            assert told == {
+                json.dumps(
+                    {"free_slots": 0, "queue_depth": len(own), "state": "busy"}, sort_keys=True
+                )
+            }
             # the bound caps every window: queued + 10 min + one execution
-            assert all(b["start_window"]["latest_ms"] <= T0 + 10 + 600_000 + 30_000
-                       for b in published[g])  # fmt: skip
+            assert all(
+                b["start_window"]["latest_ms"] <= T0 + 10 + 600_000 + 30_000 for b in published[g]
+            )
         before = {g: len(b) for g, b in published.items()}
         disp.dispatch_once()  # nothing changed: nothing is disclosed again
         await disp._publish_disclosures()
@@ -105,7 +134,8 @@ async def test_what_a_group_is_told_names_nothing_of_another_group__MW_11_2_b(
 def test_an_item_waiting_for_an_approval_is_disclosed_with_low_confidence__MW_11_2_a() -> None:
     q = [QueuedItem("a", "w0", "m", 1, None, T0, estimate_ms=1_000)]
     sure = estimate(q[0], q, slots=1, free_slots=1, max_wait_ms=None, now_ms=T0, declared=True)
-    held = estimate(q[0], q, slots=1, free_slots=1, max_wait_ms=None, now_ms=T0, declared=True,
-                    held=True)  # fmt: skip
+    held = estimate(
+        q[0], q, slots=1, free_slots=1, max_wait_ms=None, now_ms=T0, declared=True, held=True
+    )
     assert (sure.confidence, held.confidence) == ("high", "low")
     assert material(sure, held, T0)  # approval granted or not: the Group hears of it

@@ -53,20 +53,26 @@ def grant(w: World, wid: str, worker: Actor, **over: Any) -> ExecuteWorkItemInpu
     lease = {k: v for k, v in r.reply["lease"].items() if k != "renewals"}
     w.leases[wid] = r.reply["lease"]
     return ExecuteWorkItemInput(
-        group_id=w.group, mission_id=w.mission, work_item_id=wid, contract=contract(**over),
+        group_id=w.group,
+        mission_id=w.mission,
+        work_item_id=wid,
+        contract=contract(**over),
         input={"files": ["a.tar", "b.tar"]},
         lease=LeaseGrant(**lease, capability_token=r.reply["capability_token"]),
         checkpoint=r.reply.get("checkpoint"),
-    )  # fmt: skip
+    )
 
 
 Handler = Callable[[WorkContext, VerifyInput], Awaitable[Any]]
 
 
 async def run(
-    client: AuthorityClient, actor: Actor, work: ExecuteWorkItemInput, fn: Handler,
+    client: AuthorityClient,
+    actor: Actor,
+    work: ExecuteWorkItemInput,
+    fn: Handler,
     beats: list[Any] | None = None,
-) -> Any:  # fmt: skip
+) -> Any:
     registry = HandlerRegistry()
     registry.handler("dist.verify", version="1.0")(fn)
     env = ActivityEnvironment()
@@ -94,9 +100,13 @@ async def test_submission_is_reported_and_accepted__MW_11_3_c(
         await ctx.guard()
         ctx.usage.add(tool_calls=2)
         await ctx.report("hashing", milestones=["listed"], estimate_remaining_ms=1000)
-        return Submission(outputs={"files": len(inp.files)}, evidence=[
-            ctx.evidence("hashes", method="sha256 compare"),
-            ctx.evidence("schema", method="json-schema")])  # fmt: skip
+        return Submission(
+            outputs={"files": len(inp.files)},
+            evidence=[
+                ctx.evidence("hashes", method="sha256 compare"),
+                ctx.evidence("schema", method="json-schema"),
+            ],
+        )
 
     beats: list[Any] = []
     out = await run(client, worker, work, verify, beats)
@@ -128,8 +138,9 @@ async def test_save_then_pause_requeues_with_checkpoint__MW_11_3_g(
     item = state_of(world, "a")
     assert item["state"] == "queued" and item["owner"] == worker.agent_id
     assert item["checkpoint"] == '{"done":["a.tar"],"next":"b.tar"}'
-    saved = [e for e in world.authority.all_events(world.group)
-             if e.type == "work.progress_reported"]  # fmt: skip
+    saved = [
+        e for e in world.authority.all_events(world.group) if e.type == "work.progress_reported"
+    ]
     assert saved[-1].body["checkpoint"] == {"done": ["a.tar"]}  # the durable resume point
     assert any(b["checkpoint"] == {"done": ["a.tar"]} for b in beats)  # and a heartbeat hint
     r = world.ok(worker, "work.start", {"work_item_id": "a", "ownership_epoch": 1})
@@ -149,10 +160,13 @@ async def test_block_reports_resolution__MW_11_4_c(world: World, client: Authori
     assert state_of(world, "a")["state"] == "blocked"
 
 
-@pytest.mark.parametrize(("exc", "retryable"), [
-    (RuntimeError("mirror returned 500"), True),
-    (PermanentFailure("archive format unsupported"), False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("exc", "retryable"),
+    [
+        (RuntimeError("mirror returned 500"), True),
+        (PermanentFailure("archive format unsupported"), False),
+    ],
+)
 async def test_raising_handler_fails_with_evidence__MW_11_4_f(
     world: World, client: AuthorityClient, exc: Exception, retryable: bool
 ) -> None:
@@ -237,8 +251,14 @@ async def test_idempotency_keys_differ_per_ownership_epoch__MW_16_f(
     keys: list[tuple[int, str, str, str]] = []
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
-        keys.append((ctx.ownership_epoch, ctx.idempotency_key("upload"),
-                     ctx.idempotency_key("upload"), ctx.attempt_key("upload", 2)))  # fmt: skip
+        keys.append(
+            (
+                ctx.ownership_epoch,
+                ctx.idempotency_key("upload"),
+                ctx.idempotency_key("upload"),
+                ctx.attempt_key("upload", 2),
+            )
+        )
         raise RuntimeError("transient")
 
     first = await run(client, worker, grant(world, "a", worker), verify)
@@ -262,8 +282,9 @@ async def test_late_result_is_recorded_not_applied__MW_11_5_b(
         world.clock.advance(31_000)
         offer_id = world.offer("a", new)
         assert world.accept(new, "a", offer_id).accepted
-        return Submission(evidence=[ctx.evidence("hashes", method="m"),
-                                    ctx.evidence("schema", method="m")])  # fmt: skip
+        return Submission(
+            evidence=[ctx.evidence("hashes", method="m"), ctx.evidence("schema", method="m")]
+        )
 
     out = await run(client, old, work, verify)
     assert out.kind is OutcomeKind.LEASE_LOST
@@ -277,8 +298,13 @@ async def test_budget_overrun_on_renewal_stops_and_fails__MW_11_5_j(
     world: World, client: AuthorityClient
 ) -> None:
     worker = world.workers[0]
-    work = grant(world, "a", worker, budget={"tool_calls": 3},
-                 timeouts={"heartbeat_ms": 50, "lease_ms": 30_000})  # fmt: skip
+    work = grant(
+        world,
+        "a",
+        worker,
+        budget={"tool_calls": 3},
+        timeouts={"heartbeat_ms": 50, "lease_ms": 30_000},
+    )
     cancelled = asyncio.Event()
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:

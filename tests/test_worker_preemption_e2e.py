@@ -35,10 +35,15 @@ LAB = "lab"
 
 
 def _spec(ms: MissionStack, group: str, mission: str, wid: str, cap: str) -> MissionSpec:
-    return MissionSpec.model_validate({
-        "group_id": group, "mission_id": mission, "title": f"test {mission}",
-        "items": [{"work_item_id": wid, "contract": contract((cap,)).wire()}],
-        "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300}})  # fmt: skip
+    return MissionSpec.model_validate(
+        {
+            "group_id": group,
+            "mission_id": mission,
+            "title": f"test {mission}",
+            "items": [{"work_item_id": wid, "contract": contract((cap,)).wire()}],
+            "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
+        }
+    )
 
 
 def _events(ms: MissionStack, group: str) -> list[Event]:
@@ -50,14 +55,24 @@ def _events(ms: MissionStack, group: str) -> list[Event]:
 async def _second_group(ms: MissionStack, agent_id: str, public_key: str) -> None:
     """Group ``lab``: the coordinator owns it; the agent is a worker there too."""
     st, coord = ms.stack, ms.stack.coordinator
-    r = await st.client.submit(coord.command("group.create", LAB, {
-        "public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
-        issued_at_ms=st.clock()))  # fmt: skip
+    r = await st.client.submit(
+        coord.command(
+            "group.create",
+            LAB,
+            {"public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
+            issued_at_ms=st.clock(),
+        )
+    )
     assert r.accepted, r.rejection
     coord.membership_epochs[LAB] = 1
-    r = await st.client.submit(coord.command("member.add", LAB, {
-        "agent_id": agent_id, "public_key": public_key, "roles": ["worker"]},
-        issued_at_ms=st.clock()))  # fmt: skip
+    r = await st.client.submit(
+        coord.command(
+            "member.add",
+            LAB,
+            {"agent_id": agent_id, "public_key": public_key, "roles": ["worker"]},
+            issued_at_ms=st.clock(),
+        )
+    )
     assert r.accepted, r.rejection
 
 
@@ -79,8 +94,10 @@ async def test_the_scheduler_preempts_at_a_checkpoint_and_the_item_resumes__MW_1
                     return ctx.pause({"progress": 7})
                 await asyncio.sleep(0.05)
         order.append("long resumed")
-        return Submission(outputs={"result": {"resumed_from": ctx.checkpoint["progress"]}},
-                          evidence=[ctx.evidence("done", method="demo")])  # fmt: skip
+        return Submission(
+            outputs={"result": {"resumed_from": ctx.checkpoint["progress"]}},
+            evidence=[ctx.evidence("done", method="demo")],
+        )
 
     @reg.handler("demo.quick", version="1.0", estimate_ms=1_000)
     async def quick(ctx: WorkContext, input: dict[str, Any]) -> Submission:
@@ -93,21 +110,38 @@ async def test_the_scheduler_preempts_at_a_checkpoint_and_the_item_resumes__MW_1
     async with mission_stack(dev_env, tmp_path) as ms:
         actor = await ms.stack.add_agent("ada", capabilities=caps, max_concurrency=1)
         await _second_group(ms, "ada", actor.public_key)
-        card = AgentCard(agent_id="ada", version=2, public_key=actor.public_key,
-                         capabilities=list(caps), max_concurrency=1)  # fmt: skip
-        rt = AgentRuntime(card, actor.key, groups=[ms.group, LAB], authority_url=ms.stack.url,
-                          temporal_client=dev_env.client, handlers=reg,
-                          state_path=tmp_path / "ada.sqlite3", max_wait=timedelta(seconds=2),
-                          tick=timedelta(milliseconds=200),
-                          artifact_store=ms.artifacts)  # fmt: skip
+        card = AgentCard(
+            agent_id="ada",
+            version=2,
+            public_key=actor.public_key,
+            capabilities=list(caps),
+            max_concurrency=1,
+        )
+        rt = AgentRuntime(
+            card,
+            actor.key,
+            groups=[ms.group, LAB],
+            authority_url=ms.stack.url,
+            temporal_client=dev_env.client,
+            handlers=reg,
+            state_path=tmp_path / "ada.sqlite3",
+            max_wait=timedelta(seconds=2),
+            tick=timedelta(milliseconds=200),
+            artifact_store=ms.artifacts,
+        )
         ms.runtimes.append(rt)
         ms.tasks.append(asyncio.create_task(rt.run()))
         await until("the agent is ready", rt.ready.is_set)
         # the lab Group's priority, set by its owner (policy) in its log, reaches the agent's
         # scheduler as that Group's weight (MW-11.1-d): high (× 2) × 3
-        r = await ms.stack.client.submit(ms.stack.coordinator.command(
-            "group.set_priority", LAB, {"priority_class": "high", "weight": 3},
-            issued_at_ms=ms.stack.clock()))  # fmt: skip
+        r = await ms.stack.client.submit(
+            ms.stack.coordinator.command(
+                "group.set_priority",
+                LAB,
+                {"priority_class": "high", "weight": 3},
+                issued_at_ms=ms.stack.clock(),
+            )
+        )
         assert r.accepted, r.rejection
         await until("the weight is applied", lambda: rt.scheduler.weight(LAB) == 6.0)
         assert rt.scheduler.weight(ms.group) == 1.0
@@ -144,5 +178,6 @@ async def test_the_scheduler_preempts_at_a_checkpoint_and_the_item_resumes__MW_1
         text = json.dumps([e.body for e in told])
         assert not [s for s in (ms.group, "m-long", 'long"') if s in text], text
         window = told[0].body["start_window"]
-        assert window["earliest_ms"] <= window["latest_ms"] <= told[0].body[
-            "completion_estimate_ms"]  # fmt: skip
+        assert (
+            window["earliest_ms"] <= window["latest_ms"] <= told[0].body["completion_estimate_ms"]
+        )

@@ -70,16 +70,22 @@ class StandInMissionWorkflow:
 
     async def _offer(self, wid: str, item: StandInItem) -> None:
         work = ExecuteWorkItemInput(
-            group_id=self.spec.group_id, mission_id=self.spec.mission_id, work_item_id=wid,
-            contract=item.contract, input=item.input, offer=item.offer,
-        )  # fmt: skip
+            group_id=self.spec.group_id,
+            mission_id=self.spec.mission_id,
+            work_item_id=wid,
+            contract=item.contract,
+            input=item.input,
+            offer=item.offer,
+        )
         self.outcomes[wid] = await workflow.execute_activity(
-            execute_work_item, work, task_queue=agent_task_queue(self.spec.agent_id),
+            execute_work_item,
+            work,
+            task_queue=agent_task_queue(self.spec.agent_id),
             schedule_to_start_timeout=timedelta(minutes=1),
             start_to_close_timeout=timedelta(minutes=5),
             heartbeat_timeout=timedelta(milliseconds=item.contract.timeouts.lease_ms),
             retry_policy=RetryPolicy(maximum_attempts=1),
-        )  # fmt: skip
+        )
 
     @workflow.signal
     def report_progress(self, sig: ProgressSignal) -> None:
@@ -87,8 +93,10 @@ class StandInMissionWorkflow:
 
     @workflow.query
     def seen(self) -> dict[str, Any]:
-        return {"progress": self.progress,
-                "outcomes": {k: v.kind.value for k, v in self.outcomes.items()}}  # fmt: skip
+        return {
+            "progress": self.progress,
+            "outcomes": {k: v.kind.value for k, v in self.outcomes.items()},
+        }
 
 
 # ------------------------------------------------------------------------------ the tests
@@ -102,13 +110,22 @@ async def stand_in_env() -> WorkflowEnvironment:
 
 def runtime(w: World, live: LiveServer, env: WorkflowEnvironment, state: Path) -> AgentRuntime:
     worker = w.workers[0]
-    card = AgentCard(agent_id=worker.agent_id, public_key=worker.public_key,
-                     capabilities=["dist.verify@1.2"], max_concurrency=2)  # fmt: skip
+    card = AgentCard(
+        agent_id=worker.agent_id,
+        public_key=worker.public_key,
+        capabilities=["dist.verify@1.2"],
+        max_concurrency=2,
+    )
     return AgentRuntime(
-        card, worker.key, groups=[w.group], authority_url=live.url, temporal_client=env.client,
-        handlers=load_handlers("tests.worker_handlers"), state_path=state,
+        card,
+        worker.key,
+        groups=[w.group],
+        authority_url=live.url,
+        temporal_client=env.client,
+        handlers=load_handlers("tests.worker_handlers"),
+        state_path=state,
         tick=timedelta(milliseconds=200),
-    )  # fmt: skip
+    )
 
 
 def events_of(w: World, type: str) -> list[Any]:
@@ -126,28 +143,45 @@ async def test_runtime_answers_offers_starts_and_executes__MW_10_3_d(
     world.authorize("a", required_capabilities=["dist.verify@1.0"])
     world.authorize("b", required_capabilities=["gpu.render@1.0"])
     w0 = world.workers[0]
-    offers = {w: OfferTerms(offer_id=world.offer(w, w0), revision=1,
-                            expires_at_ms=world.clock.now + 30_000) for w in "ab"}  # fmt: skip
-    spec = StandInSpec(group_id=world.group, mission_id=world.mission, agent_id=w0.agent_id,
-                       items={
-        "a": StandInItem(contract=contract(required_capabilities=["dist.verify@1.0"]),
-                         input={"files": ["x.tar", "y.tar", "z.tar"]}, offer=offers["a"]),
-        "b": StandInItem(contract=contract(required_capabilities=["gpu.render@1.0"]),
-                         offer=offers["b"])})  # fmt: skip
+    offers = {
+        w: OfferTerms(
+            offer_id=world.offer(w, w0), revision=1, expires_at_ms=world.clock.now + 30_000
+        )
+        for w in "ab"
+    }
+    spec = StandInSpec(
+        group_id=world.group,
+        mission_id=world.mission,
+        agent_id=w0.agent_id,
+        items={
+            "a": StandInItem(
+                contract=contract(required_capabilities=["dist.verify@1.0"]),
+                input={"files": ["x.tar", "y.tar", "z.tar"]},
+                offer=offers["a"],
+            ),
+            "b": StandInItem(
+                contract=contract(required_capabilities=["gpu.render@1.0"]), offer=offers["b"]
+            ),
+        },
+    )
     state = tmp_path / "agent" / "worker-0.db"
     async with await stand_in_env() as env:
         async with Worker(
-            env.client, task_queue=STAND_IN_QUEUE, workflows=[StandInMissionWorkflow],
+            env.client,
+            task_queue=STAND_IN_QUEUE,
+            workflows=[StandInMissionWorkflow],
             workflow_runner=UnsandboxedWorkflowRunner(),
-        ):  # fmt: skip
+        ):
             rt = runtime(world, live, env, state)
             async with rt:
                 assert events_of(world, "agent.card_published")  # published once, at start
                 assert rt.actor.membership_epochs == {world.group: 1}  # learnt from the log
                 handle = await env.client.start_workflow(
-                    StandInMissionWorkflow.run, spec, id=mission_workflow_id(world.mission),
+                    StandInMissionWorkflow.run,
+                    spec,
+                    id=mission_workflow_id(world.mission),
                     task_queue=STAND_IN_QUEUE,
-                )  # fmt: skip
+                )
                 with env.auto_time_skipping_disabled():
                     outcomes = await asyncio.wait_for(handle.result(), 30)
                     seen = await handle.query(StandInMissionWorkflow.seen)
@@ -190,10 +224,15 @@ async def test_runtime_refuses_to_start_without_membership(
 ) -> None:
     stranger = SigningKey.generate()
     card = AgentCard(agent_id="stranger", public_key=stranger.public_key)
-    rt = AgentRuntime(card, stranger, groups=[world.group], authority_url=live.url,
-                      temporal_client=_NoTemporal(),  # type: ignore[arg-type]
-                      handlers=load_handlers("tests.worker_handlers"),
-                      state_path=tmp_path / "s.db")  # fmt: skip
+    rt = AgentRuntime(
+        card,
+        stranger,
+        groups=[world.group],
+        authority_url=live.url,
+        temporal_client=_NoTemporal(),  # type: ignore[arg-type]
+        handlers=load_handlers("tests.worker_handlers"),
+        state_path=tmp_path / "s.db",
+    )
     with pytest.raises(SessionError, match="unknown_actor") as err:
         async with rt:
             pass
@@ -218,11 +257,15 @@ async def test_a_stop_during_start_up_ends_the_runtime_though_the_authority_is_s
     server = await asyncio.start_server(silent, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     key = SigningKey.generate()
-    rt = AgentRuntime(AgentCard(agent_id="ada", public_key=key.public_key), key,
-                      groups=["g1"], authority_url=f"http://127.0.0.1:{port}",
-                      temporal_client=_NoTemporal(),  # type: ignore[arg-type]
-                      handlers=load_handlers("tests.worker_handlers"),
-                      state_path=tmp_path / "s.db")  # fmt: skip
+    rt = AgentRuntime(
+        AgentCard(agent_id="ada", public_key=key.public_key),
+        key,
+        groups=["g1"],
+        authority_url=f"http://127.0.0.1:{port}",
+        temporal_client=_NoTemporal(),  # type: ignore[arg-type]
+        handlers=load_handlers("tests.worker_handlers"),
+        state_path=tmp_path / "s.db",
+    )
     try:
         run = asyncio.create_task(rt.run())
         for _ in range(200):  # until the runtime is connected and waiting for an answer

@@ -46,12 +46,18 @@ def test_no_item_waits_past_the_bound_whatever_its_weight__MW_11_1_c() -> None:
     weights = {"heavy": 1000.0, "light": 1.0}
     durations = {"heavy": 1_000, "light": 1_000}
     bound = 30_000
-    fair = simulate(Scheduler(slots=2, weights=weights, max_wait_ms=bound), durations,
-                    slots=2, horizon_ms=HOUR, backlog=4)  # fmt: skip
+    fair = simulate(
+        Scheduler(slots=2, weights=weights, max_wait_ms=bound),
+        durations,
+        slots=2,
+        horizon_ms=HOUR,
+        backlog=4,
+    )
     assert fair.max_wait_ms() <= bound + max(durations.values()), fair.max_wait_ms()
     assert fair.waits_ms["light"], "the light Group was served"
-    unbounded = simulate(Scheduler(slots=2, weights=weights), durations, slots=2,
-                         horizon_ms=HOUR, backlog=4)  # fmt: skip
+    unbounded = simulate(
+        Scheduler(slots=2, weights=weights), durations, slots=2, horizon_ms=HOUR, backlog=4
+    )
     assert unbounded.max_wait_ms() > bound + max(durations.values())
 
 
@@ -73,7 +79,13 @@ def test_a_tight_deadline_cannot_jump_an_old_item_of_another_mission__MW_11_1_c(
         out.append(it.mission_id)
         queue.remove(it)
     assert out == ["old", "rush", "old", "rush", "old", "rush"] or out == [
-        "rush", "old", "rush", "old", "rush", "old"]  # fmt: skip
+        "rush",
+        "old",
+        "rush",
+        "old",
+        "rush",
+        "old",
+    ]
 
 
 def test_an_idle_group_banks_no_credit__MW_11_1_d() -> None:
@@ -98,8 +110,10 @@ def test_an_idle_group_banks_no_credit__MW_11_1_d() -> None:
 
 def test_a_weight_change_reorders_the_queue_at_once_and_quotas_cap_a_group__MW_11_1_d() -> None:
     sched = Scheduler(slots=4, quotas={"a": 1})
-    queues = {"a": [QueuedItem("a", f"a{i}", "m", 1, None, T0) for i in range(4)],
-              "b": [QueuedItem("b", f"b{i}", "m", 1, None, T0) for i in range(4)]}  # fmt: skip
+    queues = {
+        "a": [QueuedItem("a", f"a{i}", "m", 1, None, T0) for i in range(4)],
+        "b": [QueuedItem("b", f"b{i}", "m", 1, None, T0) for i in range(4)],
+    }
     plan = sched.plan(queues, [], T0)
     assert sorted(i.group_id for i in plan.start) == ["a", "b", "b", "b"]  # a's quota is 1
     sched = Scheduler(slots=1)
@@ -109,8 +123,9 @@ def test_a_weight_change_reorders_the_queue_at_once_and_quotas_cap_a_group__MW_1
         now = T0 + step * 1_000
         (it,) = sched.plan(queues, [], now).start
         queues[it.group_id].remove(it)
-        queues[it.group_id].append(QueuedItem(it.group_id, it.work_item_id + "'", "m", 1, None,
-                                              now))  # fmt: skip
+        queues[it.group_id].append(
+            QueuedItem(it.group_id, it.work_item_id + "'", "m", 1, None, now)
+        )
         picks.append(it.group_id)
     assert picks.count("b") >= 8, picks
     with pytest.raises(ValueError):
@@ -122,9 +137,19 @@ def test_group_weights_come_from_the_workers_command_line__MW_11_1_d() -> None:
     from missionweave.cli._worker import parse_group_weights
 
     assert parse_group_weights(["ops=3", "research=0.5"], ["ops", "research"]) == {
-        "ops": 3.0, "research": 0.5}  # fmt: skip
-    for bad in [["ops"], ["ops=0"], ["ops=-1"], ["ops=x"], ["=2"], ["ops=inf"], ["other=1"],
-                ["ops=2", "ops=3"]]:  # fmt: skip
+        "ops": 3.0,
+        "research": 0.5,
+    }
+    for bad in [
+        ["ops"],
+        ["ops=0"],
+        ["ops=-1"],
+        ["ops=x"],
+        ["=2"],
+        ["ops=inf"],
+        ["other=1"],
+        ["ops=2", "ops=3"],
+    ]:
         with pytest.raises(CliError, match="--group-weight"):
             parse_group_weights(bad, ["ops", "research"])
 
@@ -136,9 +161,21 @@ def test_the_scheduler_sees_metadata_only__MW_13_3_e() -> None:
     field added to either type must be added here, knowingly."""
     import dataclasses
 
-    metadata = {"group_id", "work_item_id", "mission_id", "ownership_epoch", "start_deadline_ms",
-                "queued_at_ms", "lease_ms", "started_at_ms", "interruptible", "risk_class",
-                "approved", "resources", "estimate_ms"}  # fmt: skip
+    metadata = {
+        "group_id",
+        "work_item_id",
+        "mission_id",
+        "ownership_epoch",
+        "start_deadline_ms",
+        "queued_at_ms",
+        "lease_ms",
+        "started_at_ms",
+        "interruptible",
+        "risk_class",
+        "approved",
+        "resources",
+        "estimate_ms",
+    }
     for kind in (QueuedItem, RunningItem):
         fields = {f.name: f.type for f in dataclasses.fields(kind)}
         assert set(fields) <= metadata, (kind.__name__, set(fields) - metadata)

@@ -42,10 +42,13 @@ def _granted(w: World, mission: str, wid: str) -> ExecuteWorkItemInput:
     r = w.ok(ada, "work.start", {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]})
     lease = {k: v for k, v in r.reply["lease"].items() if k != "renewals"}
     return ExecuteWorkItemInput(
-        group_id=w.group, mission_id=mission, work_item_id=wid, contract=contract(),
+        group_id=w.group,
+        mission_id=mission,
+        work_item_id=wid,
+        contract=contract(),
         input={"files": [f"{wid}.tar"]},
         lease=LeaseGrant(**lease, capability_token=r.reply["capability_token"]),
-    )  # fmt: skip
+    )
 
 
 async def test_two_slots_running_at_once_share_nothing__MW_11_1_e(
@@ -66,22 +69,29 @@ async def test_two_slots_running_at_once_share_nothing__MW_11_1_e(
         assert len(board.running()) == 2
         contexts[ctx.work_item_id] = ctx
         seen[ctx.work_item_id] = {
-            "mission": ctx.mission_id, "files": inp.files, "checkpoint": ctx.checkpoint,
-            "lease": ctx.lease.lease_id, "token": dict(ctx.capability_token),
-            "tool_calls": ctx.usage.tool_calls, "key": ctx.idempotency_key("charge-card"),
+            "mission": ctx.mission_id,
+            "files": inp.files,
+            "checkpoint": ctx.checkpoint,
+            "lease": ctx.lease.lease_id,
+            "token": dict(ctx.capability_token),
+            "tool_calls": ctx.usage.tool_calls,
+            "key": ctx.idempotency_key("charge-card"),
             "attempt_key": ctx.attempt_key("charge-card", 1),
             "log": dict(ctx.logger.extra or {}),
-        }  # fmt: skip
+        }
         await both_in.wait()  # neither ends before the other has looked
-        evidence = [ctx.evidence("hashes", method="compare"),
-                    ctx.evidence("schema", method="schema")]  # fmt: skip
+        evidence = [
+            ctx.evidence("hashes", method="compare"),
+            ctx.evidence("schema", method="schema"),
+        ]
         return Submission(outputs={"n": len(inp.files)}, evidence=evidence)
 
     registry = HandlerRegistry()
     registry.handler("dist.verify", version="1.0")(handler)
     executor = WorkItemExecutor(world.workers[0], client, registry, board=board)
-    outs = await asyncio.gather(*(ActivityEnvironment().run(executor.execute_work_item, w)
-                                  for w in works))  # fmt: skip
+    outs = await asyncio.gather(
+        *(ActivityEnvironment().run(executor.execute_work_item, w) for w in works)
+    )
     assert [o.kind for o in outs] == [OutcomeKind.SUBMITTED, OutcomeKind.SUBMITTED]
 
     a, z = seen["apollo"], seen["zephyr"]

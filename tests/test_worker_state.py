@@ -17,14 +17,22 @@ from .world import World
 def second_group(w: World) -> str:
     """Group ``g2``, also coordinated by ``w.coordinator``, with worker-0 as a worker."""
     coord, worker = w.coordinator, w.workers[0]
-    r = w.authority.submit(coord.command("group.create", "g2", {
-        "public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
-        issued_at_ms=w.clock.now))  # fmt: skip
+    r = w.authority.submit(
+        coord.command(
+            "group.create",
+            "g2",
+            {"public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
+            issued_at_ms=w.clock.now,
+        )
+    )
     assert r.accepted, r.rejection
     coord.membership_epochs["g2"] = 1
     w.group = "g2"
-    w.ok(coord, "member.add", {"agent_id": worker.agent_id, "public_key": worker.public_key,
-                               "roles": ["worker"]})  # fmt: skip
+    w.ok(
+        coord,
+        "member.add",
+        {"agent_id": worker.agent_id, "public_key": worker.public_key, "roles": ["worker"]},
+    )
     worker.membership_epochs["g2"] = 1
     w.ok(coord, "mission.create", {"mission_id": "m1", "title": "second"})
     w.group = "g1"
@@ -54,8 +62,14 @@ async def follow(live: LiveServer, w: World, state: LocalState) -> None:
     async def on_event(event: Event) -> None:
         state.apply(event)
 
-    sub = Subscriber(live.ws_url, w.workers[0], ["g1", "g2"], state.cursors, on_event,
-                     authority_public_key=w.authority.public_key)  # fmt: skip
+    sub = Subscriber(
+        live.ws_url,
+        w.workers[0],
+        ["g1", "g2"],
+        state.cursors,
+        on_event,
+        authority_public_key=w.authority.public_key,
+    )
     task = asyncio.create_task(sub.run())
     heads = {g: w.authority.head(g)[0] for g in ("g1", "g2")}
     await eventually(lambda: all(sub.cursor(g) == h for g, h in heads.items()), timeout_s=10)
@@ -83,8 +97,12 @@ async def test_per_group_state_rebuilt_by_replay__MW_11_1_b(
     row = world.authority.work_item("g1", "a")
     assert row is not None
     assert (a.state, a.owner, a.ownership_epoch, a.start_deadline_ms, a.revision) == (
-        row["state"], row["owner"], row["ownership_epoch"], row["start_deadline_ms"],
-        row["revision"])  # fmt: skip
+        row["state"],
+        row["owner"],
+        row["ownership_epoch"],
+        row["start_deadline_ms"],
+        row["revision"],
+    )
     # only its own WorkItems, metadata only (MW-13.3-e): no checkpoint, no contract
     assert state.item("g1", "b") is None and state.item("g1", "c") is None
     assert "done" not in str(state.projection())

@@ -71,13 +71,23 @@ def contract(
     return WorkContract.model_validate(base)
 
 
-def evidence(producer: str, subject: str, criteria: tuple[str, ...] = ("hashes", "schema"),
-             result: str = "pass") -> list[dict[str, Any]]:  # fmt: skip
+def evidence(
+    producer: str,
+    subject: str,
+    criteria: tuple[str, ...] = ("hashes", "schema"),
+    result: str = "pass",
+) -> list[dict[str, Any]]:
     return [
-        {"subject": subject, "criterion": c, "method": "test", "result": result,
-         "producer": producer, "timestamp_ms": T0}
+        {
+            "subject": subject,
+            "criterion": c,
+            "method": "test",
+            "result": result,
+            "producer": producer,
+            "timestamp_ms": T0,
+        }
         for c in criteria
-    ]  # fmt: skip
+    ]
 
 
 @dataclass
@@ -91,8 +101,9 @@ class World:
     mission: str = "m1"
     leases: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def submit(self, actor: Actor, type: str, body: dict[str, Any] | None = None,
-               **kw: Any) -> SubmitResult:  # fmt: skip
+    def submit(
+        self, actor: Actor, type: str, body: dict[str, Any] | None = None, **kw: Any
+    ) -> SubmitResult:
         cmd = actor.command(type, self.group, body, issued_at_ms=self.clock.now, **kw)
         return self.authority.submit(cmd)
 
@@ -102,16 +113,30 @@ class World:
         return r
 
     def authorize(self, wid: str, deps: list[str] | None = None, **over: Any) -> SubmitResult:
-        return self.ok(self.coordinator, "work.authorize", {
-            "work_item_id": wid, "mission_id": self.mission,
-            "contract": contract(**over).wire(), "dependencies": deps or []})  # fmt: skip
+        return self.ok(
+            self.coordinator,
+            "work.authorize",
+            {
+                "work_item_id": wid,
+                "mission_id": self.mission,
+                "contract": contract(**over).wire(),
+                "dependencies": deps or [],
+            },
+        )
 
     def offer(self, wid: str, *candidates: Actor, expires_in_ms: int = 30_000) -> str:
-        r = self.ok(self.coordinator, "work.offer", {
-            "work_item_id": wid, "candidates": [c.agent_id for c in candidates],
-            "expires_at_ms": self.clock.now + expires_in_ms,
-            "selection_basis": {c.agent_id: {"capability_matches": ["dist.verify@1.0"]}
-                                for c in candidates}})  # fmt: skip
+        r = self.ok(
+            self.coordinator,
+            "work.offer",
+            {
+                "work_item_id": wid,
+                "candidates": [c.agent_id for c in candidates],
+                "expires_at_ms": self.clock.now + expires_in_ms,
+                "selection_basis": {
+                    c.agent_id: {"capability_matches": ["dist.verify@1.0"]} for c in candidates
+                },
+            },
+        )
         return str(r.reply["offer_id"])
 
     def accept(self, worker: Actor, wid: str, offer_id: str) -> SubmitResult:
@@ -158,17 +183,25 @@ def make_world(path: Path, n_workers: int = 2, config: AuthorityConfig | None = 
     config = replace(config or AuthorityConfig(), operator_keys=frozenset({coord.public_key}))
     auth = Authority(db_for(path), SigningKey.generate(), config, clock=clock)
     group = "g1"
-    r = auth.submit(coord.command("group.create", group, {
-        "public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
-        issued_at_ms=clock.now))  # fmt: skip
+    r = auth.submit(
+        coord.command(
+            "group.create",
+            group,
+            {"public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
+            issued_at_ms=clock.now,
+        )
+    )
     assert r.accepted, r.rejection
     coord.membership_epochs[group] = 1
     workers = [Actor.generate(f"worker-{i}") for i in range(n_workers)]
     reviewer = Actor.generate("reviewer")
     w = World(auth, clock, group, coord, workers, reviewer)
     for a, roles in [*[(x, ["worker"]) for x in workers], (reviewer, ["reviewer"])]:
-        w.ok(coord, "member.add", {"agent_id": a.agent_id, "public_key": a.public_key,
-                                   "roles": roles})  # fmt: skip
+        w.ok(
+            coord,
+            "member.add",
+            {"agent_id": a.agent_id, "public_key": a.public_key, "roles": roles},
+        )
         a.membership_epochs[group] = 1
     for a in workers:
         r = auth.submit(a.command("session.open", None, {}, issued_at_ms=clock.now))

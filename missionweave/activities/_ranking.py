@@ -62,8 +62,9 @@ def capacities(agents: Iterable[Any], presence: Mapping[str, Any]) -> dict[str, 
     }
 
 
-def rank(req: SelectCandidatesInput, agents: Iterable[Any],
-         capacity: Mapping[str, Capacity]) -> SelectCandidatesResult:  # fmt: skip
+def rank(
+    req: SelectCandidatesInput, agents: Iterable[Any], capacity: Mapping[str, Capacity]
+) -> SelectCandidatesResult:
     """The best ``req.limit`` eligible agents with room, best first; ``saturated`` when some
     were eligible but none had room (see the module)."""
     scored = []
@@ -85,31 +86,40 @@ def rank(req: SelectCandidatesInput, agents: Iterable[Any],
         fail = sum(r.fail for r in rel.values() if r is not None)
         free = cap is None or cap.free > 0
         score = (
-            0 if free else 1,                           # a free slot first
-            -((ok + 1) * 1000 // (ok + fail + 2)),      # then reliability (smoothed)
-            a.card.cost_per_item_minor_units,           # then cheaper
-            a.agent_id,                                 # deterministic tie-break
-        )  # fmt: skip
+            0 if free else 1,  # a free slot first
+            -((ok + 1) * 1000 // (ok + fail + 2)),  # then reliability (smoothed)
+            a.card.cost_per_item_minor_units,  # then cheaper
+            a.agent_id,  # deterministic tie-break
+        )
         basis = SelectionBasis(
-            capability_matches=caps, authorization_eligible=True,
+            capability_matches=caps,
+            authorization_eligible=True,
             availability_estimate_ms=0 if free else None,
             expected_cost_minor_units=a.card.cost_per_item_minor_units,
             reliability={f"{c}:ok": r.ok if r else 0 for c, r in rel.items()}
             | {f"{c}:fail": r.fail if r else 0 for c, r in rel.items()},
-            policy_rules=["capability-major-version-match",
-                          "worker-role" if req.roles == ["worker"]
-                          else "roles:" + "+".join(sorted(req.roles)), "has-session",
-                          "room-per-presence", "presence-first", "reliability-smoothed",
-                          "cost-ascending"],
-        )  # fmt: skip
+            policy_rules=[
+                "capability-major-version-match",
+                "worker-role"
+                if req.roles == ["worker"]
+                else "roles:" + "+".join(sorted(req.roles)),
+                "has-session",
+                "room-per-presence",
+                "presence-first",
+                "reliability-smoothed",
+                "cost-ascending",
+            ],
+        )
         scored.append((score, a.agent_id, basis))
     scored.sort(key=lambda x: x[0])
     chosen = scored[: req.limit]
     return SelectCandidatesResult(
-        candidates=[Candidate(agent_id=aid, basis=b.model_copy(update={"rank": i + 1}))
-                    for i, (_, aid, b) in enumerate(chosen)],
+        candidates=[
+            Candidate(agent_id=aid, basis=b.model_copy(update={"rank": i + 1}))
+            for i, (_, aid, b) in enumerate(chosen)
+        ],
         saturated=full and not chosen,
-    )  # fmt: skip
+    )
 
 
 __all__ = ["Capacity", "capability_matches", "capacities", "rank"]

@@ -119,12 +119,26 @@ class SubmissionReview:
         self.checks = checks
         self.schemas = schemas
 
-    def _evidence(self, subject: str, criterion: str, method: str, ok: bool | None,
-                  summary: str, artifacts: Iterable[str] = ()) -> Evidence:  # fmt: skip
+    def _evidence(
+        self,
+        subject: str,
+        criterion: str,
+        method: str,
+        ok: bool | None,
+        summary: str,
+        artifacts: Iterable[str] = (),
+    ) -> Evidence:
         result = "inconclusive" if ok is None else "pass" if ok else "fail"
-        return Evidence(subject=subject, criterion=criterion, method=method, result=result,
-                        producer=self.coordinator_id, timestamp_ms=_now_ms(),
-                        artifacts=list(artifacts), summary=summary[:2000])  # fmt: skip
+        return Evidence(
+            subject=subject,
+            criterion=criterion,
+            method=method,
+            result=result,
+            producer=self.coordinator_id,
+            timestamp_ms=_now_ms(),
+            artifacts=list(artifacts),
+            summary=summary[:2000],
+        )
 
     # ------------------------------------------------------------------- step 1: integrity
 
@@ -140,8 +154,9 @@ class SubmissionReview:
         hashes = list(dict.fromkeys(inp.artifacts))
         checked: dict[str, CheckedArtifact] = {}
         if hashes and self.store is None:
-            problems.append(f"no artifact store configured: {len(hashes)} artifact(s) "
-                            "cannot be verified")  # fmt: skip
+            problems.append(
+                f"no artifact store configured: {len(hashes)} artifact(s) cannot be verified"
+            )
         elif hashes:
             checked = await self._check_artifacts(inp, hashes)
             for h in hashes:
@@ -151,20 +166,31 @@ class SubmissionReview:
                     summary = c.problem
                 else:
                     assert c.manifest is not None
-                    summary = (f"{c.size} bytes match sha256; manifest "
-                               f"{c.manifest.manifest_id[:12]} signed by "
-                               f"{c.manifest.manifest.producer}")  # fmt: skip
-                evidence.append(self._evidence(h, "artifact_integrity",
-                                               "sha256 + signed manifest", not c.problem,
-                                               summary, [h]))  # fmt: skip
+                    summary = (
+                        f"{c.size} bytes match sha256; manifest "
+                        f"{c.manifest.manifest_id[:12]} signed by "
+                        f"{c.manifest.manifest.producer}"
+                    )
+                evidence.append(
+                    self._evidence(
+                        h,
+                        "artifact_integrity",
+                        "sha256 + signed manifest",
+                        not c.problem,
+                        summary,
+                        [h],
+                    )
+                )
         if inp.review_of is None:
             p, ev = self._deliverables(inp, checked)
             problems += p
             evidence += ev
         return ReviewStep(
-            step="integrity", passed=not problems, evidence=evidence,
+            step="integrity",
+            passed=not problems,
+            evidence=evidence,
             detail="; ".join(problems) or "artifacts verified; deliverables present and valid",
-        )  # fmt: skip
+        )
 
     async def _check_artifacts(
         self, inp: ReviewInput, hashes: list[str]
@@ -218,18 +244,23 @@ class SubmissionReview:
             manifests = []
         items = {inp.work_item_id} | ({inp.review_of} if inp.review_of else set())
         mine = [
-            m for m in manifests
-            if m.manifest.content_hash == h and m.manifest.group_id == inp.group_id
-            and m.manifest.mission_id == inp.mission_id and m.manifest.work_item_id in items
-        ]  # fmt: skip
+            m
+            for m in manifests
+            if m.manifest.content_hash == h
+            and m.manifest.group_id == inp.group_id
+            and m.manifest.mission_id == inp.mission_id
+            and m.manifest.work_item_id in items
+        ]
         for m in mine:
             key = keys.get(m.manifest.producer)
             if key is not None and verify_manifest(m, key):
                 out.manifest = m
                 return out
         if mine:
-            out.problem = (f"manifest not signed by its producer {mine[0].manifest.producer} "
-                           "(no published Agent Card key verifies it)")  # fmt: skip
+            out.problem = (
+                f"manifest not signed by its producer {mine[0].manifest.producer} "
+                "(no published Agent Card key verifies it)"
+            )
         else:
             out.problem = f"no manifest names Mission {inp.mission_id} / WorkItem " + (
                 inp.work_item_id
@@ -294,9 +325,19 @@ class SubmissionReview:
                 else:
                     value = v
             else:
-                source = next((h for h, c in checked.items() if c.manifest is not None and (
-                    c.manifest.manifest.schema_id == d.schema_id if d.schema_id
-                    else c.manifest.manifest.media_type == d.media_type)), "")  # fmt: skip
+                source = next(
+                    (
+                        h
+                        for h, c in checked.items()
+                        if c.manifest is not None
+                        and (
+                            c.manifest.manifest.schema_id == d.schema_id
+                            if d.schema_id
+                            else c.manifest.manifest.media_type == d.media_type
+                        )
+                    ),
+                    "",
+                )
                 if not source:
                     problems.append(f"deliverable {d.name!r} missing")
                     continue
@@ -312,9 +353,16 @@ class SubmissionReview:
             why = why or self._schema_problem(d.name, d.schema_id, value)
             if why:
                 problems.append(why)
-            evidence.append(self._evidence(
-                inp.work_item_id, f"schema:{d.name}", f"json-schema {d.schema_id}",
-                why is None, why or f"{d.name} is valid", [source] if source else []))  # fmt: skip
+            evidence.append(
+                self._evidence(
+                    inp.work_item_id,
+                    f"schema:{d.name}",
+                    f"json-schema {d.schema_id}",
+                    why is None,
+                    why or f"{d.name} is valid",
+                    [source] if source else [],
+                )
+            )
         for h, c in checked.items():
             m = c.manifest.manifest if c.manifest is not None else None
             if h in covered or c.problem or m is None or m.schema_id not in self.schemas:
@@ -326,8 +374,11 @@ class SubmissionReview:
             why = why or self._schema_problem(f"artifact {h[:12]}", m.schema_id, value)
             if why:
                 problems.append(why)
-            evidence.append(self._evidence(h, "schema", f"json-schema {m.schema_id}",
-                                           why is None, why or "valid", [h]))  # fmt: skip
+            evidence.append(
+                self._evidence(
+                    h, "schema", f"json-schema {m.schema_id}", why is None, why or "valid", [h]
+                )
+            )
         return problems, evidence
 
     # --------------------------------------------------------------- step 2: deterministic
@@ -370,16 +421,22 @@ class SubmissionReview:
             elif inp.review_of is not None:
                 ok, summary = True, "reviewer Evidence present"
             elif c.kind == "deterministic":
-                ok, summary = True, "passing Evidence" + (f" and check {c.check}" if c.check
-                                                          else "")  # fmt: skip
+                ok, summary = (
+                    True,
+                    "passing Evidence" + (f" and check {c.check}" if c.check else ""),
+                )
             else:
                 who = "the MissionOwner's Approval" if c.kind == "human" else "a reviewer agent"
                 ok, summary = None, f"{c.kind} criterion: judged by {who}"
-            evidence.append(self._evidence(inp.work_item_id, c.id, "coordinator review", ok,
-                                           summary))  # fmt: skip
-        return ReviewStep(step="deterministic", passed=not problems,
-                          detail="; ".join(problems) or "every criterion has acceptable Evidence",
-                          evidence=evidence)  # fmt: skip
+            evidence.append(
+                self._evidence(inp.work_item_id, c.id, "coordinator review", ok, summary)
+            )
+        return ReviewStep(
+            step="deterministic",
+            passed=not problems,
+            detail="; ".join(problems) or "every criterion has acceptable Evidence",
+            evidence=evidence,
+        )
 
 
 __all__ = ["MAX_SCHEMA_BYTES", "Check", "CheckedArtifact", "SubmissionReview"]

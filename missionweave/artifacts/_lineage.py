@@ -130,8 +130,9 @@ def to_text(tree: LineageNode) -> str:
 
     def emit(node: LineageNode, prefix: str, connector: str) -> None:
         repeat = id(node) in shown and node.sources
-        lines.append(f"{prefix}{connector}{node.hash}  {_describe(node)}"
-                     f"{'  (see above)' if repeat else ''}")  # fmt: skip
+        lines.append(
+            f"{prefix}{connector}{node.hash}  {_describe(node)}{'  (see above)' if repeat else ''}"
+        )
         shown.add(id(node))
         if repeat:
             return

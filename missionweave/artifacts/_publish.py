@@ -55,8 +55,9 @@ class LeaseInfo:
     def from_lease(cls, lease: Mapping[str, Any]) -> LeaseInfo:
         """From a lease as ``work.started`` reports it (``lease_id``, ``work_item_id``,
         ``ownership_epoch``)."""
-        return cls(str(lease["work_item_id"]), str(lease["lease_id"]),
-                   int(lease["ownership_epoch"]))  # fmt: skip
+        return cls(
+            str(lease["work_item_id"]), str(lease["lease_id"]), int(lease["ownership_epoch"])
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,20 +137,34 @@ async def publish_artifact(
     """
     ref = await asyncio.to_thread(_put, store, data, media_type)
     manifest = ArtifactManifest(
-        content_hash=ref.hash, media_type=media_type, schema_id=schema_id,
-        producer=actor.agent_id, agent_card_version=agent_card_version,
-        mission_id=mission_id, group_id=group_id, work_item_id=lease.work_item_id,
-        sources=list(sources), tool_versions=dict(tool_versions or {}),
+        content_hash=ref.hash,
+        media_type=media_type,
+        schema_id=schema_id,
+        producer=actor.agent_id,
+        agent_card_version=agent_card_version,
+        mission_id=mission_id,
+        group_id=group_id,
+        work_item_id=lease.work_item_id,
+        sources=list(sources),
+        tool_versions=dict(tool_versions or {}),
         model_versions=dict(model_versions or {}),
         capability_versions=dict(capability_versions or {}),
         created_at_ms=created_at_ms if created_at_ms is not None else time.time_ns() // 1_000_000,
-        classification=classification, size_bytes=ref.size, uri=ref.uri,
-    )  # fmt: skip
+        classification=classification,
+        size_bytes=ref.size,
+        uri=ref.uri,
+    )
     signed = sign_manifest(manifest, actor.key)
-    cmd = actor.command("artifact.publish", group_id, {
-        "work_item_id": lease.work_item_id, "lease_id": lease.lease_id,
-        "ownership_epoch": lease.ownership_epoch, "manifest": signed.wire(),
-    })  # fmt: skip
+    cmd = actor.command(
+        "artifact.publish",
+        group_id,
+        {
+            "work_item_id": lease.work_item_id,
+            "lease_id": lease.lease_id,
+            "ownership_epoch": lease.ownership_epoch,
+            "manifest": signed.wire(),
+        },
+    )
     result = await authority.submit(cmd)
     if result.status != "accepted":
         rejection = result.rejection or Rejection(code=result.status, reason="not accepted")

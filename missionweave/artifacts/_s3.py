@@ -133,9 +133,12 @@ class S3Store:
         if not self._present(h, len(data)):
             with self._errors():
                 self.client.put_object(
-                    self.bucket, content_key(h), io.BytesIO(data), len(data),
+                    self.bucket,
+                    content_key(h),
+                    io.BytesIO(data),
+                    len(data),
                     content_type=media_type or "application/octet-stream",
-                )  # fmt: skip
+                )
         return self._ref(h, len(data), media_type)
 
     @traced("put", "s3")
@@ -152,11 +155,14 @@ class S3Store:
         with self._errors():
             try:
                 self.client.put_object(
-                    self.bucket, tmp, cast(BinaryIO, reader),  # minio only calls read()
-                    length=-1, part_size=self.part_size,
+                    self.bucket,
+                    tmp,
+                    cast(BinaryIO, reader),  # minio only calls read()
+                    length=-1,
+                    part_size=self.part_size,
                     num_parallel_uploads=1,  # parallel parts would queue unbounded buffers
                     content_type=media_type or "application/octet-stream",
-                )  # fmt: skip
+                )
                 h = reader.hexdigest()
                 if not self._present(h, reader.size):
                     self.client.copy_object(

@@ -174,8 +174,10 @@ def traced(
         def inner(*args: _P.args, **kwargs: _P.kwargs) -> _R:  # args[0] is the store
             if _in_span.get():
                 return fn(*args, **kwargs)
-            attrs = {"missionweave.artifact.backend": backend,
-                     "missionweave.artifact.method": fn.__name__}  # fmt: skip
+            attrs = {
+                "missionweave.artifact.backend": backend,
+                "missionweave.artifact.method": fn.__name__,
+            }
             if op == "get" and len(args) > 1 and isinstance(args[1], str):
                 attrs["missionweave.artifact.hash"] = args[1]
             token = _in_span.set(True)

@@ -37,7 +37,7 @@ def approve_command(
     authority_url: str = opt.AUTHORITY_URL,
     temporal_address: str = opt.TEMPORAL_ADDRESS,
     namespace: str = opt.NAMESPACE,
-) -> None:  # fmt: skip
+) -> None:
     """Approve a reviewed WorkItem result as a MissionOwner (or --reject it with --reason).
 
     Exit status 0: the Authority recorded the decision.
@@ -50,8 +50,19 @@ def approve_command(
         raise CliError("--reason is at most 2,000 characters")
     signing_key = load_key(key)
     # a short-lived Temporal client process: ends without interpreter teardown (see _mission)
-    run_client_command(_approve(mission, item, signing_key, agent_id or key.stem, reject, reason,
-                                authority_url, temporal_address, namespace))  # fmt: skip
+    run_client_command(
+        _approve(
+            mission,
+            item,
+            signing_key,
+            agent_id or key.stem,
+            reject,
+            reason,
+            authority_url,
+            temporal_address,
+            namespace,
+        )
+    )
 
 
 def _waiting(status: MissionStatus, item: str | None) -> WorkItemStatus:
@@ -61,9 +72,11 @@ def _waiting(status: MissionStatus, item: str | None) -> WorkItemStatus:
         if found is None:
             raise CliError(f"Mission {status.mission_id} has no WorkItem {item!r}")
         if found.review_stage != "approval":
-            raise CliError(f"WorkItem {item} does not await approval (state {found.state.value}"
-                           + (f", review stage {found.review_stage}" if found.review_stage
-                              else "") + ")")  # fmt: skip
+            raise CliError(
+                f"WorkItem {item} does not await approval (state {found.state.value}"
+                + (f", review stage {found.review_stage}" if found.review_stage else "")
+                + ")"
+            )
         return found
     if not waiting:
         raise CliError(f"no WorkItem of Mission {status.mission_id} awaits approval")
@@ -73,9 +86,17 @@ def _waiting(status: MissionStatus, item: str | None) -> WorkItemStatus:
     return waiting[0]
 
 
-async def _approve(mission: str, item: str | None, key: SigningKey, agent_id: str, reject: bool,
-                   reason: str, authority_url: str, temporal_address: str,
-                   namespace: str) -> None:  # fmt: skip
+async def _approve(
+    mission: str,
+    item: str | None,
+    key: SigningKey,
+    agent_id: str,
+    reject: bool,
+    reason: str,
+    authority_url: str,
+    temporal_address: str,
+    namespace: str,
+) -> None:
     from temporalio.client import WorkflowUpdateFailedError
     from temporalio.service import RPCError
 
@@ -108,31 +129,41 @@ async def _approve(mission: str, item: str | None, key: SigningKey, agent_id: st
     body = {"work_item_id": target.work_item_id, "review_digest": target.review_digest}
     if reason:
         body["reason"] = reason
-    cmd = actor.command("approval.deny_result" if reject else "approval.grant_result",
-                        status.group_id, body)  # fmt: skip
+    cmd = actor.command(
+        "approval.deny_result" if reject else "approval.grant_result", status.group_id, body
+    )
     for st in target.review:
-        typer.echo(f"  {st.get('step')}: {'pass' if st.get('passed') else 'FAIL'} "
-                   f"— {str(st.get('detail', ''))[:120]}", err=True)  # fmt: skip
+        typer.echo(
+            f"  {st.get('step')}: {'pass' if st.get('passed') else 'FAIL'} "
+            f"— {str(st.get('detail', ''))[:120]}",
+            err=True,
+        )
     try:
         verdict = await handle.execute_update(
             "approve", ApprovalInput(command=cmd), id=cmd.command_id, result_type=CommandVerdict
         )
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
-        raise CliError(f"refused by the Mission: {getattr(cause, 'type', None) or 'error'}: "
-                       f"{getattr(cause, 'message', None) or cause}") from None  # fmt: skip
+        raise CliError(
+            f"refused by the Mission: {getattr(cause, 'type', None) or 'error'}: "
+            f"{getattr(cause, 'message', None) or cause}"
+        ) from None
     except RPCError as exc:
         raise CliError(f"cannot update Mission {mission}: {exc.message}") from None
     if not verdict.accepted:
         rej = verdict.rejection
         why = f"{rej.code}: {rej.reason}" if rej else verdict.status
-        raise CliError(f"the Authority refused the approval: {why} "
-                       f"(WorkItem {target.work_item_id} still awaits approval)",
-                       exit_code=1)  # fmt: skip
+        raise CliError(
+            f"the Authority refused the approval: {why} "
+            f"(WorkItem {target.work_item_id} still awaits approval)",
+            exit_code=1,
+        )
     seq = verdict.events[0].seq if verdict.events else "?"
     decided = "rejected" if reject else "approved"
-    typer.echo(f"{decided} {target.work_item_id} of Mission {mission} "
-               f"(review {target.review_digest[:16]}, event seq {seq})")  # fmt: skip
+    typer.echo(
+        f"{decided} {target.work_item_id} of Mission {mission} "
+        f"(review {target.review_digest[:16]}, event seq {seq})"
+    )
 
 
 __all__ = ["approve_command"]

@@ -67,8 +67,9 @@ def open_store(
         secret = os.environ.get("MISSIONWEAVE_S3_SECRET_KEY")
         if not access or not secret:
             raise CliError("set MISSIONWEAVE_S3_ACCESS_KEY and MISSIONWEAVE_S3_SECRET_KEY")
-        return S3Store(s3_endpoint, access, secret, s3_bucket, secure=s3_secure,
-                       create_bucket=False)  # fmt: skip
+        return S3Store(
+            s3_endpoint, access, secret, s3_bucket, secure=s3_secure, create_bucket=False
+        )
     root = store or default_store_path()
     if root.exists() and not root.is_dir():
         raise CliError(f"{root} is not a directory")
@@ -89,10 +90,12 @@ def artifacts_option(use: str, default: str) -> Any:
     bucket instead). ``use`` says what this command does with it, ``default`` where it is
     without the option."""
     return typer.Option(
-        None, "--artifacts", metavar="DIR",
+        None,
+        "--artifacts",
+        metavar="DIR",
         help=f"Filesystem artifact store {use}; agents and the coordinator must share it. "
         f"Default: {default}.",
-    )  # fmt: skip
+    )
 
 
 def _store_name(store: Path | None, s3_endpoint: str | None, s3_bucket: str | None) -> str:
@@ -114,14 +117,17 @@ _GET_HELP = (
 def get(
     content_hash: str = typer.Argument(..., metavar="HASH", help="SHA-256 hex of the content."),
     output: Path = typer.Option(
-        ..., "--output", "-o", metavar="OUTPUT",
+        ...,
+        "--output",
+        "-o",
+        metavar="OUTPUT",
         help="File to write, or an existing directory to write HASH into.",
     ),
     store: Path | None = _STORE,
     s3_endpoint: str | None = S3_ENDPOINT,
     s3_bucket: str | None = S3_BUCKET,
     s3_secure: bool = S3_SECURE,
-) -> None:  # fmt: skip
+) -> None:
     """Fetch an Artifact to ``output`` (a file, or an existing directory to write it into as
     ``<hash>``), verifying its SHA-256 (MW-13.1-d); exit 1 on a mismatch, 2 when missing."""
     from ..artifacts import ArtifactIntegrityError, ArtifactNotFound

@@ -84,11 +84,15 @@ def serve(
     authority = Authority(db, signing_key, config)
     db = authority.db_path  # a URL without its password
     scheme = "https" if tls_cert else "http"
-    typer.echo(f"Authority {signing_key.public_key} serving {db} on {scheme}://{host}:{port} "
-               f"({len(operators)} operator key(s))", err=True)  # fmt: skip
+    typer.echo(
+        f"Authority {signing_key.public_key} serving {db} on {scheme}://{host}:{port} "
+        f"({len(operators)} operator key(s))",
+        err=True,
+    )
     if not operators:
-        typer.echo("warning: no --operator-key: nobody can create a Group on this Authority",
-                   err=True)  # fmt: skip
+        typer.echo(
+            "warning: no --operator-key: nobody can create a Group on this Authority", err=True
+        )
     tls = {"ssl_certfile": str(tls_cert), "ssl_keyfile": str(tls_key)} if tls_cert else {}
     try:
         run_server(authority, host=host, port=port, **tls)

@@ -182,16 +182,18 @@ async def serve_until_signalled(
     try:
         await asyncio.wait({task, waiters[0]}, return_when=asyncio.FIRST_COMPLETED)
         if not task.done():
-            await asyncio.wait({task, waiters[1]}, timeout=stop_timeout,
-                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            await asyncio.wait(
+                {task, waiters[1]}, timeout=stop_timeout, return_when=asyncio.FIRST_COMPLETED
+            )
         if not task.done():
             task.cancel()  # in-process only: a standalone command exits below
             if second.is_set():
                 exit_now(f"interrupted again: {what} exits without a clean stop", 130)
             exit_now(
                 f"{what} did not stop within {stop_timeout:g} s (are the Authority and "
-                "Temporal reachable?); exiting without a clean stop", 1,
-            )  # fmt: skip
+                "Temporal reachable?); exiting without a clean stop",
+                1,
+            )
         task.result()
     finally:
         for sig in signals:

@@ -48,12 +48,20 @@ def coordinator_command(
     """
     signing_key = load_key(key)
     store = open_store(artifacts, s3_endpoint, s3_bucket, s3_secure, create=True)
-    run_client_command(_run(signing_key, agent_id, authority_url, temporal_address, namespace,
-                            store, stop_timeout))  # fmt: skip
+    run_client_command(
+        _run(signing_key, agent_id, authority_url, temporal_address, namespace, store, stop_timeout)
+    )
 
 
-async def _run(key: SigningKey, agent_id: str, authority_url: str, temporal_address: str,
-               namespace: str, store: ArtifactStore, stop_timeout: float) -> None:  # fmt: skip
+async def _run(
+    key: SigningKey,
+    agent_id: str,
+    authority_url: str,
+    temporal_address: str,
+    namespace: str,
+    store: ArtifactStore,
+    stop_timeout: float,
+) -> None:
     from ..coordinator import run_coordinator
     from ..protocol import Actor
 
@@ -67,7 +75,10 @@ async def _run(key: SigningKey, agent_id: str, authority_url: str, temporal_addr
         err=True,
     )
     await serve_until_signalled(
-        run_coordinator(client, authority_url, Actor(agent_id, key), stop=stop,
-                        artifact_store=store),
-        stop.set, what=f"coordinator {agent_id}", stop_timeout=stop_timeout,
-    )  # fmt: skip
+        run_coordinator(
+            client, authority_url, Actor(agent_id, key), stop=stop, artifact_store=store
+        ),
+        stop.set,
+        what=f"coordinator {agent_id}",
+        stop_timeout=stop_timeout,
+    )

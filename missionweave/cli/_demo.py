@@ -27,28 +27,35 @@ SHOWN_PROBLEMS = 5
 
 def demo_command(
     site_packages: list[Path] = typer.Option(
-        [], "--site-packages", metavar="PATH",
+        [],
+        "--site-packages",
+        metavar="PATH",
         help="A site-packages directory to audit (repeatable). Default: the running "
         "interpreter's environment.",
     ),
     data_dir: Path = typer.Option(
-        DEFAULT_DATA_DIR, "--data-dir", metavar="DIR",
+        DEFAULT_DATA_DIR,
+        "--data-dir",
+        metavar="DIR",
         help="Every file of the stack: Temporal and Authority databases, keys, Artifacts, "
         "logs, and the SBOM copies. A re-run on the same directory starts a new Mission.",
     ),
     keep_running: bool = typer.Option(
-        False, "--keep-running", help="After the summary, keep the stack up for the web UI "
-        "until Ctrl-C.",
+        False,
+        "--keep-running",
+        help="After the summary, keep the stack up for the web UI until Ctrl-C.",
     ),
     require_approval: bool = typer.Option(
-        False, "--require-approval", help="The SBOM needs a MissionOwner's Approval: the demo "
+        False,
+        "--require-approval",
+        help="The SBOM needs a MissionOwner's Approval: the demo "
         "prints the missionweave approve command to run, and waits.",
     ),
     temporal_port: int = TEMPORAL_PORT,
     ui_port: int = UI_PORT,
     authority_port: int = AUTHORITY_PORT,
     headless: bool = HEADLESS,
-) -> None:  # fmt: skip
+) -> None:
     """Audit a Python environment's integrity as a Mission, with live progress and a summary.
 
     Starts the embedded stack under DIR (Temporal dev server, Authority, artifact store,
@@ -67,10 +74,15 @@ def demo_command(
     except DemoError as exc:
         raise CliError(str(exc)) from None
     opts = DemoOptions(
-        data_dir=data_dir, site_packages=tuple(site_packages), keep_running=keep_running,
-        require_approval=require_approval, temporal_port=temporal_port, ui_port=ui_port,
-        authority_port=authority_port, headless=headless,
-    )  # fmt: skip
+        data_dir=data_dir,
+        site_packages=tuple(site_packages),
+        keep_running=keep_running,
+        require_approval=require_approval,
+        temporal_port=temporal_port,
+        ui_port=ui_port,
+        authority_port=authority_port,
+        headless=headless,
+    )
     run_client_command(_demo(opts))
 
 
@@ -151,8 +163,10 @@ def failure_line(summary: Summary) -> str:
     if not shown:
         shown = [summary.reason] if summary.reason else []
         for u in summary.unfinished[:1]:
-            shown.append(f"{short_id(summary.mission_id, u.work_item_id)} {u.state}"
-                         + (f": {u.detail}" if u.detail else ""))  # fmt: skip
+            shown.append(
+                f"{short_id(summary.mission_id, u.work_item_id)} {u.state}"
+                + (f": {u.detail}" if u.detail else "")
+            )
     return f"audit {summary.status}" + (f": {' | '.join(shown)}" if shown else "")
 
 

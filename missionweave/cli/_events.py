@@ -67,8 +67,9 @@ def verify(
             except ChainError as exc:
                 typer.echo(f"FAIL group {gid}: sequence {exc.seq}: {exc.reason}")
                 raise typer.Exit(1) from None
-            typer.echo(f"ok   group {gid}: {rep.events} events, head {rep.head_seq} "
-                       f"{rep.head_hash[:16]}…")  # fmt: skip
+            typer.echo(
+                f"ok   group {gid}: {rep.events} events, head {rep.head_seq} {rep.head_hash[:16]}…"
+            )
     finally:
         store.close()
 
@@ -101,8 +102,9 @@ def tail(
     asyncio.run(_tail(group, url, after, follow, as_json, poll_s, load_key(key)))
 
 
-async def _tail(group: str, url: str, after: int, follow: bool, as_json: bool,
-                poll_s: float, key: SigningKey) -> None:  # fmt: skip
+async def _tail(
+    group: str, url: str, after: int, follow: bool, as_json: bool, poll_s: float, key: SigningKey
+) -> None:
     from ..authority.client import AuthorityClient, AuthorityRequestError, AuthorityUnavailable
 
     async with AuthorityClient(url, signing_key=key) as client:

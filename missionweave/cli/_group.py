@@ -42,8 +42,9 @@ async def _run_create(url: str, owner: Actor, group: str) -> bool:
         return await ensure_group(client, owner, group)
 
 
-async def _run_add(url: str, owner: Actor, group: str, agent_id: str, public_key: str,
-                   roles: list[str]) -> str:  # fmt: skip
+async def _run_add(
+    url: str, owner: Actor, group: str, agent_id: str, public_key: str, roles: list[str]
+) -> str:
     from .._groups import ensure_member
 
     async with _authority(url, owner) as client:

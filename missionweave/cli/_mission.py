@@ -81,8 +81,7 @@ def load_spec(source: str) -> MissionSpec:
     except ValidationError as exc:  # duplicate WorkItem ids too
         raise CliError(f"{name}: invalid MissionSpec: {first_error(exc)}") from None
     if not spec.items:  # it would complete at once, before anything could be added
-        raise CliError(f"{name}: invalid MissionSpec: items: a Mission needs at least one "
-                       "WorkItem")  # fmt: skip
+        raise CliError(f"{name}: invalid MissionSpec: items: a Mission needs at least one WorkItem")
     try:
         WorkGraph().add(
             {i.work_item_id: i.dependencies for i in spec.items},
@@ -129,8 +128,9 @@ async def _find(
             async for run in client.list_workflows(
                 f'WorkflowId = "{wid}" AND MissionId IS NOT NULL'
             ):
-                handle = client.get_workflow_handle(wid, run_id=run.run_id,
-                                                    result_type=MissionResult)  # fmt: skip
+                handle = client.get_workflow_handle(
+                    wid, run_id=run.run_id, result_type=MissionResult
+                )
                 return handle, await handle.describe(rpc_timeout=QUERY_TIMEOUT)
             return handle, desc
         except RPCError as exc:
@@ -150,14 +150,27 @@ def _result_status(result: MissionResult) -> MissionStatus:
     for state in (*result.archived.values(), *(i.state for i in result.items)):
         counts[state.value] = counts.get(state.value, 0) + 1
     return MissionStatus(
-        mission_id=result.mission_id, group_id=result.group_id, status=result.status,
-        counts=counts, event_range=result.event_range, reason=result.reason,
-        items=[WorkItemStatus(work_item_id=i.work_item_id, state=i.state, owner=i.owner,
-                              ownership_epoch=i.ownership_epoch, attempts=i.attempts,
-                              dependencies=i.dependencies, detail=i.detail,
-                              outputs=i.outputs, error=i.error)
-               for i in result.items],
-    )  # fmt: skip
+        mission_id=result.mission_id,
+        group_id=result.group_id,
+        status=result.status,
+        counts=counts,
+        event_range=result.event_range,
+        reason=result.reason,
+        items=[
+            WorkItemStatus(
+                work_item_id=i.work_item_id,
+                state=i.state,
+                owner=i.owner,
+                ownership_epoch=i.ownership_epoch,
+                attempts=i.attempts,
+                dependencies=i.dependencies,
+                detail=i.detail,
+                outputs=i.outputs,
+                error=i.error,
+            )
+            for i in result.items
+        ],
+    )
 
 
 async def _status(
@@ -228,12 +241,16 @@ async def _start(spec: MissionSpec, address: str, namespace: str, ui_url: str) -
     wid = mission_workflow_id(spec.mission_id)
     try:
         await client.start_workflow(
-            MISSION_WORKFLOW_TYPE, args=[spec, None], id=wid, task_queue=COORDINATOR_TASK_QUEUE,
+            MISSION_WORKFLOW_TYPE,
+            args=[spec, None],
+            id=wid,
+            task_queue=COORDINATOR_TASK_QUEUE,
             static_summary=spec.title or spec.mission_id,
             # A mission id is unique within its Group: never start a second run of it.
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            id_conflict_policy=WorkflowIDConflictPolicy.FAIL, rpc_timeout=QUERY_TIMEOUT,
-        )  # fmt: skip
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            rpc_timeout=QUERY_TIMEOUT,
+        )
     except WorkflowAlreadyStartedError:
         raise CliError(f"mission {spec.mission_id!r} already exists (workflow {wid})") from None
     except Exception as exc:

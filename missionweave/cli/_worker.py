@@ -90,18 +90,27 @@ async def _run(
     client = await connect_temporal(temporal_address, namespace)
     grace = pause_grace_s(stop_timeout)
     runtime = AgentRuntime(
-        card, key, groups=groups, authority_url=authority_url, temporal_client=client,
-        handlers=handlers, state_path=state_path, artifact_store=artifact_store,
-        graceful_shutdown=timedelta(seconds=grace), group_weights=group_weights, **scheduling,
-    )  # fmt: skip
+        card,
+        key,
+        groups=groups,
+        authority_url=authority_url,
+        temporal_client=client,
+        handlers=handlers,
+        state_path=state_path,
+        artifact_store=artifact_store,
+        graceful_shutdown=timedelta(seconds=grace),
+        group_weights=group_weights,
+        **scheduling,
+    )
     typer.echo(
         f"agent {card.agent_id} working in {', '.join(groups)} "
         f"(Authority {authority_url}, Temporal {temporal_address}/{namespace}); Ctrl-C stops",
         err=True,
     )
     try:
-        await serve_until_signalled(runtime.run(), runtime.stop, what=f"agent {card.agent_id}",
-                                    stop_timeout=stop_timeout)  # fmt: skip
+        await serve_until_signalled(
+            runtime.run(), runtime.stop, what=f"agent {card.agent_id}", stop_timeout=stop_timeout
+        )
     except SubscriptionRefused as exc:
         raise CliError(f"subscription refused: {exc}") from None
     except MissionWeaveError as exc:  # the Authority went away or refused the session
@@ -194,12 +203,29 @@ def worker_command(
     weights = parse_group_weights(group_weight, list(group))
     scheduling = scheduler_options(resource, approval_risk, risk_budget, list(group), group_quota)
     state_path = state_dir / f"{agent_card.agent_id}.db"
-    store = open_store(artifacts or default_store_path(state_dir / "artifacts"), s3_endpoint,
-                       s3_bucket, s3_secure, create=True)  # fmt: skip
+    store = open_store(
+        artifacts or default_store_path(state_dir / "artifacts"),
+        s3_endpoint,
+        s3_bucket,
+        s3_secure,
+        create=True,
+    )
     run_client_command(
-        _run(agent_card, signing_key, registry, list(group), authority_url, temporal_address,
-             namespace, state_path, store, stop_timeout, weights, scheduling)
-    )  # fmt: skip
+        _run(
+            agent_card,
+            signing_key,
+            registry,
+            list(group),
+            authority_url,
+            temporal_address,
+            namespace,
+            state_path,
+            store,
+            stop_timeout,
+            weights,
+            scheduling,
+        )
+    )
 
 
 def parse_group_weights(values: list[str], groups: list[str]) -> dict[str, float]:

@@ -75,9 +75,11 @@ def scheduler_options(
             if g not in groups:
                 raise CliError(f"{flag} {g}: {g} is not a --group of this worker")
     gate = RiskGate(approval_from=approval_risk, budgets=budgets)
-    return {"resources": _pairs("--resource", resources, low=1) or None,
-            "risk_gate": gate if approval_risk or budgets else None,
-            "group_quotas": per_group or None}  # fmt: skip
+    return {
+        "resources": _pairs("--resource", resources, low=1) or None,
+        "risk_gate": gate if approval_risk or budgets else None,
+        "group_quotas": per_group or None,
+    }
 
 
 __all__ = ["APPROVAL_RISK", "GROUP_QUOTA", "RESOURCE", "RISK_BUDGET", "scheduler_options"]

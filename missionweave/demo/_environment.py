@@ -184,10 +184,15 @@ def take_inventory(
             slug = id_slug(name, slugs)
             slugs.add(slug)
             seen[norm] = DistEntry(
-                name=name, normalized=norm, version=version,
-                license=licence_of(meta), dist_info=str(d),
-                root=str(root), files_listed=_rows(d), work_item_id=item_id(slug),
-            )  # fmt: skip
+                name=name,
+                normalized=norm,
+                version=version,
+                license=licence_of(meta),
+                dist_info=str(d),
+                root=str(root),
+                files_listed=_rows(d),
+                work_item_id=item_id(slug),
+            )
     return Inventory(
         mission_id=mission_id,
         paths=[str(Path(p).absolute()) for p in paths],

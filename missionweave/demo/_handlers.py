@@ -106,14 +106,21 @@ async def inventory(ctx: WorkContext, inp: InventoryInput) -> Submission:
     await ctx.guard()
     paths = [Path(p) for p in inp.paths]
     try:
-        inv = await asyncio.to_thread(take_inventory, paths, ctx.mission_id,
-                                      partial(verify_id, ctx.mission_id),
-                                      interpreter=inp.interpreter)  # fmt: skip
+        inv = await asyncio.to_thread(
+            take_inventory,
+            paths,
+            ctx.mission_id,
+            partial(verify_id, ctx.mission_id),
+            interpreter=inp.interpreter,
+        )
     except OSError as exc:
         raise PermanentFailure(f"cannot list the target: {exc}") from exc
-    ref = await ctx.publish(inv.model_dump_json().encode(), "application/json",
-                            schema_id=INVENTORY_SCHEMA,
-                            tool_versions={"python": inv.python_version or "unknown"})  # fmt: skip
+    ref = await ctx.publish(
+        inv.model_dump_json().encode(),
+        "application/json",
+        schema_id=INVENTORY_SCHEMA,
+        tool_versions={"python": inv.python_version or "unknown"},
+    )
     items = verify_items(ctx.mission_id, inv)
     done = int((ctx.checkpoint or {}).get("authorized", 0))
     for start in range(done, len(items), AUTHORIZE_CHUNK):
@@ -129,12 +136,22 @@ async def inventory(ctx: WorkContext, inp: InventoryInput) -> Submission:
     n = len(inv.distributions)
     where = ", ".join(inv.paths)
     return Submission(
-        outputs={"inventory": ref.hash, "distributions": n, "verify_items": len(items),
-                 "shadowed": len(inv.shadowed), "paths": inv.paths},
-        evidence=[ctx.evidence("listed", method="importlib.metadata over *.dist-info",
-                               summary=f"{n} distributions in {where}"[:2000],
-                               artifacts=[ref.hash])],
-    )  # fmt: skip
+        outputs={
+            "inventory": ref.hash,
+            "distributions": n,
+            "verify_items": len(items),
+            "shadowed": len(inv.shadowed),
+            "paths": inv.paths,
+        },
+        evidence=[
+            ctx.evidence(
+                "listed",
+                method="importlib.metadata over *.dist-info",
+                summary=f"{n} distributions in {where}"[:2000],
+                artifacts=[ref.hash],
+            )
+        ],
+    )
 
 
 # --------------------------------------------------------------------------------- verify
@@ -157,9 +174,11 @@ def _verify(dist_info: str, mission_id: str) -> DistReport:
 def evidence_summary(report: DistReport) -> str:
     """One line for the Evidence of "all listed files match", naming every bad file."""
     if report.files_match:
-        return (f"{report.files_hashed} listed files match their sha256 "
-                f"({report.files_unhashed} listed without hash, {len(report.unlisted)} "
-                f"unlisted, {report.unlisted_bytecode} unlisted bytecode)")  # fmt: skip
+        return (
+            f"{report.files_hashed} listed files match their sha256 "
+            f"({report.files_unhashed} listed without hash, {len(report.unlisted)} "
+            f"unlisted, {report.unlisted_bytecode} unlisted bytecode)"
+        )
     if not report.record:
         return one_line(f"{report.name} {report.version}: {report.record_error or 'no RECORD'}")
     return describe_files(report.problems_by_kind(), limit=EVIDENCE_FILES)[:2000]
@@ -170,22 +189,38 @@ async def verify(ctx: WorkContext, inp: VerifyInput) -> Submission:
     """Re-hash every file of one distribution's RECORD; publish the report."""
     await ctx.guard()
     report = await asyncio.to_thread(_verify, inp.dist_info, ctx.mission_id)
-    ref = await ctx.publish(report.model_dump_json().encode(), "application/json",
-                            schema_id=REPORT_SCHEMA)  # fmt: skip
+    ref = await ctx.publish(
+        report.model_dump_json().encode(), "application/json", schema_id=REPORT_SCHEMA
+    )
     return Submission(
-        outputs={"report": ref.hash, "name": report.name, "version": report.version,
-                 "license": report.license, "record": report.record,
-                 "files_listed": report.files_listed, "files_hashed": report.files_hashed,
-                 "bytes_hashed": report.bytes_hashed,
-                 **{k: report.counts.get(k, 0)
-                    for k in ("missing", "modified", "unsupported", "unlisted")},
-                 "unlisted_bytecode": report.unlisted_bytecode,
-                 "files_by_kind": {k.kind: list(k.paths[:SHOWN_PER_KIND])
-                                   for k in report.problems_by_kind()}},
-        evidence=[ctx.evidence("files_match", "pass" if report.files_match else "fail",
-                               method="RECORD hash and size re-check",
-                               summary=evidence_summary(report), artifacts=[ref.hash])],
-    )  # fmt: skip
+        outputs={
+            "report": ref.hash,
+            "name": report.name,
+            "version": report.version,
+            "license": report.license,
+            "record": report.record,
+            "files_listed": report.files_listed,
+            "files_hashed": report.files_hashed,
+            "bytes_hashed": report.bytes_hashed,
+            **{
+                k: report.counts.get(k, 0)
+                for k in ("missing", "modified", "unsupported", "unlisted")
+            },
+            "unlisted_bytecode": report.unlisted_bytecode,
+            "files_by_kind": {
+                k.kind: list(k.paths[:SHOWN_PER_KIND]) for k in report.problems_by_kind()
+            },
+        },
+        evidence=[
+            ctx.evidence(
+                "files_match",
+                "pass" if report.files_match else "fail",
+                method="RECORD hash and size re-check",
+                summary=evidence_summary(report),
+                artifacts=[ref.hash],
+            )
+        ],
+    )
 
 
 # ----------------------------------------------------------------------------------- sbom
@@ -208,19 +243,27 @@ async def _reports(
             "waiting for verify reports",
             blockers=[f"{len(wanted) - len(found)} verify WorkItems not verified"],
         )
-        await asyncio.sleep(REPORT_POLL_S)  # fmt: skip
+        await asyncio.sleep(REPORT_POLL_S)
     return found
 
 
-def _criteria_evidence(ctx: WorkContext, results: dict[str, tuple[str, str]],
-                       artifacts: Iterable[str]) -> list[Evidence]:  # fmt: skip
+def _criteria_evidence(
+    ctx: WorkContext, results: dict[str, tuple[str, str]], artifacts: Iterable[str]
+) -> list[Evidence]:
     """Evidence for every criterion of the contract; a ``human`` one is left to the
     MissionOwner (``inconclusive``: ready for sign-off)."""
     out = []
     for c in ctx.contract.acceptance_criteria:
         result, summary = results.get(c.id, ("inconclusive", "ready for sign-off"))
-        out.append(ctx.evidence(c.id, result, method=f"{c.kind} self-check", summary=summary,
-                                artifacts=list(artifacts)))  # fmt: skip
+        out.append(
+            ctx.evidence(
+                c.id,
+                result,
+                method=f"{c.kind} self-check",
+                summary=summary,
+                artifacts=list(artifacts),
+            )
+        )
     return out
 
 
@@ -247,24 +290,34 @@ async def sbom(ctx: WorkContext, inp: SbomInput, lookup: ReportLookup | None) ->
     text = await asyncio.to_thread(build_sbom, inv, inv_hash, reports)
     invalid = await asyncio.to_thread(validate_sbom, text)
     sources = [inv_hash, *(h for h, _ in reports.values())]
-    ref = await ctx.publish(text.encode(), SBOM_MEDIA_TYPE, schema_id=SBOM_SCHEMA,
-                            sources=sources,
-                            tool_versions={"cyclonedx-python-lib":
-                                           _version("cyclonedx-python-lib")})  # fmt: skip
+    ref = await ctx.publish(
+        text.encode(),
+        SBOM_MEDIA_TYPE,
+        schema_id=SBOM_SCHEMA,
+        sources=sources,
+        tool_versions={"cyclonedx-python-lib": _version("cyclonedx-python-lib")},
+    )
     gaps = coverage_problems(inv, text)
     n = len(inv.distributions)
     results = {
-        "valid_cyclonedx": ("fail", invalid) if invalid else
-        ("pass", "valid CycloneDX 1.6 JSON (strict schema validation)"),
-        "covers_inventory": ("fail", "; ".join(gaps)[:2000]) if gaps else
-        ("pass", f"{n} components for {n} distributions, each with its report hash"),
-    }  # fmt: skip
+        "valid_cyclonedx": ("fail", invalid)
+        if invalid
+        else ("pass", "valid CycloneDX 1.6 JSON (strict schema validation)"),
+        "covers_inventory": ("fail", "; ".join(gaps)[:2000])
+        if gaps
+        else ("pass", f"{n} components for {n} distributions, each with its report hash"),
+    }
     return Submission(
-        outputs={"sbom": ref.hash, "inventory": inv_hash, "distributions": n,
-                 "components": len(sbom_components(text)), "reports": len(reports),
-                 "spec_version": "1.6"},
+        outputs={
+            "sbom": ref.hash,
+            "inventory": inv_hash,
+            "distributions": n,
+            "components": len(sbom_components(text)),
+            "reports": len(reports),
+            "spec_version": "1.6",
+        },
         evidence=_criteria_evidence(ctx, results, [ref.hash]),
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------------- review
@@ -296,17 +349,31 @@ async def review(ctx: WorkContext, req: ReviewRequest) -> Submission:
                 problems.append(f"{comp['name']}: report unreadable ({type(exc).__name__})")
                 continue
             if (rep.name, rep.version) != (comp["name"], comp["version"]) or not rep.files_match:
-                problems.append(f"{comp['name']}: its report is of {rep.name} {rep.version}, "
-                                f"files_match={rep.files_match}")  # fmt: skip
+                problems.append(
+                    f"{comp['name']}: its report is of {rep.name} {rep.version}, "
+                    f"files_match={rep.files_match}"
+                )
         if not problems:
-            summary = (f"all {len(inv.distributions)} distributions of the inventory are in "
-                       "the SBOM with their version and a clean verify report")  # fmt: skip
+            summary = (
+                f"all {len(inv.distributions)} distributions of the inventory are in "
+                "the SBOM with their version and a clean verify report"
+            )
     verdict = "fail" if problems else "pass"
     text_ = "; ".join(problems)[:2000] if problems else summary
     arts = [h for h in (inv_hash, sbom_hash) if isinstance(h, str)]
-    return Submission(evidence=[
-        ctx.evidence(c.id, verdict, method="inventory and SBOM comparison", summary=text_,
-                     subject=req.subject, artifacts=arts) for c in req.criteria])  # fmt: skip
+    return Submission(
+        evidence=[
+            ctx.evidence(
+                c.id,
+                verdict,
+                method="inventory and SBOM comparison",
+                summary=text_,
+                subject=req.subject,
+                artifacts=arts,
+            )
+            for c in req.criteria
+        ]
+    )
 
 
 # ------------------------------------------------------------------------------ registries
@@ -332,8 +399,11 @@ def demo_registry(
         return await sbom(ctx, inp, lookup)
 
     table: dict[str, Callable[..., Any]] = {
-        INVENTORY_CAPABILITY: inventory, VERIFY_CAPABILITY: verify, SBOM_CAPABILITY: build,
-        REVIEW_CAPABILITY: review}  # fmt: skip
+        INVENTORY_CAPABILITY: inventory,
+        VERIFY_CAPABILITY: verify,
+        SBOM_CAPABILITY: build,
+        REVIEW_CAPABILITY: review,
+    }
     return HandlerRegistry(table[cap] for cap in sorted(set(capabilities)))
 
 

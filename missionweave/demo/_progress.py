@@ -45,8 +45,11 @@ def line(status: MissionStatus, elapsed_s: float) -> str:
     parts = []
     for kind, c in sorted(counts_by_kind(status).items(), key=lambda kv: _order(kv[0])):
         total = sum(c.values())
-        rest = ", ".join(f"{n} {s}" for s, n in sorted(c.items(), key=lambda sn: _state(sn[0]))
-                         if s != "verified")  # fmt: skip
+        rest = ", ".join(
+            f"{n} {s}"
+            for s, n in sorted(c.items(), key=lambda sn: _state(sn[0]))
+            if s != "verified"
+        )
         parts.append(f"{kind} {c['verified']}/{total} verified" + (f" ({rest})" if rest else ""))
     return f"[{elapsed_s:6.1f}s] {status.status} · " + " · ".join(parts)
 
@@ -67,8 +70,10 @@ def render(status: MissionStatus, elapsed_s: float) -> RenderableType:
     from rich.text import Text
 
     by_kind = counts_by_kind(status)
-    table = Table(title=f"Mission {status.mission_id} · {status.status} · {elapsed_s:.0f}s",
-                  title_justify="left")  # fmt: skip
+    table = Table(
+        title=f"Mission {status.mission_id} · {status.status} · {elapsed_s:.0f}s",
+        title_justify="left",
+    )
     table.add_column("WorkItems")
     for s in STATES:
         table.add_column(Text(s, style=STATE_STYLE.get(s, "")), justify="right")
@@ -78,14 +83,16 @@ def render(status: MissionStatus, elapsed_s: float) -> RenderableType:
     total = len(status.items)
     done = sum(1 for i in status.items if i.state.value in ("verified", "cancelled"))
     bar = Table.grid(padding=(0, 1))
-    bar.add_row(ProgressBar(total=max(total, 1), completed=done, width=50),
-                f"{done}/{total} WorkItems done")  # fmt: skip
+    bar.add_row(
+        ProgressBar(total=max(total, 1), completed=done, width=50), f"{done}/{total} WorkItems done"
+    )
     running = [i for i in status.items if i.state.value == "active"][:SHOWN_ACTIVE]
     rows = Table.grid(padding=(0, 2))
     for i in running:
         phase = i.last_progress.phase if i.last_progress is not None else ""
-        rows.add_row(Text(short_id(status.mission_id, i.work_item_id), style="cyan"),
-                     i.owner or "", phase)  # fmt: skip
+        rows.add_row(
+            Text(short_id(status.mission_id, i.work_item_id), style="cyan"), i.owner or "", phase
+        )
     return Group(table, bar, rows)
 
 

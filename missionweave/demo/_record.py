@@ -218,8 +218,11 @@ class DistReport(BaseModel):
     def problems_by_kind(self) -> list[FilesOfKind]:
         """The bad files per kind (``missing``, ``modified``, ``unsupported``; kinds with
         none left out), each with its exact count."""
-        found = (("missing", self.missing), ("modified", [m.path for m in self.modified]),
-                 ("unsupported", self.unsupported))  # fmt: skip
+        found = (
+            ("missing", self.missing),
+            ("modified", [m.path for m in self.modified]),
+            ("unsupported", self.unsupported),
+        )
         return [FilesOfKind(k, v, max(self.counts.get(k, 0), len(v))) for k, v in found if v]
 
 
@@ -315,18 +318,37 @@ def verify_distribution(dist_info: Path, claimed: Collection[str] = frozenset())
         meta = None
     name = meta_field(meta, "Name") or dist_info.name.split("-")[0]
     version = meta_field(meta, "Version") or "0"
-    base = {"name": name, "version": version, "dist_info": str(dist_info), "root": str(root),
-            "license": licence_of(meta)}  # fmt: skip
+    base = {
+        "name": name,
+        "version": version,
+        "dist_info": str(dist_info),
+        "root": str(root),
+        "license": licence_of(meta),
+    }
     try:
         entries = parse_record(record_text((dist_info / "RECORD").read_bytes()))
     except FileNotFoundError:
-        return DistReport(**base, record=False, record_error="no RECORD file", files_listed=0,
-                          files_hashed=0, files_unhashed=0, bytes_hashed=0,
-                          files_match=False)  # fmt: skip
+        return DistReport(
+            **base,
+            record=False,
+            record_error="no RECORD file",
+            files_listed=0,
+            files_hashed=0,
+            files_unhashed=0,
+            bytes_hashed=0,
+            files_match=False,
+        )
     except RecordError as exc:
-        return DistReport(**base, record=False, record_error=one_line(str(exc))[:500],
-                          files_listed=0, files_hashed=0, files_unhashed=0, bytes_hashed=0,
-                          files_match=False)  # fmt: skip
+        return DistReport(
+            **base,
+            record=False,
+            record_error=one_line(str(exc))[:500],
+            files_listed=0,
+            files_hashed=0,
+            files_unhashed=0,
+            bytes_hashed=0,
+            files_match=False,
+        )
     missing: list[str] = []
     modified: list[ModifiedFile] = []
     unsupported: list[str] = []
@@ -354,18 +376,37 @@ def verify_distribution(dist_info: Path, claimed: Collection[str] = frozenset())
         hashed += 1
         nbytes += size
         if actual != expected or (e.size is not None and e.size != size):
-            modified.append(ModifiedFile(path=e.path, expected=expected, actual=actual,
-                                         expected_size=e.size, actual_size=size))  # fmt: skip
+            modified.append(
+                ModifiedFile(
+                    path=e.path,
+                    expected=expected,
+                    actual=actual,
+                    expected_size=e.size,
+                    actual_size=size,
+                )
+            )
     unlisted, bytecode = _unlisted(root, listed, claimed)
-    counts = {"missing": len(missing), "modified": len(modified),
-              "unsupported": len(unsupported), "unlisted": len(unlisted)}  # fmt: skip
+    counts = {
+        "missing": len(missing),
+        "modified": len(modified),
+        "unsupported": len(unsupported),
+        "unlisted": len(unlisted),
+    }
     return DistReport(
-        **base, record=True, files_listed=len(entries), files_hashed=hashed,
-        files_unhashed=unhashed, bytes_hashed=nbytes, missing=missing[:MAX_LISTED],
-        modified=modified[:MAX_LISTED], unsupported=unsupported[:MAX_LISTED],
-        unlisted=unlisted[:MAX_LISTED], unlisted_bytecode=bytecode, counts=counts,
+        **base,
+        record=True,
+        files_listed=len(entries),
+        files_hashed=hashed,
+        files_unhashed=unhashed,
+        bytes_hashed=nbytes,
+        missing=missing[:MAX_LISTED],
+        modified=modified[:MAX_LISTED],
+        unsupported=unsupported[:MAX_LISTED],
+        unlisted=unlisted[:MAX_LISTED],
+        unlisted_bytecode=bytecode,
+        counts=counts,
         files_match=not (missing or modified or unsupported),
-    )  # fmt: skip
+    )
 
 
 __all__ = [

@@ -211,10 +211,14 @@ async def _start_agents(stack: EmbeddedStack, keys_dir: Path) -> None:
             max_concurrency=a.max_concurrency,
         )
         # handlers here end within seconds: a short graceful shutdown keeps Ctrl-C quick
-        await stack.start_agent(card, key, demo_registry(a.capabilities, lookup), roles=a.roles,
-                                admission=AdmissionPolicy(max_queue_depth=a.max_queue_depth,
-                                                          default_estimate_ms=2_000),
-                                graceful_shutdown=timedelta(seconds=3))  # fmt: skip
+        await stack.start_agent(
+            card,
+            key,
+            demo_registry(a.capabilities, lookup),
+            roles=a.roles,
+            admission=AdmissionPolicy(max_queue_depth=a.max_queue_depth, default_estimate_ms=2_000),
+            graceful_shutdown=timedelta(seconds=3),
+        )
 
 
 def approve_command(stack: EmbeddedStack, mission_id: str, key_path: Path) -> str:
@@ -231,8 +235,12 @@ def approve_command(stack: EmbeddedStack, mission_id: str, key_path: Path) -> st
 async def _cancel(handle: WorkflowHandle[Any, MissionResult]) -> str:
     """Cancel the Mission on an interruption; says how that went, in one line."""
     try:
-        await asyncio.wait_for(handle.execute_update(
-            "cancel", CancelInput(reason="demo interrupted"), result_type=str), 5)  # fmt: skip
+        await asyncio.wait_for(
+            handle.execute_update(
+                "cancel", CancelInput(reason="demo interrupted"), result_type=str
+            ),
+            5,
+        )
     except Exception as exc:  # the server may be gone already (Ctrl-C reaches it too)
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return f"interrupted; the Mission could not be cancelled ({why})"
@@ -256,13 +264,15 @@ async def _follow(
                 status = await handle.query("status", result_type=MissionStatus)
                 view.update(status)
                 if approve and any(i.review_stage == "approval" for i in status.items):
-                    view.note("The SBOM awaits a MissionOwner's Approval. In another shell:\n"
-                              f"  {approve}")  # fmt: skip
+                    view.note(
+                        f"The SBOM awaits a MissionOwner's Approval. In another shell:\n  {approve}"
+                    )
                     approve = None
             if result.done():
                 return result.result()
-            await asyncio.wait({result, stopped}, timeout=poll_s,
-                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            await asyncio.wait(
+                {result, stopped}, timeout=poll_s, return_when=asyncio.FIRST_COMPLETED
+            )
             if stop.is_set() and not result.done():
                 raise DemoInterrupted(await _cancel(handle))
     except WorkflowFailureError as exc:
@@ -334,10 +344,15 @@ async def run_demo(
     check_data_dir(opts.data_dir)
     stop = stop or asyncio.Event()
     stack = EmbeddedStack(
-        opts.data_dir, temporal_port=opts.temporal_port, ui_port=opts.ui_port,
-        authority_port=opts.authority_port, headless=opts.headless, group=opts.group,
-        checks=checks(), schemas=schemas(),
-    )  # fmt: skip
+        opts.data_dir,
+        temporal_port=opts.temporal_port,
+        ui_port=opts.ui_port,
+        authority_port=opts.authority_port,
+        headless=opts.headless,
+        group=opts.group,
+        checks=checks(),
+        schemas=schemas(),
+    )
     try:
         await _start_stack(stack)
         keys = opts.data_dir / "keys"
@@ -358,9 +373,12 @@ async def run_demo(
         )
         _header(console, stack, opts, paths)
         handle = await stack.client.start_workflow(
-            MissionWorkflow.run, args=[spec, None], id=mission_workflow_id(mission_id),
-            task_queue=COORDINATOR_TASK_QUEUE, static_summary=spec.title,
-        )  # fmt: skip
+            MissionWorkflow.run,
+            args=[spec, None],
+            id=mission_workflow_id(mission_id),
+            task_queue=COORDINATOR_TASK_QUEUE,
+            static_summary=spec.title,
+        )
         url = stack.mission_url(mission_id)
         if url is not None and not opts.keep_running:
             url += "  (up while the demo runs; --keep-running keeps it up after)"
@@ -375,12 +393,20 @@ async def run_demo(
         items = {i.work_item_id for i in result.items}
         summary.stats = log_stats(await _mission_events(stack, result), items)
         summary.chain_ok, summary.chain = await asyncio.to_thread(
-            verify_chain, stack.authority_db_path, stack.group)  # fmt: skip
-        print_summary(console, summary, mission_url=stack.mission_url(mission_id),
-                      ui_stays_up=opts.keep_running and not stop.is_set())  # fmt: skip
+            verify_chain, stack.authority_db_path, stack.group
+        )
+        print_summary(
+            console,
+            summary,
+            mission_url=stack.mission_url(mission_id),
+            ui_stays_up=opts.keep_running and not stop.is_set(),
+        )
         if opts.keep_running and not stop.is_set():
-            _say(console, f"\nThe stack stays up for the web UI ({stack.ui_url or 'headless'}); "
-                 "Ctrl-C stops it.")  # fmt: skip
+            _say(
+                console,
+                f"\nThe stack stays up for the web UI ({stack.ui_url or 'headless'}); "
+                "Ctrl-C stops it.",
+            )
             await stop.wait()
         return summary
     finally:

@@ -69,31 +69,44 @@ def build_sbom(
         KeyError: a distribution of the inventory has no report.
     """
     licences = LicenseFactory()
-    bom = Bom(serial_number=uuid.uuid5(
-        uuid.NAMESPACE_URL, f"missionweave:{inventory.mission_id}:{inventory_hash}"))  # fmt: skip
+    bom = Bom(
+        serial_number=uuid.uuid5(
+            uuid.NAMESPACE_URL, f"missionweave:{inventory.mission_id}:{inventory_hash}"
+        )
+    )
     bom.metadata.tools.components.add(
         Component(name="missionweave", version=_tool_version(), type=ComponentType.APPLICATION)
     )
     root = bom.metadata.component = Component(
-        name="python-environment", type=ComponentType.PLATFORM, bom_ref="environment",
+        name="python-environment",
+        type=ComponentType.PLATFORM,
+        bom_ref="environment",
         version=inventory.python_version or "unknown",
         description="site-packages: " + ", ".join(inventory.paths),
-    )  # fmt: skip
-    bom.metadata.properties.update([
-        Property(name="missionweave:mission", value=inventory.mission_id),
-        Property(name="missionweave:inventory-sha256", value=inventory_hash),
-    ])  # fmt: skip
+    )
+    bom.metadata.properties.update(
+        [
+            Property(name="missionweave:mission", value=inventory.mission_id),
+            Property(name="missionweave:inventory-sha256", value=inventory_hash),
+        ]
+    )
     for dist in inventory.distributions:
         report_hash, report = reports[dist.work_item_id]
         lic = report.license or dist.license
-        bom.components.add(Component(
-            name=dist.name, version=dist.version, type=ComponentType.LIBRARY,
-            bom_ref=purl_of(dist), purl=PackageURL(type="pypi", name=dist.normalized,
-                                                   version=dist.version),
-            licenses=[licences.make_from_string(lic)] if lic else None,
-            properties=[Property(name=REPORT_PROPERTY, value=report_hash),
-                        Property(name=FILES_PROPERTY, value=str(report.files_hashed))],
-        ))  # fmt: skip
+        bom.components.add(
+            Component(
+                name=dist.name,
+                version=dist.version,
+                type=ComponentType.LIBRARY,
+                bom_ref=purl_of(dist),
+                purl=PackageURL(type="pypi", name=dist.normalized, version=dist.version),
+                licenses=[licences.make_from_string(lic)] if lic else None,
+                properties=[
+                    Property(name=REPORT_PROPERTY, value=report_hash),
+                    Property(name=FILES_PROPERTY, value=str(report.files_hashed)),
+                ],
+            )
+        )
     # the environment holds every distribution: a complete dependency graph from its root
     bom.register_dependency(root, bom.components)
     text: str = JsonV1Dot6(bom).output_as_string(indent=2)
@@ -122,10 +135,14 @@ def sbom_components(text: str) -> dict[str, dict[str, Any]]:
     for c in comps:
         if not isinstance(c, dict):
             continue
-        props = {p.get("name"): p.get("value") for p in c.get("properties", [])
-                 if isinstance(p, dict)}  # fmt: skip
-        out[str(c.get("purl", ""))] = {"name": c.get("name"), "version": c.get("version"),
-                                       "report": props.get(REPORT_PROPERTY)}  # fmt: skip
+        props = {
+            p.get("name"): p.get("value") for p in c.get("properties", []) if isinstance(p, dict)
+        }
+        out[str(c.get("purl", ""))] = {
+            "name": c.get("name"),
+            "version": c.get("version"),
+            "report": props.get(REPORT_PROPERTY),
+        }
     return out
 
 

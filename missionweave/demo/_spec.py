@@ -83,14 +83,19 @@ def inventory_contract() -> WorkContract:
         objective="List the distributions of the target Python environment and add one "
         "verify WorkItem per distribution to the Mission",
         deliverables=[Deliverable(name="inventory", schema_id=INVENTORY_SCHEMA)],
-        acceptance_criteria=[AcceptanceCriterion(
-            id="listed", description="every distribution of the target is listed and has a "
-            "verify WorkItem", evidence_required="the number of distributions and the "
-            "directories scanned", check="inventory_listed")],
+        acceptance_criteria=[
+            AcceptanceCriterion(
+                id="listed",
+                description="every distribution of the target is listed and has a verify WorkItem",
+                evidence_required="the number of distributions and the directories scanned",
+                check="inventory_listed",
+            )
+        ],
         required_capabilities=[INVENTORY_CAPABILITY],
-        timeouts=_TIMEOUTS, retry={"max_attempts": 3, "initial_backoff_ms": 1_000},
+        timeouts=_TIMEOUTS,
+        retry={"max_attempts": 3, "initial_backoff_ms": 1_000},
         allowed_operations=["read:site-packages", "mission:authorize_work"],
-    )  # fmt: skip
+    )
 
 
 def verify_contract(name: str, version: str) -> WorkContract:
@@ -98,14 +103,19 @@ def verify_contract(name: str, version: str) -> WorkContract:
     return WorkContract(
         objective=f"Check every file the RECORD of {name} {version} lists against its hash",
         deliverables=[Deliverable(name="report", schema_id=REPORT_SCHEMA)],
-        acceptance_criteria=[AcceptanceCriterion(
-            id="files_match", description="all listed files match",
-            evidence_required="the number of files hashed; every missing or modified file",
-            check="files_match")],
+        acceptance_criteria=[
+            AcceptanceCriterion(
+                id="files_match",
+                description="all listed files match",
+                evidence_required="the number of files hashed; every missing or modified file",
+                check="files_match",
+            )
+        ],
         required_capabilities=[VERIFY_CAPABILITY],
-        timeouts=_TIMEOUTS, retry={"max_attempts": 2, "initial_backoff_ms": 500},
+        timeouts=_TIMEOUTS,
+        retry={"max_attempts": 2, "initial_backoff_ms": 500},
         allowed_operations=["read:site-packages"],
-    )  # fmt: skip
+    )
 
 
 def sbom_contract(*, require_approval: bool = False) -> WorkContract:
@@ -114,27 +124,37 @@ def sbom_contract(*, require_approval: bool = False) -> WorkContract:
     agent's WorkItem judges it) and, with ``require_approval``, a MissionOwner's sign-off."""
     criteria = [
         AcceptanceCriterion(
-            id="valid_cyclonedx", description="the SBOM is valid CycloneDX 1.6 JSON",
-            evidence_required="the strict schema validation's result", check="sbom_complete"),
+            id="valid_cyclonedx",
+            description="the SBOM is valid CycloneDX 1.6 JSON",
+            evidence_required="the strict schema validation's result",
+            check="sbom_complete",
+        ),
         AcceptanceCriterion(
-            id="covers_inventory", kind="semantic",
+            id="covers_inventory",
+            kind="semantic",
             description="the SBOM names every distribution of the inventory, with its "
             "version and the hash of its verify report",
-            evidence_required="a reviewer's comparison of the SBOM with the inventory"),
-    ]  # fmt: skip
+            evidence_required="a reviewer's comparison of the SBOM with the inventory",
+        ),
+    ]
     if require_approval:
-        criteria.append(AcceptanceCriterion(
-            id="signoff", kind="human", description="a MissionOwner signs the SBOM off",
-            evidence_required="a MissionOwner's Approval"))  # fmt: skip
+        criteria.append(
+            AcceptanceCriterion(
+                id="signoff",
+                kind="human",
+                description="a MissionOwner signs the SBOM off",
+                evidence_required="a MissionOwner's Approval",
+            )
+        )
     return WorkContract(
         objective="Build a CycloneDX JSON SBOM of the environment whose provenance points "
         "at the inventory and every verify report",
-        deliverables=[Deliverable(name="sbom", media_type=SBOM_MEDIA_TYPE,
-                                  schema_id=SBOM_SCHEMA)],
-        acceptance_criteria=criteria, required_capabilities=[SBOM_CAPABILITY],
+        deliverables=[Deliverable(name="sbom", media_type=SBOM_MEDIA_TYPE, schema_id=SBOM_SCHEMA)],
+        acceptance_criteria=criteria,
+        required_capabilities=[SBOM_CAPABILITY],
         timeouts={**_TIMEOUTS, "lease_ms": 60_000},
         retry={"max_attempts": 3, "initial_backoff_ms": 1_000},
-    )  # fmt: skip
+    )
 
 
 def verify_items(mission_id: str, inventory: Inventory) -> list[WorkItemSpec]:
@@ -142,11 +162,13 @@ def verify_items(mission_id: str, inventory: Inventory) -> list[WorkItemSpec]:
     inventory item; its input names the distribution's ``.dist-info``."""
     return [
         WorkItemSpec(
-            work_item_id=d.work_item_id, contract=verify_contract(d.name, d.version),
+            work_item_id=d.work_item_id,
+            contract=verify_contract(d.name, d.version),
             dependencies=[inventory_id(mission_id)],
-            input={"name": d.name, "dist_info": d.dist_info})
+            input={"name": d.name, "dist_info": d.dist_info},
+        )
         for d in inventory.distributions
-    ]  # fmt: skip
+    ]
 
 
 def audit_mission(
@@ -170,17 +192,25 @@ def audit_mission(
     inv, sbom = inventory_id(mission_id), sbom_id(mission_id)
     title = f"Integrity audit of {paths[0]}" + (f" (+{len(paths) - 1})" if len(paths) > 1 else "")
     return MissionSpec(
-        group_id=group_id, mission_id=mission_id, title=title,
+        group_id=group_id,
+        mission_id=mission_id,
+        title=title,
         items=[
-            WorkItemSpec(work_item_id=inv, contract=inventory_contract(),
-                         input={"paths": paths, "interpreter": interpreter, "sbom_item": sbom}),
-            WorkItemSpec(work_item_id=sbom, dependencies=[inv],
-                         contract=sbom_contract(require_approval=require_approval),
-                         input={"inventory_item": inv}),
+            WorkItemSpec(
+                work_item_id=inv,
+                contract=inventory_contract(),
+                input={"paths": paths, "interpreter": interpreter, "sbom_item": sbom},
+            ),
+            WorkItemSpec(
+                work_item_id=sbom,
+                dependencies=[inv],
+                contract=sbom_contract(require_approval=require_approval),
+                input={"inventory_item": inv},
+            ),
         ],
         offer_policy=OfferPolicy(offer_ttl_ms=10_000, reoffer_backoff_ms=5_000),
         review=ReviewPolicy(reviewer_capability=REVIEW_CAPABILITY),
-    )  # fmt: skip
+    )
 
 
 # ------------------------------------------------------------------ the coordinator's review
@@ -257,8 +287,11 @@ def check_sbom_complete(outputs: Mapping[str, Any], evidence: list[Evidence]) ->
 
 def checks() -> dict[str, Check]:
     """The coordinator's deterministic checks by name (review step 2)."""
-    return {"inventory_listed": check_inventory_listed, "files_match": check_files_match,
-            "sbom_complete": check_sbom_complete}  # fmt: skip
+    return {
+        "inventory_listed": check_inventory_listed,
+        "files_match": check_files_match,
+        "sbom_complete": check_sbom_complete,
+    }
 
 
 # --------------------------------------------------------------------------------- agents

@@ -116,13 +116,18 @@ def summarize(result: MissionResult, store: ArtifactStore) -> Summary:
     """The audit's figures from the Mission's result and the reports in ``store``; for a
     Mission that did not complete, also why (``MissionResult.reason``) and every WorkItem
     not verified with its ``detail``."""
-    s = Summary(result.mission_id, result.status, event_range=result.event_range,
-                reason=one_line(result.reason))  # fmt: skip
+    s = Summary(
+        result.mission_id,
+        result.status,
+        event_range=result.event_range,
+        reason=one_line(result.reason),
+    )
     for item in result.items:
         kind = kind_of(result.mission_id, item.work_item_id)
         if result.status != "completed" and item.state.value != "verified":
-            s.unfinished.append(Unfinished(item.work_item_id, item.state.value,
-                                           one_line(item.detail)))  # fmt: skip
+            s.unfinished.append(
+                Unfinished(item.work_item_id, item.state.value, one_line(item.detail))
+            )
         if kind == "inventory":
             s.inventory = _str(item.outputs.get("inventory"))
             s.distributions = int(item.outputs.get("distributions") or 0)
@@ -216,16 +221,23 @@ def print_summary(
         console.print(text, markup=False, highlight=False, soft_wrap=True, emoji=False)
 
     ok = s.status == "completed"
-    console.print(f"\nMission {s.mission_id}: [{'bold green' if ok else 'bold red'}]{s.status}[/]",
-                  highlight=False, soft_wrap=True)  # fmt: skip
+    console.print(
+        f"\nMission {s.mission_id}: [{'bold green' if ok else 'bold red'}]{s.status}[/]",
+        highlight=False,
+        soft_wrap=True,
+    )
     if not ok and s.reason:
         out("reason", s.reason, "bold red")
     out("distributions", f"{s.distributions} listed, {s.verified} verified")
-    out("files checked", f"{s.files_checked}: {s.files_hashed} hashed ({s.bytes_hashed:,} bytes), "
-                         f"{s.files_checked - s.files_hashed} listed without a hash; "
-                         f"{s.unlisted} unlisted files noted")  # fmt: skip
-    out("problems", str(len(s.problems)) if s.problems else "none",
-        "bold red" if s.problems else "")  # fmt: skip
+    out(
+        "files checked",
+        f"{s.files_checked}: {s.files_hashed} hashed ({s.bytes_hashed:,} bytes), "
+        f"{s.files_checked - s.files_hashed} listed without a hash; "
+        f"{s.unlisted} unlisted files noted",
+    )
+    out(
+        "problems", str(len(s.problems)) if s.problems else "none", "bold red" if s.problems else ""
+    )
     for p in s.problems:
         say(f"    {p.distribution}: {p.summary}")
         for k in p.files:
@@ -236,8 +248,10 @@ def print_summary(
     if s.unfinished:
         out("not verified", str(len(s.unfinished)), "bold red")
         for u in s.unfinished[:SHOWN_UNFINISHED]:
-            say(f"    {short_id(s.mission_id, u.work_item_id)}: {u.state}"
-                + (f" — {u.detail}" if u.detail else ""))  # fmt: skip
+            say(
+                f"    {short_id(s.mission_id, u.work_item_id)}: {u.state}"
+                + (f" — {u.detail}" if u.detail else "")
+            )
         if len(s.unfinished) > SHOWN_UNFINISHED:
             say(f"    … {len(s.unfinished) - SHOWN_UNFINISHED} more")
     console.print("  artifacts")
@@ -246,8 +260,11 @@ def print_summary(
     for wid, h in list(s.reports.items())[:SHOWN_REPORTS]:
         out("  report", f"{h}  {short_id(s.mission_id, wid)}")
     if len(s.reports) > SHOWN_REPORTS:
-        out("  report", f"… {len(s.reports) - SHOWN_REPORTS} more (every hash is in the SBOM "
-                        "and the Mission result)")  # fmt: skip
+        out(
+            "  report",
+            f"… {len(s.reports) - SHOWN_REPORTS} more (every hash is in the SBOM "
+            "and the Mission result)",
+        )
     if s.sbom:
         out("  sbom", s.sbom)
     for h, wid in s.reviews.items():

@@ -80,8 +80,9 @@ class ArtifactManifest(BaseModel):
 
     model_config = _STRICT
     content_hash: Hash
-    media_type: str = Field(pattern=r"^[A-Za-z0-9][\w!#$&^.+-]*/[\w!#$&^.+-]+(;.*)?$",
-                            max_length=255)  # fmt: skip
+    media_type: str = Field(
+        pattern=r"^[A-Za-z0-9][\w!#$&^.+-]*/[\w!#$&^.+-]+(;.*)?$", max_length=255
+    )
     schema_id: str | None = Field(max_length=512)
     producer: _Id
     agent_card_version: int = Field(ge=0)

@@ -169,9 +169,10 @@ def verify_chain(
         key = signed.public_key if public_keys is None else public_keys.get(p.generator)
         if key is None or not verify_context_package(signed, key):
             return Rejection(
-                code="context_signature", reason="the package's signature does not verify",
+                code="context_signature",
+                reason="the package's signature does not verify",
                 detail={"version": p.version, "generator": p.generator},
-            )  # fmt: skip
+            )
         expected = (
             (1, None, p.mission_id, p.scope_key)
             if prior is None

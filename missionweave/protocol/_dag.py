@@ -123,16 +123,18 @@ class WorkGraph:
                     raise _fail(
                         "unknown_id",
                         f"WorkItem {item_id} depends on unknown WorkItem {dep}",
-                        id=item_id, dependency=dep,
-                    )  # fmt: skip
+                        id=item_id,
+                        dependency=dep,
+                    )
         try:  # the order is kept: computing it again for 10,000 items is not free
             order = [str(n) for n in graphlib.TopologicalSorter(proposed).static_order()]
         except graphlib.CycleError as exc:
             cycle = [str(n) for n in exc.args[1]]
             raise _fail(
-                "cycle", "the change would create a dependency cycle: " + " -> ".join(cycle),
+                "cycle",
+                "the change would create a dependency cycle: " + " -> ".join(cycle),
                 cycle=cycle,
-            ) from None  # fmt: skip
+            ) from None
         for item_id in new:
             self._strategy[item_id] = (strategies or {}).get(
                 item_id, DependencyStrategy.ALL_VERIFIED

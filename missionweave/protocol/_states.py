@@ -162,16 +162,20 @@ def check_transition(
     row = _BY_ACTION.get(action)
     if row is None:
         return Rejection(
-            code="unknown_action", reason=f"{action!r} is not a WorkItem action",
+            code="unknown_action",
+            reason=f"{action!r} is not a WorkItem action",
             detail={"action": action},
-        )  # fmt: skip
+        )
     if state not in row.sources:
         return Rejection(
             code="transition_not_allowed",
             reason=f"{action} is not allowed from state {state or 'none'}",
-            detail={"action": action, "state": state and str(state),
-                    "allowed_from": sorted(str(s) if s else "none" for s in row.sources)},
-        )  # fmt: skip
+            detail={
+                "action": action,
+                "state": state and str(state),
+                "allowed_from": sorted(str(s) if s else "none" for s in row.sources),
+            },
+        )
     if not (row.roles & set(roles)):
         return Rejection(
             code="role_not_allowed",

@@ -114,16 +114,22 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
     new: dict[str, Any] = {"seq": e.seq}
     match t:
         case "work.authorized" | "work.proposed":
-            new.update(state=S.OPEN if t == "work.authorized" else S.PROPOSED,
-                       mission_id=str(b["mission_id"]),
-                       revision=int(b.get("contract", {}).get("revision", 1)))  # fmt: skip
+            new.update(
+                state=S.OPEN if t == "work.authorized" else S.PROPOSED,
+                mission_id=str(b["mission_id"]),
+                revision=int(b.get("contract", {}).get("revision", 1)),
+            )
         case "work.contract_revised":
             new["revision"] = int(b["revision"])
         case "work.offered":
-            new.update(state=S.OFFERED, offer_id=str(b["offer_id"]),
-                       offer_expires_at_ms=int(b["expires_at_ms"]),
-                       offer_candidates=tuple(str(c) for c in b["candidates"]), declined=(),
-                       revision=int(b.get("revision", f.revision)))  # fmt: skip
+            new.update(
+                state=S.OFFERED,
+                offer_id=str(b["offer_id"]),
+                offer_expires_at_ms=int(b["expires_at_ms"]),
+                offer_candidates=tuple(str(c) for c in b["candidates"]),
+                declined=(),
+                revision=int(b.get("revision", f.revision)),
+            )
             if f.mission_id is None and "mission_id" in b:
                 new["mission_id"] = str(b["mission_id"])
         case "offer.withdrawn":
@@ -137,18 +143,29 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
         case "ownership.closed":
             new.update(**_NO_OWNER)
         case "work.offer_accepted":
-            new.update(**_NO_OFFER, state=S.QUEUED, owner=str(b["owner"]), lease=None,
-                       ownership_epoch=int(b["ownership_epoch"]), approved=False,
-                       start_deadline_ms=int(b["start_deadline_ms"]), queued_at_ms=at)  # fmt: skip
+            new.update(
+                **_NO_OFFER,
+                state=S.QUEUED,
+                owner=str(b["owner"]),
+                lease=None,
+                ownership_epoch=int(b["ownership_epoch"]),
+                approved=False,
+                start_deadline_ms=int(b["start_deadline_ms"]),
+                queued_at_ms=at,
+            )
         case "approval.execution_granted":
             new["approved"] = True
         case "work.started":
             token, lease = b.get("capability_token", {}), b["lease"]
             # the lease names its holder and epoch: a reader that missed the acceptance (it
             # saw only this agent's later Events) still knows the owner
-            new.update(state=S.ACTIVE, start_deadline_ms=None, owner=str(lease["agent_id"]),
-                       ownership_epoch=int(lease["ownership_epoch"]),
-                       lease={**lease, "capability_token": token})  # fmt: skip
+            new.update(
+                state=S.ACTIVE,
+                start_deadline_ms=None,
+                owner=str(lease["agent_id"]),
+                ownership_epoch=int(lease["ownership_epoch"]),
+                lease={**lease, "capability_token": token},
+            )
             # the Authority's durable resume point, also one a former owner saved with
             # progress.report before its lease expired (MW-11.5-a)
             if b.get("checkpoint") is not None:
@@ -167,14 +184,26 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
             if b.get("checkpoint"):
                 new["checkpoint"] = b["checkpoint"]
         case "work.checkpointed":
-            new.update(state=S.QUEUED, lease=None, checkpoint=b.get("checkpoint"),
-                       start_deadline_ms=b.get("start_deadline_ms"), queued_at_ms=at)  # fmt: skip
+            new.update(
+                state=S.QUEUED,
+                lease=None,
+                checkpoint=b.get("checkpoint"),
+                start_deadline_ms=b.get("start_deadline_ms"),
+                queued_at_ms=at,
+            )
         case "work.blocked":
-            new.update(state=S.BLOCKED, lease=None, checkpoint=b.get("checkpoint"),
-                       blocked_until_ms=b.get("blocked_lease_expires_at_ms"))  # fmt: skip
+            new.update(
+                state=S.BLOCKED,
+                lease=None,
+                checkpoint=b.get("checkpoint"),
+                blocked_until_ms=b.get("blocked_lease_expires_at_ms"),
+            )
         case "work.unblocked":
-            new.update(state=S(str(b["state"])), blocked_until_ms=None,
-                       start_deadline_ms=b.get("start_deadline_ms"))  # fmt: skip
+            new.update(
+                state=S(str(b["state"])),
+                blocked_until_ms=None,
+                start_deadline_ms=b.get("start_deadline_ms"),
+            )
             if new["state"] is S.QUEUED:
                 new["queued_at_ms"] = at
             else:
@@ -182,22 +211,35 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
         case "lease.revoked" | "lease.released" | "lease.expired":
             if b.get("reason") == "session_replaced" and b.get("state") == "queued":
                 # the owner's runtime was replaced (MW-11.3-f): back to its queue
-                new.update(state=S.QUEUED, lease=None, queued_at_ms=at,
-                           start_deadline_ms=b.get("start_deadline_ms"))  # fmt: skip
+                new.update(
+                    state=S.QUEUED,
+                    lease=None,
+                    queued_at_ms=at,
+                    start_deadline_ms=b.get("start_deadline_ms"),
+                )
             elif f.lease is not None and b.get("lease_id") == f.lease_id:
                 new["lease"] = None
         case "work.submitted":
-            new.update(state=S.SUBMITTED, lease=None, outputs=dict(b.get("outputs") or {}),
-                       artifacts=tuple(b.get("artifacts") or ()),
-                       evidence=tuple(b.get("evidence") or ()))  # fmt: skip
+            new.update(
+                state=S.SUBMITTED,
+                lease=None,
+                outputs=dict(b.get("outputs") or {}),
+                artifacts=tuple(b.get("artifacts") or ()),
+                evidence=tuple(b.get("evidence") or ()),
+            )
         case "work.result_accepted" | "mission.child_approved":
             new["state"] = S.VERIFIED
         case "work.failed":
-            new.update(**_NO_OWNER, **_NO_OFFER, state=S.FAILED,
-                       attempts=int(b.get("attempts", f.attempts)),
-                       retryable=bool(b.get("retryable", True)), error=_failure(b),
-                       retry_exhausted=_bound(b),
-                       failed_owner=b.get("owner"))  # fmt: skip
+            new.update(
+                **_NO_OWNER,
+                **_NO_OFFER,
+                state=S.FAILED,
+                attempts=int(b.get("attempts", f.attempts)),
+                retryable=bool(b.get("retryable", True)),
+                error=_failure(b),
+                retry_exhausted=_bound(b),
+                failed_owner=b.get("owner"),
+            )
         case "work.cancelled":
             new.update(**_NO_OFFER, state=S.CANCELLED, lease=None)
         case "mission.child_created":
@@ -225,8 +267,10 @@ def _failure(body: dict[str, Any]) -> str | None:
     return None
 
 
-def reduce_events(events: list[Any], facts: dict[str, WorkItemFacts] | None = None,
-                  ) -> dict[str, WorkItemFacts]:  # fmt: skip
+def reduce_events(
+    events: list[Any],
+    facts: dict[str, WorkItemFacts] | None = None,
+) -> dict[str, WorkItemFacts]:
     """Fold ``events`` (in log order) into facts per WorkItem id; Events without a WorkItem
     are skipped. ``facts``: a starting point, updated in place and returned."""
     out = {} if facts is None else facts

@@ -185,8 +185,11 @@ def resolve_contract_refs(data: Any, contracts: Any, where: str = "items") -> No
         if isinstance(item, WorkItemSpec):  # built in Python: it must agree with its name too
             if item.contract_ref is None:
                 continue
-            item = {"work_item_id": item.work_item_id, "contract_ref": item.contract_ref,
-                    "contract": item.contract}  # fmt: skip
+            item = {
+                "work_item_id": item.work_item_id,
+                "contract_ref": item.contract_ref,
+                "contract": item.contract,
+            }
             check_only = True
         elif not isinstance(item, dict) or item.get("contract_ref") is None:
             continue
@@ -292,8 +295,12 @@ class EventSummary(BaseModel):
     @classmethod
     def of(cls, event: Event) -> EventSummary:
         """The summary of a full Event (its body without the bulky ``contract``)."""
-        return cls(seq=event.seq, type=event.type, work_item_id=event.work_item_id,
-                   body={k: v for k, v in event.body.items() if k != "contract"})  # fmt: skip
+        return cls(
+            seq=event.seq,
+            type=event.type,
+            work_item_id=event.work_item_id,
+            body={k: v for k, v in event.body.items() if k != "contract"},
+        )
 
 
 class CommandVerdict(BaseModel):
@@ -614,8 +621,9 @@ class SelectCandidatesInput(BaseModel):
     required_capabilities: list[str]
     exclude: list[str] = Field(default_factory=list)
     limit: int = Field(default=3, ge=1, le=8)
-    roles: list[str] = Field(default_factory=lambda: ["worker"],
-                             description="roles a candidate must hold, all of them")  # fmt: skip
+    roles: list[str] = Field(
+        default_factory=lambda: ["worker"], description="roles a candidate must hold, all of them"
+    )
     offer: OfferSlot | None = Field(
         default=None, description="when set, the activity also makes the offer to the ranked"
     )

@@ -298,16 +298,27 @@ class WorkContext(FencedActions):
         lease = self._session.lease
         try:
             done = await publish_artifact(
-                store, self._session.client, self._session.actor, self.group_id,
-                LeaseInfo(self.work_item_id, lease.lease_id, lease.ownership_epoch), data,
-                mission_id=self.mission_id, media_type=media_type, schema_id=schema_id,
+                store,
+                self._session.client,
+                self._session.actor,
+                self.group_id,
+                LeaseInfo(self.work_item_id, lease.lease_id, lease.ownership_epoch),
+                data,
+                mission_id=self.mission_id,
+                media_type=media_type,
+                schema_id=schema_id,
                 classification=Classification(classification),
-                agent_card_version=self._card_version, sources=list(sources),
-                tool_versions=tool_versions, model_versions=model_versions,
-                capability_versions=(capability_versions if capability_versions is not None
-                                     else self.capability_versions),
+                agent_card_version=self._card_version,
+                sources=list(sources),
+                tool_versions=tool_versions,
+                model_versions=model_versions,
+                capability_versions=(
+                    capability_versions
+                    if capability_versions is not None
+                    else self.capability_versions
+                ),
                 created_at_ms=self._session.clock(),
-            )  # fmt: skip
+            )
         except PublishRejected as exc:
             if exc.code in FENCE_CODES:
                 self._session.lost = self._session.lost or LeaseLost(exc.code, str(exc))
@@ -404,8 +415,9 @@ class WorkContext(FencedActions):
         except AuthorityUnavailable as exc:
             # buffered with its usage delta, durable, reconciled on reconnection (MW-11.5-c)
             cmd = self._session.buffer_offline(prepared)
-            self.logger.warning("Authority unreachable (%s): progress %s buffered", exc,
-                                cmd.command_id)  # fmt: skip
+            self.logger.warning(
+                "Authority unreachable (%s): progress %s buffered", exc, cmd.command_id
+            )
             return
         if self._session.lost is not None:
             raise self._session.lost
@@ -538,9 +550,12 @@ class WorkContext(FencedActions):
         for attempt in range(1, r.max_attempts + 1):
             try:
                 result = await handle.execute_update(
-                    "authorize_work", arg, id=uid, result_type=SubmitCommandsResult,
+                    "authorize_work",
+                    arg,
+                    id=uid,
+                    result_type=SubmitCommandsResult,
                     rpc_timeout=r.rpc_timeout,
-                )  # fmt: skip
+                )
                 break
             except WorkflowUpdateFailedError as exc:  # the validator refused: nothing added
                 cause = exc.cause

@@ -74,13 +74,18 @@ class Disclosure:
     def body(self) -> dict[str, Any]:
         """The Command body (exactly the fields the Authority accepts)."""
         return {
-            "work_item_id": self.work_item_id, "ownership_epoch": self.ownership_epoch,
+            "work_item_id": self.work_item_id,
+            "ownership_epoch": self.ownership_epoch,
             "start_window": {"earliest_ms": self.earliest_ms, "latest_ms": self.latest_ms},
-            "completion_estimate_ms": self.completion_ms, "confidence": self.confidence,
-            "capacity": {"state": self.capacity, "free_slots": self.free_slots,
-                         "queue_depth": self.queue_depth},
+            "completion_estimate_ms": self.completion_ms,
+            "confidence": self.confidence,
+            "capacity": {
+                "state": self.capacity,
+                "free_slots": self.free_slots,
+                "queue_depth": self.queue_depth,
+            },
             "compute_ms": self.compute_ms,
-        }  # fmt: skip
+        }
 
 
 def estimate(
@@ -134,8 +139,18 @@ def estimate(
     earliest = min(earliest, latest)
     capacity = "draining" if draining else ("available" if free_slots > 0 else "busy")
     depth = len({q.work_item_id for q in group_queue} | {item.work_item_id})
-    return Disclosure(item.work_item_id, item.ownership_epoch, earliest, latest, latest + est,
-                      confidence, capacity, free_slots, depth, est)  # fmt: skip
+    return Disclosure(
+        item.work_item_id,
+        item.ownership_epoch,
+        earliest,
+        latest,
+        latest + est,
+        confidence,
+        capacity,
+        free_slots,
+        depth,
+        est,
+    )
 
 
 def material(old: Disclosure | None, new: Disclosure, now_ms: int) -> bool:

@@ -50,8 +50,9 @@ def discloser(actor: Actor, client: Any, clock: Callable[[], int] = now_ms) -> D
 
     async def disclose(group_id: str, bodies: list[dict[str, Any]]) -> None:
         at = clock()
-        cmds = [actor.command("work.disclose_schedule", group_id, b, issued_at_ms=at)
-                for b in bodies]  # fmt: skip
+        cmds = [
+            actor.command("work.disclose_schedule", group_id, b, issued_at_ms=at) for b in bodies
+        ]
         for r in await client.submit_many(cmds):
             if not r.accepted:
                 log.debug("schedule disclosure refused: %s", r.rejection)
@@ -247,9 +248,17 @@ class Dispatcher:
                 continue
             it = ready.get(key)  # not there: it waits for the approval its contract requires
             held = it is None or (gate.needs_approval(it.risk_class) and not it.approved)
-            d = estimate(w.item, by_group[key[0]], slots=self.board.capacity, free_slots=free,
-                         max_wait_ms=self.scheduler.max_wait_ms, now_ms=now, declared=w.declared,
-                         draining=self._closed is not None, held=held)  # fmt: skip
+            d = estimate(
+                w.item,
+                by_group[key[0]],
+                slots=self.board.capacity,
+                free_slots=free,
+                max_wait_ms=self.scheduler.max_wait_ms,
+                now_ms=now,
+                declared=w.declared,
+                draining=self._closed is not None,
+                held=held,
+            )
             last = self._disclosed.get(key)
             if last is not None and now - last[1] < MIN_INTERVAL_MS:
                 continue

@@ -222,8 +222,13 @@ class WorkItemExecutor:
         session = LeaseSession(self.actor, self.client, work, self.clock, self.offline_buffer)
         sink = self.progress_sink
         hook = None if sink is None else (lambda report: sink(work, report))
-        ctx = WorkContext(work, session, on_progress=hook, artifact_store=self.artifact_store,
-                          agent_card_version=self.agent_card_version)  # fmt: skip
+        ctx = WorkContext(
+            work,
+            session,
+            on_progress=hook,
+            artifact_store=self.artifact_store,
+            agent_card_version=self.agent_card_version,
+        )
         key = (work.group_id, work.work_item_id)
         if self.board is not None:
             self.board.begin(key, ctx)
@@ -428,8 +433,12 @@ class _Run:
             )
         if isinstance(result, BaseException):
             permanent = isinstance(result, PermanentFailure)
-            log.warning("handler of %s raised (%s)", self.work.work_item_id,
-                        "not retryable" if permanent else "retryable", exc_info=result)  # fmt: skip
+            log.warning(
+                "handler of %s raised (%s)",
+                self.work.work_item_id,
+                "not retryable" if permanent else "retryable",
+                exc_info=result,
+            )
             return await self._fail(describe_failure(result), retryable=not permanent)
         return await self._fail(
             f"the handler returned {type(result).__name__}, not a Submission", retryable=False

@@ -181,14 +181,18 @@ class LeaseSession:
             )
             raise self.lost
         binding = OfflineBinding(
-            agent_id=self.actor.agent_id, group_id=self.work.group_id,
-            work_item_id=self.work.work_item_id, session_epoch=self.lease.session_epoch,
-            ownership_epoch=self.lease.ownership_epoch, lease_id=self.lease.lease_id,
-            disconnected_at_ms=min(self.disconnected_at_ms or now, now), buffered_at_ms=now,
+            agent_id=self.actor.agent_id,
+            group_id=self.work.group_id,
+            work_item_id=self.work.work_item_id,
+            session_epoch=self.lease.session_epoch,
+            ownership_epoch=self.lease.ownership_epoch,
+            lease_id=self.lease.lease_id,
+            disconnected_at_ms=min(self.disconnected_at_ms or now, now),
+            buffered_at_ms=now,
             grace_deadline_ms=self.grace_deadline_ms,
             lease_expires_at_ms=self.lease.expires_at_ms,
             usage=prepared.delta or ResourceUsage(),
-        )  # fmt: skip
+        )
         cmd = bind(self.actor, prepared.command, binding)
         if self.buffer is None:
             self.buffer = OfflineBuffer()

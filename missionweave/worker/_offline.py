@@ -61,9 +61,10 @@ class OfflineBuffer:
         self.path = path
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(
-            ":memory:" if path is None else str(path), isolation_level=None,
+            ":memory:" if path is None else str(path),
+            isolation_level=None,
             check_same_thread=False,
-        )  # fmt: skip
+        )
         self._conn.execute("PRAGMA synchronous=FULL")
         self._conn.execute("PRAGMA busy_timeout=5000")
         self._conn.execute(_SCHEMA)
@@ -113,11 +114,14 @@ def bind(actor: Actor, command: Command, binding: OfflineBinding) -> Command:
     it) signed again with the bounded-offline binding as a critical extension (MW-11.5-f)."""
     body = {k: v for k, v in command.body.items() if k != "usage"}
     return actor.command(
-        command.type, command.group_id, body, command_id=command.command_id,
+        command.type,
+        command.group_id,
+        body,
+        command_id=command.command_id,
         issued_at_ms=command.issued_at_ms,
         extensions={BOUNDED_OFFLINE_EXECUTION: binding.wire()},
         critical_extensions=[BOUNDED_OFFLINE_EXECUTION],
-    )  # fmt: skip
+    )
 
 
 def rebase(actor: Actor, command: Command, now_ms: int) -> Command:
@@ -125,10 +129,14 @@ def rebase(actor: Actor, command: Command, now_ms: int) -> Command:
     kept; ``issued_at_ms`` = ``now_ms`` and the actor's current Session and Membership Epochs
     (MW-11.5-g)."""
     return actor.command(
-        command.type, command.group_id, command.body, command_id=command.command_id,
-        issued_at_ms=now_ms, extensions=command.extensions,
+        command.type,
+        command.group_id,
+        command.body,
+        command_id=command.command_id,
+        issued_at_ms=now_ms,
+        extensions=command.extensions,
         critical_extensions=command.critical_extensions,
-    )  # fmt: skip
+    )
 
 
 async def reconcile(
@@ -158,14 +166,23 @@ async def reconcile(
         verdict = command_verdict(await client.submit(rebase(actor, cmd, clock())))
         rej = verdict.rejection
         if verdict.accepted:
-            log.info("reconciled buffered %s %s of %s", cmd.type, cmd.command_id,
-                     cmd.body.get("work_item_id"))  # fmt: skip
+            log.info(
+                "reconciled buffered %s %s of %s",
+                cmd.type,
+                cmd.command_id,
+                cmd.body.get("work_item_id"),
+            )
         elif rej is not None and rej.code == "idempotency_conflict":
             log.info("buffered %s %s had reached the Authority already", cmd.type, cmd.command_id)
         else:
             why = rej.code if rej else verdict.status
-            log.warning("buffered %s %s of %s refused: %s", cmd.type, cmd.command_id,
-                        cmd.body.get("work_item_id"), why)  # fmt: skip
+            log.warning(
+                "buffered %s %s of %s refused: %s",
+                cmd.type,
+                cmd.command_id,
+                cmd.body.get("work_item_id"),
+                why,
+            )
         buffer.remove(cmd.command_id)
         verdicts.append(verdict)
     return verdicts

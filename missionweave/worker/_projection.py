@@ -108,9 +108,15 @@ class Projector:
             "VALUES (?,?,?,?,?,?) ON CONFLICT (group_id, work_item_id) DO UPDATE SET "
             "owner=excluded.owner, state=excluded.state, facts=excluded.facts, "
             "updated_seq=excluded.updated_seq",
-            (e.group_id, e.work_item_id, after.owner, after.state and str(after.state),
-             facts_json(after), e.seq),
-        )  # fmt: skip
+            (
+                e.group_id,
+                e.work_item_id,
+                after.owner,
+                after.state and str(after.state),
+                facts_json(after),
+                e.seq,
+            ),
+        )
 
     def restore(self, snap: dict[str, Any]) -> None:
         """Reset one Group's projection to a verified Authority snapshot (MW-16-e)."""
@@ -129,10 +135,14 @@ class Projector:
             if w["owner"] != self.agent_id:
                 continue
             f = WorkItemFacts(
-                state=WorkItemState(w["state"]), mission_id=w["mission_id"],
-                revision=w["revision"], owner=w["owner"], ownership_epoch=w["ownership_epoch"],
-                lease={"lease_id": w["lease_id"]} if w["lease_id"] else None, seq=seq,
-            )  # fmt: skip
+                state=WorkItemState(w["state"]),
+                mission_id=w["mission_id"],
+                revision=w["revision"],
+                owner=w["owner"],
+                ownership_epoch=w["ownership_epoch"],
+                lease={"lease_id": w["lease_id"]} if w["lease_id"] else None,
+                seq=seq,
+            )
             conn.execute(
                 "INSERT INTO work_items (group_id, work_item_id, owner, state, facts, "
                 "updated_seq) VALUES (?,?,?,?,?,?)",

@@ -193,8 +193,9 @@ class AgentRuntime:
         unserved = [c for c in card.capabilities if handlers.find(c) is None]
         if unserved:
             log.warning("card capabilities without a handler: %s", unserved)
-        converter = getattr(getattr(temporal_client, "data_converter", None),
-                            "payload_converter_class", None)  # fmt: skip
+        converter = getattr(
+            getattr(temporal_client, "data_converter", None), "payload_converter_class", None
+        )
         if (
             converter is not None
             and converter is not pydantic_data_converter.payload_converter_class
@@ -307,19 +308,38 @@ class AgentRuntime:
     ) -> None:
         put = getattr(client, "put_presence", None)
         dispatcher = self.dispatcher = Dispatcher(
-            self.actor, state, self.groups, self.scheduler, self.board,
+            self.actor,
+            state,
+            self.groups,
+            self.scheduler,
+            self.board,
             presence=put if callable(put) else None,
             disclose=discloser(self.actor, client, self.clock),
-            tick_s=self.tick.total_seconds(), clock=self.clock,
-        )  # fmt: skip
-        taker = OfferTaker(self.actor, client, self.admission, state, self.board, dispatcher,
-                           self.groups, self.clock)  # fmt: skip
+            tick_s=self.tick.total_seconds(),
+            clock=self.clock,
+        )
+        taker = OfferTaker(
+            self.actor,
+            client,
+            self.admission,
+            state,
+            self.board,
+            dispatcher,
+            self.groups,
+            self.clock,
+        )
         executor = self._executor = WorkItemExecutor(
-            self.actor, client, self.handlers, board=self.board, progress_sink=self._progress,
-            clock=self.clock, artifact_store=self.artifact_store,
-            agent_card_version=self.card.version, taker=taker,
+            self.actor,
+            client,
+            self.handlers,
+            board=self.board,
+            progress_sink=self._progress,
+            clock=self.clock,
+            artifact_store=self.artifact_store,
+            agent_card_version=self.card.version,
+            taker=taker,
             offline_buffer=self.offline_buffer,
-        )  # fmt: skip
+        )
         # running slots, plus the accepted WorkItems that may wait for one (admission control
         # declines beyond that), plus one to answer an offer while everything is taken
         depth = self.admission_policy.max_queue_depth * len(self.groups)
@@ -429,8 +449,9 @@ class AgentRuntime:
 
     async def _signal_progress(self, work: ExecuteWorkItemInput, report: ProgressReport) -> None:
         handle = self.temporal_client.get_workflow_handle(mission_workflow_id(work.mission_id))
-        signal = ProgressSignal(work_item_id=work.work_item_id, agent_id=self.card.agent_id,
-                                report=report)  # fmt: skip
+        signal = ProgressSignal(
+            work_item_id=work.work_item_id, agent_id=self.card.agent_id, report=report
+        )
         try:
             async with asyncio.timeout(5):
                 await handle.signal(MissionWorkflow.report_progress, signal)

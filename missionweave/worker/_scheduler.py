@@ -327,7 +327,11 @@ class Scheduler:
             c = cost(pick.resources, self.resources, self.slots)
             self._charge(pick.group_id, pick.mission_id, QUANTUM_MS * c)
             self._held[(pick.group_id, pick.work_item_id)] = (
-                pick.mission_id, now_ms, QUANTUM_MS, c)  # fmt: skip
+                pick.mission_id,
+                now_ms,
+                QUANTUM_MS,
+                c,
+            )
             plan.start.append(pick)
             free -= 1
         if ready and self.max_wait_ms is not None:
@@ -347,12 +351,17 @@ class Scheduler:
         gate = self.risk_gate
         gated = bool(self.resources) or bool(gate.budgets)
         startable = {
-            g: [i for i in ready[g]
+            g: [
+                i
+                for i in ready[g]
                 if gate.within_budget(g, risk.get(g, 0), i.risk_class)
-                and fits(i.resources, free_res)] if gated else ready[g]
+                and fits(i.resources, free_res)
+            ]
+            if gated
+            else ready[g]
             for g in ready
             if held.get(g, 0) < self._quotas.get(g, self.slots)
-        }  # fmt: skip
+        }
         open_groups = [g for g, items in startable.items() if items]
         if not open_groups:
             return None
@@ -369,10 +378,11 @@ class Scheduler:
                 need = {k for k, _ in first.resources}
                 for g in open_groups:
                     startable[g] = [
-                        i for i in startable[g]
+                        i
+                        for i in startable[g]
                         if not need & {k for k, _ in i.resources}
                         and not (g == first.group_id and risk_units(i.risk_class) > 0)
-                    ]  # fmt: skip
+                    ]
                 open_groups = [g for g in open_groups if startable[g]]
                 overdue = [i for g in open_groups for i in startable[g] if i.queued_at_ms <= bound]
                 if overdue:

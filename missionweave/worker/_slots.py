@@ -40,9 +40,15 @@ class RunningSlot:
 
 def _metadata(key: SlotKey, ctx: WorkContext, started_at_ms: int) -> RunningItem:
     c = ctx.contract
-    return RunningItem(key[0], key[1], started_at_ms, c.timeouts.interruptible,
-                       mission_id=ctx.mission_id, risk_class=str(c.risk_class),
-                       resources=demand(c.resource_constraints))  # fmt: skip
+    return RunningItem(
+        key[0],
+        key[1],
+        started_at_ms,
+        c.timeouts.interruptible,
+        mission_id=ctx.mission_id,
+        risk_class=str(c.risk_class),
+        resources=demand(c.resource_constraints),
+    )
 
 
 class SlotBoard:

@@ -211,11 +211,19 @@ class LocalState:
 def _view(r: sqlite3.Row) -> WorkItemView:
     f = facts_of(r["facts"])
     return WorkItemView(
-        group_id=r["group_id"], work_item_id=r["work_item_id"], mission_id=f.mission_id,
-        revision=f.revision, state=r["state"], owner=f.owner, ownership_epoch=f.ownership_epoch,
-        start_deadline_ms=f.start_deadline_ms, approved=f.approved, lease_id=f.lease_id,
-        queued_at_ms=f.queued_at_ms, updated_seq=r["updated_seq"],
-    )  # fmt: skip
+        group_id=r["group_id"],
+        work_item_id=r["work_item_id"],
+        mission_id=f.mission_id,
+        revision=f.revision,
+        state=r["state"],
+        owner=f.owner,
+        ownership_epoch=f.ownership_epoch,
+        start_deadline_ms=f.start_deadline_ms,
+        approved=f.approved,
+        lease_id=f.lease_id,
+        queued_at_ms=f.queued_at_ms,
+        updated_seq=r["updated_seq"],
+    )
 
 
 __all__ = ["LocalState", "Membership", "WorkItemView"]

@@ -73,9 +73,17 @@ class OfferTaker:
         clock: epoch-millisecond clock.
     """
 
-    def __init__(self, actor: Actor, client: AuthorityClient, admission: AdmissionControl,
-                 state: LocalState, board: SlotBoard, dispatcher: Dispatcher, groups: list[str],
-                 clock: Callable[[], int] = now_ms) -> None:  # fmt: skip
+    def __init__(
+        self,
+        actor: Actor,
+        client: AuthorityClient,
+        admission: AdmissionControl,
+        state: LocalState,
+        board: SlotBoard,
+        dispatcher: Dispatcher,
+        groups: list[str],
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
         self.actor, self.client, self.admission, self.state = actor, client, admission, state
         self.board, self.dispatcher, self.groups, self.clock = board, dispatcher, groups, clock
 
@@ -106,16 +114,31 @@ class OfferTaker:
         if offer is not None:
             decision = self.admission.decide(self._request(work))
             if isinstance(decision, Decline):
-                verdict = await self._send(self.actor.command("work.decline_offer", g, {
-                    "work_item_id": wid, "offer_id": offer.offer_id,
-                    "reason": str(decision.reason), "detail": decision.detail,
-                }), offer.expires_at_ms)  # fmt: skip
+                verdict = await self._send(
+                    self.actor.command(
+                        "work.decline_offer",
+                        g,
+                        {
+                            "work_item_id": wid,
+                            "offer_id": offer.offer_id,
+                            "reason": str(decision.reason),
+                            "detail": decision.detail,
+                        },
+                    ),
+                    offer.expires_at_ms,
+                )
                 log.info("declined %s: %s", wid, decision.reason)
                 return self._done(OutcomeKind.DECLINED, verdict, events, str(decision.reason))
             assert isinstance(decision, Accept)
-            accept = self.actor.command("work.accept_offer", g, {
-                "work_item_id": wid, "offer_id": offer.offer_id, "revision": offer.revision,
-            })  # fmt: skip
+            accept = self.actor.command(
+                "work.accept_offer",
+                g,
+                {
+                    "work_item_id": wid,
+                    "offer_id": offer.offer_id,
+                    "revision": offer.revision,
+                },
+            )
             start_now = (
                 not work.contract.approval_required
                 and self.board.free() > 0
@@ -137,23 +160,34 @@ class OfferTaker:
                 log.info("accepted %s (epoch %s)", wid, epoch)
             if started is not None:
                 events += started.events
-                return self._started(work, started, int(started.reply["lease"]["ownership_epoch"]),
-                                     events)  # fmt: skip
+                return self._started(
+                    work, started, int(started.reply["lease"]["ownership_epoch"]), events
+                )
             if len(verdicts) > 1:
                 self.board.release(key)
         return await self._wait_and_start(work, epoch, events)
 
-    async def _wait_and_start(self, work: ExecuteWorkItemInput, epoch: int,
-                              events: list[EventSummary]) -> Taken:  # fmt: skip
+    async def _wait_and_start(
+        self, work: ExecuteWorkItemInput, epoch: int, events: list[EventSummary]
+    ) -> Taken:
         g, wid, key = work.group_id, work.work_item_id, (work.group_id, work.work_item_id)
         view = self.state.item(g, wid)
         deadline = view.start_deadline_ms if view is not None else None
         queued_at = (view.queued_at_ms if view is not None else None) or self.clock()
         c = work.contract
         est, declared = self.admission.estimate(c)
-        item = QueuedItem(g, wid, work.mission_id, epoch, deadline, queued_at,
-                          c.timeouts.lease_ms, risk_class=str(c.risk_class),
-                          resources=demand(c.resource_constraints), estimate_ms=est)  # fmt: skip
+        item = QueuedItem(
+            g,
+            wid,
+            work.mission_id,
+            epoch,
+            deadline,
+            queued_at,
+            c.timeouts.lease_ms,
+            risk_class=str(c.risk_class),
+            resources=demand(c.resource_constraints),
+            estimate_ms=est,
+        )
         while True:
             try:
                 await self.dispatcher.wait_for_slot(
@@ -171,13 +205,22 @@ class OfferTaker:
                 log.info("start of %s refused: %s", wid, code)
                 return self._done(OutcomeKind.NOT_TAKEN, verdict, events, f"start refused: {code}")
 
-    def _started(self, work: ExecuteWorkItemInput, verdict: CommandVerdict, epoch: int,
-                 events: list[EventSummary]) -> Taken:  # fmt: skip
+    def _started(
+        self,
+        work: ExecuteWorkItemInput,
+        verdict: CommandVerdict,
+        epoch: int,
+        events: list[EventSummary],
+    ) -> Taken:
         lease = _lease(verdict)
         log.info("started %s (lease %s)", work.work_item_id, lease.lease_id)
-        started = work.model_copy(update={
-            "lease": lease, "ownership_epoch": epoch,
-            "checkpoint": verdict.reply.get("checkpoint") or work.checkpoint})  # fmt: skip
+        started = work.model_copy(
+            update={
+                "lease": lease,
+                "ownership_epoch": epoch,
+                "checkpoint": verdict.reply.get("checkpoint") or work.checkpoint,
+            }
+        )
         return Taken(started, None, events)
 
     def _start_command(self, work: ExecuteWorkItemInput, epoch: int) -> Command:
@@ -187,15 +230,20 @@ class OfferTaker:
     def _request(self, work: ExecuteWorkItemInput) -> AdmissionRequest:
         g = work.group_id
         return AdmissionRequest(
-            group_id=g, work_item_id=work.work_item_id, contract=work.contract,
-            roles=self.state.membership(g).roles, queue_depth=self.dispatcher.depth(g),
-            queued_total=self.dispatcher.depth(), busy_slots=len(self.board.busy()),
+            group_id=g,
+            work_item_id=work.work_item_id,
+            contract=work.contract,
+            roles=self.state.membership(g).roles,
+            queue_depth=self.dispatcher.depth(g),
+            queued_total=self.dispatcher.depth(),
+            busy_slots=len(self.board.busy()),
             now_ms=self.clock(),
-        )  # fmt: skip
+        )
 
     @staticmethod
-    def _done(kind: OutcomeKind, verdict: CommandVerdict | None, events: list[EventSummary],
-              error: str) -> Taken:  # fmt: skip
+    def _done(
+        kind: OutcomeKind, verdict: CommandVerdict | None, events: list[EventSummary], error: str
+    ) -> Taken:
         if verdict is not None and verdict.accepted:
             events = [*events, *verdict.events]
         return Taken(None, WorkOutcome(kind=kind, verdict=verdict, events=events, error=error))

@@ -44,15 +44,25 @@ class ChildMissionsMixin:
         if item is None or item.state is not S.BLOCKED:
             return
         if out.approved:
-            self._intent("mission.child_approved", {
-                "work_item_id": out.work_item_id, "child_mission_id": out.child_mission_id,
-                "evidence": [e.model_dump(mode="json") for e in out.evidence]},
-                ("child_result", out.work_item_id))  # fmt: skip
+            self._intent(
+                "mission.child_approved",
+                {
+                    "work_item_id": out.work_item_id,
+                    "child_mission_id": out.child_mission_id,
+                    "evidence": [e.model_dump(mode="json") for e in out.evidence],
+                },
+                ("child_result", out.work_item_id),
+            )
         else:
-            self._intent("mission.child_failed", {
-                "work_item_id": out.work_item_id, "child_mission_id": out.child_mission_id,
-                "policy": self.s.spec.child_failure_policy.value},
-                ("child_result", out.work_item_id))  # fmt: skip
+            self._intent(
+                "mission.child_failed",
+                {
+                    "work_item_id": out.work_item_id,
+                    "child_mission_id": out.child_mission_id,
+                    "policy": self.s.spec.child_failure_policy.value,
+                },
+                ("child_result", out.work_item_id),
+            )
         item.detail = f"child Mission {out.child_mission_id}: {out.summary}"
 
     def _create_child(self, item: ItemState) -> None:
@@ -71,9 +81,15 @@ class ChildMissionsMixin:
     def _start_child(self, item: ItemState) -> None:
         child = item.spec.child_mission
         assert child is not None
-        spec = child.model_copy(update={"parent": ParentLink(
-            workflow_id=workflow.info().workflow_id, mission_id=self.s.spec.mission_id,
-            work_item_id=item.work_item_id)})  # fmt: skip
+        spec = child.model_copy(
+            update={
+                "parent": ParentLink(
+                    workflow_id=workflow.info().workflow_id,
+                    mission_id=self.s.spec.mission_id,
+                    work_item_id=item.work_item_id,
+                )
+            }
+        )
         item.child_workflow_id = mission_workflow_id(child.mission_id)
         item.offer_pending = False
 
@@ -89,11 +105,13 @@ class ChildMissionsMixin:
         async def started() -> None:
             # ABANDON: any other policy kills the child when this run continues-as-new
             child_run = await workflow.start_child_workflow(
-                MISSION_WORKFLOW_TYPE, args=[spec, None], id=mission_workflow_id(child.mission_id),
+                MISSION_WORKFLOW_TYPE,
+                args=[spec, None],
+                id=mission_workflow_id(child.mission_id),
                 task_queue=workflow.info().task_queue,  # the coordinator's, whatever its name
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
                 static_summary=f"child of {self.s.spec.mission_id}: {child.title}",
-            )  # fmt: skip
+            )
             # The child reports by signal (``child_finished``), before it fails its execution
             # if it did not complete: its result is not awaited, and its failure is no error.
             child_run.add_done_callback(_retrieved)
@@ -104,10 +122,16 @@ class ChildMissionsMixin:
         evidence = [e for it in result.items for e in it.evidence]
         why = result.reason or f"{len(result.items)} WorkItem(s)"
         handle = workflow.get_external_workflow_handle(parent.workflow_id)
-        await handle.signal(ChildMissionsMixin.child_finished, ChildOutcome(
-            work_item_id=parent.work_item_id, child_mission_id=self.s.spec.mission_id,
-            approved=result.status == "completed", evidence=evidence[:50],
-            summary=f"{result.status}: {why}"))  # fmt: skip
+        await handle.signal(
+            ChildMissionsMixin.child_finished,
+            ChildOutcome(
+                work_item_id=parent.work_item_id,
+                child_mission_id=self.s.spec.mission_id,
+                approved=result.status == "completed",
+                evidence=evidence[:50],
+                summary=f"{result.status}: {why}",
+            ),
+        )
 
 
 def _retrieved(run: asyncio.Future[Any]) -> None:

@@ -264,10 +264,12 @@ def trim(state: MissionState, budget: int = STATE_BUDGET) -> bool:
         return False
     waited_on = {it.review_item for it in state.items.values() if it.review_stage == "semantic"}
     done = [
-        it for it in state.items.values()
+        it
+        for it in state.items.values()
         if it.state in (WorkItemState.VERIFIED, WorkItemState.CANCELLED)
-        and it.review_stage is None and it.work_item_id not in waited_on
-    ]  # fmt: skip
+        and it.review_stage is None
+        and it.work_item_id not in waited_on
+    ]
     for it in done:
         it.evidence, it.review, it.trimmed = [], [], True
         it.spec = it.spec.model_copy(update={"input": {}})

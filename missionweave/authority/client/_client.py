@@ -173,10 +173,13 @@ class AuthorityClient:
         self.base_url = base_url.rstrip("/")
         self.signing_key = signing_key
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, transport=transport, timeout=timeout, verify=verify,
+            base_url=self.base_url,
+            transport=transport,
+            timeout=timeout,
+            verify=verify,
             auth=SignedReads(signing_key, clock) if signing_key is not None else None,
             event_hooks={"request": [inject_trace_headers]},  # W3C traceparent of the caller
-        )  # fmt: skip
+        )
         self._public_key = authority_public_key
 
     async def __aenter__(self) -> AuthorityClient:
@@ -273,9 +276,10 @@ class AuthorityClient:
         after = after_sequence
         while len(out) < limit:  # the server cuts pages by size too: read on to the limit
             resp = await self._request(
-                "GET", f"/v1/groups/{group_id}/events",
+                "GET",
+                f"/v1/groups/{group_id}/events",
                 params={"after_sequence": after, "limit": limit - len(out)},
-            )  # fmt: skip
+            )
             body = resp.json()
             page = [Event.model_validate(e) for e in body["events"]]
             out += page

@@ -45,9 +45,13 @@ def subscribe_frame(
     """A signed SUBSCRIBE frame: the actor's signature over the canonical frame without it,
     with a fresh ``nonce`` (the Authority refuses a replayed frame)."""
     frame: dict[str, Any] = {
-        "type": "SUBSCRIBE", "group": group_id, "afterSequence": after_sequence,
-        "agent": actor.agent_id, "issuedAtMs": issued_at_ms, "nonce": new_id("sub"),
-    }  # fmt: skip
+        "type": "SUBSCRIBE",
+        "group": group_id,
+        "afterSequence": after_sequence,
+        "agent": actor.agent_id,
+        "issuedAtMs": issued_at_ms,
+        "nonce": new_id("sub"),
+    }
     frame["signature"] = actor.key.sign(canonical_bytes(frame))
     return frame
 
@@ -155,9 +159,11 @@ class Subscriber:
         owns_client = self._client is None
         if self._client is None:
             self._client = AuthorityClient(
-                _http_base(self.ws_url), authority_public_key=self._key,
-                signing_key=self._actor.key, clock=self._clock,
-            )  # fmt: skip
+                _http_base(self.ws_url),
+                authority_public_key=self._key,
+                signing_key=self._actor.key,
+                clock=self._clock,
+            )
         tasks = {
             asyncio.create_task(self._process(), name="subscriber-process"),
             asyncio.create_task(self._connect_forever(), name="subscriber-connect"),

@@ -203,10 +203,11 @@ class Authority(LogReader, AgentReads):
             list(trace_contexts) if trace_contexts else [None] * len(commands)
         )
         with tracer().start_as_current_span(
-            "authority.transaction", context=parents[0] if parents else None,
+            "authority.transaction",
+            context=parents[0] if parents else None,
             links=_links(parents) if trace_contexts else None,
             attributes={"missionweave.batch.size": len(commands)},
-        ) as span:  # fmt: skip
+        ) as span:
             results = self._submit_many(commands, parents)
             if span.is_recording():
                 span.set_attribute(
@@ -279,10 +280,14 @@ class Authority(LogReader, AgentReads):
             # A Command sent in the transaction's own context gets its span under the
             # transaction's; one merged in from another request, under that request's.
             results = [
-                self._traced_apply(cmd, heads, keys[i] if keys else None,
-                                   None if parents[i] is parents[0] else parents[i])
+                self._traced_apply(
+                    cmd,
+                    heads,
+                    keys[i] if keys else None,
+                    None if parents[i] is parents[0] else parents[i],
+                )
                 for i, cmd in enumerate(commands)
-            ]  # fmt: skip
+            ]
             if pending is not None and self._trusted:
                 try:
                     verdicts = pending.result()
@@ -391,8 +396,9 @@ class Authority(LogReader, AgentReads):
             result_extra: dict[str, Any] = {"reply": ctx.reply} if ctx.reply else {}
             if ctx.rejection:
                 result_extra["rejection"] = ctx.rejection.model_dump()
-            refs = dumps({"events": [[e.group_id, e.seq] for e in events],
-                          "result": dumps(result_extra)})  # fmt: skip
+            refs = dumps(
+                {"events": [[e.group_id, e.seq] for e in events], "result": dumps(result_extra)}
+            )
             if opened:
                 self.store.release()
             tx.command_rows.append((*key, cmd.signature, ctx.status, refs))
@@ -415,9 +421,12 @@ class Authority(LogReader, AgentReads):
             heads.update({g: _Head(*v) for g, v in saved.items()})
             raise
         return SubmitResult(
-            command_id=cmd.command_id, status=ctx.status, events=events,
-            rejection=ctx.rejection, reply=ctx.reply,
-        )  # fmt: skip
+            command_id=cmd.command_id,
+            status=ctx.status,
+            events=events,
+            rejection=ctx.rejection,
+            reply=ctx.reply,
+        )
 
     def _repeated(self, cmd: Command, prior: Any) -> SubmitResult:
         """The answer to a Command id its actor used before in this Group: the original
@@ -426,10 +435,11 @@ class Authority(LogReader, AgentReads):
         # again has the same signature, and any other body under the same id has another.
         if prior[0] != cmd.signature:
             return _rejected(
-                cmd, "idempotency_conflict",
+                cmd,
+                "idempotency_conflict",
                 "this command id was used before with a different body",
                 command_id=cmd.command_id,
-            )  # fmt: skip
+            )
         refs = json.loads(prior[2])
         data = json.loads(refs.get("result", "null") or "null") or {}
         reply = dict(data.get("reply", {}))
@@ -442,10 +452,13 @@ class Authority(LogReader, AgentReads):
         # Events of this batch are not in the database before its commit
         events = [self._tx.events.get((g, s)) or self._load_event(g, s) for g, s in refs["events"]]
         return SubmitResult(
-            command_id=cmd.command_id, status=prior[1], events=events,
+            command_id=cmd.command_id,
+            status=prior[1],
+            events=events,
             rejection=Rejection(**data["rejection"]) if data.get("rejection") else None,
-            reply=reply, duplicate=True,
-        )  # fmt: skip
+            reply=reply,
+            duplicate=True,
+        )
 
     def _verify_actor(self, cmd: Command, trusted_key: str | None) -> Any:
         """Check that ``cmd`` is signed by its actor; the actor's membership row (key, roles,
@@ -478,7 +491,7 @@ class Authority(LogReader, AgentReads):
                     "operator_required",
                     f"{cmd.type} needs an operator key (authority serve --operator-key)",
                     group_id=cmd.group_id,
-                )  # fmt: skip
+                )
             return None
         if spec.auth == "agent":
             row = self.store.one("agents.public_key_by_agent_id", cmd.actor)
@@ -498,10 +511,10 @@ class Authority(LogReader, AgentReads):
                 self._members[(cmd.group_id, cmd.actor)] = row
         if row is None or not row[3]:
             if self.store.one("groups.exists_by_group_id", cmd.group_id) is None:
-                raise Reject("unknown_group", f"no group {cmd.group_id!r}",
-                             group_id=cmd.group_id)  # fmt: skip
-            raise Reject("not_a_member", f"{cmd.actor!r} is not a member of the group",
-                         actor=cmd.actor)  # fmt: skip
+                raise Reject("unknown_group", f"no group {cmd.group_id!r}", group_id=cmd.group_id)
+            raise Reject(
+                "not_a_member", f"{cmd.actor!r} is not a member of the group", actor=cmd.actor
+            )
         if not signed_by(row[0]):
             raise Reject("bad_signature", "the command's signature does not verify")
         return row
@@ -525,14 +538,16 @@ class Authority(LogReader, AgentReads):
                 raise Reject(
                     "stale_membership_epoch",
                     f"membership epoch {cmd.membership_epoch} is not the current {member[2]}",
-                    membership_epoch=cmd.membership_epoch, current=member[2],
-                )  # fmt: skip
+                    membership_epoch=cmd.membership_epoch,
+                    current=member[2],
+                )
             if cmd.session_epoch != member[4]:
                 raise Reject(
                     "stale_session_epoch",
                     f"session epoch {cmd.session_epoch} is not the current {member[4]}",
-                    session_epoch=cmd.session_epoch, current=member[4],
-                )  # fmt: skip
+                    session_epoch=cmd.session_epoch,
+                    current=member[4],
+                )
             if HANDLERS[cmd.type].needs_session and member[4] == 0:
                 raise Reject("no_session", "open a session before taking work")
             roles = _roles(member[1])
@@ -544,8 +559,17 @@ class Authority(LogReader, AgentReads):
             row = self.store.one("groups.head", group_id)
             return int(row[0]) if row is not None else 0
 
-        return Ctx(self.store, self.clock(), cmd, roles, self.config, self.key,
-                   before_write=savepoint, head_seq=head_seq, cache=self._tx.reads)  # fmt: skip
+        return Ctx(
+            self.store,
+            self.clock(),
+            cmd,
+            roles,
+            self.config,
+            self.key,
+            before_write=savepoint,
+            head_seq=head_seq,
+            cache=self._tx.reads,
+        )
 
     def _append(self, ctx: Ctx, heads: dict[str, _Head]) -> list[Event]:
         events: list[Event] = []
@@ -564,13 +588,18 @@ class Authority(LogReader, AgentReads):
                 head = heads[d.group_id] = _Head(row[0], row[1])
             # Built as a plain dict and hashed once: this is the writer's hot path.
             value: dict[str, Any] = {
-                "group_id": d.group_id, "seq": head.seq + 1, "event_id": new_id("evt"),
-                "type": d.type, "command_id": ctx.command.command_id,
-                "actor": ctx.command.actor, "work_item_id": d.work_item_id,
-                "recorded_at_ms": ctx.now_ms, "body": d.body,
+                "group_id": d.group_id,
+                "seq": head.seq + 1,
+                "event_id": new_id("evt"),
+                "type": d.type,
+                "command_id": ctx.command.command_id,
+                "actor": ctx.command.actor,
+                "work_item_id": d.work_item_id,
+                "recorded_at_ms": ctx.now_ms,
+                "body": d.body,
                 "command_signature": ctx.command.signature if first else None,
                 "prev_hash": head.hash,
-            }  # fmt: skip
+            }
             canonical = canonical_bytes(value)
             h = sha256_hex(canonical)
             sig = self.key.sign(bytes.fromhex(h))
@@ -580,11 +609,12 @@ class Authority(LogReader, AgentReads):
             # (hex, base64url and the Command's JSON need no escaping): no second encoding.
             if first:
                 cmd_json = cmd_json or ctx.command.model_dump_json()
-            data = (f'{canonical[:-1].decode()},"hash":"{h}","signature":"{sig}",'
-                    f'"command":{cmd_json if first else "null"}}}')  # fmt: skip
+            data = (
+                f'{canonical[:-1].decode()},"hash":"{h}","signature":"{sig}",'
+                f'"command":{cmd_json if first else "null"}}}'
+            )
             first = False
-            rows.append((d.group_id, value["seq"], value["event_id"], d.type, d.work_item_id,
-                         data))  # fmt: skip
+            rows.append((d.group_id, value["seq"], value["event_id"], d.type, d.work_item_id, data))
             ev = Event.model_construct(**value)
             head.seq, head.hash, head.dirty = ev.seq, ev.hash, True
             events.append(ev)
@@ -637,9 +667,10 @@ def _append_attributes(cmd: Command, result: SubmitResult) -> dict[str, str | in
 
 def _rejected(cmd: Command, code: str, reason: str, **detail: Any) -> SubmitResult:
     return SubmitResult(
-        command_id=cmd.command_id, status="rejected",
+        command_id=cmd.command_id,
+        status="rejected",
         rejection=Rejection(code=code, reason=reason, detail=detail),
-    )  # fmt: skip
+    )
 
 
 __all__ = ["GENESIS_HASH", "Authority", "AuthorityConfig", "SubmitResult", "now_ms"]

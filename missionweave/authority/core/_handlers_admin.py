@@ -40,8 +40,11 @@ def _public_key(ctx: Ctx) -> str:
     except SignatureError:
         ok = False
     if not ok:
-        raise Reject("invalid_body", "public_key is not an Ed25519 public key (32 bytes, "
-                     "unpadded base64url)", field="public_key")  # fmt: skip
+        raise Reject(
+            "invalid_body",
+            "public_key is not an Ed25519 public key (32 bytes, unpadded base64url)",
+            field="public_key",
+        )
     return str(key)
 
 
@@ -51,9 +54,10 @@ def _register_agent(ctx: Ctx, agent_id: str, public_key: str) -> None:
         ctx.run("agents.insert", agent_id, public_key)
     elif row["public_key"] != public_key:
         raise Reject(
-            "key_mismatch", f"agent {agent_id!r} is registered with another public key",
+            "key_mismatch",
+            f"agent {agent_id!r} is registered with another public key",
             agent_id=agent_id,
-        )  # fmt: skip
+        )
 
 
 @command("group.create", auth="self")
@@ -68,24 +72,29 @@ def group_create(ctx: Ctx) -> None:
     _register_agent(ctx, ctx.command.actor, key)
     ctx.run(
         "groups.insert",
-        gid, ctx.now_ms, GENESIS_HASH,
-    )  # fmt: skip
+        gid,
+        ctx.now_ms,
+        GENESIS_HASH,
+    )
     ctx.run(
         "members.insert",
-        gid, ctx.command.actor, key, json.dumps(roles),
-    )  # fmt: skip
+        gid,
+        ctx.command.actor,
+        key,
+        json.dumps(roles),
+    )
     ctx.emit("group.created", {"group_id": gid, "owner": ctx.command.actor})
     ctx.emit(
         "member.added",
-        {"agent_id": ctx.command.actor, "public_key": key, "roles": roles,
-         "membership_epoch": 1},
-    )  # fmt: skip
+        {"agent_id": ctx.command.actor, "public_key": key, "roles": roles, "membership_epoch": 1},
+    )
 
 
 def _require(ctx: Ctx, role: Role) -> None:
     if role not in ctx.roles:
-        raise Reject("role_not_allowed", f"{ctx.command.type} needs the {role.value} role",
-                     needed=role.value)  # fmt: skip
+        raise Reject(
+            "role_not_allowed", f"{ctx.command.type} needs the {role.value} role", needed=role.value
+        )
 
 
 @command("member.add")
@@ -96,18 +105,25 @@ def member_add(ctx: Ctx) -> None:
     roles = _roles(ctx.body.get("roles"))
     row = ctx.one(
         "members.membership_epoch_active_by_group_id_agent_id",
-        ctx.group_id, agent_id,
-    )  # fmt: skip
+        ctx.group_id,
+        agent_id,
+    )
     if row is not None and row["active"]:
         raise Reject("already_member", f"{agent_id!r} is already a member", agent_id=agent_id)
     _register_agent(ctx, agent_id, key)
     epoch = (row["membership_epoch"] if row else 0) + 1
     ctx.run(
         "members.upsert",
-        ctx.group_id, agent_id, key, json.dumps(roles), epoch,
-    )  # fmt: skip
-    ctx.emit("member.added", {"agent_id": agent_id, "public_key": key, "roles": roles,
-                              "membership_epoch": epoch})  # fmt: skip
+        ctx.group_id,
+        agent_id,
+        key,
+        json.dumps(roles),
+        epoch,
+    )
+    ctx.emit(
+        "member.added",
+        {"agent_id": agent_id, "public_key": key, "roles": roles, "membership_epoch": epoch},
+    )
 
 
 @command("member.update")
@@ -117,15 +133,19 @@ def member_update(ctx: Ctx) -> None:
     roles = _roles(ctx.body.get("roles"))
     row = ctx.one(
         "members.active_epoch",
-        ctx.group_id, agent_id,
-    )  # fmt: skip
+        ctx.group_id,
+        agent_id,
+    )
     if row is None:
         raise Reject("not_a_member", f"{agent_id!r} is not a member", agent_id=agent_id)
     epoch = row["membership_epoch"] + 1
     ctx.run(
         "members.set_roles_membership_epoch",
-        json.dumps(roles), epoch, ctx.group_id, agent_id,
-    )  # fmt: skip
+        json.dumps(roles),
+        epoch,
+        ctx.group_id,
+        agent_id,
+    )
     ctx.emit("member.updated", {"agent_id": agent_id, "roles": roles, "membership_epoch": epoch})
 
 
@@ -137,15 +157,18 @@ def member_remove(ctx: Ctx) -> None:
         raise Reject("invalid_body", "an owner cannot remove itself")
     row = ctx.one(
         "members.active_epoch",
-        ctx.group_id, agent_id,
-    )  # fmt: skip
+        ctx.group_id,
+        agent_id,
+    )
     if row is None:
         raise Reject("not_a_member", f"{agent_id!r} is not a member", agent_id=agent_id)
     epoch = row["membership_epoch"] + 1
     ctx.run(
         "members.deactivate",
-        epoch, ctx.group_id, agent_id,
-    )  # fmt: skip
+        epoch,
+        ctx.group_id,
+        agent_id,
+    )
     ctx.emit("member.removed", {"agent_id": agent_id, "membership_epoch": epoch})
 
 
@@ -160,14 +183,18 @@ def agent_publish_card(ctx: Ctx) -> None:
         raise Reject("key_mismatch", "the card's public key is not the agent's key")
     if card.version <= row["card_version"]:
         raise Reject(
-            "stale_card", f"card version {card.version} is not above {row['card_version']}",
-            version=card.version, current=row["card_version"],
-        )  # fmt: skip
+            "stale_card",
+            f"card version {card.version} is not above {row['card_version']}",
+            version=card.version,
+            current=row["card_version"],
+        )
     wire = card.model_dump(mode="json")
     ctx.run(
         "agents.set_card_card_version",
-        dumps(wire), card.version, card.agent_id,
-    )  # fmt: skip
+        dumps(wire),
+        card.version,
+        card.agent_id,
+    )
     ctx.emit("agent.card_published", {"card": wire})
 
 
@@ -205,14 +232,22 @@ def session_open(ctx: Ctx) -> None:
         deadline = ctx.now_ms + _start_ms(ctx, lease["group_id"], lease["work_item_id"])
         ctx.run(
             "work_items.requeue_active",
-            deadline, lease["group_id"], lease["work_item_id"],
-        )  # fmt: skip
+            deadline,
+            lease["group_id"],
+            lease["work_item_id"],
+        )
         ctx.emit(
             "lease.revoked",
-            {"lease_id": lease["lease_id"], "reason": "session_replaced", "state": "queued",
-             "new_session_epoch": epoch, "start_deadline_ms": deadline},
-            work_item_id=lease["work_item_id"], group_id=lease["group_id"],
-        )  # fmt: skip
+            {
+                "lease_id": lease["lease_id"],
+                "reason": "session_replaced",
+                "state": "queued",
+                "new_session_epoch": epoch,
+                "start_deadline_ms": deadline,
+            },
+            work_item_id=lease["work_item_id"],
+            group_id=lease["group_id"],
+        )
     opened: dict[str, Any] = {"agent_id": agent, "session_epoch": epoch}
     if process is not None:
         opened["process"] = process
@@ -226,7 +261,8 @@ def session_open(ctx: Ctx) -> None:
 def _start_ms(ctx: Ctx, group_id: str, work_item_id: str) -> int:
     row = ctx.one(
         "work_items.contract_by_group_id_work_item_id",
-        group_id, work_item_id,
-    )  # fmt: skip
+        group_id,
+        work_item_id,
+    )
     assert row is not None
     return int(json.loads(row["contract"])["timeouts"]["start_deadline_ms"])

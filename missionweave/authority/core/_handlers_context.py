@@ -52,8 +52,11 @@ def may_use_in_mission(
         published on this Authority) or ``cross_mission_content``.
     """
     if store.one("missions.exists_by_group_id_mission_id", group_id, mission_id) is None:
-        return Rejection(code="unknown_mission", reason=f"no Mission {mission_id!r}",
-                         detail={"group_id": group_id, "mission_id": mission_id})  # fmt: skip
+        return Rejection(
+            code="unknown_mission",
+            reason=f"no Mission {mission_id!r}",
+            detail={"group_id": group_id, "mission_id": mission_id},
+        )
     homes = store.all("artifacts.homes", artifact_hash)
     if (group_id, mission_id) in {(r[0], r[1]) for r in homes}:
         return True
@@ -61,13 +64,17 @@ def may_use_in_mission(
         return True
     detail = {"artifact_hash": artifact_hash, "group_id": group_id, "mission_id": mission_id}
     if not homes:
-        return Rejection(code="unknown_artifact", detail=detail,
-                         reason="the artifact was never published on this Authority")  # fmt: skip
+        return Rejection(
+            code="unknown_artifact",
+            detail=detail,
+            reason="the artifact was never published on this Authority",
+        )
     return Rejection(
-        code="cross_mission_content", detail=detail,
+        code="cross_mission_content",
+        detail=detail,
         reason="the artifact belongs to another Mission and is not a promoted Organization "
         "artifact",
-    )  # fmt: skip
+    )
 
 
 def context_use(
@@ -81,8 +88,9 @@ def context_use(
 
 def _require(ctx: Ctx, role: Role) -> None:
     if role not in ctx.roles:
-        raise Reject("role_not_allowed", f"{ctx.command.type} needs the {role.value} role",
-                     needed=role.value)  # fmt: skip
+        raise Reject(
+            "role_not_allowed", f"{ctx.command.type} needs the {role.value} role", needed=role.value
+        )
 
 
 def _head_seq(ctx: Ctx) -> int:
@@ -104,10 +112,11 @@ def _signed_package(ctx: Ctx) -> SignedContextPackage:
         return SignedContextPackage.model_validate(ctx.body.get("package"))
     except ValidationError as exc:
         raise Reject(
-            "invalid_context_package", "package is not a valid signed Context Package",
+            "invalid_context_package",
+            "package is not a valid signed Context Package",
             field="package",
             errors=[{"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors()],
-        ) from None  # fmt: skip
+        ) from None
 
 
 @command("context.publish")
@@ -125,45 +134,72 @@ def context_publish(ctx: Ctx) -> None:
     _require(ctx, Role.COORDINATOR)
     signed = _signed_package(ctx)
     p = signed.package
-    if ctx.one("missions.exists_by_group_id_mission_id", ctx.group_id,
-               p.mission_id) is None:  # fmt: skip
+    if ctx.one("missions.exists_by_group_id_mission_id", ctx.group_id, p.mission_id) is None:
         raise Reject("unknown_mission", f"no Mission {p.mission_id!r}", mission_id=p.mission_id)
     for wid in p.scope:
         if ctx.one("work_items.exists_in_mission", ctx.group_id, wid, p.mission_id) is None:
-            raise Reject("unknown_work_item", f"no WorkItem {wid!r} in the Mission",
-                         work_item_id=wid, mission_id=p.mission_id)  # fmt: skip
+            raise Reject(
+                "unknown_work_item",
+                f"no WorkItem {wid!r} in the Mission",
+                work_item_id=wid,
+                mission_id=p.mission_id,
+            )
     head = _head_seq(ctx)
     if p.source.group_id != ctx.group_id or p.source.to_seq > head:
         raise Reject(
-            "invalid_event_range", "the source range must lie in this Group's log",
-            source=p.source.model_dump(), group_id=ctx.group_id, head_seq=head,
-        )  # fmt: skip
-    member = ctx.one("members.active_key", ctx.group_id, p.generator)  # fmt: skip
+            "invalid_event_range",
+            "the source range must lie in this Group's log",
+            source=p.source.model_dump(),
+            group_id=ctx.group_id,
+            head_seq=head,
+        )
+    member = ctx.one("members.active_key", ctx.group_id, p.generator)
     if member is None or not verify_context_package(signed, member["public_key"]):
-        raise Reject("context_signature",
-                     "the package is not signed by its generator, an active Group member",
-                     generator=p.generator)  # fmt: skip
+        raise Reject(
+            "context_signature",
+            "the package is not signed by its generator, an active Group member",
+            generator=p.generator,
+        )
     latest = ctx.one(
-        "context_packages.latest", ctx.group_id, p.mission_id, p.scope_key,
-    )  # fmt: skip
+        "context_packages.latest",
+        ctx.group_id,
+        p.mission_id,
+        p.scope_key,
+    )
     want = (latest["version"] + 1, latest["package_hash"]) if latest else (1, None)
     if (p.version, p.previous) != want:
         raise Reject(
-            "context_chain", "a new version must link the latest stored version",
-            version=p.version, previous=p.previous,
-            expected_version=want[0], expected_previous=want[1],
-        )  # fmt: skip
+            "context_chain",
+            "a new version must link the latest stored version",
+            version=p.version,
+            previous=p.previous,
+            expected_version=want[0],
+            expected_previous=want[1],
+        )
     _cross_mission(ctx, p.mission_id, p.artifacts)
     h = signed.package_hash
     ctx.run(
         "context_packages.insert",
-        ctx.group_id, p.mission_id, p.scope_key, p.version, h, p.generator,
-        dumps(signed.wire()), ctx.now_ms,
-    )  # fmt: skip
-    ctx.emit("context.published", {
-        "mission_id": p.mission_id, "scope": p.scope, "version": p.version,
-        "package_hash": h, "previous": p.previous, "package": signed.wire(),
-    })  # fmt: skip
+        ctx.group_id,
+        p.mission_id,
+        p.scope_key,
+        p.version,
+        h,
+        p.generator,
+        dumps(signed.wire()),
+        ctx.now_ms,
+    )
+    ctx.emit(
+        "context.published",
+        {
+            "mission_id": p.mission_id,
+            "scope": p.scope,
+            "version": p.version,
+            "package_hash": h,
+            "previous": p.previous,
+            "package": signed.wire(),
+        },
+    )
     ctx.reply["package_hash"] = h
 
 
@@ -184,20 +220,36 @@ def artifact_promote(ctx: Ctx) -> None:
     try:
         classification = Classification(need(ctx.body, "classification"))
     except ValueError:
-        raise Reject("invalid_body", "unknown classification", field="classification",
-                     allowed=[c.value for c in Classification]) from None  # fmt: skip
+        raise Reject(
+            "invalid_body",
+            "unknown classification",
+            field="classification",
+            allowed=[c.value for c in Classification],
+        ) from None
     rows = ctx.all(
-        "artifacts.homes_in_group", ctx.group_id, h,
-    )  # fmt: skip
+        "artifacts.homes_in_group",
+        ctx.group_id,
+        h,
+    )
     if not rows:
-        raise Reject("unknown_artifact", "the artifact was not published in this Group",
-                     artifact_hash=h)  # fmt: skip
+        raise Reject(
+            "unknown_artifact", "the artifact was not published in this Group", artifact_hash=h
+        )
     provenance: list[dict[str, Any]] = [dict(r) for r in rows]
     ctx.run(
         "promoted_artifacts.upsert",
-        ctx.group_id, h, classification.value, ctx.command.actor, ctx.now_ms,
-    )  # fmt: skip
-    ctx.emit("artifact.promoted", {
-        "artifact_hash": h, "classification": classification.value,
-        "approved_by": ctx.command.actor, "provenance": provenance,
-    })  # fmt: skip
+        ctx.group_id,
+        h,
+        classification.value,
+        ctx.command.actor,
+        ctx.now_ms,
+    )
+    ctx.emit(
+        "artifact.promoted",
+        {
+            "artifact_hash": h,
+            "classification": classification.value,
+            "approved_by": ctx.command.actor,
+            "provenance": provenance,
+        },
+    )

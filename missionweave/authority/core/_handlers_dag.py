@@ -37,33 +37,42 @@ def work_add_dependencies(ctx: Ctx) -> None:
         or len(deps) > MAX_ADDED
         or not all(isinstance(d, str) for d in deps)
     ):
-        raise Reject("invalid_body", f"dependencies must be a list of 1 to {MAX_ADDED} ids",
-                     field="dependencies")  # fmt: skip
+        raise Reject(
+            "invalid_body",
+            f"dependencies must be a list of 1 to {MAX_ADDED} ids",
+            field="dependencies",
+        )
     item = ctx.one("work_items.row", ctx.group_id, wid)
     if item is None:
         raise Reject("unknown_id", f"no WorkItem {wid!r}", work_item_id=wid)
     mid = item["mission_id"]
-    mission = ctx.one("missions.state_by_group_id_mission_id",
-                      ctx.group_id, mid)  # fmt: skip
+    mission = ctx.one("missions.state_by_group_id_mission_id", ctx.group_id, mid)
     if mission is None or mission["state"] != "running":
         raise Reject("mission_closed", f"Mission {mid!r} is not running", mission_id=mid)
     if item["state"] != "open":
-        raise Reject("not_open", f"WorkItem {wid!r} is {item['state']}: edges only go into an "
-                     "open WorkItem", work_item_id=wid, state=item["state"])  # fmt: skip
-    rows = ctx.all("work_items.admitted_dependencies", ctx.group_id, mid)  # fmt: skip
+        raise Reject(
+            "not_open",
+            f"WorkItem {wid!r} is {item['state']}: edges only go into an open WorkItem",
+            work_item_id=wid,
+            state=item["state"],
+        )
+    rows = ctx.all("work_items.admitted_dependencies", ctx.group_id, mid)
     graph = {r["work_item_id"]: list(json.loads(r["dependencies"])) for r in rows}
     dag = WorkGraph()
     dag.add({k: [d for d in v if d in graph] for k, v in graph.items()})
     try:  # the same checks as the workflow's: unknown ids, self-loops, cycles (MW-10.4-c)
         dag.add({}, edges=[(d, wid) for d in deps])
     except GraphError as exc:
-        raise Reject(exc.rejection.code, exc.rejection.reason, mission_id=mid,
-                     **exc.rejection.detail) from None  # fmt: skip
+        raise Reject(
+            exc.rejection.code, exc.rejection.reason, mission_id=mid, **exc.rejection.detail
+        ) from None
     current = graph[wid]
     added = [d for d in dict.fromkeys(deps) if d not in current]
     graph[wid] = [*current, *added]
     if added:
-        ctx.run("work_items.set_dependencies",
-                json.dumps(graph[wid]), ctx.group_id, wid)  # fmt: skip
-    ctx.emit("work.dependencies_added", {"mission_id": mid, "added": added,
-                                         "dependencies": graph[wid]}, work_item_id=wid)  # fmt: skip
+        ctx.run("work_items.set_dependencies", json.dumps(graph[wid]), ctx.group_id, wid)
+    ctx.emit(
+        "work.dependencies_added",
+        {"mission_id": mid, "added": added, "dependencies": graph[wid]},
+        work_item_id=wid,
+    )

@@ -61,23 +61,33 @@ def fence(ctx: Ctx, item: Row) -> Row:
         or (item["owner"] != ctx.command.actor)
     ):
         raise Reject(
-            "stale_ownership_epoch", "the Command's ownership epoch is not the current one",
-            ownership_epoch=epoch, current=item["ownership_epoch"],
-        )  # fmt: skip
+            "stale_ownership_epoch",
+            "the Command's ownership epoch is not the current one",
+            ownership_epoch=epoch,
+            current=item["ownership_epoch"],
+        )
     current = item["lease_id"]
     if item["state"] == "blocked" and lease["kind"] == "blocked":
         current = lease_id  # a blocked owner reports under its blocked lease (MW-11.4-c)
     if current != lease_id or lease["status"] != "active":
         raise Reject(
-            "stale_lease", "the Command does not carry the current lease id",
-            lease_id=lease_id, lease_status=lease["status"], current_lease_id=item["lease_id"],
-        )  # fmt: skip
+            "stale_lease",
+            "the Command does not carry the current lease id",
+            lease_id=lease_id,
+            lease_status=lease["status"],
+            current_lease_id=item["lease_id"],
+        )
     if ctx.now_ms >= lease["expires_at_ms"]:
-        raise Reject("lease_expired", "the lease has expired", lease_id=lease_id,
-                     expires_at_ms=lease["expires_at_ms"])  # fmt: skip
+        raise Reject(
+            "lease_expired",
+            "the lease has expired",
+            lease_id=lease_id,
+            expires_at_ms=lease["expires_at_ms"],
+        )
     if lease["session_epoch"] != ctx.command.session_epoch:
-        raise Reject("stale_session_epoch", "the lease was granted to another session",
-                     lease_id=lease_id)  # fmt: skip
+        raise Reject(
+            "stale_session_epoch", "the lease was granted to another session", lease_id=lease_id
+        )
     return lease
 
 
@@ -91,8 +101,12 @@ def _charge(ctx: Ctx, item: Row) -> ResourceUsage | None:
     total = ResourceUsage.model_validate_json(item["usage"]).plus(delta)
     over = total.over(contract_of(item).budget)
     if over:
-        raise Reject("budget_exceeded", "the usage exceeds the contract's budget",
-                     dimensions=over, usage=total.model_dump())  # fmt: skip
+        raise Reject(
+            "budget_exceeded",
+            "the usage exceeds the contract's budget",
+            dimensions=over,
+            usage=total.model_dump(),
+        )
     charge_ancestry(ctx, item, delta)  # the Mission and its parents (MW-11.5-i)
     set_item(ctx, item, usage=total.model_dump_json())
     return total
@@ -107,12 +121,19 @@ def work_start(ctx: Ctx) -> None:
     if item["owner"] != ctx.command.actor:
         raise Reject("not_owner", "only the WorkItem's owner may start it", owner=item["owner"])
     if epoch != item["ownership_epoch"]:
-        raise Reject("stale_ownership_epoch", "the Command's ownership epoch is not current",
-                     ownership_epoch=epoch, current=item["ownership_epoch"])  # fmt: skip
+        raise Reject(
+            "stale_ownership_epoch",
+            "the Command's ownership epoch is not current",
+            ownership_epoch=epoch,
+            current=item["ownership_epoch"],
+        )
     gate(ctx, item)
     if item["start_deadline_ms"] is not None and ctx.now_ms >= item["start_deadline_ms"]:
-        raise Reject("start_deadline_missed", "the start deadline has passed",
-                     start_deadline_ms=item["start_deadline_ms"])  # fmt: skip
+        raise Reject(
+            "start_deadline_missed",
+            "the start deadline has passed",
+            start_deadline_ms=item["start_deadline_ms"],
+        )
     contract = contract_of(item)
     if contract.approval_required and not item["approved"]:
         raise Reject("approval_required", "execution needs an approval.grant_execution first")
@@ -122,16 +143,26 @@ def work_start(ctx: Ctx) -> None:
     lease_id = new_id("lease")
     expires = ctx.now_ms + contract.timeouts.lease_ms
     lease = {
-        "lease_id": lease_id, "agent_id": ctx.command.actor,
-        "session_epoch": ctx.command.session_epoch, "work_item_id": item["work_item_id"],
-        "ownership_epoch": epoch, "started_at_ms": ctx.now_ms, "expires_at_ms": expires,
+        "lease_id": lease_id,
+        "agent_id": ctx.command.actor,
+        "session_epoch": ctx.command.session_epoch,
+        "work_item_id": item["work_item_id"],
+        "ownership_epoch": epoch,
+        "started_at_ms": ctx.now_ms,
+        "expires_at_ms": expires,
         "renewals": [],
-    }  # fmt: skip
+    }
     ctx.run(
         "leases.insert_execution",
-        lease_id, item["group_id"], item["work_item_id"], ctx.command.actor,
-        ctx.command.session_epoch, epoch, ctx.now_ms, expires,
-    )  # fmt: skip
+        lease_id,
+        item["group_id"],
+        item["work_item_id"],
+        ctx.command.actor,
+        ctx.command.session_epoch,
+        epoch,
+        ctx.now_ms,
+        expires,
+    )
     token = issue_token(ctx, lease_id, item, expires)
     set_item(ctx, item, state="active", lease_id=lease_id, start_deadline_ms=None)
     checkpoint = json.loads(item["checkpoint"]) if item["checkpoint"] else None
@@ -151,8 +182,9 @@ def lease_renew(ctx: Ctx) -> None:
     usage = _charge(ctx, item)
     expires = ctx.now_ms + contract_of(item).timeouts.lease_ms
     renewals = [*json.loads(lease["renewals"]), ctx.now_ms]
-    ctx.run("leases.set_expires_at_ms_renewals", expires,
-            json.dumps(renewals[-100:]), lease["lease_id"])  # fmt: skip
+    ctx.run(
+        "leases.set_expires_at_ms_renewals", expires, json.dumps(renewals[-100:]), lease["lease_id"]
+    )
     token = issue_token(ctx, lease["lease_id"], item, expires)
     body: dict[str, object] = {
         "lease_id": lease["lease_id"],
@@ -206,10 +238,14 @@ def work_checkpoint(ctx: Ctx) -> None:
     _charge(ctx, item)
     end_leases(ctx, item, "released", "checkpoint")
     deadline = ctx.now_ms + contract_of(item).timeouts.start_deadline_ms
-    set_item(ctx, item, state="queued", lease_id=None, checkpoint=dumps(cp),
-             start_deadline_ms=deadline)  # fmt: skip
-    ctx.emit("work.checkpointed", {"checkpoint": cp, "state": "queued",
-             "start_deadline_ms": deadline}, work_item_id=item["work_item_id"])  # fmt: skip
+    set_item(
+        ctx, item, state="queued", lease_id=None, checkpoint=dumps(cp), start_deadline_ms=deadline
+    )
+    ctx.emit(
+        "work.checkpointed",
+        {"checkpoint": cp, "state": "queued", "start_deadline_ms": deadline},
+        work_item_id=item["work_item_id"],
+    )
 
 
 @command("work.block", needs_session=True)
@@ -221,8 +257,7 @@ def work_block(ctx: Ctx) -> None:
     gate(ctx, item)
     resolution = ctx.body.get("resolution")
     if not resolution or not isinstance(resolution, (str, dict)):
-        raise Reject("invalid_body", "work.block needs the resolution it needs",
-                     field="resolution")  # fmt: skip
+        raise Reject("invalid_body", "work.block needs the resolution it needs", field="resolution")
     cp = _checkpoint(ctx)
     _charge(ctx, item)
     end_leases(ctx, item, "released", "blocked")
@@ -231,13 +266,27 @@ def work_block(ctx: Ctx) -> None:
     expires = ctx.now_ms + contract.timeouts.blocked_lease_ms
     ctx.run(
         "leases.insert_blocked",
-        blocked_id, item["group_id"], item["work_item_id"], ctx.command.actor,
-        ctx.command.session_epoch, item["ownership_epoch"], ctx.now_ms, expires,
-    )  # fmt: skip
+        blocked_id,
+        item["group_id"],
+        item["work_item_id"],
+        ctx.command.actor,
+        ctx.command.session_epoch,
+        item["ownership_epoch"],
+        ctx.now_ms,
+        expires,
+    )
     set_item(ctx, item, state="blocked", lease_id=None, checkpoint=dumps(cp))
-    ctx.emit("work.blocked", {"resolution": resolution, "checkpoint": cp, "state": "blocked",
-             "blocked_lease_id": blocked_id, "blocked_lease_expires_at_ms": expires},
-             work_item_id=item["work_item_id"])  # fmt: skip
+    ctx.emit(
+        "work.blocked",
+        {
+            "resolution": resolution,
+            "checkpoint": cp,
+            "state": "blocked",
+            "blocked_lease_id": blocked_id,
+            "blocked_lease_expires_at_ms": expires,
+        },
+        work_item_id=item["work_item_id"],
+    )
 
 
 def _late(ctx: Ctx, item: Row, rejection: Reject) -> bool:
@@ -245,17 +294,26 @@ def _late(ctx: Ctx, item: Row, rejection: Reject) -> bool:
     lease_id = ctx.body.get("lease_id")
     held = ctx.one(
         "leases.exists_by_lease_id_agent_id_group_id_work_item_id",
-        lease_id, ctx.command.actor, item["group_id"], item["work_item_id"],
-    )  # fmt: skip
+        lease_id,
+        ctx.command.actor,
+        item["group_id"],
+        item["work_item_id"],
+    )
     if held is None:
         return False
     ctx.status = "recorded"
     ctx.rejection = rejection.rejection
-    ctx.emit("work.late_result_recorded", {
-        "lease_id": lease_id, "ownership_epoch": ctx.body.get("ownership_epoch"),
-        "reason": rejection.rejection.code, "state": item["state"],
-        "result_digest": digest({k: v for k, v in ctx.body.items() if k != "usage"}),
-    }, work_item_id=item["work_item_id"])  # fmt: skip
+    ctx.emit(
+        "work.late_result_recorded",
+        {
+            "lease_id": lease_id,
+            "ownership_epoch": ctx.body.get("ownership_epoch"),
+            "reason": rejection.rejection.code,
+            "state": item["state"],
+            "result_digest": digest({k: v for k, v in ctx.body.items() if k != "usage"}),
+        },
+        work_item_id=item["work_item_id"],
+    )
     return True
 
 
@@ -275,8 +333,9 @@ def work_submit(ctx: Ctx) -> None:
     covered = {e.criterion for e in evidence}
     missing = [c for c in criteria if c not in covered]
     if missing:
-        raise Reject("evidence_missing", "every acceptance criterion needs Evidence",
-                     missing=missing)  # fmt: skip
+        raise Reject(
+            "evidence_missing", "every acceptance criterion needs Evidence", missing=missing
+        )
     artifacts = ctx.body.get("artifacts", [])
     if not isinstance(artifacts, list) or not all(is_hash(a) for a in artifacts):
         raise Reject("invalid_body", "artifacts must be SHA-256 hex hashes", field="artifacts")
@@ -286,10 +345,17 @@ def work_submit(ctx: Ctx) -> None:
     _charge(ctx, item)
     end_leases(ctx, item, "released", "submitted")
     set_item(ctx, item, state="submitted", lease_id=None)
-    ctx.emit("work.submitted", {
-        "state": "submitted", "ownership_epoch": item["ownership_epoch"], "outputs": outputs,
-        "artifacts": artifacts, "evidence": [e.model_dump() for e in evidence],
-    }, work_item_id=item["work_item_id"])  # fmt: skip
+    ctx.emit(
+        "work.submitted",
+        {
+            "state": "submitted",
+            "ownership_epoch": item["ownership_epoch"],
+            "outputs": outputs,
+            "artifacts": artifacts,
+            "evidence": [e.model_dump() for e in evidence],
+        },
+        work_item_id=item["work_item_id"],
+    )
 
 
 @command("work.fail")
@@ -312,13 +378,28 @@ def work_fail(ctx: Ctx) -> None:
     retry = retry_fields(ctx, item, _charge(ctx, item))  # MW-11.4-d
     end_leases(ctx, item, "released" if by_worker else "revoked", "failed")
     withdraw_offers(ctx, item, "failed")
-    set_item(ctx, item, state="failed", owner=None, lease_id=None, start_deadline_ms=None,
-             attempts=item["attempts"] + 1)  # fmt: skip
-    ctx.emit("work.failed", {
-        "state": "failed", "owner": item["owner"], "ownership_epoch": item["ownership_epoch"],
-        "capabilities": contract_of(item).required_capabilities,
-        "attempts": item["attempts"] + 1, **retry, "evidence": [e.model_dump() for e in evidence],
-    }, work_item_id=item["work_item_id"])  # fmt: skip
+    set_item(
+        ctx,
+        item,
+        state="failed",
+        owner=None,
+        lease_id=None,
+        start_deadline_ms=None,
+        attempts=item["attempts"] + 1,
+    )
+    ctx.emit(
+        "work.failed",
+        {
+            "state": "failed",
+            "owner": item["owner"],
+            "ownership_epoch": item["ownership_epoch"],
+            "capabilities": contract_of(item).required_capabilities,
+            "attempts": item["attempts"] + 1,
+            **retry,
+            "evidence": [e.model_dump() for e in evidence],
+        },
+        work_item_id=item["work_item_id"],
+    )
 
 
 @command("artifact.publish", needs_session=True)
@@ -338,35 +419,60 @@ def artifact_publish(ctx: Ctx) -> None:
         signed = SignedManifest.model_validate(ctx.body.get("manifest"))
     except ValidationError as exc:
         raise Reject(
-            "invalid_manifest", "manifest is not a valid signed manifest", field="manifest",
+            "invalid_manifest",
+            "manifest is not a valid signed manifest",
+            field="manifest",
             errors=[{"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors()],
-        ) from None  # fmt: skip
+        ) from None
     m = signed.manifest
-    want = {"producer": ctx.command.actor, "group_id": item["group_id"],
-            "mission_id": item["mission_id"], "work_item_id": item["work_item_id"]}  # fmt: skip
-    wrong = {k: {"expected": v, "actual": getattr(m, k)} for k, v in want.items()
-             if getattr(m, k) != v}  # fmt: skip
+    want = {
+        "producer": ctx.command.actor,
+        "group_id": item["group_id"],
+        "mission_id": item["mission_id"],
+        "work_item_id": item["work_item_id"],
+    }
+    wrong = {
+        k: {"expected": v, "actual": getattr(m, k)} for k, v in want.items() if getattr(m, k) != v
+    }
     if wrong:
-        raise Reject("invalid_manifest",
-                     "the manifest must describe this WorkItem's output, produced by the actor",
-                     mismatch=wrong)  # fmt: skip
+        raise Reject(
+            "invalid_manifest",
+            "the manifest must describe this WorkItem's output, produced by the actor",
+            mismatch=wrong,
+        )
     agent = ctx.one("agents.card_version_by_agent_id", ctx.command.actor)
     if agent is None or m.agent_card_version > agent["card_version"]:
-        raise Reject("invalid_manifest", "the actor has published no such Agent Card version",
-                     agent_card_version=m.agent_card_version)  # fmt: skip
-    key = ctx.one("members.key",
-                  ctx.group_id, ctx.command.actor)  # fmt: skip
+        raise Reject(
+            "invalid_manifest",
+            "the actor has published no such Agent Card version",
+            agent_card_version=m.agent_card_version,
+        )
+    key = ctx.one("members.key", ctx.group_id, ctx.command.actor)
     if key is None or not verify_manifest(signed, key["public_key"]):
-        raise Reject("manifest_signature",
-                     "the manifest's signature does not verify under the actor's key",
-                     manifest_id=signed.manifest_id)  # fmt: skip
+        raise Reject(
+            "manifest_signature",
+            "the manifest's signature does not verify under the actor's key",
+            manifest_id=signed.manifest_id,
+        )
     _cross_mission(ctx, m.mission_id, m.sources)
     ctx.run(
         "artifacts.insert_ignore",
-        m.group_id, m.content_hash, signed.manifest_id, m.mission_id, m.work_item_id,
-        m.producer, m.classification.value, ctx.now_ms,
-    )  # fmt: skip
-    ctx.emit("artifact.published", {
-        "lease_id": ctx.body["lease_id"], "artifact_hash": m.content_hash,
-        "manifest_id": signed.manifest_id, "manifest": signed.wire(),
-    }, work_item_id=item["work_item_id"])  # fmt: skip
+        m.group_id,
+        m.content_hash,
+        signed.manifest_id,
+        m.mission_id,
+        m.work_item_id,
+        m.producer,
+        m.classification.value,
+        ctx.now_ms,
+    )
+    ctx.emit(
+        "artifact.published",
+        {
+            "lease_id": ctx.body["lease_id"],
+            "artifact_hash": m.content_hash,
+            "manifest_id": signed.manifest_id,
+            "manifest": signed.wire(),
+        },
+        work_item_id=item["work_item_id"],
+    )

@@ -59,8 +59,13 @@ def _save_mission_usage(
 
 
 def _save_mission_budget(ctx: Ctx, mission_id: str, budget: Budget) -> None:
-    ctx.run("mission_usage.save_budget", ctx.group_id, mission_id, budget.model_dump_json(),
-            ResourceUsage().model_dump_json())  # fmt: skip
+    ctx.run(
+        "mission_usage.save_budget",
+        ctx.group_id,
+        mission_id,
+        budget.model_dump_json(),
+        ResourceUsage().model_dump_json(),
+    )
 
 
 # ------------------------------------------------------------------------- extensions
@@ -76,16 +81,22 @@ def handler_for(cmd: Command) -> Handler:
     """
     for urn in cmd.critical_extensions:
         if urn not in KNOWN_EXTENSIONS:
-            raise Reject("unsupported_extension",
-                         "the Command needs an extension this Authority does not know",
-                         extension=urn)  # fmt: skip
+            raise Reject(
+                "unsupported_extension",
+                "the Command needs an extension this Authority does not know",
+                extension=urn,
+            )
         if urn not in cmd.extensions:
-            raise Reject("unsupported_extension", "a critical extension has no value",
-                         extension=urn)  # fmt: skip
+            raise Reject(
+                "unsupported_extension", "a critical extension has no value", extension=urn
+            )
     if BOUNDED_OFFLINE_EXECUTION in cmd.extensions:
         if BOUNDED_OFFLINE_EXECUTION not in cmd.critical_extensions:
-            raise Reject("invalid_command", "the bounded-offline binding must be critical",
-                         extension=BOUNDED_OFFLINE_EXECUTION)  # fmt: skip
+            raise Reject(
+                "invalid_command",
+                "the bounded-offline binding must be critical",
+                extension=BOUNDED_OFFLINE_EXECUTION,
+            )
         return reconcile
     return HANDLERS[cmd.type].fn
 
@@ -124,9 +135,14 @@ def charge_ancestry(ctx: Ctx, item: Row, delta: ResourceUsage) -> list[dict[str,
         if row["budget"]:
             over = total.over(Budget.model_validate_json(row["budget"]))
             if over:
-                raise Reject("budget_exceeded", "the usage exceeds the Mission's budget",
-                             scope="mission", mission_id=mission, dimensions=over,
-                             usage=total.model_dump())  # fmt: skip
+                raise Reject(
+                    "budget_exceeded",
+                    "the usage exceeds the Mission's budget",
+                    scope="mission",
+                    mission_id=mission,
+                    dimensions=over,
+                    usage=total.model_dump(),
+                )
         _save_mission_usage(ctx, group, mission, row["budget"], total)
         totals.append({"mission_id": mission, "usage": total.model_dump()})
         parent = json.loads(row["parent"]) if row["parent"] else None
@@ -138,8 +154,13 @@ def _charge_all(ctx: Ctx, item: Row, delta: ResourceUsage) -> dict[str, Any]:
     total = ResourceUsage.model_validate_json(item["usage"]).plus(delta)
     over = total.over(contract_of(item).budget)
     if over:
-        raise Reject("budget_exceeded", "the usage exceeds the contract's budget",
-                     scope="work_item", dimensions=over, usage=total.model_dump())  # fmt: skip
+        raise Reject(
+            "budget_exceeded",
+            "the usage exceeds the contract's budget",
+            scope="work_item",
+            dimensions=over,
+            usage=total.model_dump(),
+        )
     missions = charge_ancestry(ctx, item, delta)
     set_item(ctx, item, usage=total.model_dump_json())
     return {"work_item": total.model_dump(), "missions": missions}
@@ -176,20 +197,33 @@ def reconcile(ctx: Ctx) -> None:
     """
     cmd = ctx.command
     if cmd.type not in BUFFERABLE_COMMANDS:
-        raise Reject("extension_not_applicable", f"{cmd.type} cannot be buffered offline",
-                     type=cmd.type, bufferable=sorted(BUFFERABLE_COMMANDS))  # fmt: skip
+        raise Reject(
+            "extension_not_applicable",
+            f"{cmd.type} cannot be buffered offline",
+            type=cmd.type,
+            bufferable=sorted(BUFFERABLE_COMMANDS),
+        )
     b = parse(OfflineBinding, cmd.extensions[BOUNDED_OFFLINE_EXECUTION], "extensions")
     if "usage" in ctx.body:
-        raise Reject("invalid_body", "a buffered Command charges the binding's usage",
-                     field="usage")  # fmt: skip
-    named = (ctx.body.get("work_item_id"), ctx.body.get("lease_id"),
-             ctx.body.get("ownership_epoch"))  # fmt: skip
+        raise Reject(
+            "invalid_body", "a buffered Command charges the binding's usage", field="usage"
+        )
+    named = (
+        ctx.body.get("work_item_id"),
+        ctx.body.get("lease_id"),
+        ctx.body.get("ownership_epoch"),
+    )
     if (b.agent_id, b.group_id) != (cmd.actor, cmd.group_id) or named != (
-        b.work_item_id, b.lease_id, b.ownership_epoch,
-    ):  # fmt: skip
-        raise Reject("outside_work_item", "the binding does not match the Command",
-                     binding_work_item_id=b.work_item_id,
-                     work_item_id=ctx.body.get("work_item_id"))  # fmt: skip
+        b.work_item_id,
+        b.lease_id,
+        b.ownership_epoch,
+    ):
+        raise Reject(
+            "outside_work_item",
+            "the binding does not match the Command",
+            binding_work_item_id=b.work_item_id,
+            work_item_id=ctx.body.get("work_item_id"),
+        )
     item = load_item(ctx)
     lease = _lease_row(ctx, b.lease_id)
     if (
@@ -200,26 +234,40 @@ def reconcile(ctx: Ctx) -> None:
         or lease["session_epoch"] != b.session_epoch
         or lease["ownership_epoch"] != b.ownership_epoch
     ):
-        raise Reject("outside_work_item", "no such execution lease of this agent and WorkItem",
-                     lease_id=b.lease_id, work_item_id=b.work_item_id)  # fmt: skip
+        raise Reject(
+            "outside_work_item",
+            "no such execution lease of this agent and WorkItem",
+            lease_id=b.lease_id,
+            work_item_id=b.work_item_id,
+        )
     if item["owner"] != cmd.actor or item["ownership_epoch"] != b.ownership_epoch:
-        raise Reject("owner_changed", "the WorkItem changed owner since the lease was granted",
-                     ownership_epoch=b.ownership_epoch,
-                     current=item["ownership_epoch"])  # fmt: skip
+        raise Reject(
+            "owner_changed",
+            "the WorkItem changed owner since the lease was granted",
+            ownership_epoch=b.ownership_epoch,
+            current=item["ownership_epoch"],
+        )
     grace = lease["expires_at_ms"] + contract_of(item).timeouts.offline_grace_ms
     if not (
         lease["started_at_ms"] <= b.disconnected_at_ms <= b.buffered_at_ms <= grace
         and b.grace_deadline_ms <= grace
     ):
-        raise Reject("outside_grace_window",
-                     "the buffered progress falls outside the lease and its grace period",
-                     buffered_at_ms=b.buffered_at_ms, lease_started_at_ms=lease["started_at_ms"],
-                     grace_deadline_ms=grace)  # fmt: skip
+        raise Reject(
+            "outside_grace_window",
+            "the buffered progress falls outside the lease and its grace period",
+            buffered_at_ms=b.buffered_at_ms,
+            lease_started_at_ms=lease["started_at_ms"],
+            grace_deadline_ms=grace,
+        )
     active = lease["status"] == "active" and item["lease_id"] == b.lease_id
     if not active and not _superseded_by_own_session(ctx, lease, item):
-        raise Reject("lease_closed", "the lease was closed before the progress arrived",
-                     lease_id=b.lease_id, lease_status=lease["status"],
-                     state=item["state"])  # fmt: skip
+        raise Reject(
+            "lease_closed",
+            "the lease was closed before the progress arrived",
+            lease_id=b.lease_id,
+            lease_status=lease["status"],
+            state=item["state"],
+        )
     if active:
         gate(ctx, item)
     report = parse(ProgressReport, ctx.body.get("report"), "report")
@@ -229,18 +277,32 @@ def reconcile(ctx: Ctx) -> None:
     wid = item["work_item_id"]
     if b.usage != ResourceUsage():
         totals = _charge_all(ctx, item, b.usage)
-        ctx.emit(RESOURCE_USAGE_RECORDED, {
-            "delta": b.usage.model_dump(), "totals": totals,
-            "historical_session": {"agent_id": b.agent_id, "session_epoch": b.session_epoch,
-                                   "lease_id": b.lease_id, "ownership_epoch": b.ownership_epoch},
-            "reconciling_session": {"agent_id": cmd.actor, "session_epoch": cmd.session_epoch,
-                                    "membership_epoch": cmd.membership_epoch},
-            "buffered_at_ms": b.buffered_at_ms, "disconnected_at_ms": b.disconnected_at_ms,
-        }, work_item_id=wid)  # fmt: skip
+        ctx.emit(
+            RESOURCE_USAGE_RECORDED,
+            {
+                "delta": b.usage.model_dump(),
+                "totals": totals,
+                "historical_session": {
+                    "agent_id": b.agent_id,
+                    "session_epoch": b.session_epoch,
+                    "lease_id": b.lease_id,
+                    "ownership_epoch": b.ownership_epoch,
+                },
+                "reconciling_session": {
+                    "agent_id": cmd.actor,
+                    "session_epoch": cmd.session_epoch,
+                    "membership_epoch": cmd.membership_epoch,
+                },
+                "buffered_at_ms": b.buffered_at_ms,
+                "disconnected_at_ms": b.disconnected_at_ms,
+            },
+            work_item_id=wid,
+        )
     body: dict[str, Any] = {
-        "lease_id": b.lease_id, "report": report.model_dump(mode="json"),
+        "lease_id": b.lease_id,
+        "report": report.model_dump(mode="json"),
         "reconciled": {"buffered_at_ms": b.buffered_at_ms, "session_epoch": b.session_epoch},
-    }  # fmt: skip
+    }
     if cp is not None:
         set_item(ctx, item, checkpoint=dumps(cp))
         body["checkpoint"] = cp

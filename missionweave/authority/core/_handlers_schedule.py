@@ -41,8 +41,12 @@ def _int(value: Any, field: str, low: int = 0) -> int:
 
 def _exact(value: Any, keys: set[str], field: str) -> dict[str, Any]:
     if not isinstance(value, dict) or set(value) != keys:
-        raise Reject("invalid_body", f"{field} has exactly {', '.join(sorted(keys))}",
-                     field=field, fields=sorted(keys))  # fmt: skip
+        raise Reject(
+            "invalid_body",
+            f"{field} has exactly {', '.join(sorted(keys))}",
+            field=field,
+            fields=sorted(keys),
+        )
     return value
 
 
@@ -52,29 +56,40 @@ def group_set_priority(ctx: Ctx) -> None:
     Emits ``group.priority_set`` with both, the effective weight (class factor × weight) and
     who set it. Implements MW-11.1-c/d (priority through policy or the MissionOwner)."""
     if not {"owner", "mission_owner"} & set(ctx.roles):
-        raise Reject("role_not_allowed", "group.set_priority needs the owner or mission_owner "
-                     "role (a Coordinator cannot raise its Group's priority)")  # fmt: skip
+        raise Reject(
+            "role_not_allowed",
+            "group.set_priority needs the owner or mission_owner "
+            "role (a Coordinator cannot raise its Group's priority)",
+        )
     body = _exact(ctx.body, {"priority_class", "weight"}, "body")
     cls = need(body, "priority_class")
     if cls not in PRIORITY_CLASSES:
-        raise Reject("invalid_body", f"priority_class is one of {', '.join(PRIORITY_CLASSES)}",
-                     field="priority_class")  # fmt: skip
+        raise Reject(
+            "invalid_body",
+            f"priority_class is one of {', '.join(PRIORITY_CLASSES)}",
+            field="priority_class",
+        )
     weight = _int(body["weight"], "weight", 1)
     if weight > MAX_WEIGHT:
         raise Reject("invalid_body", f"weight is at most {MAX_WEIGHT}", field="weight")
-    ctx.emit("group.priority_set", {
-        "priority_class": cls, "weight": weight,
-        "effective_weight_milli": int(PRIORITY_CLASSES[cls] * weight * 1000),
-        "set_by": ctx.command.actor,
-    })  # fmt: skip
+    ctx.emit(
+        "group.priority_set",
+        {
+            "priority_class": cls,
+            "weight": weight,
+            "effective_weight_milli": int(PRIORITY_CLASSES[cls] * weight * 1000),
+            "set_by": ctx.command.actor,
+        },
+    )
 
 
 def _owned(ctx: Ctx, work_item_id: str) -> tuple[str | None, int, str]:
     """The WorkItem's owner, ownership epoch and state."""
     row = ctx.one("work_items.row", ctx.group_id, work_item_id)
     if row is None:
-        raise Reject("unknown_work_item", f"no WorkItem {work_item_id!r}",
-                     work_item_id=work_item_id)  # fmt: skip
+        raise Reject(
+            "unknown_work_item", f"no WorkItem {work_item_id!r}", work_item_id=work_item_id
+        )
     return row["owner"], int(row["ownership_epoch"]), str(row["state"])
 
 
@@ -94,28 +109,40 @@ def work_disclose_schedule(ctx: Ctx) -> None:
     latest = _int(window["latest_ms"], "start_window.latest_ms")
     done = _int(body["completion_estimate_ms"], "completion_estimate_ms")
     if not earliest <= latest <= done:
-        raise Reject("invalid_body", "earliest_ms <= latest_ms <= completion_estimate_ms",
-                     field="start_window")  # fmt: skip
+        raise Reject(
+            "invalid_body",
+            "earliest_ms <= latest_ms <= completion_estimate_ms",
+            field="start_window",
+        )
     if body["confidence"] not in CONFIDENCE:
-        raise Reject("invalid_body", f"confidence is one of {', '.join(CONFIDENCE)}",
-                     field="confidence")  # fmt: skip
+        raise Reject(
+            "invalid_body", f"confidence is one of {', '.join(CONFIDENCE)}", field="confidence"
+        )
     cap = _exact(body["capacity"], {"state", "free_slots", "queue_depth"}, "capacity")
     if cap["state"] not in CAPACITY_STATES:
-        raise Reject("invalid_body", f"capacity.state is one of {', '.join(CAPACITY_STATES)}",
-                     field="capacity.state")  # fmt: skip
+        raise Reject(
+            "invalid_body",
+            f"capacity.state is one of {', '.join(CAPACITY_STATES)}",
+            field="capacity.state",
+        )
     _int(cap["free_slots"], "capacity.free_slots")
     _int(cap["queue_depth"], "capacity.queue_depth")
     _int(body["compute_ms"], "compute_ms")
     owner, current, state = _owned(ctx, wid)
     if owner != ctx.command.actor or epoch != current:
-        raise Reject("not_owner", "only the WorkItem's owner under its current ownership "
-                     "epoch discloses its schedule", work_item_id=wid,
-                     ownership_epoch=current)  # fmt: skip
+        raise Reject(
+            "not_owner",
+            "only the WorkItem's owner under its current ownership epoch discloses its schedule",
+            work_item_id=wid,
+            ownership_epoch=current,
+        )
     if state not in ("queued", "running"):
-        raise Reject("invalid_state", f"WorkItem {wid!r} is {state}", work_item_id=wid,
-                     state=state)  # fmt: skip
-    ctx.emit("work.schedule_disclosed", {k: v for k, v in body.items() if k != "work_item_id"},
-             work_item_id=wid)  # fmt: skip
+        raise Reject("invalid_state", f"WorkItem {wid!r} is {state}", work_item_id=wid, state=state)
+    ctx.emit(
+        "work.schedule_disclosed",
+        {k: v for k, v in body.items() if k != "work_item_id"},
+        work_item_id=wid,
+    )
 
 
 __all__ = ["CAPACITY_STATES", "CONFIDENCE", "MAX_WEIGHT", "PRIORITY_CLASSES"]

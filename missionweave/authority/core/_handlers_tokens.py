@@ -39,8 +39,12 @@ def capability_token_rotate(ctx: Ctx) -> None:
     token, superseded, narrowed = rotate_token(ctx, lease, item, _scope(ctx))
     ctx.emit(
         "capability_token.rotated",
-        {"lease_id": lease["lease_id"], "capability_token": public_token(token),
-         "superseded": superseded, "narrowed": narrowed},
+        {
+            "lease_id": lease["lease_id"],
+            "capability_token": public_token(token),
+            "superseded": superseded,
+            "narrowed": narrowed,
+        },
         work_item_id=item["work_item_id"],
-    )  # fmt: skip
+    )
     ctx.reply.update(capability_token=token)

@@ -52,8 +52,12 @@ def _mission(ctx: Ctx, mission_id: str) -> dict[str, str]:
     if row is None:
         raise Reject("unknown_mission", f"no Mission {mission_id!r}", mission_id=mission_id)
     if row["state"] != "running":
-        raise Reject("mission_closed", f"Mission {mission_id!r} is {row['state']}",
-                     mission_id=mission_id, state=row["state"])  # fmt: skip
+        raise Reject(
+            "mission_closed",
+            f"Mission {mission_id!r} is {row['state']}",
+            mission_id=mission_id,
+            state=row["state"],
+        )
     return {"state": row["state"]}
 
 
@@ -67,8 +71,11 @@ def mission_create(ctx: Ctx) -> None:
         raise Reject("mission_exists", f"Mission {mid!r} already exists", mission_id=mid)
     ctx.run(
         "missions.insert",
-        ctx.group_id, mid, "running", dumps(parent) if parent else None,
-    )  # fmt: skip
+        ctx.group_id,
+        mid,
+        "running",
+        dumps(parent) if parent else None,
+    )
     record_mission_budget(ctx, mid, ctx.body.get("budget"))  # charged by MW-11.5-i
     body = {"mission_id": mid, "title": need_label(ctx.body, "title")}
     if parent:
@@ -85,16 +92,25 @@ def work_propose(ctx: Ctx) -> None:
     _mission(ctx, mid)
     taken = ctx.one("work_items.mission_id_by_group_id_work_item_id", ctx.group_id, wid)
     if taken is not None:
-        raise Reject("duplicate_id", f"WorkItem {wid!r} already exists in Mission "
-                     f"{taken['mission_id']!r}", work_item_id=wid,
-                     mission_id=taken["mission_id"])  # fmt: skip
+        raise Reject(
+            "duplicate_id",
+            f"WorkItem {wid!r} already exists in Mission {taken['mission_id']!r}",
+            work_item_id=wid,
+            mission_id=taken["mission_id"],
+        )
     gate(ctx, None)
     contract = parse(WorkContract, ctx.body.get("contract"), "contract")
     ctx.run(
         "work_items.insert",
-        ctx.group_id, wid, mid, "proposed", contract.revision, contract.model_dump_json(),
-        "[]", ResourceUsage().model_dump_json(),
-    )  # fmt: skip
+        ctx.group_id,
+        wid,
+        mid,
+        "proposed",
+        contract.revision,
+        contract.model_dump_json(),
+        "[]",
+        ResourceUsage().model_dump_json(),
+    )
     ctx.emit("work.proposed", {"mission_id": mid, "contract": contract.wire()}, work_item_id=wid)
 
 
@@ -108,9 +124,12 @@ def work_authorize(ctx: Ctx) -> None:
     existing = ctx.one("work_items.row", ctx.group_id, wid)
     if existing is not None and existing["state"] != "proposed":
         # WorkItem ids are unique within the Group: the detail names the Mission holding it
-        raise Reject("duplicate_id", f"WorkItem {wid!r} already exists in Mission "
-                     f"{existing['mission_id']!r}", work_item_id=wid,
-                     mission_id=existing["mission_id"])  # fmt: skip
+        raise Reject(
+            "duplicate_id",
+            f"WorkItem {wid!r} already exists in Mission {existing['mission_id']!r}",
+            work_item_id=wid,
+            mission_id=existing["mission_id"],
+        )
     gate(ctx, existing)
     contract = parse(WorkContract, ctx.body.get("contract"), "contract")
     deps = ctx.body.get("dependencies", [])
@@ -120,21 +139,28 @@ def work_authorize(ctx: Ctx) -> None:
         if dep == wid:
             raise Reject("self_loop", f"WorkItem {wid} depends on itself", work_item_id=wid)
         row = ctx.one(
-            "work_items.admitted_mission_id", ctx.group_id, dep,
-        )  # fmt: skip
+            "work_items.admitted_mission_id",
+            ctx.group_id,
+            dep,
+        )
         if row is None:
             raise Reject("unknown_id", f"dependency {dep!r} is not a WorkItem", dependency=dep)
     ctx.run(
         "work_items.upsert",
-        ctx.group_id, wid, mid, "open", contract.revision, contract.model_dump_json(),
-        json.dumps(deps), ResourceUsage().model_dump_json(),
-    )  # fmt: skip
+        ctx.group_id,
+        wid,
+        mid,
+        "open",
+        contract.revision,
+        contract.model_dump_json(),
+        json.dumps(deps),
+        ResourceUsage().model_dump_json(),
+    )
     ctx.emit(
         "work.authorized",
-        {"mission_id": mid, "contract": contract.wire(), "dependencies": deps,
-         "state": "open"},
+        {"mission_id": mid, "contract": contract.wire(), "dependencies": deps, "state": "open"},
         work_item_id=wid,
-    )  # fmt: skip
+    )
 
 
 @command("work.offer")
@@ -143,75 +169,112 @@ def work_offer(ctx: Ctx) -> None:
     item = load_item(ctx)
     reason = owner_expired(ctx, item)
     if item["owner"] is not None and reason is None and item["state"] != "failed":
-        raise Reject("owner_active", "the WorkItem has an active owner",
-                     owner=item["owner"], ownership_epoch=item["ownership_epoch"])  # fmt: skip
+        raise Reject(
+            "owner_active",
+            "the WorkItem has an active owner",
+            owner=item["owner"],
+            ownership_epoch=item["ownership_epoch"],
+        )
     gate(ctx, item)
     _dependencies_met(ctx, item)
     candidates = ctx.body.get("candidates")
     if (
-        not isinstance(candidates, list) or not candidates
+        not isinstance(candidates, list)
+        or not candidates
         or not all(isinstance(c, str) and c for c in candidates)
         or len(set(candidates)) != len(candidates)
-    ):  # fmt: skip
+    ):
         raise Reject("invalid_body", "candidates must be distinct agent ids", field="candidates")
     if len(candidates) > ctx.config.max_candidates:
-        raise Reject("too_many_candidates", "the candidate set is over its bound",
-                     max_candidates=ctx.config.max_candidates)  # fmt: skip
+        raise Reject(
+            "too_many_candidates",
+            "the candidate set is over its bound",
+            max_candidates=ctx.config.max_candidates,
+        )
     contract = contract_of(item)
     if len(candidates) > 1 and contract.urgency is not Urgency.URGENT:
-        raise Reject("candidate_set_not_allowed",
-                     "a candidate set is for urgent WorkItems; offer sequentially",
-                     urgency=contract.urgency.value)  # fmt: skip
+        raise Reject(
+            "candidate_set_not_allowed",
+            "a candidate set is for urgent WorkItems; offer sequentially",
+            urgency=contract.urgency.value,
+        )
     for c in candidates:
         if not ctx.one(
-            "members.is_active_worker", ctx.group_id, c,
-        ):  # fmt: skip
-            raise Reject("not_a_worker", f"candidate {c!r} is not a worker of the group",
-                         candidate=c)  # fmt: skip
+            "members.is_active_worker",
+            ctx.group_id,
+            c,
+        ):
+            raise Reject(
+                "not_a_worker", f"candidate {c!r} is not a worker of the group", candidate=c
+            )
     expires = need(ctx.body, "expires_at_ms", int)
     if not ctx.now_ms < expires <= ctx.now_ms + ctx.config.max_offer_ms:
-        raise Reject("invalid_expiry", "the offer's expiry is in the past or too far ahead",
-                     expires_at_ms=expires, now_ms=ctx.now_ms)  # fmt: skip
+        raise Reject(
+            "invalid_expiry",
+            "the offer's expiry is in the past or too far ahead",
+            expires_at_ms=expires,
+            now_ms=ctx.now_ms,
+        )
     basis_raw = ctx.body.get("selection_basis", {})
     if not isinstance(basis_raw, dict) or set(basis_raw) != set(candidates):
         raise Reject(
             "selection_basis_required",
             "a selection basis is required for every candidate (MW-10.3-f)",
         )
-    basis = {c: parse(SelectionBasis, basis_raw[c], "selection_basis").model_dump(mode="json")
-             for c in candidates}  # fmt: skip
+    basis = {
+        c: parse(SelectionBasis, basis_raw[c], "selection_basis").model_dump(mode="json")
+        for c in candidates
+    }
     new_contract = ctx.body.get("contract")
     revision = item["revision"]
     if new_contract is not None:
         revised = parse(WorkContract, new_contract, "contract")
         if is_material_revision(contract, revised) and revised.revision <= contract.revision:
-            raise Reject("revision_required", "a material change must increment the revision",
-                         current_revision=contract.revision)  # fmt: skip
+            raise Reject(
+                "revision_required",
+                "a material change must increment the revision",
+                current_revision=contract.revision,
+            )
         if revised.revision < contract.revision:
             raise Reject("stale_revision", "the contract revision went backwards")
         revision = revised.revision
         set_item(ctx, item, contract=revised.model_dump_json(), revision=revision)
         if revision != item["revision"]:
-            ctx.emit("work.contract_revised", {"revision": revision, "contract": revised.wire()},
-                     work_item_id=item["work_item_id"])  # fmt: skip
+            ctx.emit(
+                "work.contract_revised",
+                {"revision": revision, "contract": revised.wire()},
+                work_item_id=item["work_item_id"],
+            )
     if reason is not None:
         close_owner(ctx, item, reason)
     withdraw_offers(ctx, item, "replaced")
     offer_id = new_id("ofr")
     ctx.run(
         "offers.insert",
-        offer_id, ctx.group_id, item["work_item_id"], json.dumps(candidates), "{}",
-        dumps(basis), expires, revision,
-    )  # fmt: skip
+        offer_id,
+        ctx.group_id,
+        item["work_item_id"],
+        json.dumps(candidates),
+        "{}",
+        dumps(basis),
+        expires,
+        revision,
+    )
     set_item(ctx, item, state="offered")
     ctx.emit(
         "work.offered",
-        {"offer_id": offer_id, "candidates": candidates, "expires_at_ms": expires,
-         "revision": revision, "selection_basis": basis, "mission_id": item["mission_id"],
-         "required_capabilities": contract.required_capabilities,
-         "previous_state": item["state"]},
+        {
+            "offer_id": offer_id,
+            "candidates": candidates,
+            "expires_at_ms": expires,
+            "revision": revision,
+            "selection_basis": basis,
+            "mission_id": item["mission_id"],
+            "required_capabilities": contract.required_capabilities,
+            "previous_state": item["state"],
+        },
         work_item_id=item["work_item_id"],
-    )  # fmt: skip
+    )
     ctx.reply["offer_id"] = offer_id
 
 
@@ -225,27 +288,34 @@ def _dependencies_met(ctx: Ctx, item: Row) -> None:
     strategy = contract_of(item).dependency_strategy
     if not dependencies_satisfied(strategy, [states.get(d) for d in deps]):
         raise Reject(
-            "dependencies_unmet", f"dependencies do not satisfy {strategy.value}",
-            dependencies={d: str(states.get(d)) for d in deps}, strategy=strategy.value,
-        )  # fmt: skip
+            "dependencies_unmet",
+            f"dependencies do not satisfy {strategy.value}",
+            dependencies={d: str(states.get(d)) for d in deps},
+            strategy=strategy.value,
+        )
 
 
 def _open_offer(ctx: Ctx, item: object) -> dict[str, object]:
     offer_id = need(ctx.body, "offer_id")
     row = ctx.one("offers.row", offer_id, ctx.group_id)
     if row is None or row["work_item_id"] != ctx.body.get("work_item_id"):
-        raise Reject("unknown_offer", f"no offer {offer_id!r} for this WorkItem",
-                     offer_id=offer_id)  # fmt: skip
+        raise Reject("unknown_offer", f"no offer {offer_id!r} for this WorkItem", offer_id=offer_id)
     if row["status"] != "open":
-        raise Reject("offer_closed", f"the offer is {row['status']}", offer_id=offer_id,
-                     status=row["status"])  # fmt: skip
+        raise Reject(
+            "offer_closed", f"the offer is {row['status']}", offer_id=offer_id, status=row["status"]
+        )
     if ctx.now_ms >= row["expires_at_ms"]:
-        raise Reject("offer_expired", "the offer has expired", offer_id=offer_id,
-                     expires_at_ms=row["expires_at_ms"])  # fmt: skip
+        raise Reject(
+            "offer_expired",
+            "the offer has expired",
+            offer_id=offer_id,
+            expires_at_ms=row["expires_at_ms"],
+        )
     candidates = json.loads(row["candidates"])
     if ctx.command.actor not in candidates:
-        raise Reject("not_a_candidate", "the offer is not addressed to this agent",
-                     offer_id=offer_id)  # fmt: skip
+        raise Reject(
+            "not_a_candidate", "the offer is not addressed to this agent", offer_id=offer_id
+        )
     if ctx.command.actor in json.loads(row["declined"]):
         raise Reject("already_declined", "this agent declined the offer", offer_id=offer_id)
     return dict(row)
@@ -267,26 +337,45 @@ def work_accept_offer(ctx: Ctx) -> None:
         )
     contract = contract_of(item)
     if contract.open_questions:
-        raise Reject("contract_ambiguous", "essential ambiguities must be resolved first",
-                     open_questions=contract.open_questions)  # fmt: skip
+        raise Reject(
+            "contract_ambiguous",
+            "essential ambiguities must be resolved first",
+            open_questions=contract.open_questions,
+        )
     epoch = item["ownership_epoch"] + 1
     deadline = ctx.now_ms + contract.timeouts.start_deadline_ms
     ctx.run("offers.accept", offer["offer_id"])
-    set_item(ctx, item, state="queued", owner=ctx.command.actor, ownership_epoch=epoch,
-             start_deadline_ms=deadline, lease_id=None, approved=0)  # fmt: skip
+    set_item(
+        ctx,
+        item,
+        state="queued",
+        owner=ctx.command.actor,
+        ownership_epoch=epoch,
+        start_deadline_ms=deadline,
+        lease_id=None,
+        approved=0,
+    )
     basis = json.loads(str(offer["selection_basis"]))[ctx.command.actor]
     ctx.emit(
         "work.offer_accepted",
-        {"offer_id": offer["offer_id"], "owner": ctx.command.actor, "ownership_epoch": epoch,
-         "start_deadline_ms": deadline, "revision": item["revision"], "selection_basis": basis,
-         "session_epoch": ctx.command.session_epoch},
+        {
+            "offer_id": offer["offer_id"],
+            "owner": ctx.command.actor,
+            "ownership_epoch": epoch,
+            "start_deadline_ms": deadline,
+            "revision": item["revision"],
+            "selection_basis": basis,
+            "session_epoch": ctx.command.session_epoch,
+        },
         work_item_id=item["work_item_id"],
-    )  # fmt: skip
+    )
     losers = [c for c in json.loads(str(offer["candidates"])) if c != ctx.command.actor]
     if losers:
-        ctx.emit("offer.withdrawn", {"offer_id": offer["offer_id"], "candidates": losers,
-                                     "reason": "accepted_by_other"},
-                 work_item_id=item["work_item_id"])  # fmt: skip
+        ctx.emit(
+            "offer.withdrawn",
+            {"offer_id": offer["offer_id"], "candidates": losers, "reason": "accepted_by_other"},
+            work_item_id=item["work_item_id"],
+        )
     withdraw_offers(ctx, item, "accepted_by_other", keep=str(offer["offer_id"]))
     ctx.reply.update(ownership_epoch=epoch, start_deadline_ms=deadline)
 
@@ -299,21 +388,33 @@ def work_decline_offer(ctx: Ctx) -> None:
     gate(ctx, item)
     reason = need(ctx.body, "reason")
     if not _REASON.match(reason):
-        raise Reject("invalid_body", "reason must be a structured token",
-                     standard=[r.value for r in DeclineReason])  # fmt: skip
+        raise Reject(
+            "invalid_body",
+            "reason must be a structured token",
+            standard=[r.value for r in DeclineReason],
+        )
     declined = json.loads(str(offer["declined"]))
     declined[ctx.command.actor] = reason
     everyone = set(json.loads(str(offer["candidates"]))) <= set(declined)
-    ctx.run("offers.set_declined_status", dumps(declined),
-            "declined" if everyone else "open", offer["offer_id"])  # fmt: skip
+    ctx.run(
+        "offers.set_declined_status",
+        dumps(declined),
+        "declined" if everyone else "open",
+        offer["offer_id"],
+    )
     detail = ctx.body.get("detail", {})
     ctx.emit(
         "work.offer_declined",
-        {"offer_id": offer["offer_id"], "agent_id": ctx.command.actor, "reason": reason,
-         "standard_reason": reason in DeclineReason.__members__.values(),
-         "detail": detail if isinstance(detail, dict) else {}, "all_declined": everyone},
+        {
+            "offer_id": offer["offer_id"],
+            "agent_id": ctx.command.actor,
+            "reason": reason,
+            "standard_reason": reason in DeclineReason.__members__.values(),
+            "detail": detail if isinstance(detail, dict) else {},
+            "all_declined": everyone,
+        },
         work_item_id=item["work_item_id"],
-    )  # fmt: skip
+    )
 
 
 @command("approval.grant_execution")
@@ -321,8 +422,11 @@ def approval_grant(ctx: Ctx) -> None:
     item = load_item(ctx)
     gate(ctx, item)
     set_item(ctx, item, approved=1)
-    ctx.emit("approval.execution_granted", {"ownership_epoch": item["ownership_epoch"]},
-             work_item_id=item["work_item_id"])  # fmt: skip
+    ctx.emit(
+        "approval.execution_granted",
+        {"ownership_epoch": item["ownership_epoch"]},
+        work_item_id=item["work_item_id"],
+    )
 
 
 @command("work.unblock")
@@ -342,8 +446,11 @@ def work_unblock(ctx: Ctx) -> None:
             close_owner(ctx, item, expired)
         set_item(ctx, item, state="open")
         state, extra = "open", {}
-    ctx.emit("work.unblocked", {"state": state, "resolution": resolution, **extra},
-             work_item_id=item["work_item_id"])  # fmt: skip
+    ctx.emit(
+        "work.unblocked",
+        {"state": state, "resolution": resolution, **extra},
+        work_item_id=item["work_item_id"],
+    )
 
 
 def _result_decision(ctx: Ctx, granted: bool) -> None:
@@ -355,39 +462,66 @@ def _result_decision(ctx: Ctx, granted: bool) -> None:
     (``self_approval``); no decision yet for this ownership epoch (``already_decided``).
     """
     if Role.MISSION_OWNER not in ctx.roles:
-        raise Reject("role_not_allowed", f"{ctx.command.type} needs the mission_owner role",
-                     needed="mission_owner")  # fmt: skip
+        raise Reject(
+            "role_not_allowed",
+            f"{ctx.command.type} needs the mission_owner role",
+            needed="mission_owner",
+        )
     item = load_item(ctx)
     if item["state"] != WorkItemState.SUBMITTED.value:
-        raise Reject("transition_not_allowed",
-                     f"{ctx.command.type} needs a submitted WorkItem, not {item['state']}",
-                     action=ctx.command.type, state=item["state"])  # fmt: skip
+        raise Reject(
+            "transition_not_allowed",
+            f"{ctx.command.type} needs a submitted WorkItem, not {item['state']}",
+            action=ctx.command.type,
+            state=item["state"],
+        )
     review = need(ctx.body, "review_digest")
     if not is_hash(review):
         raise Reject("invalid_body", "review_digest must be SHA-256 hex", field="review_digest")
     reason = ctx.body.get("reason", "")
     if not isinstance(reason, str) or len(reason) > 2000 or (not granted and not reason):
-        raise Reject("invalid_body", "reason is a string of at most 2,000 characters, "
-                     "required to deny", field="reason")  # fmt: skip
+        raise Reject(
+            "invalid_body",
+            "reason is a string of at most 2,000 characters, required to deny",
+            field="reason",
+        )
     if ctx.command.actor == item["owner"]:
         raise Reject("self_approval", "the WorkItem's owner may not approve its own result")
     decided = ctx.one(
         "result_approvals.decision_approver",
-        ctx.group_id, item["work_item_id"], item["ownership_epoch"],
-    )  # fmt: skip
+        ctx.group_id,
+        item["work_item_id"],
+        item["ownership_epoch"],
+    )
     if decided is not None:
-        raise Reject("already_decided", f"the result was already {decided['decision']}",
-                     decision=decided["decision"], approver=decided["approver"])  # fmt: skip
+        raise Reject(
+            "already_decided",
+            f"the result was already {decided['decision']}",
+            decision=decided["decision"],
+            approver=decided["approver"],
+        )
     decision = "granted" if granted else "denied"
     ctx.run(
         "result_approvals.insert",
-        ctx.group_id, item["work_item_id"], item["ownership_epoch"], decision,
-        ctx.command.actor, review, ctx.now_ms,
-    )  # fmt: skip
-    ctx.emit(f"approval.result_{decision}", {
-        "approver": ctx.command.actor, "review_digest": review, "reason": reason,
-        "ownership_epoch": item["ownership_epoch"], "decided_at_ms": ctx.now_ms,
-    }, work_item_id=item["work_item_id"])  # fmt: skip
+        ctx.group_id,
+        item["work_item_id"],
+        item["ownership_epoch"],
+        decision,
+        ctx.command.actor,
+        review,
+        ctx.now_ms,
+    )
+    ctx.emit(
+        f"approval.result_{decision}",
+        {
+            "approver": ctx.command.actor,
+            "review_digest": review,
+            "reason": reason,
+            "ownership_epoch": item["ownership_epoch"],
+            "decided_at_ms": ctx.now_ms,
+        },
+        work_item_id=item["work_item_id"],
+    )
 
 
 @command("approval.grant_result")
@@ -408,12 +542,17 @@ def _needs_approval(ctx: Ctx, item: Row) -> None:
     if not any(c.kind == "human" for c in contract_of(item).acceptance_criteria):
         return
     row = ctx.one(
-        "result_approvals.decision", ctx.group_id, item["work_item_id"], item["ownership_epoch"],
-    )  # fmt: skip
+        "result_approvals.decision",
+        ctx.group_id,
+        item["work_item_id"],
+        item["ownership_epoch"],
+    )
     if row is None or row["decision"] != "granted":
-        raise Reject("approval_required",
-                     "a human acceptance criterion needs a MissionOwner's approval.grant_result",
-                     decision=row["decision"] if row else None)  # fmt: skip
+        raise Reject(
+            "approval_required",
+            "a human acceptance criterion needs a MissionOwner's approval.grant_result",
+            decision=row["decision"] if row else None,
+        )
 
 
 @command("work.accept_result")
@@ -423,11 +562,17 @@ def work_accept_result(ctx: Ctx) -> None:
     _needs_approval(ctx, item)
     evidence = parse_evidence(ctx, required=False)
     set_item(ctx, item, state="verified")
-    ctx.emit("work.result_accepted", {
-        "state": "verified", "owner": item["owner"], "ownership_epoch": item["ownership_epoch"],
-        "capabilities": contract_of(item).required_capabilities,
-        "evidence": [e.model_dump() for e in evidence],
-    }, work_item_id=item["work_item_id"])  # fmt: skip
+    ctx.emit(
+        "work.result_accepted",
+        {
+            "state": "verified",
+            "owner": item["owner"],
+            "ownership_epoch": item["ownership_epoch"],
+            "capabilities": contract_of(item).required_capabilities,
+            "evidence": [e.model_dump() for e in evidence],
+        },
+        work_item_id=item["work_item_id"],
+    )
 
 
 @command("work.cancel")
@@ -442,8 +587,7 @@ def _terminate(ctx: Ctx, item: object, state: str, reason: str) -> None:
     end_leases(ctx, row, "revoked", reason)  # type: ignore[arg-type]
     withdraw_offers(ctx, row, reason)  # type: ignore[arg-type]
     set_item(ctx, row, state=state, lease_id=None)  # type: ignore[arg-type]
-    ctx.emit(f"work.{state}", {"state": state, "reason": reason},
-             work_item_id=row["work_item_id"])  # type: ignore[index]  # fmt: skip
+    ctx.emit(f"work.{state}", {"state": state, "reason": reason}, work_item_id=row["work_item_id"])  # type: ignore[index]
 
 
 @command("mission.create_child")
@@ -455,11 +599,24 @@ def mission_create_child(ctx: Ctx) -> None:
     child_group = need_id(ctx.body, "child_group_id") if "child_group_id" in ctx.body else None
     end_leases(ctx, item, "revoked", "child_mission")
     withdraw_offers(ctx, item, "child_mission")
-    set_item(ctx, item, state="blocked", owner=None, lease_id=None, start_deadline_ms=None,
-             child_mission_id=child)  # fmt: skip
-    ctx.emit("mission.child_created", {"child_mission_id": child, "state": "blocked",
-             "child_group_id": child_group or ctx.group_id},
-             work_item_id=item["work_item_id"])  # fmt: skip
+    set_item(
+        ctx,
+        item,
+        state="blocked",
+        owner=None,
+        lease_id=None,
+        start_deadline_ms=None,
+        child_mission_id=child,
+    )
+    ctx.emit(
+        "mission.child_created",
+        {
+            "child_mission_id": child,
+            "state": "blocked",
+            "child_group_id": child_group or ctx.group_id,
+        },
+        work_item_id=item["work_item_id"],
+    )
 
 
 @command("mission.child_approved")
@@ -470,9 +627,15 @@ def mission_child_approved(ctx: Ctx) -> None:
         raise Reject("unknown_child", "that is not this item's child Mission")
     evidence = parse_evidence(ctx, required=True)
     set_item(ctx, item, state="verified")
-    ctx.emit("mission.child_approved", {"child_mission_id": item["child_mission_id"],
-             "state": "verified", "evidence": [e.model_dump() for e in evidence]},
-             work_item_id=item["work_item_id"])  # fmt: skip
+    ctx.emit(
+        "mission.child_approved",
+        {
+            "child_mission_id": item["child_mission_id"],
+            "state": "verified",
+            "evidence": [e.model_dump() for e in evidence],
+        },
+        work_item_id=item["work_item_id"],
+    )
 
 
 @command("mission.child_failed")
@@ -486,8 +649,11 @@ def mission_child_failed(ctx: Ctx) -> None:
         raise Reject("invalid_body", "policy must be stay_blocked or fail", field="policy")
     state = "failed" if policy == "fail" else "blocked"
     set_item(ctx, item, state=state)
-    ctx.emit("mission.child_failed", {"child_mission_id": item["child_mission_id"],
-             "state": state, "policy": policy}, work_item_id=item["work_item_id"])  # fmt: skip
+    ctx.emit(
+        "mission.child_failed",
+        {"child_mission_id": item["child_mission_id"], "state": state, "policy": policy},
+        work_item_id=item["work_item_id"],
+    )
 
 
 def _mission_end(ctx: Ctx, state: str) -> None:
@@ -496,16 +662,16 @@ def _mission_end(ctx: Ctx, state: str) -> None:
     action = ctx.command.type
     for item in ctx.all(
         "work_items.rows_by_mission",
-        ctx.group_id, mid,
-    ):  # fmt: skip
+        ctx.group_id,
+        mid,
+    ):
         if WorkItemState(item["state"]) not in UNFINISHED_STATES:
             continue
         verdict = check_transition(WorkItemState(item["state"]), action, ctx.roles)
         if not isinstance(verdict, Transition):
             raise Reject(verdict.code, verdict.reason, **verdict.detail)
         _terminate(ctx, item, state, f"mission_{state}")
-    ctx.run("missions.set_state", state,
-            ctx.group_id, mid)  # fmt: skip
+    ctx.run("missions.set_state", state, ctx.group_id, mid)
     ctx.emit(f"mission.{state}", {"mission_id": mid, "reason": str(ctx.body.get("reason", ""))})
 
 
@@ -526,11 +692,15 @@ def mission_complete(ctx: Ctx) -> None:
     mid = need(ctx.body, "mission_id")
     _mission(ctx, mid)
     open_items = ctx.all(
-        "work_items.open_ids_by_mission", ctx.group_id, mid,
-    )  # fmt: skip
+        "work_items.open_ids_by_mission",
+        ctx.group_id,
+        mid,
+    )
     if open_items:
-        raise Reject("mission_unfinished", "every WorkItem must be verified or cancelled",
-                     open=[r["work_item_id"] for r in open_items])  # fmt: skip
-    ctx.run("missions.complete",
-            ctx.group_id, mid)  # fmt: skip
+        raise Reject(
+            "mission_unfinished",
+            "every WorkItem must be verified or cancelled",
+            open=[r["work_item_id"] for r in open_items],
+        )
+    ctx.run("missions.complete", ctx.group_id, mid)
     ctx.emit("mission.completed", {"mission_id": mid})

@@ -26,10 +26,12 @@ def gate(ctx: Ctx, item: Row | None, action: str | None = None) -> Transition:
     state = WorkItemState(item["state"]) if item is not None else None
     revision = ctx.body.get("revision")
     verdict = check_transition(
-        state, action or ctx.command.type, ctx.roles,
+        state,
+        action or ctx.command.type,
+        ctx.roles,
         revision=revision if isinstance(revision, int) else None,
         current_revision=item["revision"] if item is not None else None,
-    )  # fmt: skip
+    )
     if isinstance(verdict, Transition):
         return verdict
     raise Reject(verdict.code, verdict.reason, **verdict.detail)
@@ -48,9 +50,11 @@ def parse(model: type[M], value: Any, field: str) -> M:
         return model.model_validate(value)
     except ValidationError as exc:
         raise Reject(
-            "invalid_body", f"{field} is not a valid {model.__name__}", field=field,
+            "invalid_body",
+            f"{field} is not a valid {model.__name__}",
+            field=field,
             errors=[{"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors()],
-        ) from None  # fmt: skip
+        ) from None
 
 
 def parse_evidence(ctx: Ctx, *, required: bool) -> list[Evidence]:
@@ -72,14 +76,15 @@ def end_leases(ctx: Ctx, item: Row, status: str, reason: str) -> None:
     """Close every active lease of ``item`` with ``status`` (released/expired/revoked)."""
     for lease in ctx.all(
         "leases.active_of_item",
-        item["group_id"], item["work_item_id"],
-    ):  # fmt: skip
+        item["group_id"],
+        item["work_item_id"],
+    ):
         ctx.run("leases.set_status", status, lease["lease_id"])
         ctx.emit(
             f"lease.{status}",
             {"lease_id": lease["lease_id"], "kind": lease["kind"], "reason": reason},
             work_item_id=item["work_item_id"],
-        )  # fmt: skip
+        )
 
 
 def owner_expired(ctx: Ctx, item: Row) -> str | None:
@@ -93,8 +98,9 @@ def owner_expired(ctx: Ctx, item: Row) -> str | None:
         return "start_deadline_missed" if dl is not None and ctx.now_ms >= dl else None
     lease = ctx.one(
         "leases.latest_active_of_item",
-        item["group_id"], item["work_item_id"],
-    )  # fmt: skip
+        item["group_id"],
+        item["work_item_id"],
+    )
     if lease is None:
         return "lease_expired" if state in ("active", "blocked") else None
     if ctx.now_ms >= lease["expires_at_ms"]:
@@ -104,30 +110,35 @@ def owner_expired(ctx: Ctx, item: Row) -> str | None:
 
 def close_owner(ctx: Ctx, item: Row, reason: str) -> None:
     """Close the current ownership: expire its leases and record ``ownership.closed``."""
-    end_leases(ctx, item, "expired" if "expired" in reason or "missed" in reason else "revoked",
-               reason)  # fmt: skip
+    end_leases(
+        ctx, item, "expired" if "expired" in reason or "missed" in reason else "revoked", reason
+    )
     ctx.emit(
         "ownership.closed",
         {"owner": item["owner"], "ownership_epoch": item["ownership_epoch"], "reason": reason},
         work_item_id=item["work_item_id"],
-    )  # fmt: skip
+    )
     set_item(ctx, item, owner=None, lease_id=None, start_deadline_ms=None)
 
 
 def withdraw_offers(ctx: Ctx, item: Row, reason: str, *, keep: str | None = None) -> None:
     for offer in ctx.all(
         "offers.open_of_item",
-        item["group_id"], item["work_item_id"],
-    ):  # fmt: skip
+        item["group_id"],
+        item["work_item_id"],
+    ):
         if offer["offer_id"] == keep:
             continue
         ctx.run("offers.withdraw", offer["offer_id"])
         ctx.emit(
             "offer.withdrawn",
-            {"offer_id": offer["offer_id"], "candidates": json.loads(offer["candidates"]),
-             "reason": reason},
+            {
+                "offer_id": offer["offer_id"],
+                "candidates": json.loads(offer["candidates"]),
+                "reason": reason,
+            },
             work_item_id=item["work_item_id"],
-        )  # fmt: skip
+        )
 
 
 __all__ = ["dumps"]

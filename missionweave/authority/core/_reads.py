@@ -141,8 +141,9 @@ class LogReader:
         """The stored Events ``from_seq..to_seq`` (archive included), in order; a gap in the
         stored log shows as a missing sequence (the caller checks)."""
         with self._lock:
-            rows = self.store.all("events.range", group_id, from_seq, to_seq,
-                                  group_id, from_seq, to_seq)  # fmt: skip
+            rows = self.store.all(
+                "events.range", group_id, from_seq, to_seq, group_id, from_seq, to_seq
+            )
         return [Event.model_validate_json(r[1]) for r in rows]
 
     def groups(self) -> list[str]:

@@ -27,9 +27,12 @@ def take_snapshot(store: Store, key: SigningKey, group_id: str, now_ms: int) -> 
         for name in _TABLES
     }
     body = {
-        "group_id": group_id, "seq": seq, "head_hash": head_hash, "taken_at_ms": now_ms,
+        "group_id": group_id,
+        "seq": seq,
+        "head_hash": head_hash,
+        "taken_at_ms": now_ms,
         "state": state,
-    }  # fmt: skip
+    }
     h = digest(body)
     snap = {**body, "hash": h, "signature": key.sign(bytes.fromhex(h))}
     store.run("snapshots.put", group_id, seq, json.dumps(snap, separators=(",", ":")))

@@ -96,10 +96,14 @@ def issue_token(
         current = active_tokens(ctx, lease_id)
         scope = current[-1][1] if current else _contract_scope(item)
     body: dict[str, Any] = {
-        "token_id": new_id("cap"), "lease_id": lease_id, "agent_id": ctx.command.actor,
-        "group_id": item["group_id"], "work_item_id": item["work_item_id"],
-        "scope": sorted(set(scope)), "expires_at_ms": expires_at_ms,
-    }  # fmt: skip
+        "token_id": new_id("cap"),
+        "lease_id": lease_id,
+        "agent_id": ctx.command.actor,
+        "group_id": item["group_id"],
+        "work_item_id": item["work_item_id"],
+        "scope": sorted(set(scope)),
+        "expires_at_ms": expires_at_ms,
+    }
     h = digest(body)
     _insert(ctx, body["token_id"], lease_id, body["scope"], expires_at_ms)
     return {**body, "hash": h, "signature": ctx.key.sign(bytes.fromhex(h))}
@@ -133,9 +137,11 @@ def rotate_token(
         wider = sorted(set(scope) - set(allowed))
         if wider:
             raise Reject(
-                "scope_not_narrower", "a token can only be narrowed, never widened",
-                not_allowed=wider, scope=allowed,
-            )  # fmt: skip
+                "scope_not_narrower",
+                "a token can only be narrowed, never widened",
+                not_allowed=wider,
+                scope=allowed,
+            )
         narrowed = set(scope) != set(allowed)
     supersede_tokens(ctx, lease["lease_id"])
     token = issue_token(
@@ -177,8 +183,12 @@ def verify_capability_token(
         pydantic.ValidationError: ``token`` (a dict) is not shaped like a token.
     """
     t = token if isinstance(token, CapabilityToken) else CapabilityToken.model_validate(token)
-    forged = TokenCheck(valid=False, code="invalid_token", operation=operation,
-                        reason="not a capability token this Authority issued")  # fmt: skip
+    forged = TokenCheck(
+        valid=False,
+        code="invalid_token",
+        operation=operation,
+        reason="not a capability token this Authority issued",
+    )
     fields = t.model_dump()
     try:
         h = digest({k: fields[k] for k in TOKEN_FIELDS})
@@ -190,10 +200,16 @@ def verify_capability_token(
     if row is None or row["lease_id"] != t.lease_id:
         return forged
     facts = TokenCheck(
-        valid=False, token_id=row["token_id"], lease_id=row["lease_id"],
-        agent_id=row["agent_id"], group_id=row["group_id"], work_item_id=row["work_item_id"],
-        scope=json.loads(row["scope"]), expires_at_ms=row["expires_at_ms"], operation=operation,
-    )  # fmt: skip
+        valid=False,
+        token_id=row["token_id"],
+        lease_id=row["lease_id"],
+        agent_id=row["agent_id"],
+        group_id=row["group_id"],
+        work_item_id=row["work_item_id"],
+        scope=json.loads(row["scope"]),
+        expires_at_ms=row["expires_at_ms"],
+        operation=operation,
+    )
     now = authority.clock()
     if row["status"] != "active":
         why = ("token_superseded", "the token was rotated or narrowed; its holder has a new one")

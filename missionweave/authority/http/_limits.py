@@ -113,9 +113,11 @@ def parse_json(raw: bytes | str) -> Any:
         raise JSONProblem("too_deep", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         return json.loads(
-            text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
             parse_float=_finite,
-        )  # fmt: skip
+        )
     except JSONProblem:
         raise
     except (ValueError, RecursionError) as exc:
@@ -162,9 +164,13 @@ class BodyLimits:
                     if not message.get("more_body"):
                         break
         except TimeoutError:
-            await self._refuse(send, 408, "body_timeout",
-                               f"the body did not arrive within {BODY_TIMEOUT_S:g} s",
-                               seconds=BODY_TIMEOUT_S)  # fmt: skip
+            await self._refuse(
+                send,
+                408,
+                "body_timeout",
+                f"the body did not arrive within {BODY_TIMEOUT_S:g} s",
+                seconds=BODY_TIMEOUT_S,
+            )
             return
         body = b"".join(chunks)
         if body:
@@ -199,9 +205,16 @@ class BodyLimits:
 
     async def _refuse(self, send: Send, status: int, code: str, reason: str, **detail: Any) -> None:
         payload = json.dumps(self.error(code, reason, **detail)).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(payload)).encode())]})  # fmt: skip
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(payload)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": payload})
 
 

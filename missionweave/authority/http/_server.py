@@ -117,9 +117,14 @@ def _unsignable(commands: list[Command]) -> JSONResponse | None:
             return _error(422, "invalid_command", str(exc), index=i, command_id=cmd.command_id)
         if size > MAX_COMMAND_BYTES:
             return _error(
-                413, "command_too_large", f"a Command is at most {MAX_COMMAND_BYTES} bytes",
-                index=i, command_id=cmd.command_id, bytes=size, max_bytes=MAX_COMMAND_BYTES,
-            )  # fmt: skip
+                413,
+                "command_too_large",
+                f"a Command is at most {MAX_COMMAND_BYTES} bytes",
+                index=i,
+                command_id=cmd.command_id,
+                bytes=size,
+                max_bytes=MAX_COMMAND_BYTES,
+            )
     return None
 
 
@@ -202,10 +207,13 @@ def create_app(
         on_commands = request.url.path.startswith("/v1/commands")
         code = "invalid_command" if on_commands else "invalid_request"
         errors: list[dict[str, Any]] = [
-            {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")),
-             "type": str(e.get("type", ""))}
+            {
+                "loc": [str(p) for p in e.get("loc", ())],
+                "msg": str(e.get("msg", "")),
+                "type": str(e.get("type", "")),
+            }
             for e in exc.errors()
-        ]  # fmt: skip
+        ]
         reason = "invalid request"
         if errors:
             loc = ".".join(errors[0]["loc"])
@@ -251,11 +259,13 @@ def create_app(
             await asyncio.to_thread(authority.head, group_id)  # unknown_group for operators too
         elif not await asyncio.to_thread(authority.may_read, group_id, key):
             raise ReadRefused(
-                403, "not_a_member",
+                403,
+                "not_a_member",
                 f"key {key} is no active member's key in group {group_id!r}: only members "
                 "read a Group (an owner adds one with `missionweave group add`)",
-                group_id=group_id, key=key,
-            )  # fmt: skip
+                group_id=group_id,
+                key=key,
+            )
         assert read is not None
         reads.remember(key, read.nonce, read.created_ms, operator=key in operators)
         return key
@@ -312,9 +322,12 @@ def create_app(
             head_seq, _ = await asyncio.to_thread(authority.head, group_id)
         except CursorTooOldError as exc:
             body = error_body(
-                exc.code, str(exc), group_id=group_id, after_sequence=exc.after_sequence,
+                exc.code,
+                str(exc),
+                group_id=group_id,
+                after_sequence=exc.after_sequence,
                 first_online_seq=exc.first_online_seq,
-            )  # fmt: skip
+            )
             return JSONResponse({**body, "snapshot": exc.snapshot}, status_code=410)
         return JSONResponse(
             {"events": [e.model_dump(mode="json") for e in events], "head_seq": head_seq}
@@ -332,9 +345,12 @@ def create_app(
         snap = await asyncio.to_thread(authority.load_snapshot, group_id, seq)
         if snap is None:
             return _error(
-                404, "unknown_snapshot", f"no snapshot of group {group_id!r} at {seq}",
-                group_id=group_id, seq=seq,
-            )  # fmt: skip
+                404,
+                "unknown_snapshot",
+                f"no snapshot of group {group_id!r} at {seq}",
+                group_id=group_id,
+                seq=seq,
+            )
         return JSONResponse(snap)
 
     @app.get("/v1/leases/{lease_id}", responses=_responses(*_READ, 404))
@@ -372,9 +388,12 @@ def create_app(
         except FrameError as err:
             return _frame_error(err)
         stored = presence.put(
-            group_id, frame["agent"], frame["free_slots"], frame["queue_depth"],
+            group_id,
+            frame["agent"],
+            frame["free_slots"],
+            frame["queue_depth"],
             frame["issuedAtMs"],
-        )  # fmt: skip
+        )
         return JSONResponse({"stored": stored})
 
     @app.get("/v1/groups/{group_id}/presence", responses=_responses(*_READ, 404))

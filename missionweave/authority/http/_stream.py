@@ -96,9 +96,10 @@ class StreamSession:
     async def _handle(self, raw: str | bytes) -> None:
         if len(raw) > MAX_FRAME_BYTES:
             raise FrameError(
-                "invalid_frame", f"a frame is at most {MAX_FRAME_BYTES} bytes",
+                "invalid_frame",
+                f"a frame is at most {MAX_FRAME_BYTES} bytes",
                 max_bytes=MAX_FRAME_BYTES,
-            )  # fmt: skip
+            )
         try:
             frame = parse_json(raw)
         except JSONProblem as exc:
@@ -165,9 +166,10 @@ class StreamSession:
             sub = self._subs.get(group)
             if sub is None:
                 await self._error(
-                    "invalid_frame", "ACK for a group this socket has not subscribed to",
+                    "invalid_frame",
+                    "ACK for a group this socket has not subscribed to",
                     {"group": group},
-                )  # fmt: skip
+                )
                 continue
             try:
                 await asyncio.to_thread(self._authority.ack, group, sub.agent, seq)
@@ -188,12 +190,17 @@ class StreamSession:
                 except CursorTooOldError as exc:
                     await self._send(
                         {
-                            "type": "ERROR", "code": exc.code, "reason": str(exc),
-                            "detail": {"group": group, "after_sequence": exc.after_sequence,
-                                       "first_online_seq": exc.first_online_seq},
+                            "type": "ERROR",
+                            "code": exc.code,
+                            "reason": str(exc),
+                            "detail": {
+                                "group": group,
+                                "after_sequence": exc.after_sequence,
+                                "first_online_seq": exc.first_online_seq,
+                            },
                             "snapshot": exc.snapshot,
                         }
-                    )  # fmt: skip
+                    )
                     return
                 for ev in events:
                     await self._send(
@@ -202,9 +209,10 @@ class StreamSession:
                     last = ev.seq
                     if ev.type == "member.removed" and ev.body.get("agent_id") == agent:
                         await self._error(
-                            "unauthorized", "the subscriber was removed from the group",
+                            "unauthorized",
+                            "the subscriber was removed from the group",
                             {"group": group, "agent": agent, "seq": ev.seq},
-                        )  # fmt: skip
+                        )
                         self._subs.pop(group, None)
                         return
                 if len(events) < PAGE and not cut:

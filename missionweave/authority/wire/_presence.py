@@ -62,9 +62,12 @@ def presence_frame(
         The frame with ``signature`` (base64url) over the canonical bytes of the rest.
     """
     frame: dict[str, Any] = {
-        "agent": actor.agent_id, "group": group_id, "free_slots": free_slots,
-        "queue_depth": queue_depth, "issuedAtMs": issued_at_ms,
-    }  # fmt: skip
+        "agent": actor.agent_id,
+        "group": group_id,
+        "free_slots": free_slots,
+        "queue_depth": queue_depth,
+        "issuedAtMs": issued_at_ms,
+    }
     frame["signature"] = actor.key.sign(canonical_bytes(frame))
     return frame
 

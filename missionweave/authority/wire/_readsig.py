@@ -93,9 +93,14 @@ def sign_read(
     message = _Message(method.upper(), url)
     signer = HTTPMessageSigner(signature_algorithm=algorithms.ED25519)
     prepared = signer.prepare(
-        message, key_id=key.public_key, created=created, label=LABEL, tag=TAG,
-        nonce=b64u_encode(os.urandom(18)), covered_component_ids=COVERED,
-    )  # fmt: skip
+        message,
+        key_id=key.public_key,
+        created=created,
+        label=LABEL,
+        tag=TAG,
+        nonce=b64u_encode(os.urandom(18)),
+        covered_component_ids=COVERED,
+    )
     signer.apply(message, prepared, b64u_decode(key.sign(prepared.signature_base)))
     return {k: v for k, v in message.headers.items()}
 
@@ -205,14 +210,17 @@ class ReadVerifier:
             return None
         try:
             (result,) = self._verifier.verify(
-                _Message(method.upper(), url, fields), max_age=None, expect_tag=TAG,
+                _Message(method.upper(), url, fields),
+                max_age=None,
+                expect_tag=TAG,
                 require_components=COVERED,
-            )  # fmt: skip
+            )
         except (HTTPMessageSignaturesException, ValueError) as exc:
             raise ReadRefused(
-                401, "unauthenticated",
+                401,
+                "unauthenticated",
                 f"the read's signature does not verify ({str(exc) or type(exc).__name__})",
-            ) from None  # fmt: skip
+            ) from None
         params = result.parameters
         created, nonce, key = params.get("created"), params.get("nonce"), params.get("keyid")
         if not isinstance(created, int):
@@ -230,10 +238,12 @@ class ReadVerifier:
         now = self._clock()
         if abs(created_ms - now) > self._skew:
             raise ReadRefused(
-                401, "unauthenticated",
-                f"the signature was created more than {self._skew} ms from the Authority's "
-                "clock", created_ms=created_ms, server_time_ms=now,
-            )  # fmt: skip
+                401,
+                "unauthenticated",
+                f"the signature was created more than {self._skew} ms from the Authority's clock",
+                created_ms=created_ms,
+                server_time_ms=now,
+            )
         if not isinstance(nonce, str) or not 16 <= len(nonce) <= 64:
             raise ReadRefused(
                 401, "unauthenticated", "a signature needs a nonce of 16 to 64 characters"

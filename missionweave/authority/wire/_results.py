@@ -58,8 +58,12 @@ class SubmitResult(BaseModel):
             return b
 
         return CommandVerdict(
-            command_id=self.command_id, status=self.status, rejection=self.rejection,
-            events=[EventSummary(seq=e.seq, type=e.type, work_item_id=e.work_item_id,
-                                 body=body(e)) for e in self.events],
+            command_id=self.command_id,
+            status=self.status,
+            rejection=self.rejection,
+            events=[
+                EventSummary(seq=e.seq, type=e.type, work_item_id=e.work_item_id, body=body(e))
+                for e in self.events
+            ],
             reply=dict(self.reply),
-        )  # fmt: skip
+        )

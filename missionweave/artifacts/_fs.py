@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ._errors import ArtifactIntegrityError, ArtifactNotFound
-from ._store import CHUNK_BYTES, ArtifactRef, HashingReader, check_hash, check_meta_name, traced
+from ._store import (
+    CHUNK_BYTES,
+    ArtifactRef,
+    HashingReader,
+    check_hash,
+    check_meta_name,
+    put_file_once,
+    traced,
+)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -131,16 +139,7 @@ class FilesystemStore:
         Raises:
             FileNotFoundError: no file at ``path``.
         """
-        sha, size = hashlib.sha256(), 0
-        with open(path, "rb") as f:
-            while chunk := f.read(CHUNK_BYTES):
-                sha.update(chunk)
-                size += len(chunk)
-            if self._present(sha.hexdigest(), size):
-                return self._ref(sha.hexdigest(), size, media_type)
-            f.seek(0)
-            # hash again while copying: the file may have changed since the first pass
-            return self.put_stream(f, media_type)
+        return put_file_once(self, path, media_type)
 
     @traced("get", "filesystem")
     def get(self, content_hash: str) -> bytes:

@@ -18,7 +18,15 @@ from minio.error import MinioException, S3Error
 
 from ._errors import ArtifactIntegrityError, ArtifactNotFound, ArtifactStoreError
 from ._fs import _temp_in
-from ._store import CHUNK_BYTES, ArtifactRef, HashingReader, check_meta_name, content_key, traced
+from ._store import (
+    CHUNK_BYTES,
+    ArtifactRef,
+    HashingReader,
+    check_meta_name,
+    content_key,
+    put_file_once,
+    traced,
+)
 
 #: S3's smallest multipart part (5 MiB); every part but the last must be at least this big.
 MIN_PART_BYTES = 5 << 20
@@ -181,15 +189,7 @@ class S3Store:
             FileNotFoundError: no file at ``path``.
             ArtifactStoreError: the upload failed.
         """
-        sha, size = hashlib.sha256(), 0
-        with open(path, "rb") as f:
-            while chunk := f.read(CHUNK_BYTES):
-                sha.update(chunk)
-                size += len(chunk)
-            if self._present(sha.hexdigest(), size):
-                return self._ref(sha.hexdigest(), size, media_type)
-            f.seek(0)
-            return self.put_stream(f, media_type)  # re-hashed: the file may have changed
+        return put_file_once(self, path, media_type)
 
     def _open(self, key: str, name: str) -> Any:
         """The GET response of ``key`` (an urllib3 response; close and release it).

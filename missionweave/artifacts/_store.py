@@ -121,6 +121,33 @@ def content_key(content_hash: str) -> str:
     return f"sha256/{check_hash(content_hash)}"
 
 
+class _Putting(Protocol):
+    def _present(self, content_hash: str, size: int) -> bool: ...
+
+    def _ref(self, content_hash: str, size: int, media_type: str | None) -> ArtifactRef: ...
+
+    def put_stream(self, stream: BinaryIO, media_type: str | None = None) -> ArtifactRef: ...
+
+
+def put_file_once(
+    store: _Putting, path: str | os.PathLike[str], media_type: str | None
+) -> ArtifactRef:
+    """Store a file's content through ``store``, hashing it first (``hashlib.file_digest``) so
+    that content already present costs one read and no write or upload; otherwise the file is
+    streamed to :meth:`put_stream`, which hashes it again while copying (it may have changed).
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+    """
+    with open(path, "rb") as f:
+        content_hash = hashlib.file_digest(f, "sha256").hexdigest()
+        size = f.tell()
+        if store._present(content_hash, size):
+            return store._ref(content_hash, size, media_type)
+        f.seek(0)
+        return store.put_stream(f, media_type)
+
+
 class HashingReader:
     """A read-only stream wrapper that hashes (SHA-256) and counts what passes through it.
 

@@ -30,8 +30,6 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-#: Read size while hashing, bytes.
-CHUNK = 1 << 20
 #: At most this many paths are listed per kind in a report (the counts stay exact).
 MAX_LISTED = 1000
 
@@ -128,18 +126,15 @@ def record_digest(data: bytes, algorithm: str = "sha256") -> str:
 
 
 def file_digest(path: Path, algorithm: str) -> tuple[str, int]:
-    """``(<algorithm>=<digest>, size in bytes)`` of the file at ``path``, read in chunks.
+    """``(<algorithm>=<digest>, size in bytes)`` of the file at ``path`` (``hashlib.file_digest``).
 
     Raises:
         ValueError: ``hashlib`` has no such algorithm.
         OSError: the file cannot be read.
     """
-    h = hashlib.new(algorithm)
-    size = 0
     with path.open("rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-            size += len(chunk)
+        h = hashlib.file_digest(f, algorithm)
+        size = f.tell()
     encoded = base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode("ascii")
     return f"{algorithm}={encoded}", size
 

@@ -15,6 +15,17 @@ from __future__ import annotations
 #: (``mission_usage``, MW-11.5-i).
 SCHEMA_VERSION = 3
 
+#: The online window and the archive hold Events alike.
+_EVENT_TABLE = """CREATE TABLE IF NOT EXISTS {name} (
+    group_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event_id TEXT NOT NULL UNIQUE,
+    type TEXT NOT NULL,
+    work_item_id TEXT,
+    data TEXT NOT NULL,
+    PRIMARY KEY (group_id, seq)
+) WITHOUT ROWID;"""
+
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS groups (
@@ -40,25 +51,9 @@ CREATE TABLE IF NOT EXISTS agents (
     card TEXT,
     card_version INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE IF NOT EXISTS events (
-    group_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    event_id TEXT NOT NULL UNIQUE,
-    type TEXT NOT NULL,
-    work_item_id TEXT,
-    data TEXT NOT NULL,
-    PRIMARY KEY (group_id, seq)
-) WITHOUT ROWID;
+{events}
 CREATE INDEX IF NOT EXISTS events_type ON events (group_id, type);
-CREATE TABLE IF NOT EXISTS archived_events (
-    group_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    event_id TEXT NOT NULL UNIQUE,
-    type TEXT NOT NULL,
-    work_item_id TEXT,
-    data TEXT NOT NULL,
-    PRIMARY KEY (group_id, seq)
-) WITHOUT ROWID;
+{archived_events}
 CREATE TABLE IF NOT EXISTS commands (
     group_id TEXT NOT NULL,
     actor TEXT NOT NULL,
@@ -189,7 +184,10 @@ CREATE TABLE IF NOT EXISTS context_packages (
     recorded_at_ms INTEGER NOT NULL,
     PRIMARY KEY (group_id, mission_id, scope, version)
 ) WITHOUT ROWID;
-"""
+""".format(
+    events=_EVENT_TABLE.format(name="events"),
+    archived_events=_EVENT_TABLE.format(name="archived_events"),
+)
 
 
 #: name → SQL (SQLite dialect, ``?`` placeholders).

@@ -369,6 +369,25 @@ class TemporalDevServer:
                 DescribeNamespaceRequest(namespace=self._namespace)
             )
 
+    async def wait(self) -> int:
+        """Wait until the server process exits without being stopped (killed, crashed), and
+        return its exit code (negative: the signal that ended it). :meth:`start` may then start
+        it again, on the same ports and the same ``temporal.db``.
+
+        Raises:
+            DevServerError: the server is not running.
+        """
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            raise DevServerError(f"the dev server at {self.target} is not running")
+        code = await proc.wait()
+        if self._proc is proc:  # it ended on its own, not by stop(): release its log
+            self._proc = None
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+        return code
+
     async def stop(self) -> None:
         """Stop the server: SIGTERM, then SIGKILL after ``stop_timeout``. Safe to call twice,
         or after the process died on its own. The SQLite state stays for the next start."""

@@ -44,6 +44,7 @@ from urllib.parse import quote
 import uvicorn
 from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
 
 from ._devserver import DevServerError, TemporalDevServer
 from ._groups import OWNER_ROLES, ensure_group, ensure_member
@@ -66,6 +67,12 @@ T = TypeVar("T")
 
 #: The Group the embedded stack creates unless told otherwise.
 DEFAULT_GROUP = "demo"
+#: Restarts of a dead part :meth:`EmbeddedStack.supervise` tries within
+#: :data:`RESTART_WINDOW_S` seconds before it gives up.
+RESTARTS = 3
+RESTART_WINDOW_S = 60.0
+#: Seconds the coordinator Worker gets to stop when the Temporal server is gone.
+DRAIN_WITHOUT_TEMPORAL_S = 5.0
 
 
 class StackError(MissionWeaveError):
@@ -201,6 +208,7 @@ class EmbeddedStack:
         self._authority: Authority | None = None
         self._authority_client: AuthorityClient | None = None
         self._coordinator: Actor | None = None
+        self._worker_run: asyncio.Task[None] | None = None
         self.artifacts = FilesystemStore(self.artifacts_path)
         self.agents: dict[str, AgentRuntime] = {}
 
@@ -336,9 +344,27 @@ class EmbeddedStack:
             self._client, self.authority_client, self.coordinator,
             checks=self.checks, schemas=self.schemas, artifact_store=self.artifacts,
         )  # fmt: skip
-        await exits.enter_async_context(worker)
+        # Run as a task, not `async with`: when Temporal is gone for good the Worker cannot
+        # drain, and its fatal error must not cancel whoever started the stack (supervise()
+        # reports it instead).
+        self._worker_run = asyncio.create_task(worker.run(), name="coordinator-worker")
+        exits.push_async_callback(self._stop_worker, worker, self._worker_run)
         log.info("embedded stack up: Temporal %s, Authority %s, group %s",
                  self.temporal_target, self.authority_url, self.group)  # fmt: skip
+
+    async def _stop_worker(self, worker: Worker, run: asyncio.Task[None]) -> None:
+        """Drain the coordinator Worker; without a Temporal server there is nothing to drain
+        against, so it gets :data:`DRAIN_WITHOUT_TEMPORAL_S` seconds and is then cancelled."""
+        stopping = asyncio.create_task(worker.shutdown())
+        bound = None if self.temporal.running else DRAIN_WITHOUT_TEMPORAL_S
+        await asyncio.wait({run}, timeout=bound)
+        for task in (run, stopping):
+            if not task.done():
+                task.cancel()
+        await asyncio.wait({run, stopping}, timeout=DRAIN_WITHOUT_TEMPORAL_S)
+        if run.done() and not run.cancelled() and (exc := run.exception()) is not None:
+            log.warning("the coordinator's Worker ended with %r", exc)
+        self._worker_run = None
 
     def _client_interceptors(self) -> list[Interceptor]:
         """The given interceptors, plus OpenTelemetry tracing unless one of them traces (the
@@ -391,6 +417,64 @@ class EmbeddedStack:
             raise StackError(str(exc)) from None
         self._coordinator = coordinator
         log.info("group %s %s", self.group, "created" if created else "found")
+
+    async def supervise(
+        self,
+        notify: Callable[[str], None] = log.warning,
+        *,
+        restarts: int = RESTARTS,
+        window_s: float = RESTART_WINDOW_S,
+    ) -> None:
+        """Watch the parts that run as their own process (the Temporal dev server) until
+        cancelled, and start again one that dies, on the same ports and state: the Workers and
+        clients reconnect to it by themselves.
+
+        Args:
+            notify: told, in one line, when a part died and when it is back.
+            restarts: how many restarts within ``window_s`` seconds are tried; one more death
+                in the window ends the watch.
+            window_s: the window, seconds.
+
+        Raises:
+            StackError: a part died more than ``restarts`` times within ``window_s`` seconds,
+                or could not start again, or the coordinator's Temporal Worker stopped; the
+                message names it. The stack must then be stopped: it is not up any more.
+        """
+        loop = asyncio.get_running_loop()
+        deaths: list[float] = []
+        while True:
+            code = await self._part_died()
+            now = loop.time()
+            deaths = [t for t in deaths if now - t < window_s] + [now]
+            what = f"the Temporal dev server ({self.temporal_target}) exited with code {code}"
+            if len(deaths) > restarts:
+                raise StackError(f"{what}, {len(deaths)} times in {window_s:g} s; see "
+                                 f"{self.temporal.log_path}")  # fmt: skip
+            notify(f"{what}; starting it again")
+            try:
+                await self.temporal.start()
+            except DevServerError as exc:
+                first = str(exc).splitlines()[0].removesuffix(":") if str(exc) else "no answer"
+                raise StackError(f"{what} and did not start again: {first}") from exc
+            notify(f"the Temporal dev server is back on {self.temporal_target}")
+
+    async def _part_died(self) -> int:
+        """The Temporal server's exit code once it dies.
+
+        Raises:
+            StackError: the coordinator's Worker stopped first.
+        """
+        worker = self._worker_run
+        died = asyncio.ensure_future(self.temporal.wait())
+        try:
+            await asyncio.wait({died} | ({worker} if worker else set()),
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            if worker is not None and worker.done() and not died.done():
+                exc = None if worker.cancelled() else worker.exception()
+                raise StackError(f"the coordinator's Temporal Worker stopped: {exc!r}")
+            return await died
+        finally:
+            died.cancel()
 
     async def stop(self) -> None:
         """Stop every part, agents first and the Temporal server last. Safe to call twice."""

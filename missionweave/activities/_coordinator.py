@@ -7,8 +7,11 @@ workflow (docs/design.md §5).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from datetime import timedelta
 from typing import Any
 
 from temporalio import activity
@@ -37,6 +40,32 @@ from ._ranking import capacities, rank
 from ._review import Check, SubmissionReview
 
 log = logging.getLogger(__name__)
+
+#: How long the Mission workflow waits for a heartbeat of a coordinator activity before it
+#: schedules the activity again: a dead or frozen coordinator costs this, not the activity's
+#: start-to-close timeout (minutes for a review).
+HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+#: How often a running coordinator activity heartbeats.
+HEARTBEAT_EVERY = HEARTBEAT_TIMEOUT / 5
+
+
+@contextlib.asynccontextmanager
+async def heartbeating() -> AsyncIterator[None]:
+    """Heartbeat the current activity every :data:`HEARTBEAT_EVERY` while the block runs
+    (the workflow sets :data:`HEARTBEAT_TIMEOUT` on every coordinator activity)."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(HEARTBEAT_EVERY.total_seconds())
+
+    task = asyncio.create_task(beat(), name="coordinator-heartbeat")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 def _offer_intent(req: SelectCandidatesInput, res: SelectCandidatesResult) -> CoordinatorIntent:
@@ -112,7 +141,8 @@ class CoordinatorActivities:
         Raises:
             AuthorityUnavailable: the Authority cannot be reached (Temporal retries).
         """
-        return await self._submit(inp)
+        async with heartbeating():
+            return await self._submit(inp)
 
     async def _submit(self, inp: SubmitCommandsInput) -> SubmitCommandsResult:
         cmds = [
@@ -203,14 +233,14 @@ class CoordinatorActivities:
         """
         out: list[EventSummary] = []
         after = inp.after_sequence
-        head, _ = await self.authority.head(inp.group_id)
-        while after < head:
-            page = await self.authority.events(inp.group_id, after, 1000)
-            if not page:
-                break
-            out += [EventSummary.of(e) for e in page if e.work_item_id == inp.work_item_id]
-            after = page[-1].seq
-            activity.heartbeat(after)
+        async with heartbeating():
+            head, _ = await self.authority.head(inp.group_id)
+            while after < head:
+                page = await self.authority.events(inp.group_id, after, 1000)
+                if not page:
+                    break
+                out += [EventSummary.of(e) for e in page if e.work_item_id == inp.work_item_id]
+                after = page[-1].seq
         return out
 
     @activity.defn(name="select_candidates")
@@ -226,6 +256,10 @@ class CoordinatorActivities:
         Raises:
             AuthorityUnavailable: the Authority cannot be reached (Temporal retries).
         """
+        async with heartbeating():
+            return await self._select_candidates(inp)
+
+    async def _select_candidates(self, inp: SelectCandidatesBatch) -> SelectCandidatesBatchResult:
         by_group: dict[str, Any] = {}
         out: list[SelectCandidatesResult] = []
         offers: dict[str, list[tuple[int, CoordinatorIntent]]] = {}
@@ -264,6 +298,10 @@ class CoordinatorActivities:
             ArtifactStoreError: the artifact store failed (retried).
             AuthorityUnavailable: the Authority cannot be reached (retried).
         """
+        async with heartbeating():
+            return await self._review_submissions(inp)
+
+    async def _review_submissions(self, inp: ReviewBatch) -> ReviewBatchResult:
         results: list[ReviewResult] = []
         decided: dict[str, list[tuple[int, CoordinatorIntent]]] = {}
         for r in inp.reviews:

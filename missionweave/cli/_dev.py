@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -45,6 +46,10 @@ def up(
     filesystem artifact store (DATA_DIR/artifacts) and the coordinator (key
     DATA_DIR/keys/coordinator.pem), which creates the Group on the first start with itself
     as owner, coordinator and mission owner. Agents run separately: missionweave worker.
+
+    When the Temporal dev server dies (it runs as a child process), it is started again on the
+    same port and state, and a line on stderr says so; after 3 deaths within a minute, or
+    when it cannot start again, the command stops the stack and exits with status 1 naming it.
 
     Example: missionweave dev up --data-dir data --group demo
     """
@@ -102,7 +107,18 @@ async def _up(data_dir: Path, temporal_port: int, ui_port: int, authority_port: 
         except StackError as exc:
             raise CliError(str(exc)) from None
         typer.echo(_describe(stack))
-        await stop.wait()
+        # Temporal runs as a child process: when it dies it is started again, and when it
+        # cannot be, the command exits naming it instead of saying "up" over a dead server.
+        watch = asyncio.create_task(stack.supervise(lambda m: typer.echo(m, err=True)))
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({watch, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if watch.done():
+            died = watch.exception()
+            raise CliError(str(died) if died else "the stack stopped watching its parts", 1)
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
         # A second Ctrl-C while stopping interrupts the orderly shutdown.
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)

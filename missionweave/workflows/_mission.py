@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from ..activities import CoordinatorActivities
+    from ..activities import HEARTBEAT_TIMEOUT, CoordinatorActivities
     from ..outcome import (
         INVALID_MISSION,
         MISSION_EXISTS,
@@ -388,6 +388,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                     CoordinatorActivities.submit_commands,
                     SubmitCommandsInput(group_id=self.s.spec.group_id, entries=batch),
                     start_to_close_timeout=timedelta(seconds=60),
+                    heartbeat_timeout=HEARTBEAT_TIMEOUT,
                     retry_policy=SUBMIT_RETRY,
                     summary=f"{len(batch)} command(s) to the Authority"
                     + (f" for {named}" if (named := name_items(_item_ids(batch))) else ""),

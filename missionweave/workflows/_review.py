@@ -33,7 +33,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ..activities import CoordinatorActivities
+    from ..activities import HEARTBEAT_TIMEOUT, CoordinatorActivities
     from ..protocol import (
         AcceptanceCriterion,
         Budget,
@@ -150,6 +150,7 @@ class ReviewMixin:
             done = await workflow.execute_activity_method(
                 CoordinatorActivities.review_submissions, ReviewBatch(reviews=batch),
                 start_to_close_timeout=timedelta(minutes=5), retry_policy=_REVIEW_RETRY,
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 summary="review " + name_items([r.work_item_id for r in batch]),
             )  # fmt: skip
             for r, res in zip(batch, done.results, strict=True):

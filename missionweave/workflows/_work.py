@@ -22,7 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, CancelledError, TimeoutError, TimeoutType
 
 with workflow.unsafe.imports_passed_through():
-    from ..activities import CoordinatorActivities
+    from ..activities import HEARTBEAT_TIMEOUT, CoordinatorActivities
     from ..outcome import error_line
     from ..protocol import WorkItemState
     from ..protocol.temporal_contract import (
@@ -102,6 +102,7 @@ class WorkMixin:
             ranked = await workflow.execute_activity_method(
                 CoordinatorActivities.select_candidates, SelectCandidatesBatch(requests=requests),
                 start_to_close_timeout=timedelta(seconds=30), retry_policy=SUBMIT_RETRY,
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 summary=f"rank agents for and offer {name_items([w for w, _ in wanted])}",
             )  # fmt: skip
         finally:
@@ -245,6 +246,7 @@ class WorkMixin:
                 WorkItemEventsInput(group_id=self.s.spec.group_id,
                                     work_item_id=item.work_item_id, after_sequence=item.w.seq),
                 start_to_close_timeout=timedelta(seconds=60), retry_policy=SUBMIT_RETRY,
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 summary=f"read {item.work_item_id} from the Authority",
             )  # fmt: skip
         finally:

@@ -1,0 +1,83 @@
+"""The embedded stack notices when its Temporal dev server dies (issue 13): ``dev up`` starts it
+again on the same port and state, and says so; when it cannot, the stack gives up naming it
+instead of saying "up" over a dead server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+
+from missionweave.dev import EmbeddedStack, StackError, connect_client
+
+from .cli_processes import EXE, STARTUP_S, Process, processes, processes_mentioning
+
+__all__ = ["processes"]  # the fixture
+
+
+def _children(pid: int, needle: str) -> list[int]:
+    """Pids of live children of ``pid`` whose command line mentions ``needle``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            ppid = int((proc / "stat").read_text().split(") ", 1)[1].split()[1])
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and needle in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
+async def _answers(target: str) -> bool:
+    client = await connect_client(target, tracing=False)
+    info = await client.workflow_service.get_system_info(GetSystemInfoRequest())
+    return bool(info.server_version)
+
+
+def test_dev_up_starts_its_killed_temporal_server_again(
+    tmp_path: Path, processes: list[Process]
+) -> None:
+    data = tmp_path / "data"
+    stack = Process(
+        [EXE, "dev", "up", "--data-dir", str(data), "--temporal-port", "0", "--headless",
+         "--authority-port", "0"], tmp_path / "dev.log",
+    )  # fmt: skip
+    processes.append(stack)
+    info = stack.read_until(r"^  Group ", STARTUP_S)
+    target = info["Temporal"].split()[0]
+    (child,) = _children(stack.proc.pid, "start-dev")
+    os.kill(child, signal.SIGKILL)
+    # its stderr says it died and is back
+    end = time.monotonic() + STARTUP_S
+    while "is back on" not in stack.stderr():
+        assert stack.proc.poll() is None, stack.stderr()
+        assert time.monotonic() < end, stack.stderr()
+        time.sleep(0.2)
+    log = stack.stderr()
+    assert f"the Temporal dev server ({target}) exited with code -9; starting it again" in log
+    (again,) = _children(stack.proc.pid, "start-dev")
+    assert again != child
+    assert asyncio.run(_answers(target))  # same port, answering
+    assert stack.interrupt() == 0
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+@pytest.mark.asyncio
+async def test_the_stack_gives_up_naming_temporal_when_it_dies_too_often(tmp_path: Path) -> None:
+    async with EmbeddedStack(tmp_path, temporal_port=0, authority_port=0, headless=True) as stack:
+        watch = asyncio.create_task(stack.supervise(restarts=0))
+        await asyncio.sleep(0)
+        proc = stack.temporal._proc
+        assert proc is not None
+        os.kill(proc.pid, signal.SIGKILL)
+        with pytest.raises(StackError, match=r"the Temporal dev server \(.*\) exited with code -9"):
+            await asyncio.wait_for(watch, 30)
+        assert not stack.temporal.running

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .cluster import Config
 from .nemesis import FAULTS, KINDS
-from .suite import run_suite, table, trial_line
+from .suite import all_jobs, run_suite, table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,10 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Config(items=a.items, bound_s=a.bound)
     print(f"fault suite: seed {seed}, {a.trials} trial(s) per kind and fault, "
           f"{cfg.items} WorkItems each, runs under {base}", flush=True)  # fmt: skip
-    trials = asyncio.run(run_suite(
-        seed, a.trials, base, cfg, kinds=a.kind or KINDS, faults=a.fault or FAULTS,
-        report=lambda t: print(trial_line(t), flush=True), keep=a.keep,
-    ))  # fmt: skip
+    jobs = all_jobs(a.kind or KINDS, a.fault or FAULTS, a.trials)
+    say = lambda line: print(line, flush=True)  # noqa: E731
+    trials = asyncio.run(run_suite(seed, jobs, base, cfg, report=say, keep=a.keep))
     print()
     print(table(trials))
     failed = [t for t in trials if t.verdict.failures()]

@@ -14,15 +14,13 @@ and the process table once every part has stopped.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from missionweave.authority import Authority
-from missionweave.protocol import Event, SigningKey
-
-from .cluster import GROUP, Cluster
+from .cluster import Cluster
 from .parts import MW, ROOT, processes_mentioning
 
 
@@ -42,6 +40,11 @@ class Verdict:
     chain_ok: bool
     leftovers: list[str]
     notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def broken(cls, status: str, items: int, owner_faulted: bool, why: str) -> Verdict:
+        """The verdict of a trial whose deployment could not be read (nothing holds)."""
+        return cls(status, items, 0, 0, 0, 0, owner_faulted, 0, 0, False, [], [why])
 
     @property
     def unexpected_reruns(self) -> int:
@@ -65,56 +68,32 @@ class Verdict:
         return out
 
 
-def read_events(db: Path, key_path: Path) -> list[Event]:
-    """Every Event of the fault suite's Group, from the Authority database (offline)."""
-    authority = Authority(db, SigningKey.from_file(key_path))
-    try:
-        out: list[Event] = []
-        while page := authority.events(GROUP, out[-1].seq if out else 0, 1000):
-            out += page
-        return out
-    finally:
-        authority.close()
-
-
-def check(cluster: Cluster, status: str, owner_faulted: bool) -> Verdict:
-    """Judge a stopped run.
+async def check(cluster: Cluster, status: str, owner_faulted: bool) -> Verdict:
+    """Judge the current Mission of a running deployment (its processes are judged when it
+    stops: :func:`leftovers`).
 
     Args:
-        cluster: the run (every part stopped).
+        cluster: the deployment, every part running again.
         status: the Mission's final status (``stuck`` when it did not end within the bound).
         owner_faulted: the fault hit an agent, so re-runs under a new epoch are expected.
     """
-    items = {f"{cluster.mission_id}:{n:03d}" for n in range(1, cluster.cfg.items + 1)}
-    if not cluster.authority_db.exists():
-        return Verdict(
-            status,
-            len(items),
-            0,
-            0,
-            0,
-            0,
-            owner_faulted,
-            0,
-            0,
-            False,
-            processes_mentioning(str(cluster.run_dir)),
-            ["no Authority database"],
-        )
-    events = read_events(cluster.authority_db, cluster.data_dir / "authority.key")
+    items = cluster.items
+    events = [e for e in await cluster.events() if e.work_item_id in items]
     accepted = Counter(e.work_item_id for e in events if e.type == "work.result_accepted")
     epochs: dict[str, set[int]] = defaultdict(set)
     for e in events:
-        if e.type == "work.started" and e.work_item_id in items:
+        if e.type == "work.started" and e.work_item_id is not None:
             epochs[e.work_item_id].add(int(e.body["lease"]["ownership_epoch"]))
     late = sum(1 for e in events if e.type == "work.late_result_recorded")
-    lines = [ln.split() for ln in cluster.ledger.read_text().splitlines() if ln.strip()]
+    lines = cluster.ledger_lines()
     per_key = Counter(ln[0] for ln in lines)
     keys_per_item: dict[str, set[str]] = defaultdict(set)
     for ln in lines:
         keys_per_item[ln[1]].add(ln[0])
-    verify = subprocess.run([MW, "events", "verify", "--db", str(cluster.authority_db)],
-                            capture_output=True, text=True, cwd=ROOT, check=False)  # fmt: skip
+    verify = await asyncio.to_thread(
+        subprocess.run, [MW, "events", "verify", "--db", str(cluster.authority_db)],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
     notes = [] if verify.returncode == 0 else [verify.stdout + verify.stderr]
     return Verdict(
         status=status, items=len(items),
@@ -124,6 +103,10 @@ def check(cluster: Cluster, status: str, owner_faulted: bool) -> Verdict:
         rerun_items=sum(1 for s in epochs.values() if len(s) > 1),
         rerun_expected=owner_faulted,
         effects_items_twice=sum(1 for k in keys_per_item.values() if len(k) > 1),
-        late_results=late, chain_ok=verify.returncode == 0,
-        leftovers=processes_mentioning(str(cluster.run_dir)), notes=notes,
+        late_results=late, chain_ok=verify.returncode == 0, leftovers=[], notes=notes,
     )  # fmt: skip
+
+
+def leftovers(run_dir: Path) -> list[str]:
+    """Processes of a stopped deployment still alive (their command lines name its directory)."""
+    return processes_mentioning(str(run_dir))

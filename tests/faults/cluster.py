@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from missionweave._devserver import find_temporal_cli, free_port, search_attribu
 from missionweave._groups import OWNER_ROLES, ensure_group, ensure_member
 from missionweave.authority.client import AuthorityClient
 from missionweave.dev import connect_client
-from missionweave.protocol import Actor, SigningKey
+from missionweave.protocol import Actor, Event, SigningKey
 from missionweave.protocol.temporal_contract import (
     COORDINATOR_TASK_QUEUE,
     MISSION_WORKFLOW_TYPE,
@@ -95,7 +96,8 @@ class Cluster:
         self.proxies: dict[str, Proxy] = {}  # "<client>→authority" / "<client>→temporal"
         self.client: Client | None = None
         self.handle: WorkflowHandle[Any, Any] | None = None
-        self.mission_id = "faults-1"
+        self.mission_id = ""
+        self.missions = 0
 
     # ----------------------------------------------------------------------- where
 
@@ -159,6 +161,40 @@ class Cluster:
 
             await until(present, "Presence of every agent", 60)
         self.client = await connect_client(f"127.0.0.1:{self.temporal_port}", tracing=False)
+
+    def _operator(self) -> AuthorityClient:
+        key = SigningKey.from_file(self.coordinator_key)
+        return AuthorityClient(self.authority_url(), signing_key=key)
+
+    async def healthy(self, timeout_s: float = 60) -> None:
+        """Wait until every part runs again (none frozen, every agent present): a trial
+        leaves the deployment as it found it for the next one.
+
+        Raises:
+            TimeoutError: it did not recover within ``timeout_s``.
+            RuntimeError: a part exited.
+        """
+        for part in self.parts.values():
+            if not part.alive():
+                raise RuntimeError(f"{part.name} exited: {part.tail(5)}")
+            part.signal(signal.SIGCONT)
+        for proxy in self.proxies.values():
+            proxy.set_mode("pass")
+        await until(self._temporal_answers, "answer from Temporal", timeout_s)
+        async with self._operator() as a:
+
+            async def present() -> bool:
+                return set(self.workers) <= set(await a.presence(GROUP))
+
+            await until(present, "Presence of every agent", timeout_s)
+
+    async def events(self) -> list[Event]:
+        """Every Event of the Group so far (read from the Authority as its operator)."""
+        out: list[Event] = []
+        async with self._operator() as a:
+            while page := await a.events(GROUP, out[-1].seq if out else 0, 1000):
+                out += page
+        return out
 
     def authority_url(self, client: str | None = None) -> str:
         """The Authority's URL, through ``client``'s proxy when given."""
@@ -240,6 +276,11 @@ class Cluster:
 
     # -------------------------------------------------------------------- mission
 
+    @property
+    def items(self) -> set[str]:
+        """The WorkItem ids of the current Mission."""
+        return {f"{self.mission_id}:{n:03d}" for n in range(1, self.cfg.items + 1)}
+
     def spec(self) -> MissionSpec:
         """``cfg.items`` independent WorkItems of ``fault.effect@1.0``."""
         c = self.cfg
@@ -262,7 +303,11 @@ class Cluster:
         })  # fmt: skip
 
     async def start_mission(self) -> None:
+        """Start the next Mission (``faults-<n>``: the Missions of one deployment are told
+        apart by their WorkItem ids)."""
         assert self.client is not None
+        self.missions += 1
+        self.mission_id = f"faults-{self.missions}"
         self.handle = await self.client.start_workflow(
             MISSION_WORKFLOW_TYPE, args=[self.spec(), None],
             id=mission_workflow_id(self.mission_id), task_queue=COORDINATOR_TASK_QUEUE,
@@ -286,9 +331,15 @@ class Cluster:
             await asyncio.sleep(0.3)
         return "stuck"
 
+    def ledger_lines(self) -> list[list[str]]:
+        """The current Mission's ledger lines, split (key, WorkItem, epoch, agent, pid)."""
+        prefix = f"{self.mission_id}:".encode()
+        return [ln.decode().split() for ln in self.ledger.read_bytes().splitlines()
+                if ln.split(b" ")[1:2] and ln.split(b" ")[1].startswith(prefix)]  # fmt: skip
+
     def effects(self) -> int:
-        """Ledger lines so far."""
-        return len(self.ledger.read_bytes().splitlines())
+        """The current Mission's effects so far."""
+        return len(self.ledger_lines())
 
     # ----------------------------------------------------------------------- stop
 

@@ -98,7 +98,6 @@ async def unleash(plan: Plan, cluster: Cluster, t0: float, record: Record) -> No
         (child,) = children(part.pid, "start-dev")
         if plan.fault == "kill":
             os.kill(child, signal.SIGKILL)
-            record.notes.append(f"killed dev up's Temporal child {child}")
             await _until_back(cluster, child, record, t0)
         else:
             os.kill(child, signal.SIGSTOP)

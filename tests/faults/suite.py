@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .cluster import Config
-from .nemesis import FAULTS, KINDS, Fault, Kind
+from .checker import Verdict, leftovers
+from .cluster import Cluster, Config, Layout
+from .nemesis import Fault, Kind, Plan, Record
 from .trial import Trial, run_trial, trial_seed
 
 #: What the kinds are called in the table.
@@ -18,30 +20,80 @@ LABELS = {"worker": "worker", "authority": "Authority", "temporal": "Temporal se
 KNOWN_ISSUE_12: frozenset[str] = frozenset({"authority"})
 
 
+def layout_of(kind: Kind) -> Layout:
+    """The deployment a kind is tried on."""
+    return "dev" if kind == "dev-temporal" else "separate"
+
+
 async def run_suite(
     seed: int,
-    trials: int,
+    jobs: Iterable[tuple[Kind, Fault, int]],
     base: Path,
     cfg: Config,
-    kinds: Iterable[Kind] = KINDS,
-    faults: Iterable[Fault] = FAULTS,
-    report: Callable[[Trial], None] = lambda t: None,
+    report: Callable[[str], None] = lambda line: None,
     keep: bool = False,
 ) -> list[Trial]:
-    """``trials`` trials of each kind × fault, one after the other, under ``base``; each
-    run's directory is removed after its check unless ``keep`` or the trial failed."""
-    done = []
-    for kind in kinds:
-        for fault in faults:
-            for n in range(1, trials + 1):
-                seed_n = trial_seed(seed, kind, fault, n)
-                run_dir = base / seed_n.replace(":", "-")
-                t = await run_trial(kind, fault, seed_n, cfg, run_dir)
-                report(t)
-                done.append(t)
-                if not keep and not t.verdict.failures():
-                    shutil.rmtree(run_dir, ignore_errors=True)
+    """Run ``jobs`` — (kind, fault, trial number) — in order, each seeded from ``seed``.
+    Consecutive jobs of one layout share a deployment, which is started again after a trial
+    whose Mission did not complete or whose parts did not recover. Every deployment is
+    stopped and its leftover processes are counted into its last trial; its directory is
+    removed unless ``keep`` or one of its trials failed."""
+    done: list[Trial] = []
+    cluster: Cluster | None = None
+    mine: list[Trial] = []
+    deployments = 0
+
+    async def retire() -> None:
+        nonlocal cluster, mine
+        if cluster is None:
+            return
+        await cluster.stop()
+        left = leftovers(cluster.run_dir)
+        if left and mine:
+            mine[-1].verdict.leftovers += left
+            report(f"     {cluster.run_dir}: {len(left)} process(es) left: {left}")
+        if not keep and not any(t.verdict.failures() for t in mine):
+            shutil.rmtree(cluster.run_dir, ignore_errors=True)
+        cluster, mine = None, []
+
+    try:
+        for kind, fault, n in jobs:
+            if cluster is not None and cluster.layout != layout_of(kind):
+                await retire()
+            seed_n = trial_seed(seed, kind, fault, n)
+            if cluster is None:
+                deployments += 1
+                cluster = Cluster(base / f"{deployments}-{layout_of(kind)}", cfg, layout_of(kind))
+                try:
+                    await cluster.start()
+                except Exception as exc:
+                    why = f"deployment did not start: {type(exc).__name__}: {exc}"
+                    plan = Plan.draw(random.Random(seed_n), kind, fault, cluster)
+                    broken = Verdict.broken("not started", cfg.items, kind == "worker", why)
+                    t = Trial(kind, fault, seed_n, plan, Record(), broken, 0)
+                    mine.append(t)
+                    done.append(t)
+                    report(trial_line(t))
+                    await retire()
+                    continue
+            t = await run_trial(kind, fault, seed_n, cluster)
+            mine.append(t)
+            done.append(t)
+            report(trial_line(t))
+            if t.verdict.status != "completed" or t.verdict.notes:
+                await retire()
+    finally:
+        await retire()
     return done
+
+
+def all_jobs(
+    kinds: Iterable[Kind], faults: Iterable[Fault], trials: int
+) -> list[tuple[Kind, Fault, int]]:
+    """Every kind × fault × trial, kinds of one layout together."""
+    faults = list(faults)
+    ks = sorted(kinds, key=lambda k: layout_of(k) == "dev")
+    return [(k, f, n) for k in ks for f in faults for n in range(1, trials + 1)]
 
 
 def trial_line(t: Trial) -> str:
@@ -50,8 +102,8 @@ def trial_line(t: Trial) -> str:
     failed = v.failures()
     return (f"{'FAIL' if failed else 'ok  '} {t.seed:<28} {t.plan.describe():<58} "
             f"{v.status} in {t.duration_s:.1f} s, re-run {v.rerun_items}, "
-            f"late {v.late_results} (up {t.phases.get('start', 0):.0f} s, "
-            f"stop {t.phases.get('stop', 0):.0f} s)" + (f" — {'; '.join(failed)}" if failed else "")
+            f"late {v.late_results}, recovered in {t.phases.get('recover', 0):.0f} s"
+            + (f" — {'; '.join(failed)}" if failed else "")
             + (f" [{'; '.join(n.strip()[:160] for n in v.notes)}]" if v.notes else ""))  # fmt: skip
 
 

@@ -1,4 +1,5 @@
-"""One trial: start a deployment, run the Mission, unleash the nemesis, stop, check."""
+"""One trial on a running deployment: start a Mission, unleash the nemesis, wait for the
+Mission, let the parts recover, check."""
 
 from __future__ import annotations
 
@@ -6,15 +7,14 @@ import asyncio
 import contextlib
 import random
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
 from .checker import Verdict, check
-from .cluster import Cluster, Config
+from .cluster import Cluster
 from .nemesis import Fault, Kind, Plan, Record, unleash
 
 #: Seconds left after the Mission ends for late results (a resumed agent's) to land.
-SETTLE_S = 3.0
+SETTLE_S = 2.0
 
 
 @dataclass
@@ -28,30 +28,27 @@ class Trial:
     record: Record
     verdict: Verdict
     duration_s: float
-    run_dir: Path
-    phases: dict[str, float]
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def trial_seed(seed: int, kind: Kind, fault: Fault, n: int) -> str:
     """The seed of trial ``n`` of ``kind``/``fault`` in a run seeded ``seed``: every draw of the
-    trial comes from it, so one trial can be run again alone."""
+    trial comes from it."""
     return f"{seed}:{kind}:{fault}:{n}"
 
 
-async def run_trial(kind: Kind, fault: Fault, seed: str, cfg: Config, run_dir: Path) -> Trial:
-    """Run one trial under ``run_dir`` (created) and judge it."""
-    rng = random.Random(seed)
-    cluster = Cluster(run_dir, cfg, "dev" if kind == "dev-temporal" else "separate")
-    plan = Plan.draw(rng, kind, fault, cluster)
+async def run_trial(kind: Kind, fault: Fault, seed: str, cluster: Cluster) -> Trial:
+    """Run one trial on ``cluster`` (started, healthy) and judge it; the cluster is healthy
+    again afterwards, or :attr:`Verdict.notes` says why not."""
+    cfg = cluster.cfg
+    plan = Plan.draw(random.Random(seed), kind, fault, cluster)
     record = Record()
     status = "not started"
-    t0 = begun = time.monotonic()
+    t0 = time.monotonic()
     phases: dict[str, float] = {}
     try:
-        await cluster.start()
         await cluster.start_mission()
         t0 = time.monotonic()
-        phases["start"] = t0 - begun
         nemesis = asyncio.create_task(unleash(plan, cluster, t0, record))
         status = await cluster.wait_mission(cfg.bound_s)
         phases["mission"] = time.monotonic() - t0
@@ -63,13 +60,16 @@ async def run_trial(kind: Kind, fault: Fault, seed: str, cfg: Config, run_dir: P
         elif nemesis.exception() is not None:
             record.notes.append(f"nemesis failed: {nemesis.exception()!r}")
         await asyncio.sleep(SETTLE_S)
-    except Exception as exc:  # a part that did not come up: the trial says so
+        recovering = time.monotonic()
+        await cluster.healthy()
+        phases["recover"] = time.monotonic() - recovering
+    except Exception as exc:  # a part that did not come back: the trial says so
         record.notes.append(f"{type(exc).__name__}: {exc}")
-    finally:
-        duration = phases.get("mission", time.monotonic() - t0)
-        stopping = time.monotonic()
-        await cluster.stop()
-        phases["stop"] = time.monotonic() - stopping
-    verdict = check(cluster, status, owner_faulted=kind == "worker")
+    duration = phases.get("mission", time.monotonic() - t0)
+    try:
+        verdict = await check(cluster, status, owner_faulted=kind == "worker")
+    except Exception as exc:
+        why = f"cannot check: {type(exc).__name__}: {exc}"
+        verdict = Verdict.broken(status, cfg.items, kind == "worker", why)
     verdict.notes += record.notes
-    return Trial(kind, fault, seed, plan, record, verdict, duration, run_dir, phases)
+    return Trial(kind, fault, seed, plan, record, verdict, duration, phases)

@@ -40,11 +40,13 @@ class Verdict:
     chain_ok: bool
     leftovers: list[str]
     notes: list[str] = field(default_factory=list)
+    #: ``False``: the deployment could not be read, nothing above was measured.
+    checked: bool = True
 
     @classmethod
     def broken(cls, status: str, items: int, owner_faulted: bool, why: str) -> Verdict:
         """The verdict of a trial whose deployment could not be read (nothing holds)."""
-        return cls(status, items, 0, 0, 0, 0, owner_faulted, 0, 0, False, [], [why])
+        return cls(status, items, 0, 0, 0, 0, owner_faulted, 0, 0, False, [], [why], False)
 
     @property
     def unexpected_reruns(self) -> int:
@@ -61,7 +63,9 @@ class Verdict:
             out.append(f"{self.effects_twice_same_key} key(s) with effects twice")
         if self.unexpected_reruns:
             out.append(f"{self.unexpected_reruns} item(s) re-run after an outage")
-        if not self.chain_ok:
+        if not self.checked:
+            out.append("not checked")
+        elif not self.chain_ok:
             out.append("events verify failed")
         if self.leftovers:
             out.append(f"{len(self.leftovers)} process(es) left")

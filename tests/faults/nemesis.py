@@ -60,10 +60,15 @@ class Plan:
         )  # fmt: skip
 
     def describe(self) -> str:
-        what = {"kill": f"kill -9, down {self.down_s:g} s",
+        if self.kind == "dev-temporal":
+            target = "dev up's Temporal" if self.fault != "cut" else "dev up's Temporal (agents)"
+        else:
+            target = self.target
+        down = "dev up starts it" if self.kind == "dev-temporal" else f"down {self.down_s:g} s"
+        what = {"kill": f"kill -9, {down}",
                 "freeze": f"SIGSTOP {self.hold_s:g} s",
                 "cut": f"{self.cut_mode} {self.hold_s:g} s"}[self.fault]  # fmt: skip
-        return (f"{self.fault} {self.target} ({what}) after {self.after_effects} effect(s) "
+        return (f"{self.fault} {target} ({what}) after {self.after_effects} effect(s) "
                 f"+ {self.delay_s:g} s")  # fmt: skip
 
 

@@ -104,10 +104,17 @@ def trial_line(t: Trial) -> str:
     """One line per trial: its seed, plan and findings."""
     v = t.verdict
     failed = v.failures()
-    return (f"{'FAIL' if failed else 'ok  '} {t.seed:<28} {t.plan.describe():<58} "
+    known = (
+        bool(failed)
+        and t.kind in KNOWN_ISSUE_12
+        and failed == [f"{v.unexpected_reruns} item(s) re-run after an outage"]
+    )
+    tag = "FAIL" if failed else "ok  "
+    return (f"{tag} {t.seed:<28} {t.plan.describe():<58} "
             f"{v.status} in {t.duration_s:.1f} s, re-run {v.rerun_items}, "
             f"late {v.late_results}, recovered in {t.phases.get('recover', 0):.0f} s"
             + (f" — {'; '.join(failed)}" if failed else "")
+            + (" (known: issue 12)" if known else "")
             + (f" [{'; '.join(n.strip()[:160] for n in v.notes)}]" if v.notes else ""))  # fmt: skip
 
 

@@ -48,7 +48,7 @@ def up(
     as owner, coordinator and mission owner. Agents run separately: missionweave worker.
 
     When the Temporal dev server dies (it runs as a child process), it is started again on the
-    same port and state, and a line on stderr says so; after 3 deaths within a minute, or
+    same port and state, and a line on stderr says so. At a fourth death within a minute, or
     when it cannot start again, the command stops the stack and exits with status 1 naming it.
 
     Example: missionweave dev up --data-dir data --group demo

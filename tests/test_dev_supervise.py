@@ -42,25 +42,34 @@ async def _answers(target: str) -> bool:
     return bool(info.server_version)
 
 
-def test_dev_up_starts_its_killed_temporal_server_again(
-    tmp_path: Path, processes: list[Process]
-) -> None:
-    data = tmp_path / "data"
+def _dev_up(tmp_path: Path, processes: list[Process]) -> tuple[Process, str]:
+    """``dev up`` (headless, free ports) once it says it is up; and its Temporal target."""
     stack = Process(
-        [EXE, "dev", "up", "--data-dir", str(data), "--temporal-port", "0", "--headless",
-         "--authority-port", "0"], tmp_path / "dev.log",
+        [EXE, "dev", "up", "--data-dir", str(tmp_path / "data"), "--temporal-port", "0",
+         "--headless", "--authority-port", "0"], tmp_path / "dev.log",
     )  # fmt: skip
     processes.append(stack)
     info = stack.read_until(r"^  Group ", STARTUP_S)
-    target = info["Temporal"].split()[0]
+    return stack, info["Temporal"].split()[0]
+
+
+def _kill_temporal_until(stack: Process, times: int) -> None:
+    """Kill ``dev up``'s Temporal child; wait until it is back ``times`` times in all."""
     (child,) = _children(stack.proc.pid, "start-dev")
     os.kill(child, signal.SIGKILL)
-    # its stderr says it died and is back
     end = time.monotonic() + STARTUP_S
-    while "is back on" not in stack.stderr():
+    while stack.stderr().count("is back on") < times:
         assert stack.proc.poll() is None, stack.stderr()
         assert time.monotonic() < end, stack.stderr()
         time.sleep(0.2)
+
+
+def test_dev_up_starts_its_killed_temporal_server_again(
+    tmp_path: Path, processes: list[Process]
+) -> None:
+    stack, target = _dev_up(tmp_path, processes)
+    (child,) = _children(stack.proc.pid, "start-dev")
+    _kill_temporal_until(stack, 1)  # its stderr says it died and is back
     log = stack.stderr()
     assert f"the Temporal dev server ({target}) exited with code -9; starting it again" in log
     (again,) = _children(stack.proc.pid, "start-dev")
@@ -81,3 +90,18 @@ async def test_the_stack_gives_up_naming_temporal_when_it_dies_too_often(tmp_pat
         with pytest.raises(StackError, match=r"the Temporal dev server \(.*\) exited with code -9"):
             await asyncio.wait_for(watch, 30)
         assert not stack.temporal.running
+
+
+def test_dev_up_exits_1_naming_temporal_at_its_fourth_death_in_a_minute(
+    tmp_path: Path, processes: list[Process]
+) -> None:
+    stack, target = _dev_up(tmp_path, processes)
+    for n in (1, 2, 3):
+        _kill_temporal_until(stack, n)
+    (child,) = _children(stack.proc.pid, "start-dev")
+    os.kill(child, signal.SIGKILL)
+    assert stack.proc.wait(timeout=60) == 1
+    last = stack.stderr().strip().splitlines()[-1]
+    assert last == (f"error: the Temporal dev server ({target}) exited with code -9, 4 times in "
+                    f"60 s; see {tmp_path / 'data' / 'temporal-server.log'}")  # fmt: skip
+    assert processes_mentioning(str(tmp_path)) == []

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench demo dev clean venv
+.PHONY: test lint typecheck pytest bench faults demo dev clean venv
 
 venv: $(STAMP)
 
@@ -29,6 +29,13 @@ test: lint typecheck pytest
 
 bench: $(STAMP)
 	$(BIN)/python bench/authority_append.py
+
+# The fault suite (docs/faults.md): kill, freeze and cut every part; the seed reproduces a run,
+# e.g. `make faults SEED=42 TRIALS=5` (TRIALS per kind and fault; KIND=worker for one kind).
+TRIALS ?= 1
+faults: $(STAMP)
+	$(BIN)/python -m tests.faults --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) \
+		$(if $(KIND),--kind $(KIND))
 
 # The embedded stack's ports, e.g. `TEMPORAL_PORT=17233 UI_PORT=18233 make demo` (0: any free one).
 PORTS = $(if $(TEMPORAL_PORT),--temporal-port $(TEMPORAL_PORT)) \

@@ -140,9 +140,11 @@ async def connect_client(
         RuntimeError: the server cannot be reached (temporalio's connect error).
     """
     return await Client.connect(
-        target, namespace=namespace, data_converter=pydantic_data_converter,
+        target,
+        namespace=namespace,
+        data_converter=pydantic_data_converter,
         interceptors=temporal_interceptors() if tracing else [],
-    )  # fmt: skip
+    )
 
 
 def _die_with_parent() -> None:
@@ -253,15 +255,21 @@ class TemporalDevServer:
         """
         binary = self.binary if self.binary is not None else find_temporal_cli()
         cmd = [
-            str(binary), "server", "start-dev",
+            str(binary),
+            "server",
+            "start-dev",
             *(["--db-filename", str(self.db_path)] if self.persist else []),
-            "--ip", self.ip,
-            "--port", str(self.port),
-            "--namespace", self._namespace,
-            "--log-level", self.log_level,
+            "--ip",
+            self.ip,
+            "--port",
+            str(self.port),
+            "--namespace",
+            self._namespace,
+            "--log-level",
+            self.log_level,
             *(["--ui-port", str(self.ui_port)] if self.ui else ["--headless"]),
             *search_attribute_args(self.search_attributes),
-        ]  # fmt: skip
+        ]
         for key, value in self.dynamic_config.items():
             cmd += ["--dynamic-config-value", f"{key}={json.dumps(value)}"]
         return cmd
@@ -314,9 +322,13 @@ class TemporalDevServer:
         # stops agents, the coordinator and the Authority *before* Temporal, instead of the
         # server dying first under them. On Linux it still dies with this process.
         self._proc = await asyncio.create_subprocess_exec(
-            *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=self._log, stderr=self._log,
-            process_group=0, preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-        )  # fmt: skip
+            *cmd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=self._log,
+            process_group=0,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
         try:
             await self._wait_ready()
         except BaseException:
@@ -367,6 +379,25 @@ class TemporalDevServer:
             await client.workflow_service.describe_namespace(
                 DescribeNamespaceRequest(namespace=self._namespace)
             )
+
+    async def wait(self) -> int:
+        """Wait until the server process exits without being stopped (killed, crashed), and
+        return its exit code (negative: the signal that ended it). :meth:`start` may then start
+        it again, on the same ports and the same ``temporal.db``.
+
+        Raises:
+            DevServerError: the server is not running.
+        """
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            raise DevServerError(f"the dev server at {self.target} is not running")
+        code = await proc.wait()
+        if self._proc is proc:  # it ended on its own, not by stop(): release its log
+            self._proc = None
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+        return code
 
     async def stop(self) -> None:
         """Stop the server: SIGTERM, then SIGKILL after ``stop_timeout``. Safe to call twice,

@@ -43,6 +43,7 @@ from urllib.parse import quote
 import uvicorn
 from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
 
 from ._devserver import DevServerError, TemporalDevServer
 from ._groups import OWNER_ROLES, ensure_group, ensure_member
@@ -65,6 +66,12 @@ T = TypeVar("T")
 
 #: The Group the embedded stack creates unless told otherwise.
 DEFAULT_GROUP = "demo"
+#: Restarts of a dead part :meth:`EmbeddedStack.supervise` tries within
+#: :data:`RESTART_WINDOW_S` seconds before it gives up.
+RESTARTS = 3
+RESTART_WINDOW_S = 60.0
+#: Seconds the coordinator Worker gets to stop when the Temporal server is gone.
+DRAIN_WITHOUT_TEMPORAL_S = 5.0
 
 
 class StackError(MissionWeaveError):
@@ -192,14 +199,21 @@ class EmbeddedStack:
         self.schemas = dict(schemas or {})
         self.interceptors = list(interceptors)
         self.temporal = TemporalDevServer(
-            self.data_dir, port=temporal_port, ui=not headless, ui_port=ui_port, ip=host,
-            namespace=namespace, log_level=temporal_log_level, dynamic_config=dynamic_config,
-        )  # fmt: skip
+            self.data_dir,
+            port=temporal_port,
+            ui=not headless,
+            ui_port=ui_port,
+            ip=host,
+            namespace=namespace,
+            log_level=temporal_log_level,
+            dynamic_config=dynamic_config,
+        )
         self._exit: AsyncExitStack | None = None
         self._client: Client | None = None
         self._authority: Authority | None = None
         self._authority_client: AuthorityClient | None = None
         self._coordinator: Actor | None = None
+        self._worker_run: asyncio.Task[None] | None = None
         self.artifacts = FilesystemStore(self.artifacts_path)
         self.agents: dict[str, AgentRuntime] = {}
 
@@ -328,16 +342,44 @@ class EmbeddedStack:
                 with contextlib.suppress(BaseException):
                     await temporal_started
         self._client = await Client.connect(
-            self.temporal.target, namespace=self.namespace,
-            data_converter=pydantic_data_converter, interceptors=self._client_interceptors(),
-        )  # fmt: skip
+            self.temporal.target,
+            namespace=self.namespace,
+            data_converter=pydantic_data_converter,
+            interceptors=self._client_interceptors(),
+        )
         worker = coordinator_worker(
-            self._client, self.authority_client, self.coordinator,
-            checks=self.checks, schemas=self.schemas, artifact_store=self.artifacts,
-        )  # fmt: skip
-        await exits.enter_async_context(worker)
-        log.info("embedded stack up: Temporal %s, Authority %s, group %s",
-                 self.temporal_target, self.authority_url, self.group)  # fmt: skip
+            self._client,
+            self.authority_client,
+            self.coordinator,
+            checks=self.checks,
+            schemas=self.schemas,
+            artifact_store=self.artifacts,
+        )
+        # Run as a task, not `async with`: when Temporal is gone for good the Worker cannot
+        # drain, and its fatal error must not cancel whoever started the stack (supervise()
+        # reports it instead).
+        self._worker_run = asyncio.create_task(worker.run(), name="coordinator-worker")
+        exits.push_async_callback(self._stop_worker, worker, self._worker_run)
+        log.info(
+            "embedded stack up: Temporal %s, Authority %s, group %s",
+            self.temporal_target,
+            self.authority_url,
+            self.group,
+        )
+
+    async def _stop_worker(self, worker: Worker, run: asyncio.Task[None]) -> None:
+        """Drain the coordinator Worker; without a Temporal server there is nothing to drain
+        against, so it gets :data:`DRAIN_WITHOUT_TEMPORAL_S` seconds and is then cancelled."""
+        stopping = asyncio.create_task(worker.shutdown())
+        bound = None if self.temporal.running else DRAIN_WITHOUT_TEMPORAL_S
+        await asyncio.wait({run}, timeout=bound)
+        for task in (run, stopping):
+            if not task.done():
+                task.cancel()
+        await asyncio.wait({run, stopping}, timeout=DRAIN_WITHOUT_TEMPORAL_S)
+        if run.done() and not run.cancelled() and (exc := run.exception()) is not None:
+            log.warning("the coordinator's Worker ended with %r", exc)
+        self._worker_run = None
 
     def _client_interceptors(self) -> list[Interceptor]:
         """The given interceptors, plus OpenTelemetry tracing unless one of them traces (the
@@ -361,10 +403,15 @@ class EmbeddedStack:
         exits.callback(authority.close)
         sock = _listen(self.host, self.authority_port)
         self.authority_port = int(sock.getsockname()[1])
-        server = _QuietServer(uvicorn.Config(
-            create_app(authority), log_level="warning", lifespan="on", ws_max_size=WS_MAX_BYTES,
-            timeout_graceful_shutdown=2,
-        ))  # fmt: skip
+        server = _QuietServer(
+            uvicorn.Config(
+                create_app(authority),
+                log_level="warning",
+                lifespan="on",
+                ws_max_size=WS_MAX_BYTES,
+                timeout_graceful_shutdown=2,
+            )
+        )
         serving = asyncio.create_task(server.serve(sockets=[sock]), name="authority-http")
 
         async def stop_server() -> None:
@@ -379,9 +426,10 @@ class EmbeddedStack:
                 raise StackError(f"the Authority server on {self.authority_url} did not start")
             await asyncio.sleep(0.01)
         client = AuthorityClient(
-            self.authority_url, authority_public_key=authority.public_key,
+            self.authority_url,
+            authority_public_key=authority.public_key,
             signing_key=coordinator.key,
-        )  # fmt: skip
+        )
         self._authority_client = client
         exits.push_async_callback(client.aclose)
         try:
@@ -390,6 +438,66 @@ class EmbeddedStack:
             raise StackError(str(exc)) from None
         self._coordinator = coordinator
         log.info("group %s %s", self.group, "created" if created else "found")
+
+    async def supervise(
+        self,
+        notify: Callable[[str], None] = log.warning,
+        *,
+        restarts: int = RESTARTS,
+        window_s: float = RESTART_WINDOW_S,
+    ) -> None:
+        """Watch the parts that run as their own process (the Temporal dev server) until
+        cancelled, and start again one that dies, on the same ports and state: the Workers and
+        clients reconnect to it by themselves.
+
+        Args:
+            notify: told, in one line, when a part died and when it is back.
+            restarts: how many restarts within ``window_s`` seconds are tried; one more death
+                in the window ends the watch.
+            window_s: the window, seconds.
+
+        Raises:
+            StackError: a part died more than ``restarts`` times within ``window_s`` seconds,
+                or could not start again, or the coordinator's Temporal Worker stopped; the
+                message names it. The stack must then be stopped: it is not up any more.
+        """
+        loop = asyncio.get_running_loop()
+        deaths: list[float] = []
+        while True:
+            code = await self._part_died()
+            now = loop.time()
+            deaths = [t for t in deaths if now - t < window_s] + [now]
+            what = f"the Temporal dev server ({self.temporal_target}) exited with code {code}"
+            if len(deaths) > restarts:
+                raise StackError(
+                    f"{what}, {len(deaths)} times in {window_s:g} s; see {self.temporal.log_path}"
+                )
+            notify(f"{what}; starting it again")
+            try:
+                await self.temporal.start()
+            except DevServerError as exc:
+                first = str(exc).splitlines()[0].removesuffix(":") if str(exc) else "no answer"
+                raise StackError(f"{what} and did not start again: {first}") from exc
+            notify(f"the Temporal dev server is back on {self.temporal_target}")
+
+    async def _part_died(self) -> int:
+        """The Temporal server's exit code once it dies.
+
+        Raises:
+            StackError: the coordinator's Worker stopped first.
+        """
+        worker = self._worker_run
+        died = asyncio.ensure_future(self.temporal.wait())
+        try:
+            await asyncio.wait(
+                {died} | ({worker} if worker else set()), return_when=asyncio.FIRST_COMPLETED
+            )
+            if worker is not None and worker.done() and not died.done():
+                exc = None if worker.cancelled() else worker.exception()
+                raise StackError(f"the coordinator's Temporal Worker stopped: {exc!r}")
+            return await died
+        finally:
+            died.cancel()
 
     async def stop(self) -> None:
         """Stop every part, agents first and the Temporal server last. Safe to call twice."""
@@ -454,11 +562,15 @@ class EmbeddedStack:
             raise StackError("the embedded stack is not running")
         await self.add_member(card.agent_id, key.public_key, roles)
         runtime = AgentRuntime(
-            card, key, groups=[self.group], authority_url=self.authority_url,
-            temporal_client=self.client, handlers=handlers,
+            card,
+            key,
+            groups=[self.group],
+            authority_url=self.authority_url,
+            temporal_client=self.client,
+            handlers=handlers,
             state_path=self.data_dir / "agents" / f"{card.agent_id}.db",
             **{"artifact_store": self.artifacts, **runtime_kw},
-        )  # fmt: skip
+        )
         task = asyncio.create_task(runtime.run(), name=f"agent-{card.agent_id}")
 
         async def stop_agent() -> None:

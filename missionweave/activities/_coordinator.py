@@ -7,8 +7,11 @@ workflow (docs/design.md §5).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from datetime import timedelta
 from typing import Any
 
 from temporalio import activity
@@ -38,18 +41,49 @@ from ._review import Check, SubmissionReview
 
 log = logging.getLogger(__name__)
 
+#: How long the Mission workflow waits for a heartbeat of a coordinator activity before it
+#: schedules the activity again: a dead or frozen coordinator costs this, not the activity's
+#: start-to-close timeout (minutes for a review).
+HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+#: How often a running coordinator activity heartbeats.
+HEARTBEAT_EVERY = HEARTBEAT_TIMEOUT / 5
+
+
+@contextlib.asynccontextmanager
+async def heartbeating() -> AsyncIterator[None]:
+    """Heartbeat the current activity every :data:`HEARTBEAT_EVERY` while the block runs
+    (the workflow sets :data:`HEARTBEAT_TIMEOUT` on every coordinator activity)."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(HEARTBEAT_EVERY.total_seconds())
+
+    task = asyncio.create_task(beat(), name="coordinator-heartbeat")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
 
 def _offer_intent(req: SelectCandidatesInput, res: SelectCandidatesResult) -> CoordinatorIntent:
     """The ``work.offer`` to the ranked candidates, recording their selection basis (MW-10.3-f)."""
     assert req.offer is not None
     return CoordinatorIntent(
-        command_id=req.offer.command_id, type="work.offer", issued_at_ms=req.offer.issued_at_ms,
-        body={"work_item_id": req.work_item_id,
-              "candidates": [c.agent_id for c in res.candidates],
-              "expires_at_ms": req.offer.expires_at_ms,
-              "selection_basis": {c.agent_id: c.basis.model_dump(mode="json")
-                                  for c in res.candidates}},
-    )  # fmt: skip
+        command_id=req.offer.command_id,
+        type="work.offer",
+        issued_at_ms=req.offer.issued_at_ms,
+        body={
+            "work_item_id": req.work_item_id,
+            "candidates": [c.agent_id for c in res.candidates],
+            "expires_at_ms": req.offer.expires_at_ms,
+            "selection_basis": {
+                c.agent_id: c.basis.model_dump(mode="json") for c in res.candidates
+            },
+        },
+    )
 
 
 class CoordinatorActivities:
@@ -80,17 +114,23 @@ class CoordinatorActivities:
         self.schemas = dict(schemas or {})
         self.artifact_store = artifact_store
         self.review = SubmissionReview(
-            authority, coordinator.agent_id, artifact_store=artifact_store,
-            checks=self.checks, schemas=self.schemas,
-        )  # fmt: skip
+            authority,
+            coordinator.agent_id,
+            artifact_store=artifact_store,
+            checks=self.checks,
+            schemas=self.schemas,
+        )
 
     def _sign(self, group_id: str, intent: Any) -> Command:
         cmd = Command(
-            command_id=intent.command_id, group_id=group_id, type=intent.type,
-            actor=self.coordinator.agent_id, issued_at_ms=intent.issued_at_ms,
+            command_id=intent.command_id,
+            group_id=group_id,
+            type=intent.type,
+            actor=self.coordinator.agent_id,
+            issued_at_ms=intent.issued_at_ms,
             membership_epoch=self.coordinator.membership_epochs.get(group_id, 1),
             body=intent.body,
-        )  # fmt: skip
+        )
         return sign_command(cmd, self.coordinator.key)
 
     @activity.defn(name="submit_commands")
@@ -112,7 +152,8 @@ class CoordinatorActivities:
         Raises:
             AuthorityUnavailable: the Authority cannot be reached (Temporal retries).
         """
-        return await self._submit(inp)
+        async with heartbeating():
+            return await self._submit(inp)
 
     async def _submit(self, inp: SubmitCommandsInput) -> SubmitCommandsResult:
         cmds = [
@@ -121,10 +162,12 @@ class CoordinatorActivities:
         ]
         results = [r.verdict() for r in await self.authority.submit_many(cmds)]
         redo = [
-            i for i, (e, v) in enumerate(zip(inp.entries, results, strict=True))
-            if e.intent is not None and v.rejection is not None
+            i
+            for i, (e, v) in enumerate(zip(inp.entries, results, strict=True))
+            if e.intent is not None
+            and v.rejection is not None
             and v.rejection.code == "stale_membership_epoch"
-        ]  # fmt: skip
+        ]
         if redo:
             current = results[redo[0]].rejection.detail.get("current")  # type: ignore[union-attr]
             if isinstance(current, int):
@@ -135,10 +178,12 @@ class CoordinatorActivities:
                 for i, r in zip(redo, again, strict=True):
                     results[i] = r.verdict()
         conflicts = {
-            cmds[i].command_id: i for i, (e, v) in enumerate(zip(inp.entries, results, strict=True))
-            if e.intent is not None and v.rejection is not None
+            cmds[i].command_id: i
+            for i, (e, v) in enumerate(zip(inp.entries, results, strict=True))
+            if e.intent is not None
+            and v.rejection is not None
             and v.rejection.code == "idempotency_conflict"
-        }  # fmt: skip
+        }
         if conflicts:
             found = await self._originals(
                 inp.group_id, {cid: cmds[i] for cid, i in conflicts.items()}
@@ -156,8 +201,11 @@ class CoordinatorActivities:
         the positions as given."""
         out: list[tuple[int, CommandVerdict]] = []
         for group_id, entries in intents.items():
-            done = await self._submit(SubmitCommandsInput(
-                group_id=group_id, entries=[BatchEntry(intent=i) for _, i in entries]))  # fmt: skip
+            done = await self._submit(
+                SubmitCommandsInput(
+                    group_id=group_id, entries=[BatchEntry(intent=i) for _, i in entries]
+                )
+            )
             out += [(n, v) for (n, _), v in zip(entries, done.verdicts, strict=True)]
         return out
 
@@ -203,14 +251,14 @@ class CoordinatorActivities:
         """
         out: list[EventSummary] = []
         after = inp.after_sequence
-        head, _ = await self.authority.head(inp.group_id)
-        while after < head:
-            page = await self.authority.events(inp.group_id, after, 1000)
-            if not page:
-                break
-            out += [EventSummary.of(e) for e in page if e.work_item_id == inp.work_item_id]
-            after = page[-1].seq
-            activity.heartbeat(after)
+        async with heartbeating():
+            head, _ = await self.authority.head(inp.group_id)
+            while after < head:
+                page = await self.authority.events(inp.group_id, after, 1000)
+                if not page:
+                    break
+                out += [EventSummary.of(e) for e in page if e.work_item_id == inp.work_item_id]
+                after = page[-1].seq
         return out
 
     @activity.defn(name="select_candidates")
@@ -226,6 +274,10 @@ class CoordinatorActivities:
         Raises:
             AuthorityUnavailable: the Authority cannot be reached (Temporal retries).
         """
+        async with heartbeating():
+            return await self._select_candidates(inp)
+
+    async def _select_candidates(self, inp: SelectCandidatesBatch) -> SelectCandidatesBatchResult:
         by_group: dict[str, Any] = {}
         out: list[SelectCandidatesResult] = []
         offers: dict[str, list[tuple[int, CoordinatorIntent]]] = {}
@@ -264,6 +316,10 @@ class CoordinatorActivities:
             ArtifactStoreError: the artifact store failed (retried).
             AuthorityUnavailable: the Authority cannot be reached (retried).
         """
+        async with heartbeating():
+            return await self._review_submissions(inp)
+
+    async def _review_submissions(self, inp: ReviewBatch) -> ReviewBatchResult:
         results: list[ReviewResult] = []
         decided: dict[str, list[tuple[int, CoordinatorIntent]]] = {}
         for r in inp.reviews:
@@ -273,8 +329,12 @@ class CoordinatorActivities:
             if slot is not None and (not passed or slot.final_if_passed):
                 steps.append(verdict_step(steps))
                 type_, body = decision_command(r.work_item_id, steps, passed, slot.issued_at_ms)
-                intent = CoordinatorIntent(command_id=slot.command_id, type=type_, body=body,
-                                           issued_at_ms=slot.issued_at_ms)  # fmt: skip
+                intent = CoordinatorIntent(
+                    command_id=slot.command_id,
+                    type=type_,
+                    body=body,
+                    issued_at_ms=slot.issued_at_ms,
+                )
                 decided.setdefault(r.group_id, []).append((len(results), intent))
             results.append(ReviewResult(steps=steps, passed=passed))
         for n, verdict in await self._submit_by_group(decided):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -46,6 +47,10 @@ def up(
     DATA_DIR/keys/coordinator.pem), which creates the Group on the first start with itself
     as owner, coordinator and mission owner. Agents run separately: missionweave worker.
 
+    When the Temporal dev server dies (it runs as a child process), it is started again on the
+    same port and state, and a line on stderr says so. At a fourth death within a minute, or
+    when it cannot start again, the command stops the stack and exits with status 1 naming it.
+
     Example: missionweave dev up --data-dir data --group demo
     """
     if data_dir.exists() and not data_dir.is_dir():
@@ -58,29 +63,38 @@ def _describe(stack: EmbeddedStack) -> str:
     ui = stack.ui_url or "(headless)"
     ui_env = f" MISSIONWEAVE_UI_URL={stack.ui_url}" if stack.ui_url else ""
     agent_key = key.parent / "ada.pem"  # private keys stay under the data dir, not in the cwd
-    return "\n".join([
-        "MissionWeave dev stack is up; Ctrl-C stops it.",
-        f"  Temporal      {stack.temporal_target} (namespace {stack.namespace})",
-        f"  Temporal UI   {ui}",
-        f"  Authority     {stack.authority_url}",
-        f"  Artifacts     {stack.artifacts_path}",
-        f"  Data dir      {stack.data_dir}",
-        f"  Coordinator   {stack.coordinator.agent_id}, key {key}",
-        f"  Group         {stack.group}",
-        "Next, in another shell:",
-        f"  export TEMPORAL_ADDRESS={stack.temporal_target} "
-        f"MISSIONWEAVE_AUTHORITY_URL={stack.authority_url}{ui_env}",
-        f"  missionweave group add --key {key} --group {stack.group} "
-        f"--agent-id ada --agent-key {agent_key} --create-key",
-        f"  missionweave worker --card ada.yaml --key {agent_key} --handlers my.handlers "
-        f"--group {stack.group} --authority-url {stack.authority_url} "
-        f"--temporal-address {stack.temporal_target} --artifacts {stack.artifacts_path}",
-        "  missionweave mission start mission.yaml",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "MissionWeave dev stack is up; Ctrl-C stops it.",
+            f"  Temporal      {stack.temporal_target} (namespace {stack.namespace})",
+            f"  Temporal UI   {ui}",
+            f"  Authority     {stack.authority_url}",
+            f"  Artifacts     {stack.artifacts_path}",
+            f"  Data dir      {stack.data_dir}",
+            f"  Coordinator   {stack.coordinator.agent_id}, key {key}",
+            f"  Group         {stack.group}",
+            "Next, in another shell:",
+            f"  export TEMPORAL_ADDRESS={stack.temporal_target} "
+            f"MISSIONWEAVE_AUTHORITY_URL={stack.authority_url}{ui_env}",
+            f"  missionweave group add --key {key} --group {stack.group} "
+            f"--agent-id ada --agent-key {agent_key} --create-key",
+            f"  missionweave worker --card ada.yaml --key {agent_key} --handlers my.handlers "
+            f"--group {stack.group} --authority-url {stack.authority_url} "
+            f"--temporal-address {stack.temporal_target} --artifacts {stack.artifacts_path}",
+            "  missionweave mission start mission.yaml",
+        ]
+    )
 
 
-async def _up(data_dir: Path, temporal_port: int, ui_port: int, authority_port: int,
-              headless: bool, group: str, host: str) -> None:  # fmt: skip
+async def _up(
+    data_dir: Path,
+    temporal_port: int,
+    ui_port: int,
+    authority_port: int,
+    headless: bool,
+    group: str,
+    host: str,
+) -> None:
     from .._stack import EmbeddedStack, StackError
     from ..telemetry import TelemetryError, setup_tracing
 
@@ -89,9 +103,14 @@ async def _up(data_dir: Path, temporal_port: int, ui_port: int, authority_port: 
     except TelemetryError as exc:
         raise CliError(str(exc)) from None
     stack = EmbeddedStack(
-        data_dir, host=host, temporal_port=temporal_port, ui_port=ui_port,
-        authority_port=authority_port, headless=headless, group=group,
-    )  # fmt: skip
+        data_dir,
+        host=host,
+        temporal_port=temporal_port,
+        ui_port=ui_port,
+        authority_port=authority_port,
+        headless=headless,
+        group=group,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -102,7 +121,18 @@ async def _up(data_dir: Path, temporal_port: int, ui_port: int, authority_port: 
         except StackError as exc:
             raise CliError(str(exc)) from None
         typer.echo(_describe(stack))
-        await stop.wait()
+        # Temporal runs as a child process: when it dies it is started again, and when it
+        # cannot be, the command exits naming it instead of saying "up" over a dead server.
+        watch = asyncio.create_task(stack.supervise(lambda m: typer.echo(m, err=True)))
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({watch, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if watch.done():
+            died = watch.exception()
+            raise CliError(str(died) if died else "the stack stopped watching its parts", 1)
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
         # A second Ctrl-C while stopping interrupts the orderly shutdown.
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)

@@ -22,8 +22,14 @@ from temporalio.exceptions import ApplicationError, CancelledError
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from ..activities import CoordinatorActivities
-    from ..outcome import INVALID_MISSION, MISSION_EXISTS, error_line, first_error, mission_failure
+    from ..activities import HEARTBEAT_TIMEOUT, CoordinatorActivities
+    from ..outcome import (
+        INVALID_MISSION,
+        MISSION_EXISTS,
+        error_line,
+        first_error,
+        mission_failure,
+    )
     from ..protocol import Command, GraphError, WorkGraph, WorkItemState, transition_for
     from ..protocol.temporal_contract import (
         MISSION_WORKFLOW_TYPE,
@@ -176,10 +182,12 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         self.graph = WorkGraph()
         try:
             self.graph.add(  # archived WorkItems are nodes without edges: nothing waits on them
-                {**{w: [] for w in self.s.archived},
-                 **{w: it.spec.dependencies for w, it in self.s.items.items()}},
+                {
+                    **{w: [] for w in self.s.archived},
+                    **{w: it.spec.dependencies for w, it in self.s.items.items()},
+                },
                 {w: it.spec.contract.dependency_strategy for w, it in self.s.items.items()},
-            )  # fmt: skip
+            )
         except GraphError as exc:
             self.invalid = f"invalid Mission: {exc}"
         self.queue: list[BatchEntry] = []
@@ -225,14 +233,21 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             # Under an id of this chain of runs: another run started later with the same
             # workflow id (a finished Mission's) is answered `mission_exists`, not this
             # run's verdict.
-            self._intent("mission.create", {"mission_id": self.s.spec.mission_id,
-                                            "title": self.s.spec.title,
-                                            **({"parent": self.s.spec.parent.model_dump()}
-                                               if self.s.spec.parent else {}),
-                                            **({"budget": self.s.spec.budget.model_dump(
-                                                mode="json")} if self.s.spec.budget else {})},
-                         ("mission", ""),
-                         suffix="@" + _chain())  # fmt: skip
+            self._intent(
+                "mission.create",
+                {
+                    "mission_id": self.s.spec.mission_id,
+                    "title": self.s.spec.title,
+                    **({"parent": self.s.spec.parent.model_dump()} if self.s.spec.parent else {}),
+                    **(
+                        {"budget": self.s.spec.budget.model_dump(mode="json")}
+                        if self.s.spec.budget
+                        else {}
+                    ),
+                },
+                ("mission", ""),
+                suffix="@" + _chain(),
+            )
             # in dependency order, a batch at a time as they are sent (:meth:`_flush`): 10,000
             # Commands built at once would hold one workflow task past Temporal's deadlock bound
             self.unauthorized = self.graph.topological_order()
@@ -328,8 +343,8 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 timeout = timedelta(milliseconds=max(1, p.next_deadline_ms - self._now()))
             try:
                 await workflow.wait_condition(
-                    lambda: self.wake or bool(self.queue) or self._reviews_due(),
-                    timeout=timeout)  # fmt: skip
+                    lambda: self.wake or bool(self.queue) or self._reviews_due(), timeout=timeout
+                )
             except TimeoutError:
                 pass
 
@@ -342,9 +357,14 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         if kind == MISSION_EXISTS:
             # this run is not the Mission: the Mission's own run keeps its status in the list
             # (`MissionStatus="failed"` must not find a completed Mission) and in the CLI
-            workflow.upsert_search_attributes([
-                MISSION_ID.value_unset(), GROUP_ID.value_unset(),
-                MISSION_STATUS.value_unset(), OPEN_WORK_ITEMS.value_unset()])  # fmt: skip
+            workflow.upsert_search_attributes(
+                [
+                    MISSION_ID.value_unset(),
+                    GROUP_ID.value_unset(),
+                    MISSION_STATUS.value_unset(),
+                    OPEN_WORK_ITEMS.value_unset(),
+                ]
+            )
         else:
             for item in self.s.items.values():
                 item.detail = item.detail or f"not authorized: {why}"
@@ -369,8 +389,13 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         """Queue a coordinator Command with a deterministic id (``suffix`` appended) and issue
         time."""
         cid = self._command_id() + suffix
-        self.queue.append(BatchEntry(intent=CoordinatorIntent(
-            command_id=cid, type=type, body=body, issued_at_ms=self._now())))  # fmt: skip
+        self.queue.append(
+            BatchEntry(
+                intent=CoordinatorIntent(
+                    command_id=cid, type=type, body=body, issued_at_ms=self._now()
+                )
+            )
+        )
         self.purpose[cid] = purpose
         return cid
 
@@ -387,6 +412,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                     CoordinatorActivities.submit_commands,
                     SubmitCommandsInput(group_id=self.s.spec.group_id, entries=batch),
                     start_to_close_timeout=timedelta(seconds=60),
+                    heartbeat_timeout=HEARTBEAT_TIMEOUT,
                     retry_policy=SUBMIT_RETRY,
                     summary=f"{len(batch)} command(s) to the Authority"
                     + (f" for {named}" if (named := name_items(_item_ids(batch))) else ""),
@@ -493,19 +519,27 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             self._start_child(item)
 
     def _authorize(self, item: ItemState) -> str:
-        return self._intent("work.authorize", {
-            "work_item_id": item.work_item_id, "mission_id": self.s.spec.mission_id,
-            "contract": item.spec.contract.wire(), "dependencies": item.spec.dependencies,
-        }, ("authorize", item.work_item_id))  # fmt: skip
+        return self._intent(
+            "work.authorize",
+            {
+                "work_item_id": item.work_item_id,
+                "mission_id": self.s.spec.mission_id,
+                "contract": item.spec.contract.wire(),
+                "dependencies": item.spec.dependencies,
+            },
+            ("authorize", item.work_item_id),
+        )
 
     # --------------------------------------------------------------- updates from people
 
     @workflow.update
     async def unblock(self, inp: UnblockInput) -> CommandVerdict:
         """Resolve a blocked WorkItem (MW-11.4-c)."""
-        cid = self._intent("work.unblock", {"work_item_id": inp.work_item_id,
-                                            "resolution": inp.resolution},
-                           ("unblock", inp.work_item_id))  # fmt: skip
+        cid = self._intent(
+            "work.unblock",
+            {"work_item_id": inp.work_item_id, "resolution": inp.resolution},
+            ("unblock", inp.work_item_id),
+        )
         await workflow.wait_condition(lambda: cid in self.intent_verdicts)
         return self.intent_verdicts[cid]
 
@@ -560,9 +594,13 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             item.spec = item.spec.model_copy(
                 update={"dependencies": [*item.spec.dependencies, *new]}
             )
-            cids.append(self._intent("work.add_dependencies",
-                                     {"work_item_id": wid, "dependencies": new},
-                                     ("dependencies", wid)))  # fmt: skip
+            cids.append(
+                self._intent(
+                    "work.add_dependencies",
+                    {"work_item_id": wid, "dependencies": new},
+                    ("dependencies", wid),
+                )
+            )
         await workflow.wait_condition(lambda: all(c in self.intent_verdicts for c in cids))
         return SubmitCommandsResult(verdicts=[self.intent_verdicts[c] for c in cids])
 
@@ -590,28 +628,40 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             raise _refuse(exc.rejection.code, str(exc)) from None
         for name, contract in inp.contracts.items():
             if self.s.spec.contracts.get(name, contract) != contract:
-                raise _refuse("contract_name_taken", f"the Mission's contract {name!r} is "
-                              "another contract: give this one another name")  # fmt: skip
+                raise _refuse(
+                    "contract_name_taken",
+                    f"the Mission's contract {name!r} is "
+                    "another contract: give this one another name",
+                )
         archived_deps = [d for i in inp.items for d in i.dependencies if d in self.s.archived]
         archived_deps += [dep for dep, _ in inp.edges if dep in self.s.archived]
         if archived_deps:  # its offer would go without the dependency's Artifacts
-            raise _refuse("archived_dependency", f"WorkItem {archived_deps[0]} is archived (its "
-                          "details left the Mission's state past its size budget): new work "
-                          "cannot depend on it")  # fmt: skip
+            raise _refuse(
+                "archived_dependency",
+                f"WorkItem {archived_deps[0]} is archived (its "
+                "details left the Mission's state past its size budget): new work "
+                "cannot depend on it",
+            )
         for dep, dependent in inp.edges:
             if dependent in self.s.archived:
-                raise _refuse("not_open", f"WorkItem {dependent} is "
-                              f"{self.s.archived[dependent].value}: edges only go into an "
-                              "open WorkItem")  # fmt: skip
+                raise _refuse(
+                    "not_open",
+                    f"WorkItem {dependent} is "
+                    f"{self.s.archived[dependent].value}: edges only go into an "
+                    "open WorkItem",
+                )
             item = self.s.items.get(dependent)
             if (
                 item is not None
                 and dep not in item.spec.dependencies
                 and (item.state is not S.OPEN or item.offer_pending or item.selecting)
             ):  # no agent may hold work that a new edge says cannot start yet
-                raise _refuse("not_open", f"WorkItem {dependent} is {item.state.value}"
-                              + (" (being offered)" if item.state is S.OPEN else "")
-                              + ": edges only go into an open WorkItem")  # fmt: skip
+                raise _refuse(
+                    "not_open",
+                    f"WorkItem {dependent} is {item.state.value}"
+                    + (" (being offered)" if item.state is S.OPEN else "")
+                    + ": edges only go into an open WorkItem",
+                )
 
     @workflow.signal
     def report_progress(self, sig: ProgressSignal) -> None:
@@ -647,9 +697,10 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     def _can_continue_as_new(self) -> bool:
         return (
             workflow.info().is_continue_as_new_suggested()
-            and not self.tasks and not self.queue
+            and not self.tasks
+            and not self.queue
             and not any(it.running or it.reviewing for it in self.s.items.values())
-        )  # fmt: skip
+        )
 
     def _publish_status(self) -> None:
         key = (self.changes, self.s.status, len(self.s.items) + len(self.s.archived))
@@ -660,11 +711,14 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         n = open_count(self.s) if self.s.status == "running" else 0
         if (self.s.status, n) != self.published:
             self.published = (self.s.status, n)
-            workflow.upsert_search_attributes([
-                MISSION_ID.value_set(self.s.spec.mission_id),
-                GROUP_ID.value_set(self.s.spec.group_id),
-                MISSION_STATUS.value_set(self.s.status),
-                OPEN_WORK_ITEMS.value_set(n)])  # fmt: skip
+            workflow.upsert_search_attributes(
+                [
+                    MISSION_ID.value_set(self.s.spec.mission_id),
+                    GROUP_ID.value_set(self.s.spec.group_id),
+                    MISSION_STATUS.value_set(self.s.status),
+                    OPEN_WORK_ITEMS.value_set(n),
+                ]
+            )
         c = counts(self.s)
         workflow.set_current_details(
             f"**{self.s.status}** — "
@@ -693,16 +747,32 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         status = self.s.status if self.s.status != "running" else "failed"
         brief = {w: it.state for w, it in self.s.items.items() if by_state_only(it)}
         return MissionResult(
-            mission_id=self.s.spec.mission_id, group_id=self.s.spec.group_id,
+            mission_id=self.s.spec.mission_id,
+            group_id=self.s.spec.group_id,
             status=status,
             event_range=(self.s.first_seq, self.s.last_seq)
-            if self.s.first_seq is not None and self.s.last_seq is not None else None,
-            items=[ItemResult(work_item_id=w, state=it.state, owner=it.owner,
-                              ownership_epoch=it.ownership_epoch, attempts=it.attempts,
-                              outputs=it.outputs, artifacts=it.artifacts, evidence=it.evidence,
-                              review=[st.model_dump(mode="json") for st in it.review],
-                              review_of=it.review_of, detail=it.detail, error=it.error,
-                              dependencies=it.spec.dependencies, trimmed=it.trimmed)
-                   for w, it in self.s.items.items() if w not in brief],
-            archived={**self.s.archived, **brief}, reason=self.s.end_reason,
-        )  # fmt: skip
+            if self.s.first_seq is not None and self.s.last_seq is not None
+            else None,
+            items=[
+                ItemResult(
+                    work_item_id=w,
+                    state=it.state,
+                    owner=it.owner,
+                    ownership_epoch=it.ownership_epoch,
+                    attempts=it.attempts,
+                    outputs=it.outputs,
+                    artifacts=it.artifacts,
+                    evidence=it.evidence,
+                    review=[st.model_dump(mode="json") for st in it.review],
+                    review_of=it.review_of,
+                    detail=it.detail,
+                    error=it.error,
+                    dependencies=it.spec.dependencies,
+                    trimmed=it.trimmed,
+                )
+                for w, it in self.s.items.items()
+                if w not in brief
+            ],
+            archived={**self.s.archived, **brief},
+            reason=self.s.end_reason,
+        )

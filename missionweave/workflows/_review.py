@@ -33,7 +33,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ..activities import CoordinatorActivities
+    from ..activities import HEARTBEAT_TIMEOUT, CoordinatorActivities
     from ..protocol import (
         AcceptanceCriterion,
         Budget,
@@ -118,14 +118,25 @@ class ReviewMixin:
         item.reviewing = True
         item.review_stage = item.review_item = item.review_digest = None
         item.w = dataclasses.replace(item.w, approval=None)
-        slot = DecisionSlot(command_id=self._command_id(), issued_at_ms=self._now(),
-                            final_if_passed=self._final_if_passed(item))  # fmt: skip
+        slot = DecisionSlot(
+            command_id=self._command_id(),
+            issued_at_ms=self._now(),
+            final_if_passed=self._final_if_passed(item),
+        )
         wid = item.work_item_id
-        self.review_queue.append(ReviewInput(
-            group_id=self.s.spec.group_id, mission_id=self.s.spec.mission_id,
-            work_item_id=wid, contract=item.spec.contract, outputs=item.outputs,
-            artifacts=item.artifacts, evidence=item.evidence, review_of=item.review_of,
-            decision=slot))  # fmt: skip
+        self.review_queue.append(
+            ReviewInput(
+                group_id=self.s.spec.group_id,
+                mission_id=self.s.spec.mission_id,
+                work_item_id=wid,
+                contract=item.spec.contract,
+                outputs=item.outputs,
+                artifacts=item.artifacts,
+                evidence=item.evidence,
+                review_of=item.review_of,
+                decision=slot,
+            )
+        )
         await workflow.wait_condition(lambda: wid in self.review_results)
         result = self.review_results.pop(wid)
         item.review = list(result.steps)
@@ -148,10 +159,13 @@ class ReviewMixin:
     async def _review_batch(self, batch: list[ReviewInput]) -> None:
         try:
             done = await workflow.execute_activity_method(
-                CoordinatorActivities.review_submissions, ReviewBatch(reviews=batch),
-                start_to_close_timeout=timedelta(minutes=5), retry_policy=_REVIEW_RETRY,
+                CoordinatorActivities.review_submissions,
+                ReviewBatch(reviews=batch),
+                start_to_close_timeout=timedelta(minutes=5),
+                retry_policy=_REVIEW_RETRY,
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 summary="review " + name_items([r.work_item_id for r in batch]),
-            )  # fmt: skip
+            )
             for r, res in zip(batch, done.results, strict=True):
                 self.review_results[r.work_item_id] = res
         finally:
@@ -183,25 +197,42 @@ class ReviewMixin:
             deliverables=[Deliverable(name="review")],
             # same ids; kind deterministic: a review WorkItem is never itself reviewed by
             # another reviewer (its Evidence is checked for presence only)
-            acceptance_criteria=[AcceptanceCriterion(
-                id=k.id, description=k.description, kind="deterministic",
-                evidence_required=k.evidence_required) for k in semantic],
+            acceptance_criteria=[
+                AcceptanceCriterion(
+                    id=k.id,
+                    description=k.description,
+                    kind="deterministic",
+                    evidence_required=k.evidence_required,
+                )
+                for k in semantic
+            ],
             required_capabilities=[self.s.spec.review.reviewer_capability],
-            deadline_ms=c.deadline_ms, urgency=c.urgency, business_impact=c.business_impact,
-            budget=Budget(wall_clock_ms=c.budget.wall_clock_ms), retry=c.retry,
-            timeouts=c.timeouts, risk_class=c.risk_class, allowed_data=c.allowed_data,
+            deadline_ms=c.deadline_ms,
+            urgency=c.urgency,
+            business_impact=c.business_impact,
+            budget=Budget(wall_clock_ms=c.budget.wall_clock_ms),
+            retry=c.retry,
+            timeouts=c.timeouts,
+            risk_class=c.risk_class,
+            allowed_data=c.allowed_data,
             notes=f"review of {item.work_item_id}",
-        )  # fmt: skip
+        )
         request = ReviewRequest(
-            subject=item.work_item_id, mission_id=self.s.spec.mission_id, objective=c.objective,
-            criteria=semantic, outputs=item.outputs, artifacts=item.artifacts,
+            subject=item.work_item_id,
+            mission_id=self.s.spec.mission_id,
+            objective=c.objective,
+            criteria=semantic,
+            outputs=item.outputs,
+            artifacts=item.artifacts,
             evidence=[e for e in item.evidence if e.criterion in ids],
-        )  # fmt: skip
+        )
         review = ItemState(
-            spec=WorkItemSpec(work_item_id=rid, contract=contract,
-                              input=request.model_dump(mode="json")),
-            review_of=item.work_item_id, excluded=[item.owner] if item.owner else [],
-        )  # fmt: skip
+            spec=WorkItemSpec(
+                work_item_id=rid, contract=contract, input=request.model_dump(mode="json")
+            ),
+            review_of=item.work_item_id,
+            excluded=[item.owner] if item.owner else [],
+        )
         self.graph.add({rid: []}, {rid: contract.dependency_strategy})
         self.s.items[rid] = review
         self.attention.add(rid)
@@ -222,13 +253,17 @@ class ReviewMixin:
             for e in found:
                 evidence.append(e)
                 if e.result != "pass":
-                    problems.append(f"{k.id}: reviewer {e.producer} says {e.result}"
-                                    + (f" ({e.summary[:200]})" if e.summary else ""))  # fmt: skip
+                    problems.append(
+                        f"{k.id}: reviewer {e.producer} says {e.result}"
+                        + (f" ({e.summary[:200]})" if e.summary else "")
+                    )
         return ReviewStep(
-            step="semantic", passed=not problems, evidence=evidence,
+            step="semantic",
+            passed=not problems,
+            evidence=evidence,
             detail="; ".join(problems)
             or f"reviewer {review.owner} passed every criterion ({review.work_item_id})",
-        )  # fmt: skip
+        )
 
     # ------------------------------------------------------------------ steps 4 and 5
 
@@ -261,12 +296,18 @@ class ReviewMixin:
             f": {reason}" if reason else ""
         )
         at = a.get("decided_at_ms")
-        evidence = [Evidence(
-            subject=item.work_item_id, criterion=k.id, method="MissionOwner approval",
-            result="pass" if granted else "fail", producer=approver,
-            timestamp_ms=at if isinstance(at, int) else self._now(),
-            summary=f"{what}; review {item.review_digest}"[:2000],
-        ) for k in criteria(item, frozenset({"human"}))]  # fmt: skip
+        evidence = [
+            Evidence(
+                subject=item.work_item_id,
+                criterion=k.id,
+                method="MissionOwner approval",
+                result="pass" if granted else "fail",
+                producer=approver,
+                timestamp_ms=at if isinstance(at, int) else self._now(),
+                summary=f"{what}; review {item.review_digest}"[:2000],
+            )
+            for k in criteria(item, frozenset({"human"}))
+        ]
         return ReviewStep(step="approval", passed=granted, detail=what[:2000], evidence=evidence)
 
     def _decide(self, item: ItemState, passed: bool) -> None:
@@ -311,19 +352,23 @@ class ReviewMixin:
         if cmd.command_id in self.s.verdicts:
             return
         if cmd.type not in APPROVAL_COMMANDS:
-            raise refuse("wrong_command_type", "expected approval.grant_result or "
-                         f"approval.deny_result, got {cmd.type}")  # fmt: skip
+            raise refuse(
+                "wrong_command_type",
+                f"expected approval.grant_result or approval.deny_result, got {cmd.type}",
+            )
         if cmd.group_id != self.s.spec.group_id:
             raise refuse("wrong_group", f"the Mission's Group is {self.s.spec.group_id}")
         item = self.s.items.get(str(cmd.body.get("work_item_id")))
         if item is None:
             raise refuse("unknown_work_item", "unknown WorkItem")
         if item.review_stage != "approval":
-            raise refuse("not_awaiting_approval",
-                         f"WorkItem {item.work_item_id} is not awaiting approval")  # fmt: skip
+            raise refuse(
+                "not_awaiting_approval", f"WorkItem {item.work_item_id} is not awaiting approval"
+            )
         if cmd.body.get("review_digest") != item.review_digest:
-            raise refuse("stale_review", f"the review record of {item.work_item_id} is "
-                         f"{item.review_digest}")  # fmt: skip
+            raise refuse(
+                "stale_review", f"the review record of {item.work_item_id} is {item.review_digest}"
+            )
 
 
 __all__ = ["APPROVAL_COMMANDS", "SEMANTIC_KINDS", "ReviewMixin", "refuse", "review_digest"]

@@ -22,7 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, CancelledError, TimeoutError, TimeoutType
 
 with workflow.unsafe.imports_passed_through():
-    from ..activities import CoordinatorActivities
+    from ..activities import HEARTBEAT_TIMEOUT, CoordinatorActivities
     from ..outcome import error_line
     from ..protocol import WorkItemState
     from ..protocol.temporal_contract import (
@@ -90,20 +90,30 @@ class WorkMixin:
             item = self.s.items[wid]
             item.selecting = item.offer_pending = True
             urgent = item.spec.contract.urgency.value == "urgent"
-            requests.append(SelectCandidatesInput(
-                group_id=self.s.spec.group_id, work_item_id=wid,
-                required_capabilities=item.spec.contract.required_capabilities,
-                exclude=sorted(set(exclude) | set(item.tried) | set(item.excluded)),
-                limit=policy.candidate_set_size if urgent else 1,
-                roles=["reviewer", "worker"] if item.review_of else ["worker"],
-                offer=OfferSlot(command_id=self._command_id(), issued_at_ms=now,
-                                expires_at_ms=now + policy.offer_ttl_ms)))  # fmt: skip
+            requests.append(
+                SelectCandidatesInput(
+                    group_id=self.s.spec.group_id,
+                    work_item_id=wid,
+                    required_capabilities=item.spec.contract.required_capabilities,
+                    exclude=sorted(set(exclude) | set(item.tried) | set(item.excluded)),
+                    limit=policy.candidate_set_size if urgent else 1,
+                    roles=["reviewer", "worker"] if item.review_of else ["worker"],
+                    offer=OfferSlot(
+                        command_id=self._command_id(),
+                        issued_at_ms=now,
+                        expires_at_ms=now + policy.offer_ttl_ms,
+                    ),
+                )
+            )
         try:
             ranked = await workflow.execute_activity_method(
-                CoordinatorActivities.select_candidates, SelectCandidatesBatch(requests=requests),
-                start_to_close_timeout=timedelta(seconds=30), retry_policy=SUBMIT_RETRY,
+                CoordinatorActivities.select_candidates,
+                SelectCandidatesBatch(requests=requests),
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=SUBMIT_RETRY,
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 summary=f"rank agents for and offer {name_items([w for w, _ in wanted])}",
-            )  # fmt: skip
+            )
         finally:
             for wid, _ in wanted:
                 self.s.items[wid].selecting = False
@@ -145,8 +155,11 @@ class WorkMixin:
             cands = list(item.w.offer_candidates)  # the offer the Authority recorded counts
             item.tried = [*item.tried, *cands][-policy.max_sequential_offers * 4 :]
             item.detail = "offered to " + ", ".join(cands)
-            terms = OfferTerms(offer_id=item.w.offer_id, revision=item.w.revision,
-                               expires_at_ms=item.w.offer_expires_at_ms or now)  # fmt: skip
+            terms = OfferTerms(
+                offer_id=item.w.offer_id,
+                revision=item.w.revision,
+                expires_at_ms=item.w.offer_expires_at_ms or now,
+            )
             for agent in cands:
                 self._spawn(item, agent, terms)
 
@@ -185,20 +198,29 @@ class WorkMixin:
             outcome = await workflow.execute_activity(
                 execute_work_item,
                 ExecuteWorkItemInput(
-                    group_id=self.s.spec.group_id, mission_id=self.s.spec.mission_id,
-                    work_item_id=wid, contract=c, input=item.spec.input, offer=offer,
+                    group_id=self.s.spec.group_id,
+                    mission_id=self.s.spec.mission_id,
+                    work_item_id=wid,
+                    contract=c,
+                    input=item.spec.input,
+                    offer=offer,
                     ownership_epoch=item.ownership_epoch,
-                    dependency_artifacts={d: self.s.items[d].artifacts
-                                          for d in item.spec.dependencies
-                                          if d in self.s.items and self.s.items[d].artifacts}),
+                    dependency_artifacts={
+                        d: self.s.items[d].artifacts
+                        for d in item.spec.dependencies
+                        if d in self.s.items and self.s.items[d].artifacts
+                    },
+                ),
                 task_queue=agent_task_queue(agent),
                 schedule_to_start_timeout=timedelta(milliseconds=wait_ms),
                 heartbeat_timeout=timedelta(milliseconds=c.timeouts.lease_ms),
-                start_to_close_timeout=timedelta(milliseconds=(
-                    c.budget.wall_clock_ms or 24 * 3_600_000) + c.timeouts.start_deadline_ms),
+                start_to_close_timeout=timedelta(
+                    milliseconds=(c.budget.wall_clock_ms or 24 * 3_600_000)
+                    + c.timeouts.start_deadline_ms
+                ),
                 retry_policy=_ONCE,
                 summary=(f"offer {wid} to {agent}" if offer else f"resume {wid} at {agent}"),
-            )  # fmt: skip
+            )
         except ActivityError as exc:
             cause = exc.cause
             if isinstance(cause, TimeoutError) and cause.type is TimeoutType.SCHEDULE_TO_START:
@@ -242,11 +264,16 @@ class WorkMixin:
         try:
             events = await workflow.execute_activity_method(
                 CoordinatorActivities.work_item_events,
-                WorkItemEventsInput(group_id=self.s.spec.group_id,
-                                    work_item_id=item.work_item_id, after_sequence=item.w.seq),
-                start_to_close_timeout=timedelta(seconds=60), retry_policy=SUBMIT_RETRY,
+                WorkItemEventsInput(
+                    group_id=self.s.spec.group_id,
+                    work_item_id=item.work_item_id,
+                    after_sequence=item.w.seq,
+                ),
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=SUBMIT_RETRY,
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 summary=f"read {item.work_item_id} from the Authority",
-            )  # fmt: skip
+            )
         finally:
             item.syncing = False
         self._apply(events)

@@ -1,0 +1,154 @@
+"""The nemesis: one fault per trial, chosen and timed from the trial's seed.
+
+Kinds (the part faulted) and faults:
+
+* ``kill`` — ``kill -9`` of the part's process group; the operator starts it again after a
+  seeded pause (``dev-temporal``: nobody does — ``dev up`` must start its child again itself);
+* ``freeze`` — SIGSTOP, held past the lease (``lease_ms`` + 1.5 s), then SIGCONT;
+* ``cut`` — the proxies between the part and its peers ``drop`` (connections reset, new ones
+  refused) or ``stall`` (nothing forwarded) for as long, then pass again. A worker or the
+  coordinator is cut from both servers; a server is cut from every client; the dev stack's
+  Temporal is cut from the agents.
+
+The moment: once the ledger holds a seeded number of effects (between one and half of the
+WorkItems), plus a seeded delay under 0.6 s — mid-Mission, with work in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .cluster import Cluster
+from .parts import children
+
+Kind = Literal["worker", "authority", "temporal", "coordinator", "dev-temporal"]
+Fault = Literal["kill", "freeze", "cut"]
+KINDS: tuple[Kind, ...] = ("worker", "authority", "temporal", "coordinator", "dev-temporal")
+FAULTS: tuple[Fault, ...] = ("kill", "freeze", "cut")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the nemesis does in one trial (all drawn from the seed)."""
+
+    kind: Kind
+    fault: Fault
+    after_effects: int
+    delay_s: float
+    hold_s: float
+    down_s: float
+    target: str
+    cut_mode: Literal["drop", "stall"]
+
+    @classmethod
+    def draw(cls, rng: random.Random, kind: Kind, fault: Fault, cluster: Cluster) -> Plan:
+        c = cluster.cfg
+        targets = {
+            "worker": cluster.workers,
+            "authority": ["authority"],
+            "temporal": ["temporal"],
+            "coordinator": ["coordinator"],
+            "dev-temporal": ["dev"],
+        }[kind]
+        return cls(
+            kind=kind,
+            fault=fault,
+            after_effects=rng.randint(1, max(1, c.items // 2)),
+            delay_s=round(rng.uniform(0, 0.6), 3),
+            hold_s=c.lease_ms / 1000 + 1.5,
+            down_s=round(rng.uniform(0.5, 2.5), 3),
+            target=rng.choice(targets),
+            cut_mode=rng.choice(("drop", "stall")),
+        )
+
+    def describe(self) -> str:
+        if self.kind == "dev-temporal":
+            target = "dev up's Temporal" if self.fault != "cut" else "dev up's Temporal (agents)"
+        else:
+            target = self.target
+        down = "dev up starts it" if self.kind == "dev-temporal" else f"down {self.down_s:g} s"
+        what = {
+            "kill": f"kill -9, {down}",
+            "freeze": f"SIGSTOP {self.hold_s:g} s",
+            "cut": f"{self.cut_mode} {self.hold_s:g} s",
+        }[self.fault]
+        return (
+            f"{self.fault} {target} ({what}) after {self.after_effects} effect(s) "
+            f"+ {self.delay_s:g} s"
+        )
+
+
+@dataclass
+class Record:
+    """What the nemesis did, when (seconds since the Mission started)."""
+
+    done: bool = False
+    at_s: float | None = None
+    back_s: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+async def unleash(plan: Plan, cluster: Cluster, t0: float, record: Record) -> None:
+    """Wait for the plan's moment, apply its fault, then undo it as an operator would."""
+    while cluster.effects() < plan.after_effects:
+        if cluster.handle is not None and time.monotonic() - t0 > cluster.cfg.bound_s:
+            record.notes.append("the moment never came")
+            return
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(plan.delay_s)
+    record.at_s = time.monotonic() - t0
+    part = cluster.parts[plan.target]
+    if plan.fault == "cut":
+        proxies = _cut_proxies(plan, cluster)
+        for p in proxies:
+            p.set_mode(plan.cut_mode)
+        await asyncio.sleep(plan.hold_s)
+        for p in proxies:
+            p.set_mode("pass")
+    elif plan.kind == "dev-temporal":
+        (child,) = children(part.pid, "start-dev")
+        if plan.fault == "kill":
+            os.kill(child, signal.SIGKILL)
+            await _until_back(cluster, child, record, t0)
+        else:
+            os.kill(child, signal.SIGSTOP)
+            await asyncio.sleep(plan.hold_s)
+            os.kill(child, signal.SIGCONT)
+    elif plan.fault == "kill":
+        part.kill()
+        await asyncio.sleep(plan.down_s)
+        part.start()
+    else:
+        part.signal(signal.SIGSTOP)
+        await asyncio.sleep(plan.hold_s)
+        part.signal(signal.SIGCONT)
+    record.back_s = record.back_s or time.monotonic() - t0
+    record.done = True
+
+
+def _cut_proxies(plan: Plan, cluster: Cluster) -> list:  # type: ignore[type-arg]
+    if plan.kind in ("worker", "coordinator"):
+        return [p for n, p in cluster.proxies.items() if n.startswith(f"{plan.target}→")]
+    server = "authority" if plan.kind == "authority" else "temporal"
+    return [p for n, p in cluster.proxies.items() if n.endswith(f"→{server}")]
+
+
+async def _until_back(cluster: Cluster, old: int, record: Record, t0: float) -> None:
+    """Wait (up to the bound) until ``dev up`` runs a new Temporal child, or has exited."""
+    dev = cluster.parts["dev"]
+    deadline = time.monotonic() + cluster.cfg.bound_s
+    while time.monotonic() < deadline:
+        if not dev.alive():
+            record.notes.append(f"dev up exited with {dev.proc.returncode if dev.proc else '?'}")
+            return
+        if [c for c in children(dev.pid, "start-dev") if c != old]:
+            record.back_s = time.monotonic() - t0
+            return
+        await asyncio.sleep(0.1)
+    record.notes.append("dev up never started its Temporal child again")

@@ -59,7 +59,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from missionweave._devserver import TemporalDevServer, free_port
+from missionweave.dev import TemporalDevServer, free_port
 from missionweave.outcome import mission_result
 from missionweave.protocol.temporal_contract import MissionSpec
 from missionweave.worker import HandlerRegistry, Submission, WorkContext

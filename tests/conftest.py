@@ -35,9 +35,9 @@ import pytest_asyncio
 from moto.server import ThreadedMotoServer
 from temporalio.testing import WorkflowEnvironment
 
-from missionweave._devserver import free_port
 from missionweave.artifacts import ArtifactStore, FilesystemStore
 from missionweave.authority import now_ms
+from missionweave.dev import free_port
 
 from . import pg
 from .artifact_servers import S3Endpoint

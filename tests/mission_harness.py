@@ -32,7 +32,7 @@ from temporalio.worker import Interceptor
 from missionweave.activities import Check
 from missionweave.artifacts import ArtifactStore, FilesystemStore
 from missionweave.authority import now_ms
-from missionweave.coordinator import coordinator_worker
+from missionweave.dev import coordinator_worker
 from missionweave.protocol import Actor, AgentCard, WorkContract
 from missionweave.protocol.temporal_contract import MissionResult, MissionSpec, mission_workflow_id
 from missionweave.worker import (

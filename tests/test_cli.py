@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from missionweave._devserver import free_port
+from missionweave.dev import free_port
 from missionweave.protocol import SigningKey
 
 from .world import make_world

@@ -144,10 +144,18 @@ def test_public_surface() -> None:
         "find_temporal_cli",
         "free_port",
         "search_attribute_args",
-        # the whole stack of one machine (missionweave._stack)
+        # the whole stack of one machine
         "DEFAULT_GROUP",
         "EmbeddedStack",
         "StackError",
+        # Group set-up and the coordinator process
+        "OWNER_ROLES",
+        "GroupSetupError",
+        "MemberChange",
+        "ensure_group",
+        "ensure_member",
+        "coordinator_worker",
+        "run_coordinator",
         "workflow_ui_url",
     }
     assert all(hasattr(dev, n) for n in dev.__all__)
@@ -198,7 +206,7 @@ async def test_a_port_it_chose_and_another_program_took_meanwhile_is_chosen_agai
 ) -> None:
     """``port=0``: the port found free is taken by another program before the server binds it
     (seen under load): the server starts on a port chosen again, not fails."""
-    import missionweave._devserver as devserver
+    import missionweave.dev._devserver as devserver
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -1,4 +1,4 @@
-"""Group set-up as ``dev up``, ``demo`` and ``group add`` do it (``missionweave._groups``): a
+"""Group set-up as ``dev up``, ``demo`` and ``group add`` do it (``missionweave.dev``): a
 member is added once, gains missing roles, and is never silently re-keyed."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from missionweave._groups import GroupSetupError, ensure_member
+from missionweave.dev import GroupSetupError, ensure_member
 from missionweave.protocol import SigningKey
 
 from .temporal_env import authority_stack

@@ -1,4 +1,4 @@
-"""``missionweave._stack.EmbeddedStack`` in-process: a Mission with an in-process agent, the Group
+"""``missionweave.dev.EmbeddedStack`` in-process: a Mission with an in-process agent, the Group
 bootstrap that is idempotent across restarts, and a coordinator key the Group does not know."""
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from missionweave._devserver import free_port
 from missionweave.authority import Authority, verify_snapshot
 from missionweave.authority.client import (
     AuthorityClient,
@@ -24,6 +23,7 @@ from missionweave.authority.client import (
     Subscriber,
     SubscriptionRefused,
 )
+from missionweave.dev import free_port
 from missionweave.protocol import Actor, Event, SigningKey, seal_event
 
 from .serving import LiveServer, eventually, mission_cmd, windowed_world

@@ -62,7 +62,7 @@ async def _run(
     store: ArtifactStore,
     stop_timeout: float,
 ) -> None:
-    from ..coordinator import run_coordinator
+    from ..dev import run_coordinator
     from ..protocol import Actor
 
     setup_cli_tracing("missionweave-coordinator")  # from OTEL_*; off unless configured

@@ -15,7 +15,7 @@ from ._common import CliError
 from ._options import AUTHORITY_PORT, HEADLESS, TEMPORAL_PORT, UI_PORT
 
 if TYPE_CHECKING:
-    from .._stack import EmbeddedStack
+    from ..dev import EmbeddedStack
 
 app = typer.Typer(help="Run everything MissionWeave needs on this machine.", no_args_is_help=True)
 
@@ -95,7 +95,7 @@ async def _up(
     group: str,
     host: str,
 ) -> None:
-    from .._stack import EmbeddedStack, StackError
+    from ..dev import EmbeddedStack, StackError
     from ..telemetry import TelemetryError, setup_tracing
 
     try:  # from OTEL_*; off unless configured

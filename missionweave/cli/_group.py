@@ -36,7 +36,7 @@ def _key(path: Path, create: bool) -> SigningKey:
 
 
 async def _run_create(url: str, owner: Actor, group: str) -> bool:
-    from .._groups import ensure_group
+    from ..dev import ensure_group
 
     async with _authority(url, owner) as client:
         return await ensure_group(client, owner, group)
@@ -45,7 +45,7 @@ async def _run_create(url: str, owner: Actor, group: str) -> bool:
 async def _run_add(
     url: str, owner: Actor, group: str, agent_id: str, public_key: str, roles: list[str]
 ) -> str:
-    from .._groups import ensure_member
+    from ..dev import ensure_member
 
     async with _authority(url, owner) as client:
         return await ensure_member(client, owner, group, agent_id, public_key, roles)

@@ -234,7 +234,7 @@ async def _start(spec: MissionSpec, address: str, namespace: str, ui_url: str) -
     from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
-    from .._stack import workflow_ui_url
+    from ..dev import workflow_ui_url
     from ..protocol.temporal_contract import COORDINATOR_TASK_QUEUE, MISSION_WORKFLOW_TYPE
 
     client = await _connect(address, namespace)

@@ -39,8 +39,8 @@ from ._summary import Summary, log_stats, print_summary, summarize, verify_chain
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .._stack import EmbeddedStack
     from ..authority.client import AuthorityClient
+    from ..dev import EmbeddedStack
     from ..protocol import Event
 
 
@@ -190,7 +190,7 @@ def _key(path: Path) -> SigningKey:
 
 
 async def _start_stack(stack: EmbeddedStack) -> None:
-    from .._stack import StackError
+    from ..dev import StackError
 
     try:
         await stack.start()
@@ -337,7 +337,7 @@ async def run_demo(
             workflow failure.
         DemoInterrupted: ``stop`` was set before the Mission ended (it was cancelled).
     """
-    from .._stack import EmbeddedStack
+    from ..dev import EmbeddedStack
     from ..workflows import MissionWorkflow
 
     paths, interpreter = resolve_target(opts.site_packages)

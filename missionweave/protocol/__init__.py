@@ -75,13 +75,7 @@ from ._offline import (
     RESOURCE_USAGE_RECORDED,
     OfflineBinding,
 )
-from ._records import (
-    AgentCard,
-    DeclineReason,
-    Evidence,
-    ProgressReport,
-    SelectionBasis,
-)
+from ._records import AgentCard, DeclineReason, Evidence, ProgressReport, SelectionBasis
 from ._retry import RetryBound, exhausted_retry_bound
 from ._signer import Actor
 from ._states import (

@@ -23,13 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
     from ..activities import HEARTBEAT_TIMEOUT, CoordinatorActivities
-    from ..outcome import (
-        INVALID_MISSION,
-        MISSION_EXISTS,
-        error_line,
-        first_error,
-        mission_failure,
-    )
+    from ..outcome import INVALID_MISSION, MISSION_EXISTS, error_line, first_error, mission_failure
     from ..protocol import Command, GraphError, WorkGraph, WorkItemState, transition_for
     from ..protocol.temporal_contract import (
         MISSION_WORKFLOW_TYPE,

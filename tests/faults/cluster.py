@@ -24,10 +24,16 @@ import yaml
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
-from missionweave._devserver import find_temporal_cli, free_port, search_attribute_args
-from missionweave._groups import OWNER_ROLES, ensure_group, ensure_member
 from missionweave.authority.client import AuthorityClient
-from missionweave.dev import connect_client
+from missionweave.dev import (
+    OWNER_ROLES,
+    connect_client,
+    ensure_group,
+    ensure_member,
+    find_temporal_cli,
+    free_port,
+    search_attribute_args,
+)
 from missionweave.protocol import Actor, Event, SigningKey
 from missionweave.protocol.temporal_contract import (
     COORDINATOR_TASK_QUEUE,

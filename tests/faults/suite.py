@@ -85,7 +85,7 @@ async def run_suite(
             done.append(t)
             report(trial_line(t))
             # A killed dev-stack Temporal is started again by `dev up`, which gives up after
-            # 3 restarts a minute (missionweave._stack.RESTARTS): each such kill gets a fresh
+            # 3 restarts a minute (missionweave.dev._stack.RESTARTS): each such kill gets a fresh
             # stack, as back-to-back trials would otherwise kill it more often than that.
             killed_dev = (kind, fault) == ("dev-temporal", "kill")
             if t.verdict.status != "completed" or t.verdict.notes or killed_dev:

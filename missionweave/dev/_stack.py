@@ -38,27 +38,26 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote
 
 import uvicorn
 from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-from ._devserver import DevServerError, TemporalDevServer
+from ..artifacts import FilesystemStore
+from ..authority import Authority, AuthorityConfig, AuthorityError
+from ..authority.client import AuthorityClient, AuthorityUnavailable
+from ..authority.http import WS_MAX_BYTES, create_app
+from ..protocol import Actor, AgentCard, MissionWeaveError, SignatureError, SigningKey
+from ..protocol.temporal_contract import mission_workflow_id
+from ..telemetry import temporal_interceptors
+from ._coordinator import coordinator_worker
+from ._devserver import DevServerError, TemporalDevServer, workflow_ui_url
 from ._groups import OWNER_ROLES, ensure_group, ensure_member
-from .artifacts import FilesystemStore
-from .authority import Authority, AuthorityConfig, AuthorityError
-from .authority.client import AuthorityClient, AuthorityUnavailable
-from .authority.http import WS_MAX_BYTES, create_app
-from .coordinator import coordinator_worker
-from .protocol import Actor, AgentCard, MissionWeaveError, SignatureError, SigningKey
-from .protocol.temporal_contract import mission_workflow_id
-from .telemetry import temporal_interceptors
 
 if TYPE_CHECKING:
-    from .activities import Check
-    from .worker import AgentRuntime, HandlerRegistry
+    from ..activities import Check
+    from ..worker import AgentRuntime, HandlerRegistry
 
 log = logging.getLogger(__name__)
 
@@ -556,7 +555,7 @@ class EmbeddedStack:
             StackError: the stack is not running, or the runtime stopped while starting (the
                 cause is chained).
         """
-        from .worker import AgentRuntime
+        from ..worker import AgentRuntime
 
         if self._exit is None:
             raise StackError("the embedded stack is not running")
@@ -597,13 +596,4 @@ class EmbeddedStack:
         return runtime
 
 
-def workflow_ui_url(ui_url: str, namespace: str, workflow_id: str) -> str:
-    """The Temporal web UI page of a workflow's latest run:
-    ``<ui>/namespaces/<namespace>/workflows/<workflow id>`` (the UI redirects to the run)."""
-    return (
-        f"{ui_url.rstrip('/')}/namespaces/{quote(namespace, safe='')}"
-        f"/workflows/{quote(workflow_id, safe='')}"
-    )
-
-
-__all__ = ["DEFAULT_GROUP", "EmbeddedStack", "StackError", "workflow_ui_url"]
+__all__ = ["DEFAULT_GROUP", "EmbeddedStack", "StackError"]

@@ -14,13 +14,13 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 
-from .activities import Check, CoordinatorActivities
-from .artifacts import ArtifactStore
-from .authority.client import AuthorityClient
-from .protocol import Actor
-from .protocol.temporal_contract import COORDINATOR_TASK_QUEUE
-from .telemetry import worker_interceptors
-from .workflows import MissionWorkflow
+from ..activities import Check, CoordinatorActivities
+from ..artifacts import ArtifactStore
+from ..authority.client import AuthorityClient
+from ..protocol import Actor
+from ..protocol.temporal_contract import COORDINATOR_TASK_QUEUE
+from ..telemetry import worker_interceptors
+from ..workflows import MissionWorkflow
 
 log = logging.getLogger(__name__)
 

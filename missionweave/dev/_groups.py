@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from .authority.client import (
+from ..authority.client import (
     AuthorityClient,
     AuthorityRequestError,
     CursorTooOldError,
     UnknownGroupError,
 )
-from .protocol import Actor, MissionWeaveError
+from ..protocol import Actor, MissionWeaveError
 
 #: The roles of the Group's creator in the embedded stack: it administers the Group, acts as
 #: its Coordinator (the Mission workflow signs with its key) and may own Missions.

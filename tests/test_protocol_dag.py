@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from missionweave.protocol import DependencyStrategy, GraphError, WorkGraph, WorkItemState
 
-S = WorkItemState
 D = DependencyStrategy
 
 
@@ -74,7 +73,7 @@ def test_extra_edges_between_known_items__MW_10_4_a() -> None:
 def test_independent_branches_have_no_order_between_them__MW_10_4_a() -> None:
     g = WorkGraph()
     g.add({"root": [], "left": ["root"], "right": ["root"]})
-    states = {"root": S.VERIFIED}
+    states = {"root": WorkItemState.VERIFIED}
     assert g.is_eligible("left", states) and g.is_eligible("right", states)
 
 
@@ -140,33 +139,35 @@ def test_all_verified_strategy__MW_10_4_b() -> None:
     g = WorkGraph()
     g.add({"a": [], "b": [], "c": ["a", "b"]})
     assert g.is_eligible("a", {})  # no dependencies: eligible at once
-    assert not g.is_eligible("c", {"a": S.VERIFIED})  # a missing state counts as not done
-    assert not g.is_eligible("c", {"a": S.VERIFIED, "b": S.SUBMITTED})
-    assert not g.is_eligible("c", {"a": S.VERIFIED, "b": S.CANCELLED})
-    assert g.is_eligible("c", {"a": S.VERIFIED, "b": S.VERIFIED})
-    assert g.blocked_forever("c", {"a": S.VERIFIED, "b": S.CANCELLED})
-    assert not g.blocked_forever("c", {"a": S.VERIFIED, "b": S.FAILED})
+    assert not g.is_eligible(
+        "c", {"a": WorkItemState.VERIFIED}
+    )  # a missing state counts as not done
+    assert not g.is_eligible("c", {"a": WorkItemState.VERIFIED, "b": WorkItemState.SUBMITTED})
+    assert not g.is_eligible("c", {"a": WorkItemState.VERIFIED, "b": WorkItemState.CANCELLED})
+    assert g.is_eligible("c", {"a": WorkItemState.VERIFIED, "b": WorkItemState.VERIFIED})
+    assert g.blocked_forever("c", {"a": WorkItemState.VERIFIED, "b": WorkItemState.CANCELLED})
+    assert not g.blocked_forever("c", {"a": WorkItemState.VERIFIED, "b": WorkItemState.FAILED})
 
 
 def test_any_verified_strategy__MW_10_4_b() -> None:
     g = WorkGraph()
     g.add({"a": [], "b": [], "c": ["a", "b"]}, {"c": D.ANY_VERIFIED})
     assert not g.is_eligible("c", {})
-    assert not g.is_eligible("c", {"a": S.FAILED, "b": S.ACTIVE})
-    assert g.is_eligible("c", {"a": S.CANCELLED, "b": S.VERIFIED})
-    assert not g.blocked_forever("c", {"a": S.CANCELLED, "b": S.FAILED})
-    assert g.blocked_forever("c", {"a": S.CANCELLED, "b": S.CANCELLED})
+    assert not g.is_eligible("c", {"a": WorkItemState.FAILED, "b": WorkItemState.ACTIVE})
+    assert g.is_eligible("c", {"a": WorkItemState.CANCELLED, "b": WorkItemState.VERIFIED})
+    assert not g.blocked_forever("c", {"a": WorkItemState.CANCELLED, "b": WorkItemState.FAILED})
+    assert g.blocked_forever("c", {"a": WorkItemState.CANCELLED, "b": WorkItemState.CANCELLED})
 
 
 def test_all_terminal_strategy__MW_10_4_b() -> None:
     g = WorkGraph()
     g.add({"a": [], "b": [], "c": ["a", "b"]}, {"c": D.ALL_TERMINAL})
-    assert not g.is_eligible("c", {"a": S.VERIFIED, "b": S.ACTIVE})
-    assert not g.is_eligible("c", {"a": S.VERIFIED, "b": S.SUBMITTED})
-    assert g.is_eligible("c", {"a": S.VERIFIED, "b": S.CANCELLED})
+    assert not g.is_eligible("c", {"a": WorkItemState.VERIFIED, "b": WorkItemState.ACTIVE})
+    assert not g.is_eligible("c", {"a": WorkItemState.VERIFIED, "b": WorkItemState.SUBMITTED})
+    assert g.is_eligible("c", {"a": WorkItemState.VERIFIED, "b": WorkItemState.CANCELLED})
     # failed is not terminal (MW-10.2-a/b: it may be re-offered), so it does not count as done
-    assert not g.is_eligible("c", {"a": S.FAILED, "b": S.CANCELLED})
-    assert not g.blocked_forever("c", {"a": S.CANCELLED, "b": S.CANCELLED})
+    assert not g.is_eligible("c", {"a": WorkItemState.FAILED, "b": WorkItemState.CANCELLED})
+    assert not g.blocked_forever("c", {"a": WorkItemState.CANCELLED, "b": WorkItemState.CANCELLED})
 
 
 @pytest.mark.parametrize("strategy", list(DependencyStrategy))
@@ -176,7 +177,7 @@ def test_eligibility_uses_every_declared_dependency__MW_10_4_b(
     g = WorkGraph()
     g.add({"a": [], "b": []})
     g.add({"c": ["a"]}, {"c": strategy}, edges=[("b", "c")])
-    states = {"a": S.VERIFIED, "b": S.OPEN}
+    states = {"a": WorkItemState.VERIFIED, "b": WorkItemState.OPEN}
     # b is an active, unfinished dependency: only any_verified may proceed without it
     assert g.is_eligible("c", states) is (strategy is D.ANY_VERIFIED)
 

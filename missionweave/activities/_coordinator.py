@@ -52,7 +52,11 @@ HEARTBEAT_EVERY = HEARTBEAT_TIMEOUT / 5
 @contextlib.asynccontextmanager
 async def heartbeating() -> AsyncIterator[None]:
     """Heartbeat the current activity every :data:`HEARTBEAT_EVERY` while the block runs
-    (the workflow sets :data:`HEARTBEAT_TIMEOUT` on every coordinator activity)."""
+    (the workflow sets :data:`HEARTBEAT_TIMEOUT` on every coordinator activity); outside an
+    activity (the methods called directly) it does nothing."""
+    if not activity.in_activity():
+        yield
+        return
 
     async def beat() -> None:
         while True:

@@ -19,8 +19,6 @@ from typing import Any, Protocol
 
 from ._states import WorkItemState
 
-S = WorkItemState
-
 
 class EventLike(Protocol):
     """What the reducer reads of an Event (a :class:`~missionweave.protocol.Event` or the
@@ -115,7 +113,7 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
     match t:
         case "work.authorized" | "work.proposed":
             new.update(
-                state=S.OPEN if t == "work.authorized" else S.PROPOSED,
+                state=WorkItemState.OPEN if t == "work.authorized" else WorkItemState.PROPOSED,
                 mission_id=str(b["mission_id"]),
                 revision=int(b.get("contract", {}).get("revision", 1)),
             )
@@ -123,7 +121,7 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
             new["revision"] = int(b["revision"])
         case "work.offered":
             new.update(
-                state=S.OFFERED,
+                state=WorkItemState.OFFERED,
                 offer_id=str(b["offer_id"]),
                 offer_expires_at_ms=int(b["expires_at_ms"]),
                 offer_candidates=tuple(str(c) for c in b["candidates"]),
@@ -145,7 +143,7 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
         case "work.offer_accepted":
             new.update(
                 **_NO_OFFER,
-                state=S.QUEUED,
+                state=WorkItemState.QUEUED,
                 owner=str(b["owner"]),
                 lease=None,
                 ownership_epoch=int(b["ownership_epoch"]),
@@ -160,7 +158,7 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
             # the lease names its holder and epoch: a reader that missed the acceptance (it
             # saw only this agent's later Events) still knows the owner
             new.update(
-                state=S.ACTIVE,
+                state=WorkItemState.ACTIVE,
                 start_deadline_ms=None,
                 owner=str(lease["agent_id"]),
                 ownership_epoch=int(lease["ownership_epoch"]),
@@ -185,7 +183,7 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
                 new["checkpoint"] = b["checkpoint"]
         case "work.checkpointed":
             new.update(
-                state=S.QUEUED,
+                state=WorkItemState.QUEUED,
                 lease=None,
                 checkpoint=b.get("checkpoint"),
                 start_deadline_ms=b.get("start_deadline_ms"),
@@ -193,18 +191,18 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
             )
         case "work.blocked":
             new.update(
-                state=S.BLOCKED,
+                state=WorkItemState.BLOCKED,
                 lease=None,
                 checkpoint=b.get("checkpoint"),
                 blocked_until_ms=b.get("blocked_lease_expires_at_ms"),
             )
         case "work.unblocked":
             new.update(
-                state=S(str(b["state"])),
+                state=WorkItemState(str(b["state"])),
                 blocked_until_ms=None,
                 start_deadline_ms=b.get("start_deadline_ms"),
             )
-            if new["state"] is S.QUEUED:
+            if new["state"] is WorkItemState.QUEUED:
                 new["queued_at_ms"] = at
             else:
                 new.update(**_NO_OWNER)
@@ -212,7 +210,7 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
             if b.get("reason") == "session_replaced" and b.get("state") == "queued":
                 # the owner's runtime was replaced (MW-11.3-f): back to its queue
                 new.update(
-                    state=S.QUEUED,
+                    state=WorkItemState.QUEUED,
                     lease=None,
                     queued_at_ms=at,
                     start_deadline_ms=b.get("start_deadline_ms"),
@@ -221,19 +219,19 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
                 new["lease"] = None
         case "work.submitted":
             new.update(
-                state=S.SUBMITTED,
+                state=WorkItemState.SUBMITTED,
                 lease=None,
                 outputs=dict(b.get("outputs") or {}),
                 artifacts=tuple(b.get("artifacts") or ()),
                 evidence=tuple(b.get("evidence") or ()),
             )
         case "work.result_accepted" | "mission.child_approved":
-            new["state"] = S.VERIFIED
+            new["state"] = WorkItemState.VERIFIED
         case "work.failed":
             new.update(
                 **_NO_OWNER,
                 **_NO_OFFER,
-                state=S.FAILED,
+                state=WorkItemState.FAILED,
                 attempts=int(b.get("attempts", f.attempts)),
                 retryable=bool(b.get("retryable", True)),
                 error=_failure(b),
@@ -241,11 +239,11 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
                 failed_owner=b.get("owner"),
             )
         case "work.cancelled":
-            new.update(**_NO_OFFER, state=S.CANCELLED, lease=None)
+            new.update(**_NO_OFFER, state=WorkItemState.CANCELLED, lease=None)
         case "mission.child_created":
-            new.update(**_NO_OWNER, **_NO_OFFER, state=S.BLOCKED)
+            new.update(**_NO_OWNER, **_NO_OFFER, state=WorkItemState.BLOCKED)
         case "mission.child_failed":
-            new["state"] = S(str(b["state"]))
+            new["state"] = WorkItemState(str(b["state"]))
         case "approval.result_granted" | "approval.result_denied":
             new["approval"] = {**b, "type": t, "seq": e.seq}
         case _:

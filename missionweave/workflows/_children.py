@@ -25,14 +25,12 @@ with workflow.unsafe.imports_passed_through():
 if TYPE_CHECKING:
     from ._state import MissionState
 
-S = WorkItemState
-
 
 class ChildMissionsMixin:
     """The child-Mission part of :class:`~missionweave.workflows.MissionWorkflow`."""
 
     if TYPE_CHECKING:
-        s: MissionState
+        state: MissionState
         tasks: dict[str, asyncio.Task[None]]
 
         def _intent(self, type: str, body: dict[str, Any], purpose: tuple[str, str]) -> str: ...
@@ -40,8 +38,8 @@ class ChildMissionsMixin:
     @workflow.signal
     def child_finished(self, out: ChildOutcome) -> None:
         """A child Mission reports its outcome; the parent item follows (spec 10.2)."""
-        item = self.s.items.get(out.work_item_id)
-        if item is None or item.state is not S.BLOCKED:
+        item = self.state.items.get(out.work_item_id)
+        if item is None or item.state is not WorkItemState.BLOCKED:
             return
         if out.approved:
             self._intent(
@@ -59,7 +57,7 @@ class ChildMissionsMixin:
                 {
                     "work_item_id": out.work_item_id,
                     "child_mission_id": out.child_mission_id,
-                    "policy": self.s.spec.child_failure_policy.value,
+                    "policy": self.state.spec.child_failure_policy.value,
                 },
                 ("child_result", out.work_item_id),
             )
@@ -85,7 +83,7 @@ class ChildMissionsMixin:
             update={
                 "parent": ParentLink(
                     workflow_id=workflow.info().workflow_id,
-                    mission_id=self.s.spec.mission_id,
+                    mission_id=self.state.spec.mission_id,
                     work_item_id=item.work_item_id,
                 )
             }
@@ -110,7 +108,7 @@ class ChildMissionsMixin:
                 id=mission_workflow_id(child.mission_id),
                 task_queue=workflow.info().task_queue,  # the coordinator's, whatever its name
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                static_summary=f"child of {self.s.spec.mission_id}: {child.title}",
+                static_summary=f"child of {self.state.spec.mission_id}: {child.title}",
             )
             # The child reports by signal (``child_finished``), before it fails its execution
             # if it did not complete: its result is not awaited, and its failure is no error.
@@ -126,7 +124,7 @@ class ChildMissionsMixin:
             ChildMissionsMixin.child_finished,
             ChildOutcome(
                 work_item_id=parent.work_item_id,
-                child_mission_id=self.s.spec.mission_id,
+                child_mission_id=self.state.spec.mission_id,
                 approved=result.status == "completed",
                 evidence=evidence[:50],
                 summary=f"{result.status}: {why}",

@@ -71,7 +71,6 @@ OPEN_WORK_ITEMS = SearchAttributeKey.for_int("OpenWorkItems")
 MAX_BATCH = 100
 #: Bytes of JSON the Mission's result may have (Temporal fails a completion over 2 MiB).
 RESULT_BUDGET = 1 << 20
-S = WorkItemState
 #: The states ``unblock`` may be asked in: the state table's (spec 10.2), not a copy of it.
 _UNBLOCK_FROM = frozenset(s for s in _TRANSITION_UNBLOCK.sources if s is not None)
 
@@ -170,17 +169,17 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             self.readable, spec, resume = False, _stub(spec), None
         for it in resume.items.values() if resume is not None else ():
             it.syncing = it.selecting = it.offer_pending = False  # no coroutine of the last run
-        self.s = resume or MissionState(
+        self.state = resume or MissionState(
             spec=spec, items={i.work_item_id: ItemState(spec=i) for i in spec.items}
         )
         self.graph = WorkGraph()
         try:
             self.graph.add(  # archived WorkItems are nodes without edges: nothing waits on them
                 {
-                    **{w: [] for w in self.s.archived},
-                    **{w: it.spec.dependencies for w, it in self.s.items.items()},
+                    **{w: [] for w in self.state.archived},
+                    **{w: it.spec.dependencies for w, it in self.state.items.items()},
                 },
-                {w: it.spec.contract.dependency_strategy for w, it in self.s.items.items()},
+                {w: it.spec.contract.dependency_strategy for w, it in self.state.items.items()},
             )
         except GraphError as exc:
             self.invalid = f"invalid Mission: {exc}"
@@ -197,7 +196,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         #: dependents and new ones (a settled one waits for that, :attr:`Plan.settled`), so a
         #: Mission of 10,000 WorkItems does not re-plan all of them in every workflow task.
         #: A set read for membership only (plans go in authorization order): deterministic.
-        self.attention: set[str] = set(self.s.items)
+        self.attention: set[str] = set(self.state.items)
         #: Changes applied so far, and at the last status counted (count only on change).
         self.changes = 0
         self.counted: tuple[int, str, int] | None = None
@@ -223,19 +222,23 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         if self.invalid:
             await self._refuse_start(INVALID_MISSION, self.invalid, with_result=self.readable)
         self._publish_status()
-        if not self.s.created:
+        if not self.state.created:
             # Under an id of this chain of runs: another run started later with the same
             # workflow id (a finished Mission's) is answered `mission_exists`, not this
             # run's verdict.
             self._intent(
                 "mission.create",
                 {
-                    "mission_id": self.s.spec.mission_id,
-                    "title": self.s.spec.title,
-                    **({"parent": self.s.spec.parent.model_dump()} if self.s.spec.parent else {}),
+                    "mission_id": self.state.spec.mission_id,
+                    "title": self.state.spec.title,
                     **(
-                        {"budget": self.s.spec.budget.model_dump(mode="json")}
-                        if self.s.spec.budget
+                        {"parent": self.state.spec.parent.model_dump()}
+                        if self.state.spec.parent
+                        else {}
+                    ),
+                    **(
+                        {"budget": self.state.spec.budget.model_dump(mode="json")}
+                        if self.state.spec.budget
                         else {}
                     ),
                 },
@@ -253,12 +256,12 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             # Authority cancels the Mission too, and the execution ends Canceled
             why = workflow.cancellation_reason() or "Temporal cancel request"
             await self._end("cancelled", "mission.cancel", why)
-            cancelled = self.s.status == "cancelled"
+            cancelled = self.state.status == "cancelled"
         # the outcome is decided: a cancel request arriving now changes nothing
         await _despite_cancel(lambda: workflow.wait_condition(workflow.all_handlers_finished))
         result = self._result()
-        if self.s.spec.parent is not None:
-            parent = self.s.spec.parent
+        if self.state.spec.parent is not None:
+            parent = self.state.spec.parent
             await _despite_cancel(lambda: self._report_to_parent(parent, result))
         if cancelled:  # Canceled carries no details: the status query has the result
             raise CancelledError(f"mission {result.mission_id} cancelled: {result.reason}")
@@ -274,17 +277,17 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 await self._refuse_start(MISSION_EXISTS, self.exists, with_result=False)
             self._start_reviews()
             self._advance_reviews()  # a verified review WorkItem or an Approval moves a review on
-            if self.s.cancel_reason is not None and self.s.status == "running":
-                await self._end("cancelled", "mission.cancel", self.s.cancel_reason)
+            if self.state.cancel_reason is not None and self.state.status == "running":
+                await self._end("cancelled", "mission.cancel", self.state.cancel_reason)
                 return
-            p = plan(self.s, self.graph, self._now(), self.attention)
+            p = plan(self.state, self.graph, self._now(), self.attention)
             self.attention.difference_update(p.settled)
             for wid in p.exhausted:
-                item = self.s.items[wid]
+                item = self.state.items[wid]
                 if item.spec.child_mission is None:  # a child's item says what its child did
                     item.detail = p.reasons.get(wid) or _failed_for_good(item)
-            if p.exhausted and self.s.status == "running":
-                first = self.s.items[p.exhausted[0]]
+            if p.exhausted and self.state.status == "running":
+                first = self.state.items[p.exhausted[0]]
                 why = (
                     p.reasons.get(first.work_item_id)
                     or error_line(first.error)
@@ -298,11 +301,11 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             draining = workflow.info().is_continue_as_new_suggested()
             if not draining:
                 for wid in p.children:
-                    self._create_child(self.s.items[wid])
+                    self._create_child(self.state.items[wid])
                 for wid in p.resume:
-                    self._resume(self.s.items[wid])
+                    self._resume(self.state.items[wid])
                 for wid in p.review:
-                    self._spawn_review(self.s.items[wid])
+                    self._spawn_review(self.state.items[wid])
             if p.offer and not draining:
                 await self._select_and_offer(p.offer)
                 # Nobody could take them: plan again, or their retry time (set by the ranking,
@@ -311,7 +314,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                     continue
             if self.queue:
                 continue
-            if finished(self.s):
+            if finished(self.state):
                 await self._end("completed", "mission.complete", "")
                 return
             if self._can_continue_as_new():
@@ -321,14 +324,14 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 if self._can_continue_as_new():
                     # The items live in the state: the spec travels without them, so the
                     # continue-as-new input stays well under Temporal's 2 MiB payload limit.
-                    slim = self.s.spec.model_copy(update={"items": []})
-                    trim(self.s)
+                    slim = self.state.spec.model_copy(update={"items": []})
+                    trim(self.state)
                     # without default values (a WorkContract is mostly defaults): about a
                     # quarter of the bytes; the next run's validation restores them
                     # the state's spec has the named contracts; the first argument (ignored
                     # when a state is given) need not carry them twice
                     bare = slim.model_copy(update={"contracts": {}})
-                    workflow.continue_as_new(args=[bare, compact(self.s, slim)])
+                    workflow.continue_as_new(args=[bare, compact(self.state, slim)])
                 continue
             self._publish_status()
             self.wake = False
@@ -347,7 +350,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         the Authority holds already): status ``failed`` in the query and search attributes,
         then a non-retryable ``ApplicationError`` of type ``kind`` naming ``why``, with the
         Mission's result in its details when ``with_result``."""
-        self.s.status, self.s.end_reason = "failed", why
+        self.state.status, self.state.end_reason = "failed", why
         if kind == MISSION_EXISTS:
             # this run is not the Mission: the Mission's own run keeps its status in the list
             # (`MissionStatus="failed"` must not find a completed Mission) and in the CLI
@@ -360,7 +363,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 ]
             )
         else:
-            for item in self.s.items.values():
+            for item in self.state.items.values():
                 item.detail = item.detail or f"not authorized: {why}"
             self._publish_status()
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -374,8 +377,8 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
 
     def _command_id(self) -> str:
         """A new coordinator Command id: deterministic, unique within the Mission."""
-        self.s.next_command += 1
-        return f"{workflow.info().workflow_id}/c{self.s.next_command}"
+        self.state.next_command += 1
+        return f"{workflow.info().workflow_id}/c{self.state.next_command}"
 
     def _intent(
         self, type: str, body: dict[str, Any], purpose: tuple[str, str], suffix: str = ""
@@ -404,7 +407,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             try:
                 result = await workflow.execute_activity_method(
                     CoordinatorActivities.submit_commands,
-                    SubmitCommandsInput(group_id=self.s.spec.group_id, entries=batch),
+                    SubmitCommandsInput(group_id=self.state.spec.group_id, entries=batch),
                     start_to_close_timeout=timedelta(seconds=60),
                     heartbeat_timeout=HEARTBEAT_TIMEOUT,
                     retry_policy=SUBMIT_RETRY,
@@ -418,7 +421,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 if verdict.status != "rejected":
                     self._apply(verdict.events)
                 if entry.command is not None:
-                    self.s.remember(verdict)
+                    self.state.remember(verdict)
                 else:
                     self._on_intent(verdict)
             self.wake = True
@@ -426,7 +429,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     def _apply(self, events: list[EventSummary]) -> None:
         """Fold the Authority's Events into the state; what they changed, and what depends on
         it, is looked at by the next plan."""
-        for wid in apply_events(self.s, events):
+        for wid in apply_events(self.state, events):
             self.attention.add(wid)
             self.attention.update(self.graph.dependents(wid))
             self.changes += 1
@@ -435,7 +438,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         """Queue ``work.authorize`` for the next ``n`` of the spec's WorkItems not yet queued."""
         ids, self.unauthorized = self.unauthorized[: max(n, 0)], self.unauthorized[max(n, 0) :]
         for wid in ids:
-            self._authorize(self.s.items[wid])
+            self._authorize(self.state.items[wid])
 
     def _reviews_due(self) -> bool:
         return bool(self.review_queue) and "reviews" not in self.tasks
@@ -443,7 +446,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     def _enqueue(self, command: Command) -> str:
         """Queue a person's signed Command (``approve``) for the next Authority batch."""
         cid = command.command_id
-        if cid not in self.s.verdicts and not any(
+        if cid not in self.state.verdicts and not any(
             e.command is not None and e.command.command_id == cid for e in self.queue
         ):
             self.queue.append(BatchEntry(command=command))
@@ -453,8 +456,8 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         """Submit a person's signed Command and answer the Authority's verdict (a retried
         update is answered from :attr:`MissionState.verdicts`, not submitted twice)."""
         cid = self._enqueue(command)
-        await workflow.wait_condition(lambda: cid in self.s.verdicts)
-        return self.s.verdicts[cid]
+        await workflow.wait_condition(lambda: cid in self.state.verdicts)
+        return self.state.verdicts[cid]
 
     def _spawn_review(self, item: ItemState) -> None:
         """Review a submission the Authority holds whose activity's result was lost."""
@@ -478,13 +481,13 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     def _on_intent(self, v: CommandVerdict) -> None:
         self.intent_verdicts[v.command_id] = v
         kind, wid = self.purpose.pop(v.command_id, ("", ""))
-        item = self.s.items.get(wid)
+        item = self.state.items.get(wid)
         now = self._now()
         if kind == "mission":
-            self.s.created = v.accepted
+            self.state.created = v.accepted
             if v.rejection is not None and v.rejection.code == "mission_exists":
                 self.exists = (
-                    f"mission {self.s.spec.mission_id} exists already at the Authority: a "
+                    f"mission {self.state.spec.mission_id} exists already at the Authority: a "
                     f"Mission's id is never started again ({v.rejection.reason})"
                 )
         elif item is None:
@@ -492,19 +495,19 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         elif kind == "offer":
             item.offer_pending = False
             if not v.accepted:  # e.g. owner_active: the lease has not expired yet
-                item.retry_at_ms = now + max(1000, self.s.spec.offer_policy.reoffer_backoff_ms)
+                item.retry_at_ms = now + max(1000, self.state.spec.offer_policy.reoffer_backoff_ms)
                 item.detail = f"offer refused: {v.rejection.code if v.rejection else '?'}"
         elif kind == "authorize" and not v.accepted:
             rej = v.rejection
             if (
                 rej is not None
                 and rej.code == "duplicate_id"
-                and (rej.detail.get("mission_id") == self.s.spec.mission_id)
+                and (rej.detail.get("mission_id") == self.state.spec.mission_id)
             ):
                 item.authorized = True  # authorized by an earlier run of this Mission
             else:  # e.g. the id is another Mission's: WorkItem ids are unique per Group
                 item.detail = f"not authorized: {rej.reason if rej else '?'}"
-                self.s.cancel_reason = self.s.cancel_reason or f"{wid} not authorized: " + (
+                self.state.cancel_reason = self.state.cancel_reason or f"{wid} not authorized: " + (
                     rej.reason if rej else "?"
                 )
         elif kind == "review":
@@ -517,7 +520,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             "work.authorize",
             {
                 "work_item_id": item.work_item_id,
-                "mission_id": self.s.spec.mission_id,
+                "mission_id": self.state.spec.mission_id,
                 "contract": item.spec.contract.wire(),
                 "dependencies": item.spec.dependencies,
             },
@@ -539,22 +542,22 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
 
     @unblock.validator
     def _check_unblock(self, inp: UnblockInput) -> None:
-        item = self.s.items.get(inp.work_item_id)
+        item = self.state.items.get(inp.work_item_id)
         if item is None or item.state not in _UNBLOCK_FROM:
             raise _refuse("not_blocked", f"WorkItem {inp.work_item_id} is not blocked")
 
     @workflow.update
     async def cancel(self, inp: CancelInput) -> str:
         """Cancel the Mission; every unfinished WorkItem is cancelled (spec 10.2)."""
-        self.s.cancel_reason = inp.reason
+        self.state.cancel_reason = inp.reason
         self.wake = True
-        await workflow.wait_condition(lambda: self.s.status != "running")
-        return self.s.status
+        await workflow.wait_condition(lambda: self.state.status != "running")
+        return self.state.status
 
     @cancel.validator
     def _check_cancel(self, inp: CancelInput) -> None:
-        if self.s.status != "running":
-            raise _refuse("mission_closed", f"the Mission is already {self.s.status}")
+        if self.state.status != "running":
+            raise _refuse("mission_closed", f"the Mission is already {self.state.status}")
 
     @workflow.update
     async def authorize_work(self, inp: AuthorizeWorkInput) -> SubmitCommandsResult:
@@ -568,11 +571,11 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             inp.edges,
         )
         for name, contract in inp.contracts.items():  # its items name them after continue-as-new
-            self.s.spec.contracts.setdefault(name, contract)
+            self.state.spec.contracts.setdefault(name, contract)
         self._authorize_initial(len(self.unauthorized))  # what the new items may depend on
         cids = []
         for spec in inp.items:
-            item = self.s.items[spec.work_item_id] = ItemState(spec=spec)
+            item = self.state.items[spec.work_item_id] = ItemState(spec=spec)
             self.attention.add(spec.work_item_id)
             cids.append(self._authorize(item))
         # Edges into WorkItems authorized before: kept in their spec (the state that travels
@@ -581,7 +584,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         for dep, dependent in inp.edges:
             added.setdefault(dependent, []).append(dep)
         for wid, deps in added.items():
-            item = self.s.items[wid]
+            item = self.state.items[wid]
             new = [d for d in dict.fromkeys(deps) if d not in item.spec.dependencies]
             if not new:
                 continue  # edges it has already: nothing to record
@@ -604,14 +607,16 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
 
         Raises:
             ApplicationError: ``mission_closed``, the run ended without creating it."""
-        await workflow.wait_condition(lambda: self.s.created or self.s.status != "running")
-        if not self.s.created:
-            raise _refuse("mission_closed", f"the Mission is {self.s.status}: {self.s.end_reason}")
+        await workflow.wait_condition(lambda: self.state.created or self.state.status != "running")
+        if not self.state.created:
+            raise _refuse(
+                "mission_closed", f"the Mission is {self.state.status}: {self.state.end_reason}"
+            )
 
     @authorize_work.validator
     def _check_authorize(self, inp: AuthorizeWorkInput) -> None:
-        if self.s.status != "running":
-            raise _refuse("mission_closed", f"the Mission is {self.s.status}")
+        if self.state.status != "running":
+            raise _refuse("mission_closed", f"the Mission is {self.state.status}")
         dup = first_duplicate([i.work_item_id for i in inp.items])
         if dup is not None:  # the later copy would replace the first (MW-10.4-c)
             raise _refuse("duplicate_id", f"WorkItem {dup} is given twice")
@@ -621,14 +626,14 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         except GraphError as exc:
             raise _refuse(exc.rejection.code, str(exc)) from None
         for name, contract in inp.contracts.items():
-            if self.s.spec.contracts.get(name, contract) != contract:
+            if self.state.spec.contracts.get(name, contract) != contract:
                 raise _refuse(
                     "contract_name_taken",
                     f"the Mission's contract {name!r} is "
                     "another contract: give this one another name",
                 )
-        archived_deps = [d for i in inp.items for d in i.dependencies if d in self.s.archived]
-        archived_deps += [dep for dep, _ in inp.edges if dep in self.s.archived]
+        archived_deps = [d for i in inp.items for d in i.dependencies if d in self.state.archived]
+        archived_deps += [dep for dep, _ in inp.edges if dep in self.state.archived]
         if archived_deps:  # its offer would go without the dependency's Artifacts
             raise _refuse(
                 "archived_dependency",
@@ -637,30 +642,30 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 "cannot depend on it",
             )
         for dep, dependent in inp.edges:
-            if dependent in self.s.archived:
+            if dependent in self.state.archived:
                 raise _refuse(
                     "not_open",
                     f"WorkItem {dependent} is "
-                    f"{self.s.archived[dependent].value}: edges only go into an "
+                    f"{self.state.archived[dependent].value}: edges only go into an "
                     "open WorkItem",
                 )
-            item = self.s.items.get(dependent)
+            item = self.state.items.get(dependent)
             if (
                 item is not None
                 and dep not in item.spec.dependencies
-                and (item.state is not S.OPEN or item.offer_pending or item.selecting)
+                and (item.state is not WorkItemState.OPEN or item.offer_pending or item.selecting)
             ):  # no agent may hold work that a new edge says cannot start yet
                 raise _refuse(
                     "not_open",
                     f"WorkItem {dependent} is {item.state.value}"
-                    + (" (being offered)" if item.state is S.OPEN else "")
+                    + (" (being offered)" if item.state is WorkItemState.OPEN else "")
                     + ": edges only go into an open WorkItem",
                 )
 
     @workflow.signal
     def report_progress(self, sig: ProgressSignal) -> None:
         """Structured progress from the owner (MW-11.4-a), shown by the ``status`` query."""
-        item = self.s.items.get(sig.work_item_id)
+        item = self.state.items.get(sig.work_item_id)
         if item is not None and item.owner == sig.agent_id:
             item.last_progress = sig.report
 
@@ -668,7 +673,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     def status(self) -> MissionStatus:
         """Per item: state, owner, epoch, lease, attempts, current detail and small outputs
         (:func:`~._status.mission_status`)."""
-        return mission_status(self.s, self._now())
+        return mission_status(self.state, self._now())
 
     # ------------------------------------------------------------------------ the end
 
@@ -680,12 +685,12 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             for key, task in list(self.tasks.items()):
                 if not key.startswith("child:"):
                     task.cancel()  # offers and executions in flight: the Authority ends them
-            body: dict[str, Any] = {"mission_id": self.s.spec.mission_id}
+            body: dict[str, Any] = {"mission_id": self.state.spec.mission_id}
             if reason:
                 body["reason"] = reason
             self._intent(command, body, ("mission_end", ""))
         await self._flush()
-        self.s.status, self.s.end_reason = self.ending
+        self.state.status, self.state.end_reason = self.ending
         self._publish_status()
 
     def _can_continue_as_new(self) -> bool:
@@ -693,31 +698,31 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             workflow.info().is_continue_as_new_suggested()
             and not self.tasks
             and not self.queue
-            and not any(it.running or it.reviewing for it in self.s.items.values())
+            and not any(it.running or it.reviewing for it in self.state.items.values())
         )
 
     def _publish_status(self) -> None:
-        key = (self.changes, self.s.status, len(self.s.items) + len(self.s.archived))
+        key = (self.changes, self.state.status, len(self.state.items) + len(self.state.archived))
         if self.counted == key:
             return  # nothing changed: counting 10,000 WorkItems in every task is not free
         self.counted = key
         # a Mission that ended has nothing open: its failed items are failed for good
-        n = open_count(self.s) if self.s.status == "running" else 0
-        if (self.s.status, n) != self.published:
-            self.published = (self.s.status, n)
+        n = open_count(self.state) if self.state.status == "running" else 0
+        if (self.state.status, n) != self.published:
+            self.published = (self.state.status, n)
             workflow.upsert_search_attributes(
                 [
-                    MISSION_ID.value_set(self.s.spec.mission_id),
-                    GROUP_ID.value_set(self.s.spec.group_id),
-                    MISSION_STATUS.value_set(self.s.status),
+                    MISSION_ID.value_set(self.state.spec.mission_id),
+                    GROUP_ID.value_set(self.state.spec.group_id),
+                    MISSION_STATUS.value_set(self.state.status),
                     OPEN_WORK_ITEMS.value_set(n),
                 ]
             )
-        c = counts(self.s)
+        c = counts(self.state)
         workflow.set_current_details(
-            f"**{self.s.status}** — "
+            f"**{self.state.status}** — "
             + ", ".join(f"{k}: {v}" for k, v in sorted(c.items()))
-            + waiting_lines(self.s, self._now())
+            + waiting_lines(self.state, self._now())
         )
 
     def _result(self) -> MissionResult:
@@ -726,7 +731,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         A failed or cancelled Mission of thousands of unfinished WorkItems goes further: those
         that never ran, then all, are given by their state only (``MissionResult.archived``)."""
         for budget in (STATE_BUDGET, STATE_BUDGET // 8, 0):
-            trim(self.s, budget)
+            trim(self.state, budget)
             result = self._result_of_state()
             if len(result.model_dump_json()) <= RESULT_BUDGET:
                 return result
@@ -738,14 +743,14 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     def _result_of_state(
         self, by_state_only: Callable[[ItemState], bool] = lambda it: False
     ) -> MissionResult:
-        status = self.s.status if self.s.status != "running" else "failed"
-        brief = {w: it.state for w, it in self.s.items.items() if by_state_only(it)}
+        status = self.state.status if self.state.status != "running" else "failed"
+        brief = {w: it.state for w, it in self.state.items.items() if by_state_only(it)}
         return MissionResult(
-            mission_id=self.s.spec.mission_id,
-            group_id=self.s.spec.group_id,
+            mission_id=self.state.spec.mission_id,
+            group_id=self.state.spec.group_id,
             status=status,
-            event_range=(self.s.first_seq, self.s.last_seq)
-            if self.s.first_seq is not None and self.s.last_seq is not None
+            event_range=(self.state.first_seq, self.state.last_seq)
+            if self.state.first_seq is not None and self.state.last_seq is not None
             else None,
             items=[
                 ItemResult(
@@ -764,9 +769,9 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                     dependencies=it.spec.dependencies,
                     trimmed=it.trimmed,
                 )
-                for w, it in self.s.items.items()
+                for w, it in self.state.items.items()
                 if w not in brief
             ],
-            archived={**self.s.archived, **brief},
-            reason=self.s.end_reason,
+            archived={**self.state.archived, **brief},
+            reason=self.state.end_reason,
         )

@@ -10,8 +10,6 @@ from datetime import UTC, datetime
 from ..protocol import TERMINAL_STATES, WorkGraph, WorkItemState
 from ._state import ItemState, MissionState
 
-S = WorkItemState
-
 
 @dataclass
 class Plan:
@@ -58,14 +56,14 @@ def retries_left(item: ItemState, now_ms: int) -> bool:
     return not (c.deadline_ms is not None and now_ms >= c.deadline_ms)
 
 
-def _awaits_an_agent(it: ItemState, graph: WorkGraph, states: Mapping[str, S]) -> bool:
+def _awaits_an_agent(it: ItemState, graph: WorkGraph, states: Mapping[str, WorkItemState]) -> bool:
     """Eligible, for an agent, and nobody holds it: open with its dependencies met, or offered
     with no offer activity left (it expired, or every candidate declined)."""
     if it.spec.child_mission is not None:
         return False
-    if it.state is S.OPEN:
+    if it.state is WorkItemState.OPEN:
         return graph.is_eligible(it.work_item_id, states)
-    return it.state is S.OFFERED
+    return it.state is WorkItemState.OFFERED
 
 
 def deadline_reason(it: ItemState, deadline_ms: int) -> str:
@@ -73,7 +71,7 @@ def deadline_reason(it: ItemState, deadline_ms: int) -> str:
     when agents were offered it but none took it; ``… after 1 failed attempt(s)`` when a retry
     was due."""
     at = datetime.fromtimestamp(deadline_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if it.state is S.FAILED:
+    if it.state is WorkItemState.FAILED:
         return f"deadline passed ({at}) after {it.attempts} failed attempt(s): no retry after it"
     if it.no_agent_since_ms is not None:
         waited = format_duration(deadline_ms - it.no_agent_since_ms)
@@ -145,7 +143,7 @@ def plan(
             p.wake_at(it.retry_at_ms)
             continue
         match it.state:
-            case S.OPEN:
+            case WorkItemState.OPEN:
                 if not graph.is_eligible(wid, states):
                     if graph.blocked_forever(wid, states):  # e.g. all_verified, one cancelled
                         p.exhausted.append(wid)
@@ -160,7 +158,7 @@ def plan(
                     p.children.append(wid)
                 else:
                     p.offer.append((wid, []))
-            case S.FAILED:
+            case WorkItemState.FAILED:
                 if it.spec.child_mission is not None or not retries_left(it, now_ms):
                     p.exhausted.append(wid)
                     c = it.spec.contract
@@ -178,7 +176,7 @@ def plan(
                         p.wake_at(it.retry_at_ms)
                     else:
                         p.offer.append((wid, []))
-            case S.OFFERED:
+            case WorkItemState.OFFERED:
                 # no offer activity is left: it expired (schedule-to-start), everyone declined,
                 # or an agent could not take it
                 expires = it.w.offer_expires_at_ms
@@ -191,7 +189,7 @@ def plan(
                     p.wake_at(expires)
                 else:
                     p.offer.append((wid, list(it.tried)))
-            case S.QUEUED:
+            case WorkItemState.QUEUED:
                 if it.start_deadline_ms is not None and now_ms >= it.start_deadline_ms:
                     # MW-11.5-a. The owner is in ``tried`` (it accepted this attempt's offer), so
                     # others go first; once nobody else is eligible ``tried`` starts over and the
@@ -199,7 +197,7 @@ def plan(
                     p.offer.append((wid, []))
                 elif it.owner is not None:
                     p.resume.append(wid)
-            case S.ACTIVE:
+            case WorkItemState.ACTIVE:
                 # its execution's result was lost: re-offer once the lease has expired (the
                 # Authority closes the former owner first, MW-11.5-a)
                 lease = it.w.lease
@@ -207,7 +205,7 @@ def plan(
                     p.wake_at(int(lease["expires_at_ms"]))
                 else:
                     p.offer.append((wid, []))
-            case S.SUBMITTED if it.review_stage is None:
+            case WorkItemState.SUBMITTED if it.review_stage is None:
                 p.review.append(wid)
             case _:
                 pass

@@ -90,7 +90,7 @@ class ReviewMixin:
     """The review part of :class:`~missionweave.workflows.MissionWorkflow` (see the module)."""
 
     if TYPE_CHECKING:
-        s: MissionState
+        state: MissionState
         graph: WorkGraph
         tasks: dict[str, asyncio.Task[None]]
         wake: bool
@@ -126,8 +126,8 @@ class ReviewMixin:
         wid = item.work_item_id
         self.review_queue.append(
             ReviewInput(
-                group_id=self.s.spec.group_id,
-                mission_id=self.s.spec.mission_id,
+                group_id=self.state.spec.group_id,
+                mission_id=self.state.spec.mission_id,
                 work_item_id=wid,
                 contract=item.spec.contract,
                 outputs=item.outputs,
@@ -180,7 +180,7 @@ class ReviewMixin:
             rid = f"{item.work_item_id}:review" + (str(n) if n > 1 else "")
             if len(rid) > _MAX_ID:
                 rid = f"review-{digest(item.work_item_id)[:32]}-{n}"
-            if self.s.state_of(rid) is None:
+            if self.state.state_of(rid) is None:
                 item.reviews = n
                 return rid
             n += 1
@@ -193,7 +193,7 @@ class ReviewMixin:
         rid = self._review_id(item)
         contract = WorkContract(
             objective=f"Review WorkItem {item.work_item_id} of Mission "
-            f"{self.s.spec.mission_id} against its semantic and qualitative criteria",
+            f"{self.state.spec.mission_id} against its semantic and qualitative criteria",
             deliverables=[Deliverable(name="review")],
             # same ids; kind deterministic: a review WorkItem is never itself reviewed by
             # another reviewer (its Evidence is checked for presence only)
@@ -206,7 +206,7 @@ class ReviewMixin:
                 )
                 for k in semantic
             ],
-            required_capabilities=[self.s.spec.review.reviewer_capability],
+            required_capabilities=[self.state.spec.review.reviewer_capability],
             deadline_ms=c.deadline_ms,
             urgency=c.urgency,
             business_impact=c.business_impact,
@@ -219,7 +219,7 @@ class ReviewMixin:
         )
         request = ReviewRequest(
             subject=item.work_item_id,
-            mission_id=self.s.spec.mission_id,
+            mission_id=self.state.spec.mission_id,
             objective=c.objective,
             criteria=semantic,
             outputs=item.outputs,
@@ -234,7 +234,7 @@ class ReviewMixin:
             excluded=[item.owner] if item.owner else [],
         )
         self.graph.add({rid: []}, {rid: contract.dependency_strategy})
-        self.s.items[rid] = review
+        self.state.items[rid] = review
         self.attention.add(rid)
         self._authorize(review)
         item.review_item, item.review_stage, item.reviewing = rid, "semantic", False
@@ -319,13 +319,13 @@ class ReviewMixin:
     def _advance_reviews(self) -> None:
         """Move waiting reviews on (called by the main loop after every batch): a verified
         review WorkItem gives step 3, a MissionOwner's recorded decision gives step 5."""
-        for item in list(self.s.items.values()):
+        for item in list(self.state.items.values()):
             if item.review_stage is None:
                 continue
             if item.state is not WorkItemState.SUBMITTED:  # cancelled or failed meanwhile
                 item.review_stage = None
             elif item.review_stage == "semantic":
-                review = self.s.items.get(item.review_item or "")
+                review = self.state.items.get(item.review_item or "")
                 if review is not None and review.state is WorkItemState.VERIFIED:
                     item.review.append(self._semantic_step(item, review))
                     item.review_stage = None
@@ -349,16 +349,16 @@ class ReviewMixin:
     @approve.validator
     def _check_approve(self, inp: ApprovalInput) -> None:
         cmd = inp.command
-        if cmd.command_id in self.s.verdicts:
+        if cmd.command_id in self.state.verdicts:
             return
         if cmd.type not in APPROVAL_COMMANDS:
             raise refuse(
                 "wrong_command_type",
                 f"expected approval.grant_result or approval.deny_result, got {cmd.type}",
             )
-        if cmd.group_id != self.s.spec.group_id:
-            raise refuse("wrong_group", f"the Mission's Group is {self.s.spec.group_id}")
-        item = self.s.items.get(str(cmd.body.get("work_item_id")))
+        if cmd.group_id != self.state.spec.group_id:
+            raise refuse("wrong_group", f"the Mission's Group is {self.state.spec.group_id}")
+        item = self.state.items.get(str(cmd.body.get("work_item_id")))
         if item is None:
             raise refuse("unknown_work_item", "unknown WorkItem")
         if item.review_stage != "approval":

@@ -11,7 +11,6 @@ from ..protocol.temporal_contract import MissionStatus, WorkItemStatus
 from ._plan import counts, format_duration
 from ._state import ItemState, MissionState
 
-S = WorkItemState
 #: Bytes of JSON above which a WorkItem's outputs are left out of the ``status`` answer.
 OUTPUTS_SHOWN_BYTES = 4096
 #: Bytes of outputs one ``status`` answer carries at most, over all its WorkItems.
@@ -46,21 +45,21 @@ def current_detail(item: ItemState, now_ms: int | None = None) -> str:
     d, state = item.detail, item.state
     owner = item.owner or "no owner"
     since = item.no_agent_since_ms
-    if state is S.CANCELLED and (not d or d.startswith(_BEFORE_TAKEN)):
+    if state is WorkItemState.CANCELLED and (not d or d.startswith(_BEFORE_TAKEN)):
         d = "cancelled"  # what it waited for is moot
     elif since is not None and now_ms is not None and d.startswith(_NO_AGENT):
         d = f"{d} for {format_duration(now_ms - since)}"
-    elif state is S.ACTIVE and (not d or d.startswith(_BEFORE_TAKEN)):
+    elif state is WorkItemState.ACTIVE and (not d or d.startswith(_BEFORE_TAKEN)):
         d = f"active at {owner}"
         if item.last_progress is not None:
             d += f" · {item.last_progress.phase}"
-    elif state is S.QUEUED and d.startswith(_OFFER_NOTES):
+    elif state is WorkItemState.QUEUED and d.startswith(_OFFER_NOTES):
         d = f"accepted by {owner}, not started"
-    elif state is S.OFFERED and not d and item.offer_candidates:
+    elif state is WorkItemState.OFFERED and not d and item.offer_candidates:
         d = "offered to " + ", ".join(item.offer_candidates)
-    elif state is S.SUBMITTED and (not d or d.startswith(_BEFORE_TAKEN)):
+    elif state is WorkItemState.SUBMITTED and (not d or d.startswith(_BEFORE_TAKEN)):
         d = "submitted, under review"
-    elif state is S.VERIFIED and d in ("", "submitted"):
+    elif state is WorkItemState.VERIFIED and d in ("", "submitted"):
         d = "verified"
     return d
 
@@ -72,7 +71,8 @@ def waiting_lines(state: MissionState, now_ms: int) -> str:
     waiting = [
         f"- {it.work_item_id}: {current_detail(it, now_ms)}"
         for it in state.items.values()
-        if it.no_agent_since_ms is not None and it.state in (S.OPEN, S.OFFERED, S.FAILED)
+        if it.no_agent_since_ms is not None
+        and it.state in (WorkItemState.OPEN, WorkItemState.OFFERED, WorkItemState.FAILED)
     ]
     if len(waiting) > WAITING_LINES:
         waiting = [*waiting[:WAITING_LINES], f"- … and {len(waiting) - WAITING_LINES} more"]

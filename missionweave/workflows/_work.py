@@ -44,7 +44,6 @@ with workflow.unsafe.imports_passed_through():
 if TYPE_CHECKING:
     from ._state import MissionState
 
-S = WorkItemState
 #: The longest wait between two rankings of a WorkItem nobody could take, milliseconds.
 MAX_IDLE_BACKOFF_MS = 30_000
 #: Retries of the coordinator's own activities (the Authority may be briefly unreachable).
@@ -64,7 +63,7 @@ class WorkMixin:
     """The offer and execution part of :class:`~missionweave.workflows.MissionWorkflow`."""
 
     if TYPE_CHECKING:
-        s: MissionState
+        state: MissionState
         tasks: dict[str, asyncio.Task[None]]
         wake: bool
         changes: int
@@ -83,16 +82,16 @@ class WorkMixin:
         """Rank agents for the wanted WorkItems and offer each to its best-ranked (or, urgent,
         to a bounded candidate set; MW-10.3-b/c) in one activity, ``select_candidates``; then
         one ``execute_work_item`` per candidate."""
-        policy = self.s.spec.offer_policy
+        policy = self.state.spec.offer_policy
         now = self._now()
         requests = []
         for wid, exclude in wanted:
-            item = self.s.items[wid]
+            item = self.state.items[wid]
             item.selecting = item.offer_pending = True
             urgent = item.spec.contract.urgency.value == "urgent"
             requests.append(
                 SelectCandidatesInput(
-                    group_id=self.s.spec.group_id,
+                    group_id=self.state.spec.group_id,
                     work_item_id=wid,
                     required_capabilities=item.spec.contract.required_capabilities,
                     exclude=sorted(set(exclude) | set(item.tried) | set(item.excluded)),
@@ -116,11 +115,11 @@ class WorkMixin:
             )
         finally:
             for wid, _ in wanted:
-                self.s.items[wid].selecting = False
-                self.s.items[wid].offer_pending = False
+                self.state.items[wid].selecting = False
+                self.state.items[wid].offer_pending = False
         now = self._now()
         for (wid, _), res in zip(wanted, ranked.results, strict=True):
-            item = self.s.items[wid]
+            item = self.state.items[wid]
             cands = [c.agent_id for c in res.candidates]
             if not cands and item.tried:  # everyone tried: start over after a pause
                 item.tried = []
@@ -136,8 +135,8 @@ class WorkMixin:
                 item.detail = "no eligible agent"
                 if res.saturated:  # offered again as soon as one of this Mission's runs ends
                     item.detail = "every capable agent is busy"
-                    if wid not in self.s.awaiting_room:
-                        self.s.awaiting_room.append(wid)
+                    if wid not in self.state.awaiting_room:
+                        self.state.awaiting_room.append(wid)
                 continue
             self._applied_intent(res.verdict, ("offer", wid))
             rej = res.verdict.rejection
@@ -147,7 +146,11 @@ class WorkMixin:
                 # a submission is then reviewed, a live lease waited for
                 await self._sync(item)
                 continue
-            if not res.verdict.accepted or item.state is not S.OFFERED or item.w.offer_id is None:
+            if (
+                not res.verdict.accepted
+                or item.state is not WorkItemState.OFFERED
+                or item.w.offer_id is None
+            ):
                 continue  # refused otherwise: _on_intent set the retry time
             item.retry_at_ms = None
             item.empty_rankings = 0
@@ -198,17 +201,17 @@ class WorkMixin:
             outcome = await workflow.execute_activity(
                 execute_work_item,
                 ExecuteWorkItemInput(
-                    group_id=self.s.spec.group_id,
-                    mission_id=self.s.spec.mission_id,
+                    group_id=self.state.spec.group_id,
+                    mission_id=self.state.spec.mission_id,
                     work_item_id=wid,
                     contract=c,
                     input=item.spec.input,
                     offer=offer,
                     ownership_epoch=item.ownership_epoch,
                     dependency_artifacts={
-                        d: self.s.items[d].artifacts
+                        d: self.state.items[d].artifacts
                         for d in item.spec.dependencies
-                        if d in self.s.items and self.s.items[d].artifacts
+                        if d in self.state.items and self.state.items[d].artifacts
                     },
                 ),
                 task_queue=agent_task_queue(agent),
@@ -236,9 +239,9 @@ class WorkMixin:
                 doubt = True
         finally:
             item.running -= 1
-            for w in self.s.awaiting_room:  # a slot is free: offer those waiting for one
-                self.s.items[w].retry_at_ms = None
-            self.s.awaiting_room.clear()
+            for w in self.state.awaiting_room:  # a slot is free: offer those waiting for one
+                self.state.items[w].retry_at_ms = None
+            self.state.awaiting_room.clear()
         self._apply(outcome.events)
         if any(e.type == "work.offer_accepted" for e in outcome.events):
             mine = _exec_key(wid, agent)
@@ -254,7 +257,7 @@ class WorkMixin:
             or (outcome.kind is OutcomeKind.NOT_TAKEN and not item.running)
         ):  # e.g. taken by an acceptance this workflow has not seen
             await self._sync(item)
-        if item.state is S.SUBMITTED and not item.running and not item.reviewing:
+        if item.state is WorkItemState.SUBMITTED and not item.running and not item.reviewing:
             await self._review(item)
         self.wake = True
 
@@ -265,7 +268,7 @@ class WorkMixin:
             events = await workflow.execute_activity_method(
                 CoordinatorActivities.work_item_events,
                 WorkItemEventsInput(
-                    group_id=self.s.spec.group_id,
+                    group_id=self.state.spec.group_id,
                     work_item_id=item.work_item_id,
                     after_sequence=item.w.seq,
                 ),

@@ -443,19 +443,3 @@ def workflow_ui_url(ui_url: str, namespace: str, workflow_id: str) -> str:
         f"{ui_url.rstrip('/')}/namespaces/{quote(namespace, safe='')}"
         f"/workflows/{quote(workflow_id, safe='')}"
     )
-
-
-__all__ = [
-    "GROUP_ID",
-    "MISSION_ID",
-    "MISSION_STATUS",
-    "OPEN_WORK_ITEMS",
-    "SEARCH_ATTRIBUTES",
-    "DevServerError",
-    "TemporalDevServer",
-    "connect_client",
-    "find_temporal_cli",
-    "free_port",
-    "search_attribute_args",
-    "workflow_ui_url",
-]

@@ -126,19 +126,24 @@ def member_add(ctx: Ctx) -> None:
     )
 
 
+def _next_membership_epoch(ctx: Ctx, agent_id: str) -> int:
+    """The membership epoch an active member's change gives it (its current one + 1).
+
+    Raises:
+        Reject: ``not_a_member`` — ``agent_id`` is not an active member of the Group.
+    """
+    row = ctx.one("members.active_epoch", ctx.group_id, agent_id)
+    if row is None:
+        raise Reject("not_a_member", f"{agent_id!r} is not a member", agent_id=agent_id)
+    return int(row["membership_epoch"]) + 1
+
+
 @command("member.update")
 def member_update(ctx: Ctx) -> None:
     _require(ctx, Role.OWNER)
     agent_id = need(ctx.body, "agent_id")
     roles = _roles(ctx.body.get("roles"))
-    row = ctx.one(
-        "members.active_epoch",
-        ctx.group_id,
-        agent_id,
-    )
-    if row is None:
-        raise Reject("not_a_member", f"{agent_id!r} is not a member", agent_id=agent_id)
-    epoch = row["membership_epoch"] + 1
+    epoch = _next_membership_epoch(ctx, agent_id)
     ctx.run(
         "members.set_roles_membership_epoch",
         json.dumps(roles),
@@ -155,14 +160,7 @@ def member_remove(ctx: Ctx) -> None:
     agent_id = need(ctx.body, "agent_id")
     if agent_id == ctx.command.actor:
         raise Reject("invalid_body", "an owner cannot remove itself")
-    row = ctx.one(
-        "members.active_epoch",
-        ctx.group_id,
-        agent_id,
-    )
-    if row is None:
-        raise Reject("not_a_member", f"{agent_id!r} is not a member", agent_id=agent_id)
-    epoch = row["membership_epoch"] + 1
+    epoch = _next_membership_epoch(ctx, agent_id)
     ctx.run(
         "members.deactivate",
         epoch,

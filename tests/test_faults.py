@@ -6,9 +6,9 @@ fault drawn from :data:`SEED`). The full suite is ``make faults`` (docs/faults.m
 Every trial must: complete its Mission within the bound, verify every WorkItem exactly once,
 perform no effect twice under one idempotency key, keep a log that ``events verify`` passes,
 and leave no process behind. Re-runs under a new ownership epoch are expected only when the
-owner itself was faulted. A killed Authority credits its downtime to live leases (MW-11.5-c):
-no re-runs; a frozen or cut-off Authority still lets short leases lapse, so for those faults
-re-runs are counted, not asserted.
+owner itself was faulted. A killed Authority credits its downtime to live leases, a frozen one
+its stall (MW-11.5-c): no re-runs; a cut-off Authority still lets short leases lapse, so for
+that fault re-runs are counted, not asserted.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _judge(t: Trial) -> None:
     assert v.leftovers == [], why
     if t.kind != "worker" and (t.kind, t.plan.fault) not in KNOWN_RERUNS:
         assert v.rerun_items == 0, why
-    # a worker's re-runs are expected; a frozen or cut-off Authority's are known: counted
+    # a worker's re-runs are expected; a cut-off Authority's are known: counted
 
 
 @pytest.mark.timeout(360)

@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from missionweave.authority import SubmitResult, verify_log
-from missionweave.authority.core._handlers_offline import credit_on_start, mark_alive
+from missionweave.authority.core._handlers_offline import (
+    STALL_MS,
+    StallWatch,
+    credit_on_start,
+    mark_alive,
+)
 from missionweave.protocol import (
     BOUNDED_OFFLINE_EXECUTION,
     RESOURCE_USAGE_RECORDED,
@@ -297,6 +302,30 @@ def test_mw_11_5_c_authority_downtime_is_credited_to_live_leases(tmp_path: Path)
     r = w.submit(w.workers[0], "work.submit", w.leased("a", evidence=evidence("worker-0", "a")))
     assert r.accepted, r.rejection
     assert credit_on_start(w.authority) == (0, 0)  # a second start without downtime
+
+
+def test_mw_11_5_c_an_authority_that_stood_still_credits_its_stall_to_live_leases(
+    tmp_path: Path,
+) -> None:
+    """A serving Authority frozen (SIGSTOP), suspended or starved heard no renewal either: the
+    first write after a stall longer than ``STALL_MS`` extends every lease live when the stall
+    began by its length, before any Command is judged; a short gap extends nothing."""
+    w = _leased(tmp_path)
+    live = w.leases["a"]
+    credit_on_start(w.authority)  # serving: the stall watch is on
+    watch = w.authority.stall_watch
+    assert isinstance(watch, StallWatch)
+    watch._seen -= 1.0  # one second: a normal beat's gap
+    w.ok(w.coordinator, "mission.create", {"mission_id": "m-short", "title": "t"})
+    row = w.authority.lease(live["lease_id"])
+    assert row is not None and row["expires_at_ms"] == live["expires_at_ms"]
+    watch._seen -= STALL_MS / 1000 + 5.0  # frozen for 8 s
+    w.clock.advance(8_000)
+    w.ok(w.coordinator, "mission.create", {"mission_id": "m-after", "title": "t"})
+    row = w.authority.lease(live["lease_id"])
+    assert row is not None
+    assert live["expires_at_ms"] + 8_000 <= row["expires_at_ms"] <= live["expires_at_ms"] + 8_500
+    verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
 class _Direct:

@@ -16,12 +16,10 @@ from .trial import Trial, run_trial, trial_seed
 LABELS = {"worker": "worker", "authority": "Authority", "temporal": "Temporal server",
           "coordinator": "coordinator", "dev-temporal": "dev stack's Temporal child"}  # fmt: skip
 #: Faults whose re-runs after an outage are known and not yet fixed. A killed and restarted
-#: Authority credits its downtime to every live lease (MW-11.5-c), so a kill re-runs nothing;
-#: an Authority that stays up but is frozen (SIGSTOP) or cut off from everyone still lets
-#: leases shorter than the outage lapse, and their WorkItems are reassigned under a new epoch.
-KNOWN_RERUNS: frozenset[tuple[str, str]] = frozenset(
-    {("authority", "freeze"), ("authority", "cut")}
-)
+#: Authority credits its downtime to every live lease, and a frozen one its stall (MW-11.5-c),
+#: so neither re-runs anything; an Authority that stays up but is cut off from everyone still
+#: lets leases shorter than the cut lapse, and their WorkItems are reassigned under a new epoch.
+KNOWN_RERUNS: frozenset[tuple[str, str]] = frozenset({("authority", "cut")})
 
 
 def layout_of(kind: Kind) -> Layout:
@@ -119,7 +117,7 @@ def trial_line(t: Trial) -> str:
         f"{v.status} in {t.duration_s:.1f} s, re-run {v.rerun_items}, "
         f"late {v.late_results}, recovered in {t.phases.get('recover', 0):.0f} s"
         + (f" — {'; '.join(failed)}" if failed else "")
-        + (" (known: a frozen or cut-off Authority)" if known else "")
+        + (" (known: a cut-off Authority)" if known else "")
         + (f" [{'; '.join(n.strip()[:160] for n in v.notes)}]" if v.notes else "")
     )
 

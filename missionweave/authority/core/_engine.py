@@ -49,7 +49,7 @@ from . import (  # noqa: F401
 )
 from ._agents import AgentReads
 from ._command_scope import Ctx, Reject, dumps
-from ._handlers_offline import handler_for
+from ._handlers_offline import StallWatch, handler_for
 from ._reads import LogReader
 from ._registry import HANDLERS
 from ._store import Store, open_store
@@ -138,6 +138,9 @@ class Authority(LogReader, AgentReads):
         self._trusted: list[Command] = []
         self._members: dict[tuple[str, str], Any] = {}
         self._tx = _Tx()
+        #: Set by a serving Authority (``credit_on_start``): its own stalls are credited to live
+        #: leases at the start of each write transaction (MW-11.5-c).
+        self.stall_watch: StallWatch | None = None
         self._pin_key()
 
     def _pin_key(self) -> None:
@@ -269,6 +272,8 @@ class Authority(LogReader, AgentReads):
         tx = self._tx = _Tx()
         self.store.begin()
         try:
+            if self.stall_watch is not None:  # before any lease is judged (MW-11.5-c)
+                self.stall_watch.check(self.store, self.clock())
             # Appends of one Group are serialized across processes (PostgreSQL replicas).
             self.store.lock_groups(c.group_id or "" for c in commands)
             # every remembered id of the batch in one statement (after the locks: a replica

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from typing import Any
 
 from ...protocol import (
@@ -337,12 +338,49 @@ ALIVE_INTERVAL_S = 1.0
 
 def credit_on_start(authority: Any) -> tuple[int, int]:
     """:func:`credit_downtime` in its own write transaction of ``authority`` (an
-    :class:`~missionweave.authority.Authority`); logs what it extended."""
+    :class:`~missionweave.authority.Authority`); logs what it extended. From then on the
+    Authority's own stalls are credited too (:class:`StallWatch`)."""
     with authority._write():
         downtime, n = credit_downtime(authority.store, authority.clock())
+    authority.stall_watch = StallWatch()
     if n:
         log.warning("the Authority was down %d ms: %d live lease(s) extended by that", downtime, n)
     return downtime, n
+
+
+#: A gap this long (milliseconds, monotonic) between a serving Authority's alive marks or
+#: transactions means the Authority itself stalled (frozen, suspended, starved), not its agents.
+STALL_MS = 3_000
+
+
+class StallWatch:
+    """Credits a serving Authority's own stalls to live leases, as a restart credits its
+    downtime (MW-11.5-c): a frozen (SIGSTOP), suspended or starved Authority heard no renewal
+    either, so the time it stood still must not cost an owner its lease.
+
+    The Authority calls :meth:`check` at the start of every write transaction and every alive
+    mark; the gap is measured on the monotonic clock (the Authority's own clock may be a test's
+    manual one). Only a single-process store (SQLite) is watched: one stalled replica of
+    several over PostgreSQL is not the Authority being away.
+    """
+
+    def __init__(self, threshold_ms: int = STALL_MS) -> None:
+        self.threshold_ms = threshold_ms
+        self._seen = time.monotonic()
+
+    def check(self, store: Store, now_ms: int) -> int:
+        """In a write transaction: extend every lease live when the stall began by its length
+        if the last check was more than :attr:`threshold_ms` ago; the leases extended."""
+        now = time.monotonic()
+        gap_ms = int((now - self._seen) * 1000)
+        self._seen = now
+        if gap_ms <= self.threshold_ms or store.backend != "sqlite":
+            return 0
+        n = store.run("leases.extend_live", gap_ms, now_ms - gap_ms)
+        if n:
+            log.warning("the Authority stood still %d ms: %d live lease(s) extended by that",
+                        gap_ms, n)  # fmt: skip
+        return n
 
 
 async def keep_alive(authority: Any, interval_s: float = ALIVE_INTERVAL_S) -> None:
@@ -357,11 +395,15 @@ async def keep_alive(authority: Any, interval_s: float = ALIVE_INTERVAL_S) -> No
 
 def _mark(authority: Any) -> None:
     with authority._write(fsync=False):
+        if authority.stall_watch is not None:
+            authority.stall_watch.check(authority.store, authority.clock())
         mark_alive(authority.store, authority.clock())
 
 
 __all__ = [
     "ALIVE_INTERVAL_S",
+    "STALL_MS",
+    "StallWatch",
     "charge_ancestry",
     "credit_downtime",
     "credit_on_start",

@@ -244,3 +244,13 @@ def test_mw_11_3_d_after_any_rotations_only_tokens_since_the_last_one_are_valid(
         if not check.valid:
             assert check.code == "token_superseded"
         assert token["expires_at_ms"] <= lease["expires_at_ms"]
+
+
+def test_mw_11_3_d_a_token_that_cannot_be_canonicalized_is_simply_not_genuine(
+    tmp_path: Path,
+) -> None:
+    """A genuine token altered to hold a lone surrogate in its scope cannot be hashed: it is
+    refused as ``invalid_token`` with no facts, never an internal error (found by attack)."""
+    w, token = _leased(tmp_path)
+    check = _check(w, {**token, "scope": ["\udfff"]})
+    assert (check.valid, check.code, check.token_id) == (False, "invalid_token", None)

@@ -379,3 +379,15 @@ def test_mw_11_5_e_a_buffered_command_that_had_arrived_is_not_applied_twice(
     item = w.authority.work_item(w.group, "a")
     assert item is not None and ResourceUsage.model_validate_json(item["usage"]).tool_calls == 2
     assert len(buf) == 0
+
+
+def test_mw_11_5_j_a_usage_total_past_the_largest_log_integer_is_refused(tmp_path: Path) -> None:
+    """A charge that would take a WorkItem's or a Mission's usage past 2**53 - 1 (the largest
+    integer the log's canonical JSON holds) is ``budget_exceeded`` and writes nothing — it was
+    an internal error when another agent's charge had filled the Mission's total (attack)."""
+    w = _leased(tmp_path)
+    w.ok(w.workers[0], "lease.renew", w.leased("a", usage={"tokens": 2**53 - 11}))
+    before = _before(w)
+    r = w.submit(w.workers[0], "lease.renew", w.leased("a", usage={"tokens": 11}))
+    _writes_nothing(w, r, "budget_exceeded", before)
+    assert r.rejection is not None and r.rejection.detail["dimensions"] == ["tokens"]

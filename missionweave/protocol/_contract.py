@@ -100,10 +100,17 @@ class ResourceUsage(BaseModel):
     side_effects: int = Field(default=0, ge=0)
 
     def plus(self, other: ResourceUsage) -> ResourceUsage:
-        """Dimension-wise sum."""
-        return ResourceUsage(
-            **{k: getattr(self, k) + getattr(other, k) for k in ResourceUsage.model_fields}
-        )
+        """Dimension-wise sum.
+
+        Raises:
+            OverflowError: a dimension's sum passes 2**53 - 1, the largest integer the log's
+                canonical JSON holds (``args[0]``: the dimensions).
+        """
+        total = {k: getattr(self, k) + getattr(other, k) for k in ResourceUsage.model_fields}
+        past = sorted(k for k, v in total.items() if v > 2**53 - 1)
+        if past:
+            raise OverflowError(past)
+        return ResourceUsage(**total)
 
     def over(self, budget: Budget) -> list[str]:
         """Names of the dimensions in which this usage exceeds ``budget`` (empty when within)."""

@@ -27,6 +27,7 @@ from ._command_scope import Ctx, Reject, dumps, need
 from ._handlers_context import _cross_mission
 from ._handlers_offline import charge_ancestry
 from ._items import (
+    add_usage,
     contract_of,
     end_leases,
     gate,
@@ -98,7 +99,7 @@ def _charge(ctx: Ctx, item: Row) -> ResourceUsage | None:
     if raw is None:
         return None
     delta = parse(ResourceUsage, raw, "usage")
-    total = ResourceUsage.model_validate_json(item["usage"]).plus(delta)
+    total = add_usage(ResourceUsage.model_validate_json(item["usage"]), delta)
     over = total.over(contract_of(item).budget)
     if over:
         raise Reject(

@@ -36,7 +36,7 @@ from ...protocol import (
     ResourceUsage,
 )
 from ._command_scope import Ctx, Reject, dumps
-from ._items import contract_of, gate, load_item, parse, set_item
+from ._items import add_usage, contract_of, gate, load_item, parse, set_item
 from ._registry import HANDLERS, Handler
 from ._store import Row, Store
 
@@ -132,7 +132,7 @@ def charge_ancestry(ctx: Ctx, item: Row, delta: ResourceUsage) -> list[dict[str,
         if row is None:
             break
         used = ResourceUsage.model_validate_json(row["usage"]) if row["usage"] else None
-        total = (used or ResourceUsage()).plus(delta)
+        total = add_usage(used or ResourceUsage(), delta)
         if row["budget"]:
             over = total.over(Budget.model_validate_json(row["budget"]))
             if over:
@@ -152,7 +152,7 @@ def charge_ancestry(ctx: Ctx, item: Row, delta: ResourceUsage) -> list[dict[str,
 
 
 def _charge_all(ctx: Ctx, item: Row, delta: ResourceUsage) -> dict[str, Any]:
-    total = ResourceUsage.model_validate_json(item["usage"]).plus(delta)
+    total = add_usage(ResourceUsage.model_validate_json(item["usage"]), delta)
     over = total.over(contract_of(item).budget)
     if over:
         raise Reject(

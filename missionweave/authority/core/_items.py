@@ -7,7 +7,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ...protocol import Evidence, Transition, WorkContract, WorkItemState, check_transition
+from ...protocol import (
+    Evidence,
+    ResourceUsage,
+    Transition,
+    WorkContract,
+    WorkItemState,
+    check_transition,
+)
 from ._command_scope import Ctx, Reject, dumps, need
 from ._store import Row
 
@@ -142,3 +149,17 @@ def withdraw_offers(ctx: Ctx, item: Row, reason: str, *, keep: str | None = None
 
 
 __all__ = ["dumps"]
+
+
+def add_usage(used: ResourceUsage, delta: ResourceUsage) -> ResourceUsage:
+    """``used`` + ``delta``, for a charge (MW-11.5-i/j).
+
+    Raises:
+        Reject: ``budget_exceeded`` — a total would pass 2**53 - 1, the largest integer the
+            log can hold (whatever the budget says).
+    """
+    try:
+        return used.plus(delta)
+    except OverflowError as exc:
+        raise Reject("budget_exceeded", "a usage total would pass 2**53 - 1",
+                     dimensions=exc.args[0]) from None  # fmt: skip

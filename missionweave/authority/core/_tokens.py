@@ -19,7 +19,7 @@ import json
 import threading
 from typing import Any, Protocol
 
-from ...protocol import digest, new_id, verify
+from ...protocol import CanonicalizationError, digest, new_id, verify
 from ..wire import CapabilityToken, TokenCheck
 from ._command_scope import Ctx, Reject
 from ._items import contract_of
@@ -192,7 +192,7 @@ def verify_capability_token(
     fields = t.model_dump()
     try:
         h = digest({k: fields[k] for k in TOKEN_FIELDS})
-    except (ValueError, TypeError):  # not canonicalizable (e.g. a lone surrogate)
+    except (ValueError, TypeError, CanonicalizationError):  # e.g. a lone surrogate
         return forged
     if h != t.hash or not verify(authority.public_key, t.signature, bytes.fromhex(h)):
         return forged

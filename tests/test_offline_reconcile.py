@@ -391,3 +391,11 @@ def test_mw_11_5_j_a_usage_total_past_the_largest_log_integer_is_refused(tmp_pat
     r = w.submit(w.workers[0], "lease.renew", w.leased("a", usage={"tokens": 11}))
     _writes_nothing(w, r, "budget_exceeded", before)
     assert r.rejection is not None and r.rejection.detail["dimensions"] == ["tokens"]
+
+
+def test_mw_11_5_i_a_boolean_is_not_a_usage_count(tmp_path: Path) -> None:
+    """``{"tokens": true}`` is not one token: refused as ``invalid_body``, nothing written."""
+    w = _leased(tmp_path)
+    before = _before(w)
+    r = w.submit(w.workers[0], "lease.renew", w.leased("a", usage={"tokens": True}))
+    _writes_nothing(w, r, "invalid_body", before)

@@ -89,15 +89,16 @@ class Budget(BaseModel):
 
 
 class ResourceUsage(BaseModel):
-    """Consumed resources in the same six dimensions (money in the budget's currency)."""
+    """Consumed resources in the same six dimensions (money in the budget's currency); each a
+    JSON integer (``true`` is not 1)."""
 
     model_config = _STRICT
-    money_minor_units: int = Field(default=0, ge=0)
-    tokens: int = Field(default=0, ge=0)
-    tool_calls: int = Field(default=0, ge=0)
-    compute_ms: int = Field(default=0, ge=0)
-    wall_clock_ms: int = Field(default=0, ge=0)
-    side_effects: int = Field(default=0, ge=0)
+    money_minor_units: int = Field(default=0, ge=0, strict=True)
+    tokens: int = Field(default=0, ge=0, strict=True)
+    tool_calls: int = Field(default=0, ge=0, strict=True)
+    compute_ms: int = Field(default=0, ge=0, strict=True)
+    wall_clock_ms: int = Field(default=0, ge=0, strict=True)
+    side_effects: int = Field(default=0, ge=0, strict=True)
 
     def plus(self, other: ResourceUsage) -> ResourceUsage:
         """Dimension-wise sum.

@@ -21,15 +21,30 @@ from .suite import all_jobs, run_suite, table
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.faults", description=__doc__)
     p.add_argument("--seed", type=int, default=None, help="Seed (default: from the clock).")
-    p.add_argument("--trials", type=int, default=1, help="Trials per kind and fault.")
-    p.add_argument("--kind", action="append", choices=KINDS, help="Only these kinds.")
-    p.add_argument("--fault", action="append", choices=FAULTS, help="Only these faults.")
-    p.add_argument("--items", type=int, default=Config.items, help="WorkItems per Mission.")
+    p.add_argument("--trials", type=int, default=1, help="Trials per kind and fault (default: 1).")
+    p.add_argument(
+        "--kind",
+        action="append",
+        choices=KINDS,
+        help="Only this kind (repeat for several; default: every kind).",
+    )
+    p.add_argument(
+        "--fault",
+        action="append",
+        choices=FAULTS,
+        help="Only this fault (repeat for several; default: every fault).",
+    )
+    p.add_argument(
+        "--items",
+        type=int,
+        default=Config.items,
+        help="WorkItems per Mission (default: %(default)s).",
+    )
     p.add_argument(
         "--bound",
         type=float,
         default=Config.bound_s,
-        help="Seconds a Mission may take before it counts as stuck.",
+        help="Seconds a Mission may take before it counts as stuck (default: %(default)s).",
     )
     p.add_argument("--dir", type=Path, default=None, help="Where runs go (default: a temp dir).")
     p.add_argument("--keep", action="store_true", help="Keep every run's directory.")

@@ -172,6 +172,14 @@ def test_published_ports_bind_loopback_and_secrets_come_from_an_env_file(
 
 def test_depends_on_names_services(compose: dict[str, Any]) -> None:
     services = _services(compose)
+    # the start order the stack needs is declared (a file without depends_on would pass the
+    # loop below trivially)
+    needs = {
+        "temporal": "postgresql", "authority": "authority-db", "bootstrap": "authority",
+        "coordinator": "bootstrap", "agent-counter": "coordinator",
+    }  # fmt: skip
+    for name, dep in needs.items():
+        assert dep in (services[name].get("depends_on") or []), f"{name} does not wait for {dep}"
     for name, service in services.items():
         deps = service.get("depends_on") or []
         for dep in deps if isinstance(deps, list) else list(deps):

@@ -757,6 +757,9 @@ class AuthorityMachine(RuleBasedStateMachine):
             self.tamper(data),
         ):
             self.close_item_leases(item, CLOSED)
+            for o in self.offers.values():  # a failed item's open offers are withdrawn
+                if o.wid == item.wid and o.status == "open":
+                    o.status = "withdrawn"
             item.state, item.owner, item.lease, item.start_deadline = "failed", None, None, None
 
     def cancel(self, data: st.DataObject) -> None:

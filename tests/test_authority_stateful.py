@@ -658,13 +658,21 @@ class AuthorityMachine(RuleBasedStateMachine):
                 self.fence(item, actor, lease_id, epoch, item.lease) | {"role_not_allowed"}
             )
         else:
-            fenced = self.fence(item, actor, lease_id, epoch, item.lease)
+            # a blocked owner's blocked lease is its current one (MW-11.4-c): the fence passes
+            # and the state table refuses what a blocked item cannot do
+            current = (
+                item.blocked_lease
+                if item.state == "blocked" and lease_id == item.blocked_lease
+                else item.lease
+            )
+            fenced = self.fence(item, actor, lease_id, epoch, current)
             if fenced:
                 lease = self.leases.get(lease_id)
                 held = lease is not None and lease.wid == item.wid and lease.agent == actor.agent_id
                 expect = refuse(fenced, may_record=held and kind in ("submit", "fail"))
+            elif item.state != "active":
+                expect = refuse({"transition_not_allowed"})
             else:
-                assert item.state == "active"  # only an active item has a current lease
                 if usage and item.tool_calls + usage > TOOL_CALLS:
                     why.add("budget_exceeded")  # MW-11.5-j: charge and Command refused together
                 expect = refuse(why) if why else ACCEPT

@@ -122,7 +122,7 @@ async def test_mw_11_5_c_authority_killed_mid_run_no_effect_twice(
     )
 
 
-async def test_mw_11_5_e_connections_dropped_by_a_proxy_no_effect_twice(
+async def test_connections_dropped_by_a_proxy_no_effect_twice__MW_11_5_e(
     dev_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ledger = tmp_path / "ledger.jsonl"
@@ -162,7 +162,7 @@ async def test_mw_11_5_e_connections_dropped_by_a_proxy_no_effect_twice(
     )
 
 
-async def test_mw_11_5_e_agent_restarted_while_offline_reconciles_its_buffer(
+async def test_agent_restarted_while_offline_reconciles_its_buffer__MW_11_5_e(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     """ada (a ``missionweave worker`` process) is cut off, buffers checkpoints, and is killed

@@ -136,7 +136,7 @@ def test_mw_11_5_f_binding_is_critical_and_recorded_in_the_log(tmp_path: Path) -
     assert carried is not None and carried["extensions"][BOUNDED_OFFLINE_EXECUTION] == b.wire()
 
 
-def test_mw_11_5_g_rebase_keeps_binding_and_id_with_current_epochs(tmp_path: Path) -> None:
+def test_rebase_keeps_binding_and_id_with_current_epochs__MW_11_5_g(tmp_path: Path) -> None:
     w = _leased(tmp_path)
     worker = w.workers[0]
     cmd = _buffered(w, worker)
@@ -192,7 +192,7 @@ def test_mw_11_5_i_reconciliation_charges_ancestry_and_names_both_sessions(
     verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
-def test_mw_11_5_h_progress_buffered_past_the_grace_deadline_rejected(tmp_path: Path) -> None:
+def test_progress_buffered_past_the_grace_deadline_rejected__MW_11_5_h(tmp_path: Path) -> None:
     w = _leased(tmp_path)
     lease_ms = w.leases["a"]["expires_at_ms"] - w.clock.now
     late = _buffered(w, w.workers[0], buffered_in_ms=lease_ms + GRACE_MS + 1)
@@ -201,7 +201,7 @@ def test_mw_11_5_h_progress_buffered_past_the_grace_deadline_rejected(tmp_path: 
     _writes_nothing(w, _reconciled(w, w.workers[0], late), "outside_grace_window", before)
 
 
-def test_mw_11_5_h_progress_after_the_lease_was_closed_rejected(tmp_path: Path) -> None:
+def test_progress_after_the_lease_was_closed_rejected__MW_11_5_h(tmp_path: Path) -> None:
     w = _leased(tmp_path)
     cmd = _buffered(w, w.workers[0], usage=ResourceUsage(tool_calls=1))
     w.ok(w.workers[0], "work.submit", w.leased("a", evidence=evidence("worker-0", "a")))
@@ -209,7 +209,7 @@ def test_mw_11_5_h_progress_after_the_lease_was_closed_rejected(tmp_path: Path) 
     _writes_nothing(w, _reconciled(w, w.workers[0], cmd), "lease_closed", before)
 
 
-def test_mw_11_5_h_progress_from_a_former_owner_rejected(tmp_path: Path) -> None:
+def test_progress_from_a_former_owner_rejected__MW_11_5_h(tmp_path: Path) -> None:
     w = _leased(tmp_path)
     old = w.leases["a"]
     cmd = _buffered(w, w.workers[0])
@@ -220,7 +220,7 @@ def test_mw_11_5_h_progress_from_a_former_owner_rejected(tmp_path: Path) -> None
     _writes_nothing(w, _reconciled(w, w.workers[0], cmd), "owner_changed", before)
 
 
-def test_mw_11_5_h_progress_for_another_work_item_rejected(tmp_path: Path) -> None:
+def test_progress_for_another_work_item_rejected__MW_11_5_h(tmp_path: Path) -> None:
     w = _leased(tmp_path)
     w.authorize("b")
     assert w.accept(w.workers[0], "b", w.offer("b", w.workers[0])).accepted
@@ -338,7 +338,7 @@ class _Direct:
         return self.w.authority.submit(cmd)
 
 
-def test_mw_11_5_e_durable_buffer_is_reconciled_once_after_a_restart(tmp_path: Path) -> None:
+def test_durable_buffer_is_reconciled_once_after_a_restart__MW_11_5_e(tmp_path: Path) -> None:
     w = _leased(tmp_path)
     worker = w.workers[0]
     path = tmp_path / "agent.offline.sqlite3"
@@ -355,7 +355,7 @@ def test_mw_11_5_e_durable_buffer_is_reconciled_once_after_a_restart(tmp_path: P
     again.close()
 
 
-def test_mw_11_5_e_a_buffered_command_that_had_arrived_is_not_applied_twice(
+def test_a_buffered_command_that_had_arrived_is_not_applied_twice__MW_11_5_e(
     tmp_path: Path,
 ) -> None:
     """The connection broke after the Authority applied the plain report: the bound copy

@@ -17,8 +17,9 @@ loads no server code.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from .core import (
@@ -60,18 +61,7 @@ _HOME = {
 }  # fmt: skip
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from the part that holds it, on first use."""
-    part = _HOME.get(name)
-    if part is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{part}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOME])
+__getattr__, __dir__ = lazy_names(__name__, _HOME, globals())
 
 
 __all__ = [

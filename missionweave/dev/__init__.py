@@ -35,8 +35,9 @@ the stack, the Authority's server or the coordinator.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from ._coordinator import coordinator_worker, run_coordinator
@@ -84,18 +85,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from the module that holds it, on first use."""
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOME])
+__getattr__, __dir__ = lazy_names(__name__, _HOME, globals())
 
 
 __all__ = [

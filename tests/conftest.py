@@ -121,18 +121,24 @@ async def live(world: World) -> AsyncIterator[LiveServer]:
 
 # ------------------------------------------------------------------ the Authority's two backends
 
-#: Test modules that exercise the Authority itself: each of their tests runs once per backend.
+#: Test modules that exercise the Authority itself: each of their tests runs once per backend
+#: (dotted module names, or prefixes of them).
 BOTH_BACKENDS = (
-    "test_authority_",
-    "test_smoke",
-    "test_groups",
-    "test_context_packages",
-    "test_store_",
+    *(
+        f"tests.authority.test_{name}"
+        for name in (
+            "agents approval dag leases limits log offers openapi schedule security stateful"
+        ).split()
+    ),
+    "tests.authority.test_store_",
+    "tests.authority.test_context_packages",
+    "tests.dev.test_groups",
+    "tests.test_smoke",
 )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    module = metafunc.module.__name__
     if not module.startswith(BOTH_BACKENDS) or "store_backend" not in metafunc.fixturenames:
         return
     if metafunc.definition.get_closest_marker("postgres_only") is not None:

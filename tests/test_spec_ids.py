@@ -14,12 +14,12 @@ def test_every_requirement_id_named_by_a_test_exists() -> None:
     known = set(re.findall(r"MW-\d+(?:\.\d+)?-[a-z]", SPEC.read_text(encoding="utf-8")))
     assert len(known) > 50
     named: dict[str, str] = {}
-    for path in (ROOT / "tests").glob("*.py"):
+    for path in (ROOT / "tests").rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         for m in re.finditer(r"MW[-_](\d+)[._](\d+)[-_]([a-z])\b|MW[-_](\d+)[-_]([a-z])\b", text):
             major, minor, letter, solo, solo_letter = m.groups()
             rid = f"MW-{major}.{minor}-{letter}" if major else f"MW-{solo}-{solo_letter}"
-            named.setdefault(rid, path.name)
+            named.setdefault(rid, str(path.relative_to(ROOT)))
     unknown = {rid: f for rid, f in named.items() if rid not in known}
     assert not unknown, unknown
 

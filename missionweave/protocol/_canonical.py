@@ -10,7 +10,7 @@ integers beyond ±(2⁵³−1) are refused: sorted keys, no whitespace, the same
 order is the one exception — RFC 8785 sorts by UTF-16 code units, Python by code points, which
 differ only for keys holding a character at or above U+E000 alongside one above U+FFFF — so
 such values go to the ``rfc8785`` package, which stays the oracle: a property test checks that
-both give the same bytes (``tests/test_protocol_messages.py``).
+both give the same bytes (``tests/protocol/test_messages.py``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ test checking the Authority — folds the Group's Events through :func:`reduce_w
 gets the same answer. It reads only the Event (type, body, sequence, ``recorded_at_ms``),
 never a clock, so a replay rebuilds the same facts (MW-10.2-a, MW-11.1-b).
 
-The stateful test (``tests/test_authority_stateful.py``) checks after every step that the
+The stateful test (``tests/authority/test_stateful.py``) checks after every step that the
 facts reduced from the log equal the Authority's rows: state, owner, ownership epoch, lease
 and revision.
 """

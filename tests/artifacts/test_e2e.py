@@ -1,0 +1,205 @@
+"""Artifacts published from handlers, end to end on the REAL Temporal dev server with real agent
+runtimes, a real Authority and one shared filesystem artifact store: ``WorkContext.publish``
+stores the bytes outside the log, signs the manifest and registers ``artifact.published`` under
+the lease (MW-13.1-a/b, MW-11.3-c); a dependent WorkItem fetches its dependency's Artifact
+(verified read, MW-13.1-d) and derives one from it, and ``missionweave artifacts lineage``
+shows the provenance across the two WorkItems (MW-13.1-c)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from missionweave.artifacts import ArtifactIntegrityError, ManifestIndex
+from missionweave.authority import verify_log
+from missionweave.protocol import Event, verify_manifest
+from missionweave.protocol.temporal_contract import MissionResult
+from missionweave.worker import HandlerRegistry, Submission, WorkContext
+from tests.artifact_servers import corrupt
+from tests.mission_harness import MissionStack, contract, mission_stack
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+EXE = str(Path(sys.executable).with_name("missionweave"))
+WAIT_S = 25.0
+#: Content no Event may carry (MW-13.1-a).
+SECRET = b"row-1,confidential-payload-7f3a\nrow-2,more\n"
+
+
+async def cli(*args: str) -> tuple[int, str, str]:
+    """Run ``missionweave ARGS`` as a user does: (exit code, stdout, stderr)."""
+    proc = await asyncio.create_subprocess_exec(
+        EXE, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), WAIT_S)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def log(ms: MissionStack) -> list[Event]:
+    auth = ms.stack.authority
+    verify_log(auth.store, ms.group, auth.public_key)
+    return list(auth.all_events(ms.group))
+
+
+async def result(ms: MissionStack, mission_id: str, items: list[dict[str, Any]]) -> MissionResult:
+    handle = await ms.start(ms.spec(mission_id, items))
+    return await asyncio.wait_for(handle.result(), WAIT_S)
+
+
+def registry(seen: dict[str, Any]) -> HandlerRegistry:
+    """``demo.step`` publishes raw CSV; ``demo.derive`` fetches its dependency's Artifact and
+    publishes a JSON summary derived from it (``sources``)."""
+    reg = HandlerRegistry()
+
+    @reg.handler("demo.step", version="1.0")
+    async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
+        ref = await ctx.publish(
+            SECRET, "text/csv", classification="confidential", tool_versions={"exporter": "2.1"}
+        )
+        seen["lease"] = ctx.lease.lease_id
+        seen["ref"] = ref
+        done = ctx.evidence("done", method="test", artifacts=[ref.hash])
+        return Submission(outputs={"result": {"rows": 2}}, evidence=[done])
+
+    @reg.handler("demo.derive", version="1.0")
+    async def derive(ctx: WorkContext, input: dict[str, Any]) -> Submission:
+        (raw,) = ctx.dependency_artifacts["a"]
+        data = await ctx.fetch(raw)
+        rows = len(data.decode().splitlines())
+        ref = await ctx.publish(
+            json.dumps({"rows": rows}).encode(),
+            "application/json",
+            schema_id="summary@1",
+            sources=[raw],
+        )
+        seen["derived"] = ref.hash
+        return Submission(
+            outputs={"result": {"rows": rows}}, evidence=[ctx.evidence("done", method="count rows")]
+        )
+
+    return reg
+
+
+async def test_publish_from_handler_stores_signs_and_registers__MW_13_1_a__MW_13_1_b__MW_11_3_c(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    seen: dict[str, Any] = {}
+    async with mission_stack(dev_env, tmp_path) as ms:
+        ada = await ms.agent("ada", registry(seen))
+        res = await result(ms, "publish", [{"work_item_id": "a", "contract": contract().wire()}])
+        assert res.status == "completed"
+        (a,) = res.items
+        h = hashlib.sha256(SECRET).hexdigest()
+        # the published hash joined the submission by itself, and the review verified it
+        assert a.artifacts == [h] and seen["ref"].hash == h and seen["ref"].size == len(SECRET)
+        integrity = next(st for st in a.review if st["step"] == "integrity")
+        assert integrity["passed"]
+        assert [(e["criterion"], e["result"]) for e in integrity["evidence"]] == [
+            ("artifact_integrity", "pass")
+        ]
+        # stored outside the log, content-addressed (MW-13.1-a)
+        assert ms.artifacts.get(h) == SECRET
+        events = log(ms)
+        assert not any(b"confidential-payload" in e.model_dump_json().encode() for e in events)
+        # signed manifest with every MW-13.1-b field (MW-13.1-b)
+        (signed,) = ManifestIndex(ms.artifacts).get(h)
+        assert verify_manifest(signed, ada.actor.public_key)
+        m = signed.manifest
+        assert (m.producer, m.agent_card_version, m.mission_id, m.group_id, m.work_item_id) == (
+            "ada",
+            2,
+            "publish",
+            ms.group,
+            "a",
+        )
+        assert (m.media_type, m.classification.value, m.size_bytes) == (
+            "text/csv",
+            "confidential",
+            len(SECRET),
+        )
+        assert m.tool_versions == {"exporter": "2.1"}
+        assert m.capability_versions == {"demo.step": "1.0"}
+        assert m.uri == ms.artifacts.uri(h) and m.sources == []
+        # registered with the Authority under the current lease (MW-11.3-c)
+        (pub,) = [e for e in events if e.type == "artifact.published"]
+        (started,) = [e for e in events if e.type == "work.started"]
+        assert pub.actor == "ada" and pub.work_item_id == "a"
+        assert pub.body["lease_id"] == seen["lease"] == started.body["lease"]["lease_id"]
+        assert pub.body["manifest_id"] == signed.manifest_id
+        assert pub.command is not None and pub.command["body"]["ownership_epoch"] == 1
+        submitted = next(e for e in events if e.type == "work.submitted")
+        assert pub.seq < submitted.seq and submitted.body["artifacts"] == [h]
+
+        # a later read of corrupted content is refused (MW-13.1-d)
+        corrupt(ms.artifacts, h, b"tampered")
+        with pytest.raises(ArtifactIntegrityError):
+            ms.artifacts.get(h)
+
+
+async def test_lineage_across_two_work_items__MW_13_1_c(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """``b`` depends on ``a``: it receives ``a``'s Artifact hash, fetches it verified, and
+    publishes a summary whose manifest names it as source; ``missionweave artifacts lineage``
+    prints that provenance as a tree and as Mermaid."""
+    seen: dict[str, Any] = {}
+    schemas = {"summary@1": {"type": "object", "required": ["rows"]}}
+    async with mission_stack(dev_env, tmp_path, schemas=schemas) as ms:
+        await ms.agent("ada", registry(seen), capabilities=("demo.step@1.0", "demo.derive@1.0"))
+        res = await result(
+            ms,
+            "lineage",
+            [
+                {"work_item_id": "a", "contract": contract().wire()},
+                {
+                    "work_item_id": "b",
+                    "dependencies": ["a"],
+                    "contract": contract(
+                        ["demo.derive@1.0"],
+                        deliverables=[{"name": "summary", "schema_id": "summary@1"}],
+                    ).wire(),
+                },
+            ],
+        )
+        assert res.status == "completed"
+        raw, derived = hashlib.sha256(SECRET).hexdigest(), seen["derived"]
+        b = next(i for i in res.items if i.work_item_id == "b")
+        assert b.artifacts == [derived] and b.outputs["result"] == {"rows": 2}
+        schema = next(
+            e for st in b.review for e in st["evidence"] if e["criterion"] == "schema:summary"
+        )
+        assert schema["result"] == "pass" and schema["artifacts"] == [derived]
+        (signed,) = ManifestIndex(ms.artifacts).get(derived)
+        assert signed.manifest.sources == [raw] and signed.manifest.work_item_id == "b"
+
+        store = str(tmp_path / "artifacts")  # the harness's shared store
+        code, out, err = await cli("artifacts", "lineage", derived, "--store", store)
+        assert code == 0, err
+        lines = out.splitlines()
+        assert lines[0].startswith(f"{derived}  application/json ")
+        assert "by ada [mission lineage, item b, internal]" in lines[0]
+        assert lines[1].startswith(f"└── {raw}  text/csv ")
+        assert "[mission lineage, item a, confidential]" in lines[1]
+        code, out, err = await cli("artifacts", "lineage", derived, "--store", store, "--mermaid")
+        assert code == 0, err
+        assert f"a{raw[:16]} --> a{derived[:16]}" in out
+
+
+async def test_cli_artifact_options_and_approve_bad_input() -> None:
+    """``worker`` and ``coordinator`` take the artifact store options; ``approve --reject``
+    without a reason is one line and exit code 2."""
+    for command in ("worker", "coordinator"):
+        code, out, _ = await cli(command, "--help")
+        assert code == 0
+        for option in ("--artifacts", "--s3-endpoint", "--s3-bucket", "--s3-secure"):
+            assert option in out, (command, option)
+    code, _, err = await cli("approve", "--mission", "m", "--key", "nokey.pem", "--reject")
+    assert code == 2 and err.strip() == "error: --reject needs --reason"

@@ -1,0 +1,304 @@
+"""``missionweave dev up`` and ``missionweave mission …``, run as a user runs them (real processes).
+
+One test starts the embedded stack in a temporary data directory on free ports, adds an example
+agent with ``group add``, runs it with ``missionweave worker``, and drives two Missions through
+the CLI: one completes (``start``, ``watch`` exit 0, ``status``, ``graph``), one is cancelled
+(``cancel``, ``watch`` exit 1). Then Ctrl-C stops the stack cleanly, no process is left, and the
+Group's log verifies. The others check that bad input is one line and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from missionweave.authority.wire._readsig import SignedReads
+from missionweave.protocol import SigningKey
+from tests.cli_processes import (
+    EXE,
+    STARTUP_S,
+    Process,
+    eventually,
+    processes,
+    processes_mentioning,
+)
+from tests.cli_processes import mw as _mw
+from tests.cli_processes import one_line_error as _one_line_error
+from tests.mission_harness import contract
+
+__all__ = ["processes"]  # the fixture
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _spec(mission_id: str, capability: str) -> dict[str, Any]:
+    """A one-item Mission for the example agent ``counter-1`` (``text.stats``)."""
+    c = contract(
+        (capability,),
+        deliverables=[{"name": "stats"}],
+        acceptance_criteria=[
+            {
+                "id": "counted",
+                "description": "the words are counted",
+                "evidence_required": "the counts",
+            }
+        ],
+    )
+    return {
+        "group_id": "demo",
+        "mission_id": mission_id,
+        "title": f"count words ({mission_id})",
+        "items": [
+            {
+                "work_item_id": f"{mission_id}:count",
+                "contract": c.wire(),
+                "input": {"text": "one two three\nfour\n"},
+            }
+        ],
+        "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
+    }
+
+
+def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
+    tmp_path: Path, processes: list[Process]
+) -> None:
+    data = tmp_path / "data"
+    stack = Process(
+        [
+            EXE,
+            "dev",
+            "up",
+            "--data-dir",
+            str(data),
+            "--temporal-port",
+            "0",
+            "--ui-port",
+            "0",
+            "--authority-port",
+            "0",
+            "--group",
+            "demo",
+        ],
+        tmp_path / "dev.log",
+    )
+    processes.append(stack)
+    info = stack.read_until(r"^  Group ", STARTUP_S)
+    temporal, authority = info["Temporal"].split()[0], info["Authority"]
+    ui, coordinator_key = info["Temporal UI"], data / "keys" / "coordinator.pem"
+    assert info["Group"] == "demo" and info["Data dir"] == str(data)
+    assert coordinator_key.is_file() and (data / "authority.db").is_file()
+    assert (data / "temporal.db").is_file() and (data / "artifacts").is_dir()
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": temporal,
+        "MISSIONWEAVE_AUTHORITY_URL": authority,
+        "MISSIONWEAVE_UI_URL": ui,
+    }
+
+    # The Group exists already (dev up made it); another key cannot claim it.
+    r = _mw("group", "create", "--key", str(coordinator_key), "--group", "demo", env=env)
+    assert r.returncode == 0 and "group demo exists (owner coordinator)" in r.stdout, r.stderr
+    assert _mw("keys", "generate", str(tmp_path / "other.pem")).returncode == 0
+    r = _mw("group", "create", "--key", str(tmp_path / "other.pem"), "--group", "demo", env=env)
+    _one_line_error(r, "group 'demo' exists and this key")
+
+    # An example agent joins the Group (idempotently) and starts working.
+    agent_key = tmp_path / "counter-1.pem"
+    add = [
+        "group",
+        "add",
+        "--key",
+        str(coordinator_key),
+        "--group",
+        "demo",
+        "--agent-id",
+        "counter-1",
+        "--agent-key",
+        str(agent_key),
+        "--create-key",
+    ]
+    r = _mw(*add, env=env)
+    assert r.returncode == 0 and "counter-1 added in group demo" in r.stdout, r.stderr
+    r = _mw(*add, env=env)
+    assert r.returncode == 0 and "counter-1 present in group demo" in r.stdout, r.stderr
+    worker = Process(
+        [
+            EXE,
+            "worker",
+            "--card",
+            "examples/agents/counter.yaml",
+            "--key",
+            str(agent_key),
+            "--handlers",
+            "examples.agents.handlers",
+            "--group",
+            "demo",
+            "--authority-url",
+            authority,
+            "--temporal-address",
+            temporal,
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--artifacts",
+            str(data / "artifacts"),
+        ],
+        tmp_path / "worker.log",
+        env=env,
+    )
+    processes.append(worker)
+
+    reads = SignedReads(SigningKey.from_file(coordinator_key))  # reads are a member's
+
+    def agent_ready() -> bool:
+        url = f"{authority}/v1/groups/demo/agents"
+        agents = httpx.get(url, timeout=5, auth=reads).json()["agents"]
+        return any(
+            a["agent_id"] == "counter-1" and a["session_epoch"] > 0 and a["card"] for a in agents
+        )
+
+    eventually(agent_ready, "the agent's session and card", worker)
+
+    # A Mission that completes.
+    spec_file = tmp_path / "t1.json"
+    spec_file.write_text(json.dumps(_spec("t1", "text.stats@1.0")), encoding="utf-8")
+    r = _mw("mission", "start", str(spec_file), env=env)
+    assert r.returncode == 0, r.stderr
+    assert "started mission t1 in group demo: workflow mission-t1" in r.stdout
+    link = f"{ui}/namespaces/default/workflows/mission-t1"
+    assert r.stdout.strip().splitlines()[-1] == link
+    assert httpx.get(link, timeout=10).status_code == 200
+    r = _mw("mission", "watch", "t1", "--interval", "0.2", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().endswith("mission t1 completed")
+    r = _mw("mission", "status", "t1", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "t1:count" in r.stdout and "verified" in r.stdout and "counter-1" in r.stdout
+    assert '{"stats":{' in r.stdout  # its outputs, not only in the workflow's result
+    r = _mw("mission", "status", "mission-t1", "--json", env=env)
+    status = json.loads(r.stdout)
+    assert status["status"] == "completed"
+    assert [(i["work_item_id"], i["state"], i["owner"]) for i in status["items"]] == [
+        ("t1:count", "verified", "counter-1")
+    ]
+    assert set(status["items"][0]["outputs"]) == {"stats"}
+    r = _mw("mission", "graph", "t1", env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[1] == "flowchart LR"
+    assert 'w0["t1:count<br/>verified · counter-1"]' in r.stdout
+    assert "class w0 verified" in r.stdout and "classDef verified fill:" in r.stdout
+
+    # A Mission nobody can serve, read from stdin as YAML, then cancelled.
+    r = _mw("mission", "start", "-", env=env, stdin=yaml.safe_dump(_spec("t2", "no.one@1.0")))
+    assert r.returncode == 0 and "workflow mission-t2" in r.stdout, r.stderr
+    r = _mw("mission", "status", "t2", "--json", env=env)
+    assert json.loads(r.stdout)["status"] == "running"
+    r = _mw("mission", "cancel", "t2", "--reason", "nobody serves it", env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "mission t2 cancelled", r.stderr
+    r = _mw("mission", "watch", "t2", env=env)
+    assert r.returncode == 1 and r.stdout.strip().endswith("mission t2 cancelled"), r.stdout
+    _one_line_error(_mw("mission", "cancel", "t2", env=env), "mission 't2' is not running")
+    _one_line_error(_mw("mission", "status", "nope", env=env), "no mission 'nope'")
+    _one_line_error(_mw("mission", "start", str(spec_file), env=env), "already exists")
+
+    # Ctrl-C: the agent first, then the stack; nothing is left running.
+    worker.interrupt()
+    assert stack.interrupt() == 0, stack.stderr()
+    log = stack.stderr()
+    assert "stopped" in log and "Traceback" not in log, log
+    assert processes_mentioning(str(tmp_path)) == []
+    r = _mw("events", "verify", "--db", str(data / "authority.db"))
+    assert r.returncode == 0 and "ok   group demo" in r.stdout, r.stdout + r.stderr
+
+
+def test_mission_bad_input_is_one_line(tmp_path: Path) -> None:
+    _one_line_error(_mw("mission", "start", str(tmp_path / "missing.yaml")), "no mission file at")
+    bad = _spec("b1", "text.stats@1.0")
+    del bad["items"][0]["contract"]["objective"]
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad), encoding="utf-8")
+    _one_line_error(
+        _mw("mission", "start", str(path)),
+        "invalid MissionSpec: items.0.contract.objective: Field required",
+    )
+    cyclic = _spec("b2", "text.stats@1.0")
+    cyclic["items"][0]["dependencies"] = ["b2:count"]
+    _one_line_error(_mw("mission", "start", "-", stdin=json.dumps(cyclic)), "invalid MissionSpec")
+    _one_line_error(
+        _mw("mission", "start", "-", stdin="group_id: [unclosed"), "stdin: neither JSON nor YAML"
+    )
+    _one_line_error(_mw("mission", "start", "-", stdin="[1, 2]"), "a MissionSpec is a mapping")
+    empty = {**_spec("b4", "text.stats@1.0"), "items": []}
+    _one_line_error(
+        _mw("mission", "start", "-", stdin=json.dumps(empty)),
+        "items: a Mission needs at least one WorkItem",
+    )
+    spec = tmp_path / "ok.json"
+    spec.write_text(json.dumps(_spec("b3", "text.stats@1.0")), encoding="utf-8")
+    nowhere = f"127.0.0.1:{_free_port()}"
+    for args in (
+        ["start", str(spec)],
+        ["status", "b3"],
+        ["watch", "b3"],
+        ["cancel", "b3"],
+        ["graph", "b3"],
+    ):
+        _one_line_error(
+            _mw("mission", *args, "--temporal-address", nowhere),
+            f"cannot reach Temporal at {nowhere}",
+        )
+
+
+def test_dev_up_with_a_taken_port_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = _mw(
+            "dev",
+            "up",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--temporal-port",
+            "0",
+            "--headless",
+            "--authority-port",
+            str(port),
+        )
+    _one_line_error(r, f"cannot listen on 127.0.0.1:{port}")
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+def test_help_of_the_new_commands() -> None:
+    for args, words in (
+        (
+            ["dev", "up"],
+            [
+                "--data-dir",
+                "--temporal-port",
+                "--ui-port",
+                "--authority-port",
+                "--headless",
+                "--group",
+            ],
+        ),
+        (["mission", "start"], ["FILE", "--temporal-address", "--namespace", "--ui-url"]),
+        (["mission", "status"], ["--json"]),
+        (["mission", "watch"], ["--interval"]),
+        (["mission", "cancel"], ["--reason"]),
+        (["mission", "graph"], ["Mermaid"]),
+        (["group", "add"], ["--agent-key", "--public-key", "--role", "--create-key"]),
+    ):
+        r = _mw(*args, "--help", env={**os.environ, "COLUMNS": "200"})
+        assert r.returncode == 0, r.stderr
+        for word in words:
+            assert word in r.stdout, (args, word)

@@ -1,0 +1,119 @@
+"""The embedded stack notices when its Temporal dev server dies (issue 13): ``dev up`` starts it
+again on the same port and state, and says so; when it cannot, the stack gives up naming it
+instead of saying "up" over a dead server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+
+from missionweave.dev import EmbeddedStack, StackError, connect_client
+from tests.cli_processes import EXE, STARTUP_S, Process, processes, processes_mentioning
+
+__all__ = ["processes"]  # the fixture
+
+
+def _children(pid: int, needle: str) -> list[int]:
+    """Pids of live children of ``pid`` whose command line mentions ``needle``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            ppid = int((proc / "stat").read_text().split(") ", 1)[1].split()[1])
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and needle in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
+async def _answers(target: str) -> bool:
+    client = await connect_client(target, tracing=False)
+    info = await client.workflow_service.get_system_info(GetSystemInfoRequest())
+    return bool(info.server_version)
+
+
+def _dev_up(tmp_path: Path, processes: list[Process]) -> tuple[Process, str]:
+    """``dev up`` (headless, free ports) once it says it is up; and its Temporal target."""
+    stack = Process(
+        [
+            EXE,
+            "dev",
+            "up",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--temporal-port",
+            "0",
+            "--headless",
+            "--authority-port",
+            "0",
+        ],
+        tmp_path / "dev.log",
+    )
+    processes.append(stack)
+    info = stack.read_until(r"^  Group ", STARTUP_S)
+    return stack, info["Temporal"].split()[0]
+
+
+def _kill_temporal_until(stack: Process, times: int) -> None:
+    """Kill ``dev up``'s Temporal child; wait until it is back ``times`` times in all."""
+    (child,) = _children(stack.proc.pid, "start-dev")
+    os.kill(child, signal.SIGKILL)
+    end = time.monotonic() + STARTUP_S
+    while stack.stderr().count("is back on") < times:
+        assert stack.proc.poll() is None, stack.stderr()
+        assert time.monotonic() < end, stack.stderr()
+        time.sleep(0.2)
+
+
+def test_dev_up_starts_its_killed_temporal_server_again(
+    tmp_path: Path, processes: list[Process]
+) -> None:
+    stack, target = _dev_up(tmp_path, processes)
+    (child,) = _children(stack.proc.pid, "start-dev")
+    _kill_temporal_until(stack, 1)  # its stderr says it died and is back
+    log = stack.stderr()
+    assert f"the Temporal dev server ({target}) exited with code -9; starting it again" in log
+    (again,) = _children(stack.proc.pid, "start-dev")
+    assert again != child
+    assert asyncio.run(_answers(target))  # same port, answering
+    assert stack.interrupt() == 0
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+@pytest.mark.asyncio
+async def test_the_stack_gives_up_naming_temporal_when_it_dies_too_often(tmp_path: Path) -> None:
+    async with EmbeddedStack(tmp_path, temporal_port=0, authority_port=0, headless=True) as stack:
+        watch = asyncio.create_task(stack.supervise(restarts=0))
+        await asyncio.sleep(0)
+        proc = stack.temporal._proc
+        assert proc is not None
+        os.kill(proc.pid, signal.SIGKILL)
+        with pytest.raises(StackError, match=r"the Temporal dev server \(.*\) exited with code -9"):
+            await asyncio.wait_for(watch, 30)
+        assert not stack.temporal.running
+
+
+def test_dev_up_exits_1_naming_temporal_at_its_fourth_death_in_a_minute(
+    tmp_path: Path, processes: list[Process]
+) -> None:
+    stack, target = _dev_up(tmp_path, processes)
+    for n in (1, 2, 3):
+        _kill_temporal_until(stack, n)
+    (child,) = _children(stack.proc.pid, "start-dev")
+    os.kill(child, signal.SIGKILL)
+    assert stack.proc.wait(timeout=60) == 1
+    last = stack.stderr().strip().splitlines()[-1]
+    assert last == (
+        f"error: the Temporal dev server ({target}) exited with code -9, 4 times in "
+        f"60 s; see {tmp_path / 'data' / 'temporal-server.log'}"
+    )
+    assert processes_mentioning(str(tmp_path)) == []

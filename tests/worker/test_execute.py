@@ -1,0 +1,378 @@
+"""The ``execute_work_item`` activity, run for real in ``ActivityEnvironment`` against a real
+Authority served on loopback: every outcome, lease loss, the guard, idempotency keys and the
+late-result path."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from pydantic import BaseModel
+from temporalio.testing import ActivityEnvironment
+
+from missionweave.authority.client import AuthorityClient
+from missionweave.protocol import Actor
+from missionweave.protocol.temporal_contract import ExecuteWorkItemInput, LeaseGrant, OutcomeKind
+from missionweave.worker import (
+    HandlerRegistry,
+    LeaseLost,
+    PermanentFailure,
+    Submission,
+    WorkContext,
+)
+from missionweave.worker._execute import WorkItemExecutor
+from tests.serving import LiveServer
+from tests.world import World, contract
+
+
+class VerifyInput(BaseModel):
+    files: list[str]
+
+
+@pytest_asyncio.fixture
+async def client(live: LiveServer, world: World) -> AsyncIterator[AuthorityClient]:
+    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as c:
+        yield c
+
+
+def grant(w: World, wid: str, worker: Actor, **over: Any) -> ExecuteWorkItemInput:
+    """Offer, accept and start ``wid`` for ``worker``; the activity input the workflow builds."""
+    if w.authority.work_item(w.group, wid) is None:
+        w.authorize(wid, **over)
+    offer_id = w.offer(wid, worker)
+    assert w.accept(worker, wid, offer_id).accepted
+    item = w.authority.work_item(w.group, wid)
+    assert item is not None
+    r = w.ok(
+        worker, "work.start", {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]}
+    )
+    lease = {k: v for k, v in r.reply["lease"].items() if k != "renewals"}
+    w.leases[wid] = r.reply["lease"]
+    return ExecuteWorkItemInput(
+        group_id=w.group,
+        mission_id=w.mission,
+        work_item_id=wid,
+        contract=contract(**over),
+        input={"files": ["a.tar", "b.tar"]},
+        lease=LeaseGrant(**lease, capability_token=r.reply["capability_token"]),
+        checkpoint=r.reply.get("checkpoint"),
+    )
+
+
+Handler = Callable[[WorkContext, VerifyInput], Awaitable[Any]]
+
+
+async def run(
+    client: AuthorityClient,
+    actor: Actor,
+    work: ExecuteWorkItemInput,
+    fn: Handler,
+    beats: list[Any] | None = None,
+) -> Any:
+    registry = HandlerRegistry()
+    registry.handler("dist.verify", version="1.0")(fn)
+    env = ActivityEnvironment()
+    if beats is not None:
+        env.on_heartbeat = lambda *details: beats.append(details[0])
+    executor = WorkItemExecutor(actor, client, registry)
+    return await env.run(executor.execute_work_item, work)
+
+
+def state_of(w: World, wid: str) -> dict[str, Any]:
+    item = w.authority.work_item(w.group, wid)
+    assert item is not None
+    return item
+
+
+async def test_submission_is_reported_and_accepted__MW_11_3_c(
+    world: World, client: AuthorityClient
+) -> None:
+    worker = world.workers[0]
+    work = grant(world, "a", worker)
+    seen: list[VerifyInput] = []
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Submission:
+        seen.append(inp)
+        await ctx.guard()
+        ctx.usage.add(tool_calls=2)
+        await ctx.report("hashing", milestones=["listed"], estimate_remaining_ms=1000)
+        return Submission(
+            outputs={"files": len(inp.files)},
+            evidence=[
+                ctx.evidence("hashes", method="sha256 compare"),
+                ctx.evidence("schema", method="json-schema"),
+            ],
+        )
+
+    beats: list[Any] = []
+    out = await run(client, worker, work, verify, beats)
+    assert out.kind is OutcomeKind.SUBMITTED
+    assert out.verdict is not None and out.verdict.status == "accepted"
+    assert [e.type for e in out.verdict.events] == ["lease.released", "work.submitted"]
+    assert out.outputs == {"files": 2} and len(out.evidence) == 2
+    assert seen == [VerifyInput(files=["a.tar", "b.tar"])]  # validated into the handler's model
+    assert state_of(world, "a")["state"] == "submitted"
+    assert state_of(world, "a")["usage"].count('"tool_calls":2') == 1  # charged once
+    assert beats and beats[0]["lease_id"] == work.lease.lease_id
+
+
+async def test_save_then_pause_requeues_with_checkpoint__MW_11_3_g(
+    world: World, client: AuthorityClient
+) -> None:
+    worker = world.workers[0]
+    work = grant(world, "a", worker)
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
+        await ctx.save({"done": ["a.tar"]})
+        assert ctx.checkpoint == {"done": ["a.tar"]}
+        return ctx.pause({"done": ["a.tar"], "next": "b.tar"})
+
+    beats: list[Any] = []
+    out = await run(client, worker, work, verify, beats)
+    assert out.kind is OutcomeKind.PAUSED and out.verdict and out.verdict.accepted
+    assert out.checkpoint == {"done": ["a.tar"], "next": "b.tar"}
+    item = state_of(world, "a")
+    assert item["state"] == "queued" and item["owner"] == worker.agent_id
+    assert item["checkpoint"] == '{"done":["a.tar"],"next":"b.tar"}'
+    saved = [
+        e for e in world.authority.all_events(world.group) if e.type == "work.progress_reported"
+    ]
+    assert saved[-1].body["checkpoint"] == {"done": ["a.tar"]}  # the durable resume point
+    assert any(b["checkpoint"] == {"done": ["a.tar"]} for b in beats)  # and a heartbeat hint
+    r = world.ok(worker, "work.start", {"work_item_id": "a", "ownership_epoch": 1})
+    assert r.reply["checkpoint"] == {"done": ["a.tar"], "next": "b.tar"}
+
+
+async def test_block_reports_resolution__MW_11_4_c(world: World, client: AuthorityClient) -> None:
+    worker = world.workers[0]
+    work = grant(world, "a", worker)
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
+        ctx.block({"needs": "mirror credentials"}, {"at": "start"})
+
+    out = await run(client, worker, work, verify)
+    assert out.kind is OutcomeKind.BLOCKED and out.verdict and out.verdict.accepted
+    assert out.resolution == {"needs": "mirror credentials"}
+    assert state_of(world, "a")["state"] == "blocked"
+
+
+@pytest.mark.parametrize(
+    ("exc", "retryable"),
+    [
+        (RuntimeError("mirror returned 500"), True),
+        (PermanentFailure("archive format unsupported"), False),
+    ],
+)
+async def test_raising_handler_fails_with_evidence__MW_11_4_f(
+    world: World, client: AuthorityClient, exc: Exception, retryable: bool
+) -> None:
+    worker = world.workers[0]
+    work = grant(world, "a", worker)
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
+        raise exc
+
+    out = await run(client, worker, work, verify)
+    assert out.kind is OutcomeKind.FAILED and out.verdict and out.verdict.accepted
+    assert out.retryable is retryable
+    (ev,) = out.evidence
+    assert (ev.criterion, ev.method, ev.result) == ("execution", "handler", "fail")
+    assert str(exc) in ev.summary and str(exc) in (out.error or "")
+    failed = [e for e in world.authority.all_events(world.group) if e.type == "work.failed"]
+    assert failed[-1].body["retryable"] is retryable
+    assert state_of(world, "a")["state"] == "failed"
+
+
+async def test_revoked_lease_cancels_handler__MW_11_3_f(
+    world: World, client: AuthorityClient
+) -> None:
+    worker = world.workers[0]
+    work = grant(world, "a", worker, timeouts={"heartbeat_ms": 50, "lease_ms": 30_000})
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return Submission()
+
+    beats: list[Any] = []
+    task = asyncio.create_task(run(client, worker, work, verify, beats))
+    await started.wait()
+    # Another process of the same agent opens a session: the Authority revokes the lease.
+    other = Actor(worker.agent_id, worker.key)
+    assert world.authority.submit(other.command("session.open", None, {})).accepted
+    out = await task
+    assert out.kind is OutcomeKind.LEASE_LOST
+    assert cancelled.is_set()
+    assert out.verdict is not None and out.verdict.rejection is not None
+    assert out.verdict.rejection.code == "stale_session_epoch"
+    assert state_of(world, "a")["state"] == "queued"  # requeued by the revocation, not failed
+    assert not [e for e in world.authority.all_events(world.group) if e.type == "work.submitted"]
+    assert beats  # heartbeats went out while it ran
+
+
+async def test_guard_refuses_once_the_lease_is_lost__MW_11_5_d(
+    world: World, client: AuthorityClient
+) -> None:
+    worker = world.workers[0]
+    work = grant(world, "a", worker)
+    side_effects: list[str] = []
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
+        await ctx.guard()
+        side_effects.append("first upload")
+        other = Actor(worker.agent_id, worker.key)  # the lease is revoked meanwhile
+        assert world.authority.submit(other.command("session.open", None, {})).accepted
+        try:
+            await ctx.guard()
+        except LeaseLost:
+            side_effects.append("refused")
+            raise
+        side_effects.append("second upload")
+        return Submission()
+
+    out = await run(client, worker, work, verify)
+    assert side_effects == ["first upload", "refused"]
+    assert out.kind is OutcomeKind.LEASE_LOST
+
+
+async def test_idempotency_keys_differ_per_ownership_epoch__MW_16_f(
+    world: World, client: AuthorityClient
+) -> None:
+    worker = world.workers[0]
+    keys: list[tuple[int, str, str, str]] = []
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
+        keys.append(
+            (
+                ctx.ownership_epoch,
+                ctx.idempotency_key("upload"),
+                ctx.idempotency_key("upload"),
+                ctx.attempt_key("upload", 2),
+            )
+        )
+        raise RuntimeError("transient")
+
+    first = await run(client, worker, grant(world, "a", worker), verify)
+    assert first.kind is OutcomeKind.FAILED
+    second = await run(client, worker, grant(world, "a", worker), verify)  # epoch 2
+    assert second.kind is OutcomeKind.FAILED
+    (e1, k1, k1_again, a1), (e2, k2, _, a2) = keys
+    assert (e1, e2) == (1, 2)
+    assert k1 == k1_again  # stable within the epoch (a retried call reuses it)
+    assert k1 != k2 and a1 != a2 and a1 != k1  # a new owner epoch never reuses a key
+
+
+async def test_late_result_is_recorded_not_applied__MW_11_5_b(
+    world: World, client: AuthorityClient
+) -> None:
+    old, new = world.workers
+    work = grant(world, "a", old)
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Submission:
+        # The old owner stalls past its lease; the Coordinator reassigns (MW-11.5-a).
+        world.clock.advance(31_000)
+        offer_id = world.offer("a", new)
+        assert world.accept(new, "a", offer_id).accepted
+        return Submission(
+            evidence=[ctx.evidence("hashes", method="m"), ctx.evidence("schema", method="m")]
+        )
+
+    out = await run(client, old, work, verify)
+    assert out.kind is OutcomeKind.LEASE_LOST
+    assert out.verdict is not None and out.verdict.status == "recorded"
+    assert [e.type for e in out.verdict.events] == ["work.late_result_recorded"]
+    item = state_of(world, "a")
+    assert item["owner"] == new.agent_id and item["state"] == "queued"
+
+
+async def test_budget_overrun_on_renewal_stops_and_fails__MW_11_5_j(
+    world: World, client: AuthorityClient
+) -> None:
+    worker = world.workers[0]
+    work = grant(
+        world,
+        "a",
+        worker,
+        budget={"tool_calls": 3},
+        timeouts={"heartbeat_ms": 50, "lease_ms": 30_000},
+    )
+    cancelled = asyncio.Event()
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
+        ctx.usage.add(tool_calls=5)  # over the contract's budget: the renewal is refused
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    out = await run(client, worker, work, verify)
+    assert cancelled.is_set()
+    assert out.kind is OutcomeKind.FAILED and out.retryable is False
+    assert "budget exceeded" in (out.error or "") and "tool_calls" in (out.error or "")
+    assert state_of(world, "a")["state"] == "failed"
+    assert '"tool_calls":0' in state_of(world, "a")["usage"]  # no partial charge (MW-11.5-j)
+
+
+async def test_a_hung_handler_is_stopped_by_its_wall_clock_budget__MW_11_5_j(
+    world: World, client: AuthorityClient
+) -> None:
+    """A handler that never returns is cancelled once its running time passes
+    ``budget.wall_clock_ms`` (measured by the runtime, charged with each renewal), and the
+    WorkItem fails for good with a reason that names the dimension, usage and limit."""
+    worker = world.workers[0]
+    timeouts = {"heartbeat_ms": 50, "lease_ms": 30_000}
+    work = grant(world, "a", worker, budget={"wall_clock_ms": 300}, timeouts=timeouts)
+    cancelled = asyncio.Event()
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
+        try:
+            await asyncio.Event().wait()  # hangs: nothing will ever set it
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    out = await run(client, worker, work, verify)
+    assert cancelled.is_set()
+    assert out.kind is OutcomeKind.FAILED and out.retryable is False
+    error = out.error or ""
+    assert error.startswith("budget exceeded: wall_clock_ms "), error
+    assert error.endswith(" of 300 ms (budget.wall_clock_ms)"), error
+    used = int(error.removeprefix("budget exceeded: wall_clock_ms ").split()[0])
+    assert used > 300
+    assert state_of(world, "a")["state"] == "failed"
+
+
+async def test_temporal_cancel_stops_the_handler(world: World, client: AuthorityClient) -> None:
+    worker = world.workers[0]
+    work = grant(world, "a", worker)
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    registry = HandlerRegistry()
+    registry.handler("dist.verify", version="1.0")(verify)
+    env = ActivityEnvironment()
+    task = asyncio.create_task(
+        env.run(WorkItemExecutor(worker, client, registry).execute_work_item, work)
+    )
+    await started.wait()
+    env.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cancelled.is_set()
+    assert state_of(world, "a")["state"] == "active"  # nothing reported: the workflow decides

@@ -1,0 +1,282 @@
+"""The agent runtime end to end: a real Authority on loopback, the Temporal time-skipping test
+server, and ``StandInMissionWorkflow`` — a stand-in for the real Mission workflow, used only to
+exercise the runtime's side of an offer: it schedules one ``execute_work_item`` per offered
+WorkItem on the agent's task queue (the offer *is* the activity, docs/design.md §4.3), and the
+runtime answers each one with its own signed Commands to the Authority."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from missionweave.protocol import AgentCard, DeclineReason, SigningKey, WorkContract
+from missionweave.protocol.temporal_contract import (
+    ExecuteWorkItemInput,
+    OfferTerms,
+    OutcomeKind,
+    ProgressSignal,
+    WorkOutcome,
+    agent_task_queue,
+    mission_workflow_id,
+)
+from missionweave.worker import AgentRuntime, SessionError, load_handlers
+from missionweave.workflows._edges import execute_work_item
+from tests.serving import LiveServer
+from tests.world import World, contract
+
+TEST_SERVER = str(Path(sys.executable).with_name("temporal-test-server"))
+STAND_IN_QUEUE = "stand-in-coordinator"
+
+
+class StandInItem(BaseModel):
+    contract: WorkContract
+    input: dict[str, Any] = {}
+    offer: OfferTerms
+
+
+class StandInSpec(BaseModel):
+    group_id: str
+    mission_id: str
+    agent_id: str
+    items: dict[str, StandInItem]
+
+
+@workflow.defn(name="StandInMission")
+class StandInMissionWorkflow:
+    """Stand-in for the Mission workflow (tests only): each item's offer as an activity."""
+
+    @workflow.init
+    def __init__(self, spec: StandInSpec) -> None:
+        self.spec = spec
+        self.outcomes: dict[str, WorkOutcome] = {}
+        self.progress: list[str] = []
+
+    @workflow.run
+    async def run(self, spec: StandInSpec) -> dict[str, WorkOutcome]:
+        await asyncio.gather(*(self._offer(w, it) for w, it in spec.items.items()))
+        return self.outcomes
+
+    async def _offer(self, wid: str, item: StandInItem) -> None:
+        work = ExecuteWorkItemInput(
+            group_id=self.spec.group_id,
+            mission_id=self.spec.mission_id,
+            work_item_id=wid,
+            contract=item.contract,
+            input=item.input,
+            offer=item.offer,
+        )
+        self.outcomes[wid] = await workflow.execute_activity(
+            execute_work_item,
+            work,
+            task_queue=agent_task_queue(self.spec.agent_id),
+            schedule_to_start_timeout=timedelta(minutes=1),
+            start_to_close_timeout=timedelta(minutes=5),
+            heartbeat_timeout=timedelta(milliseconds=item.contract.timeouts.lease_ms),
+            retry_policy=RetryPolicy(maximum_attempts=1),
+        )
+
+    @workflow.signal
+    def report_progress(self, sig: ProgressSignal) -> None:
+        self.progress.append(sig.report.phase)
+
+    @workflow.query
+    def seen(self) -> dict[str, Any]:
+        return {
+            "progress": self.progress,
+            "outcomes": {k: v.kind.value for k, v in self.outcomes.items()},
+        }
+
+
+# ------------------------------------------------------------------------------ the tests
+
+
+async def stand_in_env() -> WorkflowEnvironment:
+    return await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=TEST_SERVER, data_converter=pydantic_data_converter
+    )
+
+
+def runtime(w: World, live: LiveServer, env: WorkflowEnvironment, state: Path) -> AgentRuntime:
+    worker = w.workers[0]
+    card = AgentCard(
+        agent_id=worker.agent_id,
+        public_key=worker.public_key,
+        capabilities=["dist.verify@1.2"],
+        max_concurrency=2,
+    )
+    return AgentRuntime(
+        card,
+        worker.key,
+        groups=[w.group],
+        authority_url=live.url,
+        temporal_client=env.client,
+        handlers=load_handlers("tests.worker_handlers"),
+        state_path=state,
+        tick=timedelta(milliseconds=200),
+    )
+
+
+def events_of(w: World, type: str) -> list[Any]:
+    return [e for e in w.authority.all_events(w.group) if e.type == type]
+
+
+async def test_runtime_answers_offers_starts_and_executes__MW_10_3_d(
+    world: World, live: LiveServer, tmp_path: Path
+) -> None:
+    """Each offer reaches the runtime as an ``execute_work_item`` activity: admission control
+    declines what it cannot do with a structured reason, accepts and starts the rest itself
+    with the Authority, runs the handler under the lease, and returns the outcome with the
+    Authority's Events; the projection rebuilds from the log after the state file is deleted
+    (MW-10.3-d/e, MW-11.1-b/c, MW-11.3-b)."""
+    world.authorize("a", required_capabilities=["dist.verify@1.0"])
+    world.authorize("b", required_capabilities=["gpu.render@1.0"])
+    w0 = world.workers[0]
+    offers = {
+        w: OfferTerms(
+            offer_id=world.offer(w, w0), revision=1, expires_at_ms=world.clock.now + 30_000
+        )
+        for w in "ab"
+    }
+    spec = StandInSpec(
+        group_id=world.group,
+        mission_id=world.mission,
+        agent_id=w0.agent_id,
+        items={
+            "a": StandInItem(
+                contract=contract(required_capabilities=["dist.verify@1.0"]),
+                input={"files": ["x.tar", "y.tar", "z.tar"]},
+                offer=offers["a"],
+            ),
+            "b": StandInItem(
+                contract=contract(required_capabilities=["gpu.render@1.0"]), offer=offers["b"]
+            ),
+        },
+    )
+    state = tmp_path / "agent" / "worker-0.db"
+    async with await stand_in_env() as env:
+        async with Worker(
+            env.client,
+            task_queue=STAND_IN_QUEUE,
+            workflows=[StandInMissionWorkflow],
+            workflow_runner=UnsandboxedWorkflowRunner(),
+        ):
+            rt = runtime(world, live, env, state)
+            async with rt:
+                assert events_of(world, "agent.card_published")  # published once, at start
+                assert rt.actor.membership_epochs == {world.group: 1}  # learnt from the log
+                handle = await env.client.start_workflow(
+                    StandInMissionWorkflow.run,
+                    spec,
+                    id=mission_workflow_id(world.mission),
+                    task_queue=STAND_IN_QUEUE,
+                )
+                with env.auto_time_skipping_disabled():
+                    outcomes = await asyncio.wait_for(handle.result(), 30)
+                    seen = await handle.query(StandInMissionWorkflow.seen)
+                assert rt.state is not None
+                before = rt.state.projection()["work_items"]
+    (declined,) = events_of(world, "work.offer_declined")
+    assert declined.body["reason"] == DeclineReason.CAPABILITY
+    assert declined.body["detail"]["missing"] == ["gpu.render@1.0"]
+    assert outcomes["b"].kind is OutcomeKind.DECLINED
+    assert [e.type for e in outcomes["b"].events] == ["work.offer_declined"]
+    out = outcomes["a"]
+    assert out.kind is OutcomeKind.SUBMITTED and out.outputs == {"files": 3}
+    assert out.verdict is not None and out.verdict.accepted
+    # every Event the agent's Commands produced, for the workflow's one reducer
+    types = [e.type for e in out.events]
+    assert types[:2] == ["work.offer_accepted", "work.started"] and "work.submitted" in types
+    assert seen["progress"] == ["verifying"]  # the report_progress signal
+    started = events_of(world, "work.started")[0].body["lease"]
+    assert started["agent_id"] == "worker-0" and started["session_epoch"] == 2
+    assert [w["work_item_id"] for w in before] == ["a"]  # only its own WorkItems
+
+    # Delete the local state; a new runtime rebuilds the same projection from the log.
+    for f in state.parent.glob("worker-0.db*"):
+        f.unlink()
+    async with await stand_in_env() as env, runtime(world, live, env, state) as again:
+        assert again.state is not None
+        assert again.state.projection()["work_items"] == before
+        assert len(events_of(world, "agent.card_published")) == 1  # not republished
+
+
+class _NoTemporal:
+    """A Temporal client stand-in for runtimes that never get as far as their Worker."""
+
+    def get_workflow_handle(self, workflow_id: str) -> Any:
+        raise AssertionError("not reached")
+
+
+async def test_runtime_refuses_to_start_without_membership(
+    world: World, live: LiveServer, tmp_path: Path
+) -> None:
+    stranger = SigningKey.generate()
+    card = AgentCard(agent_id="stranger", public_key=stranger.public_key)
+    rt = AgentRuntime(
+        card,
+        stranger,
+        groups=[world.group],
+        authority_url=live.url,
+        temporal_client=_NoTemporal(),  # type: ignore[arg-type]
+        handlers=load_handlers("tests.worker_handlers"),
+        state_path=tmp_path / "s.db",
+    )
+    with pytest.raises(SessionError, match="unknown_actor") as err:
+        async with rt:
+            pass
+    # it says what to run (issue 11, item 13)
+    assert (
+        f"group add --key OWNER.pem --group GROUP --agent-id stranger --public-key "
+        f"{stranger.public_key}" in str(err.value)
+    )
+
+
+async def test_a_stop_during_start_up_ends_the_runtime_though_the_authority_is_silent(
+    tmp_path: Path,
+) -> None:
+    """An Authority that accepts connections and never answers (a frozen host): the runtime
+    is stuck opening its session, and ``stop()`` (Ctrl-C in ``missionweave worker``) still
+    ends ``run()`` — nothing runs yet that would need a graceful end."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)  # read nothing, answer nothing
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    key = SigningKey.generate()
+    rt = AgentRuntime(
+        AgentCard(agent_id="ada", public_key=key.public_key),
+        key,
+        groups=["g1"],
+        authority_url=f"http://127.0.0.1:{port}",
+        temporal_client=_NoTemporal(),  # type: ignore[arg-type]
+        handlers=load_handlers("tests.worker_handlers"),
+        state_path=tmp_path / "s.db",
+    )
+    try:
+        run = asyncio.create_task(rt.run())
+        for _ in range(200):  # until the runtime is connected and waiting for an answer
+            if accepted:
+                break
+            await asyncio.sleep(0.05)
+        assert accepted and not run.done()
+        await rt.stop()
+        await asyncio.wait_for(run, 10)  # a bound on a hang, not a speed assertion
+        assert not rt.ready.is_set()
+    finally:
+        for w in accepted:
+            w.close()
+        server.close()
+        await server.wait_closed()

@@ -1,0 +1,102 @@
+"""Two ``authorize_work`` updates admitted before either handler ran (both wait until the
+Mission is created): each is checked again when it runs, so the second of two that add the same
+WorkItem id, or bind one contract name to two contracts, is refused with a structured error —
+never a workflow task that fails for good, never an item run under another contract."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowUpdateStage
+from temporalio.testing import WorkflowEnvironment
+
+from missionweave.dev import coordinator_worker
+from missionweave.protocol.temporal_contract import AuthorizeWorkInput, mission_workflow_id
+from missionweave.workflows import MissionWorkflow
+from tests.mission_harness import contract, mission_stack
+from tests.temporal_env import new_task_queue
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+NONE = ("demo.none@1.0",)  # no agent: nothing runs, the Mission just waits
+
+
+async def _two_updates_in_first_task(env, ms, mid, u1, u2):
+    tq = new_task_queue()
+    spec = ms.spec(mid, [{"work_item_id": f"{mid}-a", "contract": contract(NONE).wire()}])
+    handle = await env.client.start_workflow(
+        MissionWorkflow.run, args=[spec, None], id=mission_workflow_id(mid), task_queue=tq
+    )
+    ups = [
+        asyncio.create_task(
+            handle.start_update(
+                MissionWorkflow.authorize_work,
+                u,
+                id=f"u{n}",
+                wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+            )
+        )
+        for n, u in enumerate((u1, u2))
+    ]
+    await asyncio.sleep(1.5)  # both admitted before any worker polls
+    async with coordinator_worker(
+        env.client,
+        ms.stack.client,
+        ms.stack.coordinator,
+        task_queue=tq,
+        artifact_store=ms.artifacts,
+    ):
+        outs = []
+        for t in ups:
+            try:
+                h = await asyncio.wait_for(t, 15)
+                outs.append(await asyncio.wait_for(h.result(), 15))
+            except Exception as exc:
+                outs.append(exc)
+        await asyncio.sleep(2)
+        hist = await handle.fetch_history()
+        failed = [
+            e.workflow_task_failed_event_attributes.failure.message
+            for e in hist.events
+            if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+        ]
+        await handle.terminate("attack test done")
+    return outs, failed
+
+
+async def test_the_same_new_id_in_two_updates_is_refused_once__MW_10_4_c(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with mission_stack(dev_env, tmp_path) as ms:
+        mk = lambda: AuthorizeWorkInput.model_validate(  # noqa: E731
+            {"items": [{"work_item_id": "dup-n1", "contract": contract(NONE).wire()}]}
+        )
+        outs, failed = await _two_updates_in_first_task(dev_env, ms, "dupmission", mk(), mk())
+    assert not failed, f"workflow task failures: {failed[:1]}"
+    refused = [o for o in outs if isinstance(o, Exception)]
+    assert len(refused) == 1 and "duplicate" in str(refused[0].__cause__ or refused[0]), outs
+
+
+async def test_one_contract_name_for_two_contracts_is_refused_once(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with mission_stack(dev_env, tmp_path) as ms:
+        u1 = AuthorizeWorkInput.model_validate(
+            {
+                "contracts": {"k": contract(NONE, objective="one").wire()},
+                "items": [{"work_item_id": "cn-n1", "contract_ref": "k"}],
+            }
+        )
+        u2 = AuthorizeWorkInput.model_validate(
+            {
+                "contracts": {"k": contract(NONE, objective="two").wire()},
+                "items": [{"work_item_id": "cn-n2", "contract_ref": "k"}],
+            }
+        )
+        outs, failed = await _two_updates_in_first_task(dev_env, ms, "cnmission", u1, u2)
+    assert not failed, f"workflow task failures: {failed[:1]}"
+    refused = [o for o in outs if isinstance(o, Exception)]
+    assert len(refused) == 1, outs  # the other's item would run under the first's contract
+    assert "another contract" in str(refused[0].__cause__ or refused[0]), refused

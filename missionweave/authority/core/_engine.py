@@ -230,10 +230,11 @@ class Authority(LogReader, AgentReads):
                 [(c.model_dump_json(), k) for c, k in zip(commands, keys, strict=True) if k]
             )
         with self._lock:
-            results = self._retrying(commands, keys if pending else None, pending, parents)
+            trusted = keys if pending else None
+            results = self._retrying(lambda: self._transaction(commands, trusted, pending, parents))
             if results is None:  # a signature the writer relied on did not verify: redo inline
                 trace.get_current_span().set_attribute("missionweave.transaction.redo", True)
-                results = self._retrying(commands, None, None, parents)
+                results = self._retrying(lambda: self._transaction(commands, None, None, parents))
                 assert results is not None
         if self.config.online_window is not None:
             touched = {e.group_id for r in results for e in r.events if not r.duplicate}
@@ -242,17 +243,14 @@ class Authority(LogReader, AgentReads):
         return results
 
     def _retrying(
-        self,
-        commands: Sequence[Command],
-        keys: list[str | None] | None,
-        pending: Future[list[bool]] | None,
-        parents: list[otel_context.Context | None],
+        self, transaction: Callable[[], list[SubmitResult] | None]
     ) -> list[SubmitResult] | None:
-        """:meth:`_transaction`, run again (up to 8 times) when the database aborted it on a
-        transient conflict with another replica (a deadlock between two batches' locks)."""
+        """``transaction`` (a :meth:`_transaction` call), run again (up to 8 times) when the
+        database aborted it on a transient conflict with another replica (a deadlock between two
+        batches' locks)."""
         for attempt in range(8):
             try:
-                return self._transaction(commands, keys, pending, parents)
+                return transaction()
             except Exception as exc:
                 if attempt == 7 or not self.store.retryable(exc):
                     raise

@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
-from ._store import Row, StoreVersionError, redact
+from ._store import Row, SqlStore, StoreVersionError, redact
 from ._store_sql import COMMAND_PRIORS, DDL, POSTGRES_OVERRIDES, SCHEMA_VERSION, STATEMENTS
 
 #: The NOTIFY channel of new Events; the payload is the Group id.
@@ -76,7 +76,7 @@ def _pg_ddl() -> list[str]:
     return out
 
 
-class PostgresStore:
+class PostgresStore(SqlStore):
     """A :class:`~._store.Store` over one PostgreSQL database (see the module docstring).
 
     Args:
@@ -100,21 +100,11 @@ class PostgresStore:
         except BaseException:
             self.conn.close()
             raise
-        self._sql = {
+        self.sql = {
             name: translate(POSTGRES_OVERRIDES.get(name, s)) for name, s in STATEMENTS.items()
         }
 
     # ------------------------------------------------------------------ statements
-    def one(self, name: str, *args: Any) -> Row | None:
-        row: Row | None = self.conn.execute(self._sql[name], args).fetchone()
-        return row
-
-    def all(self, name: str, *args: Any) -> list[Row]:
-        return list(self.conn.execute(self._sql[name], args).fetchall())
-
-    def run(self, name: str, *args: Any) -> int:
-        return self.conn.execute(self._sql[name], args).rowcount
-
     def select(self, sql: str, *args: Any) -> list[dict[str, Any]]:
         cur = self.conn.execute(translate(sql), args)
         cols = [c.name for c in cur.description or ()]
@@ -178,16 +168,6 @@ class PostgresStore:
     def rollback(self) -> None:
         self.conn.execute("ROLLBACK")
 
-    def savepoint(self) -> None:
-        self.conn.execute("SAVEPOINT cmd")
-
-    def release(self) -> None:
-        self.conn.execute("RELEASE SAVEPOINT cmd")
-
-    def rollback_to(self) -> None:
-        self.conn.execute("ROLLBACK TO SAVEPOINT cmd")
-        self.conn.execute("RELEASE SAVEPOINT cmd")
-
     def lock_groups(self, group_ids: Iterable[str]) -> None:
         for gid in sorted(set(group_ids)):
             self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (gid,))
@@ -201,9 +181,6 @@ class PostgresStore:
 
     def listen(self, on_group: Callable[[str], object]) -> EventListener:
         return EventListener(self.url, on_group)
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 def _migrate(conn: psycopg.Connection[Any]) -> None:

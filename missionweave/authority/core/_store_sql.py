@@ -192,6 +192,10 @@ CREATE TABLE IF NOT EXISTS context_packages (
 
 #: name → SQL (SQLite dialect, ``?`` placeholders).
 STATEMENTS: dict[str, str] = {
+    # --- one Command's changes (the syntax both SQLite and PostgreSQL accept)
+    "tx.savepoint": "SAVEPOINT cmd",
+    "tx.release": "RELEASE SAVEPOINT cmd",
+    "tx.rollback_to": "ROLLBACK TO SAVEPOINT cmd",
     # --- meta
     "meta.pin_key": "INSERT OR IGNORE INTO meta (key, value) VALUES ('authority_public_key', ?)",
     "meta.authority_key": "SELECT value FROM meta WHERE key='authority_public_key'",

@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._store import Row
+from ._store import Row, SqlStore
 from ._store_sql import COMMAND_PRIORS, DDL, SCHEMA_VERSION, STATEMENTS
 
 
-class SQLiteStore:
+class SQLiteStore(SqlStore):
     """A :class:`~._store.Store` over one SQLite file (see the module docstring).
 
     Args:
@@ -33,6 +33,7 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.location = str(path)
+        self.sql = STATEMENTS
         if read_only:
             self.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
             self.conn.row_factory = sqlite3.Row
@@ -56,16 +57,6 @@ class SQLiteStore:
         self._durable = True
 
     # ------------------------------------------------------------------ statements
-    def one(self, name: str, *args: Any) -> Row | None:
-        row: Row | None = self.conn.execute(STATEMENTS[name], args).fetchone()
-        return row
-
-    def all(self, name: str, *args: Any) -> list[Row]:
-        return list(self.conn.execute(STATEMENTS[name], args).fetchall())
-
-    def run(self, name: str, *args: Any) -> int:
-        return self.conn.execute(STATEMENTS[name], args).rowcount
-
     def select(self, sql: str, *args: Any) -> list[dict[str, Any]]:
         cur = self.conn.execute(sql, args)
         cols = [c[0] for c in cur.description or ()]
@@ -131,16 +122,6 @@ class SQLiteStore:
         finally:
             self._restore_sync()
 
-    def savepoint(self) -> None:
-        self.conn.execute("SAVEPOINT cmd")
-
-    def release(self) -> None:
-        self.conn.execute("RELEASE cmd")
-
-    def rollback_to(self) -> None:
-        self.conn.execute("ROLLBACK TO cmd")
-        self.conn.execute("RELEASE cmd")
-
     def lock_groups(self, group_ids: Iterable[str]) -> None:
         """Nothing to do: ``BEGIN IMMEDIATE`` holds the file's one write lock."""
 
@@ -153,9 +134,6 @@ class SQLiteStore:
     def listen(self, on_group: Callable[[str], object]) -> None:
         """No channel: one process writes the file; others are picked up by polling."""
         return None
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 def _migrate(conn: sqlite3.Connection) -> None:

@@ -537,20 +537,8 @@ class Authority(LogReader, AgentReads):
         """
         roles: frozenset[Role] = frozenset()
         if member is not None:
-            if cmd.membership_epoch != member[2]:
-                raise Reject(
-                    "stale_membership_epoch",
-                    f"membership epoch {cmd.membership_epoch} is not the current {member[2]}",
-                    membership_epoch=cmd.membership_epoch,
-                    current=member[2],
-                )
-            if cmd.session_epoch != member[4]:
-                raise Reject(
-                    "stale_session_epoch",
-                    f"session epoch {cmd.session_epoch} is not the current {member[4]}",
-                    session_epoch=cmd.session_epoch,
-                    current=member[4],
-                )
+            _current_epoch("membership", cmd.membership_epoch, member[2])
+            _current_epoch("session", cmd.session_epoch, member[4])
             if HANDLERS[cmd.type].needs_session and member[4] == 0:
                 raise Reject("no_session", "open a session before taking work")
             roles = _roles(member[1])
@@ -630,6 +618,18 @@ _MEMBERSHIP_PREFIXES = ("group.", "member.", "session.", "agent.")
 @functools.lru_cache(maxsize=1024)
 def _roles(text: str) -> frozenset[Role]:
     return frozenset(Role(r) for r in json.loads(text))
+
+
+def _current_epoch(kind: str, given: int, current: int) -> None:
+    """Refuse a Command whose ``kind`` epoch (``membership``, ``session``) is not the current
+    one: ``stale_<kind>_epoch`` with ``<kind>_epoch`` and ``current``."""
+    if given != current:
+        raise Reject(
+            f"stale_{kind}_epoch",
+            f"{kind} epoch {given} is not the current {current}",
+            **{f"{kind}_epoch": given},
+            current=current,
+        )
 
 
 def _links(parents: list[otel_context.Context | None]) -> list[trace.Link]:

@@ -73,19 +73,31 @@ def mission_create(ctx: Ctx) -> None:
     ctx.emit("mission.created", body)
 
 
-@command("work.propose")
-def work_propose(ctx: Ctx) -> None:
+def _new_item(ctx: Ctx, *, proposed_ok: bool) -> tuple[str, str, Row | None]:
+    """The Command's ``work_item_id`` and ``mission_id`` (a running Mission), and the row
+    already under that id: ``None``, or — with ``proposed_ok`` — a proposed WorkItem.
+
+    Raises:
+        Reject: ``duplicate_id`` (WorkItem ids are unique within the Group: the detail names
+            the Mission holding it), or :func:`running_mission`'s.
+    """
     wid = need_id(ctx.body, "work_item_id")
     mid = need(ctx.body, "mission_id")
     running_mission(ctx, mid)
-    taken = ctx.one("work_items.mission_id_by_group_id_work_item_id", ctx.group_id, wid)
-    if taken is not None:
+    existing = ctx.one("work_items.row", ctx.group_id, wid)
+    if existing is not None and not (proposed_ok and existing["state"] == "proposed"):
         raise Reject(
             "duplicate_id",
-            f"WorkItem {wid!r} already exists in Mission {taken['mission_id']!r}",
+            f"WorkItem {wid!r} already exists in Mission {existing['mission_id']!r}",
             work_item_id=wid,
-            mission_id=taken["mission_id"],
+            mission_id=existing["mission_id"],
         )
+    return wid, mid, existing
+
+
+@command("work.propose")
+def work_propose(ctx: Ctx) -> None:
+    wid, mid, _ = _new_item(ctx, proposed_ok=False)
     gate(ctx, None)
     contract = parse(WorkContract, ctx.body.get("contract"), "contract")
     ctx.run(
@@ -106,18 +118,7 @@ def work_propose(ctx: Ctx) -> None:
 def work_authorize(ctx: Ctx) -> None:
     """Create a WorkItem (``open``); its dependencies must already exist in the Mission, so no
     cycle or self-loop can form (MW-10.4-c)."""
-    wid = need_id(ctx.body, "work_item_id")
-    mid = need(ctx.body, "mission_id")
-    running_mission(ctx, mid)
-    existing = ctx.one("work_items.row", ctx.group_id, wid)
-    if existing is not None and existing["state"] != "proposed":
-        # WorkItem ids are unique within the Group: the detail names the Mission holding it
-        raise Reject(
-            "duplicate_id",
-            f"WorkItem {wid!r} already exists in Mission {existing['mission_id']!r}",
-            work_item_id=wid,
-            mission_id=existing["mission_id"],
-        )
+    wid, mid, existing = _new_item(ctx, proposed_ok=True)
     gate(ctx, existing)
     contract = parse(WorkContract, ctx.body.get("contract"), "contract")
     deps = ctx.body.get("dependencies", [])

@@ -275,9 +275,6 @@ STATEMENTS: dict[str, str] = {
     "missions.insert": (
         "INSERT INTO missions (group_id, mission_id, state, parent) VALUES (?,?,?,?)"
     ),
-    "work_items.mission_id_by_group_id_work_item_id": (
-        "SELECT mission_id FROM work_items WHERE group_id=? AND work_item_id=?"
-    ),
     "work_items.insert": (
         "INSERT INTO work_items (group_id, work_item_id, mission_id, state, revision, "
         "contract, dependencies, usage) VALUES (?,?,?,?,?,?,?,?)"

@@ -49,11 +49,12 @@ def work_add_dependencies(ctx: Ctx) -> None:
     mid = item["mission_id"]
     running_mission(ctx, mid)
     if item["state"] != "open":
-        raise Reject(
+        raise Reject.wrong_state(
             "not_open",
-            f"WorkItem {wid!r} is {item['state']}: edges only go into an open WorkItem",
+            f"WorkItem {wid!r}",
+            item["state"],
+            "edges only go into an open WorkItem",
             work_item_id=wid,
-            state=item["state"],
         )
     rows = ctx.all("work_items.admitted_dependencies", ctx.group_id, mid)
     graph = {r["work_item_id"]: list(json.loads(r["dependencies"])) for r in rows}

@@ -53,11 +53,8 @@ def running_mission(ctx: Ctx, mission_id: str) -> None:
     if row is None:
         raise Reject("unknown_mission", f"no Mission {mission_id!r}", mission_id=mission_id)
     if row["state"] != "running":
-        raise Reject(
-            "mission_closed",
-            f"Mission {mission_id!r} is {row['state']}",
-            mission_id=mission_id,
-            state=row["state"],
+        raise Reject.wrong_state(
+            "mission_closed", f"Mission {mission_id!r}", row["state"], mission_id=mission_id
         )
 
 

@@ -3,15 +3,15 @@
 One definition each, so that every command spells a setting the same way, reads the same
 environment variable for its default and shows the same help:
 
-=====================  ============================  ===========================
-option                 environment variable          default
-=====================  ============================  ===========================
-``--temporal-address``  ``TEMPORAL_ADDRESS``          ``127.0.0.1:7233``
-``--namespace``         ``TEMPORAL_NAMESPACE``        ``default``
+======================  ==============================  =========================
+option                  environment variable            default
+======================  ==============================  =========================
+``--temporal-address``  ``TEMPORAL_ADDRESS``            ``127.0.0.1:7233``
+``--namespace``         ``TEMPORAL_NAMESPACE``          ``default``
 ``--authority-url``     ``MISSIONWEAVE_AUTHORITY_URL``  ``http://127.0.0.1:8787``
-``--ui-url``            ``MISSIONWEAVE_UI_URL``       ``http://127.0.0.1:8233``
-``--db``                ``MISSIONWEAVE_AUTHORITY_DB``  (required)
-=====================  ============================  ===========================
+``--ui-url``            ``MISSIONWEAVE_UI_URL``         ``http://127.0.0.1:8233``
+``--db``                ``MISSIONWEAVE_AUTHORITY_DB``   (required)
+======================  ==============================  =========================
 
 ``MISSIONWEAVE_DATA_DIR`` is the data directory of ``dev up`` and the default place of the
 filesystem artifact store (:func:`missionweave.cli._artifacts.default_store_path`).

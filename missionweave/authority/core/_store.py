@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from ._store_sql import COMMAND_PRIORS, SET_WORK_ITEM
+
 
 class Row(Protocol):
     """A result row: by position (``row[0]``) or by column name (``row["state"]``)."""
@@ -146,6 +148,10 @@ class SqlStore:
     conn: Any
     sql: Mapping[str, str]
 
+    def dialect(self, sql: str) -> str:
+        """``sql`` (SQLite's dialect, ``?`` placeholders) as this backend runs it."""
+        return sql
+
     def one(self, name: str, *args: Any) -> Row | None:
         row: Row | None = self.conn.execute(self.sql[name], args).fetchone()
         return row
@@ -156,6 +162,29 @@ class SqlStore:
     def run(self, name: str, *args: Any) -> int:
         rowcount: int = self.conn.execute(self.sql[name], args).rowcount
         return rowcount
+
+    def select(self, sql: str, *args: Any) -> list[dict[str, Any]]:
+        cur = self.conn.execute(self.dialect(sql), args)
+        cols = [c[0] for c in cur.description or ()]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    def command_priors(
+        self, keys: Sequence[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], tuple[str, str, str]]:
+        out: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+        for i in range(0, len(keys), 300):  # within SQLite's bound on variables
+            part = keys[i : i + 300]
+            sql = COMMAND_PRIORS.format(keys=",".join(["(?,?,?)"] * len(part)))
+            for r in self.conn.execute(self.dialect(sql), [v for k in part for v in k]):
+                out[(r[0], r[1], r[2])] = (r[3], r[4], r[5])
+        return out
+
+    def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
+        assigns = ", ".join(f"{k}=?" for k in cols)
+        self.conn.execute(
+            self.dialect(SET_WORK_ITEM.format(assigns=assigns)),
+            (*cols.values(), group_id, work_item_id),
+        )
 
     def savepoint(self) -> None:
         self.run("tx.savepoint")

@@ -23,7 +23,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from ._store import Row, SqlStore, StoreVersionError, redact
-from ._store_sql import COMMAND_PRIORS, DDL, POSTGRES_OVERRIDES, SCHEMA_VERSION, STATEMENTS
+from ._store_sql import DDL, POSTGRES_OVERRIDES, SCHEMA_VERSION, STATEMENTS
 
 #: The NOTIFY channel of new Events; the payload is the Group id.
 CHANNEL = "missionweave_events"
@@ -105,10 +105,8 @@ class PostgresStore(SqlStore):
         }
 
     # ------------------------------------------------------------------ statements
-    def select(self, sql: str, *args: Any) -> list[dict[str, Any]]:
-        cur = self.conn.execute(translate(sql), args)
-        cols = [c.name for c in cur.description or ()]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    def dialect(self, sql: str) -> str:
+        return translate(sql)
 
     def insert_events(self, rows: Sequence[tuple[str, int, str, str, str | None, str]]) -> None:
         if not rows:
@@ -129,22 +127,6 @@ class PostgresStore(SqlStore):
             "INSERT INTO commands (group_id, actor, command_id, signature, status, refs) "
             f"VALUES {values}",
             [v for r in rows for v in r],
-        )
-
-    def command_priors(
-        self, keys: Sequence[tuple[str, str, str]]
-    ) -> dict[tuple[str, str, str], tuple[str, str, str]]:
-        if not keys:
-            return {}
-        sql = COMMAND_PRIORS.format(keys=",".join(["(%s,%s,%s)"] * len(keys)))
-        rows = self.conn.execute(sql, [v for k in keys for v in k]).fetchall()
-        return {(r[0], r[1], r[2]): (r[3], r[4], r[5]) for r in rows}
-
-    def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
-        assigns = ", ".join(f"{k}=%s" for k in cols)
-        self.conn.execute(
-            f"UPDATE work_items SET {assigns} WHERE group_id=%s AND work_item_id=%s",
-            (*cols.values(), group_id, work_item_id),
         )
 
     def work_item_states(self, group_id: str, ids: Sequence[str]) -> list[Row]:

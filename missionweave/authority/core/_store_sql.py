@@ -478,6 +478,9 @@ COMMAND_PRIORS = (
     "WHERE (group_id, actor, command_id) IN (VALUES {keys})"
 )
 
+#: One WorkItem's columns ``{assigns}`` (``col=?, …``) set.
+SET_WORK_ITEM = "UPDATE work_items SET {assigns} WHERE group_id=? AND work_item_id=?"
+
 #: PostgreSQL text where the dialects differ (``?`` placeholders still; translated on load).
 POSTGRES_OVERRIDES: dict[str, str] = {
     "meta.pin_key": "INSERT INTO meta (key, value) VALUES ('authority_public_key', ?) "

@@ -11,10 +11,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from ._store import Row, SqlStore
-from ._store_sql import COMMAND_PRIORS, DDL, SCHEMA_VERSION, STATEMENTS
+from ._store_sql import DDL, SCHEMA_VERSION, STATEMENTS
 
 
 class SQLiteStore(SqlStore):
@@ -57,11 +56,6 @@ class SQLiteStore(SqlStore):
         self._durable = True
 
     # ------------------------------------------------------------------ statements
-    def select(self, sql: str, *args: Any) -> list[dict[str, Any]]:
-        cur = self.conn.execute(sql, args)
-        cols = [c[0] for c in cur.description or ()]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-
     def insert_events(self, rows: Sequence[tuple[str, int, str, str, str | None, str]]) -> None:
         if rows:
             self.conn.executemany(STATEMENTS["events.insert"], rows)
@@ -69,24 +63,6 @@ class SQLiteStore(SqlStore):
     def insert_commands(self, rows: Sequence[tuple[str, str, str, str, str, str]]) -> None:
         if rows:
             self.conn.executemany(STATEMENTS["commands.insert"], rows)
-
-    def command_priors(
-        self, keys: Sequence[tuple[str, str, str]]
-    ) -> dict[tuple[str, str, str], tuple[str, str, str]]:
-        out: dict[tuple[str, str, str], tuple[str, str, str]] = {}
-        for i in range(0, len(keys), 300):  # within SQLite's bound on variables
-            part = keys[i : i + 300]
-            sql = COMMAND_PRIORS.format(keys=",".join(["(?,?,?)"] * len(part)))
-            for r in self.conn.execute(sql, [v for k in part for v in k]):
-                out[(r[0], r[1], r[2])] = (r[3], r[4], r[5])
-        return out
-
-    def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
-        assigns = ", ".join(f"{k}=?" for k in cols)
-        self.conn.execute(
-            f"UPDATE work_items SET {assigns} WHERE group_id=? AND work_item_id=?",
-            (*cols.values(), group_id, work_item_id),
-        )
 
     def work_item_states(self, group_id: str, ids: Sequence[str]) -> list[Row]:
         marks = ",".join("?" * len(ids))

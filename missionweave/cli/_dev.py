@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ._common import CliError
+from ._common import CliError, setup_cli_tracing
 from ._options import AUTHORITY_PORT, HEADLESS, TEMPORAL_PORT, UI_PORT
 
 if TYPE_CHECKING:
@@ -96,12 +96,8 @@ async def _up(
     host: str,
 ) -> None:
     from ..dev import EmbeddedStack, StackError
-    from ..telemetry import TelemetryError, setup_tracing
 
-    try:  # from OTEL_*; off unless configured
-        setup_tracing("missionweave-dev")
-    except TelemetryError as exc:
-        raise CliError(str(exc)) from None
+    setup_cli_tracing("missionweave-dev")  # from OTEL_*; off unless configured
     stack = EmbeddedStack(
         data_dir,
         host=host,

@@ -21,14 +21,12 @@ from typing import TYPE_CHECKING, Any
 from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from ..outcome import mission_result
+from ..outcome import mission_result, start_mission
 from ..protocol import AgentCard, MissionWeaveError, SignatureError, SigningKey
 from ..protocol.temporal_contract import (
-    COORDINATOR_TASK_QUEUE,
     CancelInput,
     MissionResult,
     MissionStatus,
-    mission_workflow_id,
 )
 from ._environment import default_site_packages, metadata_dirs
 from ._handlers import demo_registry
@@ -338,7 +336,6 @@ async def run_demo(
         DemoInterrupted: ``stop`` was set before the Mission ended (it was cancelled).
     """
     from ..dev import EmbeddedStack
-    from ..workflows import MissionWorkflow
 
     paths, interpreter = resolve_target(opts.site_packages)
     check_data_dir(opts.data_dir)
@@ -372,13 +369,7 @@ async def run_demo(
             require_approval=opts.require_approval,
         )
         _header(console, stack, opts, paths)
-        handle = await stack.client.start_workflow(
-            MissionWorkflow.run,
-            args=[spec, None],
-            id=mission_workflow_id(mission_id),
-            task_queue=COORDINATOR_TASK_QUEUE,
-            static_summary=spec.title,
-        )
+        handle = await start_mission(stack.client, spec)
         url = stack.mission_url(mission_id)
         if url is not None and not opts.keep_running:
             url += "  (up while the demo runs; --keep-running keeps it up after)"

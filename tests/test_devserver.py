@@ -133,30 +133,16 @@ def test_public_surface() -> None:
     import missionweave.dev as dev
 
     assert set(dev.__all__) == {
-        "GROUP_ID",
-        "MISSION_ID",
-        "MISSION_STATUS",
-        "OPEN_WORK_ITEMS",
-        "SEARCH_ATTRIBUTES",
-        "DevServerError",
-        "TemporalDevServer",
-        "connect_client",
-        "find_temporal_cli",
-        "free_port",
-        "search_attribute_args",
-        # the whole stack of one machine
-        "DEFAULT_GROUP",
-        "EmbeddedStack",
-        "StackError",
+        # the Temporal dev server and its search attributes
+        *("GROUP_ID", "MISSION_ID", "MISSION_STATUS", "OPEN_WORK_ITEMS", "SEARCH_ATTRIBUTES"),
+        *("DevServerError", "TemporalDevServer", "connect_client", "find_temporal_cli"),
+        *("free_port", "search_attribute_args", "temporal_answers", "workflow_ui_url"),
+        # the whole stack of one machine, and the steps every stack builder takes
+        *("DEFAULT_GROUP", "EmbeddedStack", "StackError", "StackFiles", "AuthorityServer"),
+        *("load_or_create_key", "wait_until", "authority_answers"),
         # Group set-up and the coordinator process
-        "OWNER_ROLES",
-        "GroupSetupError",
-        "MemberChange",
-        "ensure_group",
-        "ensure_member",
-        "coordinator_worker",
-        "run_coordinator",
-        "workflow_ui_url",
+        *("OWNER_ROLES", "GroupSetupError", "MemberChange", "ensure_group", "ensure_member"),
+        *("enroll", "coordinator_worker", "run_coordinator"),
     }
     assert all(hasattr(dev, n) for n in dev.__all__)
 

@@ -41,16 +41,10 @@ class ProcessServer:
 
     def __init__(self, db: Path, key: Path, operator_keys: tuple[str, ...] = ()) -> None:
         self.db, self.key, self.operator_keys = db, key, operator_keys
-        self.port = 0
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}/v1/stream"
         self._proc: asyncio.subprocess.Process | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/v1/stream"
 
     async def kill(self) -> None:
         """``kill -9`` the process (no shutdown of any kind)."""
@@ -60,7 +54,6 @@ class ProcessServer:
         self._proc = None
 
     async def start(self) -> None:
-        self.port = self.port or free_port()
         cli = Path(sys.executable).with_name("missionweave")
         proc = self._proc = await asyncio.create_subprocess_exec(
             str(cli),

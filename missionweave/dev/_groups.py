@@ -253,13 +253,3 @@ async def _ensure_member(
             f"{result.rejection.reason}"
         )
     return change, int(result.events[0].body["membership_epoch"])
-
-
-__all__ = [
-    "OWNER_ROLES",
-    "GroupSetupError",
-    "MemberChange",
-    "enroll",
-    "ensure_group",
-    "ensure_member",
-]

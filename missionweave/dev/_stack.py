@@ -34,8 +34,9 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
+from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -70,25 +71,26 @@ RESTART_WINDOW_S = 60.0
 DRAIN_WITHOUT_TEMPORAL_S = 5.0
 
 
-class _Started(Generic[T]):
-    """A part of the stack that exists while it runs (held in ``_<name>``): read before
-    :meth:`EmbeddedStack.start` or after :meth:`EmbeddedStack.stop`, it raises
-    :class:`StackError`."""
+class _Read(Generic[T]):
+    """A read-only attribute of the stack: ``path`` of it (``"_client"``,
+    ``"temporal.target"``). With ``running``, a part that exists only while the stack runs:
+    ``None`` there raises :class:`StackError`."""
 
-    def __set_name__(self, owner: type, name: str) -> None:
-        self._slot = f"_{name}"
+    def __init__(self, path: str, *, running: bool = False) -> None:
+        self._get = attrgetter(path)
+        self._running = running
 
     @overload
-    def __get__(self, stack: None, owner: type) -> _Started[T]: ...
+    def __get__(self, stack: None, owner: type) -> _Read[T]: ...
     @overload
     def __get__(self, stack: object, owner: type | None = None) -> T: ...
-    def __get__(self, stack: object, owner: type | None = None) -> T | _Started[T]:
+    def __get__(self, stack: object, owner: type | None = None) -> T | _Read[T]:
         if stack is None:
             return self
-        part: T | None = getattr(stack, self._slot)
-        if part is None:
+        value: T | None = self._get(stack)
+        if value is None and self._running:
             raise StackError("the embedded stack is not running")
-        return part
+        return cast(T, value)
 
 
 class EmbeddedStack:
@@ -120,10 +122,16 @@ class EmbeddedStack:
     coordinator) and :attr:`coordinator` (its Membership Epoch in :attr:`group` current).
     """
 
-    client: _Started[Client] = _Started()
-    authority: _Started[Authority] = _Started()
-    authority_client: _Started[AuthorityClient] = _Started()
-    coordinator: _Started[Actor] = _Started()
+    client: _Read[Client] = _Read("_client", running=True)
+    authority: _Read[Authority] = _Read("_authority", running=True)
+    authority_client: _Read[AuthorityClient] = _Read("_authority_client", running=True)
+    coordinator: _Read[Actor] = _Read("_coordinator", running=True)
+    #: ``host:port`` of the Temporal frontend (its port is known after :meth:`start`).
+    temporal_target: _Read[str] = _Read("temporal.target")
+    #: The Temporal namespace.
+    namespace: _Read[str] = _Read("temporal.namespace")
+    #: ``http://host:port`` of the Temporal web UI, or ``None`` when headless.
+    ui_url: _Read[str | None] = _Read("temporal.ui_url")
 
     def __init__(
         self,
@@ -182,21 +190,6 @@ class EmbeddedStack:
     def authority_url(self) -> str:
         """``http://host:port`` of the Authority (the port is known after :meth:`start`)."""
         return f"http://{self.host}:{self.authority_port}"
-
-    @property
-    def temporal_target(self) -> str:
-        """``host:port`` of the Temporal frontend."""
-        return self.temporal.target
-
-    @property
-    def namespace(self) -> str:
-        """The Temporal namespace."""
-        return self.temporal.namespace
-
-    @property
-    def ui_url(self) -> str | None:
-        """``http://host:port`` of the Temporal web UI, or ``None`` when headless."""
-        return self.temporal.ui_url
 
     def mission_url(self, mission_id: str) -> str | None:
         """The web UI page of a Mission's workflow (its latest run), or ``None`` when headless."""

@@ -10,7 +10,8 @@ The session-scoped fixtures (defined in ``tests/conftest.py``, started here):
   attributes registered: for timers.
 
 Helpers: :func:`new_task_queue`, :func:`authority_stack` (a real Authority served over loopback
-HTTP with a bootstrapped Group and a coordinator whose key is on disk), :class:`VirtualClock` and
+HTTP with a bootstrapped Group and a coordinator whose key is on disk, built with the stack
+steps of :mod:`missionweave.dev` that ``missionweave dev up`` takes), :class:`VirtualClock` and
 the worker interceptor :class:`FollowTemporalTime`.
 
 How a test module uses them — exactly this::

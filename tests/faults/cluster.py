@@ -5,6 +5,11 @@ Mission of ledger handlers (:mod:`tests.faults.handlers`).
 ``separate`` runs the docker-compose layout: Temporal dev server, Authority, coordinator and
 agents, each its own process. ``dev`` runs ``missionweave dev up`` (Temporal as its child,
 Authority and coordinator inside it) with the agents beside it.
+
+The parts are processes of their own, but the steps that build the deployment are the embedded
+stack's (:mod:`missionweave.dev`): the data directory's layout (``StackFiles``), key files, the
+Temporal command line (``TemporalDevServer.command()``), the Group's bootstrap and members, and
+waiting until a part answers.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,21 @@ from .world import World, make_world
 #: ``server.authority`` may be replaced between ``stop()`` and ``start()`` (same port);
 #: ``server.app.state.writer`` is the running app's BatchWriter.
 LiveServer = AuthorityServer
+
+
+def authority_serve_command(
+    db: Path, port: int, *, key: Path | None = None, operator_keys: Sequence[str] = ()
+) -> list[str]:
+    """The command line of ``missionweave authority serve`` (this interpreter's) over ``db``
+    on 127.0.0.1:``port``; the key beside ``db`` unless ``key``; ``operator_keys`` are public
+    keys or PEM files."""
+    cli = Path(sys.executable).with_name("missionweave")
+    return [
+        str(cli),
+        *("authority", "serve", "--db", str(db), "--port", str(port)),
+        *(["--key", str(key)] if key is not None else []),
+        *(a for k in operator_keys for a in ("--operator-key", k)),
+    ]
 
 
 class ProcessServer:
@@ -54,18 +69,11 @@ class ProcessServer:
         self._proc = None
 
     async def start(self) -> None:
-        cli = Path(sys.executable).with_name("missionweave")
+        cmd = authority_serve_command(
+            self.db, self.port, key=self.key, operator_keys=self.operator_keys
+        )
         proc = self._proc = await asyncio.create_subprocess_exec(
-            str(cli),
-            "authority",
-            "serve",
-            "--db",
-            str(self.db),
-            "--key",
-            str(self.key),
-            "--port",
-            str(self.port),
-            *(a for k in self.operator_keys for a in ("--operator-key", k)),
+            *cmd,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,

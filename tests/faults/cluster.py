@@ -49,6 +49,7 @@ from missionweave.protocol.temporal_contract import (
     mission_workflow_id,
 )
 
+from ..serving import authority_serve_command
 from .handlers import LEDGER_ENV
 from .parts import MW, Part
 from .proxy import Proxy
@@ -237,23 +238,10 @@ class Cluster:
         # the command line `temporal server start-dev` of the embedded stack, as a Part
         temporal = TemporalDevServer(self.data_dir, port=self.temporal_port, ui=False)
         self._add(Part("temporal", temporal.command(), self._log("temporal")))
-        self._add(
-            Part(
-                "authority",
-                [
-                    MW,
-                    "authority",
-                    "serve",
-                    "--db",
-                    str(self.files.authority_db),
-                    "--port",
-                    str(self.authority_port),
-                    "--operator-key",
-                    str(self.coordinator_key),
-                ],
-                self._log("authority"),
-            )
+        serve = authority_serve_command(
+            self.files.authority_db, self.authority_port, operator_keys=[str(self.coordinator_key)]
         )
+        self._add(Part("authority", serve, self._log("authority")))
         await until(self._temporal_answers, "answer from Temporal", 60, self._gone("temporal"))
         await until(
             lambda: authority_answers(self.authority_url()),

@@ -11,13 +11,15 @@ the same Authority or a new one opened on the same database file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
+import uvicorn
 
 from missionweave.authority import AuthorityConfig, now_ms
 from missionweave.authority.wire._readsig import SignedReads
@@ -25,6 +27,15 @@ from missionweave.dev import AuthorityServer, authority_answers, free_port, wait
 from missionweave.protocol import Actor, Command, canonical_bytes
 
 from .world import World, make_world
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers (they belong to pytest), for a test's own app."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
 
 #: ``create_app(authority)`` behind uvicorn on a 127.0.0.1 port, as the embedded stack serves it
 #: (:class:`missionweave.dev.AuthorityServer`): ``LiveServer(authority, poll_interval_s=0.05)``;

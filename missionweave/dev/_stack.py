@@ -92,6 +92,9 @@ class _Read(Generic[T]):
             raise StackError("the embedded stack is not running")
         return cast(T, value)
 
+    def __set__(self, stack: object, value: object) -> None:
+        raise AttributeError("read-only: the stack sets it when it starts")
+
 
 class EmbeddedStack:
     """Temporal dev server, Authority, artifact store and coordinator under one data directory.
@@ -481,4 +484,4 @@ class EmbeddedStack:
         return runtime
 
 
-__all__ = ["DEFAULT_GROUP", "EmbeddedStack", "StackError"]
+__all__ = ["DEFAULT_GROUP", "EmbeddedStack"]

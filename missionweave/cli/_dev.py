@@ -69,7 +69,7 @@ def _describe(stack: EmbeddedStack) -> str:
             f"  Temporal      {stack.temporal_target} (namespace {stack.namespace})",
             f"  Temporal UI   {ui}",
             f"  Authority     {stack.authority_url}",
-            f"  Artifacts     {stack.artifacts_path}",
+            f"  Artifacts     {stack.files.artifacts}",
             f"  Data dir      {stack.data_dir}",
             f"  Coordinator   {stack.coordinator.agent_id}, key {key}",
             f"  Group         {stack.group}",
@@ -80,7 +80,7 @@ def _describe(stack: EmbeddedStack) -> str:
             f"--agent-id ada --agent-key {agent_key} --create-key",
             f"  missionweave worker --card ada.yaml --key {agent_key} --handlers my.handlers "
             f"--group {stack.group} --authority-url {stack.authority_url} "
-            f"--temporal-address {stack.temporal_target} --artifacts {stack.artifacts_path}",
+            f"--temporal-address {stack.temporal_target} --artifacts {stack.files.artifacts}",
             "  missionweave mission start mission.yaml",
         ]
     )

@@ -22,7 +22,7 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowQuer
 from temporalio.service import RPCError
 
 from ..outcome import mission_result, start_mission
-from ..protocol import AgentCard, MissionWeaveError, SignatureError, SigningKey
+from ..protocol import AgentCard, MissionWeaveError, SigningKey
 from ..protocol.temporal_contract import (
     CancelInput,
     MissionResult,
@@ -176,15 +176,12 @@ class LogReports:
 
 
 def _key(path: Path) -> SigningKey:
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        key = SigningKey.generate()
-        key.to_file(path)
-        return key
+    from ..dev import StackError, load_or_create_key
+
     try:
-        return SigningKey.from_file(path)
-    except SignatureError as exc:
-        raise DemoError(f"{path}: {exc}") from None
+        return load_or_create_key(path)
+    except StackError as exc:
+        raise DemoError(str(exc)) from None
 
 
 async def _start_stack(stack: EmbeddedStack) -> None:
@@ -384,7 +381,7 @@ async def run_demo(
         items = {i.work_item_id for i in result.items}
         summary.stats = log_stats(await _mission_events(stack, result), items)
         summary.chain_ok, summary.chain = await asyncio.to_thread(
-            verify_chain, stack.authority_db_path, stack.group
+            verify_chain, stack.files.authority_db, stack.group
         )
         print_summary(
             console,

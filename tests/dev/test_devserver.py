@@ -129,15 +129,18 @@ async def test_missing_binary_is_a_clear_error(tmp_path: Path) -> None:
 def test_public_surface() -> None:
     import missionweave.dev as dev
 
-    # a line each: the Temporal dev server; the whole stack of one machine; Group set-up and the
-    # coordinator process
-    names = """GROUP_ID MISSION_ID MISSION_STATUS OPEN_WORK_ITEMS SEARCH_ATTRIBUTES DevServerError
-        TemporalDevServer connect_client find_temporal_cli free_port search_attribute_args
-        workflow_ui_url
-        DEFAULT_GROUP EmbeddedStack StackError
-        OWNER_ROLES GroupSetupError MemberChange ensure_group ensure_member coordinator_worker
-        run_coordinator"""
-    assert set(dev.__all__) == set(names.split())
+    assert set(dev.__all__) == {
+        # the Temporal dev server and its search attributes
+        *("GROUP_ID", "MISSION_ID", "MISSION_STATUS", "OPEN_WORK_ITEMS", "SEARCH_ATTRIBUTES"),
+        *("DevServerError", "TemporalDevServer", "connect_client", "find_temporal_cli"),
+        *("free_port", "search_attribute_args", "temporal_answers", "workflow_ui_url"),
+        # the whole stack of one machine, and the steps every stack builder takes
+        *("DEFAULT_GROUP", "EmbeddedStack", "StackError", "StackFiles", "AuthorityServer"),
+        *("load_or_create_key", "wait_until", "authority_answers"),
+        # Group set-up and the coordinator process
+        *("OWNER_ROLES", "GroupSetupError", "MemberChange", "ensure_group", "ensure_member"),
+        *("enroll", "coordinator_worker", "run_coordinator"),
+    }
     assert all(hasattr(dev, n) for n in dev.__all__)
 
 

@@ -24,7 +24,7 @@ import logging
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +91,7 @@ class CheckedArtifact:
             return None, f"not JSON ({exc})"
 
 
+@dataclass(slots=True, eq=False)
 class SubmissionReview:
     """Steps 1 and 2 of the coordinator's review.
 
@@ -104,20 +105,12 @@ class SubmissionReview:
         schemas: JSON Schemas by id.
     """
 
-    def __init__(
-        self,
-        authority: AuthorityClient,
-        coordinator_id: str,
-        *,
-        artifact_store: ArtifactStore | None,
-        checks: Mapping[str, Check],
-        schemas: Mapping[str, dict[str, Any]],
-    ) -> None:
-        self.authority = authority
-        self.coordinator_id = coordinator_id
-        self.store = artifact_store
-        self.checks = checks
-        self.schemas = schemas
+    authority: AuthorityClient
+    coordinator_id: str
+    _: KW_ONLY
+    artifact_store: ArtifactStore | None
+    checks: Mapping[str, Check]
+    schemas: Mapping[str, dict[str, Any]]
 
     def _evidence(
         self,
@@ -153,7 +146,7 @@ class SubmissionReview:
         evidence: list[Evidence] = []
         hashes = list(dict.fromkeys(inp.artifacts))
         checked: dict[str, CheckedArtifact] = {}
-        if hashes and self.store is None:
+        if hashes and self.artifact_store is None:
             problems.append(
                 f"no artifact store configured: {len(hashes)} artifact(s) cannot be verified"
             )
@@ -218,13 +211,13 @@ class SubmissionReview:
         return {h: self._check_one(inp, h, keys) for h in hashes}
 
     def _check_one(self, inp: ReviewInput, h: str, keys: Mapping[str, str]) -> CheckedArtifact:
-        assert self.store is not None
+        assert self.artifact_store is not None
         out = CheckedArtifact(h)
         try:
             with tempfile.TemporaryDirectory(prefix="mw-review-") as tmp:
                 # a verified read in bounded memory (MW-13.1-d); the file is only kept when
                 # small enough to be schema-checked
-                ref = self.store.get_to_file(h, Path(tmp) / "content")
+                ref = self.artifact_store.get_to_file(h, Path(tmp) / "content")
                 out.size, out.content_ok = ref.size, True
                 if ref.size <= MAX_SCHEMA_BYTES:
                     out.data = (Path(tmp) / "content").read_bytes()
@@ -238,7 +231,7 @@ class SubmissionReview:
             out.problem = str(exc)
             return out
         try:
-            manifests = ManifestIndex(self.store).get(h)
+            manifests = ManifestIndex(self.artifact_store).get(h)
         except ManifestError as exc:
             log.warning("manifest index of %s: %s", h, exc)
             manifests = []
@@ -273,8 +266,8 @@ class SubmissionReview:
         """Add to the index the manifests of ``artifact.published`` Events for ``wanted``
         found in the newest pages of the Group log (the index is a cache of the log: a
         publisher that died between the Authority's acceptance and indexing leaves a gap)."""
-        assert self.store is not None
-        index = ManifestIndex(self.store)
+        assert self.artifact_store is not None
+        index = ManifestIndex(self.artifact_store)
         added = 0
         upper, _ = await self.authority.head(group_id)
         for _ in range(LOG_PAGES):

@@ -35,6 +35,7 @@ import contextlib
 import logging
 import traceback
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -126,6 +127,7 @@ def describe_failure(exc: BaseException) -> str:
     return text if len(text) <= 2000 else text[:1997] + "..."
 
 
+@dataclass(slots=True, eq=False)
 class WorkItemExecutor:
     """Holds what the ``execute_work_item`` activity needs; register
     :meth:`execute_work_item` with a Temporal ``Worker`` on the agent's task queue.
@@ -155,35 +157,21 @@ class WorkItemExecutor:
             Authority — it accepted — so each is offered again at once.
     """
 
-    def __init__(
-        self,
-        actor: Actor,
-        client: AuthorityClient,
-        registry: HandlerRegistry,
-        *,
-        board: SlotBoard | None = None,
-        progress_sink: ProgressSink | None = None,
-        report_timeout: timedelta = timedelta(seconds=30),
-        clock: Callable[[], int] = now_ms,
-        artifact_store: ArtifactStore | None = None,
-        agent_card_version: int = 0,
-        taker: OfferTaker | None = None,
-        offline_buffer: OfflineBuffer | None = None,
-    ) -> None:
-        self.taker = taker
-        self.offline_buffer = offline_buffer
-        self.clock = clock
-        self.artifact_store = artifact_store
-        self.agent_card_version = agent_card_version
-        self.actor = actor
-        self.client = client
-        self.registry = registry
-        self.board = board
-        self.progress_sink = progress_sink
-        self.report_timeout = report_timeout
-        #: WorkItems whose handler did not pause when the agent stopped: reported failed
-        #: (retryable) to the Authority, in the order they were interrupted.
-        self.interrupted: list[str] = []
+    actor: Actor
+    client: AuthorityClient
+    registry: HandlerRegistry
+    _: KW_ONLY
+    board: SlotBoard | None = None
+    progress_sink: ProgressSink | None = None
+    report_timeout: timedelta = timedelta(seconds=30)
+    clock: Callable[[], int] = now_ms
+    artifact_store: ArtifactStore | None = None
+    agent_card_version: int = 0
+    taker: OfferTaker | None = None
+    offline_buffer: OfflineBuffer | None = None
+    #: WorkItems whose handler did not pause when the agent stopped: reported failed
+    #: (retryable) to the Authority, in the order they were interrupted.
+    interrupted: list[str] = field(default_factory=list, init=False)
 
     @activity.defn(name=EXECUTE_WORK_ITEM)
     async def execute_work_item(self, work: ExecuteWorkItemInput) -> WorkOutcome:
@@ -245,18 +233,15 @@ class WorkItemExecutor:
         return outcome
 
 
+@dataclass(slots=True, eq=False)
 class _Run:
     """One execution: the handler task, its heartbeat loop and the final report."""
 
-    def __init__(
-        self,
-        ex: WorkItemExecutor,
-        work: ExecuteWorkItemInput,
-        session: LeaseSession,
-        ctx: WorkContext,
-    ) -> None:
-        self.ex, self.work, self.session, self.ctx = ex, work, session, ctx
-        self.budget_verdict: CommandVerdict | None = None
+    ex: WorkItemExecutor
+    work: ExecuteWorkItemInput
+    session: LeaseSession
+    ctx: WorkContext
+    budget_verdict: CommandVerdict | None = field(default=None, init=False)
 
     def _interval_s(self) -> float:
         t = self.work.contract.timeouts

@@ -108,6 +108,7 @@ class Prepared:
     delta: ResourceUsage | None
 
 
+@dataclass(slots=True, eq=False)
 class LeaseSession:
     """The signed, fenced reporting channel of one execution slot.
 
@@ -130,27 +131,22 @@ class LeaseSession:
         reconciled: the Authority's verdicts on this slot's reconciled buffered Commands.
     """
 
-    def __init__(
-        self,
-        actor: Actor,
-        client: AuthorityClient,
-        work: ExecuteWorkItemInput,
-        clock: Callable[[], int] = now_ms,
-        buffer: OfflineBuffer | None = None,
-    ) -> None:
-        self.actor = actor
-        self.clock = clock
-        self.client = client
-        self.work = work
-        if work.lease is None:
+    actor: Actor
+    client: AuthorityClient
+    work: ExecuteWorkItemInput
+    clock: Callable[[], int] = now_ms
+    buffer: OfflineBuffer | None = None
+    lease: LeaseGrant = field(init=False)
+    usage: UsageMeter = field(default_factory=UsageMeter, init=False)
+    lost: LeaseLost | None = field(default=None, init=False)
+    last_verdict: CommandVerdict | None = field(default=None, init=False)
+    disconnected_at_ms: int | None = field(default=None, init=False)
+    reconciled: list[CommandVerdict] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        if self.work.lease is None:
             raise ValueError("a LeaseSession needs the lease the Authority granted")
-        self.lease: LeaseGrant = work.lease
-        self.usage = UsageMeter()
-        self.lost: LeaseLost | None = None
-        self.last_verdict: CommandVerdict | None = None
-        self.buffer = buffer
-        self.disconnected_at_ms: int | None = None
-        self.reconciled: list[CommandVerdict] = []
+        self.lease = self.work.lease
 
     # ------------------------------------------------------------ offline (MW-11.5-c..g)
 

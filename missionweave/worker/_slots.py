@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..authority.wire import now_ms
 from ._context import WorkContext
@@ -51,6 +51,7 @@ def _metadata(key: SlotKey, ctx: WorkContext, started_at_ms: int) -> RunningItem
     )
 
 
+@dataclass(slots=True, eq=False)
 class SlotBoard:
     """Which slots are taken, in this process.
 
@@ -60,23 +61,19 @@ class SlotBoard:
         clock: epoch-millisecond clock (when a handler started).
     """
 
-    def __init__(
-        self,
-        capacity: int,
-        on_change: Callable[[], None] | None = None,
-        clock: Callable[[], int] = now_ms,
-    ) -> None:
-        if capacity < 1:
+    capacity: int
+    on_change: Callable[[], None] | None = None
+    clock: Callable[[], int] = now_ms
+    _starting: dict[SlotKey, float] = field(default_factory=dict, init=False)
+    _running: dict[SlotKey, RunningSlot] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        if self.capacity < 1:
             raise ValueError("capacity must be >= 1")
-        self.capacity = capacity
-        self._on_change = on_change
-        self._clock = clock
-        self._starting: dict[SlotKey, float] = {}
-        self._running: dict[SlotKey, RunningSlot] = {}
 
     def _changed(self) -> None:
-        if self._on_change is not None:
-            self._on_change()
+        if self.on_change is not None:
+            self.on_change()
 
     def reserve(self, key: SlotKey, hold_s: float) -> None:
         """Take a slot for a start in flight, for at most ``hold_s`` seconds unless the
@@ -92,7 +89,7 @@ class SlotBoard:
     def begin(self, key: SlotKey, context: WorkContext) -> None:
         """The activity of ``key`` started running its handler."""
         self._starting.pop(key, None)
-        started = self._clock()
+        started = self.clock()
         self._running[key] = RunningSlot(key, context, started, _metadata(key, context, started))
         self._changed()
 

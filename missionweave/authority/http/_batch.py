@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from opentelemetry import context as otel_context
 
@@ -65,6 +65,7 @@ class _Request:
     trace_context: otel_context.Context = field(default_factory=otel_context.get_current)
 
 
+@dataclass(slots=True, eq=False)
 class BatchWriter:
     """Serializes writes to one :class:`Authority` and commits them in groups.
 
@@ -85,25 +86,21 @@ class BatchWriter:
     writer needs no lifespan hook (``httpx.ASGITransport`` runs none).
     """
 
-    def __init__(
-        self,
-        authority: Authority,
-        *,
-        max_batch: int = 256,
-        on_commit: Callable[[set[str]], None] | None = None,
-    ) -> None:
-        if max_batch < 1:
+    authority: Authority
+    _: KW_ONLY
+    max_batch: int = 256
+    on_commit: Callable[[set[str]], None] | None = None
+    batches: int = field(default=0, init=False)
+    commands: int = field(default=0, init=False)
+    requests: int = field(default=0, init=False)
+    largest_batch: int = field(default=0, init=False)
+    _queue: deque[_Request] = field(default_factory=deque, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _in_flight: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if self.max_batch < 1:
             raise ValueError("max_batch must be at least 1")
-        self.authority = authority
-        self.max_batch = max_batch
-        self.on_commit = on_commit
-        self.batches = 0
-        self.commands = 0
-        self.requests = 0
-        self.largest_batch = 0
-        self._queue: deque[_Request] = deque()
-        self._task: asyncio.Task[None] | None = None
-        self._in_flight = 0
 
     async def submit(self, commands: Sequence[Command]) -> list[SubmitResult]:
         """Queue ``commands`` (kept in order, never split across other requests' Commands).

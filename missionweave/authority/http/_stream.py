@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import WebSocket
@@ -46,6 +46,7 @@ class _Subscription:
     task: asyncio.Task[None]
 
 
+@dataclass(slots=True, eq=False)
 class StreamSession:
     """One WebSocket connection of ``/v1/stream``.
 
@@ -57,28 +58,20 @@ class StreamSession:
         reads: the server's nonce memory (a SUBSCRIBE's nonce is used once).
     """
 
-    def __init__(
-        self,
-        ws: WebSocket,
-        authority: Authority,
-        notifier: Notifier,
-        poll_interval_s: float,
-        reads: ReadVerifier,
-    ) -> None:
-        self._ws = ws
-        self._reads = reads
-        self._authority = authority
-        self._notifier = notifier
-        self._poll_interval_s = poll_interval_s
-        self._subs: dict[str, _Subscription] = {}
-        # Pumps and the frame loop send concurrently; whole frames must not interleave.
-        self._send_lock = asyncio.Lock()
+    ws: WebSocket
+    authority: Authority
+    notifier: Notifier
+    poll_interval_s: float
+    reads: ReadVerifier
+    _subs: dict[str, _Subscription] = field(default_factory=dict, init=False)
+    # Pumps and the frame loop send concurrently; whole frames must not interleave.
+    _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
 
     async def run(self) -> None:
         """Serve frames until the client disconnects; then stop every pump."""
         try:
             while True:
-                message = await self._ws.receive()
+                message = await self.ws.receive()
                 if message["type"] == "websocket.disconnect":
                     return
                 raw = message.get("text") or message.get("bytes") or b""
@@ -136,11 +129,11 @@ class StreamSession:
                 fields=["group", "agent", "afterSequence", "issuedAtMs", "signature"],
             )
         head_seq = await asyncio.to_thread(
-            check_member_frame, self._authority, frame, group, agent, "SUBSCRIBE"
+            check_member_frame, self.authority, frame, group, agent, "SUBSCRIBE"
         )
         try:
-            self._reads.check_fresh(issued, frame.get("nonce"))
-            self._reads.remember(f"agent:{agent}", str(frame["nonce"]), issued)
+            self.reads.check_fresh(issued, frame.get("nonce"))
+            self.reads.remember(f"agent:{agent}", str(frame["nonce"]), issued)
         except ReadRefused as exc:
             raise FrameError("unauthorized", exc.reason, group=group, agent=agent) from None
         if after > head_seq:
@@ -172,7 +165,7 @@ class StreamSession:
                 )
                 continue
             try:
-                await asyncio.to_thread(self._authority.ack, group, sub.agent, seq)
+                await asyncio.to_thread(self.authority.ack, group, sub.agent, seq)
             except ValueError as exc:
                 await self._error("invalid_frame", str(exc), {"group": group, "seq": seq})
 
@@ -182,10 +175,10 @@ class StreamSession:
         last = after
         try:
             while True:
-                waiter = self._notifier.waiter(group)  # before the read: see _batch.Notifier
+                waiter = self.notifier.waiter(group)  # before the read: see _batch.Notifier
                 try:
                     events, cut = await asyncio.to_thread(
-                        self._authority.events_page, group, last, PAGE, MAX_PAGE_BYTES
+                        self.authority.events_page, group, last, PAGE, MAX_PAGE_BYTES
                     )
                 except CursorTooOldError as exc:
                     await self._send(
@@ -216,7 +209,7 @@ class StreamSession:
                         self._subs.pop(group, None)
                         return
                 if len(events) < PAGE and not cut:
-                    await self._notifier.wait(waiter, self._poll_interval_s)
+                    await self.notifier.wait(waiter, self.poll_interval_s)
         except asyncio.CancelledError:
             raise
         except Exception:  # the socket went away mid-send; run() sees the disconnect
@@ -229,7 +222,7 @@ class StreamSession:
     async def _send(self, frame: dict[str, Any]) -> None:
         text = json.dumps(frame, separators=(",", ":"))
         async with self._send_lock:
-            await self._ws.send_text(text)
+            await self.ws.send_text(text)
 
 
 __all__ = ["MAX_SKEW_MS", "StreamSession"]

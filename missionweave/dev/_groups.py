@@ -40,13 +40,13 @@ class GroupSetupError(MissionWeaveError):
     rejection)."""
 
 
-async def _owner_epoch(client: AuthorityClient, owner: Actor, group_id: str) -> set[str]:
-    """Set ``owner``'s Membership Epoch in ``group_id`` from the Authority; its roles."""
+async def _member_epoch(client: AuthorityClient, member: Actor, group_id: str) -> set[str]:
+    """Set ``member``'s Membership Epoch in ``group_id`` from the Authority; its roles."""
     for info in await client.agents(group_id):
-        if info.agent_id == owner.agent_id:
-            owner.membership_epochs[group_id] = info.membership_epoch
+        if info.agent_id == member.agent_id:
+            member.membership_epochs[group_id] = info.membership_epoch
             return set(info.roles)
-    raise GroupSetupError(f"{owner.agent_id!r} is not a member of group {group_id!r}")
+    raise GroupSetupError(f"{member.agent_id!r} is not a member of group {group_id!r}")
 
 
 async def _recorded_key(client: AuthorityClient, group_id: str, agent_id: str) -> str | None:
@@ -144,7 +144,7 @@ async def ensure_group(
             f"group {group_id!r} records another public key for {owner.agent_id!r} "
             f"({recorded}); this key is {owner.public_key}"
         )
-    await _owner_epoch(client, owner, group_id)
+    await _member_epoch(client, owner, group_id)
     return False
 
 
@@ -186,7 +186,34 @@ async def ensure_member(
         UnknownGroupError: no such Group.
         AuthorityUnavailable: the Authority cannot be reached.
     """
-    change, _ = await _ensure_member(client, owner, group_id, agent_id, public_key, roles, clock)
+    owner_roles = await _member_epoch(client, owner, group_id)
+    if "owner" not in owner_roles:
+        raise GroupSetupError(f"{owner.agent_id!r} is not an owner of group {group_id!r}")
+    members = {a.agent_id: a for a in await client.agents(group_id)}
+    current = {a: set(m.roles) for a, m in members.items()}
+    if agent_id in members and members[agent_id].public_key not in ("", public_key):
+        raise GroupSetupError(
+            f"{agent_id!r} is already a member of group {group_id!r} with another public key; "
+            "a member is never re-keyed here: remove it first (member.remove), then add it"
+        )
+    change: MemberChange
+    if agent_id not in current:
+        body = {"agent_id": agent_id, "public_key": public_key, "roles": list(roles)}
+        cmd = owner.command("member.add", group_id, body, issued_at_ms=_at(clock))
+        change = "added"
+    elif set(roles) <= current[agent_id]:
+        return "present"
+    else:
+        body = {"agent_id": agent_id, "roles": sorted(current[agent_id] | set(roles))}
+        cmd = owner.command("member.update", group_id, body, issued_at_ms=_at(clock))
+        change = "updated"
+    result = await client.submit(cmd)
+    if not result.accepted:
+        assert result.rejection is not None
+        raise GroupSetupError(
+            f"cannot add {agent_id!r} to group {group_id!r}: {result.rejection.code}: "
+            f"{result.rejection.reason}"
+        )
     return change
 
 
@@ -207,49 +234,8 @@ async def enroll(
     Raises:
         GroupSetupError, UnknownGroupError, AuthorityUnavailable: as :func:`ensure_member`.
     """
-    change, epoch = await _ensure_member(
-        client, owner, group_id, agent.agent_id, agent.public_key, roles, clock
+    change = await ensure_member(
+        client, owner, group_id, agent.agent_id, agent.public_key, roles, clock=clock
     )
-    agent.membership_epochs[group_id] = epoch
+    await _member_epoch(client, agent, group_id)
     return change
-
-
-async def _ensure_member(
-    client: AuthorityClient,
-    owner: Actor,
-    group_id: str,
-    agent_id: str,
-    public_key: str,
-    roles: Sequence[str],
-    clock: Callable[[], int] | None,
-) -> tuple[MemberChange, int]:
-    """:func:`ensure_member`; the change and the member's Membership Epoch after it."""
-    owner_roles = await _owner_epoch(client, owner, group_id)
-    if "owner" not in owner_roles:
-        raise GroupSetupError(f"{owner.agent_id!r} is not an owner of group {group_id!r}")
-    members = {a.agent_id: a for a in await client.agents(group_id)}
-    current = {a: set(m.roles) for a, m in members.items()}
-    if agent_id in members and members[agent_id].public_key not in ("", public_key):
-        raise GroupSetupError(
-            f"{agent_id!r} is already a member of group {group_id!r} with another public key; "
-            "a member is never re-keyed here: remove it first (member.remove), then add it"
-        )
-    change: MemberChange
-    if agent_id not in current:
-        body = {"agent_id": agent_id, "public_key": public_key, "roles": list(roles)}
-        cmd = owner.command("member.add", group_id, body, issued_at_ms=_at(clock))
-        change = "added"
-    elif set(roles) <= current[agent_id]:
-        return "present", members[agent_id].membership_epoch
-    else:
-        body = {"agent_id": agent_id, "roles": sorted(current[agent_id] | set(roles))}
-        cmd = owner.command("member.update", group_id, body, issued_at_ms=_at(clock))
-        change = "updated"
-    result = await client.submit(cmd)
-    if not result.accepted:
-        assert result.rejection is not None
-        raise GroupSetupError(
-            f"cannot add {agent_id!r} to group {group_id!r}: {result.rejection.code}: "
-            f"{result.rejection.reason}"
-        )
-    return change, int(result.events[0].body["membership_epoch"])

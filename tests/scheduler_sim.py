@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from missionweave.worker._gates import Demand
-from missionweave.worker._scheduler import QueuedItem, RunningItem, SchedulePlan
+from missionweave.worker._scheduler import QueuedItem, Queues, RunningItem, SchedulePlan
 
 T0 = 1_700_000_000_000
 
@@ -23,7 +23,7 @@ T0 = 1_700_000_000_000
 class Plans(Protocol):
     def plan(
         self,
-        queues: Mapping[str, Sequence[QueuedItem]],
+        queues: Queues,
         running: Sequence[RunningItem],
         now_ms: int,
     ) -> SchedulePlan: ...
@@ -146,53 +146,53 @@ def simulate(
     return out
 
 
-class RoundRobin:
+@dataclass
+class _Control:
+    """A negative control: starts what :meth:`pick` chooses for the free slots; no
+    preemption, no deadlines."""
+
+    slots: int
+
+    def plan(self, queues: Queues, running: Sequence[RunningItem], now_ms: int) -> SchedulePlan:
+        return SchedulePlan(start=self.pick(queues, self.slots - len(running)))
+
+    def pick(self, queues: Queues, free: int) -> list[QueuedItem]:
+        raise NotImplementedError
+
+
+@dataclass
+class RoundRobin(_Control):
     """The scheduler this project had before (a negative control): Groups in turn, one start
     each, earliest deadline first inside a Group; no weights."""
 
-    def __init__(self, slots: int) -> None:
-        self.slots, self.last = slots, ""
+    last: str = ""
 
-    def plan(
-        self,
-        queues: Mapping[str, Sequence[QueuedItem]],
-        running: Sequence[RunningItem],
-        now_ms: int,
-    ) -> SchedulePlan:
-        plan = SchedulePlan()
+    def pick(self, queues: Queues, free: int) -> list[QueuedItem]:
+        start: list[QueuedItem] = []
         ready = {
             g: sorted(q, key=lambda i: (i.start_deadline_ms or 2**62, i.queued_at_ms))
             for g, q in queues.items()
             if q
         }
-        free = self.slots - len(running)
-        while free > 0 and ready:
+        while len(start) < free and ready:
             groups = sorted(ready)
             turn = [g for g in groups if g > self.last] + [g for g in groups if g <= self.last]
-            g = turn[0]
-            plan.start.append(ready[g].pop(0))
-            self.last, free = g, free - 1
+            g = self.last = turn[0]
+            start.append(ready[g].pop(0))
             if not ready[g]:
                 del ready[g]
-        return plan
+        return start
 
 
-class StrictPriority:
+@dataclass
+class StrictPriority(_Control):
     """Highest weight first, always (a negative control: spec 11.1 says it is not conformant)."""
 
-    def __init__(self, slots: int, weights: Mapping[str, float]) -> None:
-        self.slots, self.weights = slots, weights
+    weights: Mapping[str, float]
 
-    def plan(
-        self,
-        queues: Mapping[str, Sequence[QueuedItem]],
-        running: Sequence[RunningItem],
-        now_ms: int,
-    ) -> SchedulePlan:
-        plan = SchedulePlan()
+    def pick(self, queues: Queues, free: int) -> list[QueuedItem]:
         items = sorted(
             (i for q in queues.values() for i in q),
             key=lambda i: (-self.weights[i.group_id], i.queued_at_ms),
         )
-        plan.start = items[: max(0, self.slots - len(running))]
-        return plan
+        return items[: max(0, free)]

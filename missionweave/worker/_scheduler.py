@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from ._gates import Demand, RiskGate, cost, fits, free_resources, risk_units
 
@@ -80,6 +81,10 @@ class QueuedItem:
     approved: bool = False
     resources: Demand = ()
     estimate_ms: int = 60_000
+
+
+#: Per Group, its eligible queued items (not running, not starting): what a plan starts from.
+Queues: TypeAlias = Mapping[str, Sequence[QueuedItem]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +265,7 @@ class Scheduler:
 
     def plan(
         self,
-        queues: Mapping[str, Sequence[QueuedItem]],
+        queues: Queues,
         running: Sequence[RunningItem],
         now_ms: int,
     ) -> SchedulePlan:
@@ -396,7 +401,7 @@ class Scheduler:
 
     def _preemptions(
         self,
-        waiting: Mapping[str, Sequence[QueuedItem]],
+        waiting: Queues,
         running: Sequence[RunningItem],
         now_ms: int,
     ) -> list[RunningItem]:

@@ -53,9 +53,20 @@ def up(
 
     Example: missionweave dev up --data-dir data --group demo
     """
+    from ..dev import EmbeddedStack
+
     if data_dir.exists() and not data_dir.is_dir():
         raise CliError(f"--data-dir {data_dir} is not a directory")
-    asyncio.run(_up(data_dir, temporal_port, ui_port, authority_port, headless, group, host))
+    stack = EmbeddedStack(
+        data_dir,
+        host=host,
+        temporal_port=temporal_port,
+        ui_port=ui_port,
+        authority_port=authority_port,
+        headless=headless,
+        group=group,
+    )
+    asyncio.run(_up(stack))
 
 
 def _describe(stack: EmbeddedStack) -> str:
@@ -86,27 +97,10 @@ def _describe(stack: EmbeddedStack) -> str:
     )
 
 
-async def _up(
-    data_dir: Path,
-    temporal_port: int,
-    ui_port: int,
-    authority_port: int,
-    headless: bool,
-    group: str,
-    host: str,
-) -> None:
-    from ..dev import EmbeddedStack, StackError
+async def _up(stack: EmbeddedStack) -> None:
+    from ..dev import StackError
 
     setup_cli_tracing("missionweave-dev")  # from OTEL_*; off unless configured
-    stack = EmbeddedStack(
-        data_dir,
-        host=host,
-        temporal_port=temporal_port,
-        ui_port=ui_port,
-        authority_port=authority_port,
-        headless=headless,
-        group=group,
-    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

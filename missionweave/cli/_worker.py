@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -34,8 +35,7 @@ from ._common import (
 from ._worker_sched import APPROVAL_RISK, GROUP_QUOTA, RESOURCE, RISK_BUDGET, scheduler_options
 
 if TYPE_CHECKING:
-    from ..artifacts import ArtifactStore
-    from ..worker import HandlerRegistry
+    from ..worker import AgentRuntime
 
 log = logging.getLogger(__name__)
 
@@ -67,57 +67,38 @@ def load_card(path: Path, key: SigningKey) -> AgentCard:
 
 
 async def _run(
-    card: AgentCard,
-    key: SigningKey,
-    handlers: HandlerRegistry,
-    groups: list[str],
+    runtime_for: functools.partial[AgentRuntime],
+    agent_id: str,
     authority_url: str,
     temporal_address: str,
     namespace: str,
-    state_path: Path,
-    artifact_store: ArtifactStore,
     stop_timeout: float,
-    group_weights: dict[str, float],
-    scheduling: dict[str, Any],
 ) -> None:
     from ..authority.client import SubscriptionRefused
-    from ..worker import AgentRuntime
 
     client = await start_service(
-        f"missionweave-agent-{card.agent_id}", authority_url, temporal_address, namespace
+        f"missionweave-agent-{agent_id}", authority_url, temporal_address, namespace
     )
-    grace = pause_grace_s(stop_timeout)
-    runtime = AgentRuntime(
-        card,
-        key,
-        groups=groups,
-        authority_url=authority_url,
-        temporal_client=client,
-        handlers=handlers,
-        state_path=state_path,
-        artifact_store=artifact_store,
-        graceful_shutdown=timedelta(seconds=grace),
-        group_weights=group_weights,
-        **scheduling,
-    )
+    runtime = runtime_for(temporal_client=client)
     typer.echo(
-        f"agent {card.agent_id} working in {', '.join(groups)} "
+        f"agent {agent_id} working in {', '.join(runtime.groups)} "
         f"(Authority {authority_url}, Temporal {temporal_address}/{namespace}); Ctrl-C stops",
         err=True,
     )
     try:
         await serve_until_signalled(
-            runtime.run(), runtime.stop, what=f"agent {card.agent_id}", stop_timeout=stop_timeout
+            runtime.run(), runtime.stop, what=f"agent {agent_id}", stop_timeout=stop_timeout
         )
     except SubscriptionRefused as exc:
         raise CliError(f"subscription refused: {exc}") from None
     except MissionWeaveError as exc:  # the Authority went away or refused the session
-        raise CliError(f"agent {card.agent_id} stopped: {exc}") from None
+        raise CliError(f"agent {agent_id} stopped: {exc}") from None
     except RuntimeError as exc:  # the Temporal Worker failed
-        raise CliError(f"agent {card.agent_id} stopped: {first_line(exc)}") from None
+        raise CliError(f"agent {agent_id} stopped: {first_line(exc)}") from None
     if runtime.interrupted:
+        grace = runtime.graceful_shutdown.total_seconds()
         raise CliError(
-            f"agent {card.agent_id} stopped without a clean stop: the handler of "
+            f"agent {agent_id} stopped without a clean stop: the handler of "
             f"{', '.join(runtime.interrupted)} did not pause within {grace:g} s; interrupted "
             "and reported failed (retryable) to the Authority, which offers it again",
             exit_code=1,
@@ -188,7 +169,7 @@ def worker_command(
     this one stops, logs which session took over, when, and which process (pid and host), and
     exits with status 0 (a supervisor that restarts failed workers does not start a fight).
     """
-    from ..worker import HandlerLoadError, load_handlers
+    from ..worker import AgentRuntime, HandlerLoadError, load_handlers
 
     signing_key = load_key(key)
     agent_card = load_card(card, signing_key)
@@ -200,7 +181,6 @@ def worker_command(
         raise CliError(str(exc)) from None
     weights = parse_group_weights(group_weight, list(group))
     scheduling = scheduler_options(resource, approval_risk, risk_budget, list(group), group_quota)
-    state_path = state_dir / f"{agent_card.agent_id}.db"
     store = open_store(
         artifacts or default_store_path(state_dir / "artifacts"),
         s3_endpoint,
@@ -208,20 +188,27 @@ def worker_command(
         s3_secure,
         create=True,
     )
+    runtime_for = functools.partial(
+        AgentRuntime,
+        agent_card,
+        signing_key,
+        groups=list(group),
+        authority_url=authority_url,
+        handlers=registry,
+        state_path=state_dir / f"{agent_card.agent_id}.db",
+        artifact_store=store,
+        graceful_shutdown=timedelta(seconds=pause_grace_s(stop_timeout)),
+        group_weights=weights,
+        **scheduling,
+    )
     run_client_command(
         _run(
-            agent_card,
-            signing_key,
-            registry,
-            list(group),
+            runtime_for,
+            agent_card.agent_id,
             authority_url,
             temporal_address,
             namespace,
-            state_path,
-            store,
             stop_timeout,
-            weights,
-            scheduling,
         )
     )
 

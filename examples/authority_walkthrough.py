@@ -30,6 +30,7 @@ from missionweave.authority import SubmitResult
 from missionweave.authority.client import AuthorityClient
 from missionweave.dev import free_port
 from missionweave.protocol import Actor, WorkContract
+from missionweave.protocol.temporal_contract import LeaseGrant
 
 console = Console()
 GROUP = "walkthrough"
@@ -74,7 +75,7 @@ class Walk:
         self.client = client
         self.coord = coordinator  # the Authority's operator: it may create the Group
         self.workers = [Actor.generate(n) for n in ("ada", "brook", "cyd")]
-        self.leases: dict[str, dict[str, Any]] = {}
+        self.leases: dict[str, LeaseGrant] = {}
 
     async def send(
         self, actor: Actor, type: str, body: dict[str, Any], expect: str = "accepted"
@@ -141,17 +142,11 @@ class Walk:
         return str(r.reply["offer_id"])
 
     def leased(self, wid: str, **body: Any) -> dict[str, Any]:
-        lease = self.leases[wid]
-        return {
-            "work_item_id": wid,
-            "lease_id": lease["lease_id"],
-            "ownership_epoch": lease["ownership_epoch"],
-            **body,
-        }
+        return self.leases[wid].fenced(**body)
 
     async def start(self, w: Actor, wid: str, epoch: int) -> None:
         r = await self.send(w, "work.start", {"work_item_id": wid, "ownership_epoch": epoch})
-        self.leases[wid] = r.reply["lease"]
+        self.leases[wid] = LeaseGrant.model_validate(r.reply["lease"])
 
     async def run(self) -> None:
         a, b, c = self.workers

@@ -408,6 +408,16 @@ class LeaseGrant(BaseModel):
     renewals: list[int] = Field(default_factory=list)
     capability_token: dict[str, Any] = Field(default_factory=dict)
 
+    def fenced(self, **extra: Any) -> dict[str, Any]:
+        """A Command body that references this lease (MW-11.3-c): ``work_item_id``,
+        ``lease_id``, ``ownership_epoch``, then ``extra``."""
+        return {
+            "work_item_id": self.work_item_id,
+            "lease_id": self.lease_id,
+            "ownership_epoch": self.ownership_epoch,
+            **extra,
+        }
+
 
 class OfferTerms(BaseModel):
     """The offer an ``execute_work_item`` activity carries to one candidate (MW-10.3-b/c).

@@ -241,13 +241,9 @@ class LeaseSession:
             await asyncio.sleep(poll_s)
 
     def body(self, **extra: Any) -> dict[str, Any]:
-        """A fenced body: ``work_item_id``, ``lease_id``, ``ownership_epoch`` and ``extra``."""
-        return {
-            "work_item_id": self.work.work_item_id,
-            "lease_id": self.lease.lease_id,
-            "ownership_epoch": self.lease.ownership_epoch,
-            **extra,
-        }
+        """A fenced body: ``work_item_id``, ``lease_id``, ``ownership_epoch`` of the current
+        lease (:meth:`LeaseGrant.fenced`) and ``extra``."""
+        return self.lease.fenced(**extra)
 
     def prepare(self, type: str, extra: dict[str, Any], *, charge: bool = True) -> Prepared:
         """Sign a fenced Command of ``type`` carrying the usage delta (when ``charge``).

@@ -10,6 +10,7 @@ starts and ends, not the scheduler's own books — and how long each WorkItem wa
 from __future__ import annotations
 
 import heapq
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -147,7 +148,7 @@ def simulate(
 
 
 @dataclass
-class _Control:
+class _Control(ABC):
     """A negative control: starts what :meth:`pick` chooses for the free slots; no
     preemption, no deadlines."""
 
@@ -156,8 +157,9 @@ class _Control:
     def plan(self, queues: Queues, running: Sequence[RunningItem], now_ms: int) -> SchedulePlan:
         return SchedulePlan(start=self.pick(queues, self.slots - len(running)))
 
+    @abstractmethod
     def pick(self, queues: Queues, free: int) -> list[QueuedItem]:
-        raise NotImplementedError
+        """At most ``free`` items to start, in order."""
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Re-record the stored Mission workflow histories that ``tests/test_mission_replay.py`` replays.
+"""Re-record the stored Mission workflow histories that ``tests/workflows/test_mission_replay.py`` replays.
 
 Run it when the ``Mission`` workflow changes its commands *on purpose* and the replay test fails
 for that reason — after making sure running Missions are safe (docs/design.md §5: a change

@@ -1,4 +1,5 @@
-"""Re-record the stored Mission workflow histories that ``tests/workflows/test_mission_replay.py`` replays.
+"""Re-record the stored Mission workflow histories replayed by
+``tests/workflows/test_mission_replay.py``.
 
 Run it when the ``Mission`` workflow changes its commands *on purpose* and the replay test fails
 for that reason — after making sure running Missions are safe (docs/design.md §5: a change

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from missionweave.activities import Check
 from missionweave.artifacts import ArtifactStore, FilesystemStore
 from missionweave.authority import now_ms
 from missionweave.dev import coordinator_worker
-from missionweave.protocol import Actor, AgentCard, WorkContract
+from missionweave.protocol import Actor, AgentCard
 from missionweave.protocol.temporal_contract import MissionResult, MissionSpec, mission_workflow_id
 from missionweave.worker import (
     AdmissionPolicy,
@@ -45,14 +46,12 @@ from missionweave.worker import (
 from missionweave.workflows import MissionWorkflow
 from missionweave.workflows._mission import MISSION_STATUS, OPEN_WORK_ITEMS
 
+from .contracts import contract as build_contract
 from .temporal_env import AuthorityStack, authority_stack, new_task_queue
-from .world import contract as world_contract
 
-
-def contract(caps: Sequence[str] | None = None, **over: Any) -> WorkContract:
-    """A small valid contract with one deterministic criterion ``done`` (``world.contract``'s
-    ``step`` preset)."""
-    return world_contract(caps, preset="step", **over)
+#: The Mission tests' contract: the suite's one builder (:func:`tests.contracts.contract`) with
+#: the ``step`` preset (one deterministic criterion ``done``, capability ``demo.step@1.0``).
+contract = partial(build_contract, preset="step")
 
 
 def step_registry(

@@ -7,14 +7,14 @@ reviewer, opens the workers' sessions and offers helpers that walk a WorkItem th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from missionweave.authority import Authority, AuthorityConfig, SubmitResult
-from missionweave.protocol import Actor, SigningKey, WorkContract
+from missionweave.protocol import Actor, SigningKey
 
+from .contracts import contract
 from .pg import db_for
 
 T0 = 1_800_000_000_000
@@ -31,44 +31,6 @@ class Clock:
 
     def advance(self, ms: int) -> None:
         self.now += ms
-
-
-#: The contracts tests build on: ``verify`` (two criteria, the Authority tests') and ``step``
-#: (one deterministic criterion ``done``, the Mission tests').
-PRESETS: dict[str, dict[str, Any]] = {
-    "verify": {
-        "objective": "check the files of one distribution",
-        "deliverables": [{"name": "report", "media_type": "application/json"}],
-        "acceptance_criteria": [
-            {"id": "hashes", "description": "every file matches", "evidence_required": "compare"},
-            {"id": "schema", "description": "report is valid", "evidence_required": "schema"},
-        ],
-        "required_capabilities": ["dist.verify@1.0"],
-        "budget": {"tool_calls": 100, "wall_clock_ms": 600_000},
-        "timeouts": {"start_deadline_ms": 60_000, "lease_ms": 30_000, "heartbeat_ms": 5_000,
-                     "blocked_lease_ms": 120_000},
-    },
-    "step": {
-        "objective": "do one step",
-        "deliverables": [{"name": "result"}],
-        "acceptance_criteria": [{"id": "done", "description": "the step is done",
-                                 "evidence_required": "a passing check"}],
-        "required_capabilities": ["demo.step@1.0"],
-        "timeouts": {"start_deadline_ms": 30_000, "lease_ms": 10_000, "heartbeat_ms": 1_000},
-        "retry": {"max_attempts": 3, "initial_backoff_ms": 200},
-    },
-}  # fmt: skip
-
-
-def contract(
-    caps: Sequence[str] | None = None, *, preset: str = "verify", **over: Any
-) -> WorkContract:
-    """The suite's one contract builder: a valid contract from :data:`PRESETS`; ``caps`` sets
-    its required capabilities, keyword arguments override fields."""
-    base = {**PRESETS[preset], **over}
-    if caps is not None:
-        base["required_capabilities"] = list(caps)
-    return WorkContract.model_validate(base)
 
 
 def evidence(

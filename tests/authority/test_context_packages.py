@@ -26,7 +26,8 @@ from missionweave.protocol import (
     verify_chain,
 )
 from tests.artifact_servers import signed
-from tests.world import World, contract, make_world
+from tests.contracts import contract
+from tests.world import World, make_world
 
 X = "ab" * 32  # an Artifact published in Mission m1
 

@@ -12,7 +12,8 @@ import pytest
 
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import Actor
-from tests.world import World, contract, make_world
+from tests.contracts import contract
+from tests.world import World, make_world
 
 
 def _deps(w: World, wid: str) -> list[str]:

@@ -20,8 +20,9 @@ from missionweave.authority import (
 )
 from missionweave.authority.core._store_sql import SCHEMA_VERSION
 from missionweave.protocol import Actor, SigningKey
+from tests.contracts import contract
 from tests.pg import raw
-from tests.world import contract, make_world
+from tests.world import make_world
 
 
 def _projection(a: Authority) -> list[dict[str, object]]:

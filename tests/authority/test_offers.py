@@ -7,7 +7,8 @@ from pathlib import Path
 
 from missionweave.authority import Authority
 from missionweave.protocol import Actor
-from tests.world import World, contract, make_world
+from tests.contracts import contract
+from tests.world import World, make_world
 
 
 def _state(w: World, wid: str) -> str:

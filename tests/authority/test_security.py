@@ -31,8 +31,9 @@ from missionweave.authority.client import (
 )
 from missionweave.authority.wire._readsig import sign_read
 from missionweave.protocol import Actor, sign_command
+from tests.contracts import contract
 from tests.serving import LiveServer, signed_http, signed_subscribe
-from tests.world import World, contract
+from tests.world import World
 
 READS = (
     "/v1/groups/{g}/events",

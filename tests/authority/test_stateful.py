@@ -32,7 +32,8 @@ from hypothesis.stateful import (
 
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import Actor, Command, SigningKey, new_id, reduce_events, sign_command
-from tests.world import contract, evidence, make_world
+from tests.contracts import contract
+from tests.world import evidence, make_world
 
 # The timeouts and budget of tests.world.contract().
 START_MS = 60_000

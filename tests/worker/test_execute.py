@@ -24,8 +24,9 @@ from missionweave.worker import (
     WorkContext,
 )
 from missionweave.worker._execute import WorkItemExecutor
+from tests.contracts import contract
 from tests.serving import LiveServer
-from tests.world import World, contract
+from tests.world import World
 
 
 class VerifyInput(BaseModel):

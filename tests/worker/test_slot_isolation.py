@@ -17,8 +17,9 @@ from missionweave.protocol.temporal_contract import ExecuteWorkItemInput, LeaseG
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.worker._execute import WorkItemExecutor
 from missionweave.worker._slots import SlotBoard
+from tests.contracts import contract
 from tests.serving import LiveServer
-from tests.world import World, contract
+from tests.world import World
 
 
 class Files(BaseModel):

@@ -27,10 +27,11 @@ from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows._mission import _failed_for_good
 from missionweave.workflows._plan import plan, retries_left
 from missionweave.workflows._state import ItemState, MissionState
+from tests.contracts import contract
 from tests.mission_harness import contract as mission_contract
 from tests.mission_harness import mission_stack
 from tests.workflows.test_mission_paths import WAIT_S, events
-from tests.world import World, contract, evidence, make_world
+from tests.world import World, evidence, make_world
 
 #: The end-to-end test shares the session's loop (and its dev server).
 on_dev_server = pytest.mark.asyncio(loop_scope="session")

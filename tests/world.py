@@ -18,6 +18,8 @@ from .contracts import contract
 from .pg import db_for
 
 T0 = 1_800_000_000_000
+#: The fields of a lease that bind a Command to it (besides the WorkItem's id).
+LEASE_BINDING = ("lease_id", "ownership_epoch")
 
 
 @dataclass
@@ -74,32 +76,40 @@ class World:
         assert r.status == "accepted", r.rejection
         return r
 
+    def authorization(
+        self, wid: str, deps: list[str] | None = None, *, mission: str | None = None, **over: Any
+    ) -> dict[str, Any]:
+        """A ``work.authorize`` body: ``wid`` in ``mission`` (default: the current one) on
+        :func:`~tests.contracts.contract` ``(**over)``, depending on ``deps``."""
+        return {
+            "work_item_id": wid,
+            "mission_id": mission or self.mission,
+            "contract": contract(**over).wire(),
+            "dependencies": deps or [],
+        }
+
     def authorize(self, wid: str, deps: list[str] | None = None, **over: Any) -> SubmitResult:
-        return self.ok(
-            self.coordinator,
-            "work.authorize",
-            {
-                "work_item_id": wid,
-                "mission_id": self.mission,
-                "contract": contract(**over).wire(),
-                "dependencies": deps or [],
-            },
-        )
+        return self.ok(self.coordinator, "work.authorize", self.authorization(wid, deps, **over))
+
+    def offer_body(
+        self, wid: str, *agent_ids: str, expires_in_ms: int = 5_000, **fields: Any
+    ) -> dict[str, Any]:
+        """A ``work.offer`` body: ``wid`` to ``agent_ids``, expiring ``expires_in_ms`` from now,
+        an empty selection basis each; ``fields`` add or replace fields (a revised
+        ``contract``, a ``selection_basis`` …)."""
+        return {
+            "work_item_id": wid,
+            "candidates": list(agent_ids),
+            "expires_at_ms": self.clock.now + expires_in_ms,
+            "selection_basis": {a: {} for a in agent_ids},
+            **fields,
+        }
 
     def offer(self, wid: str, *candidates: Actor, expires_in_ms: int = 30_000) -> str:
-        r = self.ok(
-            self.coordinator,
-            "work.offer",
-            {
-                "work_item_id": wid,
-                "candidates": [c.agent_id for c in candidates],
-                "expires_at_ms": self.clock.now + expires_in_ms,
-                "selection_basis": {
-                    c.agent_id: {"capability_matches": ["dist.verify@1.0"]} for c in candidates
-                },
-            },
-        )
-        return str(r.reply["offer_id"])
+        ids = [c.agent_id for c in candidates]
+        basis = {a: {"capability_matches": ["dist.verify@1.0"]} for a in ids}
+        body = self.offer_body(wid, *ids, expires_in_ms=expires_in_ms, selection_basis=basis)
+        return str(self.ok(self.coordinator, "work.offer", body).reply["offer_id"])
 
     def accept(self, worker: Actor, wid: str, offer_id: str) -> SubmitResult:
         item = self.authority.work_item(self.group, wid)
@@ -120,19 +130,18 @@ class World:
         self.leases[wid] = lease
         return lease
 
+    def lease(self, wid: str, worker: Actor) -> dict[str, Any]:
+        """Offer ``wid`` to ``worker``, who accepts and starts it: the execution lease."""
+        assert self.accept(worker, wid, self.offer(wid, worker)).accepted
+        return self.start(worker, wid)
+
     def leased(self, wid: str, **body: Any) -> dict[str, Any]:
+        """``body`` bound to ``wid``'s current lease (its id and ownership epoch)."""
         lease = self.leases[wid]
-        return {
-            "work_item_id": wid,
-            "lease_id": lease["lease_id"],
-            "ownership_epoch": lease["ownership_epoch"],
-            **body,
-        }
+        return {"work_item_id": wid, **{k: lease[k] for k in LEASE_BINDING}, **body}
 
     def run_to_verified(self, wid: str, worker: Actor) -> None:
-        offer_id = self.offer(wid, worker)
-        assert self.accept(worker, wid, offer_id).accepted
-        self.start(worker, wid)
+        self.lease(wid, worker)
         self.ok(worker, "work.submit", self.leased(wid, evidence=evidence(worker.agent_id, wid)))
         self.ok(self.coordinator, "work.accept_result", {"work_item_id": wid})
 
@@ -170,4 +179,13 @@ def make_world(path: Path, n_workers: int = 2, config: AuthorityConfig | None = 
         assert r.accepted, r.rejection
         a.session_epoch = r.reply["session_epoch"]
     w.ok(coord, "mission.create", {"mission_id": "m1", "title": "test mission"})
+    return w
+
+
+def make_leased_world(path: Path, **over: Any) -> World:
+    """:func:`make_world` with WorkItem ``a`` (its contract: ``contract(**over)``) leased to
+    ``worker-0``."""
+    w = make_world(path)
+    w.authorize("a", **over)
+    w.lease("a", w.workers[0])
     return w

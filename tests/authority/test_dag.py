@@ -12,7 +12,6 @@ import pytest
 
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import Actor
-from tests.contracts import contract
 from tests.world import World, make_world
 
 
@@ -52,12 +51,7 @@ def test_an_edge_into_an_open_item_is_recorded_and_enforced__MW_10_4_a__MW_10_4_
     early = w.submit(
         w.coordinator,
         "work.offer",
-        {
-            "work_item_id": "sbom",
-            "candidates": [ada],
-            "expires_at_ms": w.clock.now + 1000,
-            "selection_basis": {ada: {}},
-        },
+        w.offer_body("sbom", ada, expires_in_ms=1000),
     )
     assert early.rejection is not None and early.rejection.code == "dependencies_unmet"
     assert early.rejection.detail["dependencies"]["verify-1"] == "open"
@@ -90,12 +84,7 @@ def test_bad_edges_are_refused_and_write_nothing__MW_10_4_c(
     w.ok(
         w.coordinator,
         "work.authorize",
-        {
-            "work_item_id": "other-mission-item",
-            "mission_id": "m2",
-            "contract": contract().wire(),
-            "dependencies": [],
-        },
+        w.authorization("other-mission-item", mission="m2"),
     )
     head = w.authority.head(w.group)
     r = _add(w, wid, deps)

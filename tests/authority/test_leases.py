@@ -11,17 +11,9 @@ import pytest
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import ProgressReport
 from tests.artifact_servers import signed
-from tests.world import World, evidence, make_world
+from tests.world import World, evidence, make_leased_world, make_world
 
 CP = {"checkpoint": {"ref": "step-3", "files_done": 3}}
-
-
-def _leased_world(tmp_path: Path) -> World:
-    w = make_world(tmp_path / "a.db")
-    w.authorize("a")
-    assert w.accept(w.workers[0], "a", w.offer("a", w.workers[0])).accepted
-    w.start(w.workers[0], "a")
-    return w
 
 
 def _item(w: World, wid: str = "a") -> dict[str, Any]:
@@ -31,7 +23,7 @@ def _item(w: World, wid: str = "a") -> dict[str, Any]:
 
 
 def test_lease_is_bound_to_agent_session_item_epoch__MW_11_3_b(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     lease = w.leases["a"]
     assert lease["lease_id"].startswith("lease_")
     assert lease["agent_id"] == "worker-0" and lease["work_item_id"] == "a"
@@ -61,7 +53,7 @@ OLD_LEASE_COMMANDS = [
 def test_old_lease_id_rejected_with_same_epoch__MW_11_3_c(
     tmp_path: Path, ctype: str, extra: dict[str, Any]
 ) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     if ctype == "artifact.publish":  # a real signed manifest (MW-13.1-b)
         extra = {"manifest": signed(w.workers[0], "ab" * 32).wire()}
     old = w.leased("a")
@@ -80,7 +72,7 @@ def test_old_lease_id_rejected_with_same_epoch__MW_11_3_c(
 
 
 def test_capability_token_bound_to_lease_and_never_outlives_it__MW_11_3_d(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     lease = w.leases["a"]
     started = [e for e in w.authority.all_events(w.group) if e.type == "work.started"][-1]
     token = started.body["capability_token"]
@@ -100,7 +92,7 @@ def test_checkpoint_block_submit_release_the_lease__MW_11_3_e(tmp_path: Path) ->
         ("work.block", {"resolution": {"needs": "api key"}, **CP}, "blocked"),
         ("work.submit", {"evidence": evidence("worker-0", "a")}, "submitted"),
     ):
-        w = _leased_world(tmp_path / ctype)
+        w = make_leased_world(tmp_path / ctype / "a.db")
         lease_id = w.leases["a"]["lease_id"]
         r = w.ok(w.workers[0], ctype, w.leased("a", **extra))
         assert any(e.type == "lease.released" and e.body["lease_id"] == lease_id for e in r.events)
@@ -110,20 +102,20 @@ def test_checkpoint_block_submit_release_the_lease__MW_11_3_e(tmp_path: Path) ->
 
 
 def test_timeout_expires_and_cancellation_revokes__MW_11_3_e(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     lease_id = w.leases["a"]["lease_id"]
     w.clock.advance(30_000)
     lease = w.authority.lease(lease_id)
     assert lease is not None and not lease["valid"]  # timed out
     r = w.submit(w.workers[0], "lease.renew", w.leased("a"))
     assert r.rejection is not None and r.rejection.code == "lease_expired"
-    w2 = _leased_world(tmp_path / "cancel")
+    w2 = make_leased_world(tmp_path / "cancel" / "a.db")
     r = w2.ok(w2.coordinator, "work.cancel", {"work_item_id": "a", "reason": "not needed"})
     assert [e.type for e in r.events] == ["lease.revoked", "work.cancelled"]
 
 
 def test_new_session_revokes_leases_and_requeues_first__MW_11_3_f(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     worker = w.workers[0]
     old_cmd = worker.command("lease.renew", w.group, w.leased("a"), issued_at_ms=w.clock.now)
     r = w.authority.submit(worker.command("session.open", None, {}, issued_at_ms=w.clock.now))
@@ -142,7 +134,7 @@ def test_new_session_revokes_leases_and_requeues_first__MW_11_3_f(tmp_path: Path
 def test_a_new_session_names_the_process_that_opened_it__MW_11_3_f(tmp_path: Path) -> None:
     """``session.open`` may name its process (``{host, pid}``); every ``agent.session_opened``
     carries it, so the process it replaces can say who took over. Anything else is refused."""
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     worker = w.workers[0]
 
     def open_with(process: object) -> SubmitResult:
@@ -183,12 +175,7 @@ def test_missed_start_deadline_then_reassigned_with_higher_epoch__MW_11_5_a(
     offer = w.ok(
         w.coordinator,
         "work.offer",
-        {
-            "work_item_id": "a",
-            "candidates": ["worker-1"],
-            "expires_at_ms": w.clock.now + 5000,
-            "selection_basis": {"worker-1": {}},
-        },
+        w.offer_body("a", "worker-1"),
     )
     assert [e.type for e in offer.events][:1] == ["ownership.closed"]
     acc = w.accept(w.workers[1], "a", str(offer.reply["offer_id"]))
@@ -198,7 +185,7 @@ def test_missed_start_deadline_then_reassigned_with_higher_epoch__MW_11_5_a(
 def test_lease_timeout_reassign_and_late_result_only_audited__MW_11_5_a__MW_11_5_b(
     tmp_path: Path,
 ) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     old = w.leased("a")
     w.ok(w.workers[0], "work.checkpoint", w.leased("a", **CP))
     w.start(w.workers[0], "a")
@@ -207,12 +194,7 @@ def test_lease_timeout_reassign_and_late_result_only_audited__MW_11_5_a__MW_11_5
     offer = w.ok(
         w.coordinator,
         "work.offer",
-        {
-            "work_item_id": "a",
-            "candidates": ["worker-1"],
-            "expires_at_ms": w.clock.now + 5000,
-            "selection_basis": {"worker-1": {}},
-        },
+        w.offer_body("a", "worker-1"),
     )
     assert [e.type for e in offer.events][:2] == ["lease.expired", "ownership.closed"]
     assert w.accept(w.workers[1], "a", str(offer.reply["offer_id"])).accepted
@@ -233,7 +215,7 @@ def test_lease_timeout_reassign_and_late_result_only_audited__MW_11_5_a__MW_11_5
 
 
 def test_blocked_needs_resolution_and_bounded_blocked_lease__MW_11_4_c(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     r = w.submit(w.workers[0], "work.block", w.leased("a", **CP))
     assert r.rejection is not None and r.rejection.code == "invalid_body"
     r = w.ok(w.workers[0], "work.block", w.leased("a", resolution="needs PyPI token", **CP))
@@ -252,7 +234,7 @@ def test_blocked_needs_resolution_and_bounded_blocked_lease__MW_11_4_c(tmp_path:
 
 
 def test_budget_overrun_rejects_charge_and_progress__MW_11_5_j(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     head = w.authority.head(w.group)
     r = w.submit(
         w.workers[0],
@@ -272,7 +254,7 @@ def test_budget_overrun_rejects_charge_and_progress__MW_11_5_j(tmp_path: Path) -
 
 
 def test_progress_is_structured_not_a_percentage__MW_11_4_a(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     r = w.submit(w.workers[0], "progress.report", w.leased("a", report={"percent": 50}))
     assert r.rejection is not None and r.rejection.code == "invalid_body"
     report = {
@@ -288,7 +270,7 @@ def test_progress_is_structured_not_a_percentage__MW_11_4_a(tmp_path: Path) -> N
 
 
 def test_submission_needs_evidence_for_every_criterion__MW_13_2_a(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     r = w.submit(w.workers[0], "work.submit", w.leased("a"))
     assert r.rejection is not None and r.rejection.code == "evidence_required"
     r = w.submit(
@@ -299,7 +281,7 @@ def test_submission_needs_evidence_for_every_criterion__MW_13_2_a(tmp_path: Path
 
 
 def test_failure_needs_evidence__MW_11_4_f(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     r = w.submit(w.workers[0], "work.fail", w.leased("a"))
     assert r.rejection is not None and r.rejection.code == "evidence_required"
     r = w.ok(

@@ -20,7 +20,6 @@ from missionweave.authority import (
 )
 from missionweave.authority.core._store_sql import SCHEMA_VERSION
 from missionweave.protocol import Actor, SigningKey
-from tests.contracts import contract
 from tests.pg import raw
 from tests.world import make_world
 
@@ -65,7 +64,7 @@ def test_repeated_command_id_returns_original_events(tmp_path: Path) -> None:
     cmd = w.coordinator.command(
         "work.authorize",
         w.group,
-        {"work_item_id": "a", "mission_id": "m1", "contract": contract().wire()},
+        w.authorization("a"),
     )
     first = w.authority.submit(cmd)
     again = w.authority.submit(cmd)
@@ -74,7 +73,7 @@ def test_repeated_command_id_returns_original_events(tmp_path: Path) -> None:
     other = w.coordinator.command(
         "work.authorize",
         w.group,
-        {"work_item_id": "b", "mission_id": "m1", "contract": contract().wire()},
+        w.authorization("b"),
         command_id=cmd.command_id,
     )
     r = w.authority.submit(other)
@@ -88,27 +87,17 @@ def test_batch_keeps_each_command_atomic(tmp_path: Path) -> None:
         mk(
             "work.authorize",
             w.group,
-            {"work_item_id": "a", "mission_id": "m1", "contract": contract().wire()},
+            w.authorization("a"),
         ),
         mk(
             "work.authorize",
             w.group,
-            {
-                "work_item_id": "b",
-                "mission_id": "m1",
-                "contract": contract().wire(),
-                "dependencies": ["x"],
-            },
+            w.authorization("b", ["x"]),
         ),
         mk(
             "work.authorize",
             w.group,
-            {
-                "work_item_id": "c",
-                "mission_id": "m1",
-                "contract": contract().wire(),
-                "dependencies": ["a"],
-            },
+            w.authorization("c", ["a"]),
         ),
     ]
     head = w.authority.head(w.group)[0]
@@ -187,7 +176,7 @@ def test_forged_command_in_a_large_batch_is_caught_by_the_verifier(tmp_path: Pat
         mk(
             "work.authorize",
             w.group,
-            {"work_item_id": f"i{i}", "mission_id": "m1", "contract": contract().wire()},
+            w.authorization(f"i{i}"),
         )
         for i in range(12)
     ]

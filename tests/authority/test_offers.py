@@ -64,12 +64,7 @@ def test_candidate_set_needs_urgency__MW_10_3_b(tmp_path: Path) -> None:
     r = w.submit(
         w.coordinator,
         "work.offer",
-        {
-            "work_item_id": "a",
-            "candidates": ["worker-0", "worker-1"],
-            "expires_at_ms": w.clock.now + 1000,
-            "selection_basis": {"worker-0": {}, "worker-1": {}},
-        },
+        w.offer_body("a", "worker-0", "worker-1", expires_in_ms=1000),
     )
     assert r.rejection is not None and r.rejection.code == "candidate_set_not_allowed"
 
@@ -188,13 +183,7 @@ def test_ambiguous_contract_cannot_be_accepted_until_reoffered__MW_10_1_b(tmp_pa
     r2 = w.ok(
         w.coordinator,
         "work.offer",
-        {
-            "work_item_id": "a",
-            "candidates": ["worker-0"],
-            "expires_at_ms": w.clock.now + 5000,
-            "selection_basis": {"worker-0": {}},
-            "contract": fixed.wire(),
-        },
+        w.offer_body("a", "worker-0", contract=fixed.wire()),
     )
     assert [e.type for e in r2.events][:1] == ["work.contract_revised"]
     assert w.accept(w.workers[0], "a", str(r2.reply["offer_id"])).accepted
@@ -210,26 +199,14 @@ def test_material_revision_needs_new_revision_and_fresh_acceptance__MW_10_1_c(
     r = w.submit(
         w.coordinator,
         "work.offer",
-        {
-            "work_item_id": "a",
-            "candidates": ["worker-0"],
-            "expires_at_ms": w.clock.now + 5000,
-            "selection_basis": {"worker-0": {}},
-            "contract": same_rev.wire(),
-        },
+        w.offer_body("a", "worker-0", contract=same_rev.wire()),
     )
     assert r.rejection is not None and r.rejection.code == "revision_required"
     revised = contract(revision=2, objective="something else entirely")
     r = w.ok(
         w.coordinator,
         "work.offer",
-        {
-            "work_item_id": "a",
-            "candidates": ["worker-0"],
-            "expires_at_ms": w.clock.now + 5000,
-            "selection_basis": {"worker-0": {}},
-            "contract": revised.wire(),
-        },
+        w.offer_body("a", "worker-0", contract=revised.wire()),
     )
     stale = w.submit(
         w.workers[0],
@@ -250,16 +227,7 @@ def test_authorize_rejects_self_loop_and_unknown_dependency__MW_10_4_c(tmp_path:
     w = make_world(tmp_path / "a.db")
     head = w.authority.head(w.group)
     for deps, code in ((["a"], "self_loop"), (["nope"], "unknown_id")):
-        r = w.submit(
-            w.coordinator,
-            "work.authorize",
-            {
-                "work_item_id": "a",
-                "mission_id": "m1",
-                "contract": contract().wire(),
-                "dependencies": deps,
-            },
-        )
+        r = w.submit(w.coordinator, "work.authorize", w.authorization("a", deps))
         assert r.rejection is not None and r.rejection.code == code
     assert w.authority.head(w.group) == head
 

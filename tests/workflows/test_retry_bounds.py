@@ -47,8 +47,7 @@ def _fail(w: World, usage: dict[str, int] | None = None, **body: Any) -> dict[st
     """One attempt by worker-0: offered, accepted, started and failed; the ``work.failed``
     Event's body."""
     worker = w.workers[0]
-    assert w.accept(worker, "a", w.offer("a", worker)).accepted
-    w.start(worker, "a")
+    w.lease("a", worker)
     extra: dict[str, Any] = {"evidence": evidence("worker-0", "a"), **body}
     if usage is not None:
         extra["usage"] = usage

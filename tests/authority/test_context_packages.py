@@ -36,11 +36,7 @@ def _world(tmp_path: Path) -> World:
     w = make_leased_world(tmp_path / "a.db")
     w.ok(w.workers[0], "artifact.publish", w.leased("a", manifest=signed(w.workers[0], X).wire()))
     w.ok(w.coordinator, "mission.create", {"mission_id": "m2", "title": "another"})
-    w.ok(
-        w.coordinator,
-        "work.authorize",
-        w.authorization("b", mission="m2"),
-    )
+    w.ok(w.coordinator, "work.authorize", w.authorization("b", mission="m2"))
     return w
 
 

@@ -172,11 +172,7 @@ def test_missed_start_deadline_then_reassigned_with_higher_epoch__MW_11_5_a(
     w.clock.advance(60_000)
     r = w.submit(w.workers[0], "work.start", {"work_item_id": "a", "ownership_epoch": 1})
     assert r.rejection is not None and r.rejection.code == "start_deadline_missed"
-    offer = w.ok(
-        w.coordinator,
-        "work.offer",
-        w.offer_body("a", "worker-1"),
-    )
+    offer = w.ok(w.coordinator, "work.offer", w.offer_body("a", "worker-1"))
     assert [e.type for e in offer.events][:1] == ["ownership.closed"]
     acc = w.accept(w.workers[1], "a", str(offer.reply["offer_id"]))
     assert acc.events[0].body["ownership_epoch"] == 2
@@ -191,11 +187,7 @@ def test_lease_timeout_reassign_and_late_result_only_audited__MW_11_5_a__MW_11_5
     w.start(w.workers[0], "a")
     frozen = w.leased("a")
     w.clock.advance(30_001)  # the frozen worker stops renewing
-    offer = w.ok(
-        w.coordinator,
-        "work.offer",
-        w.offer_body("a", "worker-1"),
-    )
+    offer = w.ok(w.coordinator, "work.offer", w.offer_body("a", "worker-1"))
     assert [e.type for e in offer.events][:2] == ["lease.expired", "ownership.closed"]
     assert w.accept(w.workers[1], "a", str(offer.reply["offer_id"])).accepted
     lease2 = w.start(w.workers[1], "a")

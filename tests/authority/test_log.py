@@ -61,11 +61,7 @@ def test_signature_and_epochs_checked_first(tmp_path: Path) -> None:
 
 def test_repeated_command_id_returns_original_events(tmp_path: Path) -> None:
     w = make_world(tmp_path / "a.db")
-    cmd = w.coordinator.command(
-        "work.authorize",
-        w.group,
-        w.authorization("a"),
-    )
+    cmd = w.coordinator.command("work.authorize", w.group, w.authorization("a"))
     first = w.authority.submit(cmd)
     again = w.authority.submit(cmd)
     assert again.duplicate and again.status == "accepted"
@@ -84,21 +80,9 @@ def test_batch_keeps_each_command_atomic(tmp_path: Path) -> None:
     w = make_world(tmp_path / "a.db")
     mk = w.coordinator.command
     cmds = [
-        mk(
-            "work.authorize",
-            w.group,
-            w.authorization("a"),
-        ),
-        mk(
-            "work.authorize",
-            w.group,
-            w.authorization("b", ["x"]),
-        ),
-        mk(
-            "work.authorize",
-            w.group,
-            w.authorization("c", ["a"]),
-        ),
+        mk("work.authorize", w.group, w.authorization("a")),
+        mk("work.authorize", w.group, w.authorization("b", ["x"])),
+        mk("work.authorize", w.group, w.authorization("c", ["a"])),
     ]
     head = w.authority.head(w.group)[0]
     res = w.authority.submit_many(cmds)
@@ -172,14 +156,7 @@ def test_forged_command_in_a_large_batch_is_caught_by_the_verifier(tmp_path: Pat
     must still be rejected and must not disturb the honest Commands."""
     w = make_world(tmp_path / "a.db")
     mk = w.coordinator.command
-    cmds = [
-        mk(
-            "work.authorize",
-            w.group,
-            w.authorization(f"i{i}"),
-        )
-        for i in range(12)
-    ]
+    cmds = [mk("work.authorize", w.group, w.authorization(f"i{i}")) for i in range(12)]
     forged = cmds[5].model_copy(update={"body": {**cmds[5].body, "work_item_id": "evil"}})
     cmds[5] = forged
     assert w.authority.config.parallel_verify_min <= len(cmds)

@@ -180,11 +180,7 @@ def test_ambiguous_contract_cannot_be_accepted_until_reoffered__MW_10_1_b(tmp_pa
     r = w.accept(w.workers[0], "a", offer_id)
     assert r.rejection is not None and r.rejection.code == "contract_ambiguous"
     fixed = contract(revision=2, objective="check the files of one distribution in /venv")
-    r2 = w.ok(
-        w.coordinator,
-        "work.offer",
-        w.offer_body("a", "worker-0", contract=fixed.wire()),
-    )
+    r2 = w.ok(w.coordinator, "work.offer", w.offer_body("a", "worker-0", contract=fixed.wire()))
     assert [e.type for e in r2.events][:1] == ["work.contract_revised"]
     assert w.accept(w.workers[0], "a", str(r2.reply["offer_id"])).accepted
 
@@ -197,17 +193,11 @@ def test_material_revision_needs_new_revision_and_fresh_acceptance__MW_10_1_c(
     old_offer = w.offer("a", w.workers[0])
     same_rev = contract(objective="something else entirely")
     r = w.submit(
-        w.coordinator,
-        "work.offer",
-        w.offer_body("a", "worker-0", contract=same_rev.wire()),
+        w.coordinator, "work.offer", w.offer_body("a", "worker-0", contract=same_rev.wire())
     )
     assert r.rejection is not None and r.rejection.code == "revision_required"
     revised = contract(revision=2, objective="something else entirely")
-    r = w.ok(
-        w.coordinator,
-        "work.offer",
-        w.offer_body("a", "worker-0", contract=revised.wire()),
-    )
+    r = w.ok(w.coordinator, "work.offer", w.offer_body("a", "worker-0", contract=revised.wire()))
     stale = w.submit(
         w.workers[0],
         "work.accept_offer",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -66,6 +67,38 @@ def grant(w: World, wid: str, worker: Actor, **over: Any) -> ExecuteWorkItemInpu
 Handler = Callable[[WorkContext, VerifyInput], Awaitable[Any]]
 
 
+def registry_of(fn: Handler) -> HandlerRegistry:
+    """``fn`` as the handler of ``dist.verify@1.0``."""
+    registry = HandlerRegistry()
+    registry.handler("dist.verify", version="1.0")(fn)
+    return registry
+
+
+@dataclass
+class Sleeper:
+    """A handler (:attr:`handler`) that uses :attr:`tool_calls` and sleeps a minute:
+    :attr:`started` is set once it runs, :attr:`cancelled` once it is cancelled."""
+
+    tool_calls: int = 0
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    handler: Handler = field(init=False)
+
+    def __post_init__(self) -> None:
+        async def sleep(ctx: WorkContext, inp: VerifyInput) -> Any:
+            if self.tool_calls:
+                ctx.usage.add(tool_calls=self.tool_calls)
+            self.started.set()
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                self.cancelled.set()
+                raise
+            return Submission()
+
+        self.handler = sleep
+
+
 async def run(
     client: AuthorityClient,
     actor: Actor,
@@ -73,8 +106,7 @@ async def run(
     fn: Handler,
     beats: list[Any] | None = None,
 ) -> Any:
-    registry = HandlerRegistry()
-    registry.handler("dist.verify", version="1.0")(fn)
+    registry = registry_of(fn)
     env = ActivityEnvironment()
     if beats is not None:
         env.on_heartbeat = lambda *details: beats.append(details[0])
@@ -192,26 +224,16 @@ async def test_revoked_lease_cancels_handler__MW_11_3_f(
 ) -> None:
     worker = world.workers[0]
     work = grant(world, "a", worker, timeouts={"heartbeat_ms": 50, "lease_ms": 30_000})
-    started, cancelled = asyncio.Event(), asyncio.Event()
-
-    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
-        started.set()
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return Submission()
-
+    verify = Sleeper()
     beats: list[Any] = []
-    task = asyncio.create_task(run(client, worker, work, verify, beats))
-    await started.wait()
+    task = asyncio.create_task(run(client, worker, work, verify.handler, beats))
+    await verify.started.wait()
     # Another process of the same agent opens a session: the Authority revokes the lease.
     other = Actor(worker.agent_id, worker.key)
     assert world.authority.submit(other.command("session.open", None, {})).accepted
     out = await task
     assert out.kind is OutcomeKind.LEASE_LOST
-    assert cancelled.is_set()
+    assert verify.cancelled.is_set()
     assert out.verdict is not None and out.verdict.rejection is not None
     assert out.verdict.rejection.code == "stale_session_epoch"
     assert state_of(world, "a")["state"] == "queued"  # requeued by the revocation, not failed
@@ -305,18 +327,9 @@ async def test_budget_overrun_on_renewal_stops_and_fails__MW_11_5_j(
         budget={"tool_calls": 3},
         timeouts={"heartbeat_ms": 50, "lease_ms": 30_000},
     )
-    cancelled = asyncio.Event()
-
-    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
-        ctx.usage.add(tool_calls=5)  # over the contract's budget: the renewal is refused
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
-    out = await run(client, worker, work, verify)
-    assert cancelled.is_set()
+    verify = Sleeper(tool_calls=5)  # over the contract's budget: the renewal is refused
+    out = await run(client, worker, work, verify.handler)
+    assert verify.cancelled.is_set()
     assert out.kind is OutcomeKind.FAILED and out.retryable is False
     assert "budget exceeded" in (out.error or "") and "tool_calls" in (out.error or "")
     assert state_of(world, "a")["state"] == "failed"
@@ -355,25 +368,15 @@ async def test_a_hung_handler_is_stopped_by_its_wall_clock_budget__MW_11_5_j(
 async def test_temporal_cancel_stops_the_handler(world: World, client: AuthorityClient) -> None:
     worker = world.workers[0]
     work = grant(world, "a", worker)
-    started, cancelled = asyncio.Event(), asyncio.Event()
-
-    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
-        started.set()
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
-    registry = HandlerRegistry()
-    registry.handler("dist.verify", version="1.0")(verify)
+    verify = Sleeper()
+    registry = registry_of(verify.handler)
     env = ActivityEnvironment()
     task = asyncio.create_task(
         env.run(WorkItemExecutor(worker, client, registry).execute_work_item, work)
     )
-    await started.wait()
+    await verify.started.wait()
     env.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert cancelled.is_set()
+    assert verify.cancelled.is_set()
     assert state_of(world, "a")["state"] == "active"  # nothing reported: the workflow decides

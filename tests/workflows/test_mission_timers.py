@@ -26,9 +26,10 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.authority import now_ms, verify_log
 from missionweave.outcome import mission_result
 from missionweave.protocol import Actor, Event
-from missionweave.protocol.temporal_contract import MissionResult, MissionStatus
+from missionweave.protocol.temporal_contract import MissionResult, MissionSpec, MissionStatus
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import MissionStack, contract, mission_stack, step_registry, until
+from tests.mission_harness import MissionStack, contract, mission_stack, step_registry, work_items
+from tests.mission_outcome import until
 from tests.temporal_env import FollowTemporalTime, VirtualClock
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -36,6 +37,17 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 TEN_MINUTES = timedelta(minutes=10)
 #: Offer expiry and start deadline of the dev-server tests, milliseconds.
 SHORT_MS = 2_000
+#: A contract's timeouts whose start deadline is :data:`SHORT_MS`.
+SHORT_START = {"start_deadline_ms": SHORT_MS, "lease_ms": 10_000, "heartbeat_ms": 1_000}
+
+
+def _short_spec(ms: MissionStack, mission_id: str, **contract_over: Any) -> MissionSpec:
+    """WorkItem ``a`` alone, on ``contract(**contract_over)``, its offers expiring after
+    :data:`SHORT_MS`."""
+    policy = {"offer_ttl_ms": SHORT_MS, "reoffer_backoff_ms": 300}
+    return ms.spec(
+        mission_id, work_items({"a": []}, contract(**contract_over)), offer_policy=policy
+    )
 
 
 def _events(ms: MissionStack, type: str, work_item_id: str = "a") -> list[Event]:
@@ -75,11 +87,7 @@ async def test_expired_offer_goes_to_next_ranked_agent__MW_10_3_a__MW_10_3_b(
         await _silent_agent(ms, clock)
         bob = await ms.agent("bob", step_registry())
         await until("bob ready", bob.ready.is_set)
-        spec = ms.spec(
-            "offer-expiry",
-            [{"work_item_id": "a", "contract": contract().wire()}],
-            offer_policy={"offer_ttl_ms": SHORT_MS, "reoffer_backoff_ms": 300},
-        )
+        spec = _short_spec(ms, "offer-expiry")
         handle = await ms.start(spec)
         (first,) = await until("the first offer", lambda: _events(ms, "work.offered"))
         assert first.body["candidates"] == ["ada"]  # one at a time, best-ranked first
@@ -128,30 +136,11 @@ async def test_missed_start_deadline_reoffers_with_next_epoch__MW_11_3_a__MW_11_
         ada = await _silent_agent(ms, clock)
         bob = await ms.agent("bob", step_registry())
         await until("bob ready", bob.ready.is_set)
-        c = contract(
-            timeouts={"start_deadline_ms": SHORT_MS, "lease_ms": 10_000, "heartbeat_ms": 1_000}
-        )
-        spec = ms.spec(
-            "start-deadline",
-            [{"work_item_id": "a", "contract": c.wire()}],
-            offer_policy={"offer_ttl_ms": SHORT_MS, "reoffer_backoff_ms": 300},
-        )
+        spec = _short_spec(ms, "start-deadline", timeouts=SHORT_START)
         handle = await ms.start(spec)
         (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
         assert offer.body["candidates"] == ["ada"]
-        cmd = ada.command(
-            "work.accept_offer",
-            ms.group,
-            {
-                "work_item_id": "a",
-                "offer_id": offer.body["offer_id"],
-                "revision": offer.body["revision"],
-            },
-            issued_at_ms=clock(),
-        )
-        # straight to the Authority, as agents do: the workflow learns of it from the
-        # Authority's log once the offer's activity times out unanswered
-        verdict = (await ms.stack.client.submit(cmd)).verdict()
+        verdict = await ms.accept_offer(ada, offer)
         assert verdict.accepted, verdict.rejection
         # MW-11.3-a: the ownership grant carries the epoch and a start deadline.
         (granted,) = _events(ms, "work.offer_accepted")
@@ -197,29 +186,10 @@ async def test_missed_start_deadline_reoffers_the_only_agent_next_epoch__MW_11_5
             time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
         ) as ms:
             ada = await _silent_agent(ms, clock)
-            c = contract(
-                timeouts={"start_deadline_ms": SHORT_MS, "lease_ms": 10_000, "heartbeat_ms": 1_000}
-            )
-            spec = ms.spec(
-                "start-deadline-alone",
-                [{"work_item_id": "a", "contract": c.wire()}],
-                offer_policy={"offer_ttl_ms": SHORT_MS, "reoffer_backoff_ms": 300},
-            )
+            spec = _short_spec(ms, "start-deadline-alone", timeouts=SHORT_START)
             handle = await ms.start(spec)
             (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
-            cmd = ada.command(
-                "work.accept_offer",
-                ms.group,
-                {
-                    "work_item_id": "a",
-                    "offer_id": offer.body["offer_id"],
-                    "revision": offer.body["revision"],
-                },
-                issued_at_ms=clock(),
-            )
-            # straight to the Authority, as agents do: the workflow learns of it from the
-            # Authority's log once the offer's activity times out unanswered
-            verdict = (await ms.stack.client.submit(cmd)).verdict()
+            verdict = await ms.accept_offer(ada, offer)
             assert verdict.accepted, verdict.rejection
 
             # ada's process comes back: her runtime takes the new offer and does the work.

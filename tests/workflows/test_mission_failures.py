@@ -237,9 +237,8 @@ async def test_a_permanent_failure_is_not_retried__issue11_3__MW_11_4_d(
         await ms.agent("ada", reg)
         handle = await ms.start(ms.spec("perm1", work_items({"p": []})))
         res = await result(handle)
-        assert res.status == "failed"
         (p,) = res.items
-        assert (p.state.value, p.attempts) == ("failed", 1)
+        assert (res.status, p.state.value, p.attempts) == ("failed", "failed", 1)
         assert p.detail == (
             "failed after 1 attempt(s) (not retryable) at ada: "
             "PermanentFailure: the input cannot be processed"

@@ -50,6 +50,14 @@ def _short_spec(ms: MissionStack, mission_id: str, **contract_over: Any) -> Miss
     )
 
 
+def _assert_verified(result: MissionResult, owner: str, epoch: int) -> None:
+    """The Mission completed, its one WorkItem verified: done by ``owner`` under ownership
+    epoch ``epoch``."""
+    assert result.status == "completed"
+    (res,) = result.items
+    assert (res.state.value, res.owner, res.ownership_epoch) == ("verified", owner, epoch)
+
+
 def _events(ms: MissionStack, type: str, work_item_id: str = "a") -> list[Event]:
     return [
         e
@@ -122,9 +130,7 @@ async def test_expired_offer_goes_to_next_ranked_agent__MW_10_3_a__MW_10_3_b(
     ]
     (accepted,) = [e for e in events if e.type == "work.offer_accepted"]
     assert (accepted.body["owner"], accepted.body["ownership_epoch"]) == ("bob", 1)
-    assert result.status == "completed"
-    (res,) = result.items
-    assert (res.state.value, res.owner, res.ownership_epoch) == ("verified", "bob", 1)
+    _assert_verified(result, "bob", 1)
 
 
 async def test_missed_start_deadline_reoffers_with_next_epoch__MW_11_3_a__MW_11_5_a(
@@ -170,9 +176,7 @@ async def test_missed_start_deadline_reoffers_with_next_epoch__MW_11_3_a__MW_11_
         "bob",
         2,
     )
-    assert result.status == "completed"
-    (res,) = result.items
-    assert (res.state.value, res.owner, res.ownership_epoch) == ("verified", "bob", 2)
+    _assert_verified(result, "bob", 2)
 
 
 async def test_missed_start_deadline_reoffers_the_only_agent_next_epoch__MW_11_5_a(
@@ -205,9 +209,7 @@ async def test_missed_start_deadline_reoffers_the_only_agent_next_epoch__MW_11_5
         ("ada", 1),
         ("ada", 2),
     ]
-    assert result.status == "completed"
-    (res,) = result.items
-    assert (res.state.value, res.owner, res.ownership_epoch) == ("verified", "ada", 2)
+    _assert_verified(result, "ada", 2)
 
 
 async def test_an_item_nobody_can_take_is_ranked_ever_less_often(

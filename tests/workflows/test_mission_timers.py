@@ -15,6 +15,8 @@ runs with automatic time skipping off, so a real agent's answer never races a sk
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -72,6 +74,20 @@ async def _silent_agent(ms: MissionStack, clock: VirtualClock) -> Actor:
     ada = await ms.stack.add_agent("ada", capabilities=["demo.step@1.0"], max_concurrency=2)
     await ms.stack.client.put_presence(ada, ms.group, 2, 0, issued_at_ms=clock())
     return ada
+
+
+@contextlib.asynccontextmanager
+async def _skipping_stack(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> AsyncIterator[tuple[MissionStack, Actor]]:
+    """A stack on the time-skipping server's time, automatic skipping off (time moves only by
+    ``time_env.sleep``), with the silent agent ``ada`` (:func:`_silent_agent`)."""
+    clock = await VirtualClock.of(time_env)
+    with time_env.auto_time_skipping_disabled():
+        async with mission_stack(
+            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
+        ) as ms:
+            yield ms, await _silent_agent(ms, clock)
 
 
 async def _finish(handle: WorkflowHandle[Any, MissionResult]) -> MissionResult:
@@ -184,23 +200,18 @@ async def test_missed_start_deadline_reoffers_the_only_agent_next_epoch__MW_11_5
 ) -> None:
     """With nobody else eligible, the former owner gets the WorkItem again under a new epoch
     (it is excluded only while someone else may take it)."""
-    clock = await VirtualClock.of(time_env)
-    with time_env.auto_time_skipping_disabled():
-        async with mission_stack(
-            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
-        ) as ms:
-            ada = await _silent_agent(ms, clock)
-            spec = _short_spec(ms, "start-deadline-alone", timeouts=SHORT_START)
-            handle = await ms.start(spec)
-            (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
-            verdict = await ms.accept_offer(ada, offer)
-            assert verdict.accepted, verdict.rejection
+    async with _skipping_stack(time_env, tmp_path) as (ms, ada):
+        spec = _short_spec(ms, "start-deadline-alone", timeouts=SHORT_START)
+        handle = await ms.start(spec)
+        (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
+        verdict = await ms.accept_offer(ada, offer)
+        assert verdict.accepted, verdict.rejection
 
-            # ada's process comes back: her runtime takes the new offer and does the work.
-            await until("the second offer", lambda: len(_events(ms, "work.offered")) == 2)
-            await ms.agent("ada", step_registry(), actor=ada)
-            result = await _finish(handle)
-            events = ms.stack.authority.events(ms.group)
+        # ada's process comes back: her runtime takes the new offer and does the work.
+        await until("the second offer", lambda: len(_events(ms, "work.offered")) == 2)
+        await ms.agent("ada", step_registry(), actor=ada)
+        result = await _finish(handle)
+        events = ms.stack.authority.events(ms.group)
 
     (closed,) = [e for e in events if e.type == "ownership.closed"]
     assert closed.body == {"owner": "ada", "ownership_epoch": 1, "reason": "start_deadline_missed"}
@@ -222,25 +233,19 @@ async def test_an_item_nobody_can_take_is_ranked_ever_less_often(
 
     from missionweave.protocol.temporal_contract import CancelInput
 
-    clock = await VirtualClock.of(time_env)
-    with time_env.auto_time_skipping_disabled():
-        async with mission_stack(
-            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
-        ) as ms:
-            await _silent_agent(ms, clock)  # holds demo.step only
-            rare = contract(["rare.skill@1.0"]).wire()
-            spec = ms.spec("nobody", [{"work_item_id": "a", "contract": rare}])
-            handle = await ms.start(spec)
+    async with _skipping_stack(time_env, tmp_path) as (ms, _):  # ada holds demo.step only
+        spec = ms.spec("nobody", work_items({"a": []}, contract(["rare.skill@1.0"])))
+        handle = await ms.start(spec)
 
-            async def ranked() -> bool:
-                st: MissionStatus = await handle.query(MissionWorkflow.status)
-                return st.items[0].detail.startswith("no eligible agent for ")
+        async def ranked() -> bool:
+            st: MissionStatus = await handle.query(MissionWorkflow.status)
+            return st.items[0].detail.startswith("no eligible agent for ")
 
-            await until("the first empty ranking", ranked)
-            await time_env.sleep(TEN_MINUTES)
-            assert await handle.execute_update(MissionWorkflow.cancel, CancelInput(reason="x"))
-            result = await _finish(handle)
-            history = await handle.fetch_history()
+        await until("the first empty ranking", ranked)
+        await time_env.sleep(TEN_MINUTES)
+        assert await handle.execute_update(MissionWorkflow.cancel, CancelInput(reason="x"))
+        result = await _finish(handle)
+        history = await handle.fetch_history()
     rankings = [
         e
         for e in history.events
@@ -260,28 +265,23 @@ async def test_a_deadline_ends_the_wait_for_an_agent_and_fails_the_mission__MW_1
     Mission fails, as for exhausted retries — it does not wait for ever."""
     from temporalio.api.sdk.v1 import WorkflowMetadata
 
-    clock = await VirtualClock.of(time_env)
-    with time_env.auto_time_skipping_disabled():
-        async with mission_stack(
-            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
-        ) as ms:
-            await _silent_agent(ms, clock)  # holds demo.step only
-            deadline = clock() + 5 * 60_000
-            rare = contract(["rare.skill@1.0"], deadline_ms=deadline).wire()
-            handle = await ms.start(ms.spec("late", [{"work_item_id": "a", "contract": rare}]))
+    async with _skipping_stack(time_env, tmp_path) as (ms, _):  # ada holds demo.step only
+        deadline = ms.clock() + 5 * 60_000
+        rare = contract(["rare.skill@1.0"], deadline_ms=deadline)
+        handle = await ms.start(ms.spec("late", work_items({"a": []}, rare)))
 
-            async def waited() -> MissionStatus | None:
-                st: MissionStatus = await handle.query(MissionWorkflow.status)
-                return st if st.items[0].detail.startswith("no eligible agent for ") else None
+        async def waited() -> MissionStatus | None:
+            st: MissionStatus = await handle.query(MissionWorkflow.status)
+            return st if st.items[0].detail.startswith("no eligible agent for ") else None
 
-            await until("the first empty ranking", waited)
-            await time_env.sleep(timedelta(minutes=2))
-            st = await until("a later ranking", waited)
-            assert st.status == "running" and st.items[0].state.value == "open"
-            meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
-            assert "\n- a: no eligible agent for " in meta.current_details, meta.current_details
-            await time_env.sleep(TEN_MINUTES)
-            result = await _finish(handle)
+        await until("the first empty ranking", waited)
+        await time_env.sleep(timedelta(minutes=2))
+        st = await until("a later ranking", waited)
+        assert st.status == "running" and st.items[0].state.value == "open"
+        meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+        assert "\n- a: no eligible agent for " in meta.current_details, meta.current_details
+        await time_env.sleep(TEN_MINUTES)
+        result = await _finish(handle)
     assert result.status == "failed"
     (a,) = result.items
     assert a.detail.startswith("deadline passed (") and " with no eligible agent for " in a.detail

@@ -4,16 +4,11 @@ against a live ``authority serve`` on loopback, with signed reads (issue: "who m
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import httpx
 import pytest
+import pytest_asyncio
 import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -21,6 +16,7 @@ from schemathesis import checks as st_checks
 
 from missionweave.authority.wire._readsig import sign_read
 from missionweave.protocol import Actor
+from tests.serving import ProcessServer
 from tests.world import make_world
 
 #: Examples per operation: enough to reach every branch of the small routes, bounded in time.
@@ -39,8 +35,8 @@ class _SignedReads(requests.auth.AuthBase):
         return r
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Actor]]:
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[str, Actor]]:
     """``authority serve`` over a small Group; its URL and a member who reads."""
     tmp = tmp_path_factory.mktemp("openapi")
     w = make_world(tmp / "a.db")
@@ -49,40 +45,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Acto
     key = tmp / "authority.pem"
     w.authority.key.to_file(key)
     w.authority.close()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    exe = str(Path(sys.executable).with_name("missionweave"))
-    proc = subprocess.Popen(
-        [
-            exe,
-            "authority",
-            "serve",
-            "--db",
-            str(tmp / "a.db"),
-            "--key",
-            str(key),
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
+    server = ProcessServer(tmp / "a.db", key)
+    await server.start()
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.1)
-        yield url, reader
+        yield server.url, reader
     finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+        await server.stop()
 
 
 def test_server_answers_as_its_openapi_document_says(served: tuple[str, Actor]) -> None:

@@ -111,21 +111,19 @@ class World:
         body = self.offer_body(wid, *ids, expires_in_ms=expires_in_ms, selection_basis=basis)
         return str(self.ok(self.coordinator, "work.offer", body).reply["offer_id"])
 
-    def accept(self, worker: Actor, wid: str, offer_id: str) -> SubmitResult:
+    def item(self, wid: str) -> dict[str, Any]:
+        """The WorkItem ``wid`` as the Authority holds it (it must exist)."""
         item = self.authority.work_item(self.group, wid)
-        assert item is not None
-        return self.submit(
-            worker,
-            "work.accept_offer",
-            {"work_item_id": wid, "offer_id": offer_id, "revision": item["revision"]},
-        )
+        assert item is not None, f"no WorkItem {wid}"
+        return item
+
+    def accept(self, worker: Actor, wid: str, offer_id: str) -> SubmitResult:
+        body = {"work_item_id": wid, "offer_id": offer_id, "revision": self.item(wid)["revision"]}
+        return self.submit(worker, "work.accept_offer", body)
 
     def start(self, worker: Actor, wid: str) -> dict[str, Any]:
-        item = self.authority.work_item(self.group, wid)
-        assert item is not None
-        r = self.ok(
-            worker, "work.start", {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]}
-        )
+        epoch = self.item(wid)["ownership_epoch"]
+        r = self.ok(worker, "work.start", {"work_item_id": wid, "ownership_epoch": epoch})
         lease: dict[str, Any] = r.reply["lease"]
         self.leases[wid] = lease
         return lease

@@ -11,15 +11,9 @@ import pytest
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import ProgressReport
 from tests.artifact_servers import signed
-from tests.world import World, evidence, make_leased_world, make_world
+from tests.world import evidence, make_leased_world, make_world
 
 CP = {"checkpoint": {"ref": "step-3", "files_done": 3}}
-
-
-def _item(w: World, wid: str = "a") -> dict[str, Any]:
-    item = w.authority.work_item(w.group, wid)
-    assert item is not None
-    return item
 
 
 def test_lease_is_bound_to_agent_session_item_epoch__MW_11_3_b(tmp_path: Path) -> None:
@@ -64,7 +58,7 @@ def test_old_lease_id_rejected_with_same_epoch__MW_11_3_c(
     r = w.submit(w.workers[0], ctype, {**old, **extra})
     assert r.status in ("rejected", "recorded")
     assert r.rejection is not None and r.rejection.code == "stale_lease"
-    assert _item(w)["state"] == "active"
+    assert w.item("a")["state"] == "active"
     if r.status == "rejected":
         assert w.authority.head(w.group) == head
     # the current lease id is accepted for the same command
@@ -96,7 +90,7 @@ def test_checkpoint_block_submit_release_the_lease__MW_11_3_e(tmp_path: Path) ->
         lease_id = w.leases["a"]["lease_id"]
         r = w.ok(w.workers[0], ctype, w.leased("a", **extra))
         assert any(e.type == "lease.released" and e.body["lease_id"] == lease_id for e in r.events)
-        assert _item(w)["state"] == state
+        assert w.item("a")["state"] == state
         lease = w.authority.lease(lease_id)
         assert lease is not None and lease["status"] == "released" and not lease["valid"]
 
@@ -123,7 +117,7 @@ def test_new_session_revokes_leases_and_requeues_first__MW_11_3_f(tmp_path: Path
     types = [e.type for e in r.events]
     assert types.index("lease.revoked") < types.index("agent.session_opened")
     assert r.events[0].body["state"] == "queued"
-    assert _item(w)["state"] == "queued" and _item(w)["owner"] == "worker-0"
+    assert w.item("a")["state"] == "queued" and w.item("a")["owner"] == "worker-0"
     stale = w.authority.submit(old_cmd)  # the old runtime's delayed command
     assert stale.rejection is not None and stale.rejection.code == "stale_session_epoch"
     worker.session_epoch = 2
@@ -200,9 +194,9 @@ def test_lease_timeout_reassign_and_late_result_only_audited__MW_11_5_a__MW_11_5
         )
         assert late.status == "recorded"
         assert [e.type for e in late.events] == ["work.late_result_recorded"]
-        assert _item(w)["state"] == "active" and _item(w)["owner"] == "worker-1"
+        assert w.item("a")["state"] == "active" and w.item("a")["owner"] == "worker-1"
     w.ok(w.workers[1], "work.submit", w.leased("a", evidence=evidence("worker-1", "a")))
-    assert _item(w)["state"] == "submitted"
+    assert w.item("a")["state"] == "submitted"
     verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
@@ -215,14 +209,14 @@ def test_blocked_needs_resolution_and_bounded_blocked_lease__MW_11_4_c(tmp_path:
     assert blocked.type == "work.blocked" and blocked.body["resolution"] == "needs PyPI token"
     assert blocked.body["blocked_lease_expires_at_ms"] == w.clock.now + 120_000
     w.ok(w.coordinator, "work.unblock", {"work_item_id": "a", "resolution": {"token": "given"}})
-    assert _item(w)["state"] == "queued" and _item(w)["owner"] == "worker-0"
+    assert w.item("a")["state"] == "queued" and w.item("a")["owner"] == "worker-0"
     # once the blocked lease has expired, unblocking returns the item to open
     w.start(w.workers[0], "a")
     w.ok(w.workers[0], "work.block", w.leased("a", resolution="again", **CP))
     w.clock.advance(120_000)
     r = w.ok(w.coordinator, "work.unblock", {"work_item_id": "a"})
     assert r.events[-1].body["state"] == "open"
-    assert _item(w)["state"] == "open" and _item(w)["owner"] is None
+    assert w.item("a")["state"] == "open" and w.item("a")["owner"] is None
 
 
 def test_budget_overrun_rejects_charge_and_progress__MW_11_5_j(tmp_path: Path) -> None:
@@ -235,7 +229,7 @@ def test_budget_overrun_rejects_charge_and_progress__MW_11_5_j(tmp_path: Path) -
     )
     assert r.rejection is not None and r.rejection.code == "budget_exceeded"
     assert r.rejection.detail["dimensions"] == ["tool_calls"]
-    assert w.authority.head(w.group) == head and '"tool_calls":0' in _item(w)["usage"]
+    assert w.authority.head(w.group) == head and '"tool_calls":0' in w.item("a")["usage"]
     w.ok(
         w.workers[0],
         "progress.report",
@@ -283,4 +277,4 @@ def test_failure_needs_evidence__MW_11_4_f(tmp_path: Path) -> None:
     )
     failed = r.events[-1]
     assert failed.type == "work.failed" and failed.body["attempts"] == 1
-    assert _item(w)["state"] == "failed" and _item(w)["owner"] is None
+    assert w.item("a")["state"] == "failed" and w.item("a")["owner"] is None

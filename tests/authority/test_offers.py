@@ -8,13 +8,7 @@ from pathlib import Path
 from missionweave.authority import Authority
 from missionweave.protocol import Actor
 from tests.contracts import contract
-from tests.world import World, make_world
-
-
-def _state(w: World, wid: str) -> str:
-    item = w.authority.work_item(w.group, wid)
-    assert item is not None
-    return str(item["state"])
+from tests.world import make_world
 
 
 def test_offer_reserves_no_ownership_and_is_durable__MW_10_3_a(tmp_path: Path) -> None:
@@ -28,8 +22,7 @@ def test_offer_reserves_no_ownership_and_is_durable__MW_10_3_a(tmp_path: Path) -
     offline.membership_epochs[w.group] = 1
     w.authorize("a")
     offer_id = w.offer("a", offline, expires_in_ms=60_000)
-    item = w.authority.work_item(w.group, "a")
-    assert item is not None
+    item = w.item("a")
     assert item["state"] == "offered" and item["owner"] is None and item["ownership_epoch"] == 0
     offered = [e for e in w.authority.all_events(w.group) if e.type == "work.offered"]
     assert offered[-1].body["expires_at_ms"] == w.clock.now + 60_000
@@ -113,7 +106,7 @@ def test_expired_offer_cannot_be_accepted_and_expiry_writes_nothing__MW_10_3_a(
     assert w.authority.head(w.group) == head  # expiry itself adds no Event
     r = w.accept(w.workers[0], "a", offer_id)
     assert r.rejection is not None and r.rejection.code == "offer_expired"
-    assert w.authority.head(w.group) == head and _state(w, "a") == "offered"
+    assert w.authority.head(w.group) == head and w.item("a")["state"] == "offered"
 
 
 def test_decline_carries_structured_reason__MW_10_3_e(tmp_path: Path) -> None:
@@ -139,7 +132,7 @@ def test_decline_carries_structured_reason__MW_10_3_e(tmp_path: Path) -> None:
     ev = r.events[0]
     assert ev.type == "work.offer_declined" and ev.body["reason"] == "capacity"
     assert ev.body["standard_reason"] is True and ev.body["all_declined"] is True
-    assert _state(w, "a") == "offered"
+    assert w.item("a")["state"] == "offered"
 
 
 def test_assignment_records_selection_basis_without_prose__MW_10_3_f(tmp_path: Path) -> None:

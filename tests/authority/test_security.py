@@ -48,8 +48,7 @@ def _started(world: World, wid: str) -> SubmitResult:
     world.authorize(wid)
     offer = world.offer(wid, world.workers[0])
     assert world.accept(world.workers[0], wid, offer).accepted
-    item = world.authority.work_item(world.group, wid)
-    assert item is not None
+    item = world.item(wid)
     body = {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]}
     started = world.ok(world.workers[0], "work.start", body)
     world.leases[wid] = started.reply["lease"]

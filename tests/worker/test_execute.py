@@ -5,73 +5,33 @@ late-result path."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from pydantic import BaseModel
 from temporalio.testing import ActivityEnvironment
 
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Actor
-from missionweave.protocol.temporal_contract import ExecuteWorkItemInput, LeaseGrant, OutcomeKind
+from missionweave.protocol.temporal_contract import OutcomeKind
 from missionweave.worker import (
-    HandlerRegistry,
     LeaseLost,
     PermanentFailure,
     Submission,
     WorkContext,
 )
 from missionweave.worker._execute import WorkItemExecutor
-from tests.contracts import contract
+from tests.executor_harness import Handler, VerifyInput, grant, registry_of, run
 from tests.serving import LiveServer
 from tests.world import World
-
-
-class VerifyInput(BaseModel):
-    files: list[str]
 
 
 @pytest_asyncio.fixture
 async def client(live: LiveServer, world: World) -> AsyncIterator[AuthorityClient]:
     async with AuthorityClient(live.url, signing_key=world.coordinator.key) as c:
         yield c
-
-
-def grant(w: World, wid: str, worker: Actor, **over: Any) -> ExecuteWorkItemInput:
-    """Offer, accept and start ``wid`` for ``worker``; the activity input the workflow builds."""
-    if w.authority.work_item(w.group, wid) is None:
-        w.authorize(wid, **over)
-    offer_id = w.offer(wid, worker)
-    assert w.accept(worker, wid, offer_id).accepted
-    item = w.authority.work_item(w.group, wid)
-    assert item is not None
-    r = w.ok(
-        worker, "work.start", {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]}
-    )
-    lease = {k: v for k, v in r.reply["lease"].items() if k != "renewals"}
-    w.leases[wid] = r.reply["lease"]
-    return ExecuteWorkItemInput(
-        group_id=w.group,
-        mission_id=w.mission,
-        work_item_id=wid,
-        contract=contract(**over),
-        input={"files": ["a.tar", "b.tar"]},
-        lease=LeaseGrant(**lease, capability_token=r.reply["capability_token"]),
-        checkpoint=r.reply.get("checkpoint"),
-    )
-
-
-Handler = Callable[[WorkContext, VerifyInput], Awaitable[Any]]
-
-
-def registry_of(fn: Handler) -> HandlerRegistry:
-    """``fn`` as the handler of ``dist.verify@1.0``."""
-    registry = HandlerRegistry()
-    registry.handler("dist.verify", version="1.0")(fn)
-    return registry
 
 
 @dataclass
@@ -97,27 +57,6 @@ class Sleeper:
             return Submission()
 
         self.handler = sleep
-
-
-async def run(
-    client: AuthorityClient,
-    actor: Actor,
-    work: ExecuteWorkItemInput,
-    fn: Handler,
-    beats: list[Any] | None = None,
-) -> Any:
-    registry = registry_of(fn)
-    env = ActivityEnvironment()
-    if beats is not None:
-        env.on_heartbeat = lambda *details: beats.append(details[0])
-    executor = WorkItemExecutor(actor, client, registry)
-    return await env.run(executor.execute_work_item, work)
-
-
-def state_of(w: World, wid: str) -> dict[str, Any]:
-    item = w.authority.work_item(w.group, wid)
-    assert item is not None
-    return item
 
 
 async def test_submission_is_reported_and_accepted__MW_11_3_c(
@@ -147,8 +86,8 @@ async def test_submission_is_reported_and_accepted__MW_11_3_c(
     assert [e.type for e in out.verdict.events] == ["lease.released", "work.submitted"]
     assert out.outputs == {"files": 2} and len(out.evidence) == 2
     assert seen == [VerifyInput(files=["a.tar", "b.tar"])]  # validated into the handler's model
-    assert state_of(world, "a")["state"] == "submitted"
-    assert state_of(world, "a")["usage"].count('"tool_calls":2') == 1  # charged once
+    assert world.item("a")["state"] == "submitted"
+    assert world.item("a")["usage"].count('"tool_calls":2') == 1  # charged once
     assert beats and beats[0]["lease_id"] == work.lease.lease_id
 
 
@@ -167,7 +106,7 @@ async def test_save_then_pause_requeues_with_checkpoint__MW_11_3_g(
     out = await run(client, worker, work, verify, beats)
     assert out.kind is OutcomeKind.PAUSED and out.verdict and out.verdict.accepted
     assert out.checkpoint == {"done": ["a.tar"], "next": "b.tar"}
-    item = state_of(world, "a")
+    item = world.item("a")
     assert item["state"] == "queued" and item["owner"] == worker.agent_id
     assert item["checkpoint"] == '{"done":["a.tar"],"next":"b.tar"}'
     saved = [
@@ -189,7 +128,7 @@ async def test_block_reports_resolution__MW_11_4_c(world: World, client: Authori
     out = await run(client, worker, work, verify)
     assert out.kind is OutcomeKind.BLOCKED and out.verdict and out.verdict.accepted
     assert out.resolution == {"needs": "mirror credentials"}
-    assert state_of(world, "a")["state"] == "blocked"
+    assert world.item("a")["state"] == "blocked"
 
 
 @pytest.mark.parametrize(
@@ -216,7 +155,7 @@ async def test_raising_handler_fails_with_evidence__MW_11_4_f(
     assert str(exc) in ev.summary and str(exc) in (out.error or "")
     failed = [e for e in world.authority.all_events(world.group) if e.type == "work.failed"]
     assert failed[-1].body["retryable"] is retryable
-    assert state_of(world, "a")["state"] == "failed"
+    assert world.item("a")["state"] == "failed"
 
 
 async def test_revoked_lease_cancels_handler__MW_11_3_f(
@@ -236,7 +175,7 @@ async def test_revoked_lease_cancels_handler__MW_11_3_f(
     assert verify.cancelled.is_set()
     assert out.verdict is not None and out.verdict.rejection is not None
     assert out.verdict.rejection.code == "stale_session_epoch"
-    assert state_of(world, "a")["state"] == "queued"  # requeued by the revocation, not failed
+    assert world.item("a")["state"] == "queued"  # requeued by the revocation, not failed
     assert not [e for e in world.authority.all_events(world.group) if e.type == "work.submitted"]
     assert beats  # heartbeats went out while it ran
 
@@ -312,7 +251,7 @@ async def test_late_result_is_recorded_not_applied__MW_11_5_b(
     assert out.kind is OutcomeKind.LEASE_LOST
     assert out.verdict is not None and out.verdict.status == "recorded"
     assert [e.type for e in out.verdict.events] == ["work.late_result_recorded"]
-    item = state_of(world, "a")
+    item = world.item("a")
     assert item["owner"] == new.agent_id and item["state"] == "queued"
 
 
@@ -332,8 +271,8 @@ async def test_budget_overrun_on_renewal_stops_and_fails__MW_11_5_j(
     assert verify.cancelled.is_set()
     assert out.kind is OutcomeKind.FAILED and out.retryable is False
     assert "budget exceeded" in (out.error or "") and "tool_calls" in (out.error or "")
-    assert state_of(world, "a")["state"] == "failed"
-    assert '"tool_calls":0' in state_of(world, "a")["usage"]  # no partial charge (MW-11.5-j)
+    assert world.item("a")["state"] == "failed"
+    assert '"tool_calls":0' in world.item("a")["usage"]  # no partial charge (MW-11.5-j)
 
 
 async def test_a_hung_handler_is_stopped_by_its_wall_clock_budget__MW_11_5_j(
@@ -362,7 +301,7 @@ async def test_a_hung_handler_is_stopped_by_its_wall_clock_budget__MW_11_5_j(
     assert error.endswith(" of 300 ms (budget.wall_clock_ms)"), error
     used = int(error.removeprefix("budget exceeded: wall_clock_ms ").split()[0])
     assert used > 300
-    assert state_of(world, "a")["state"] == "failed"
+    assert world.item("a")["state"] == "failed"
 
 
 async def test_temporal_cancel_stops_the_handler(world: World, client: AuthorityClient) -> None:
@@ -379,4 +318,4 @@ async def test_temporal_cancel_stops_the_handler(world: World, client: Authority
     with pytest.raises(asyncio.CancelledError):
         await task
     assert verify.cancelled.is_set()
-    assert state_of(world, "a")["state"] == "active"  # nothing reported: the workflow decides
+    assert world.item("a")["state"] == "active"  # nothing reported: the workflow decides

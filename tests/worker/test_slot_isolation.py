@@ -37,8 +37,7 @@ def _granted(w: World, mission: str, wid: str) -> ExecuteWorkItemInput:
     w.mission = mission
     w.authorize(wid)
     assert w.accept(ada, wid, w.offer(wid, ada)).accepted
-    item = w.authority.work_item(w.group, wid)
-    assert item is not None
+    item = w.item(wid)
     r = w.ok(ada, "work.start", {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]})
     lease = {k: v for k, v in r.reply["lease"].items() if k != "renewals"}
     return ExecuteWorkItemInput(

@@ -15,7 +15,7 @@ from temporalio.testing import ActivityEnvironment
 
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Actor
-from missionweave.protocol.temporal_contract import OutcomeKind
+from missionweave.protocol.temporal_contract import ExecuteWorkItemInput, OutcomeKind
 from missionweave.worker import (
     LeaseLost,
     PermanentFailure,
@@ -32,6 +32,18 @@ from tests.world import World
 async def client(live: LiveServer, world: World) -> AsyncIterator[AuthorityClient]:
     async with AuthorityClient(live.url, signing_key=world.coordinator.key) as c:
         yield c
+
+
+@pytest.fixture
+def worker(world: World) -> Actor:
+    """``worker-0``: the agent whose activity runs."""
+    return world.workers[0]
+
+
+@pytest.fixture
+def work(world: World, worker: Actor) -> ExecuteWorkItemInput:
+    """WorkItem ``a`` on the default contract, granted to :func:`worker`: the activity's input."""
+    return grant(world, "a", worker)
 
 
 @dataclass
@@ -60,10 +72,8 @@ class Sleeper:
 
 
 async def test_submission_is_reported_and_accepted__MW_11_3_c(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, work: ExecuteWorkItemInput, worker: Actor
 ) -> None:
-    worker = world.workers[0]
-    work = grant(world, "a", worker)
     seen: list[VerifyInput] = []
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Submission:
@@ -92,10 +102,8 @@ async def test_submission_is_reported_and_accepted__MW_11_3_c(
 
 
 async def test_save_then_pause_requeues_with_checkpoint__MW_11_3_g(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, work: ExecuteWorkItemInput, worker: Actor
 ) -> None:
-    worker = world.workers[0]
-    work = grant(world, "a", worker)
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
         await ctx.save({"done": ["a.tar"]})
@@ -118,9 +126,9 @@ async def test_save_then_pause_requeues_with_checkpoint__MW_11_3_g(
     assert r.reply["checkpoint"] == {"done": ["a.tar"], "next": "b.tar"}
 
 
-async def test_block_reports_resolution__MW_11_4_c(world: World, client: AuthorityClient) -> None:
-    worker = world.workers[0]
-    work = grant(world, "a", worker)
+async def test_block_reports_resolution__MW_11_4_c(
+    world: World, client: AuthorityClient, work: ExecuteWorkItemInput, worker: Actor
+) -> None:
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
         ctx.block({"needs": "mirror credentials"}, {"at": "start"})
@@ -139,10 +147,13 @@ async def test_block_reports_resolution__MW_11_4_c(world: World, client: Authori
     ],
 )
 async def test_raising_handler_fails_with_evidence__MW_11_4_f(
-    world: World, client: AuthorityClient, exc: Exception, retryable: bool
+    world: World,
+    client: AuthorityClient,
+    work: ExecuteWorkItemInput,
+    worker: Actor,
+    exc: Exception,
+    retryable: bool,
 ) -> None:
-    worker = world.workers[0]
-    work = grant(world, "a", worker)
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
         raise exc
@@ -159,9 +170,8 @@ async def test_raising_handler_fails_with_evidence__MW_11_4_f(
 
 
 async def test_revoked_lease_cancels_handler__MW_11_3_f(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, worker: Actor
 ) -> None:
-    worker = world.workers[0]
     work = grant(world, "a", worker, timeouts={"heartbeat_ms": 50, "lease_ms": 30_000})
     verify = Sleeper()
     beats: list[Any] = []
@@ -181,10 +191,8 @@ async def test_revoked_lease_cancels_handler__MW_11_3_f(
 
 
 async def test_guard_refuses_once_the_lease_is_lost__MW_11_5_d(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, work: ExecuteWorkItemInput, worker: Actor
 ) -> None:
-    worker = world.workers[0]
-    work = grant(world, "a", worker)
     side_effects: list[str] = []
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
@@ -206,9 +214,8 @@ async def test_guard_refuses_once_the_lease_is_lost__MW_11_5_d(
 
 
 async def test_idempotency_keys_differ_per_ownership_epoch__MW_16_f(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, worker: Actor
 ) -> None:
-    worker = world.workers[0]
     keys: list[tuple[int, str, str, str]] = []
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
@@ -233,7 +240,7 @@ async def test_idempotency_keys_differ_per_ownership_epoch__MW_16_f(
 
 
 async def test_late_result_is_recorded_not_applied__MW_11_5_b(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, worker: Actor
 ) -> None:
     old, new = world.workers
     work = grant(world, "a", old)
@@ -256,9 +263,8 @@ async def test_late_result_is_recorded_not_applied__MW_11_5_b(
 
 
 async def test_budget_overrun_on_renewal_stops_and_fails__MW_11_5_j(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, worker: Actor
 ) -> None:
-    worker = world.workers[0]
     work = grant(
         world,
         "a",
@@ -276,12 +282,11 @@ async def test_budget_overrun_on_renewal_stops_and_fails__MW_11_5_j(
 
 
 async def test_a_hung_handler_is_stopped_by_its_wall_clock_budget__MW_11_5_j(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, worker: Actor
 ) -> None:
     """A handler that never returns is cancelled once its running time passes
     ``budget.wall_clock_ms`` (measured by the runtime, charged with each renewal), and the
     WorkItem fails for good with a reason that names the dimension, usage and limit."""
-    worker = world.workers[0]
     timeouts = {"heartbeat_ms": 50, "lease_ms": 30_000}
     work = grant(world, "a", worker, budget={"wall_clock_ms": 300}, timeouts=timeouts)
     cancelled = asyncio.Event()
@@ -304,9 +309,9 @@ async def test_a_hung_handler_is_stopped_by_its_wall_clock_budget__MW_11_5_j(
     assert world.item("a")["state"] == "failed"
 
 
-async def test_temporal_cancel_stops_the_handler(world: World, client: AuthorityClient) -> None:
-    worker = world.workers[0]
-    work = grant(world, "a", worker)
+async def test_temporal_cancel_stops_the_handler(
+    world: World, client: AuthorityClient, work: ExecuteWorkItemInput, worker: Actor
+) -> None:
     verify = Sleeper()
     registry = registry_of(verify.handler)
     env = ActivityEnvironment()

@@ -24,8 +24,6 @@ What is measured, in one run:
 
 from __future__ import annotations
 
-import argparse
-import json
 import multiprocessing as mp
 import sqlite3
 import statistics
@@ -37,7 +35,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from missionweave.authority import Authority, AuthorityConfig, _verifier, now_ms
+from _figures import parser, print_figures
+
+from missionweave.authority import Authority, AuthorityConfig, now_ms
+from missionweave.authority.core import _signature_process
 from missionweave.protocol import (
     Actor,
     Command,
@@ -177,7 +178,7 @@ def _replica(
     barrier.wait()
     out.put(_drive(auth, parsed[1:], seconds))
     auth.close()
-    _verifier.shutdown()  # a process's own verifier process, before it exits
+    _signature_process.shutdown()  # a process's own verifier process, before it exits
 
 
 def _postgres(base: Path) -> Any:
@@ -272,7 +273,7 @@ def run(
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = parser(__doc__)
     p.add_argument(
         "--store",
         choices=["sqlite", "postgres"],
@@ -288,18 +289,13 @@ def main() -> None:
     p.add_argument("--groups", type=int, default=1, help="Groups the Commands spread over")
     p.add_argument("--seconds", type=float, default=5.0, help="measuring time (default 5)")
     p.add_argument("--batch", type=int, default=64, help="Commands per transaction (default 64)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args()
     if args.seconds <= 0 or args.batch < 1 or args.replicas < 1 or args.groups < 1:
         p.error("--seconds must be > 0; --batch, --replicas and --groups >= 1")
     if args.replicas > 1 and args.store != "postgres":
         p.error("--replicas > 1 needs --store postgres (one SQLite file has one writer)")
     res = run(args.store, args.seconds, args.batch, args.replicas, args.groups)
-    if args.json:
-        print(json.dumps(res))
-    else:
-        for k, v in res.items():
-            print(f"{k:>22}: {v}")
+    print_figures(res, args.json)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ faster: more processes, each with its own Temporal worker, share the same two co
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -47,12 +46,14 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _figures import parser
 from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -240,18 +241,25 @@ def agent_slots(n: int, layers: int, agents: int) -> int:
     return min(MAX_SLOTS, max(4, -(-n // (agents * layers))))
 
 
+@dataclass(frozen=True)
+class Setup:
+    """How one size is run: DAG layers, agent runtimes, and which parts are processes."""
+
+    layers: int
+    agents: int
+    authority_process: bool
+    agents_process: bool
+    mission_only: bool
+
+
 async def run_mission(
-    env: WorkflowEnvironment,
-    n: int,
-    layers: int,
-    agents: int,
-    authority_process: bool,
-    agents_process: bool,
+    env: WorkflowEnvironment, n: int, setup: Setup
 ) -> tuple[float, int, int, float, int]:
+    layers, agents, agents_process = setup.layers, setup.agents, setup.agents_process
     slots = agent_slots(n, layers, agents)
     with tempfile.TemporaryDirectory() as d:
         async with (
-            mission_stack(env, Path(d), authority_process=authority_process) as ms,
+            mission_stack(env, Path(d), authority_process=setup.authority_process) as ms,
             contextlib.AsyncExitStack() as up,
         ):
             if agents_process:
@@ -330,14 +338,7 @@ async def run_bare(
                 await w.__aexit__(None, None, None)
 
 
-async def main_async(
-    sizes: list[int],
-    layers: int,
-    agents: int,
-    authority_process: bool,
-    agents_process: bool,
-    mission_only: bool,
-) -> list[dict[str, Any]]:
+async def main_async(sizes: list[int], setup: Setup) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="mw-bench-") as d:
         # our dev server: waits up to 30 s for the server to answer, and dies with this process
         async with TemporalDevServer(
@@ -346,35 +347,23 @@ async def main_async(
             client = await server.connect()
             env = WorkflowEnvironment.from_client(client)
             return [
-                await one_size(
-                    env, n, min(layers, n), agents, authority_process, agents_process, mission_only
-                )
-                for n in sizes
+                await one_size(env, n, replace(setup, layers=min(setup.layers, n))) for n in sizes
             ]
 
 
-async def one_size(
-    env: WorkflowEnvironment,
-    n: int,
-    layers: int,
-    agents: int,
-    authority_process: bool,
-    agents_process: bool,
-    mission_only: bool,
-) -> dict[str, Any]:
+async def one_size(env: WorkflowEnvironment, n: int, setup: Setup) -> dict[str, Any]:
+    layers, agents = setup.layers, setup.agents
     bare = bare_events = None
-    if not mission_only:
+    if not setup.mission_only:
         bare, bare_events = await run_bare(env, n, layers, agents)
-    mission, events, runs, longest, failed_tasks = await run_mission(
-        env, n, layers, agents, authority_process, agents_process
-    )
+    mission, events, runs, longest, failed_tasks = await run_mission(env, n, setup)
     out: dict[str, Any] = {
         "items": n,
         "layers": layers,
         "agents": agents,
         "work_ms": round(WORK_S * 1000),
-        "authority": "process" if authority_process else "inline",
-        "agents_as": "processes" if agents_process else "inline",
+        "authority": "process" if setup.authority_process else "inline",
+        "agents_as": "processes" if setup.agents_process else "inline",
         "bare_s": None if bare is None else round(bare, 3),
         "mission_s": round(mission, 3),
         "ratio": None if bare is None else round(mission / bare, 2),
@@ -391,7 +380,7 @@ async def one_size(
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = parser(__doc__, json_help="print one JSON list")
     p.add_argument(
         "--items", type=int, action="append", help="WorkItems (repeatable; default 200 and 1000)"
     )
@@ -419,7 +408,6 @@ def main() -> None:
         action="store_true",
         help="run only the Mission (no bare run, no ratio): completion and wall time",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON list")
     args = p.parse_args()
     sizes = args.items or [200, 1000]
     if any(n < 1 for n in sizes) or args.layers < 1 or args.agents < 1:
@@ -432,11 +420,13 @@ def main() -> None:
     res = asyncio.run(
         main_async(
             sizes,
-            args.layers,
-            args.agents,
-            args.authority == "process",
-            args.agent_processes,
-            args.mission_only,
+            Setup(
+                layers=args.layers,
+                agents=args.agents,
+                authority_process=args.authority == "process",
+                agents_process=args.agent_processes,
+                mission_only=args.mission_only,
+            ),
         )
     )
     if args.json:

@@ -13,7 +13,6 @@ one ``plan`` call in microseconds. ``--json`` prints one JSON object instead.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _figures import parser
 
 from missionweave.worker._scheduler import Scheduler
 from tests.scheduler_sim import Plans, RoundRobin, simulate, weighted_shares
@@ -80,7 +81,7 @@ def run(groups: int, seconds: int, slots: int, max_wait_ms: int | None) -> dict[
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = parser(__doc__)
     p.add_argument("--groups", type=int, default=4, help="Groups, weights 1..G (default 4)")
     p.add_argument("--seconds", type=int, default=3_600, help="simulated seconds (default 3600)")
     p.add_argument("--slots", type=int, default=4, help="the agent's slots (default 4)")
@@ -90,7 +91,6 @@ def main() -> None:
         default=300_000,
         help="the scheduler's bound on waiting (default 300000, the agent's default)",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args()
     if args.groups < 1 or args.seconds < 1 or args.slots < 1:
         p.error("--groups, --seconds and --slots must be >= 1")

@@ -16,9 +16,7 @@ WorkItem and its token:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import socket
 import statistics
 import sys
@@ -30,6 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import uvicorn
+from _figures import parser, print_figures
 
 from missionweave.authority import verify_capability_token
 from missionweave.authority.client import AuthorityClient
@@ -71,9 +70,8 @@ async def _http(app: Any, token: dict[str, Any], seconds: float) -> tuple[float,
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser(__doc__)
     ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         w = make_world(Path(tmp) / "a.db")
@@ -95,11 +93,7 @@ def main() -> None:
         "http_p50_ms": round(q[49], 2),
         "http_p99_ms": round(q[98], 2),
     }
-    if args.json:
-        print(json.dumps(out))
-    else:
-        for k, v in out.items():
-            print(f"{k:>18}: {v}")
+    print_figures(out, args.json)
 
 
 if __name__ == "__main__":

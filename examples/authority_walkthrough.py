@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from rich.table import Table
 
 from missionweave.authority import SubmitResult
 from missionweave.authority.client import AuthorityClient
+from missionweave.dev import free_port
 from missionweave.protocol import Actor, WorkContract
 
 console = Console()
@@ -236,12 +236,6 @@ class Walk:
         await self.send(c, "work.submit", self.leased("report", evidence=evidence(c, "report")))
         await self.send(self.coord, "work.accept_result", {"work_item_id": "report"})
         await self.send(self.coord, "mission.complete", {"mission_id": "m1"})
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def walk_and_summarize(url: str, coordinator: Actor) -> None:

@@ -21,8 +21,9 @@ answer to its own cancel request, and the server refuses a workflow's request to
 (``ExternalWorkflowExecutionNotFound``). Temporal's cancel request cancels the Mission at the
 Authority, then the execution is Canceled.
 
-:func:`mission_failure` builds the error the workflow raises; :func:`result_of` and
-:func:`mission_result` read the :class:`MissionResult` back on the client's side.
+:func:`start_mission` starts one; :func:`mission_failure` builds the error the workflow raises;
+:func:`result_of` and :func:`mission_result` read the :class:`MissionResult` back on the
+client's side.
 """
 
 from __future__ import annotations
@@ -32,10 +33,16 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from .protocol.temporal_contract import MissionResult
+from .protocol.temporal_contract import (
+    COORDINATOR_TASK_QUEUE,
+    MISSION_WORKFLOW_TYPE,
+    MissionResult,
+    MissionSpec,
+    mission_workflow_id,
+)
 
 if TYPE_CHECKING:
-    from temporalio.client import WorkflowHandle
+    from temporalio.client import Client, WorkflowHandle
 
 MISSION_FAILED = "MissionFailed"
 MISSION_CANCELLED = "MissionCancelled"
@@ -89,6 +96,33 @@ def result_of(exc: BaseException | None) -> MissionResult | None:
     return None
 
 
+async def start_mission(
+    client: Client,
+    spec: MissionSpec,
+    *,
+    task_queue: str = COORDINATOR_TASK_QUEUE,
+    **kwargs: Any,
+) -> WorkflowHandle[Any, MissionResult]:
+    """Start the Mission workflow for ``spec``: workflow id
+    :func:`~missionweave.protocol.temporal_contract.mission_workflow_id`, on the coordinator's
+    ``task_queue``, summarised in the UI by its title (else its id). ``kwargs`` go to
+    ``client.start_workflow`` (``id_reuse_policy``, ``rpc_timeout`` …).
+
+    Raises:
+        temporalio.exceptions.WorkflowAlreadyStartedError: a workflow of that id runs (or ran,
+            under the reuse policy given).
+    """
+    return await client.start_workflow(
+        MISSION_WORKFLOW_TYPE,
+        args=[spec, None],
+        id=mission_workflow_id(spec.mission_id),
+        task_queue=task_queue,
+        result_type=MissionResult,
+        static_summary=spec.title or spec.mission_id,
+        **kwargs,
+    )
+
+
 async def mission_result(handle: WorkflowHandle[Any, Any], **kwargs: Any) -> MissionResult:
     """Wait for a Mission and return its :class:`MissionResult` whether it completed, failed
     or was cancelled. ``kwargs`` go to ``handle.result`` (``rpc_timeout`` …).
@@ -120,4 +154,5 @@ __all__ = [
     "mission_failure",
     "mission_result",
     "result_of",
+    "start_mission",
 ]

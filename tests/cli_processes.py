@@ -1,26 +1,34 @@
 """Real ``missionweave`` processes for CLI tests: run a command (:func:`mw`, :func:`amw` from
 async tests), start a long-running one (``dev up``, ``worker``) in its own process group, read
-what it prints, Ctrl-C it.
+what it prints, Ctrl-C it; ``authority serve`` on a free port; the processes a test leaves.
 
-``processes`` is a fixture: every :class:`Process` a test appends is killed at its end.
+Every :class:`Process` a test appends to the ``processes`` fixture (``tests/conftest.py``) is
+killed at its end.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import pytest
+import httpx
+
+from missionweave.authority.wire._readsig import SignedReads
+from missionweave.dev import free_port
+from missionweave.protocol import SigningKey
 
 EXE = str(Path(sys.executable).with_name("missionweave"))
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,17 +39,26 @@ STARTUP_S = 60
 def mw(
     *args: str, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``missionweave *args`` to its end (from the repository root)."""
+    """Run ``missionweave *args`` to its end (from the repository root), with ``env`` over this
+    process's environment."""
     return subprocess.run(
         [EXE, *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=ROOT,
-        env=env,
+        env={**os.environ, **(env or {})},
         input=stdin,
         check=False,
     )
+
+
+async def amw(
+    *args: str, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """:func:`mw` from an async test whose event loop runs the stack the command talks to (a
+    blocking run would stall that loop: the command's query would wait for itself)."""
+    return await asyncio.to_thread(mw, *args, env=env, stdin=stdin)
 
 
 def one_line_error(r: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -53,20 +70,88 @@ def one_line_error(r: subprocess.CompletedProcess[str], *needles: str) -> None:
         assert needle in lines[0], lines[0]
 
 
-def processes_mentioning(text: str) -> list[str]:
-    """Command lines of live processes that mention ``text`` (e.g. a test's tmp path)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+def stack_command(command: str, data: Path, *extra: str, ui: bool = True) -> list[str]:
+    """The arguments of ``missionweave <command>`` (``dev up``, ``demo``) on the data directory
+    ``data`` with every port chosen free (``0``); ``ui=False``: ``--headless``."""
+    return [
+        *command.split(),
+        "--data-dir",
+        str(data),
+        "--temporal-port",
+        "0",
+        *(("--ui-port", "0") if ui else ("--headless",)),
+        "--authority-port",
+        "0",
+        *extra,
+    ]
+
+
+def mission_spec(
+    mission_id: str, title: str, items: list[dict[str, Any]], group: str = "demo"
+) -> dict[str, Any]:
+    """A MissionSpec as ``mission start`` reads it: offers live 5 s, re-offered after 0.3 s."""
+    return {
+        "group_id": group,
+        "mission_id": mission_id,
+        "title": title,
+        "items": items,
+        "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
+    }
+
+
+@contextlib.contextmanager
+def listening_port() -> Iterator[int]:
+    """A loopback port this process listens on while the block runs (taken for anyone else)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield int(taken.getsockname()[1])
+
+
+# ----------------------------------------------------------------- the processes of the machine
+
+
+def _live_processes() -> Iterator[tuple[int, int, str]]:
+    """``(pid, parent pid, command line)`` of every live process but zombies."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
         try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (proc / "stat").read_text().split(") ", 1)[1][:1]
-        except OSError:
+            state, ppid = (entry / "stat").read_text().rsplit(") ", 1)[1].split()[:2]
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except (OSError, IndexError, ValueError):
             continue
-        if text in cmdline and state != "Z":
-            found.append(f"{proc.name}: {cmdline}")
+        if state != "Z":
+            yield int(entry.name), int(ppid), cmdline.decode(errors="replace")
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """``pid: command line`` of live processes but this one that mention ``text`` (a test's
+    tmp path, a run's directory)."""
+    return [
+        f"{pid}: {cmdline[:200]}"
+        for pid, _, cmdline in _live_processes()
+        if text in cmdline and pid != os.getpid()
+    ]
+
+
+def children(pid: int, needle: str = "") -> list[int]:
+    """Pids of live children of ``pid`` whose command line mentions ``needle``."""
+    return [c for c, parent, cmdline in _live_processes() if parent == pid and needle in cmdline]
+
+
+def descendants(pid: int) -> set[int]:
+    """Pids of every live process below ``pid`` (children, theirs, …)."""
+    table = [(c, parent) for c, parent, _ in _live_processes()]
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {c for c, parent in table if parent in frontier} - found
+        found |= frontier
     return found
+
+
+# ------------------------------------------------------------------------------ processes
 
 
 class Process:
@@ -137,18 +222,136 @@ def eventually(probe: Callable[[], Any], what: str, proc: Process, timeout_s: fl
     return got
 
 
-@pytest.fixture
-def processes() -> Iterator[list[Process]]:
-    """Processes started by a test; any still running at its end is killed."""
-    started: list[Process] = []
-    yield started
-    for p in started:
-        p.close()
+@contextlib.contextmanager
+def logged_process(args: list[str], log: Path) -> Iterator[subprocess.Popen[str]]:
+    """``args`` running with its stdout and stderr both written to ``log`` (in this process's
+    group: a signal to it reaches it alone); killed at the end if still running."""
+    with log.open("w") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
-async def amw(
-    *args: str, env: dict[str, str] | None = None, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    """:func:`mw` from an async test whose event loop runs the stack the command talks to (a
-    blocking run would stall that loop: the command's query would wait for itself)."""
-    return await asyncio.to_thread(mw, *args, env=env, stdin=stdin)
+def wait_for_output(
+    proc: subprocess.Popen[str], log: Path, pattern: str, timeout_s: float = 240
+) -> re.Match[str]:
+    """The first match of ``pattern`` (a line, ``re.M``) in the output ``proc`` writes to
+    ``log``, polled every 0.2 s until ``proc`` exits or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while proc.poll() is None and time.monotonic() < deadline:
+        found = re.search(pattern, log.read_text(), re.M)
+        if found:
+            return found
+        time.sleep(0.2)
+    found = re.search(pattern, log.read_text(), re.M)
+    assert found, log.read_text()
+    return found
+
+
+@contextlib.contextmanager
+def authority_serve(db: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``missionweave authority serve --db db *extra`` on a free loopback port, once its
+    ``/healthz`` answers 200 (within 30 s): its URL and process. Its stderr goes to ``db``'s
+    name with ``.log``; it is terminated at the end."""
+    port = free_port()
+    log = db.with_suffix(".log")
+    url = f"http://127.0.0.1:{port}"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [EXE, "authority", "serve", "--db", str(db), *extra, "--port", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            text=True,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, f"server exited: {log.read_text()}"
+            assert time.monotonic() < deadline, f"server did not start: {log.read_text()}"
+            time.sleep(0.1)
+        yield url, proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=15)
+
+
+# ------------------------------------------------------------------------------ dev up
+
+
+@dataclass
+class DevStack:
+    """A running ``missionweave dev up``: its data directory, its process and what its banner
+    said (``Temporal``, ``Authority``, ``Group``, … by key)."""
+
+    data: Path
+    process: Process
+    info: dict[str, str]
+
+    @property
+    def temporal(self) -> str:
+        return self.info["Temporal"].split()[0]
+
+    @property
+    def authority(self) -> str:
+        return self.info["Authority"]
+
+    @property
+    def coordinator_key(self) -> Path:
+        return self.data / "keys" / "coordinator.pem"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """This environment with the stack's addresses, as a user exports them."""
+        return {
+            **os.environ,
+            "TEMPORAL_ADDRESS": self.temporal,
+            "MISSIONWEAVE_AUTHORITY_URL": self.authority,
+        }
+
+    def add_agent(self, agent: str, agent_key: Path) -> subprocess.CompletedProcess[str]:
+        """``group add``: ``agent`` in Group ``demo`` by its owner, its key created at
+        ``agent_key`` when missing."""
+        return mw(
+            "group",
+            "add",
+            "--key",
+            str(self.coordinator_key),
+            "--group",
+            "demo",
+            "--agent-id",
+            agent,
+            "--agent-key",
+            str(agent_key),
+            "--create-key",
+            env=self.env,
+        )
+
+    def read(self, what: str, **params: int) -> Any:
+        """A signed read of Group ``demo``'s ``what`` (``agents``, ``events``) as its owner."""
+        reads = SignedReads(SigningKey.from_file(self.coordinator_key))
+        url = f"{self.authority}/v1/groups/demo/{what}"
+        return httpx.get(url, timeout=5, auth=reads, params=params).json()
+
+    def events(self) -> list[dict[str, Any]]:
+        """Group ``demo``'s log (its first 1000 Events)."""
+        events: list[dict[str, Any]] = self.read("events", after_sequence=0, limit=1000)["events"]
+        return events
+
+
+def dev_up(tmp_path: Path, processes: list[Process], *extra: str, ui: bool = False) -> DevStack:
+    """``missionweave dev up`` on free ports under ``tmp_path/data`` (``ui=False``: headless),
+    once its banner is printed."""
+    data = tmp_path / "data"
+    stack = Process([EXE, *stack_command("dev up", data, *extra, ui=ui)], tmp_path / "dev.log")
+    processes.append(stack)
+    return DevStack(data, stack, stack.read_until(r"^  Group ", STARTUP_S))

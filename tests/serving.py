@@ -1,99 +1,65 @@
-"""A real uvicorn server on 127.0.0.1 for delivery tests, and the fixtures that start it.
+"""A real Authority server on 127.0.0.1 for delivery tests: in this process
+(:data:`LiveServer`, the embedded stack's :class:`missionweave.dev.AuthorityServer`) or as its
+own process (:class:`ProcessServer`), and helpers for raw requests and frames.
 
 The fixtures ``world`` and ``live`` that start it are in ``tests/conftest.py``.
-The server runs as a task on the test's event loop and listens on a real loopback socket; it
-can be stopped and started again on the same port (the reconnect tests do that), over the same
-Authority or a new one opened on the same database file.
+The in-process server runs as a task on the test's event loop and listens on a real loopback
+socket; it can be stopped and started again on the same port (the reconnect tests do that), over
+the same Authority or a new one opened on the same database file.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import uvicorn
 
-from missionweave.authority import Authority, AuthorityConfig, now_ms
-from missionweave.authority.http import create_app
+from missionweave.authority import AuthorityConfig, now_ms
 from missionweave.authority.wire._readsig import SignedReads
+from missionweave.dev import AuthorityServer, authority_answers, free_port, wait_until
 from missionweave.protocol import Actor, Command, canonical_bytes
 
 from .world import World, make_world
 
 
 class _Server(uvicorn.Server):
-    """uvicorn without its signal handlers (they belong to pytest)."""
+    """uvicorn without its signal handlers (they belong to pytest), for a test's own app."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
 
 
-class _Loopback:
-    """An Authority server on a 127.0.0.1 port: its HTTP and WebSocket URLs."""
-
-    port: int
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/v1/stream"
+#: ``create_app(authority)`` behind uvicorn on a 127.0.0.1 port, as the embedded stack serves it
+#: (:class:`missionweave.dev.AuthorityServer`): ``LiveServer(authority, poll_interval_s=0.05)``;
+#: ``server.authority`` may be replaced between ``stop()`` and ``start()`` (same port);
+#: ``server.app.state.writer`` is the running app's BatchWriter.
+LiveServer = AuthorityServer
 
 
-class LiveServer(_Loopback):
-    """``create_app(authority)`` behind uvicorn on a loopback port.
-
-    Attributes:
-        authority: the Authority served (replace it between :meth:`stop` and :meth:`start`).
-        port: the TCP port (kept across restarts).
-        app: the current app (``app.state.writer`` is its BatchWriter).
-    """
-
-    def __init__(self, authority: Authority, **app_kw: Any) -> None:
-        self.authority = authority
-        self.port = 0
-        self.app_kw = app_kw
-        self.app: Any = None
-        self._server: _Server | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        # IPPROTO_TCP: asyncio then sets TCP_NODELAY on each connection (see _stack._listen)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", self.port))
-        self.port = sock.getsockname()[1]
-        self.app = create_app(self.authority, **self.app_kw)
-        config = uvicorn.Config(
-            self.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
-        )
-        self._server = _Server(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()  # raises the startup error
-            await asyncio.sleep(0.01)
-
-    async def stop(self) -> None:
-        """Shut down: open WebSockets are closed (1012), HTTP keep-alives dropped."""
-        if self._server is None or self._task is None:
-            return
-        self._server.should_exit = True
-        await self._task
-        self._server = self._task = None
+def authority_serve_command(
+    db: Path, port: int, *, key: Path | None = None, operator_keys: Sequence[str] = ()
+) -> list[str]:
+    """The command line of ``missionweave authority serve`` (this interpreter's) over ``db``
+    on 127.0.0.1:``port``; the key beside ``db`` unless ``key``; ``operator_keys`` are public
+    keys or PEM files."""
+    cli = Path(sys.executable).with_name("missionweave")
+    return [
+        str(cli),
+        *("authority", "serve", "--db", str(db), "--port", str(port)),
+        *(["--key", str(key)] if key is not None else []),
+        *(a for k in operator_keys for a in ("--operator-key", k)),
+    ]
 
 
-class ProcessServer(_Loopback):
+class ProcessServer:
     """``missionweave authority serve`` as its own process — how the Authority is deployed —
     on a loopback port, over ``db`` with the Authority key ``key``. Same surface as
     :class:`LiveServer` (``url``, ``ws_url``, ``start``, ``stop``), plus :meth:`kill`; a
@@ -101,7 +67,9 @@ class ProcessServer(_Loopback):
 
     def __init__(self, db: Path, key: Path, operator_keys: tuple[str, ...] = ()) -> None:
         self.db, self.key, self.operator_keys = db, key, operator_keys
-        self.port = 0
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}/v1/stream"
         self._proc: asyncio.subprocess.Process | None = None
 
     async def kill(self) -> None:
@@ -112,37 +80,23 @@ class ProcessServer(_Loopback):
         self._proc = None
 
     async def start(self) -> None:
-        if not self.port:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                self.port = s.getsockname()[1]
-        cli = Path(sys.executable).with_name("missionweave")
-        self._proc = await asyncio.create_subprocess_exec(
-            str(cli),
-            "authority",
-            "serve",
-            "--db",
-            str(self.db),
-            "--key",
-            str(self.key),
-            "--port",
-            str(self.port),
-            *(a for k in self.operator_keys for a in ("--operator-key", k)),
+        cmd = authority_serve_command(
+            self.db, self.port, key=self.key, operator_keys=self.operator_keys
+        )
+        proc = self._proc = await asyncio.create_subprocess_exec(
+            *cmd,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
         )
-        async with httpx.AsyncClient() as http:
-            for _ in range(300):  # up to 30 s for the process to import and listen
-                if self._proc.returncode is not None:
-                    raise RuntimeError(f"authority serve exited with {self._proc.returncode}")
-                try:
-                    if (await http.get(f"{self.url}/healthz")).status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                await asyncio.sleep(0.1)
-        raise RuntimeError("authority serve did not answer within 30 s")
+
+        def exited() -> str | None:
+            return None if proc.returncode is None else f"it exited with {proc.returncode}"
+
+        # up to 30 s for the process to import and listen
+        await wait_until(
+            lambda: authority_answers(self.url), "answer from `authority serve`", 30, gone=exited
+        )
 
     async def stop(self) -> None:
         if self._proc is not None and self._proc.returncode is None:

@@ -10,7 +10,8 @@ The session-scoped fixtures (defined in ``tests/conftest.py``, started here):
   attributes registered: for timers.
 
 Helpers: :func:`new_task_queue`, :func:`authority_stack` (a real Authority served over loopback
-HTTP with a bootstrapped Group and a coordinator whose key is on disk), :class:`VirtualClock` and
+HTTP with a bootstrapped Group and a coordinator whose key is on disk, built with the stack
+steps of :mod:`missionweave.dev` that ``missionweave dev up`` takes), :class:`VirtualClock` and
 the worker interceptor :class:`FollowTemporalTime`.
 
 How a test module uses them — exactly this::
@@ -82,8 +83,16 @@ from temporalio.workflow import ActivityHandle
 
 from missionweave.authority import Authority, AuthorityConfig, SubmitResult, now_ms
 from missionweave.authority.client import AuthorityClient
-from missionweave.dev import SEARCH_ATTRIBUTES, find_temporal_cli
-from missionweave.protocol import Actor, AgentCard, SigningKey
+from missionweave.dev import (
+    OWNER_ROLES,
+    SEARCH_ATTRIBUTES,
+    StackFiles,
+    enroll,
+    ensure_group,
+    find_temporal_cli,
+    load_or_create_key,
+)
+from missionweave.protocol import Actor, AgentCard
 
 from .serving import LiveServer, ProcessServer
 
@@ -240,16 +249,19 @@ class FollowTemporalTime(Interceptor):
 
 @dataclass
 class AuthorityStack:
-    """A real Authority on SQLite, served over loopback HTTP, with one bootstrapped Group.
+    """A real Authority on SQLite, served over loopback HTTP, with one bootstrapped Group —
+    built with the steps of :mod:`missionweave.dev` (its data directory laid out as
+    :class:`~missionweave.dev.StackFiles`, the Group made by
+    :func:`~missionweave.dev.ensure_group`, members by :func:`~missionweave.dev.enroll`).
 
     Attributes:
         authority: the Authority (its clock is :attr:`clock`).
-        server: the uvicorn server serving ``create_app(authority)``.
-        client: an :class:`AuthorityClient` of :attr:`url`.
+        server: the server of ``create_app(authority)``, in this process or its own.
+        client: an :class:`AuthorityClient` of :attr:`url`, signing as the coordinator.
         group: the Group id.
         coordinator: the Group's creator; roles owner, coordinator, mission_owner.
-        coordinator_key_file: its PEM private key (the coordinator process loads it).
-        keys_dir: where every agent's ``<agent_id>.pem`` is written.
+        files: the data directory: ``authority.db``, ``authority.key``, ``keys/<id>.pem`` (the
+            coordinator's, which its process loads, and every agent's).
         clock: epoch-milliseconds clock of the Authority and of every Command signed here.
     """
 
@@ -258,21 +270,16 @@ class AuthorityStack:
     client: AuthorityClient
     group: str
     coordinator: Actor
-    coordinator_key_file: Path
-    keys_dir: Path
+    files: StackFiles
     clock: Callable[[], int]
 
     @property
     def url(self) -> str:
         return self.server.url
 
-    @property
-    def ws_url(self) -> str:
-        return self.server.ws_url
-
     def key_file(self, agent_id: str) -> Path:
         """The PEM private key file of ``agent_id``."""
-        return self.keys_dir / f"{agent_id}.pem"
+        return self.files.key(agent_id)
 
     async def submit(
         self, actor: Actor, type: str, body: dict[str, Any] | None = None, *, group: bool = True
@@ -299,7 +306,8 @@ class AuthorityStack:
         open_session: bool = True,
         publish_card: bool = True,
     ) -> Actor:
-        """Add an agent with a fresh key (written to :meth:`key_file`) to the Group.
+        """Enrol an agent with a fresh key (written to :meth:`key_file`) in the Group, and do
+        by hand what its runtime would do on start.
 
         Args:
             agent_id: the new member.
@@ -312,14 +320,8 @@ class AuthorityStack:
         Returns:
             The agent's :class:`Actor` with its Membership and Session Epochs set.
         """
-        actor = Actor.generate(agent_id)
-        actor.key.to_file(self.key_file(agent_id))
-        r = await self.ok(
-            self.coordinator,
-            "member.add",
-            {"agent_id": agent_id, "public_key": actor.public_key, "roles": list(roles)},
-        )
-        actor.membership_epochs[self.group] = int(r.events[0].body["membership_epoch"])
+        actor = Actor(agent_id, load_or_create_key(self.key_file(agent_id)))
+        await enroll(self.client, self.coordinator, self.group, actor, roles, clock=self.clock)
         if open_session:
             r = await self.ok(actor, "session.open", {}, group=False)
             actor.session_epoch = int(r.reply["session_epoch"])
@@ -347,7 +349,7 @@ async def authority_stack(
     """A running :class:`AuthorityStack` under ``tmp_path``; everything is closed on exit.
 
     Args:
-        tmp_path: directory for ``authority.db`` and ``keys/``.
+        tmp_path: the data directory (``authority.db``, ``authority.key``, ``keys/``).
         clock: the Authority's epoch-milliseconds clock (a :class:`VirtualClock` in
             time-skipping tests); the wall clock by default.
         group: the Group id.
@@ -356,21 +358,20 @@ async def authority_stack(
         process: serve with ``missionweave authority serve`` in its own process (wall clock,
             default settings; ``stack.authority`` then reads the same file), as deployed.
     """
-    tick = clock or now_ms
-    key = SigningKey.generate()
-    coordinator = Actor.generate(coordinator_id)  # the operator: it creates the Group
     if process and (clock is not None or config is not None):
         raise ValueError("an Authority process runs on the wall clock with default settings")
+    tick = clock or now_ms
+    files = StackFiles(tmp_path)
+    key = load_or_create_key(files.authority_key)
+    # the operator: it creates the Group
+    coordinator = Actor(coordinator_id, load_or_create_key(files.key(coordinator_id)))
     operated = replace(
         config or AuthorityConfig(), operator_keys=frozenset({coordinator.public_key})
     )
-    authority = Authority(tmp_path / "authority.db", key, operated, clock=tick)
+    authority = Authority(files.authority_db, key, operated, clock=tick)
     server: LiveServer | ProcessServer
     if process:
-        key.to_file(tmp_path / "authority.key")
-        server = ProcessServer(
-            tmp_path / "authority.db", tmp_path / "authority.key", (coordinator.public_key,)
-        )
+        server = ProcessServer(files.authority_db, files.authority_key, (coordinator.public_key,))
     else:
         server = LiveServer(authority, poll_interval_s=0.05)
     client: AuthorityClient | None = None
@@ -382,22 +383,8 @@ async def authority_stack(
             signing_key=coordinator.key,
             clock=tick,
         )
-        keys_dir = tmp_path / "keys"
-        key_file = keys_dir / f"{coordinator_id}.pem"
-        coordinator.key.to_file(key_file)
-        stack = AuthorityStack(
-            authority, server, client, group, coordinator, key_file, keys_dir, tick
-        )
-        await stack.ok(
-            coordinator,
-            "group.create",
-            {
-                "public_key": coordinator.public_key,
-                "roles": ["owner", "coordinator", "mission_owner"],
-            },
-        )
-        coordinator.membership_epochs[group] = 1
-        yield stack
+        await ensure_group(client, coordinator, group, OWNER_ROLES, clock=tick)
+        yield AuthorityStack(authority, server, client, group, coordinator, files, tick)
     finally:
         if client is not None:
             await client.aclose()

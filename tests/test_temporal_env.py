@@ -3,8 +3,10 @@ lets the Authority judge expiry by the time-skipping server's time."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio import activity, workflow
@@ -155,9 +157,16 @@ async def test_virtual_clock_never_moves_backwards() -> None:
         clock.advance(-1)
 
 
-async def test_authority_clock_follows_skipped_time(
-    time_env: WorkflowEnvironment, tmp_path: Path
-) -> None:
+async def _run_on_skipped_time(
+    time_env: WorkflowEnvironment,
+    tmp_path: Path,
+    workflow_class: type,
+    activities: Callable[[AuthorityActivities], list[Callable[..., Any]]],
+    *args: Any,
+) -> tuple[Any, VirtualClock, int]:
+    """Execute ``workflow_class`` (with ``args``) on the time-skipping server, its
+    ``activities`` talking to an Authority on the server's virtual clock: its result, the
+    clock, and the clock's reading before."""
     clock = await VirtualClock.of(time_env)
     start = clock()
     async with authority_stack(tmp_path, clock=clock) as stack:
@@ -166,13 +175,25 @@ async def test_authority_clock_follows_skipped_time(
         async with Worker(
             time_env.client,
             task_queue=tq,
-            workflows=[SleepBetweenStampsWorkflow],
-            activities=[acts.stamp],
+            workflows=[workflow_class],
+            activities=activities(acts),
             interceptors=[FollowTemporalTime(clock)],
         ):
-            before, after = await time_env.client.execute_workflow(
-                SleepBetweenStampsWorkflow.run, 10, id=f"wf-{tq}", task_queue=tq
+            result = await time_env.client.execute_workflow(
+                workflow_class.run,  # type: ignore[attr-defined]
+                *args,
+                id=f"wf-{tq}",
+                task_queue=tq,
             )
+    return result, clock, start
+
+
+async def test_authority_clock_follows_skipped_time(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    (before, after), clock, start = await _run_on_skipped_time(
+        time_env, tmp_path, SleepBetweenStampsWorkflow, lambda acts: [acts.stamp], 10
+    )
     # The Authority recorded both Events on the virtual clock, 10 skipped minutes apart.
     assert after - before >= 10 * MINUTE_MS
     assert clock() - start >= 10 * MINUTE_MS
@@ -181,20 +202,12 @@ async def test_authority_clock_follows_skipped_time(
 async def test_offer_expiry_judged_by_skipped_time(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    clock = await VirtualClock.of(time_env)
-    async with authority_stack(tmp_path, clock=clock) as stack:
-        acts = AuthorityActivities(stack, await stack.add_agent("ada"))
-        tq = new_task_queue()
-        async with Worker(
-            time_env.client,
-            task_queue=tq,
-            workflows=[OfferOutlivedWorkflow],
-            activities=[acts.stamp, acts.offer, acts.accept],
-            interceptors=[FollowTemporalTime(clock)],
-        ):
-            verdicts = await time_env.client.execute_workflow(
-                OfferOutlivedWorkflow.run, id=f"wf-{tq}", task_queue=tq
-            )
+    verdicts, _, _ = await _run_on_skipped_time(
+        time_env,
+        tmp_path,
+        OfferOutlivedWorkflow,
+        lambda acts: [acts.stamp, acts.offer, acts.accept],
+    )
     assert verdicts == ["accepted", "offer_expired"]
 
 

@@ -82,6 +82,7 @@ _STORE = typer.Option(None, "--store", help=_STORE_HELP)
 S3_ENDPOINT = typer.Option(None, "--s3-endpoint", help=_S3_HELP)
 S3_BUCKET = typer.Option(None, "--s3-bucket", help="S3 bucket (with --s3-endpoint).")
 S3_SECURE = typer.Option(False, "--s3-secure", help="Use HTTPS for the S3 endpoint.")
+_HASH = typer.Argument(..., metavar="HASH", help="SHA-256 hex of the content.")
 
 
 def artifacts_option(use: str, default: str) -> Any:
@@ -115,7 +116,7 @@ _GET_HELP = (
 
 @app.command("get", help=_GET_HELP)
 def get(
-    content_hash: str = typer.Argument(..., metavar="HASH", help="SHA-256 hex of the content."),
+    content_hash: str = _HASH,
     output: Path = typer.Option(
         ...,
         "--output",
@@ -163,7 +164,7 @@ _LINEAGE_HELP = (
 
 @app.command("lineage", help=_LINEAGE_HELP)
 def lineage(
-    content_hash: str = typer.Argument(..., metavar="HASH", help="SHA-256 hex of the content."),
+    content_hash: str = _HASH,
     store: Path | None = _STORE,
     mermaid: bool = typer.Option(False, "--mermaid", help="Print a Mermaid flowchart."),
     s3_endpoint: str | None = S3_ENDPOINT,

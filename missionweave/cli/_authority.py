@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from ._common import CliError, load_key, load_or_create_key
+from ._options import authority_db_option
 
 #: The environment variable of ``--operator-key``.
 OPERATOR_KEYS_ENV = "MISSIONWEAVE_OPERATOR_KEYS"
@@ -16,12 +17,9 @@ app = typer.Typer(help="Run the Group Authority (signed event log).", no_args_is
 
 @app.command("serve")
 def serve(
-    db: str = typer.Option(
-        ...,
-        "--db",
-        envvar="MISSIONWEAVE_AUTHORITY_DB",
-        help="SQLite database file (created if missing), or a postgresql:// URL: several "
-        "replicas may serve one PostgreSQL database (each with the same --key).",
+    db: str = authority_db_option(
+        "SQLite database file (created if missing), or a postgresql:// URL: several "
+        "replicas may serve one PostgreSQL database (each with the same --key)."
     ),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
     port: int = typer.Option(8787, "--port", min=1, max=65535, help="TCP port."),

@@ -141,6 +141,21 @@ async def check_authority(url: str) -> None:
         raise CliError(f"cannot reach the Authority at {url}") from None
 
 
+async def start_service(
+    service_name: str, authority_url: str, temporal_address: str, namespace: str
+) -> Client:
+    """The start of a process that serves both (``worker``, ``coordinator``): tracing as
+    ``service_name`` (:func:`setup_cli_tracing`), the Authority answering
+    (:func:`check_authority`), then its Temporal client (:func:`connect_temporal`).
+
+    Raises:
+        CliError: a tracing setting cannot be honoured, or either service does not answer.
+    """
+    setup_cli_tracing(service_name)
+    await check_authority(authority_url)
+    return await connect_temporal(temporal_address, namespace)
+
+
 async def serve_until_signalled(
     serve: Coroutine[Any, Any, None],
     stop: Callable[[], object],

@@ -11,12 +11,10 @@ import typer
 from . import _options as opt
 from ._artifacts import S3_BUCKET, S3_ENDPOINT, S3_SECURE, artifacts_option, open_store
 from ._common import (
-    check_authority,
-    connect_temporal,
     load_key,
     run_client_command,
     serve_until_signalled,
-    setup_cli_tracing,
+    start_service,
 )
 
 if TYPE_CHECKING:
@@ -65,9 +63,9 @@ async def _run(
     from ..dev import run_coordinator
     from ..protocol import Actor
 
-    setup_cli_tracing("missionweave-coordinator")  # from OTEL_*; off unless configured
-    await check_authority(authority_url)
-    client = await connect_temporal(temporal_address, namespace)
+    client = await start_service(
+        "missionweave-coordinator", authority_url, temporal_address, namespace
+    )
     stop = asyncio.Event()
     typer.echo(
         f"coordinator {agent_id} on missionweave-coordinator "

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ._common import CliError
+from ._common import CliError, setup_cli_tracing
 from ._options import AUTHORITY_PORT, HEADLESS, TEMPORAL_PORT, UI_PORT
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def _describe(stack: EmbeddedStack) -> str:
             f"  Temporal      {stack.temporal_target} (namespace {stack.namespace})",
             f"  Temporal UI   {ui}",
             f"  Authority     {stack.authority_url}",
-            f"  Artifacts     {stack.artifacts_path}",
+            f"  Artifacts     {stack.files.artifacts}",
             f"  Data dir      {stack.data_dir}",
             f"  Coordinator   {stack.coordinator.agent_id}, key {key}",
             f"  Group         {stack.group}",
@@ -80,7 +80,7 @@ def _describe(stack: EmbeddedStack) -> str:
             f"--agent-id ada --agent-key {agent_key} --create-key",
             f"  missionweave worker --card ada.yaml --key {agent_key} --handlers my.handlers "
             f"--group {stack.group} --authority-url {stack.authority_url} "
-            f"--temporal-address {stack.temporal_target} --artifacts {stack.artifacts_path}",
+            f"--temporal-address {stack.temporal_target} --artifacts {stack.files.artifacts}",
             "  missionweave mission start mission.yaml",
         ]
     )
@@ -96,12 +96,8 @@ async def _up(
     host: str,
 ) -> None:
     from ..dev import EmbeddedStack, StackError
-    from ..telemetry import TelemetryError, setup_tracing
 
-    try:  # from OTEL_*; off unless configured
-        setup_tracing("missionweave-dev")
-    except TelemetryError as exc:
-        raise CliError(str(exc)) from None
+    setup_cli_tracing("missionweave-dev")  # from OTEL_*; off unless configured
     stack = EmbeddedStack(
         data_dir,
         host=host,

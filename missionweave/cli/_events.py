@@ -11,19 +11,20 @@ import typer
 
 from ..protocol import SigningKey
 from ._common import CliError, existing_db, load_key
-from ._options import AUTHORITY_URL_ENV, DEFAULT_AUTHORITY_URL, READER_KEY, READER_KEY_ENV
+from ._options import (
+    AUTHORITY_URL_ENV,
+    DEFAULT_AUTHORITY_URL,
+    READER_KEY,
+    READER_KEY_ENV,
+    authority_db_option,
+)
 
 app = typer.Typer(help="Read, follow and verify Group event logs.", no_args_is_help=True)
 
 
 @app.command("verify")
 def verify(
-    db: str = typer.Option(
-        ...,
-        "--db",
-        envvar="MISSIONWEAVE_AUTHORITY_DB",
-        help="The Authority's SQLite database, or its postgresql:// URL.",
-    ),
+    db: str = authority_db_option("The Authority's SQLite database, or its postgresql:// URL."),
     group: list[str] = typer.Option(
         [], "--group", "-g", help="Group to verify (repeatable). Default: every Group."
     ),

@@ -235,17 +235,14 @@ async def _start(spec: MissionSpec, address: str, namespace: str, ui_url: str) -
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
     from ..dev import workflow_ui_url
-    from ..protocol.temporal_contract import COORDINATOR_TASK_QUEUE, MISSION_WORKFLOW_TYPE
+    from ..outcome import start_mission
 
     client = await _connect(address, namespace)
     wid = mission_workflow_id(spec.mission_id)
     try:
-        await client.start_workflow(
-            MISSION_WORKFLOW_TYPE,
-            args=[spec, None],
-            id=wid,
-            task_queue=COORDINATOR_TASK_QUEUE,
-            static_summary=spec.title or spec.mission_id,
+        await start_mission(
+            client,
+            spec,
             # A mission id is unique within its Group: never start a second run of it.
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,

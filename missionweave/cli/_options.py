@@ -3,20 +3,23 @@
 One definition each, so that every command spells a setting the same way, reads the same
 environment variable for its default and shows the same help:
 
-=====================  ============================  ===========================
-option                 environment variable          default
-=====================  ============================  ===========================
-``--temporal-address``  ``TEMPORAL_ADDRESS``          ``127.0.0.1:7233``
-``--namespace``         ``TEMPORAL_NAMESPACE``        ``default``
+======================  ==============================  =========================
+option                  environment variable            default
+======================  ==============================  =========================
+``--temporal-address``  ``TEMPORAL_ADDRESS``            ``127.0.0.1:7233``
+``--namespace``         ``TEMPORAL_NAMESPACE``          ``default``
 ``--authority-url``     ``MISSIONWEAVE_AUTHORITY_URL``  ``http://127.0.0.1:8787``
-``--ui-url``            ``MISSIONWEAVE_UI_URL``       ``http://127.0.0.1:8233``
-=====================  ============================  ===========================
+``--ui-url``            ``MISSIONWEAVE_UI_URL``         ``http://127.0.0.1:8233``
+``--db``                ``MISSIONWEAVE_AUTHORITY_DB``   (required)
+======================  ==============================  =========================
 
 ``MISSIONWEAVE_DATA_DIR`` is the data directory of ``dev up`` and the default place of the
 filesystem artifact store (:func:`missionweave.cli._artifacts.default_store_path`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import typer
 
@@ -31,6 +34,7 @@ NAMESPACE_ENV = "TEMPORAL_NAMESPACE"
 AUTHORITY_URL_ENV = "MISSIONWEAVE_AUTHORITY_URL"
 UI_URL_ENV = "MISSIONWEAVE_UI_URL"
 DATA_DIR_ENV = "MISSIONWEAVE_DATA_DIR"
+AUTHORITY_DB_ENV = "MISSIONWEAVE_AUTHORITY_DB"
 
 TEMPORAL_ADDRESS = typer.Option(
     DEFAULT_TEMPORAL_ADDRESS, "--temporal-address", envvar=TEMPORAL_ADDRESS_ENV,
@@ -46,6 +50,14 @@ AUTHORITY_URL = typer.Option(
 UI_URL = typer.Option(
     DEFAULT_UI_URL, "--ui-url", envvar=UI_URL_ENV, help="Temporal web UI base URL."
 )
+
+
+def authority_db_option(help: str) -> Any:
+    """The required ``--db`` option (from ``MISSIONWEAVE_AUTHORITY_DB``) of the commands that
+    open the Authority's database: a SQLite file or a ``postgresql://`` URL; ``help`` says
+    what this command does with it."""
+    return typer.Option(..., "--db", envvar=AUTHORITY_DB_ENV, help=help)
+
 
 #: The environment variable of :data:`READER_KEY`.
 READER_KEY_ENV = "MISSIONWEAVE_KEY"
@@ -79,6 +91,7 @@ STOP_TIMEOUT = typer.Option(
 )  # fmt: skip
 
 __all__ = [
+    "AUTHORITY_DB_ENV",
     "AUTHORITY_PORT",
     "AUTHORITY_URL",
     "AUTHORITY_URL_ENV",
@@ -99,4 +112,5 @@ __all__ = [
     "UI_PORT",
     "UI_URL",
     "UI_URL_ENV",
+    "authority_db_option",
 ]

@@ -25,13 +25,11 @@ from ._artifacts import (
 )
 from ._common import (
     CliError,
-    check_authority,
-    connect_temporal,
     first_line,
     load_key,
     run_client_command,
     serve_until_signalled,
-    setup_cli_tracing,
+    start_service,
 )
 from ._worker_sched import APPROVAL_RISK, GROUP_QUOTA, RESOURCE, RISK_BUDGET, scheduler_options
 
@@ -85,9 +83,9 @@ async def _run(
     from ..authority.client import SubscriptionRefused
     from ..worker import AgentRuntime
 
-    setup_cli_tracing(f"missionweave-agent-{card.agent_id}")  # from OTEL_*; off unless set
-    await check_authority(authority_url)
-    client = await connect_temporal(temporal_address, namespace)
+    client = await start_service(
+        f"missionweave-agent-{card.agent_id}", authority_url, temporal_address, namespace
+    )
     grace = pause_grace_s(stop_timeout)
     runtime = AgentRuntime(
         card,

@@ -21,14 +21,12 @@ from typing import TYPE_CHECKING, Any
 from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from ..outcome import mission_result
-from ..protocol import AgentCard, MissionWeaveError, SignatureError, SigningKey
+from ..outcome import mission_result, start_mission
+from ..protocol import AgentCard, MissionWeaveError, SigningKey
 from ..protocol.temporal_contract import (
-    COORDINATOR_TASK_QUEUE,
     CancelInput,
     MissionResult,
     MissionStatus,
-    mission_workflow_id,
 )
 from ._environment import default_site_packages, metadata_dirs
 from ._handlers import demo_registry
@@ -178,15 +176,12 @@ class LogReports:
 
 
 def _key(path: Path) -> SigningKey:
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        key = SigningKey.generate()
-        key.to_file(path)
-        return key
+    from ..dev import StackError, load_or_create_key
+
     try:
-        return SigningKey.from_file(path)
-    except SignatureError as exc:
-        raise DemoError(f"{path}: {exc}") from None
+        return load_or_create_key(path)
+    except StackError as exc:
+        raise DemoError(str(exc)) from None
 
 
 async def _start_stack(stack: EmbeddedStack) -> None:
@@ -338,7 +333,6 @@ async def run_demo(
         DemoInterrupted: ``stop`` was set before the Mission ended (it was cancelled).
     """
     from ..dev import EmbeddedStack
-    from ..workflows import MissionWorkflow
 
     paths, interpreter = resolve_target(opts.site_packages)
     check_data_dir(opts.data_dir)
@@ -372,13 +366,7 @@ async def run_demo(
             require_approval=opts.require_approval,
         )
         _header(console, stack, opts, paths)
-        handle = await stack.client.start_workflow(
-            MissionWorkflow.run,
-            args=[spec, None],
-            id=mission_workflow_id(mission_id),
-            task_queue=COORDINATOR_TASK_QUEUE,
-            static_summary=spec.title,
-        )
+        handle = await start_mission(stack.client, spec)
         url = stack.mission_url(mission_id)
         if url is not None and not opts.keep_running:
             url += "  (up while the demo runs; --keep-running keeps it up after)"
@@ -393,7 +381,7 @@ async def run_demo(
         items = {i.work_item_id for i in result.items}
         summary.stats = log_stats(await _mission_events(stack, result), items)
         summary.chain_ok, summary.chain = await asyncio.to_thread(
-            verify_chain, stack.authority_db_path, stack.group
+            verify_chain, stack.files.authority_db, stack.group
         )
         print_summary(
             console,

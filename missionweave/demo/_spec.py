@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -77,44 +77,66 @@ def short_id(mission_id: str, work_item_id: str) -> str:
 _TIMEOUTS = {"start_deadline_ms": 300_000, "lease_ms": 30_000, "heartbeat_ms": 5_000}
 
 
+def _contract(
+    objective: str,
+    deliverable: Deliverable,
+    criteria: list[AcceptanceCriterion],
+    capability: str,
+    *,
+    attempts: int,
+    backoff_ms: int,
+    operations: Sequence[str] = (),
+    lease_ms: int = _TIMEOUTS["lease_ms"],
+) -> WorkContract:
+    """A demo WorkItem's contract: one deliverable, one capability, the demo's timeouts
+    (``lease_ms`` aside) and a retry of ``attempts`` starting ``backoff_ms`` apart."""
+    return WorkContract(
+        objective=objective,
+        deliverables=[deliverable],
+        acceptance_criteria=criteria,
+        required_capabilities=[capability],
+        timeouts={**_TIMEOUTS, "lease_ms": lease_ms},
+        retry={"max_attempts": attempts, "initial_backoff_ms": backoff_ms},
+        allowed_operations=list(operations),
+    )
+
+
 def inventory_contract() -> WorkContract:
     """The contract of ``<M>:inventory`` (capability ``env.inventory@1.0``)."""
-    return WorkContract(
-        objective="List the distributions of the target Python environment and add one "
-        "verify WorkItem per distribution to the Mission",
-        deliverables=[Deliverable(name="inventory", schema_id=INVENTORY_SCHEMA)],
-        acceptance_criteria=[
-            AcceptanceCriterion(
-                id="listed",
-                description="every distribution of the target is listed and has a verify WorkItem",
-                evidence_required="the number of distributions and the directories scanned",
-                check="inventory_listed",
-            )
-        ],
-        required_capabilities=[INVENTORY_CAPABILITY],
-        timeouts=_TIMEOUTS,
-        retry={"max_attempts": 3, "initial_backoff_ms": 1_000},
-        allowed_operations=["read:site-packages", "mission:authorize_work"],
+    listed = AcceptanceCriterion(
+        id="listed",
+        description="every distribution of the target is listed and has a verify WorkItem",
+        evidence_required="the number of distributions and the directories scanned",
+        check="inventory_listed",
+    )
+    return _contract(
+        "List the distributions of the target Python environment and add one verify WorkItem "
+        "per distribution to the Mission",
+        Deliverable(name="inventory", schema_id=INVENTORY_SCHEMA),
+        [listed],
+        INVENTORY_CAPABILITY,
+        attempts=3,
+        backoff_ms=1_000,
+        operations=["read:site-packages", "mission:authorize_work"],
     )
 
 
 def verify_contract(name: str, version: str) -> WorkContract:
     """The contract of ``<M>:verify:<dist>`` (capability ``dist.verify@1.0``)."""
-    return WorkContract(
-        objective=f"Check every file the RECORD of {name} {version} lists against its hash",
-        deliverables=[Deliverable(name="report", schema_id=REPORT_SCHEMA)],
-        acceptance_criteria=[
-            AcceptanceCriterion(
-                id="files_match",
-                description="all listed files match",
-                evidence_required="the number of files hashed; every missing or modified file",
-                check="files_match",
-            )
-        ],
-        required_capabilities=[VERIFY_CAPABILITY],
-        timeouts=_TIMEOUTS,
-        retry={"max_attempts": 2, "initial_backoff_ms": 500},
-        allowed_operations=["read:site-packages"],
+    files_match = AcceptanceCriterion(
+        id="files_match",
+        description="all listed files match",
+        evidence_required="the number of files hashed; every missing or modified file",
+        check="files_match",
+    )
+    return _contract(
+        f"Check every file the RECORD of {name} {version} lists against its hash",
+        Deliverable(name="report", schema_id=REPORT_SCHEMA),
+        [files_match],
+        VERIFY_CAPABILITY,
+        attempts=2,
+        backoff_ms=500,
+        operations=["read:site-packages"],
     )
 
 
@@ -146,14 +168,15 @@ def sbom_contract(*, require_approval: bool = False) -> WorkContract:
                 evidence_required="a MissionOwner's Approval",
             )
         )
-    return WorkContract(
-        objective="Build a CycloneDX JSON SBOM of the environment whose provenance points "
-        "at the inventory and every verify report",
-        deliverables=[Deliverable(name="sbom", media_type=SBOM_MEDIA_TYPE, schema_id=SBOM_SCHEMA)],
-        acceptance_criteria=criteria,
-        required_capabilities=[SBOM_CAPABILITY],
-        timeouts={**_TIMEOUTS, "lease_ms": 60_000},
-        retry={"max_attempts": 3, "initial_backoff_ms": 1_000},
+    return _contract(
+        "Build a CycloneDX JSON SBOM of the environment whose provenance points at the "
+        "inventory and every verify report",
+        Deliverable(name="sbom", media_type=SBOM_MEDIA_TYPE, schema_id=SBOM_SCHEMA),
+        criteria,
+        SBOM_CAPABILITY,
+        attempts=3,
+        backoff_ms=1_000,
+        lease_ms=60_000,
     )
 
 

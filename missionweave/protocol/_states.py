@@ -39,11 +39,12 @@ class Role(StrEnum):
     OWNER = "owner"  # the Group's administrator: manages membership
 
 
-S = WorkItemState
 #: Terminal for the WorkItem revision (MW-10.2-a).
-TERMINAL_STATES = frozenset({S.VERIFIED, S.CANCELLED})
+TERMINAL_STATES = frozenset({WorkItemState.VERIFIED, WorkItemState.CANCELLED})
 #: States from which a Mission's failure or cancellation propagates (spec 10.2 last row).
-UNFINISHED_STATES = frozenset({S.OPEN, S.OFFERED, S.QUEUED, S.ACTIVE, S.BLOCKED, S.SUBMITTED})
+UNFINISHED_STATES = frozenset(
+    WorkItemState(n) for n in ("open", "offered", "queued", "active", "blocked", "submitted")
+)
 
 _COORD = frozenset({Role.COORDINATOR})
 _OWNER_WORKER = frozenset({Role.WORKER})
@@ -72,55 +73,73 @@ class Transition:
 
 
 _ANY_MEMBER = frozenset(Role)
-_OPEN_TO_SUBMITTED = frozenset({S.OPEN, S.OFFERED, S.QUEUED, S.ACTIVE, S.BLOCKED, S.SUBMITTED})
+_COORD_OR_MISSION_OWNER = frozenset({Role.COORDINATOR, Role.MISSION_OWNER})
+
+
+def _row(
+    action: str,
+    sources: str | frozenset[WorkItemState | None],
+    targets: str,
+    roles: frozenset[Role],
+    *,
+    owner_only: bool = False,
+    note: str = "",
+) -> Transition:
+    """One row of :data:`TRANSITIONS`, its states named by value and space-separated as the
+    spec's table writes them (``none``: no WorkItem yet)."""
+    if isinstance(sources, str):
+        sources = frozenset(None if n == "none" else WorkItemState(n) for n in sources.split())
+    return Transition(
+        action,
+        sources,
+        tuple(WorkItemState(n) for n in targets.split()),
+        roles,
+        owner_only=owner_only,
+        note=note,
+    )
+
 
 TRANSITIONS: tuple[Transition, ...] = (
-    Transition("work.propose", frozenset({None}), (S.PROPOSED,), _ANY_MEMBER,
-               note="any Group member may propose; no WorkItem exists yet"),
-    Transition("work.authorize", frozenset({None, S.PROPOSED}), (S.OPEN,), _COORD,
-               note="the Coordinator or a scoped delegate creates the WorkItem"),
-    Transition("work.offer",
-               frozenset({S.OPEN, S.OFFERED, S.QUEUED, S.ACTIVE, S.BLOCKED, S.FAILED}),
-               (S.OFFERED,), _COORD,
-               note="only with no active owner; an expired owner is closed first"),
-    Transition("work.accept_offer", frozenset({S.OFFERED}), (S.QUEUED,), _OWNER_WORKER,
-               note="the atomic ownership epoch begins"),
-    Transition("work.decline_offer", frozenset({S.OFFERED}), (S.OFFERED,), _OWNER_WORKER,
-               note="a structured reason; the offer stays for other candidates"),
-    Transition("approval.grant_execution", frozenset({S.QUEUED}), (S.QUEUED,),
-               frozenset({Role.MISSION_OWNER}), note="satisfies the start gate"),
-    Transition("work.start", frozenset({S.QUEUED}), (S.ACTIVE,), _OWNER_WORKER, owner_only=True,
-               note="a valid ownership and an execution lease are required"),
-    Transition("lease.renew", frozenset({S.ACTIVE}), (S.ACTIVE,), _OWNER_WORKER, owner_only=True),
-    Transition("progress.report", frozenset({S.ACTIVE, S.BLOCKED}), (S.ACTIVE, S.BLOCKED),
-               _OWNER_WORKER, owner_only=True, note="structured progress (MW-11.4-a)"),
-    Transition("work.checkpoint", frozenset({S.ACTIVE}), (S.QUEUED,), _OWNER_WORKER,
-               owner_only=True, note="durable progress releases execution"),
-    Transition("work.block", frozenset({S.ACTIVE}), (S.BLOCKED,), _OWNER_WORKER, owner_only=True,
-               note="checkpoint and a bounded blocked lease"),
-    Transition("work.unblock", frozenset({S.BLOCKED}), (S.QUEUED, S.OPEN), _COORD,
-               note="back to its queue, or re-offered once ownership has expired"),
-    Transition("work.submit", frozenset({S.ACTIVE}), (S.SUBMITTED,), _OWNER_WORKER,
-               owner_only=True, note="artifacts and Evidence required"),
-    Transition("work.accept_result", frozenset({S.SUBMITTED}), (S.VERIFIED,), _COORD,
-               note="the Coordinator's review passes (reviewers supply Evidence)"),
-    Transition("work.fail", _OPEN_TO_SUBMITTED, (S.FAILED,),
-               frozenset({Role.COORDINATOR, Role.WORKER}), note="failure Evidence required"),
-    Transition("work.cancel", _OPEN_TO_SUBMITTED, (S.CANCELLED,),
-               frozenset({Role.COORDINATOR, Role.MISSION_OWNER})),
-    Transition("mission.create_child",
-               frozenset({S.OPEN, S.OFFERED, S.QUEUED, S.ACTIVE, S.BLOCKED}), (S.BLOCKED,),
-               _COORD, note="ownership is closed while the linked child Mission runs"),
-    Transition("mission.child_approved", frozenset({S.BLOCKED}), (S.VERIFIED,), _COORD,
-               note="the child's Approval becomes the parent WorkItem's Evidence"),
-    Transition("mission.child_failed", frozenset({S.BLOCKED}), (S.BLOCKED, S.FAILED), _COORD,
-               note="the declared child-failure policy decides"),
-    Transition("mission.fail", _OPEN_TO_SUBMITTED, (S.FAILED,),
-               frozenset({Role.COORDINATOR, Role.MISSION_OWNER}),
-               note="the Mission's terminal state propagates"),
-    Transition("mission.cancel", _OPEN_TO_SUBMITTED, (S.CANCELLED,),
-               frozenset({Role.COORDINATOR, Role.MISSION_OWNER}),
-               note="the Mission's terminal state propagates"),
+    _row("work.propose", "none", "proposed", _ANY_MEMBER,
+         note="any Group member may propose; no WorkItem exists yet"),
+    _row("work.authorize", "none proposed", "open", _COORD,
+         note="the Coordinator or a scoped delegate creates the WorkItem"),
+    _row("work.offer", "open offered queued active blocked failed", "offered", _COORD,
+         note="only with no active owner; an expired owner is closed first"),
+    _row("work.accept_offer", "offered", "queued", _OWNER_WORKER,
+         note="the atomic ownership epoch begins"),
+    _row("work.decline_offer", "offered", "offered", _OWNER_WORKER,
+         note="a structured reason; the offer stays for other candidates"),
+    _row("approval.grant_execution", "queued", "queued", frozenset({Role.MISSION_OWNER}),
+         note="satisfies the start gate"),
+    _row("work.start", "queued", "active", _OWNER_WORKER,
+         owner_only=True, note="a valid ownership and an execution lease are required"),
+    _row("lease.renew", "active", "active", _OWNER_WORKER, owner_only=True),
+    _row("progress.report", "active blocked", "active blocked", _OWNER_WORKER,
+         owner_only=True, note="structured progress (MW-11.4-a)"),
+    _row("work.checkpoint", "active", "queued", _OWNER_WORKER,
+         owner_only=True, note="durable progress releases execution"),
+    _row("work.block", "active", "blocked", _OWNER_WORKER,
+         owner_only=True, note="checkpoint and a bounded blocked lease"),
+    _row("work.unblock", "blocked", "queued open", _COORD,
+         note="back to its queue, or re-offered once ownership has expired"),
+    _row("work.submit", "active", "submitted", _OWNER_WORKER,
+         owner_only=True, note="artifacts and Evidence required"),
+    _row("work.accept_result", "submitted", "verified", _COORD,
+         note="the Coordinator's review passes (reviewers supply Evidence)"),
+    _row("work.fail", UNFINISHED_STATES, "failed", frozenset({Role.COORDINATOR, Role.WORKER}),
+         note="failure Evidence required"),
+    _row("work.cancel", UNFINISHED_STATES, "cancelled", _COORD_OR_MISSION_OWNER),
+    _row("mission.create_child", "open offered queued active blocked", "blocked", _COORD,
+         note="ownership is closed while the linked child Mission runs"),
+    _row("mission.child_approved", "blocked", "verified", _COORD,
+         note="the child's Approval becomes the parent WorkItem's Evidence"),
+    _row("mission.child_failed", "blocked", "blocked failed", _COORD,
+         note="the declared child-failure policy decides"),
+    _row("mission.fail", UNFINISHED_STATES, "failed", _COORD_OR_MISSION_OWNER,
+         note="the Mission's terminal state propagates"),
+    _row("mission.cancel", UNFINISHED_STATES, "cancelled", _COORD_OR_MISSION_OWNER,
+         note="the Mission's terminal state propagates"),
 )  # fmt: skip
 
 _BY_ACTION: dict[str, Transition] = {t.action: t for t in TRANSITIONS}

@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from ..activities import HEARTBEAT_TIMEOUT, CoordinatorActivities
+    from ..activities import CoordinatorActivities
     from ..outcome import INVALID_MISSION, MISSION_EXISTS, error_line, first_error, mission_failure
     from ..protocol import Command, GraphError, WorkGraph, WorkItemState, transition_for
     from ..protocol.temporal_contract import (
@@ -59,7 +59,7 @@ with workflow.unsafe.imports_passed_through():
         trim,
     )
     from ._status import mission_status, waiting_lines
-    from ._work import SUBMIT_RETRY, WorkMixin
+    from ._work import WorkMixin, coordinator_activity
 
 _TRANSITION_UNBLOCK = transition_for("work.unblock")
 assert _TRANSITION_UNBLOCK is not None
@@ -405,12 +405,10 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             # the commands the main loop issues (search attributes) interleaved differently on
             # replay — a nondeterminism error seen at 100 WorkItems.
             try:
-                result = await workflow.execute_activity_method(
+                result = await coordinator_activity(
                     CoordinatorActivities.submit_commands,
                     SubmitCommandsInput(group_id=self.state.spec.group_id, entries=batch),
-                    start_to_close_timeout=timedelta(seconds=60),
-                    heartbeat_timeout=HEARTBEAT_TIMEOUT,
-                    retry_policy=SUBMIT_RETRY,
+                    start_to_close=timedelta(seconds=60),
                     summary=f"{len(batch)} command(s) to the Authority"
                     + (f" for {named}" if (named := name_items(_item_ids(batch))) else ""),
                 )

@@ -29,11 +29,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ..activities import HEARTBEAT_TIMEOUT, CoordinatorActivities
+    from ..activities import CoordinatorActivities
     from ..protocol import (
         AcceptanceCriterion,
         Budget,
@@ -57,13 +56,12 @@ with workflow.unsafe.imports_passed_through():
         WorkItemSpec,
     )
     from ._state import ItemState, name_items
+    from ._work import coordinator_activity
 
 if TYPE_CHECKING:
     from ..protocol import WorkGraph
     from ._state import MissionState
 
-_REVIEW_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
-                            maximum_interval=timedelta(seconds=10))  # fmt: skip
 #: Criterion kinds a reviewer agent judges (step 3).
 SEMANTIC_KINDS = frozenset({"semantic", "qualitative"})
 #: The MissionOwner's Commands on a reviewed result (step 5) → whether they grant it.
@@ -158,12 +156,10 @@ class ReviewMixin:
 
     async def _review_batch(self, batch: list[ReviewInput]) -> None:
         try:
-            done = await workflow.execute_activity_method(
+            done = await coordinator_activity(
                 CoordinatorActivities.review_submissions,
                 ReviewBatch(reviews=batch),
-                start_to_close_timeout=timedelta(minutes=5),
-                retry_policy=_REVIEW_RETRY,
-                heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                start_to_close=timedelta(minutes=5),
                 summary="review " + name_items([r.work_item_id for r in batch]),
             )
             for r, res in zip(batch, done.results, strict=True):

@@ -14,8 +14,9 @@ rather than guess: a submission the Authority holds is reviewed, never re-offere
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -51,6 +52,29 @@ SUBMIT_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
                            maximum_interval=timedelta(seconds=10))  # fmt: skip
 #: ``execute_work_item`` is never retried by Temporal: a new attempt is a new offer.
 _ONCE = RetryPolicy(maximum_attempts=1)
+
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
+
+
+async def coordinator_activity(
+    activity: Callable[[CoordinatorActivities, _In], Awaitable[_Out]],
+    arg: _In,
+    *,
+    start_to_close: timedelta,
+    summary: str,
+) -> _Out:
+    """Run one of the coordinator's own activities from the workflow: retried by
+    :data:`SUBMIT_RETRY`, heartbeating within ``HEARTBEAT_TIMEOUT``, done within ``start_to_close``;
+    ``summary`` is what the Temporal UI shows."""
+    return await workflow.execute_activity_method(
+        activity,
+        arg,
+        start_to_close_timeout=start_to_close,
+        retry_policy=SUBMIT_RETRY,
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        summary=summary,
+    )
 
 
 def _exec_key(work_item_id: str, agent_id: str) -> str:
@@ -105,12 +129,10 @@ class WorkMixin:
                 )
             )
         try:
-            ranked = await workflow.execute_activity_method(
+            ranked = await coordinator_activity(
                 CoordinatorActivities.select_candidates,
                 SelectCandidatesBatch(requests=requests),
-                start_to_close_timeout=timedelta(seconds=30),
-                retry_policy=SUBMIT_RETRY,
-                heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                start_to_close=timedelta(seconds=30),
                 summary=f"rank agents for and offer {name_items([w for w, _ in wanted])}",
             )
         finally:
@@ -265,16 +287,14 @@ class WorkMixin:
         """Read the WorkItem's Events since the last one applied and fold them in."""
         item.syncing = True
         try:
-            events = await workflow.execute_activity_method(
+            events = await coordinator_activity(
                 CoordinatorActivities.work_item_events,
                 WorkItemEventsInput(
                     group_id=self.state.spec.group_id,
                     work_item_id=item.work_item_id,
                     after_sequence=item.w.seq,
                 ),
-                start_to_close_timeout=timedelta(seconds=60),
-                retry_policy=SUBMIT_RETRY,
-                heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                start_to_close=timedelta(seconds=60),
                 summary=f"read {item.work_item_id} from the Authority",
             )
         finally:
@@ -282,4 +302,4 @@ class WorkMixin:
         self._apply(events)
 
 
-__all__ = ["SUBMIT_RETRY", "WorkMixin"]
+__all__ = ["SUBMIT_RETRY", "WorkMixin", "coordinator_activity"]

@@ -277,23 +277,12 @@ def test_public_surface_of_server_and_client() -> None:
     from missionweave.authority import http as server
 
     assert_surface(server, {"BatchWriter", "ErrorBody", "WS_MAX_BYTES", "create_app", "serve"})
-    assert {
-        "AuthorityClient",
-        "AuthorityClientError",
-        "AuthorityUnavailable",
-        "AuthorityRequestError",
-        "Subscriber",
-        "CursorStore",
-        "SqliteCursorStore",
-        "MemoryCursorStore",
-        "GroupSequencer",
-        "CursorTooOldError",
-        "UnknownGroupError",
-        "SnapshotVerificationError",
-        "SubscriptionRefused",
-        "EventVerificationError",
-        "SubscriberError",
-    } <= set(client.__all__)
+    assert set(
+        """AuthorityClient AuthorityClientError AuthorityUnavailable AuthorityRequestError
+        Subscriber CursorStore SqliteCursorStore MemoryCursorStore GroupSequencer
+        CursorTooOldError UnknownGroupError SnapshotVerificationError SubscriptionRefused
+        EventVerificationError SubscriberError""".split()
+    ) <= set(client.__all__)
     assert all(hasattr(client, n) for n in client.__all__)
     assert issubclass(client.AuthorityUnavailable, client.AuthorityClientError)
     assert isinstance(client.SqliteCursorStore, type) and issubclass(

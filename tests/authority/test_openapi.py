@@ -4,11 +4,10 @@ against a live ``authority serve`` on loopback, with signed reads (issue: "who m
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -16,7 +15,7 @@ from schemathesis import checks as st_checks
 
 from missionweave.authority.wire._readsig import sign_read
 from missionweave.protocol import Actor
-from tests.serving import ProcessServer
+from tests.cli_processes import authority_serve
 from tests.world import make_world
 
 #: Examples per operation: enough to reach every branch of the small routes, bounded in time.
@@ -35,8 +34,8 @@ class _SignedReads(requests.auth.AuthBase):
         return r
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[str, Actor]]:
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Actor]]:
     """``authority serve`` over a small Group; its URL and a member who reads."""
     tmp = tmp_path_factory.mktemp("openapi")
     w = make_world(tmp / "a.db")
@@ -45,12 +44,8 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tupl
     key = tmp / "authority.pem"
     w.authority.key.to_file(key)
     w.authority.close()
-    server = ProcessServer(tmp / "a.db", key)
-    await server.start()
-    try:
-        yield server.url, reader
-    finally:
-        await server.stop()
+    with authority_serve(tmp / "a.db", "--key", str(key)) as (url, _):
+        yield url, reader
 
 
 def test_server_answers_as_its_openapi_document_says(served: tuple[str, Actor]) -> None:

@@ -2,41 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
-
-from missionweave.dev import free_port
 from missionweave.protocol import SigningKey
+from tests.cli_processes import authority_serve, mw
 from tests.world import make_world
-
-EXE = str(Path(sys.executable).with_name("missionweave"))
-
-
-def _run(
-    *args: str, timeout: float = 60, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [EXE, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def test_help_lists_commands() -> None:
-    r = _run("--help")
+    r = mw("--help")
     assert r.returncode == 0
     for word in ("authority", "events", "keys"):
         assert word in r.stdout
-    r = _run("events", "verify", "--help")
+    r = mw("events", "verify", "--help")
     assert r.returncode == 0 and "--db" in r.stdout and "--public-key" in r.stdout
 
 
@@ -44,7 +23,7 @@ def test_command_help_reads_as_prose() -> None:
     """typer prints a command's description as written, paragraph by paragraph: no RST
     markup, and no line broken mid-sentence (on a terminal wide enough not to wrap)."""
     for command in (["coordinator"], ["approve"], ["artifacts", "get"], ["artifacts", "lineage"]):
-        r = _run(*command, "--help", env={"COLUMNS": "400"})
+        r = mw(*command, "--help", env={"COLUMNS": "400"})
         assert r.returncode == 0, r.stderr
         head = r.stdout.split("╭", 1)[0].splitlines()
         usage = next(i for i, line in enumerate(head) if "Usage:" in line)
@@ -57,7 +36,7 @@ def test_command_help_reads_as_prose() -> None:
 def test_data_dir_that_is_a_file_is_one_line(tmp_path: Path) -> None:
     a_file = tmp_path / "f"
     a_file.write_text("")
-    r = _run("dev", "up", "--data-dir", str(a_file), "--headless")
+    r = mw("dev", "up", "--data-dir", str(a_file), "--headless")
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [f"error: --data-dir {a_file} is not a directory"]
 
@@ -67,7 +46,7 @@ def test_events_verify_ok_then_names_first_bad_sequence(tmp_path: Path) -> None:
     w.authorize("a")
     w.run_to_verified("a", w.workers[0])
     w.authority.close()
-    r = _run("events", "verify", "--db", str(tmp_path / "a.db"), "--group", "g1")
+    r = mw("events", "verify", "--db", str(tmp_path / "a.db"), "--group", "g1")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ok   group g1:")
     conn = sqlite3.connect(tmp_path / "a.db")
@@ -78,7 +57,7 @@ def test_events_verify_ok_then_names_first_bad_sequence(tmp_path: Path) -> None:
     )
     conn.commit()
     conn.close()
-    r = _run("events", "verify", "--db", str(tmp_path / "a.db"))
+    r = mw("events", "verify", "--db", str(tmp_path / "a.db"))
     assert r.returncode == 1
     assert f"sequence {seq}:" in r.stdout and "FAIL group g1" in r.stdout
 
@@ -89,7 +68,7 @@ def test_bad_input_is_one_line_without_traceback(tmp_path: Path) -> None:
         ("events", "tail", "--group", "g1", "--url", "http://127.0.0.1:9"),
         ("keys", "public", str(tmp_path / "nokey.pem")),
     ):
-        r = _run(*args)
+        r = mw(*args)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert r.stderr.startswith("error: ") and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
@@ -102,54 +81,22 @@ def test_authority_serve_and_events_tail_over_loopback(tmp_path: Path) -> None:
     w.authority.key.to_file(key_path)
     head = w.authority.head("g1")[0]
     w.authority.close()
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            EXE,
-            "authority",
-            "serve",
-            "--db",
-            str(tmp_path / "a.db"),
-            "--key",
-            str(key_path),
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ.copy(),
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.1)
-        url = f"http://127.0.0.1:{port}"
-        r = _run("events", "tail", "--group", "g1", "--url", url)
+    with authority_serve(tmp_path / "a.db", "--key", str(key_path)) as (url, _):
+        r = mw("events", "tail", "--group", "g1", "--url", url)
         assert r.returncode == 2 and "reads are signed: pass --key" in r.stderr
         stranger = tmp_path / "stranger.pem"
         SigningKey.generate().to_file(stranger)
-        r = _run("events", "tail", "--group", "g1", "--url", url, "--key", str(stranger))
+        r = mw("events", "tail", "--group", "g1", "--url", url, "--key", str(stranger))
         assert r.returncode == 2 and "not_a_member" in r.stderr
         member = tmp_path / "worker.pem"
         w.workers[0].key.to_file(member)
-        r = _run("events", "tail", "--group", "g1", "--url", url, "--key", str(member))
+        r = mw("events", "tail", "--group", "g1", "--url", url, "--key", str(member))
         assert r.returncode == 0, r.stderr
         lines = r.stdout.strip().splitlines()
         assert len(lines) == head
         assert "group.created" in lines[0] and "work.authorized" in lines[-1]
-        r = _run("events", "tail", "--group", "nope", "--url", url, "--key", str(member))
+        r = mw("events", "tail", "--group", "nope", "--url", url, "--key", str(member))
         assert r.returncode == 2 and "unknown group" in r.stderr
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
 
 
 def test_help_paragraphs_are_reflowed_for_the_terminal() -> None:

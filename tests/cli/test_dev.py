@@ -10,35 +10,25 @@ Group's log verifies. The others check that bad input is one line and a non-zero
 from __future__ import annotations
 
 import json
-import os
-import socket
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
 
-from missionweave.authority.wire._readsig import SignedReads
-from missionweave.protocol import SigningKey
+from missionweave.dev import free_port
 from tests.cli_processes import (
     EXE,
-    STARTUP_S,
     Process,
+    dev_up,
     eventually,
-    processes,
+    listening_port,
+    mission_spec,
+    mw,
+    one_line_error,
     processes_mentioning,
 )
-from tests.cli_processes import mw as _mw
-from tests.cli_processes import one_line_error as _one_line_error
 from tests.mission_harness import contract
-
-__all__ = ["processes"]  # the fixture
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _spec(mission_id: str, capability: str) -> dict[str, Any]:
@@ -54,82 +44,38 @@ def _spec(mission_id: str, capability: str) -> dict[str, Any]:
             }
         ],
     )
-    return {
-        "group_id": "demo",
-        "mission_id": mission_id,
-        "title": f"count words ({mission_id})",
-        "items": [
-            {
-                "work_item_id": f"{mission_id}:count",
-                "contract": c.wire(),
-                "input": {"text": "one two three\nfour\n"},
-            }
-        ],
-        "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
+    item = {
+        "work_item_id": f"{mission_id}:count",
+        "contract": c.wire(),
+        "input": {"text": "one two three\nfour\n"},
     }
+    return mission_spec(mission_id, f"count words ({mission_id})", [item])
 
 
 def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     tmp_path: Path, processes: list[Process]
 ) -> None:
-    data = tmp_path / "data"
-    stack = Process(
-        [
-            EXE,
-            "dev",
-            "up",
-            "--data-dir",
-            str(data),
-            "--temporal-port",
-            "0",
-            "--ui-port",
-            "0",
-            "--authority-port",
-            "0",
-            "--group",
-            "demo",
-        ],
-        tmp_path / "dev.log",
-    )
-    processes.append(stack)
-    info = stack.read_until(r"^  Group ", STARTUP_S)
-    temporal, authority = info["Temporal"].split()[0], info["Authority"]
-    ui, coordinator_key = info["Temporal UI"], data / "keys" / "coordinator.pem"
+    up = dev_up(tmp_path, processes, "--group", "demo", ui=True)
+    data, info, stack = up.data, up.info, up.process
+    temporal, authority = up.temporal, up.authority
+    ui, coordinator_key = info["Temporal UI"], up.coordinator_key
     assert info["Group"] == "demo" and info["Data dir"] == str(data)
     assert coordinator_key.is_file() and (data / "authority.db").is_file()
     assert (data / "temporal.db").is_file() and (data / "artifacts").is_dir()
-    env = {
-        **os.environ,
-        "TEMPORAL_ADDRESS": temporal,
-        "MISSIONWEAVE_AUTHORITY_URL": authority,
-        "MISSIONWEAVE_UI_URL": ui,
-    }
+    env = {**up.env, "MISSIONWEAVE_UI_URL": ui}
 
     # The Group exists already (dev up made it); another key cannot claim it.
-    r = _mw("group", "create", "--key", str(coordinator_key), "--group", "demo", env=env)
+    r = mw("group", "create", "--key", str(coordinator_key), "--group", "demo", env=env)
     assert r.returncode == 0 and "group demo exists (owner coordinator)" in r.stdout, r.stderr
-    assert _mw("keys", "generate", str(tmp_path / "other.pem")).returncode == 0
-    r = _mw("group", "create", "--key", str(tmp_path / "other.pem"), "--group", "demo", env=env)
-    _one_line_error(r, "group 'demo' exists and this key")
+    assert mw("keys", "generate", str(tmp_path / "other.pem")).returncode == 0
+    r = mw("group", "create", "--key", str(tmp_path / "other.pem"), "--group", "demo", env=env)
+    one_line_error(r, "group 'demo' exists and this key")
 
     # An example agent joins the Group (idempotently) and starts working.
     agent_key = tmp_path / "counter-1.pem"
-    add = [
-        "group",
-        "add",
-        "--key",
-        str(coordinator_key),
-        "--group",
-        "demo",
-        "--agent-id",
-        "counter-1",
-        "--agent-key",
-        str(agent_key),
-        "--create-key",
-    ]
-    r = _mw(*add, env=env)
+    r = up.add_agent("counter-1", agent_key)
     assert r.returncode == 0 and "counter-1 added in group demo" in r.stdout, r.stderr
-    r = _mw(*add, env=env)
+    r = up.add_agent("counter-1", agent_key)
     assert r.returncode == 0 and "counter-1 present in group demo" in r.stdout, r.stderr
     worker = Process(
         [
@@ -157,13 +103,10 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     )
     processes.append(worker)
 
-    reads = SignedReads(SigningKey.from_file(coordinator_key))  # reads are a member's
-
     def agent_ready() -> bool:
-        url = f"{authority}/v1/groups/demo/agents"
-        agents = httpx.get(url, timeout=5, auth=reads).json()["agents"]
-        return any(
-            a["agent_id"] == "counter-1" and a["session_epoch"] > 0 and a["card"] for a in agents
+        return any(  # reads are a member's
+            a["agent_id"] == "counter-1" and a["session_epoch"] > 0 and a["card"]
+            for a in up.read("agents")["agents"]
         )
 
     eventually(agent_ready, "the agent's session and card", worker)
@@ -171,44 +114,44 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     # A Mission that completes.
     spec_file = tmp_path / "t1.json"
     spec_file.write_text(json.dumps(_spec("t1", "text.stats@1.0")), encoding="utf-8")
-    r = _mw("mission", "start", str(spec_file), env=env)
+    r = mw("mission", "start", str(spec_file), env=env)
     assert r.returncode == 0, r.stderr
     assert "started mission t1 in group demo: workflow mission-t1" in r.stdout
     link = f"{ui}/namespaces/default/workflows/mission-t1"
     assert r.stdout.strip().splitlines()[-1] == link
     assert httpx.get(link, timeout=10).status_code == 200
-    r = _mw("mission", "watch", "t1", "--interval", "0.2", env=env)
+    r = mw("mission", "watch", "t1", "--interval", "0.2", env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip().endswith("mission t1 completed")
-    r = _mw("mission", "status", "t1", env=env)
+    r = mw("mission", "status", "t1", env=env)
     assert r.returncode == 0, r.stderr
     assert "t1:count" in r.stdout and "verified" in r.stdout and "counter-1" in r.stdout
     assert '{"stats":{' in r.stdout  # its outputs, not only in the workflow's result
-    r = _mw("mission", "status", "mission-t1", "--json", env=env)
+    r = mw("mission", "status", "mission-t1", "--json", env=env)
     status = json.loads(r.stdout)
     assert status["status"] == "completed"
     assert [(i["work_item_id"], i["state"], i["owner"]) for i in status["items"]] == [
         ("t1:count", "verified", "counter-1")
     ]
     assert set(status["items"][0]["outputs"]) == {"stats"}
-    r = _mw("mission", "graph", "t1", env=env)
+    r = mw("mission", "graph", "t1", env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[1] == "flowchart LR"
     assert 'w0["t1:count<br/>verified · counter-1"]' in r.stdout
     assert "class w0 verified" in r.stdout and "classDef verified fill:" in r.stdout
 
     # A Mission nobody can serve, read from stdin as YAML, then cancelled.
-    r = _mw("mission", "start", "-", env=env, stdin=yaml.safe_dump(_spec("t2", "no.one@1.0")))
+    r = mw("mission", "start", "-", env=env, stdin=yaml.safe_dump(_spec("t2", "no.one@1.0")))
     assert r.returncode == 0 and "workflow mission-t2" in r.stdout, r.stderr
-    r = _mw("mission", "status", "t2", "--json", env=env)
+    r = mw("mission", "status", "t2", "--json", env=env)
     assert json.loads(r.stdout)["status"] == "running"
-    r = _mw("mission", "cancel", "t2", "--reason", "nobody serves it", env=env)
+    r = mw("mission", "cancel", "t2", "--reason", "nobody serves it", env=env)
     assert r.returncode == 0 and r.stdout.strip() == "mission t2 cancelled", r.stderr
-    r = _mw("mission", "watch", "t2", env=env)
+    r = mw("mission", "watch", "t2", env=env)
     assert r.returncode == 1 and r.stdout.strip().endswith("mission t2 cancelled"), r.stdout
-    _one_line_error(_mw("mission", "cancel", "t2", env=env), "mission 't2' is not running")
-    _one_line_error(_mw("mission", "status", "nope", env=env), "no mission 'nope'")
-    _one_line_error(_mw("mission", "start", str(spec_file), env=env), "already exists")
+    one_line_error(mw("mission", "cancel", "t2", env=env), "mission 't2' is not running")
+    one_line_error(mw("mission", "status", "nope", env=env), "no mission 'nope'")
+    one_line_error(mw("mission", "start", str(spec_file), env=env), "already exists")
 
     # Ctrl-C: the agent first, then the stack; nothing is left running.
     worker.interrupt()
@@ -216,35 +159,35 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     log = stack.stderr()
     assert "stopped" in log and "Traceback" not in log, log
     assert processes_mentioning(str(tmp_path)) == []
-    r = _mw("events", "verify", "--db", str(data / "authority.db"))
+    r = mw("events", "verify", "--db", str(data / "authority.db"))
     assert r.returncode == 0 and "ok   group demo" in r.stdout, r.stdout + r.stderr
 
 
 def test_mission_bad_input_is_one_line(tmp_path: Path) -> None:
-    _one_line_error(_mw("mission", "start", str(tmp_path / "missing.yaml")), "no mission file at")
+    one_line_error(mw("mission", "start", str(tmp_path / "missing.yaml")), "no mission file at")
     bad = _spec("b1", "text.stats@1.0")
     del bad["items"][0]["contract"]["objective"]
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad), encoding="utf-8")
-    _one_line_error(
-        _mw("mission", "start", str(path)),
+    one_line_error(
+        mw("mission", "start", str(path)),
         "invalid MissionSpec: items.0.contract.objective: Field required",
     )
     cyclic = _spec("b2", "text.stats@1.0")
     cyclic["items"][0]["dependencies"] = ["b2:count"]
-    _one_line_error(_mw("mission", "start", "-", stdin=json.dumps(cyclic)), "invalid MissionSpec")
-    _one_line_error(
-        _mw("mission", "start", "-", stdin="group_id: [unclosed"), "stdin: neither JSON nor YAML"
+    one_line_error(mw("mission", "start", "-", stdin=json.dumps(cyclic)), "invalid MissionSpec")
+    one_line_error(
+        mw("mission", "start", "-", stdin="group_id: [unclosed"), "stdin: neither JSON nor YAML"
     )
-    _one_line_error(_mw("mission", "start", "-", stdin="[1, 2]"), "a MissionSpec is a mapping")
+    one_line_error(mw("mission", "start", "-", stdin="[1, 2]"), "a MissionSpec is a mapping")
     empty = {**_spec("b4", "text.stats@1.0"), "items": []}
-    _one_line_error(
-        _mw("mission", "start", "-", stdin=json.dumps(empty)),
+    one_line_error(
+        mw("mission", "start", "-", stdin=json.dumps(empty)),
         "items: a Mission needs at least one WorkItem",
     )
     spec = tmp_path / "ok.json"
     spec.write_text(json.dumps(_spec("b3", "text.stats@1.0")), encoding="utf-8")
-    nowhere = f"127.0.0.1:{_free_port()}"
+    nowhere = f"127.0.0.1:{free_port()}"
     for args in (
         ["start", str(spec)],
         ["status", "b3"],
@@ -252,18 +195,15 @@ def test_mission_bad_input_is_one_line(tmp_path: Path) -> None:
         ["cancel", "b3"],
         ["graph", "b3"],
     ):
-        _one_line_error(
-            _mw("mission", *args, "--temporal-address", nowhere),
+        one_line_error(
+            mw("mission", *args, "--temporal-address", nowhere),
             f"cannot reach Temporal at {nowhere}",
         )
 
 
 def test_dev_up_with_a_taken_port_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        r = _mw(
+    with listening_port() as port:
+        r = mw(
             "dev",
             "up",
             "--data-dir",
@@ -274,7 +214,7 @@ def test_dev_up_with_a_taken_port_is_one_line_and_leaves_nothing(tmp_path: Path)
             "--authority-port",
             str(port),
         )
-    _one_line_error(r, f"cannot listen on 127.0.0.1:{port}")
+    one_line_error(r, f"cannot listen on 127.0.0.1:{port}")
     assert processes_mentioning(str(tmp_path)) == []
 
 
@@ -298,7 +238,7 @@ def test_help_of_the_new_commands() -> None:
         (["mission", "graph"], ["Mermaid"]),
         (["group", "add"], ["--agent-key", "--public-key", "--role", "--create-key"]),
     ):
-        r = _mw(*args, "--help", env={**os.environ, "COLUMNS": "200"})
+        r = mw(*args, "--help", env={"COLUMNS": "200"})
         assert r.returncode == 0, r.stderr
         for word in words:
             assert word in r.stdout, (args, word)

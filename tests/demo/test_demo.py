@@ -19,9 +19,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import sysconfig
-import time
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -73,9 +71,16 @@ from missionweave.worker import (
     WorkerError,
 )
 from missionweave.workflows import MissionWorkflow
+from tests.cli_processes import (
+    EXE,
+    logged_process,
+    mission_spec,
+    mw,
+    stack_command,
+    wait_for_output,
+)
 from tests.mission_harness import contract
 
-EXE = str(Path(sys.executable).with_name("missionweave"))
 SITE = Path(sysconfig.get_paths()["purelib"])
 #: Small, pure-Python distributions installed in the project's venv (dependencies of its
 #: dependencies): a top-level module (six) and two packages.
@@ -110,25 +115,7 @@ def site_with(tmp_path: Path, *names: str) -> Path:
 
 def demo(data: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     """Run ``missionweave demo`` as a user does, on free ports."""
-    return subprocess.run(
-        [
-            EXE,
-            "demo",
-            "--data-dir",
-            str(data),
-            "--temporal-port",
-            "0",
-            "--ui-port",
-            "0",
-            "--authority-port",
-            "0",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return mw(*stack_command("demo", data, *args), timeout=timeout)
 
 
 def group_log(data: Path, group: str = "demo") -> list[Event]:
@@ -501,13 +488,7 @@ def test_bad_site_packages_or_data_dir_is_one_line_and_exit_2(tmp_path: Path) ->
             f"--site-packages {tmp_path}: no distribution (*.dist-info) in it",
         ),
     ):
-        r = subprocess.run(
-            [EXE, "demo", *args, "--data-dir", str(data)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        r = mw("demo", *args, "--data-dir", str(data))
         assert r.returncode == 2, r.stderr
         assert r.stderr.strip().splitlines() == [f"error: {message}"]
         assert "Traceback" not in r.stderr + r.stdout
@@ -517,13 +498,7 @@ def test_bad_site_packages_or_data_dir_is_one_line_and_exit_2(tmp_path: Path) ->
         (a_file, f"--data-dir {a_file} is not a directory"),
         (a_file / "sub", f"--data-dir {a_file / 'sub'} is not a directory ({a_file} is a file)"),
     ):
-        r = subprocess.run(
-            [EXE, "demo", "--site-packages", str(site), "--data-dir", str(data_dir)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        r = mw("demo", "--site-packages", str(site), "--data-dir", str(data_dir))
         assert (r.returncode, r.stderr.strip().splitlines()) == (2, [f"error: {message}"])
     assert a_file.read_text() == "box\n"
 
@@ -562,18 +537,11 @@ async def test_authorize_work_adds_items_and_edges_while_the_mission_runs__MW_10
     )
     async with EmbeddedStack(tmp_path, temporal_port=0, authority_port=0, headless=True) as stack:
         await stack.start_agent(card, key, reg)
-        spec = MissionSpec.model_validate(
-            {
-                "group_id": "demo",
-                "mission_id": "g",
-                "title": "grow",
-                "items": [
-                    {"work_item_id": "g:a", "contract": contract().wire(), "input": {"grow": 1}},
-                    {"work_item_id": "g:b", "contract": contract().wire(), "dependencies": ["g:a"]},
-                ],
-                "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
-            }
-        )
+        items = [
+            {"work_item_id": "g:a", "contract": contract().wire(), "input": {"grow": 1}},
+            {"work_item_id": "g:b", "contract": contract().wire(), "dependencies": ["g:a"]},
+        ]
+        spec = MissionSpec.model_validate(mission_spec("g", "grow", items))
         handle = await stack.client.start_workflow(
             MissionWorkflow.run,
             args=[spec, None],
@@ -696,19 +664,6 @@ def test_demo_with_a_modified_file_fails_naming_the_file(tmp_path: Path) -> None
     assert not any(e.type == "work.result_accepted" for e in log)
 
 
-def _wait_for(proc: subprocess.Popen[str], path: Path, pattern: str) -> re.Match[str]:
-    """The first match of ``pattern`` in the output ``proc`` writes to ``path``."""
-    deadline = time.monotonic() + 240
-    while proc.poll() is None and time.monotonic() < deadline:
-        found = re.search(pattern, path.read_text(), re.M)
-        if found:
-            return found
-        time.sleep(0.2)
-    found = re.search(pattern, path.read_text(), re.M)
-    assert found, path.read_text()
-    return found
-
-
 @pytest.mark.timeout(600)
 def test_demo_require_approval_and_keep_running_until_ctrl_c(tmp_path: Path) -> None:
     """With ``--require-approval`` the SBOM waits for a MissionOwner's Approval; the command
@@ -717,48 +672,22 @@ def test_demo_require_approval_and_keep_running_until_ctrl_c(tmp_path: Path) -> 
     site = site_with(tmp_path, "six")
     data = tmp_path / "data"
     out_path = tmp_path / "demo.out"
-    with out_path.open("w") as out:
-        proc = subprocess.Popen(
-            [
-                EXE,
-                "demo",
-                "--site-packages",
-                str(site),
-                "--data-dir",
-                str(data),
-                "--temporal-port",
-                "0",
-                "--ui-port",
-                "0",
-                "--authority-port",
-                "0",
-                "--require-approval",
-                "--keep-running",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
+    args = stack_command("demo", data, "--require-approval", "--keep-running")
+    with logged_process([EXE, *args, "--site-packages", str(site)], out_path) as proc:
+        command = wait_for_output(proc, out_path, r"^  (\S+ approve --mission .+)$").group(1)
+        approved = subprocess.run(
+            shlex.split(command), capture_output=True, text=True, timeout=60, check=False
         )
-        try:
-            command = _wait_for(proc, out_path, r"^  (\S+ approve --mission .+)$").group(1)
-            approved = subprocess.run(
-                shlex.split(command), capture_output=True, text=True, timeout=60, check=False
-            )
-            assert approved.returncode == 0, approved.stdout + approved.stderr
-            assert approved.stdout.startswith("approved ")
-            _wait_for(
-                proc,
-                out_path,
-                r"^The stack stays up for the web UI \(http://\S+\); "
-                r"Ctrl-C stops it\.$",
-            )
-            assert proc.poll() is None, out_path.read_text()  # it stays up
-            proc.send_signal(signal.SIGINT)
-            assert proc.wait(timeout=120) == 0, out_path.read_text()
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        assert approved.returncode == 0, approved.stdout + approved.stderr
+        assert approved.stdout.startswith("approved ")
+        wait_for_output(
+            proc,
+            out_path,
+            r"^The stack stays up for the web UI \(http://\S+\); Ctrl-C stops it\.$",
+        )
+        assert proc.poll() is None, out_path.read_text()  # it stays up
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=120) == 0, out_path.read_text()
     text = out_path.read_text()
     mission = mission_of(text)
     granted = [e for e in group_log(data) if e.type == "approval.result_granted"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from missionweave.dev import (
     TemporalDevServer,
     search_attribute_args,
 )
+from tests.cli_processes import listening_port
 
 
 def test_search_attribute_args() -> None:
@@ -109,10 +109,7 @@ async def test_start_register_search_attributes_persist_and_stop(tmp_path: Path)
 
 
 async def test_port_in_use_fails_with_the_log_tail(tmp_path: Path) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
+    with listening_port() as port:
         server = TemporalDevServer(
             tmp_path, port=port, ui=False, startup_timeout=timedelta(seconds=20)
         )
@@ -133,30 +130,16 @@ def test_public_surface() -> None:
     import missionweave.dev as dev
 
     assert set(dev.__all__) == {
-        "GROUP_ID",
-        "MISSION_ID",
-        "MISSION_STATUS",
-        "OPEN_WORK_ITEMS",
-        "SEARCH_ATTRIBUTES",
-        "DevServerError",
-        "TemporalDevServer",
-        "connect_client",
-        "find_temporal_cli",
-        "free_port",
-        "search_attribute_args",
-        # the whole stack of one machine
-        "DEFAULT_GROUP",
-        "EmbeddedStack",
-        "StackError",
+        # the Temporal dev server and its search attributes
+        *("GROUP_ID", "MISSION_ID", "MISSION_STATUS", "OPEN_WORK_ITEMS", "SEARCH_ATTRIBUTES"),
+        *("DevServerError", "TemporalDevServer", "connect_client", "find_temporal_cli"),
+        *("free_port", "search_attribute_args", "temporal_answers", "workflow_ui_url"),
+        # the whole stack of one machine, and the steps every stack builder takes
+        *("DEFAULT_GROUP", "EmbeddedStack", "StackError", "StackFiles", "AuthorityServer"),
+        *("load_or_create_key", "wait_until", "authority_answers"),
         # Group set-up and the coordinator process
-        "OWNER_ROLES",
-        "GroupSetupError",
-        "MemberChange",
-        "ensure_group",
-        "ensure_member",
-        "coordinator_worker",
-        "run_coordinator",
-        "workflow_ui_url",
+        *("OWNER_ROLES", "GroupSetupError", "MemberChange", "ensure_group", "ensure_member"),
+        *("enroll", "coordinator_worker", "run_coordinator"),
     }
     assert all(hasattr(dev, n) for n in dev.__all__)
 
@@ -208,10 +191,7 @@ async def test_a_port_it_chose_and_another_program_took_meanwhile_is_chosen_agai
     (seen under load): the server starts on a port chosen again, not fails."""
     import missionweave.dev._devserver as devserver
 
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        taken = busy.getsockname()[1]
+    with listening_port() as taken:
         ports = iter([taken, devserver.free_port()])
         monkeypatch.setattr(devserver, "free_port", lambda host="127.0.0.1": next(ports))
         async with TemporalDevServer(tmp_path, port=0, ui=False) as server:

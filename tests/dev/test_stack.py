@@ -17,6 +17,7 @@ from missionweave.protocol.temporal_contract import (
     mission_workflow_id,
 )
 from missionweave.workflows import MissionWorkflow
+from tests.cli_processes import mission_spec
 from tests.mission_harness import contract, step_registry
 
 
@@ -35,22 +36,11 @@ async def test_embedded_stack_runs_a_mission_then_restarts_on_its_data(tmp_path:
         assert stack.mission_url("s1") is None  # headless
         runtime = await stack.start_agent(card, key, step_registry())
         assert runtime.ready.is_set()
-        spec = MissionSpec.model_validate(
-            {
-                "group_id": "g1",
-                "mission_id": "s1",
-                "title": "one step",
-                "items": [
-                    {"work_item_id": "s1:a", "contract": contract().wire()},
-                    {
-                        "work_item_id": "s1:b",
-                        "contract": contract().wire(),
-                        "dependencies": ["s1:a"],
-                    },
-                ],
-                "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
-            }
-        )
+        items = [
+            {"work_item_id": "s1:a", "contract": contract().wire()},
+            {"work_item_id": "s1:b", "contract": contract().wire(), "dependencies": ["s1:a"]},
+        ]
+        spec = MissionSpec.model_validate(mission_spec("s1", "one step", items, group="g1"))
         handle = await stack.client.start_workflow(
             MissionWorkflow.run,
             args=[spec, None],

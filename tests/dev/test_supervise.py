@@ -14,25 +14,7 @@ import pytest
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
 from missionweave.dev import EmbeddedStack, StackError, connect_client
-from tests.cli_processes import EXE, STARTUP_S, Process, processes, processes_mentioning
-
-__all__ = ["processes"]  # the fixture
-
-
-def _children(pid: int, needle: str) -> list[int]:
-    """Pids of live children of ``pid`` whose command line mentions ``needle``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            ppid = int((proc / "stat").read_text().split(") ", 1)[1].split()[1])
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == pid and needle in cmdline:
-            found.append(int(proc.name))
-    return found
+from tests.cli_processes import STARTUP_S, Process, children, dev_up, processes_mentioning
 
 
 async def _answers(target: str) -> bool:
@@ -41,31 +23,9 @@ async def _answers(target: str) -> bool:
     return bool(info.server_version)
 
 
-def _dev_up(tmp_path: Path, processes: list[Process]) -> tuple[Process, str]:
-    """``dev up`` (headless, free ports) once it says it is up; and its Temporal target."""
-    stack = Process(
-        [
-            EXE,
-            "dev",
-            "up",
-            "--data-dir",
-            str(tmp_path / "data"),
-            "--temporal-port",
-            "0",
-            "--headless",
-            "--authority-port",
-            "0",
-        ],
-        tmp_path / "dev.log",
-    )
-    processes.append(stack)
-    info = stack.read_until(r"^  Group ", STARTUP_S)
-    return stack, info["Temporal"].split()[0]
-
-
 def _kill_temporal_until(stack: Process, times: int) -> None:
     """Kill ``dev up``'s Temporal child; wait until it is back ``times`` times in all."""
-    (child,) = _children(stack.proc.pid, "start-dev")
+    (child,) = children(stack.proc.pid, "start-dev")
     os.kill(child, signal.SIGKILL)
     end = time.monotonic() + STARTUP_S
     while stack.stderr().count("is back on") < times:
@@ -77,12 +37,13 @@ def _kill_temporal_until(stack: Process, times: int) -> None:
 def test_dev_up_starts_its_killed_temporal_server_again(
     tmp_path: Path, processes: list[Process]
 ) -> None:
-    stack, target = _dev_up(tmp_path, processes)
-    (child,) = _children(stack.proc.pid, "start-dev")
+    up = dev_up(tmp_path, processes)
+    stack, target = up.process, up.temporal
+    (child,) = children(stack.proc.pid, "start-dev")
     _kill_temporal_until(stack, 1)  # its stderr says it died and is back
     log = stack.stderr()
     assert f"the Temporal dev server ({target}) exited with code -9; starting it again" in log
-    (again,) = _children(stack.proc.pid, "start-dev")
+    (again,) = children(stack.proc.pid, "start-dev")
     assert again != child
     assert asyncio.run(_answers(target))  # same port, answering
     assert stack.interrupt() == 0
@@ -105,10 +66,11 @@ async def test_the_stack_gives_up_naming_temporal_when_it_dies_too_often(tmp_pat
 def test_dev_up_exits_1_naming_temporal_at_its_fourth_death_in_a_minute(
     tmp_path: Path, processes: list[Process]
 ) -> None:
-    stack, target = _dev_up(tmp_path, processes)
+    up = dev_up(tmp_path, processes)
+    stack, target = up.process, up.temporal
     for n in (1, 2, 3):
         _kill_temporal_until(stack, n)
-    (child,) = _children(stack.proc.pid, "start-dev")
+    (child,) = children(stack.proc.pid, "start-dev")
     os.kill(child, signal.SIGKILL)
     assert stack.proc.wait(timeout=60) == 1
     last = stack.stderr().strip().splitlines()[-1]

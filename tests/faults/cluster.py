@@ -5,6 +5,11 @@ Mission of ledger handlers (:mod:`tests.faults.handlers`).
 ``separate`` runs the docker-compose layout: Temporal dev server, Authority, coordinator and
 agents, each its own process. ``dev`` runs ``missionweave dev up`` (Temporal as its child,
 Authority and coordinator inside it) with the agents beside it.
+
+The parts are processes of their own, but the steps that build the deployment are the embedded
+stack's (:mod:`missionweave.dev`): the data directory's layout (``StackFiles``), key files, the
+Temporal command line (``TemporalDevServer.command()``), the Group's bootstrap and members, and
+waiting until a part answers.
 """
 
 from __future__ import annotations
@@ -19,20 +24,22 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
 import yaml
-from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
 from missionweave.authority.client import AuthorityClient
 from missionweave.dev import (
     OWNER_ROLES,
+    StackFiles,
+    TemporalDevServer,
+    authority_answers,
     connect_client,
     ensure_group,
     ensure_member,
-    find_temporal_cli,
     free_port,
-    search_attribute_args,
+    load_or_create_key,
+    temporal_answers,
+    wait_until,
 )
 from missionweave.protocol import Actor, Event, SigningKey
 from missionweave.protocol.temporal_contract import (
@@ -42,6 +49,7 @@ from missionweave.protocol.temporal_contract import (
     mission_workflow_id,
 )
 
+from ..serving import authority_serve_command
 from .handlers import LEDGER_ENV
 from .parts import MW, Part
 from .proxy import Proxy
@@ -72,20 +80,19 @@ class Config:
     bound_s: float = 90.0
 
 
-async def until(probe: Callable[[], Awaitable[Any]], what: str, timeout_s: float) -> Any:
-    """Await ``probe()`` every 0.2 s until it returns something truthy (errors count as no).
+async def until(
+    probe: Callable[[], Awaitable[Any]],
+    what: str,
+    timeout_s: float,
+    gone: Callable[[], str | None] | None = None,
+) -> Any:
+    """:func:`missionweave.dev.wait_until` polling every 0.2 s (errors count as no).
 
     Raises:
         TimeoutError: not within ``timeout_s``.
+        StackError: ``gone()`` named a reason (a part exited).
     """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        with contextlib.suppress(Exception):
-            if got := await asyncio.wait_for(probe(), 5):
-                return got
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no {what} within {timeout_s:g} s")
-        await asyncio.sleep(0.2)
+    return await wait_until(probe, what, timeout_s, interval_s=0.2, gone=gone)
 
 
 class Cluster:
@@ -113,12 +120,13 @@ class Cluster:
         return self.run_dir / "stack" if self.layout == "dev" else self.run_dir
 
     @property
-    def authority_db(self) -> Path:
-        return self.data_dir / "authority.db"
+    def files(self) -> StackFiles:
+        """The layout of :attr:`data_dir`: the Authority's database, every key, artifacts."""
+        return StackFiles(self.data_dir)
 
     @property
     def coordinator_key(self) -> Path:
-        return self.data_dir / "keys" / "coordinator.pem"
+        return self.files.key("coordinator")
 
     @property
     def workers(self) -> list[str]:
@@ -155,11 +163,8 @@ class Cluster:
         async with AuthorityClient(self.authority_url(), signing_key=coordinator.key) as a:
             await ensure_group(a, coordinator, GROUP, OWNER_ROLES)
             for w in self.workers:
-                key = self.run_dir / "keys" / f"{w}.pem"
-                SigningKey.generate().to_file(key)
-                await ensure_member(
-                    a, coordinator, GROUP, w, SigningKey.from_file(key).public_key, ["worker"]
-                )
+                key = load_or_create_key(self.files.key(w))
+                await ensure_member(a, coordinator, GROUP, w, key.public_key, ["worker"])
             if self.layout == "separate":
                 self._start_coordinator()
             for w in self.workers:
@@ -221,62 +226,31 @@ class Cluster:
         return part
 
     async def _temporal_answers(self) -> bool:
-        client = await connect_client(self.temporal_address(), tracing=False)
-        await client.workflow_service.describe_namespace(
-            DescribeNamespaceRequest(namespace="default")
-        )
-        return True
+        return await temporal_answers(self.temporal_address())
 
-    async def _authority_answers(self) -> bool:
-        async with httpx.AsyncClient(timeout=2) as http:
-            return (await http.get(f"{self.authority_url()}/healthz")).status_code == 200
+    def _gone(self, name: str) -> Callable[[], str | None]:
+        """For :func:`until`: the reason part ``name`` is gone (it exited), else ``None``."""
+        part = self.parts[name]
+        return lambda: None if part.alive() else f"{name} exited: {part.tail()}"
 
     async def _start_servers(self) -> None:
-        (self.run_dir / "keys").mkdir(parents=True, exist_ok=True)
-        SigningKey.generate().to_file(self.coordinator_key)
-        self._add(
-            Part(
-                "temporal",
-                [
-                    str(find_temporal_cli()),
-                    "server",
-                    "start-dev",
-                    "--db-filename",
-                    str(self.run_dir / "temporal.db"),
-                    "--ip",
-                    "127.0.0.1",
-                    "--port",
-                    str(self.temporal_port),
-                    "--headless",
-                    "--log-level",
-                    "warn",
-                    *search_attribute_args(),
-                ],
-                self._log("temporal"),
-            )
+        load_or_create_key(self.coordinator_key)
+        # the command line `temporal server start-dev` of the embedded stack, as a Part
+        temporal = TemporalDevServer(self.data_dir, port=self.temporal_port, ui=False)
+        self._add(Part("temporal", temporal.command(), self._log("temporal")))
+        serve = authority_serve_command(
+            self.files.authority_db, self.authority_port, operator_keys=[str(self.coordinator_key)]
         )
-        self._add(
-            Part(
-                "authority",
-                [
-                    MW,
-                    "authority",
-                    "serve",
-                    "--db",
-                    str(self.authority_db),
-                    "--port",
-                    str(self.authority_port),
-                    "--operator-key",
-                    str(self.coordinator_key),
-                ],
-                self._log("authority"),
-            )
+        self._add(Part("authority", serve, self._log("authority")))
+        await until(self._temporal_answers, "answer from Temporal", 60, self._gone("temporal"))
+        await until(
+            lambda: authority_answers(self.authority_url()),
+            "answer from the Authority",
+            60,
+            self._gone("authority"),
         )
-        await until(self._temporal_answers, "answer from Temporal", 60)
-        await until(self._authority_answers, "answer from the Authority", 60)
 
     async def _start_dev(self) -> None:
-        (self.run_dir / "keys").mkdir(parents=True, exist_ok=True)
         dev = self._add(
             Part(
                 "dev",
@@ -299,11 +273,9 @@ class Cluster:
         )
 
         async def up() -> bool:
-            if not dev.alive():
-                raise AssertionError(f"dev up exited: {dev.tail()}")
-            return "dev stack is up" in self._log("dev").read_text(errors="replace")
+            return "dev stack is up" in dev.log.read_text(errors="replace")
 
-        await until(up, "`dev up` saying it is up", 90)
+        await until(up, "`dev up` saying it is up", 90, self._gone("dev"))
 
     def _start_coordinator(self) -> None:
         self._add(
@@ -319,7 +291,7 @@ class Cluster:
                     "--temporal-address",
                     self.temporal_address("coordinator"),
                     "--artifacts",
-                    str(self.run_dir / "artifacts"),
+                    str(self.files.artifacts),
                     "--stop-timeout",
                     "5",
                 ],
@@ -328,7 +300,7 @@ class Cluster:
         )
 
     def _start_worker(self, name: str) -> None:
-        card = self.run_dir / "keys" / f"{name}.yaml"
+        card = self.files.keys / f"{name}.yaml"
         card.write_text(
             yaml.safe_dump(
                 {
@@ -347,7 +319,7 @@ class Cluster:
                     "--card",
                     str(card),
                     "--key",
-                    str(self.run_dir / "keys" / f"{name}.pem"),
+                    str(self.files.key(name)),
                     "--handlers",
                     "tests.faults.handlers",
                     "--group",
@@ -359,7 +331,7 @@ class Cluster:
                     "--state-dir",
                     str(self.run_dir / "agents"),
                     "--artifacts",
-                    str(self.data_dir / "artifacts"),
+                    str(self.files.artifacts),
                     "--stop-timeout",
                     "6",
                 ],

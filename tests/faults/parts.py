@@ -9,14 +9,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-#: The repository root (the parts run from it, with it on ``PYTHONPATH``).
-ROOT = Path(__file__).resolve().parents[2]
-#: The ``missionweave`` command of this interpreter's environment.
-MW = str(Path(sys.executable).with_name("missionweave"))
+# The repository root (the parts run from it, with it on ``PYTHONPATH``), the ``missionweave``
+# command of this interpreter's environment, and what is running on the machine.
+from tests.cli_processes import EXE as MW
+from tests.cli_processes import ROOT, children, processes_mentioning
+
+__all__ = ["MW", "ROOT", "Part", "children", "processes_mentioning", "wait_for"]
 
 
 class Part:
@@ -99,38 +100,6 @@ class Part:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
-
-
-def children(pid: int, needle: str) -> list[int]:
-    """Pids of live children of ``pid`` whose command line mentions ``needle``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            fields = (proc / "stat").read_text().split(") ", 1)[1].split()
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, IndexError, UnicodeDecodeError):
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z" and needle in cmdline:
-            found.append(int(proc.name))
-    return found
-
-
-def processes_mentioning(text: str) -> list[str]:
-    """Live processes whose command line mentions ``text`` (a run's directory)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (proc / "stat").read_text().split(") ", 1)[1][:1]
-        except (OSError, UnicodeDecodeError):
-            continue
-        if text in cmdline and state != "Z":
-            found.append(f"{proc.name}: {cmdline[:200]}")
-    return found
 
 
 def wait_for(probe: object, what: str, timeout_s: float) -> None:

@@ -29,6 +29,8 @@ class Proxy:
         self.target_port = target_port
         self.port = 0
         self.mode: Mode = "pass"
+        #: Connections closed as soon as accepted (``drop``).
+        self.drops = 0
         self._flowing = asyncio.Event()
         self._flowing.set()
         self._server: asyncio.Server | None = None
@@ -53,6 +55,7 @@ class Proxy:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.mode == "drop":
+            self.drops += 1
             _abort(writer)
             return
         try:
@@ -91,8 +94,10 @@ class Proxy:
         if self._server is not None:
             self._server.close()
         self.set_mode("drop")
-        for t in list(self._tasks):
+        tasks = list(self._tasks)
+        for t in tasks:
             t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)

@@ -22,43 +22,75 @@ from missionweave.protocol import (
     check_transition,
 )
 
-S = WorkItemState
 R = Role
 ALL_STATES: list[WorkItemState | None] = [None, *WorkItemState]
 
 # --- the table, row by row ("current state" → "next state") ----------------------------------
-_OPEN_TO_SUBMITTED = {S.OPEN, S.OFFERED, S.QUEUED, S.ACTIVE, S.BLOCKED, S.SUBMITTED}
+_OPEN_TO_SUBMITTED = {
+    WorkItemState(n) for n in ("open", "offered", "queued", "active", "blocked", "submitted")
+}
 SPEC_ROWS: dict[str, tuple[set[WorkItemState | None], set[WorkItemState]]] = {
     # none → open work proposal
-    "work.propose": ({None}, {S.PROPOSED}),
+    "work.propose": ({None}, {WorkItemState.PROPOSED}),
     # none, or open proposal → open
-    "work.authorize": ({None, S.PROPOSED}, {S.OPEN}),
+    "work.authorize": ({None, WorkItemState.PROPOSED}, {WorkItemState.OPEN}),
     # open, offered, queued, active, blocked or failed (with no active owner) → offered
-    "work.offer": ({S.OPEN, S.OFFERED, S.QUEUED, S.ACTIVE, S.BLOCKED, S.FAILED}, {S.OFFERED}),
-    "work.accept_offer": ({S.OFFERED}, {S.QUEUED}),
-    "approval.grant_execution": ({S.QUEUED}, {S.QUEUED}),
-    "work.start": ({S.QUEUED}, {S.ACTIVE}),
-    "work.checkpoint": ({S.ACTIVE}, {S.QUEUED}),
-    "work.block": ({S.ACTIVE}, {S.BLOCKED}),
-    "work.unblock": ({S.BLOCKED}, {S.QUEUED, S.OPEN}),
-    "work.submit": ({S.ACTIVE}, {S.SUBMITTED}),
-    "work.accept_result": ({S.SUBMITTED}, {S.VERIFIED}),
-    "work.fail": (_OPEN_TO_SUBMITTED, {S.FAILED}),
-    "work.cancel": (_OPEN_TO_SUBMITTED, {S.CANCELLED}),
-    "mission.create_child": ({S.OPEN, S.OFFERED, S.QUEUED, S.ACTIVE, S.BLOCKED}, {S.BLOCKED}),
+    "work.offer": (
+        {
+            WorkItemState.OPEN,
+            WorkItemState.OFFERED,
+            WorkItemState.QUEUED,
+            WorkItemState.ACTIVE,
+            WorkItemState.BLOCKED,
+            WorkItemState.FAILED,
+        },
+        {WorkItemState.OFFERED},
+    ),
+    "work.accept_offer": ({WorkItemState.OFFERED}, {WorkItemState.QUEUED}),
+    "approval.grant_execution": ({WorkItemState.QUEUED}, {WorkItemState.QUEUED}),
+    "work.start": ({WorkItemState.QUEUED}, {WorkItemState.ACTIVE}),
+    "work.checkpoint": ({WorkItemState.ACTIVE}, {WorkItemState.QUEUED}),
+    "work.block": ({WorkItemState.ACTIVE}, {WorkItemState.BLOCKED}),
+    "work.unblock": ({WorkItemState.BLOCKED}, {WorkItemState.QUEUED, WorkItemState.OPEN}),
+    "work.submit": ({WorkItemState.ACTIVE}, {WorkItemState.SUBMITTED}),
+    "work.accept_result": ({WorkItemState.SUBMITTED}, {WorkItemState.VERIFIED}),
+    "work.fail": (_OPEN_TO_SUBMITTED, {WorkItemState.FAILED}),
+    "work.cancel": (_OPEN_TO_SUBMITTED, {WorkItemState.CANCELLED}),
+    "mission.create_child": (
+        {
+            WorkItemState.OPEN,
+            WorkItemState.OFFERED,
+            WorkItemState.QUEUED,
+            WorkItemState.ACTIVE,
+            WorkItemState.BLOCKED,
+        },
+        {WorkItemState.BLOCKED},
+    ),
     # linked child Mission approved / failed (the declared child-failure policy decides)
-    "mission.child_approved": ({S.BLOCKED}, {S.VERIFIED}),
-    "mission.child_failed": ({S.BLOCKED}, {S.BLOCKED, S.FAILED}),
+    "mission.child_approved": ({WorkItemState.BLOCKED}, {WorkItemState.VERIFIED}),
+    "mission.child_failed": (
+        {WorkItemState.BLOCKED},
+        {WorkItemState.BLOCKED, WorkItemState.FAILED},
+    ),
     # parent Mission failed or cancelled: only unfinished items (never failed, verified, cancelled)
-    "mission.fail": (_OPEN_TO_SUBMITTED, {S.FAILED}),
-    "mission.cancel": (_OPEN_TO_SUBMITTED, {S.CANCELLED}),
+    "mission.fail": (_OPEN_TO_SUBMITTED, {WorkItemState.FAILED}),
+    "mission.cancel": (_OPEN_TO_SUBMITTED, {WorkItemState.CANCELLED}),
 }
 # Worker reports that sections 10.3 and 11 define without a row of their own: they keep the state.
 OTHER_ROWS: dict[str, tuple[set[WorkItemState | None], set[WorkItemState]]] = {
-    "work.decline_offer": ({S.OFFERED}, {S.OFFERED}),  # MW-10.3-e: the offer stays offered
-    "lease.renew": ({S.ACTIVE}, {S.ACTIVE}),  # MW-11.3-a/b: the execution lease is renewable
+    "work.decline_offer": (
+        {WorkItemState.OFFERED},
+        {WorkItemState.OFFERED},
+    ),  # MW-10.3-e: the offer stays offered
+    "lease.renew": (
+        {WorkItemState.ACTIVE},
+        {WorkItemState.ACTIVE},
+    ),  # MW-11.3-a/b: the execution lease is renewable
     # MW-11.4-b: Workers report progress while active and also when blocked
-    "progress.report": ({S.ACTIVE, S.BLOCKED}, {S.ACTIVE, S.BLOCKED}),
+    "progress.report": (
+        {WorkItemState.ACTIVE, WorkItemState.BLOCKED},
+        {WorkItemState.ACTIVE, WorkItemState.BLOCKED},
+    ),
 }
 EXPECTED = {**SPEC_ROWS, **OTHER_ROWS}
 
@@ -143,18 +175,21 @@ def test_no_roles_no_transition__MW_10_2_c(action: str) -> None:
 
 def test_any_one_allowed_role_suffices__MW_10_2_c() -> None:
     coordinator_account = {R.OWNER, R.COORDINATOR, R.MISSION_OWNER}
-    assert isinstance(check_transition(S.OPEN, "work.offer", coordinator_account), Transition)
     assert isinstance(
-        check_transition(S.OFFERED, "work.accept_offer", {R.REVIEWER, R.WORKER}), Transition
+        check_transition(WorkItemState.OPEN, "work.offer", coordinator_account), Transition
     )
-    verdict = check_transition(S.OFFERED, "work.accept_offer", coordinator_account)
+    assert isinstance(
+        check_transition(WorkItemState.OFFERED, "work.accept_offer", {R.REVIEWER, R.WORKER}),
+        Transition,
+    )
+    verdict = check_transition(WorkItemState.OFFERED, "work.accept_offer", coordinator_account)
     assert isinstance(verdict, Rejection) and verdict.code == "role_not_allowed"
 
 
 def test_terminal_states_have_no_outgoing_transition__MW_10_2_a() -> None:
-    assert set(TERMINAL_STATES) == {S.VERIFIED, S.CANCELLED}
+    assert set(TERMINAL_STATES) == {WorkItemState.VERIFIED, WorkItemState.CANCELLED}
     everyone = set(Role)
-    for state in (S.VERIFIED, S.CANCELLED):
+    for state in (WorkItemState.VERIFIED, WorkItemState.CANCELLED):
         for action in sorted(WORK_ACTIONS):
             verdict = check_transition(state, action, everyone)
             assert isinstance(verdict, Rejection), (state, action)
@@ -164,11 +199,13 @@ def test_terminal_states_have_no_outgoing_transition__MW_10_2_a() -> None:
 def test_failed_leaves_only_by_a_new_offer__MW_10_2_b() -> None:
     everyone = set(Role)
     allowed = {
-        a for a in WORK_ACTIONS if isinstance(check_transition(S.FAILED, a, everyone), Transition)
+        a
+        for a in WORK_ACTIONS
+        if isinstance(check_transition(WorkItemState.FAILED, a, everyone), Transition)
     }
     assert allowed == {"work.offer"}
-    verdict = check_transition(S.FAILED, "work.offer", {R.COORDINATOR})
-    assert isinstance(verdict, Transition) and verdict.targets == (S.OFFERED,)
+    verdict = check_transition(WorkItemState.FAILED, "work.offer", {R.COORDINATOR})
+    assert isinstance(verdict, Transition) and verdict.targets == (WorkItemState.OFFERED,)
 
 
 @pytest.mark.parametrize("action", ["mission.fail", "mission.cancel"])
@@ -179,37 +216,43 @@ def test_mission_end_reaches_only_unfinished_items__MW_10_2_b(action: str) -> No
         s for s in ALL_STATES if isinstance(check_transition(s, action, everyone), Transition)
     }
     assert reached == _OPEN_TO_SUBMITTED
-    assert S.FAILED not in reached
+    assert WorkItemState.FAILED not in reached
 
 
 def test_stale_revision_is_rejected__MW_10_2_c() -> None:
     worker = {R.WORKER}
-    stale = check_transition(S.OFFERED, "work.accept_offer", worker, revision=1, current_revision=2)
+    stale = check_transition(
+        WorkItemState.OFFERED, "work.accept_offer", worker, revision=1, current_revision=2
+    )
     assert isinstance(stale, Rejection) and stale.code == "stale_revision"
     assert stale.detail == {"revision": 1, "current_revision": 2}
-    ahead = check_transition(S.OFFERED, "work.accept_offer", worker, revision=3, current_revision=2)
+    ahead = check_transition(
+        WorkItemState.OFFERED, "work.accept_offer", worker, revision=3, current_revision=2
+    )
     assert isinstance(ahead, Rejection) and ahead.code == "stale_revision"
     current = check_transition(
-        S.OFFERED, "work.accept_offer", worker, revision=2, current_revision=2
+        WorkItemState.OFFERED, "work.accept_offer", worker, revision=2, current_revision=2
     )
     assert isinstance(current, Transition)
-    unnamed = check_transition(S.OFFERED, "work.accept_offer", worker, current_revision=2)
+    unnamed = check_transition(
+        WorkItemState.OFFERED, "work.accept_offer", worker, current_revision=2
+    )
     assert isinstance(unnamed, Transition)
     # the revision never unlocks a state the table forbids
     wrong_state = check_transition(
-        S.QUEUED, "work.accept_offer", worker, revision=2, current_revision=2
+        WorkItemState.QUEUED, "work.accept_offer", worker, revision=2, current_revision=2
     )
     assert isinstance(wrong_state, Rejection) and wrong_state.code == "transition_not_allowed"
 
 
 def test_unknown_action_is_rejected__MW_10_2_c() -> None:
     for action in ("work.teleport", "", "WORK.OFFER", "work.offer "):
-        verdict = check_transition(S.OPEN, action, set(Role))
+        verdict = check_transition(WorkItemState.OPEN, action, set(Role))
         assert isinstance(verdict, Rejection) and verdict.code == "unknown_action"
 
 
 def test_rejection_names_the_facts__MW_10_2_c() -> None:
-    verdict = check_transition(S.SUBMITTED, "work.start", {R.WORKER})
+    verdict = check_transition(WorkItemState.SUBMITTED, "work.start", {R.WORKER})
     assert isinstance(verdict, Rejection)
     assert verdict.detail["state"] == "submitted"
     assert verdict.detail["allowed_from"] == ["queued"]

@@ -23,6 +23,12 @@ class Reject(Exception):
         super().__init__(f"{code}: {reason}")
         self.rejection = Rejection(code=code, reason=reason, detail=detail)
 
+    @classmethod
+    def wrong_state(cls, code: str, subject: str, state: str, why: str = "", **ids: Any) -> Reject:
+        """A refusal because ``subject`` (e.g. ``WorkItem 'a'``) is in ``state``: the reason
+        says so (then ``why``), the detail names ``ids`` and the ``state``."""
+        return cls(code, f"{subject} is {state}" + (f": {why}" if why else ""), **ids, state=state)
+
 
 @dataclass(slots=True)
 class Draft:

@@ -230,10 +230,11 @@ class Authority(LogReader, AgentReads):
                 [(c.model_dump_json(), k) for c, k in zip(commands, keys, strict=True) if k]
             )
         with self._lock:
-            results = self._retrying(commands, keys if pending else None, pending, parents)
+            trusted = keys if pending else None
+            results = self._retrying(lambda: self._transaction(commands, trusted, pending, parents))
             if results is None:  # a signature the writer relied on did not verify: redo inline
                 trace.get_current_span().set_attribute("missionweave.transaction.redo", True)
-                results = self._retrying(commands, None, None, parents)
+                results = self._retrying(lambda: self._transaction(commands, None, None, parents))
                 assert results is not None
         if self.config.online_window is not None:
             touched = {e.group_id for r in results for e in r.events if not r.duplicate}
@@ -242,17 +243,14 @@ class Authority(LogReader, AgentReads):
         return results
 
     def _retrying(
-        self,
-        commands: Sequence[Command],
-        keys: list[str | None] | None,
-        pending: Future[list[bool]] | None,
-        parents: list[otel_context.Context | None],
+        self, transaction: Callable[[], list[SubmitResult] | None]
     ) -> list[SubmitResult] | None:
-        """:meth:`_transaction`, run again (up to 8 times) when the database aborted it on a
-        transient conflict with another replica (a deadlock between two batches' locks)."""
+        """``transaction`` (a :meth:`_transaction` call), run again (up to 8 times) when the
+        database aborted it on a transient conflict with another replica (a deadlock between two
+        batches' locks)."""
         for attempt in range(8):
             try:
-                return self._transaction(commands, keys, pending, parents)
+                return transaction()
             except Exception as exc:
                 if attempt == 7 or not self.store.retryable(exc):
                     raise
@@ -539,20 +537,8 @@ class Authority(LogReader, AgentReads):
         """
         roles: frozenset[Role] = frozenset()
         if member is not None:
-            if cmd.membership_epoch != member[2]:
-                raise Reject(
-                    "stale_membership_epoch",
-                    f"membership epoch {cmd.membership_epoch} is not the current {member[2]}",
-                    membership_epoch=cmd.membership_epoch,
-                    current=member[2],
-                )
-            if cmd.session_epoch != member[4]:
-                raise Reject(
-                    "stale_session_epoch",
-                    f"session epoch {cmd.session_epoch} is not the current {member[4]}",
-                    session_epoch=cmd.session_epoch,
-                    current=member[4],
-                )
+            _current_epoch("membership", cmd.membership_epoch, member[2])
+            _current_epoch("session", cmd.session_epoch, member[4])
             if HANDLERS[cmd.type].needs_session and member[4] == 0:
                 raise Reject("no_session", "open a session before taking work")
             roles = _roles(member[1])
@@ -632,6 +618,18 @@ _MEMBERSHIP_PREFIXES = ("group.", "member.", "session.", "agent.")
 @functools.lru_cache(maxsize=1024)
 def _roles(text: str) -> frozenset[Role]:
     return frozenset(Role(r) for r in json.loads(text))
+
+
+def _current_epoch(kind: str, given: int, current: int) -> None:
+    """Refuse a Command whose ``kind`` epoch (``membership``, ``session``) is not the current
+    one: ``stale_<kind>_epoch`` with ``<kind>_epoch`` and ``current``."""
+    if given != current:
+        raise Reject(
+            f"stale_{kind}_epoch",
+            f"{kind} epoch {given} is not the current {current}",
+            **{f"{kind}_epoch": given},
+            current=current,
+        )
 
 
 def _links(parents: list[otel_context.Context | None]) -> list[trace.Link]:

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from ...protocol import (
     Classification,
     Rejection,
@@ -25,6 +23,7 @@ from ...protocol import (
     verify_context_package,
 )
 from ._command_scope import Ctx, Reject, dumps, need
+from ._items import parse
 from ._reads import LogReader
 from ._registry import command
 from ._store import Store
@@ -108,15 +107,13 @@ def _cross_mission(ctx: Ctx, mission_id: str, hashes: list[str]) -> None:
 
 
 def _signed_package(ctx: Ctx) -> SignedContextPackage:
-    try:
-        return SignedContextPackage.model_validate(ctx.body.get("package"))
-    except ValidationError as exc:
-        raise Reject(
-            "invalid_context_package",
-            "package is not a valid signed Context Package",
-            field="package",
-            errors=[{"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors()],
-        ) from None
+    return parse(
+        SignedContextPackage,
+        ctx.body.get("package"),
+        "package",
+        code="invalid_context_package",
+        reason="package is not a valid signed Context Package",
+    )
 
 
 @command("context.publish")

@@ -17,6 +17,7 @@ import json
 
 from ...protocol import GraphError, WorkGraph
 from ._command_scope import Ctx, Reject, need
+from ._items import running_mission
 from ._registry import command
 
 #: Most dependencies one Command adds.
@@ -46,15 +47,14 @@ def work_add_dependencies(ctx: Ctx) -> None:
     if item is None:
         raise Reject("unknown_id", f"no WorkItem {wid!r}", work_item_id=wid)
     mid = item["mission_id"]
-    mission = ctx.one("missions.state_by_group_id_mission_id", ctx.group_id, mid)
-    if mission is None or mission["state"] != "running":
-        raise Reject("mission_closed", f"Mission {mid!r} is not running", mission_id=mid)
+    running_mission(ctx, mid)
     if item["state"] != "open":
-        raise Reject(
+        raise Reject.wrong_state(
             "not_open",
-            f"WorkItem {wid!r} is {item['state']}: edges only go into an open WorkItem",
+            f"WorkItem {wid!r}",
+            item["state"],
+            "edges only go into an open WorkItem",
             work_item_id=wid,
-            state=item["state"],
         )
     rows = ctx.all("work_items.admitted_dependencies", ctx.group_id, mid)
     graph = {r["work_item_id"]: list(json.loads(r["dependencies"])) for r in rows}

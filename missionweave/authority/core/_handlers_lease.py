@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 
-from pydantic import ValidationError
-
 from ...protocol import (
     ProgressReport,
     ResourceUsage,
@@ -25,15 +23,15 @@ from ...protocol import (
 )
 from ._command_scope import Ctx, Reject, dumps, need
 from ._handlers_context import _cross_mission
-from ._handlers_offline import charge_ancestry
+from ._handlers_offline import charge_work_item
 from ._items import (
-    add_usage,
     contract_of,
     end_leases,
     gate,
     load_item,
     parse,
     parse_evidence,
+    refuse_expired,
     set_item,
     withdraw_offers,
 )
@@ -78,13 +76,7 @@ def fence(ctx: Ctx, item: Row) -> Row:
             lease_status=lease["status"],
             current_lease_id=item["lease_id"],
         )
-    if ctx.now_ms >= lease["expires_at_ms"]:
-        raise Reject(
-            "lease_expired",
-            "the lease has expired",
-            lease_id=lease_id,
-            expires_at_ms=lease["expires_at_ms"],
-        )
+    refuse_expired(ctx, lease, "lease", lease_id)
     if lease["session_epoch"] != ctx.command.session_epoch:
         raise Reject(
             "stale_session_epoch", "the lease was granted to another session", lease_id=lease_id
@@ -98,18 +90,7 @@ def _charge(ctx: Ctx, item: Row) -> ResourceUsage | None:
     raw = ctx.body.get("usage")
     if raw is None:
         return None
-    delta = parse(ResourceUsage, raw, "usage")
-    total = add_usage(ResourceUsage.model_validate_json(item["usage"]), delta)
-    over = total.over(contract_of(item).budget)
-    if over:
-        raise Reject(
-            "budget_exceeded",
-            "the usage exceeds the contract's budget",
-            dimensions=over,
-            usage=total.model_dump(),
-        )
-    charge_ancestry(ctx, item, delta)  # the Mission and its parents (MW-11.5-i)
-    set_item(ctx, item, usage=total.model_dump_json())
+    total, _ = charge_work_item(ctx, item, parse(ResourceUsage, raw, "usage"))
     return total
 
 
@@ -290,6 +271,18 @@ def work_block(ctx: Ctx) -> None:
     )
 
 
+def _fenced_or_late(ctx: Ctx, item: Row) -> bool:
+    """:func:`fence` the Command: ``True`` if it holds the current lease; ``False`` if it was a
+    former owner's late result, now recorded (:func:`_late`). Any other refusal is raised."""
+    try:
+        fence(ctx, item)
+    except Reject as r:
+        if _late(ctx, item, r):
+            return False
+        raise
+    return True
+
+
 def _late(ctx: Ctx, item: Row, rejection: Reject) -> bool:
     """Record a former owner's result for audit (MW-11.5-b) if the actor ever held a lease."""
     lease_id = ctx.body.get("lease_id")
@@ -322,12 +315,8 @@ def _late(ctx: Ctx, item: Row, rejection: Reject) -> bool:
 def work_submit(ctx: Ctx) -> None:
     """Submit outputs with Evidence for every acceptance criterion (MW-13.2-a)."""
     item = load_item(ctx)
-    try:
-        fence(ctx, item)
-    except Reject as r:
-        if _late(ctx, item, r):
-            return
-        raise
+    if not _fenced_or_late(ctx, item):
+        return
     gate(ctx, item)
     evidence = parse_evidence(ctx, required=True)
     criteria = [c.id for c in contract_of(item).acceptance_criteria]
@@ -367,13 +356,8 @@ def work_fail(ctx: Ctx) -> None:
     reached, MW-11.4-d)."""
     item = load_item(ctx)
     by_worker = "lease_id" in ctx.body or Role.COORDINATOR not in ctx.roles
-    if by_worker:
-        try:
-            fence(ctx, item)
-        except Reject as r:
-            if _late(ctx, item, r):
-                return
-            raise
+    if by_worker and not _fenced_or_late(ctx, item):
+        return
     gate(ctx, item)
     evidence = parse_evidence(ctx, required=True)
     retry = retry_fields(ctx, item, _charge(ctx, item))  # MW-11.4-d
@@ -416,15 +400,13 @@ def artifact_publish(ctx: Ctx) -> None:
     item = load_item(ctx)
     fence(ctx, item)
     gate(ctx, item, "progress.report")
-    try:
-        signed = SignedManifest.model_validate(ctx.body.get("manifest"))
-    except ValidationError as exc:
-        raise Reject(
-            "invalid_manifest",
-            "manifest is not a valid signed manifest",
-            field="manifest",
-            errors=[{"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors()],
-        ) from None
+    signed = parse(
+        SignedManifest,
+        ctx.body.get("manifest"),
+        "manifest",
+        code="invalid_manifest",
+        reason="manifest is not a valid signed manifest",
+    )
     m = signed.manifest
     want = {
         "producer": ctx.command.actor,

@@ -151,7 +151,16 @@ def charge_ancestry(ctx: Ctx, item: Row, delta: ResourceUsage) -> list[dict[str,
     return totals
 
 
-def _charge_all(ctx: Ctx, item: Row, delta: ResourceUsage) -> dict[str, Any]:
+def charge_work_item(
+    ctx: Ctx, item: Row, delta: ResourceUsage
+) -> tuple[ResourceUsage, list[dict[str, Any]]]:
+    """Add ``delta`` to ``item``'s usage and to its whole budget ancestry (MW-11.5-i); the
+    WorkItem's new total and the Missions' (:func:`charge_ancestry`).
+
+    Raises:
+        Reject: ``budget_exceeded`` (``scope`` ``work_item`` or ``mission``) when a total
+            would overrun its budget (MW-11.5-j); the caller's savepoint then writes nothing.
+    """
     total = add_usage(ResourceUsage.model_validate_json(item["usage"]), delta)
     over = total.over(contract_of(item).budget)
     if over:
@@ -164,7 +173,7 @@ def _charge_all(ctx: Ctx, item: Row, delta: ResourceUsage) -> dict[str, Any]:
         )
     missions = charge_ancestry(ctx, item, delta)
     set_item(ctx, item, usage=total.model_dump_json())
-    return {"work_item": total.model_dump(), "missions": missions}
+    return total, missions
 
 
 # ----------------------------------------------------------------------- reconciliation
@@ -277,7 +286,8 @@ def reconcile(ctx: Ctx) -> None:
         raise Reject("invalid_body", "checkpoint must be a non-empty object", field="checkpoint")
     wid = item["work_item_id"]
     if b.usage != ResourceUsage():
-        totals = _charge_all(ctx, item, b.usage)
+        total, missions = charge_work_item(ctx, item, b.usage)
+        totals = {"work_item": total.model_dump(), "missions": missions}
         ctx.emit(
             RESOURCE_USAGE_RECORDED,
             {
@@ -405,6 +415,7 @@ __all__ = [
     "STALL_MS",
     "StallWatch",
     "charge_ancestry",
+    "charge_work_item",
     "credit_downtime",
     "credit_on_start",
     "handler_for",

@@ -137,7 +137,7 @@ def work_disclose_schedule(ctx: Ctx) -> None:
             ownership_epoch=current,
         )
     if state not in ("queued", "running"):
-        raise Reject("invalid_state", f"WorkItem {wid!r} is {state}", work_item_id=wid, state=state)
+        raise Reject.wrong_state("invalid_state", f"WorkItem {wid!r}", state, work_item_id=wid)
     ctx.emit(
         "work.schedule_disclosed",
         {k: v for k, v in body.items() if k != "work_item_id"},

@@ -38,6 +38,8 @@ from ._items import (
     owner_expired,
     parse,
     parse_evidence,
+    refuse_expired,
+    running_mission,
     set_item,
     withdraw_offers,
 )
@@ -45,20 +47,6 @@ from ._registry import command
 from ._store import Row
 
 _REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-
-
-def _mission(ctx: Ctx, mission_id: str) -> dict[str, str]:
-    row = ctx.one("missions.state_by_group_id_mission_id", ctx.group_id, mission_id)
-    if row is None:
-        raise Reject("unknown_mission", f"no Mission {mission_id!r}", mission_id=mission_id)
-    if row["state"] != "running":
-        raise Reject(
-            "mission_closed",
-            f"Mission {mission_id!r} is {row['state']}",
-            mission_id=mission_id,
-            state=row["state"],
-        )
-    return {"state": row["state"]}
 
 
 @command("mission.create")
@@ -85,19 +73,31 @@ def mission_create(ctx: Ctx) -> None:
     ctx.emit("mission.created", body)
 
 
-@command("work.propose")
-def work_propose(ctx: Ctx) -> None:
+def _new_item(ctx: Ctx, *, proposed_ok: bool) -> tuple[str, str, Row | None]:
+    """The Command's ``work_item_id`` and ``mission_id`` (a running Mission), and the row
+    already under that id: ``None``, or — with ``proposed_ok`` — a proposed WorkItem.
+
+    Raises:
+        Reject: ``duplicate_id`` (WorkItem ids are unique within the Group: the detail names
+            the Mission holding it), or :func:`running_mission`'s.
+    """
     wid = need_id(ctx.body, "work_item_id")
     mid = need(ctx.body, "mission_id")
-    _mission(ctx, mid)
-    taken = ctx.one("work_items.mission_id_by_group_id_work_item_id", ctx.group_id, wid)
-    if taken is not None:
+    running_mission(ctx, mid)
+    existing = ctx.one("work_items.row", ctx.group_id, wid)
+    if existing is not None and not (proposed_ok and existing["state"] == "proposed"):
         raise Reject(
             "duplicate_id",
-            f"WorkItem {wid!r} already exists in Mission {taken['mission_id']!r}",
+            f"WorkItem {wid!r} already exists in Mission {existing['mission_id']!r}",
             work_item_id=wid,
-            mission_id=taken["mission_id"],
+            mission_id=existing["mission_id"],
         )
+    return wid, mid, existing
+
+
+@command("work.propose")
+def work_propose(ctx: Ctx) -> None:
+    wid, mid, _ = _new_item(ctx, proposed_ok=False)
     gate(ctx, None)
     contract = parse(WorkContract, ctx.body.get("contract"), "contract")
     ctx.run(
@@ -118,18 +118,7 @@ def work_propose(ctx: Ctx) -> None:
 def work_authorize(ctx: Ctx) -> None:
     """Create a WorkItem (``open``); its dependencies must already exist in the Mission, so no
     cycle or self-loop can form (MW-10.4-c)."""
-    wid = need_id(ctx.body, "work_item_id")
-    mid = need(ctx.body, "mission_id")
-    _mission(ctx, mid)
-    existing = ctx.one("work_items.row", ctx.group_id, wid)
-    if existing is not None and existing["state"] != "proposed":
-        # WorkItem ids are unique within the Group: the detail names the Mission holding it
-        raise Reject(
-            "duplicate_id",
-            f"WorkItem {wid!r} already exists in Mission {existing['mission_id']!r}",
-            work_item_id=wid,
-            mission_id=existing["mission_id"],
-        )
+    wid, mid, existing = _new_item(ctx, proposed_ok=True)
     gate(ctx, existing)
     contract = parse(WorkContract, ctx.body.get("contract"), "contract")
     deps = ctx.body.get("dependencies", [])
@@ -304,13 +293,7 @@ def _open_offer(ctx: Ctx, item: object) -> dict[str, object]:
         raise Reject(
             "offer_closed", f"the offer is {row['status']}", offer_id=offer_id, status=row["status"]
         )
-    if ctx.now_ms >= row["expires_at_ms"]:
-        raise Reject(
-            "offer_expired",
-            "the offer has expired",
-            offer_id=offer_id,
-            expires_at_ms=row["expires_at_ms"],
-        )
+    refuse_expired(ctx, row, "offer", offer_id)
     candidates = json.loads(row["candidates"])
     if ctx.command.actor not in candidates:
         raise Reject(
@@ -619,12 +602,18 @@ def mission_create_child(ctx: Ctx) -> None:
     )
 
 
-@command("mission.child_approved")
-def mission_child_approved(ctx: Ctx) -> None:
+def _child_parent(ctx: Ctx) -> Row:
+    """The WorkItem whose child Mission the Command names, its transition checked."""
     item = load_item(ctx)
     gate(ctx, item)
     if item["child_mission_id"] != ctx.body.get("child_mission_id"):
         raise Reject("unknown_child", "that is not this item's child Mission")
+    return item
+
+
+@command("mission.child_approved")
+def mission_child_approved(ctx: Ctx) -> None:
+    item = _child_parent(ctx)
     evidence = parse_evidence(ctx, required=True)
     set_item(ctx, item, state="verified")
     ctx.emit(
@@ -640,10 +629,7 @@ def mission_child_approved(ctx: Ctx) -> None:
 
 @command("mission.child_failed")
 def mission_child_failed(ctx: Ctx) -> None:
-    item = load_item(ctx)
-    gate(ctx, item)
-    if item["child_mission_id"] != ctx.body.get("child_mission_id"):
-        raise Reject("unknown_child", "that is not this item's child Mission")
+    item = _child_parent(ctx)
     policy = ctx.body.get("policy")
     if policy not in ("stay_blocked", "fail"):
         raise Reject("invalid_body", "policy must be stay_blocked or fail", field="policy")
@@ -658,7 +644,7 @@ def mission_child_failed(ctx: Ctx) -> None:
 
 def _mission_end(ctx: Ctx, state: str) -> None:
     mid = need(ctx.body, "mission_id")
-    _mission(ctx, mid)
+    running_mission(ctx, mid)
     action = ctx.command.type
     for item in ctx.all(
         "work_items.rows_by_mission",
@@ -690,7 +676,7 @@ def mission_complete(ctx: Ctx) -> None:
     if "coordinator" not in ctx.roles:
         raise Reject("role_not_allowed", "mission.complete needs the coordinator role")
     mid = need(ctx.body, "mission_id")
-    _mission(ctx, mid)
+    running_mission(ctx, mid)
     open_items = ctx.all(
         "work_items.open_ids_by_mission",
         ctx.group_id,

@@ -28,6 +28,36 @@ def load_item(ctx: Ctx, work_item_id: str | None = None) -> Row:
     return row
 
 
+def refuse_expired(ctx: Ctx, row: Row, kind: str, row_id: str) -> None:
+    """Refuse a ``kind`` grant (``lease``, ``offer``) whose ``expires_at_ms`` has come.
+
+    Raises:
+        Reject: ``<kind>_expired`` with ``<kind>_id`` and ``expires_at_ms``.
+    """
+    if ctx.now_ms >= row["expires_at_ms"]:
+        raise Reject(
+            f"{kind}_expired",
+            f"the {kind} has expired",
+            **{f"{kind}_id": row_id},
+            expires_at_ms=row["expires_at_ms"],
+        )
+
+
+def running_mission(ctx: Ctx, mission_id: str) -> None:
+    """Check that the Command's Group has Mission ``mission_id`` and that it is running.
+
+    Raises:
+        Reject: ``unknown_mission``; ``mission_closed`` (with its ``state``).
+    """
+    row = ctx.one("missions.state_by_group_id_mission_id", ctx.group_id, mission_id)
+    if row is None:
+        raise Reject("unknown_mission", f"no Mission {mission_id!r}", mission_id=mission_id)
+    if row["state"] != "running":
+        raise Reject.wrong_state(
+            "mission_closed", f"Mission {mission_id!r}", row["state"], mission_id=mission_id
+        )
+
+
 def gate(ctx: Ctx, item: Row | None, action: str | None = None) -> Transition:
     """Apply the state table (MW-10.2-c) for the Command's action on ``item``."""
     state = WorkItemState(item["state"]) if item is not None else None
@@ -51,14 +81,17 @@ def contract_of(item: Row) -> WorkContract:
 M = TypeVar("M", bound=BaseModel)
 
 
-def parse(model: type[M], value: Any, field: str) -> M:
-    """Validate ``value`` as ``model`` or reject ``invalid_body`` naming the field."""
+def parse(
+    model: type[M], value: Any, field: str, *, code: str = "invalid_body", reason: str = ""
+) -> M:
+    """Validate ``value`` as ``model`` or reject with ``code`` (``invalid_body`` unless told)
+    and ``reason``, naming the field and pydantic's errors (``loc``, ``msg``)."""
     try:
         return model.model_validate(value)
     except ValidationError as exc:
         raise Reject(
-            "invalid_body",
-            f"{field} is not a valid {model.__name__}",
+            code,
+            reason or f"{field} is not a valid {model.__name__}",
             field=field,
             errors=[{"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors()],
         ) from None

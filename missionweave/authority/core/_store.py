@@ -13,9 +13,11 @@ Authority, its handlers and the tools outside it call :class:`Store` methods onl
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
+
+from ._store_sql import COMMAND_PRIORS, SET_WORK_ITEM
 
 
 class Row(Protocol):
@@ -132,6 +134,72 @@ class Closeable(Protocol):
     def close(self) -> None: ...
 
 
+class SqlStore:
+    """What both backends do the same way over their DB-API connection: run the named
+    statements (one Command's savepoint among them), close.
+
+    Attributes:
+        conn: the connection (``sqlite3`` or ``psycopg``), in autocommit mode: transactions
+            are explicit.
+        sql: statement name → this backend's SQL text (:data:`._store_sql.STATEMENTS`,
+            translated for the backend).
+    """
+
+    conn: Any
+    sql: Mapping[str, str]
+
+    def dialect(self, sql: str) -> str:
+        """``sql`` (SQLite's dialect, ``?`` placeholders) as this backend runs it."""
+        return sql
+
+    def one(self, name: str, *args: Any) -> Row | None:
+        row: Row | None = self.conn.execute(self.sql[name], args).fetchone()
+        return row
+
+    def all(self, name: str, *args: Any) -> list[Row]:
+        return list(self.conn.execute(self.sql[name], args).fetchall())
+
+    def run(self, name: str, *args: Any) -> int:
+        rowcount: int = self.conn.execute(self.sql[name], args).rowcount
+        return rowcount
+
+    def select(self, sql: str, *args: Any) -> list[dict[str, Any]]:
+        cur = self.conn.execute(self.dialect(sql), args)
+        cols = [c[0] for c in cur.description or ()]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    def command_priors(
+        self, keys: Sequence[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], tuple[str, str, str]]:
+        out: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+        for i in range(0, len(keys), 300):  # within SQLite's bound on variables
+            part = keys[i : i + 300]
+            sql = COMMAND_PRIORS.format(keys=",".join(["(?,?,?)"] * len(part)))
+            for r in self.conn.execute(self.dialect(sql), [v for k in part for v in k]):
+                out[(r[0], r[1], r[2])] = (r[3], r[4], r[5])
+        return out
+
+    def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
+        assigns = ", ".join(f"{k}=?" for k in cols)
+        self.conn.execute(
+            self.dialect(SET_WORK_ITEM.format(assigns=assigns)),
+            (*cols.values(), group_id, work_item_id),
+        )
+
+    def savepoint(self) -> None:
+        self.run("tx.savepoint")
+
+    def release(self) -> None:
+        self.run("tx.release")
+
+    def rollback_to(self) -> None:
+        self.run("tx.rollback_to")
+        self.run("tx.release")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 def open_store(db: str | Path) -> Store:
     """The Store for ``db``: PostgreSQL for a ``postgresql://`` (or ``postgres://``) URL,
     otherwise the SQLite file at that path (``":memory:"`` for an in-memory one).
@@ -140,14 +208,13 @@ def open_store(db: str | Path) -> Store:
         sqlite3.Error / psycopg.Error: the database cannot be opened.
         StoreVersionError: the database has a newer schema than this code reads.
     """
-    text = str(db)
-    if text.startswith(("postgresql://", "postgres://")):
+    if is_url(db):
         from ._store_postgres import PostgresStore
 
-        return PostgresStore(text)
+        return PostgresStore(str(db))
     from ._store_sqlite import SQLiteStore
 
-    return SQLiteStore(text)
+    return SQLiteStore(str(db))
 
 
 def open_reader(db: str | Path) -> Store:

@@ -22,8 +22,8 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
-from ._store import Row, StoreVersionError, redact
-from ._store_sql import COMMAND_PRIORS, DDL, POSTGRES_OVERRIDES, SCHEMA_VERSION, STATEMENTS
+from ._store import Row, SqlStore, StoreVersionError, redact
+from ._store_sql import DDL, POSTGRES_OVERRIDES, SCHEMA_VERSION, STATEMENTS
 
 #: The NOTIFY channel of new Events; the payload is the Group id.
 CHANNEL = "missionweave_events"
@@ -76,7 +76,7 @@ def _pg_ddl() -> list[str]:
     return out
 
 
-class PostgresStore:
+class PostgresStore(SqlStore):
     """A :class:`~._store.Store` over one PostgreSQL database (see the module docstring).
 
     Args:
@@ -100,25 +100,13 @@ class PostgresStore:
         except BaseException:
             self.conn.close()
             raise
-        self._sql = {
+        self.sql = {
             name: translate(POSTGRES_OVERRIDES.get(name, s)) for name, s in STATEMENTS.items()
         }
 
     # ------------------------------------------------------------------ statements
-    def one(self, name: str, *args: Any) -> Row | None:
-        row: Row | None = self.conn.execute(self._sql[name], args).fetchone()
-        return row
-
-    def all(self, name: str, *args: Any) -> list[Row]:
-        return list(self.conn.execute(self._sql[name], args).fetchall())
-
-    def run(self, name: str, *args: Any) -> int:
-        return self.conn.execute(self._sql[name], args).rowcount
-
-    def select(self, sql: str, *args: Any) -> list[dict[str, Any]]:
-        cur = self.conn.execute(translate(sql), args)
-        cols = [c.name for c in cur.description or ()]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    def dialect(self, sql: str) -> str:
+        return translate(sql)
 
     def insert_events(self, rows: Sequence[tuple[str, int, str, str, str | None, str]]) -> None:
         if not rows:
@@ -139,22 +127,6 @@ class PostgresStore:
             "INSERT INTO commands (group_id, actor, command_id, signature, status, refs) "
             f"VALUES {values}",
             [v for r in rows for v in r],
-        )
-
-    def command_priors(
-        self, keys: Sequence[tuple[str, str, str]]
-    ) -> dict[tuple[str, str, str], tuple[str, str, str]]:
-        if not keys:
-            return {}
-        sql = COMMAND_PRIORS.format(keys=",".join(["(%s,%s,%s)"] * len(keys)))
-        rows = self.conn.execute(sql, [v for k in keys for v in k]).fetchall()
-        return {(r[0], r[1], r[2]): (r[3], r[4], r[5]) for r in rows}
-
-    def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
-        assigns = ", ".join(f"{k}=%s" for k in cols)
-        self.conn.execute(
-            f"UPDATE work_items SET {assigns} WHERE group_id=%s AND work_item_id=%s",
-            (*cols.values(), group_id, work_item_id),
         )
 
     def work_item_states(self, group_id: str, ids: Sequence[str]) -> list[Row]:
@@ -178,16 +150,6 @@ class PostgresStore:
     def rollback(self) -> None:
         self.conn.execute("ROLLBACK")
 
-    def savepoint(self) -> None:
-        self.conn.execute("SAVEPOINT cmd")
-
-    def release(self) -> None:
-        self.conn.execute("RELEASE SAVEPOINT cmd")
-
-    def rollback_to(self) -> None:
-        self.conn.execute("ROLLBACK TO SAVEPOINT cmd")
-        self.conn.execute("RELEASE SAVEPOINT cmd")
-
     def lock_groups(self, group_ids: Iterable[str]) -> None:
         for gid in sorted(set(group_ids)):
             self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (gid,))
@@ -201,9 +163,6 @@ class PostgresStore:
 
     def listen(self, on_group: Callable[[str], object]) -> EventListener:
         return EventListener(self.url, on_group)
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 def _migrate(conn: psycopg.Connection[Any]) -> None:

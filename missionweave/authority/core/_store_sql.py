@@ -192,6 +192,10 @@ CREATE TABLE IF NOT EXISTS context_packages (
 
 #: name → SQL (SQLite dialect, ``?`` placeholders).
 STATEMENTS: dict[str, str] = {
+    # --- one Command's changes (the syntax both SQLite and PostgreSQL accept)
+    "tx.savepoint": "SAVEPOINT cmd",
+    "tx.release": "RELEASE SAVEPOINT cmd",
+    "tx.rollback_to": "ROLLBACK TO SAVEPOINT cmd",
     # --- meta
     "meta.pin_key": "INSERT OR IGNORE INTO meta (key, value) VALUES ('authority_public_key', ?)",
     "meta.authority_key": "SELECT value FROM meta WHERE key='authority_public_key'",
@@ -270,9 +274,6 @@ STATEMENTS: dict[str, str] = {
     ),
     "missions.insert": (
         "INSERT INTO missions (group_id, mission_id, state, parent) VALUES (?,?,?,?)"
-    ),
-    "work_items.mission_id_by_group_id_work_item_id": (
-        "SELECT mission_id FROM work_items WHERE group_id=? AND work_item_id=?"
     ),
     "work_items.insert": (
         "INSERT INTO work_items (group_id, work_item_id, mission_id, state, revision, "
@@ -476,6 +477,9 @@ COMMAND_PRIORS = (
     "SELECT group_id, actor, command_id, signature, status, refs FROM commands "
     "WHERE (group_id, actor, command_id) IN (VALUES {keys})"
 )
+
+#: One WorkItem's columns ``{assigns}`` (``col=?, …``) set.
+SET_WORK_ITEM = "UPDATE work_items SET {assigns} WHERE group_id=? AND work_item_id=?"
 
 #: PostgreSQL text where the dialects differ (``?`` placeholders still; translated on load).
 POSTGRES_OVERRIDES: dict[str, str] = {

@@ -11,13 +11,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
-from ._store import Row
-from ._store_sql import COMMAND_PRIORS, DDL, SCHEMA_VERSION, STATEMENTS
+from ._store import Row, SqlStore
+from ._store_sql import DDL, SCHEMA_VERSION, STATEMENTS
 
 
-class SQLiteStore:
+class SQLiteStore(SqlStore):
     """A :class:`~._store.Store` over one SQLite file (see the module docstring).
 
     Args:
@@ -33,6 +32,7 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.location = str(path)
+        self.sql = STATEMENTS
         if read_only:
             self.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
             self.conn.row_factory = sqlite3.Row
@@ -56,21 +56,6 @@ class SQLiteStore:
         self._durable = True
 
     # ------------------------------------------------------------------ statements
-    def one(self, name: str, *args: Any) -> Row | None:
-        row: Row | None = self.conn.execute(STATEMENTS[name], args).fetchone()
-        return row
-
-    def all(self, name: str, *args: Any) -> list[Row]:
-        return list(self.conn.execute(STATEMENTS[name], args).fetchall())
-
-    def run(self, name: str, *args: Any) -> int:
-        return self.conn.execute(STATEMENTS[name], args).rowcount
-
-    def select(self, sql: str, *args: Any) -> list[dict[str, Any]]:
-        cur = self.conn.execute(sql, args)
-        cols = [c[0] for c in cur.description or ()]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-
     def insert_events(self, rows: Sequence[tuple[str, int, str, str, str | None, str]]) -> None:
         if rows:
             self.conn.executemany(STATEMENTS["events.insert"], rows)
@@ -78,24 +63,6 @@ class SQLiteStore:
     def insert_commands(self, rows: Sequence[tuple[str, str, str, str, str, str]]) -> None:
         if rows:
             self.conn.executemany(STATEMENTS["commands.insert"], rows)
-
-    def command_priors(
-        self, keys: Sequence[tuple[str, str, str]]
-    ) -> dict[tuple[str, str, str], tuple[str, str, str]]:
-        out: dict[tuple[str, str, str], tuple[str, str, str]] = {}
-        for i in range(0, len(keys), 300):  # within SQLite's bound on variables
-            part = keys[i : i + 300]
-            sql = COMMAND_PRIORS.format(keys=",".join(["(?,?,?)"] * len(part)))
-            for r in self.conn.execute(sql, [v for k in part for v in k]):
-                out[(r[0], r[1], r[2])] = (r[3], r[4], r[5])
-        return out
-
-    def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
-        assigns = ", ".join(f"{k}=?" for k in cols)
-        self.conn.execute(
-            f"UPDATE work_items SET {assigns} WHERE group_id=? AND work_item_id=?",
-            (*cols.values(), group_id, work_item_id),
-        )
 
     def work_item_states(self, group_id: str, ids: Sequence[str]) -> list[Row]:
         marks = ",".join("?" * len(ids))
@@ -131,16 +98,6 @@ class SQLiteStore:
         finally:
             self._restore_sync()
 
-    def savepoint(self) -> None:
-        self.conn.execute("SAVEPOINT cmd")
-
-    def release(self) -> None:
-        self.conn.execute("RELEASE cmd")
-
-    def rollback_to(self) -> None:
-        self.conn.execute("ROLLBACK TO cmd")
-        self.conn.execute("RELEASE cmd")
-
     def lock_groups(self, group_ids: Iterable[str]) -> None:
         """Nothing to do: ``BEGIN IMMEDIATE`` holds the file's one write lock."""
 
@@ -153,9 +110,6 @@ class SQLiteStore:
     def listen(self, on_group: Callable[[str], object]) -> None:
         """No channel: one process writes the file; others are picked up by polling."""
         return None
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 def _migrate(conn: sqlite3.Connection) -> None:

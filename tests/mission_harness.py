@@ -13,28 +13,46 @@ Presence frames, its offer and deadline checks) then follow the test server's ti
 The coordinator and every agent share one filesystem artifact store (``tmp/artifacts``,
 :attr:`MissionStack.artifacts`): what a handler publishes is what the review verifies.
 ``mission_stack(..., checks=..., schemas=...)`` registers review checks and JSON Schemas.
+
+Building Missions: :data:`contract` (the suite's one builder, ``step`` preset),
+:func:`work_items` (a spec's items from a dependency graph), :func:`step_registry` and
+:func:`submission` (handlers and what they submit). Acting as a member:
+:meth:`MissionStack.accept_offer`; a ``missionweave worker`` process:
+:meth:`MissionStack.process_member`, :meth:`MissionStack.agent_process`, :func:`stop_process`.
+Reading the log: :meth:`MissionStack.events`, :meth:`MissionStack.wait_state`. Waiting for and
+reading a Mission's outcome: :mod:`tests.mission_outcome`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+import itertools
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import WorkflowFailureError, WorkflowHandle
-from temporalio.exceptions import ApplicationError
+from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Interceptor
 
 from missionweave.activities import Check
 from missionweave.artifacts import ArtifactStore, FilesystemStore
-from missionweave.authority import now_ms
+from missionweave.authority import now_ms, verify_log
 from missionweave.dev import coordinator_worker
-from missionweave.protocol import Actor, AgentCard, WorkContract
-from missionweave.protocol.temporal_contract import MissionResult, MissionSpec, mission_workflow_id
+from missionweave.protocol import Actor, AgentCard, Event, WorkContract
+from missionweave.protocol.temporal_contract import (
+    CommandVerdict,
+    MissionResult,
+    MissionSpec,
+    mission_workflow_id,
+)
 from missionweave.worker import (
     AdmissionPolicy,
     AgentRuntime,
@@ -43,16 +61,68 @@ from missionweave.worker import (
     WorkContext,
 )
 from missionweave.workflows import MissionWorkflow
-from missionweave.workflows._mission import MISSION_STATUS, OPEN_WORK_ITEMS
 
+from .contracts import contract as build_contract
+from .mission_outcome import WAIT_S, until
 from .temporal_env import AuthorityStack, authority_stack, new_task_queue
-from .world import contract as world_contract
+
+#: The Mission tests' contract: the suite's one builder (:func:`tests.contracts.contract`) with
+#: the ``step`` preset (one deterministic criterion ``done``, capability ``demo.step@1.0``).
+contract = partial(build_contract, preset="step")
 
 
-def contract(caps: Sequence[str] | None = None, **over: Any) -> WorkContract:
-    """A small valid contract with one deterministic criterion ``done`` (``world.contract``'s
-    ``step`` preset)."""
-    return world_contract(caps, preset="step", **over)
+#: The ``missionweave`` command beside this interpreter, and the repository root (on
+#: ``PYTHONPATH`` for the agent processes it starts).
+MW = str(Path(sys.executable).with_name("missionweave"))
+REPO = Path(__file__).resolve().parents[1]
+
+
+def work_items(
+    graph: Mapping[str, Sequence[str]], c: WorkContract | None = None
+) -> list[dict[str, Any]]:
+    """The ``items`` of a MissionSpec: one WorkItem per key of ``graph``, depending on the ids
+    it maps to, each on contract ``c`` (default: :data:`contract` ``()``)."""
+    wire = (c or contract()).wire()
+    return [
+        {"work_item_id": wid, "contract": wire, **({"dependencies": list(deps)} if deps else {})}
+        for wid, deps in graph.items()
+    ]
+
+
+def submission(ctx: WorkContext, method: str = "test", **outputs: Any) -> Submission:
+    """Output ``result`` = ``{"item": <id>, **outputs}``, with a passing Evidence for criterion
+    ``done`` by ``method``."""
+    return Submission(
+        outputs={"result": {"item": ctx.work_item_id, **outputs}},
+        evidence=[ctx.evidence("done", method=method)],
+    )
+
+
+async def start_mission(
+    client: Client, spec: MissionSpec, task_queue: str
+) -> WorkflowHandle[Any, MissionResult]:
+    """Start ``spec``'s Mission workflow on the coordinator's ``task_queue``."""
+    return await client.start_workflow(
+        MissionWorkflow.run,
+        args=[spec, None],
+        id=mission_workflow_id(spec.mission_id),
+        task_queue=task_queue,
+        static_summary=spec.title,
+    )
+
+
+async def stop_process(proc: asyncio.subprocess.Process) -> None:
+    """Stop an agent process as its operator does (a frozen one first resumes): SIGINT, then
+    after 20 s SIGKILL."""
+    if proc.returncode is not None:
+        return
+    proc.send_signal(signal.SIGCONT)
+    proc.send_signal(signal.SIGINT)
+    try:
+        await asyncio.wait_for(proc.wait(), 20)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
 
 
 def step_registry(
@@ -66,69 +136,9 @@ def step_registry(
     @reg.handler(capability, version=version, estimate_ms=estimate_ms)
     async def step(ctx: WorkContext, input: dict[str, object]) -> Submission:
         await ctx.guard()
-        return Submission(
-            outputs={"result": {"item": ctx.work_item_id}},
-            evidence=[ctx.evidence("done", method="demo")],
-        )
+        return submission(ctx, method="demo")
 
     return reg
-
-
-async def until(what: str, probe: Callable[[], Any], timeout_s: float = 20.0) -> Any:
-    """Poll ``probe`` (sync or async) every 50 ms until it returns something truthy; that value.
-
-    Raises:
-        AssertionError: ``timeout_s`` passed first.
-    """
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout_s
-    while True:
-        got = probe()
-        if asyncio.iscoroutine(got):
-            got = await got
-        if got:
-            return got
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
-@dataclass(frozen=True)
-class Ending:
-    """How a Mission's execution ended, as Temporal shows it.
-
-    Attributes:
-        status: the execution's status (``COMPLETED``, ``FAILED`` …).
-        failure: the type of the ``ApplicationError`` it failed with (``None``: none).
-        non_retryable: that error's flag.
-        mission_status / open_items: the ``MissionStatus`` and ``OpenWorkItems`` search
-            attributes.
-    """
-
-    status: str
-    failure: str | None
-    non_retryable: bool
-    mission_status: str | None
-    open_items: int | None
-
-
-async def ending(handle: WorkflowHandle[Any, Any], timeout_s: float = 25.0) -> Ending:
-    """Wait for the Mission's execution to close; how it ended (:class:`Ending`)."""
-    failure, non_retryable = None, False
-    try:
-        await asyncio.wait_for(handle.result(), timeout_s)
-    except WorkflowFailureError as exc:
-        if isinstance(exc.cause, ApplicationError):
-            failure, non_retryable = exc.cause.type, exc.cause.non_retryable
-    desc = await handle.describe()
-    attrs = desc.typed_search_attributes
-    return Ending(
-        status=desc.status.name if desc.status else "?",
-        failure=failure,
-        non_retryable=non_retryable,
-        mission_status=attrs.get(MISSION_STATUS),
-        open_items=attrs.get(OPEN_WORK_ITEMS),
-    )
 
 
 @dataclass
@@ -202,12 +212,83 @@ class MissionStack:
         )
 
     async def start(self, spec: MissionSpec) -> WorkflowHandle[Any, MissionResult]:
-        return await self.env.client.start_workflow(
-            MissionWorkflow.run,
-            args=[spec, None],
-            id=mission_workflow_id(spec.mission_id),
-            task_queue=self.task_queue,
-            static_summary=spec.title,
+        return await start_mission(self.env.client, spec, self.task_queue)
+
+    def events(self, wid: str | None = None) -> list[Event]:
+        """The Group log (of one WorkItem when ``wid`` is given), verified first."""
+        auth = self.stack.authority
+        verify_log(auth.store, self.group, auth.public_key)
+        return [e for e in auth.all_events(self.group) if wid is None or e.work_item_id == wid]
+
+    async def wait_state(self, wid: str, state: str) -> None:
+        """Wait until the Authority — the source of truth — holds ``wid`` in ``state`` (the
+        workflow learns an execution's progress from its activity's result, at its end)."""
+
+        def held() -> bool:
+            row = self.stack.authority.work_item(self.group, wid)
+            return row is not None and row["state"] == state
+
+        await until(f"the Authority to hold {wid} {state}", held, WAIT_S)
+
+    async def accept_offer(self, actor: Actor, offer: Event) -> CommandVerdict:
+        """``actor`` accepts the offer of a ``work.offered`` Event with a Command sent straight
+        to the Authority, as agents do (the workflow learns of it from the Authority's log once
+        the offer's activity times out unanswered); the verdict."""
+        body = {
+            "work_item_id": offer.work_item_id,
+            "offer_id": offer.body["offer_id"],
+            "revision": offer.body["revision"],
+        }
+        return (await self.stack.submit(actor, "work.accept_offer", body)).verdict()
+
+    async def process_member(self, agent_id: str, capabilities: Sequence[str]) -> Path:
+        """Add ``agent_id`` (one slot) for a ``missionweave worker`` process, which opens its
+        own session and publishes its card; the card file it is started with."""
+        await self.stack.add_agent(
+            agent_id,
+            capabilities=capabilities,
+            max_concurrency=1,
+            open_session=False,
+            publish_card=False,
+        )
+        card = self.tmp / f"{agent_id}.json"
+        fields = {"agent_id": agent_id, "capabilities": list(capabilities), "max_concurrency": 1}
+        card.write_text(json.dumps(fields))
+        return card
+
+    async def agent_process(
+        self,
+        agent_id: str,
+        handlers: str,
+        *,
+        authority_url: str | None = None,
+        env: Mapping[str, str] | None = None,
+        log: str | None = None,
+    ) -> asyncio.subprocess.Process:
+        """Start ``missionweave worker`` for a :meth:`process_member` with the handlers of
+        module ``handlers``, on this stack's Temporal and (or through ``authority_url``)
+        Authority; its state and artifacts under :attr:`tmp`, its stderr in
+        ``tmp/<log or agent_id>.log``. Stop it with :func:`stop_process`."""
+        client = self.env.client
+        options = {
+            "--card": self.tmp / f"{agent_id}.json",
+            "--key": self.stack.key_file(agent_id),
+            "--handlers": handlers,
+            "--group": self.group,
+            "--authority-url": authority_url or self.stack.url,
+            "--temporal-address": client.service_client.config.target_host,
+            "--namespace": client.namespace,
+            "--state-dir": self.tmp / "agents",
+            "--artifacts": self.tmp / "artifacts",
+        }
+        argv = itertools.chain.from_iterable((k, str(v)) for k, v in options.items())
+        return await asyncio.create_subprocess_exec(
+            MW,
+            "worker",
+            *argv,
+            env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=(self.tmp / f"{log or agent_id}.log").open("wb"),
         )
 
 

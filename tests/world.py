@@ -7,17 +7,19 @@ reviewer, opens the workers' sessions and offers helpers that walk a WorkItem th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from missionweave.authority import Authority, AuthorityConfig, SubmitResult
-from missionweave.protocol import Actor, SigningKey, WorkContract
+from missionweave.protocol import Actor, SigningKey
 
+from .contracts import contract
 from .pg import db_for
 
 T0 = 1_800_000_000_000
+#: The fields of a lease that bind a Command to it (besides the WorkItem's id).
+LEASE_BINDING = ("lease_id", "ownership_epoch")
 
 
 @dataclass
@@ -31,44 +33,6 @@ class Clock:
 
     def advance(self, ms: int) -> None:
         self.now += ms
-
-
-#: The contracts tests build on: ``verify`` (two criteria, the Authority tests') and ``step``
-#: (one deterministic criterion ``done``, the Mission tests').
-PRESETS: dict[str, dict[str, Any]] = {
-    "verify": {
-        "objective": "check the files of one distribution",
-        "deliverables": [{"name": "report", "media_type": "application/json"}],
-        "acceptance_criteria": [
-            {"id": "hashes", "description": "every file matches", "evidence_required": "compare"},
-            {"id": "schema", "description": "report is valid", "evidence_required": "schema"},
-        ],
-        "required_capabilities": ["dist.verify@1.0"],
-        "budget": {"tool_calls": 100, "wall_clock_ms": 600_000},
-        "timeouts": {"start_deadline_ms": 60_000, "lease_ms": 30_000, "heartbeat_ms": 5_000,
-                     "blocked_lease_ms": 120_000},
-    },
-    "step": {
-        "objective": "do one step",
-        "deliverables": [{"name": "result"}],
-        "acceptance_criteria": [{"id": "done", "description": "the step is done",
-                                 "evidence_required": "a passing check"}],
-        "required_capabilities": ["demo.step@1.0"],
-        "timeouts": {"start_deadline_ms": 30_000, "lease_ms": 10_000, "heartbeat_ms": 1_000},
-        "retry": {"max_attempts": 3, "initial_backoff_ms": 200},
-    },
-}  # fmt: skip
-
-
-def contract(
-    caps: Sequence[str] | None = None, *, preset: str = "verify", **over: Any
-) -> WorkContract:
-    """The suite's one contract builder: a valid contract from :data:`PRESETS`; ``caps`` sets
-    its required capabilities, keyword arguments override fields."""
-    base = {**PRESETS[preset], **over}
-    if caps is not None:
-        base["required_capabilities"] = list(caps)
-    return WorkContract.model_validate(base)
 
 
 def evidence(
@@ -112,65 +76,70 @@ class World:
         assert r.status == "accepted", r.rejection
         return r
 
+    def authorization(
+        self, wid: str, deps: list[str] | None = None, *, mission: str | None = None, **over: Any
+    ) -> dict[str, Any]:
+        """A ``work.authorize`` body: ``wid`` in ``mission`` (default: the current one) on
+        :func:`~tests.contracts.contract` ``(**over)``, depending on ``deps``."""
+        return {
+            "work_item_id": wid,
+            "mission_id": mission or self.mission,
+            "contract": contract(**over).wire(),
+            "dependencies": deps or [],
+        }
+
     def authorize(self, wid: str, deps: list[str] | None = None, **over: Any) -> SubmitResult:
-        return self.ok(
-            self.coordinator,
-            "work.authorize",
-            {
-                "work_item_id": wid,
-                "mission_id": self.mission,
-                "contract": contract(**over).wire(),
-                "dependencies": deps or [],
-            },
-        )
+        return self.ok(self.coordinator, "work.authorize", self.authorization(wid, deps, **over))
+
+    def offer_body(
+        self, wid: str, *agent_ids: str, expires_in_ms: int = 5_000, **fields: Any
+    ) -> dict[str, Any]:
+        """A ``work.offer`` body: ``wid`` to ``agent_ids``, expiring ``expires_in_ms`` from now,
+        an empty selection basis each; ``fields`` add or replace fields (a revised
+        ``contract``, a ``selection_basis`` …)."""
+        return {
+            "work_item_id": wid,
+            "candidates": list(agent_ids),
+            "expires_at_ms": self.clock.now + expires_in_ms,
+            "selection_basis": {a: {} for a in agent_ids},
+            **fields,
+        }
 
     def offer(self, wid: str, *candidates: Actor, expires_in_ms: int = 30_000) -> str:
-        r = self.ok(
-            self.coordinator,
-            "work.offer",
-            {
-                "work_item_id": wid,
-                "candidates": [c.agent_id for c in candidates],
-                "expires_at_ms": self.clock.now + expires_in_ms,
-                "selection_basis": {
-                    c.agent_id: {"capability_matches": ["dist.verify@1.0"]} for c in candidates
-                },
-            },
-        )
-        return str(r.reply["offer_id"])
+        ids = [c.agent_id for c in candidates]
+        basis = {a: {"capability_matches": ["dist.verify@1.0"]} for a in ids}
+        body = self.offer_body(wid, *ids, expires_in_ms=expires_in_ms, selection_basis=basis)
+        return str(self.ok(self.coordinator, "work.offer", body).reply["offer_id"])
+
+    def item(self, wid: str) -> dict[str, Any]:
+        """The WorkItem ``wid`` as the Authority holds it (it must exist)."""
+        item = self.authority.work_item(self.group, wid)
+        assert item is not None, f"no WorkItem {wid}"
+        return item
 
     def accept(self, worker: Actor, wid: str, offer_id: str) -> SubmitResult:
-        item = self.authority.work_item(self.group, wid)
-        assert item is not None
-        return self.submit(
-            worker,
-            "work.accept_offer",
-            {"work_item_id": wid, "offer_id": offer_id, "revision": item["revision"]},
-        )
+        body = {"work_item_id": wid, "offer_id": offer_id, "revision": self.item(wid)["revision"]}
+        return self.submit(worker, "work.accept_offer", body)
 
     def start(self, worker: Actor, wid: str) -> dict[str, Any]:
-        item = self.authority.work_item(self.group, wid)
-        assert item is not None
-        r = self.ok(
-            worker, "work.start", {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]}
-        )
+        epoch = self.item(wid)["ownership_epoch"]
+        r = self.ok(worker, "work.start", {"work_item_id": wid, "ownership_epoch": epoch})
         lease: dict[str, Any] = r.reply["lease"]
         self.leases[wid] = lease
         return lease
 
+    def lease(self, wid: str, worker: Actor) -> dict[str, Any]:
+        """Offer ``wid`` to ``worker``, who accepts and starts it: the execution lease."""
+        assert self.accept(worker, wid, self.offer(wid, worker)).accepted
+        return self.start(worker, wid)
+
     def leased(self, wid: str, **body: Any) -> dict[str, Any]:
+        """``body`` bound to ``wid``'s current lease (its id and ownership epoch)."""
         lease = self.leases[wid]
-        return {
-            "work_item_id": wid,
-            "lease_id": lease["lease_id"],
-            "ownership_epoch": lease["ownership_epoch"],
-            **body,
-        }
+        return {"work_item_id": wid, **{k: lease[k] for k in LEASE_BINDING}, **body}
 
     def run_to_verified(self, wid: str, worker: Actor) -> None:
-        offer_id = self.offer(wid, worker)
-        assert self.accept(worker, wid, offer_id).accepted
-        self.start(worker, wid)
+        self.lease(wid, worker)
         self.ok(worker, "work.submit", self.leased(wid, evidence=evidence(worker.agent_id, wid)))
         self.ok(self.coordinator, "work.accept_result", {"work_item_id": wid})
 
@@ -208,4 +177,13 @@ def make_world(path: Path, n_workers: int = 2, config: AuthorityConfig | None = 
         assert r.accepted, r.rejection
         a.session_epoch = r.reply["session_epoch"]
     w.ok(coord, "mission.create", {"mission_id": "m1", "title": "test mission"})
+    return w
+
+
+def make_leased_world(path: Path, **over: Any) -> World:
+    """:func:`make_world` with WorkItem ``a`` (its contract: ``contract(**over)``) leased to
+    ``worker-0``."""
+    w = make_world(path)
+    w.authorize("a", **over)
+    w.lease("a", w.workers[0])
     return w

@@ -12,7 +12,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.activities import HEARTBEAT_TIMEOUT
-from tests.mission_harness import contract, mission_stack, step_registry
+from tests.mission_harness import mission_stack, step_registry, work_items
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -22,7 +22,7 @@ async def test_coordinator_activities_carry_a_heartbeat_timeout(
 ) -> None:
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", step_registry(), max_concurrency=1)
-        spec = ms.spec("beats", [{"work_item_id": "a", "contract": contract().wire()}])
+        spec = ms.spec("beats", work_items({"a": []}))
         handle = await ms.start(spec)
         result = await asyncio.wait_for(handle.result(), 60)
         history = await handle.fetch_history()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,11 @@ from missionweave.protocol import Event, verify_manifest
 from missionweave.protocol.temporal_contract import MissionResult
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from tests.artifact_servers import corrupt
-from tests.mission_harness import MissionStack, contract, mission_stack
+from tests.mission_harness import MW, MissionStack, contract, mission_stack, work_items
+from tests.mission_outcome import WAIT_S
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-EXE = str(Path(sys.executable).with_name("missionweave"))
-WAIT_S = 25.0
 #: Content no Event may carry (MW-13.1-a).
 SECRET = b"row-1,confidential-payload-7f3a\nrow-2,more\n"
 
@@ -36,7 +34,7 @@ SECRET = b"row-1,confidential-payload-7f3a\nrow-2,more\n"
 async def cli(*args: str) -> tuple[int, str, str]:
     """Run ``missionweave ARGS`` as a user does: (exit code, stdout, stderr)."""
     proc = await asyncio.create_subprocess_exec(
-        EXE, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        MW, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
     out, err = await asyncio.wait_for(proc.communicate(), WAIT_S)
     assert proc.returncode is not None
@@ -94,7 +92,7 @@ async def test_publish_from_handler_stores_signs_and_registers__MW_13_1_a__MW_13
     seen: dict[str, Any] = {}
     async with mission_stack(dev_env, tmp_path) as ms:
         ada = await ms.agent("ada", registry(seen))
-        res = await result(ms, "publish", [{"work_item_id": "a", "contract": contract().wire()}])
+        res = await result(ms, "publish", work_items({"a": []}))
         assert res.status == "completed"
         (a,) = res.items
         h = hashlib.sha256(SECRET).hexdigest()

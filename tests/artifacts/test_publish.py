@@ -19,7 +19,8 @@ from missionweave.artifacts import (
 )
 from missionweave.protocol import Classification, check_event, sign_manifest
 from tests.artifact_servers import InProcess, manifest, signed
-from tests.world import World, make_world
+from tests.surface import assert_surface
+from tests.world import World, make_leased_world
 
 ARTIFACTS = {
     "ArtifactError", "ArtifactIntegrityError", "ArtifactNotFound", "ArtifactRef",
@@ -31,16 +32,7 @@ ARTIFACTS = {
 
 
 def test_artifacts_surface() -> None:
-    assert set(artifacts.__all__) == ARTIFACTS
-    assert all(hasattr(artifacts, n) for n in artifacts.__all__)
-
-
-def _leased(tmp_path: Path) -> World:
-    w = make_world(tmp_path / "a.db")
-    w.authorize("a")
-    assert w.accept(w.workers[0], "a", w.offer("a", w.workers[0])).accepted
-    w.start(w.workers[0], "a")
-    return w
+    assert_surface(artifacts, ARTIFACTS)
 
 
 async def _publish(w: World, st: ArtifactStore, data: bytes, **kw: Any) -> Any:
@@ -65,7 +57,7 @@ async def _publish(w: World, st: ArtifactStore, data: bytes, **kw: Any) -> Any:
 async def test_publish_valid_manifest_accepted__MW_13_1_b(
     tmp_path: Path, store: ArtifactStore
 ) -> None:
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     raw = await _publish(w, store, b'{"rows": [1, 2, 3]}')
     assert store.get(raw.ref.hash) == b'{"rows": [1, 2, 3]}'
     m = raw.manifest.manifest
@@ -92,7 +84,7 @@ async def test_publish_valid_manifest_accepted__MW_13_1_b(
 
 
 async def test_publish_with_stale_lease_rejected__MW_11_3_c(tmp_path: Path) -> None:
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     st = FilesystemStore(tmp_path / "store")
     old = dict(w.leases["a"])
     w.ok(w.workers[0], "work.checkpoint", w.leased("a", checkpoint={"done": 1}))
@@ -132,7 +124,7 @@ async def test_publish_with_stale_lease_rejected__MW_11_3_c(tmp_path: Path) -> N
 
 
 def test_manifest_signed_by_someone_else_rejected__MW_13_1_b(tmp_path: Path) -> None:
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     me, other = w.workers
     h = "ab" * 32
     cases = {

@@ -36,8 +36,7 @@ def _submitted(tmp_path: Path, wid: str = "a") -> tuple[World, Actor]:
     olivia.membership_epochs[w.group] = 1
     w.authorize(wid, acceptance_criteria=CRITERIA)
     worker = w.workers[0]
-    assert w.accept(worker, wid, w.offer(wid, worker)).accepted
-    w.start(worker, wid)
+    w.lease(wid, worker)
     w.ok(
         worker,
         "work.submit",
@@ -144,8 +143,7 @@ def test_evidence_has_every_field_and_no_transcript__MW_13_2_c__MW_13_2_d(
     w = make_world(tmp_path / "a.db")
     w.authorize("a")
     worker = w.workers[0]
-    assert w.accept(worker, "a", w.offer("a", worker)).accepted
-    w.start(worker, "a")
+    w.lease("a", worker)
     chatty = [
         full | {"chain_of_thought": "first I looked at…"},
         evidence("worker-0", "a", ("schema",))[0],

@@ -26,29 +26,17 @@ from missionweave.protocol import (
     verify_chain,
 )
 from tests.artifact_servers import signed
-from tests.world import World, contract, make_world
+from tests.world import World, make_leased_world
 
 X = "ab" * 32  # an Artifact published in Mission m1
 
 
 def _world(tmp_path: Path) -> World:
     """m1 with item ``a`` leased to worker-0 that published Artifact X; m2 with item ``b``."""
-    w = make_world(tmp_path / "a.db")
-    w.authorize("a")
-    assert w.accept(w.workers[0], "a", w.offer("a", w.workers[0])).accepted
-    w.start(w.workers[0], "a")
+    w = make_leased_world(tmp_path / "a.db")
     w.ok(w.workers[0], "artifact.publish", w.leased("a", manifest=signed(w.workers[0], X).wire()))
     w.ok(w.coordinator, "mission.create", {"mission_id": "m2", "title": "another"})
-    w.ok(
-        w.coordinator,
-        "work.authorize",
-        {
-            "work_item_id": "b",
-            "mission_id": "m2",
-            "contract": contract().wire(),
-            "dependencies": [],
-        },
-    )
+    w.ok(w.coordinator, "work.authorize", w.authorization("b", mission="m2"))
     return w
 
 
@@ -188,8 +176,7 @@ def test_cross_mission_use_refused_without_promotion__MW_13_3_d(tmp_path: Path) 
     r = _publish(w, _package(w, 1, None, mission_id="m2", scope=["b"]))
     assert r.rejection is not None and r.rejection.code == "cross_mission_content"
     worker = w.workers[1]
-    assert w.accept(worker, "b", w.offer("b", worker)).accepted
-    w.start(worker, "b")
+    w.lease("b", worker)
     derived = signed(worker, "ef" * 32, mission_id="m2", work_item_id="b", sources=[X])
     r = w.submit(worker, "artifact.publish", w.leased("b", manifest=derived.wire()))
     assert r.rejection is not None and r.rejection.code == "cross_mission_content"

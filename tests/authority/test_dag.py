@@ -12,7 +12,7 @@ import pytest
 
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import Actor
-from tests.world import World, contract, make_world
+from tests.world import World, make_world
 
 
 def _deps(w: World, wid: str) -> list[str]:
@@ -48,16 +48,7 @@ def test_an_edge_into_an_open_item_is_recorded_and_enforced__MW_10_4_a__MW_10_4_
     # the Authority now refuses to offer sbom before verify-1 is verified
     w.run_to_verified("inventory", w.workers[0])
     ada = w.workers[0].agent_id
-    early = w.submit(
-        w.coordinator,
-        "work.offer",
-        {
-            "work_item_id": "sbom",
-            "candidates": [ada],
-            "expires_at_ms": w.clock.now + 1000,
-            "selection_basis": {ada: {}},
-        },
-    )
+    early = w.submit(w.coordinator, "work.offer", w.offer_body("sbom", ada, expires_in_ms=1000))
     assert early.rejection is not None and early.rejection.code == "dependencies_unmet"
     assert early.rejection.detail["dependencies"]["verify-1"] == "open"
     w.run_to_verified("verify-1", w.workers[1])
@@ -86,16 +77,7 @@ def test_bad_edges_are_refused_and_write_nothing__MW_10_4_c(
     w.authorize("started")
     w.run_to_verified("started", w.workers[0])
     w.ok(w.coordinator, "mission.create", {"mission_id": "m2"})
-    w.ok(
-        w.coordinator,
-        "work.authorize",
-        {
-            "work_item_id": "other-mission-item",
-            "mission_id": "m2",
-            "contract": contract().wire(),
-            "dependencies": [],
-        },
-    )
+    w.ok(w.coordinator, "work.authorize", w.authorization("other-mission-item", mission="m2"))
     head = w.authority.head(w.group)
     r = _add(w, wid, deps)
     assert r.rejection is not None and r.rejection.code == code, r.rejection

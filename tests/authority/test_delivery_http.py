@@ -21,6 +21,7 @@ from missionweave.authority.client import (
 from missionweave.authority.http import create_app
 from missionweave.protocol import GENESIS_HASH, check_event
 from tests.serving import LiveServer, eventually, mission_cmd, signed_http, windowed_world
+from tests.surface import assert_surface
 from tests.world import World
 
 
@@ -275,7 +276,7 @@ def test_public_surface_of_server_and_client() -> None:
     from missionweave.authority import client
     from missionweave.authority import http as server
 
-    assert set(server.__all__) == set("BatchWriter ErrorBody WS_MAX_BYTES create_app serve".split())
+    assert_surface(server, {"BatchWriter", "ErrorBody", "WS_MAX_BYTES", "create_app", "serve"})
     assert set(
         """AuthorityClient AuthorityClientError AuthorityUnavailable AuthorityRequestError
         Subscriber CursorStore SqliteCursorStore MemoryCursorStore GroupSequencer

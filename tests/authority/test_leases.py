@@ -11,27 +11,13 @@ import pytest
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import ProgressReport
 from tests.artifact_servers import signed
-from tests.world import World, evidence, make_world
+from tests.world import evidence, make_leased_world, make_world
 
 CP = {"checkpoint": {"ref": "step-3", "files_done": 3}}
 
 
-def _leased_world(tmp_path: Path) -> World:
-    w = make_world(tmp_path / "a.db")
-    w.authorize("a")
-    assert w.accept(w.workers[0], "a", w.offer("a", w.workers[0])).accepted
-    w.start(w.workers[0], "a")
-    return w
-
-
-def _item(w: World, wid: str = "a") -> dict[str, Any]:
-    item = w.authority.work_item(w.group, wid)
-    assert item is not None
-    return item
-
-
 def test_lease_is_bound_to_agent_session_item_epoch__MW_11_3_b(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     lease = w.leases["a"]
     assert lease["lease_id"].startswith("lease_")
     assert lease["agent_id"] == "worker-0" and lease["work_item_id"] == "a"
@@ -61,7 +47,7 @@ OLD_LEASE_COMMANDS = [
 def test_old_lease_id_rejected_with_same_epoch__MW_11_3_c(
     tmp_path: Path, ctype: str, extra: dict[str, Any]
 ) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     if ctype == "artifact.publish":  # a real signed manifest (MW-13.1-b)
         extra = {"manifest": signed(w.workers[0], "ab" * 32).wire()}
     old = w.leased("a")
@@ -72,7 +58,7 @@ def test_old_lease_id_rejected_with_same_epoch__MW_11_3_c(
     r = w.submit(w.workers[0], ctype, {**old, **extra})
     assert r.status in ("rejected", "recorded")
     assert r.rejection is not None and r.rejection.code == "stale_lease"
-    assert _item(w)["state"] == "active"
+    assert w.item("a")["state"] == "active"
     if r.status == "rejected":
         assert w.authority.head(w.group) == head
     # the current lease id is accepted for the same command
@@ -80,7 +66,7 @@ def test_old_lease_id_rejected_with_same_epoch__MW_11_3_c(
 
 
 def test_capability_token_bound_to_lease_and_never_outlives_it__MW_11_3_d(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     lease = w.leases["a"]
     started = [e for e in w.authority.all_events(w.group) if e.type == "work.started"][-1]
     token = started.body["capability_token"]
@@ -100,30 +86,30 @@ def test_checkpoint_block_submit_release_the_lease__MW_11_3_e(tmp_path: Path) ->
         ("work.block", {"resolution": {"needs": "api key"}, **CP}, "blocked"),
         ("work.submit", {"evidence": evidence("worker-0", "a")}, "submitted"),
     ):
-        w = _leased_world(tmp_path / ctype)
+        w = make_leased_world(tmp_path / ctype / "a.db")
         lease_id = w.leases["a"]["lease_id"]
         r = w.ok(w.workers[0], ctype, w.leased("a", **extra))
         assert any(e.type == "lease.released" and e.body["lease_id"] == lease_id for e in r.events)
-        assert _item(w)["state"] == state
+        assert w.item("a")["state"] == state
         lease = w.authority.lease(lease_id)
         assert lease is not None and lease["status"] == "released" and not lease["valid"]
 
 
 def test_timeout_expires_and_cancellation_revokes__MW_11_3_e(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     lease_id = w.leases["a"]["lease_id"]
     w.clock.advance(30_000)
     lease = w.authority.lease(lease_id)
     assert lease is not None and not lease["valid"]  # timed out
     r = w.submit(w.workers[0], "lease.renew", w.leased("a"))
     assert r.rejection is not None and r.rejection.code == "lease_expired"
-    w2 = _leased_world(tmp_path / "cancel")
+    w2 = make_leased_world(tmp_path / "cancel" / "a.db")
     r = w2.ok(w2.coordinator, "work.cancel", {"work_item_id": "a", "reason": "not needed"})
     assert [e.type for e in r.events] == ["lease.revoked", "work.cancelled"]
 
 
 def test_new_session_revokes_leases_and_requeues_first__MW_11_3_f(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     worker = w.workers[0]
     old_cmd = worker.command("lease.renew", w.group, w.leased("a"), issued_at_ms=w.clock.now)
     r = w.authority.submit(worker.command("session.open", None, {}, issued_at_ms=w.clock.now))
@@ -131,7 +117,7 @@ def test_new_session_revokes_leases_and_requeues_first__MW_11_3_f(tmp_path: Path
     types = [e.type for e in r.events]
     assert types.index("lease.revoked") < types.index("agent.session_opened")
     assert r.events[0].body["state"] == "queued"
-    assert _item(w)["state"] == "queued" and _item(w)["owner"] == "worker-0"
+    assert w.item("a")["state"] == "queued" and w.item("a")["owner"] == "worker-0"
     stale = w.authority.submit(old_cmd)  # the old runtime's delayed command
     assert stale.rejection is not None and stale.rejection.code == "stale_session_epoch"
     worker.session_epoch = 2
@@ -142,7 +128,7 @@ def test_new_session_revokes_leases_and_requeues_first__MW_11_3_f(tmp_path: Path
 def test_a_new_session_names_the_process_that_opened_it__MW_11_3_f(tmp_path: Path) -> None:
     """``session.open`` may name its process (``{host, pid}``); every ``agent.session_opened``
     carries it, so the process it replaces can say who took over. Anything else is refused."""
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     worker = w.workers[0]
 
     def open_with(process: object) -> SubmitResult:
@@ -180,16 +166,7 @@ def test_missed_start_deadline_then_reassigned_with_higher_epoch__MW_11_5_a(
     w.clock.advance(60_000)
     r = w.submit(w.workers[0], "work.start", {"work_item_id": "a", "ownership_epoch": 1})
     assert r.rejection is not None and r.rejection.code == "start_deadline_missed"
-    offer = w.ok(
-        w.coordinator,
-        "work.offer",
-        {
-            "work_item_id": "a",
-            "candidates": ["worker-1"],
-            "expires_at_ms": w.clock.now + 5000,
-            "selection_basis": {"worker-1": {}},
-        },
-    )
+    offer = w.ok(w.coordinator, "work.offer", w.offer_body("a", "worker-1"))
     assert [e.type for e in offer.events][:1] == ["ownership.closed"]
     acc = w.accept(w.workers[1], "a", str(offer.reply["offer_id"]))
     assert acc.events[0].body["ownership_epoch"] == 2
@@ -198,22 +175,13 @@ def test_missed_start_deadline_then_reassigned_with_higher_epoch__MW_11_5_a(
 def test_lease_timeout_reassign_and_late_result_only_audited__MW_11_5_a__MW_11_5_b(
     tmp_path: Path,
 ) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     old = w.leased("a")
     w.ok(w.workers[0], "work.checkpoint", w.leased("a", **CP))
     w.start(w.workers[0], "a")
     frozen = w.leased("a")
     w.clock.advance(30_001)  # the frozen worker stops renewing
-    offer = w.ok(
-        w.coordinator,
-        "work.offer",
-        {
-            "work_item_id": "a",
-            "candidates": ["worker-1"],
-            "expires_at_ms": w.clock.now + 5000,
-            "selection_basis": {"worker-1": {}},
-        },
-    )
+    offer = w.ok(w.coordinator, "work.offer", w.offer_body("a", "worker-1"))
     assert [e.type for e in offer.events][:2] == ["lease.expired", "ownership.closed"]
     assert w.accept(w.workers[1], "a", str(offer.reply["offer_id"])).accepted
     lease2 = w.start(w.workers[1], "a")
@@ -226,14 +194,14 @@ def test_lease_timeout_reassign_and_late_result_only_audited__MW_11_5_a__MW_11_5
         )
         assert late.status == "recorded"
         assert [e.type for e in late.events] == ["work.late_result_recorded"]
-        assert _item(w)["state"] == "active" and _item(w)["owner"] == "worker-1"
+        assert w.item("a")["state"] == "active" and w.item("a")["owner"] == "worker-1"
     w.ok(w.workers[1], "work.submit", w.leased("a", evidence=evidence("worker-1", "a")))
-    assert _item(w)["state"] == "submitted"
+    assert w.item("a")["state"] == "submitted"
     verify_log(w.authority.store, w.group, w.authority.public_key)
 
 
 def test_blocked_needs_resolution_and_bounded_blocked_lease__MW_11_4_c(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     r = w.submit(w.workers[0], "work.block", w.leased("a", **CP))
     assert r.rejection is not None and r.rejection.code == "invalid_body"
     r = w.ok(w.workers[0], "work.block", w.leased("a", resolution="needs PyPI token", **CP))
@@ -241,18 +209,18 @@ def test_blocked_needs_resolution_and_bounded_blocked_lease__MW_11_4_c(tmp_path:
     assert blocked.type == "work.blocked" and blocked.body["resolution"] == "needs PyPI token"
     assert blocked.body["blocked_lease_expires_at_ms"] == w.clock.now + 120_000
     w.ok(w.coordinator, "work.unblock", {"work_item_id": "a", "resolution": {"token": "given"}})
-    assert _item(w)["state"] == "queued" and _item(w)["owner"] == "worker-0"
+    assert w.item("a")["state"] == "queued" and w.item("a")["owner"] == "worker-0"
     # once the blocked lease has expired, unblocking returns the item to open
     w.start(w.workers[0], "a")
     w.ok(w.workers[0], "work.block", w.leased("a", resolution="again", **CP))
     w.clock.advance(120_000)
     r = w.ok(w.coordinator, "work.unblock", {"work_item_id": "a"})
     assert r.events[-1].body["state"] == "open"
-    assert _item(w)["state"] == "open" and _item(w)["owner"] is None
+    assert w.item("a")["state"] == "open" and w.item("a")["owner"] is None
 
 
 def test_budget_overrun_rejects_charge_and_progress__MW_11_5_j(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     head = w.authority.head(w.group)
     r = w.submit(
         w.workers[0],
@@ -261,7 +229,7 @@ def test_budget_overrun_rejects_charge_and_progress__MW_11_5_j(tmp_path: Path) -
     )
     assert r.rejection is not None and r.rejection.code == "budget_exceeded"
     assert r.rejection.detail["dimensions"] == ["tool_calls"]
-    assert w.authority.head(w.group) == head and '"tool_calls":0' in _item(w)["usage"]
+    assert w.authority.head(w.group) == head and '"tool_calls":0' in w.item("a")["usage"]
     w.ok(
         w.workers[0],
         "progress.report",
@@ -272,7 +240,7 @@ def test_budget_overrun_rejects_charge_and_progress__MW_11_5_j(tmp_path: Path) -
 
 
 def test_progress_is_structured_not_a_percentage__MW_11_4_a(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     r = w.submit(w.workers[0], "progress.report", w.leased("a", report={"percent": 50}))
     assert r.rejection is not None and r.rejection.code == "invalid_body"
     report = {
@@ -288,7 +256,7 @@ def test_progress_is_structured_not_a_percentage__MW_11_4_a(tmp_path: Path) -> N
 
 
 def test_submission_needs_evidence_for_every_criterion__MW_13_2_a(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     r = w.submit(w.workers[0], "work.submit", w.leased("a"))
     assert r.rejection is not None and r.rejection.code == "evidence_required"
     r = w.submit(
@@ -299,7 +267,7 @@ def test_submission_needs_evidence_for_every_criterion__MW_13_2_a(tmp_path: Path
 
 
 def test_failure_needs_evidence__MW_11_4_f(tmp_path: Path) -> None:
-    w = _leased_world(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     r = w.submit(w.workers[0], "work.fail", w.leased("a"))
     assert r.rejection is not None and r.rejection.code == "evidence_required"
     r = w.ok(
@@ -309,4 +277,4 @@ def test_failure_needs_evidence__MW_11_4_f(tmp_path: Path) -> None:
     )
     failed = r.events[-1]
     assert failed.type == "work.failed" and failed.body["attempts"] == 1
-    assert _item(w)["state"] == "failed" and _item(w)["owner"] is None
+    assert w.item("a")["state"] == "failed" and w.item("a")["owner"] is None

@@ -21,7 +21,7 @@ from missionweave.authority import (
 from missionweave.authority.core._store_sql import SCHEMA_VERSION
 from missionweave.protocol import Actor, SigningKey
 from tests.pg import raw
-from tests.world import contract, make_world
+from tests.world import make_world
 
 
 def _projection(a: Authority) -> list[dict[str, object]]:
@@ -61,11 +61,7 @@ def test_signature_and_epochs_checked_first(tmp_path: Path) -> None:
 
 def test_repeated_command_id_returns_original_events(tmp_path: Path) -> None:
     w = make_world(tmp_path / "a.db")
-    cmd = w.coordinator.command(
-        "work.authorize",
-        w.group,
-        {"work_item_id": "a", "mission_id": "m1", "contract": contract().wire()},
-    )
+    cmd = w.coordinator.command("work.authorize", w.group, w.authorization("a"))
     first = w.authority.submit(cmd)
     again = w.authority.submit(cmd)
     assert again.duplicate and again.status == "accepted"
@@ -73,7 +69,7 @@ def test_repeated_command_id_returns_original_events(tmp_path: Path) -> None:
     other = w.coordinator.command(
         "work.authorize",
         w.group,
-        {"work_item_id": "b", "mission_id": "m1", "contract": contract().wire()},
+        w.authorization("b"),
         command_id=cmd.command_id,
     )
     r = w.authority.submit(other)
@@ -84,31 +80,9 @@ def test_batch_keeps_each_command_atomic(tmp_path: Path) -> None:
     w = make_world(tmp_path / "a.db")
     mk = w.coordinator.command
     cmds = [
-        mk(
-            "work.authorize",
-            w.group,
-            {"work_item_id": "a", "mission_id": "m1", "contract": contract().wire()},
-        ),
-        mk(
-            "work.authorize",
-            w.group,
-            {
-                "work_item_id": "b",
-                "mission_id": "m1",
-                "contract": contract().wire(),
-                "dependencies": ["x"],
-            },
-        ),
-        mk(
-            "work.authorize",
-            w.group,
-            {
-                "work_item_id": "c",
-                "mission_id": "m1",
-                "contract": contract().wire(),
-                "dependencies": ["a"],
-            },
-        ),
+        mk("work.authorize", w.group, w.authorization("a")),
+        mk("work.authorize", w.group, w.authorization("b", ["x"])),
+        mk("work.authorize", w.group, w.authorization("c", ["a"])),
     ]
     head = w.authority.head(w.group)[0]
     res = w.authority.submit_many(cmds)
@@ -182,14 +156,7 @@ def test_forged_command_in_a_large_batch_is_caught_by_the_verifier(tmp_path: Pat
     must still be rejected and must not disturb the honest Commands."""
     w = make_world(tmp_path / "a.db")
     mk = w.coordinator.command
-    cmds = [
-        mk(
-            "work.authorize",
-            w.group,
-            {"work_item_id": f"i{i}", "mission_id": "m1", "contract": contract().wire()},
-        )
-        for i in range(12)
-    ]
+    cmds = [mk("work.authorize", w.group, w.authorization(f"i{i}")) for i in range(12)]
     forged = cmds[5].model_copy(update={"body": {**cmds[5].body, "work_item_id": "evil"}})
     cmds[5] = forged
     assert w.authority.config.parallel_verify_min <= len(cmds)

@@ -7,13 +7,8 @@ from pathlib import Path
 
 from missionweave.authority import Authority
 from missionweave.protocol import Actor
-from tests.world import World, contract, make_world
-
-
-def _state(w: World, wid: str) -> str:
-    item = w.authority.work_item(w.group, wid)
-    assert item is not None
-    return str(item["state"])
+from tests.contracts import contract
+from tests.world import make_world
 
 
 def test_offer_reserves_no_ownership_and_is_durable__MW_10_3_a(tmp_path: Path) -> None:
@@ -27,8 +22,7 @@ def test_offer_reserves_no_ownership_and_is_durable__MW_10_3_a(tmp_path: Path) -
     offline.membership_epochs[w.group] = 1
     w.authorize("a")
     offer_id = w.offer("a", offline, expires_in_ms=60_000)
-    item = w.authority.work_item(w.group, "a")
-    assert item is not None
+    item = w.item("a")
     assert item["state"] == "offered" and item["owner"] is None and item["ownership_epoch"] == 0
     offered = [e for e in w.authority.all_events(w.group) if e.type == "work.offered"]
     assert offered[-1].body["expires_at_ms"] == w.clock.now + 60_000
@@ -63,12 +57,7 @@ def test_candidate_set_needs_urgency__MW_10_3_b(tmp_path: Path) -> None:
     r = w.submit(
         w.coordinator,
         "work.offer",
-        {
-            "work_item_id": "a",
-            "candidates": ["worker-0", "worker-1"],
-            "expires_at_ms": w.clock.now + 1000,
-            "selection_basis": {"worker-0": {}, "worker-1": {}},
-        },
+        w.offer_body("a", "worker-0", "worker-1", expires_in_ms=1000),
     )
     assert r.rejection is not None and r.rejection.code == "candidate_set_not_allowed"
 
@@ -117,7 +106,7 @@ def test_expired_offer_cannot_be_accepted_and_expiry_writes_nothing__MW_10_3_a(
     assert w.authority.head(w.group) == head  # expiry itself adds no Event
     r = w.accept(w.workers[0], "a", offer_id)
     assert r.rejection is not None and r.rejection.code == "offer_expired"
-    assert w.authority.head(w.group) == head and _state(w, "a") == "offered"
+    assert w.authority.head(w.group) == head and w.item("a")["state"] == "offered"
 
 
 def test_decline_carries_structured_reason__MW_10_3_e(tmp_path: Path) -> None:
@@ -143,7 +132,7 @@ def test_decline_carries_structured_reason__MW_10_3_e(tmp_path: Path) -> None:
     ev = r.events[0]
     assert ev.type == "work.offer_declined" and ev.body["reason"] == "capacity"
     assert ev.body["standard_reason"] is True and ev.body["all_declined"] is True
-    assert _state(w, "a") == "offered"
+    assert w.item("a")["state"] == "offered"
 
 
 def test_assignment_records_selection_basis_without_prose__MW_10_3_f(tmp_path: Path) -> None:
@@ -184,17 +173,7 @@ def test_ambiguous_contract_cannot_be_accepted_until_reoffered__MW_10_1_b(tmp_pa
     r = w.accept(w.workers[0], "a", offer_id)
     assert r.rejection is not None and r.rejection.code == "contract_ambiguous"
     fixed = contract(revision=2, objective="check the files of one distribution in /venv")
-    r2 = w.ok(
-        w.coordinator,
-        "work.offer",
-        {
-            "work_item_id": "a",
-            "candidates": ["worker-0"],
-            "expires_at_ms": w.clock.now + 5000,
-            "selection_basis": {"worker-0": {}},
-            "contract": fixed.wire(),
-        },
-    )
+    r2 = w.ok(w.coordinator, "work.offer", w.offer_body("a", "worker-0", contract=fixed.wire()))
     assert [e.type for e in r2.events][:1] == ["work.contract_revised"]
     assert w.accept(w.workers[0], "a", str(r2.reply["offer_id"])).accepted
 
@@ -207,29 +186,11 @@ def test_material_revision_needs_new_revision_and_fresh_acceptance__MW_10_1_c(
     old_offer = w.offer("a", w.workers[0])
     same_rev = contract(objective="something else entirely")
     r = w.submit(
-        w.coordinator,
-        "work.offer",
-        {
-            "work_item_id": "a",
-            "candidates": ["worker-0"],
-            "expires_at_ms": w.clock.now + 5000,
-            "selection_basis": {"worker-0": {}},
-            "contract": same_rev.wire(),
-        },
+        w.coordinator, "work.offer", w.offer_body("a", "worker-0", contract=same_rev.wire())
     )
     assert r.rejection is not None and r.rejection.code == "revision_required"
     revised = contract(revision=2, objective="something else entirely")
-    r = w.ok(
-        w.coordinator,
-        "work.offer",
-        {
-            "work_item_id": "a",
-            "candidates": ["worker-0"],
-            "expires_at_ms": w.clock.now + 5000,
-            "selection_basis": {"worker-0": {}},
-            "contract": revised.wire(),
-        },
-    )
+    r = w.ok(w.coordinator, "work.offer", w.offer_body("a", "worker-0", contract=revised.wire()))
     stale = w.submit(
         w.workers[0],
         "work.accept_offer",
@@ -249,16 +210,7 @@ def test_authorize_rejects_self_loop_and_unknown_dependency__MW_10_4_c(tmp_path:
     w = make_world(tmp_path / "a.db")
     head = w.authority.head(w.group)
     for deps, code in ((["a"], "self_loop"), (["nope"], "unknown_id")):
-        r = w.submit(
-            w.coordinator,
-            "work.authorize",
-            {
-                "work_item_id": "a",
-                "mission_id": "m1",
-                "contract": contract().wire(),
-                "dependencies": deps,
-            },
-        )
+        r = w.submit(w.coordinator, "work.authorize", w.authorization("a", deps))
         assert r.rejection is not None and r.rejection.code == code
     assert w.authority.head(w.group) == head
 

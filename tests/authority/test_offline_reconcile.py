@@ -26,19 +26,11 @@ from missionweave.protocol import (
     ResourceUsage,
 )
 from missionweave.worker._offline import OfflineBuffer, bind, rebase, reconcile
-from tests.world import World, evidence, make_world
+from tests.world import World, evidence, make_leased_world, make_world
 
 REPORT = ProgressReport(phase="hashing").model_dump(mode="json")
 CP = {"files_done": 7}
 GRACE_MS = 60_000  # the contract default (TimeoutPolicy.offline_grace_ms)
-
-
-def _leased(tmp_path: Path, **contract: Any) -> World:
-    w = make_world(tmp_path / "a.db")
-    w.authorize("a", **contract)
-    assert w.accept(w.workers[0], "a", w.offer("a", w.workers[0])).accepted
-    w.start(w.workers[0], "a")
-    return w
 
 
 def _buffered(
@@ -95,7 +87,7 @@ def _before(w: World) -> tuple[Any, Any]:
 
 
 def test_mw_11_5_f_unknown_critical_extension_rejected_writing_nothing(tmp_path: Path) -> None:
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     before = _before(w)
     body = {**w.leased("a"), "report": REPORT}
     r = w.submit(
@@ -114,7 +106,7 @@ def test_mw_11_5_f_unknown_critical_extension_rejected_writing_nothing(tmp_path:
 
 
 def test_mw_11_5_f_binding_is_critical_and_recorded_in_the_log(tmp_path: Path) -> None:
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     cmd = _buffered(w, w.workers[0])
     assert cmd.critical_extensions == [BOUNDED_OFFLINE_EXECUTION]
     b = OfflineBinding.model_validate(cmd.extensions[BOUNDED_OFFLINE_EXECUTION])
@@ -136,7 +128,7 @@ def test_mw_11_5_f_binding_is_critical_and_recorded_in_the_log(tmp_path: Path) -
 
 
 def test_rebase_keeps_binding_and_id_with_current_epochs__MW_11_5_g(tmp_path: Path) -> None:
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     worker = w.workers[0]
     cmd = _buffered(w, worker)
     w.clock.advance(5_000)
@@ -163,7 +155,7 @@ def test_mw_11_5_i_reconciliation_charges_ancestry_and_names_both_sessions(
 ) -> None:
     """The agent restarted while cut off: its new session revoked the lease (the WorkItem is
     still its own, queued); the durable buffer is reconciled under the new session."""
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     worker = w.workers[0]
     cmd = _buffered(w, worker, usage=ResourceUsage(tool_calls=3, tokens=120))
     w.clock.advance(20_000)
@@ -192,7 +184,7 @@ def test_mw_11_5_i_reconciliation_charges_ancestry_and_names_both_sessions(
 
 
 def test_progress_buffered_past_the_grace_deadline_rejected__MW_11_5_h(tmp_path: Path) -> None:
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     lease_ms = w.leases["a"]["expires_at_ms"] - w.clock.now
     late = _buffered(w, w.workers[0], buffered_in_ms=lease_ms + GRACE_MS + 1)
     w.clock.advance(lease_ms + GRACE_MS + 2)
@@ -201,7 +193,7 @@ def test_progress_buffered_past_the_grace_deadline_rejected__MW_11_5_h(tmp_path:
 
 
 def test_progress_after_the_lease_was_closed_rejected__MW_11_5_h(tmp_path: Path) -> None:
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     cmd = _buffered(w, w.workers[0], usage=ResourceUsage(tool_calls=1))
     w.ok(w.workers[0], "work.submit", w.leased("a", evidence=evidence("worker-0", "a")))
     before = _before(w)
@@ -209,21 +201,19 @@ def test_progress_after_the_lease_was_closed_rejected__MW_11_5_h(tmp_path: Path)
 
 
 def test_progress_from_a_former_owner_rejected__MW_11_5_h(tmp_path: Path) -> None:
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     old = w.leases["a"]
     cmd = _buffered(w, w.workers[0])
     w.clock.advance(old["expires_at_ms"] - w.clock.now + 1)  # expired: reassigned
-    assert w.accept(w.workers[1], "a", w.offer("a", w.workers[1])).accepted
-    w.start(w.workers[1], "a")
+    w.lease("a", w.workers[1])
     before = _before(w)
     _writes_nothing(w, _reconciled(w, w.workers[0], cmd), "owner_changed", before)
 
 
 def test_progress_for_another_work_item_rejected__MW_11_5_h(tmp_path: Path) -> None:
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     w.authorize("b")
-    assert w.accept(w.workers[0], "b", w.offer("b", w.workers[0])).accepted
-    w.start(w.workers[0], "b")
+    w.lease("b", w.workers[0])
     worker = w.workers[0]
     for cmd in (
         _buffered(w, worker, "a", body_wid="b"),  # binding of a, body of b
@@ -233,17 +223,20 @@ def test_progress_for_another_work_item_rejected__MW_11_5_h(tmp_path: Path) -> N
         _writes_nothing(w, _reconciled(w, worker, cmd), "outside_work_item", before)
 
 
-def test_mw_11_5_j_mission_budget_overrun_rejects_charge_and_progress(tmp_path: Path) -> None:
+def _budgeted(tmp_path: Path) -> World:
+    """Mission ``m2`` with a budget of 5 tool calls, its WorkItem ``a`` leased to worker-0 (the
+    contract's own budget allows 100 tool calls)."""
     w = make_world(tmp_path / "a.db")
-    w.ok(
-        w.coordinator,
-        "mission.create",
-        {"mission_id": "m2", "title": "budgeted", "budget": {"tool_calls": 5}},
-    )
+    budget = {"mission_id": "m2", "title": "budgeted", "budget": {"tool_calls": 5}}
+    w.ok(w.coordinator, "mission.create", budget)
     w.mission = "m2"
-    w.authorize("a")  # the contract's own budget allows 100 tool calls
-    assert w.accept(w.workers[0], "a", w.offer("a", w.workers[0])).accepted
-    w.start(w.workers[0], "a")
+    w.authorize("a")
+    w.lease("a", w.workers[0])
+    return w
+
+
+def test_mw_11_5_j_mission_budget_overrun_rejects_charge_and_progress(tmp_path: Path) -> None:
+    w = _budgeted(tmp_path)
     w.ok(w.workers[0], "lease.renew", w.leased("a", usage={"tool_calls": 3}))
     cmd = _buffered(w, w.workers[0], usage=ResourceUsage(tool_calls=4))
     before = _before(w)
@@ -258,23 +251,14 @@ def test_mw_11_5_j_mission_budget_overrun_rejects_charge_and_progress(tmp_path: 
 
 
 def test_mw_11_5_j_online_charges_count_against_the_mission_budget(tmp_path: Path) -> None:
-    w = make_world(tmp_path / "a.db")
-    w.ok(
-        w.coordinator,
-        "mission.create",
-        {"mission_id": "m2", "title": "budgeted", "budget": {"tool_calls": 5}},
-    )
-    w.mission = "m2"
-    w.authorize("a")
-    assert w.accept(w.workers[0], "a", w.offer("a", w.workers[0])).accepted
-    w.start(w.workers[0], "a")
+    w = _budgeted(tmp_path)
     r = w.submit(w.workers[0], "lease.renew", w.leased("a", usage={"tool_calls": 6}))
     assert r.rejection is not None and r.rejection.code == "budget_exceeded"
     assert r.rejection.detail["mission_id"] == "m2"
 
 
 def test_mw_11_5_c_authority_downtime_is_credited_to_live_leases(tmp_path: Path) -> None:
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     live = w.leases["a"]
     w.authorize(
         "b",
@@ -285,8 +269,7 @@ def test_mw_11_5_c_authority_downtime_is_credited_to_live_leases(tmp_path: Path)
             "blocked_lease_ms": 120_000,
         },
     )
-    assert w.accept(w.workers[1], "b", w.offer("b", w.workers[1])).accepted
-    gone = w.start(w.workers[1], "b")  # expires 2 s later, before the Authority goes down
+    gone = w.lease("b", w.workers[1])  # expires 2 s later, before the Authority goes down
     w.clock.advance(5_000)
     with w.authority._write():
         mark_alive(w.authority.store, w.clock.now)  # the last beat before the crash
@@ -309,7 +292,7 @@ def test_mw_11_5_c_an_authority_that_stood_still_credits_its_stall_to_live_lease
     """A serving Authority frozen (SIGSTOP), suspended or starved heard no renewal either: the
     first write after a stall longer than ``STALL_MS`` extends every lease live when the stall
     began by its length, before any Command is judged; a short gap extends nothing."""
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     live = w.leases["a"]
     credit_on_start(w.authority)  # serving: the stall watch is on
     watch = w.authority.stall_watch
@@ -338,7 +321,7 @@ class _Direct:
 
 
 def test_durable_buffer_is_reconciled_once_after_a_restart__MW_11_5_e(tmp_path: Path) -> None:
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     worker = w.workers[0]
     path = tmp_path / "agent.offline.sqlite3"
     buf = OfflineBuffer(path)
@@ -360,7 +343,7 @@ def test_a_buffered_command_that_had_arrived_is_not_applied_twice__MW_11_5_e(
     """The connection broke after the Authority applied the plain report: the bound copy
     under the same command id is refused as a conflict and dropped, nothing is charged
     twice."""
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     worker = w.workers[0]
     cmd = _buffered(w, worker, usage=ResourceUsage(tool_calls=2))
     plain = worker.command(
@@ -384,7 +367,7 @@ def test_mw_11_5_j_a_usage_total_past_the_largest_log_integer_is_refused(tmp_pat
     """A charge that would take a WorkItem's or a Mission's usage past 2**53 - 1 (the largest
     integer the log's canonical JSON holds) is ``budget_exceeded`` and writes nothing — it was
     an internal error when another agent's charge had filled the Mission's total (attack)."""
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     w.ok(w.workers[0], "lease.renew", w.leased("a", usage={"tokens": 2**53 - 11}))
     before = _before(w)
     r = w.submit(w.workers[0], "lease.renew", w.leased("a", usage={"tokens": 11}))
@@ -394,7 +377,7 @@ def test_mw_11_5_j_a_usage_total_past_the_largest_log_integer_is_refused(tmp_pat
 
 def test_mw_11_5_i_a_boolean_is_not_a_usage_count(tmp_path: Path) -> None:
     """``{"tokens": true}`` is not one token: refused as ``invalid_body``, nothing written."""
-    w = _leased(tmp_path)
+    w = make_leased_world(tmp_path / "a.db")
     before = _before(w)
     r = w.submit(w.workers[0], "lease.renew", w.leased("a", usage={"tokens": True}))
     _writes_nothing(w, r, "invalid_body", before)

@@ -30,9 +30,9 @@ from missionweave.authority.client import (
     AuthorityUnavailable,
 )
 from missionweave.authority.wire._readsig import sign_read
-from missionweave.protocol import Actor, sign_command
+from missionweave.protocol import Actor, Command, sign_command
 from tests.serving import LiveServer, signed_http, signed_subscribe
-from tests.world import World, contract
+from tests.world import World
 
 READS = (
     "/v1/groups/{g}/events",
@@ -48,8 +48,7 @@ def _started(world: World, wid: str) -> SubmitResult:
     world.authorize(wid)
     offer = world.offer(wid, world.workers[0])
     assert world.accept(world.workers[0], wid, offer).accepted
-    item = world.authority.work_item(world.group, wid)
-    assert item is not None
+    item = world.item(wid)
     body = {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]}
     started = world.ok(world.workers[0], "work.start", body)
     world.leases[wid] = started.reply["lease"]
@@ -154,36 +153,21 @@ async def test_command_ids_are_the_actors_own_in_its_group__MW_16_f(
             },
         )
         stranger.membership_epochs[world.group] = 1
-        squat = stranger.command(
-            "mission.create",
-            world.group,
-            {"mission_id": "mallory-m", "title": "x"},
-            command_id=poisoned[0],
-        )
-        assert (await anon.submit(squat)).accepted
+
+        def create_mission(actor: Actor, mission_id: str, title: str) -> Command:
+            """``mission.create`` under the first poisoned id."""
+            body = {"mission_id": mission_id, "title": title}
+            return actor.command("mission.create", world.group, body, command_id=poisoned[0])
+
+        assert (await anon.submit(create_mission(stranger, "mallory-m", "x"))).accepted
         # the victim's own Commands under the same ids are its own, and are accepted
         coord = world.coordinator
-        first = coord.command(
-            "mission.create",
-            world.group,
-            {"mission_id": "victim-1", "title": "victim"},
-            command_id=poisoned[0],
-        )
-        assert (await anon.submit(first)).accepted
+        assert (await anon.submit(create_mission(coord, "victim-1", "victim"))).accepted
         world.mission = "victim-1"
         for i, cid in enumerate(poisoned[1:]):
+            body = world.authorization(f"v{i}")  # in Mission victim-1
             r = await anon.submit(
-                coord.command(
-                    "work.authorize",
-                    world.group,
-                    {
-                        "work_item_id": f"v{i}",
-                        "mission_id": "victim-1",
-                        "contract": contract().wire(),
-                        "dependencies": [],
-                    },
-                    command_id=cid,
-                )
+                coord.command("work.authorize", world.group, body, command_id=cid)
             )
             assert r.accepted, r.rejection
     assert world.authority.work_item(world.group, "v3") is not None

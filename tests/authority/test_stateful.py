@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,8 @@ from hypothesis.stateful import (
 
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import Actor, Command, SigningKey, new_id, reduce_events, sign_command
-from tests.world import contract, evidence, make_world
+from tests.contracts import contract
+from tests.world import evidence, make_world
 
 # The timeouts and budget of tests.world.contract().
 START_MS = 60_000
@@ -110,6 +112,11 @@ ACCEPT = Expect(True)
 
 def refuse(codes: set[str], *, may_record: bool = False) -> Expect:
     return Expect(False, frozenset(codes), may_record)
+
+
+def expected(why: set[str]) -> Expect:
+    """Accepted when nothing is wrong, else refused with one of ``why``."""
+    return refuse(why) if why else ACCEPT
 
 
 def _weighted(*pairs: tuple[Any, int]) -> st.SearchStrategy[Any]:
@@ -420,12 +427,7 @@ class AuthorityMachine(RuleBasedStateMachine):
             deps, expect = [wid], refuse({"self_loop", "unknown_id"})
         else:
             actor, expect = self.w.workers[0], refuse({"role_not_allowed"})
-        body = {
-            "work_item_id": wid,
-            "mission_id": self.w.mission,
-            "dependencies": deps,
-            "contract": contract().wire(),
-        }
+        body = self.w.authorization(wid, deps)
         self.send(actor, "work.authorize", body, expect, self.tamper(data))
 
     @rule(data=st.data())
@@ -488,7 +490,7 @@ class AuthorityMachine(RuleBasedStateMachine):
             body["contract"] = contract(
                 urgency=urgency, objective=objective, revision=revision, notes=notes
             ).wire()
-        r = self.send(actor, "work.offer", body, refuse(why) if why else ACCEPT, self.tamper(data))
+        r = self.send(actor, "work.offer", body, expected(why), self.tamper(data))
         if r is None:
             return
         if item.owner is not None and not self.owner_holds(item):
@@ -520,7 +522,7 @@ class AuthorityMachine(RuleBasedStateMachine):
             offer = self.offers.get(offer_id)
             if offer is not None and offer.revision != item.revision:
                 why.add("stale_revision")  # MW-10.1-c: a revised contract needs a new acceptance
-            expect = refuse(why) if why else ACCEPT
+            expect = expected(why)
         body = {"work_item_id": item.wid, "offer_id": offer_id, "revision": revision}
         if self.send(actor, "work.accept_offer", body, expect, self.tamper(data)):
             offer = self.offers[offer_id]
@@ -545,7 +547,7 @@ class AuthorityMachine(RuleBasedStateMachine):
             why = self.offer_reasons(item, actor, offer_id)
             if reason == "Not A Token!":
                 why.add("invalid_body")
-            expect = refuse(why) if why else ACCEPT
+            expect = expected(why)
         body = {"work_item_id": item.wid, "offer_id": offer_id, "reason": reason}
         if self.send(actor, "work.decline_offer", body, expect, self.tamper(data)):
             offer = self.offers[offer_id]
@@ -571,7 +573,7 @@ class AuthorityMachine(RuleBasedStateMachine):
                 why.add("transition_not_allowed")
             elif item.start_deadline is not None and self.now >= item.start_deadline:
                 why.add("start_deadline_missed")  # MW-11.3-a
-            expect = refuse(why) if why else ACCEPT
+            expect = expected(why)
         body = {"work_item_id": item.wid, "ownership_epoch": epoch}
         r = self.send(actor, "work.start", body, expect, self.tamper(data))
         if r is None:
@@ -674,7 +676,7 @@ class AuthorityMachine(RuleBasedStateMachine):
             else:
                 if usage and item.tool_calls + usage > TOOL_CALLS:
                     why.add("budget_exceeded")  # MW-11.5-j: charge and Command refused together
-                expect = refuse(why) if why else ACCEPT
+                expect = expected(why)
         r = self.send(actor, type_, body, expect, self.tamper(data))
         if r is None:
             return
@@ -706,19 +708,23 @@ class AuthorityMachine(RuleBasedStateMachine):
             self.close_item_leases(item, CLOSED)
             item.state, item.lease, item.owner = "failed", None, None
 
+    def coordinator_only(self, actor: Actor, item: MItem, states: Collection[str]) -> set[str]:
+        """Why ``actor``'s Coordinator-only transition of ``item`` out of ``states`` is
+        refused: ``actor`` is not the Coordinator, or ``item`` is in another state."""
+        why: set[str] = set()
+        if actor is not self.w.coordinator:
+            why.add("role_not_allowed")
+        if item.state not in states:
+            why.add("transition_not_allowed")
+        return why
+
     def unblock(self, data: st.DataObject) -> None:
         """work.unblock: blocked → queued while the blocked lease holds, else → open."""
         item = self.draw_item(data, {"blocked"})
         actor = self.pick(data, "unblocker", (self.w.coordinator, 5), (self.w.workers[1], 1))
-        why: set[str] = set()
-        if actor is not self.w.coordinator:
-            why.add("role_not_allowed")
-        if item.state != "blocked":
-            why.add("transition_not_allowed")
+        why = self.coordinator_only(actor, item, {"blocked"})
         body = {"work_item_id": item.wid, "resolution": {"credentials": "granted"}}
-        if not self.send(
-            actor, "work.unblock", body, refuse(why) if why else ACCEPT, self.tamper(data)
-        ):
+        if not self.send(actor, "work.unblock", body, expected(why), self.tamper(data)):
             return
         if self.owner_holds(item):
             self.close_lease(item.blocked_lease, CLOSED)
@@ -732,16 +738,12 @@ class AuthorityMachine(RuleBasedStateMachine):
         """work.accept_result: submitted → verified on the Coordinator's review."""
         item = self.draw_item(data, {"submitted"})
         actor = self.pick(data, "reviewer", (self.w.coordinator, 5), (self.w.workers[0], 1))
-        why: set[str] = set()
-        if actor is not self.w.coordinator:
-            why.add("role_not_allowed")
-        if item.state != "submitted":
-            why.add("transition_not_allowed")
+        why = self.coordinator_only(actor, item, {"submitted"})
         if self.send(
             actor,
             "work.accept_result",
             {"work_item_id": item.wid},
-            refuse(why) if why else ACCEPT,
+            expected(why),
             self.tamper(data),
         ):
             item.state = "verified"
@@ -760,7 +762,7 @@ class AuthorityMachine(RuleBasedStateMachine):
             self.w.coordinator,
             "work.fail",
             {"work_item_id": item.wid, "evidence": ev},
-            refuse(why) if why else ACCEPT,
+            expected(why),
             self.tamper(data),
         ):
             self.close_item_leases(item, CLOSED)
@@ -773,16 +775,12 @@ class AuthorityMachine(RuleBasedStateMachine):
         """work.cancel: any unfinished state → cancelled; leases revoked (MW-11.3-e)."""
         item = self.draw_item(data, UNFINISHED)
         actor = self.pick(data, "canceller", (self.w.coordinator, 3), (self.w.workers[2], 1))
-        why: set[str] = set()
-        if actor is not self.w.coordinator:
-            why.add("role_not_allowed")
-        if item.state not in UNFINISHED:
-            why.add("transition_not_allowed")
+        why = self.coordinator_only(actor, item, UNFINISHED)
         if self.send(
             actor,
             "work.cancel",
             {"work_item_id": item.wid, "reason": "descoped"},
-            refuse(why) if why else ACCEPT,
+            expected(why),
             self.tamper(data),
         ):
             self.close_item_leases(item, REVOKED)

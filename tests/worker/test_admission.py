@@ -23,7 +23,8 @@ from missionweave.worker._admission import (
 )
 from missionweave.worker._scheduler import QueuedItem, RunningItem, Scheduler
 from tests import worker_handlers
-from tests.world import T0, contract
+from tests.contracts import contract
+from tests.world import T0
 
 # ------------------------------------------------------------------------------ handlers
 

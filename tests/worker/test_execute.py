@@ -5,31 +5,27 @@ late-result path."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from pydantic import BaseModel
 from temporalio.testing import ActivityEnvironment
 
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Actor
-from missionweave.protocol.temporal_contract import ExecuteWorkItemInput, LeaseGrant, OutcomeKind
+from missionweave.protocol.temporal_contract import ExecuteWorkItemInput, OutcomeKind
 from missionweave.worker import (
-    HandlerRegistry,
     LeaseLost,
     PermanentFailure,
     Submission,
     WorkContext,
 )
 from missionweave.worker._execute import WorkItemExecutor
+from tests.executor_harness import Handler, VerifyInput, grant, registry_of, run
 from tests.serving import LiveServer
-from tests.world import World, contract
-
-
-class VerifyInput(BaseModel):
-    files: list[str]
+from tests.world import World
 
 
 @pytest_asyncio.fixture
@@ -38,60 +34,46 @@ async def client(live: LiveServer, world: World) -> AsyncIterator[AuthorityClien
         yield c
 
 
-def grant(w: World, wid: str, worker: Actor, **over: Any) -> ExecuteWorkItemInput:
-    """Offer, accept and start ``wid`` for ``worker``; the activity input the workflow builds."""
-    if w.authority.work_item(w.group, wid) is None:
-        w.authorize(wid, **over)
-    offer_id = w.offer(wid, worker)
-    assert w.accept(worker, wid, offer_id).accepted
-    item = w.authority.work_item(w.group, wid)
-    assert item is not None
-    r = w.ok(
-        worker, "work.start", {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]}
-    )
-    lease = {k: v for k, v in r.reply["lease"].items() if k != "renewals"}
-    w.leases[wid] = r.reply["lease"]
-    return ExecuteWorkItemInput(
-        group_id=w.group,
-        mission_id=w.mission,
-        work_item_id=wid,
-        contract=contract(**over),
-        input={"files": ["a.tar", "b.tar"]},
-        lease=LeaseGrant(**lease, capability_token=r.reply["capability_token"]),
-        checkpoint=r.reply.get("checkpoint"),
-    )
+@pytest.fixture
+def worker(world: World) -> Actor:
+    """``worker-0``: the agent whose activity runs."""
+    return world.workers[0]
 
 
-Handler = Callable[[WorkContext, VerifyInput], Awaitable[Any]]
+@pytest.fixture
+def work(world: World, worker: Actor) -> ExecuteWorkItemInput:
+    """WorkItem ``a`` on the default contract, granted to :func:`worker`: the activity's input."""
+    return grant(world, "a", worker)
 
 
-async def run(
-    client: AuthorityClient,
-    actor: Actor,
-    work: ExecuteWorkItemInput,
-    fn: Handler,
-    beats: list[Any] | None = None,
-) -> Any:
-    registry = HandlerRegistry()
-    registry.handler("dist.verify", version="1.0")(fn)
-    env = ActivityEnvironment()
-    if beats is not None:
-        env.on_heartbeat = lambda *details: beats.append(details[0])
-    executor = WorkItemExecutor(actor, client, registry)
-    return await env.run(executor.execute_work_item, work)
+@dataclass
+class Sleeper:
+    """A handler (:attr:`handler`) that uses :attr:`tool_calls` and sleeps a minute:
+    :attr:`started` is set once it runs, :attr:`cancelled` once it is cancelled."""
 
+    tool_calls: int = 0
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    handler: Handler = field(init=False)
 
-def state_of(w: World, wid: str) -> dict[str, Any]:
-    item = w.authority.work_item(w.group, wid)
-    assert item is not None
-    return item
+    def __post_init__(self) -> None:
+        async def sleep(ctx: WorkContext, inp: VerifyInput) -> Any:
+            if self.tool_calls:
+                ctx.usage.add(tool_calls=self.tool_calls)
+            self.started.set()
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                self.cancelled.set()
+                raise
+            return Submission()
+
+        self.handler = sleep
 
 
 async def test_submission_is_reported_and_accepted__MW_11_3_c(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, work: ExecuteWorkItemInput, worker: Actor
 ) -> None:
-    worker = world.workers[0]
-    work = grant(world, "a", worker)
     seen: list[VerifyInput] = []
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Submission:
@@ -114,16 +96,14 @@ async def test_submission_is_reported_and_accepted__MW_11_3_c(
     assert [e.type for e in out.verdict.events] == ["lease.released", "work.submitted"]
     assert out.outputs == {"files": 2} and len(out.evidence) == 2
     assert seen == [VerifyInput(files=["a.tar", "b.tar"])]  # validated into the handler's model
-    assert state_of(world, "a")["state"] == "submitted"
-    assert state_of(world, "a")["usage"].count('"tool_calls":2') == 1  # charged once
+    assert world.item("a")["state"] == "submitted"
+    assert world.item("a")["usage"].count('"tool_calls":2') == 1  # charged once
     assert beats and beats[0]["lease_id"] == work.lease.lease_id
 
 
 async def test_save_then_pause_requeues_with_checkpoint__MW_11_3_g(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, work: ExecuteWorkItemInput, worker: Actor
 ) -> None:
-    worker = world.workers[0]
-    work = grant(world, "a", worker)
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
         await ctx.save({"done": ["a.tar"]})
@@ -134,7 +114,7 @@ async def test_save_then_pause_requeues_with_checkpoint__MW_11_3_g(
     out = await run(client, worker, work, verify, beats)
     assert out.kind is OutcomeKind.PAUSED and out.verdict and out.verdict.accepted
     assert out.checkpoint == {"done": ["a.tar"], "next": "b.tar"}
-    item = state_of(world, "a")
+    item = world.item("a")
     assert item["state"] == "queued" and item["owner"] == worker.agent_id
     assert item["checkpoint"] == '{"done":["a.tar"],"next":"b.tar"}'
     saved = [
@@ -146,9 +126,9 @@ async def test_save_then_pause_requeues_with_checkpoint__MW_11_3_g(
     assert r.reply["checkpoint"] == {"done": ["a.tar"], "next": "b.tar"}
 
 
-async def test_block_reports_resolution__MW_11_4_c(world: World, client: AuthorityClient) -> None:
-    worker = world.workers[0]
-    work = grant(world, "a", worker)
+async def test_block_reports_resolution__MW_11_4_c(
+    world: World, client: AuthorityClient, work: ExecuteWorkItemInput, worker: Actor
+) -> None:
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
         ctx.block({"needs": "mirror credentials"}, {"at": "start"})
@@ -156,7 +136,7 @@ async def test_block_reports_resolution__MW_11_4_c(world: World, client: Authori
     out = await run(client, worker, work, verify)
     assert out.kind is OutcomeKind.BLOCKED and out.verdict and out.verdict.accepted
     assert out.resolution == {"needs": "mirror credentials"}
-    assert state_of(world, "a")["state"] == "blocked"
+    assert world.item("a")["state"] == "blocked"
 
 
 @pytest.mark.parametrize(
@@ -167,10 +147,13 @@ async def test_block_reports_resolution__MW_11_4_c(world: World, client: Authori
     ],
 )
 async def test_raising_handler_fails_with_evidence__MW_11_4_f(
-    world: World, client: AuthorityClient, exc: Exception, retryable: bool
+    world: World,
+    client: AuthorityClient,
+    work: ExecuteWorkItemInput,
+    worker: Actor,
+    exc: Exception,
+    retryable: bool,
 ) -> None:
-    worker = world.workers[0]
-    work = grant(world, "a", worker)
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
         raise exc
@@ -183,46 +166,33 @@ async def test_raising_handler_fails_with_evidence__MW_11_4_f(
     assert str(exc) in ev.summary and str(exc) in (out.error or "")
     failed = [e for e in world.authority.all_events(world.group) if e.type == "work.failed"]
     assert failed[-1].body["retryable"] is retryable
-    assert state_of(world, "a")["state"] == "failed"
+    assert world.item("a")["state"] == "failed"
 
 
 async def test_revoked_lease_cancels_handler__MW_11_3_f(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, worker: Actor
 ) -> None:
-    worker = world.workers[0]
     work = grant(world, "a", worker, timeouts={"heartbeat_ms": 50, "lease_ms": 30_000})
-    started, cancelled = asyncio.Event(), asyncio.Event()
-
-    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
-        started.set()
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return Submission()
-
+    verify = Sleeper()
     beats: list[Any] = []
-    task = asyncio.create_task(run(client, worker, work, verify, beats))
-    await started.wait()
+    task = asyncio.create_task(run(client, worker, work, verify.handler, beats))
+    await verify.started.wait()
     # Another process of the same agent opens a session: the Authority revokes the lease.
     other = Actor(worker.agent_id, worker.key)
     assert world.authority.submit(other.command("session.open", None, {})).accepted
     out = await task
     assert out.kind is OutcomeKind.LEASE_LOST
-    assert cancelled.is_set()
+    assert verify.cancelled.is_set()
     assert out.verdict is not None and out.verdict.rejection is not None
     assert out.verdict.rejection.code == "stale_session_epoch"
-    assert state_of(world, "a")["state"] == "queued"  # requeued by the revocation, not failed
+    assert world.item("a")["state"] == "queued"  # requeued by the revocation, not failed
     assert not [e for e in world.authority.all_events(world.group) if e.type == "work.submitted"]
     assert beats  # heartbeats went out while it ran
 
 
 async def test_guard_refuses_once_the_lease_is_lost__MW_11_5_d(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, work: ExecuteWorkItemInput, worker: Actor
 ) -> None:
-    worker = world.workers[0]
-    work = grant(world, "a", worker)
     side_effects: list[str] = []
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
@@ -244,9 +214,8 @@ async def test_guard_refuses_once_the_lease_is_lost__MW_11_5_d(
 
 
 async def test_idempotency_keys_differ_per_ownership_epoch__MW_16_f(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, worker: Actor
 ) -> None:
-    worker = world.workers[0]
     keys: list[tuple[int, str, str, str]] = []
 
     async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
@@ -271,7 +240,7 @@ async def test_idempotency_keys_differ_per_ownership_epoch__MW_16_f(
 
 
 async def test_late_result_is_recorded_not_applied__MW_11_5_b(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, worker: Actor
 ) -> None:
     old, new = world.workers
     work = grant(world, "a", old)
@@ -289,14 +258,13 @@ async def test_late_result_is_recorded_not_applied__MW_11_5_b(
     assert out.kind is OutcomeKind.LEASE_LOST
     assert out.verdict is not None and out.verdict.status == "recorded"
     assert [e.type for e in out.verdict.events] == ["work.late_result_recorded"]
-    item = state_of(world, "a")
+    item = world.item("a")
     assert item["owner"] == new.agent_id and item["state"] == "queued"
 
 
 async def test_budget_overrun_on_renewal_stops_and_fails__MW_11_5_j(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, worker: Actor
 ) -> None:
-    worker = world.workers[0]
     work = grant(
         world,
         "a",
@@ -304,31 +272,21 @@ async def test_budget_overrun_on_renewal_stops_and_fails__MW_11_5_j(
         budget={"tool_calls": 3},
         timeouts={"heartbeat_ms": 50, "lease_ms": 30_000},
     )
-    cancelled = asyncio.Event()
-
-    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
-        ctx.usage.add(tool_calls=5)  # over the contract's budget: the renewal is refused
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
-    out = await run(client, worker, work, verify)
-    assert cancelled.is_set()
+    verify = Sleeper(tool_calls=5)  # over the contract's budget: the renewal is refused
+    out = await run(client, worker, work, verify.handler)
+    assert verify.cancelled.is_set()
     assert out.kind is OutcomeKind.FAILED and out.retryable is False
     assert "budget exceeded" in (out.error or "") and "tool_calls" in (out.error or "")
-    assert state_of(world, "a")["state"] == "failed"
-    assert '"tool_calls":0' in state_of(world, "a")["usage"]  # no partial charge (MW-11.5-j)
+    assert world.item("a")["state"] == "failed"
+    assert '"tool_calls":0' in world.item("a")["usage"]  # no partial charge (MW-11.5-j)
 
 
 async def test_a_hung_handler_is_stopped_by_its_wall_clock_budget__MW_11_5_j(
-    world: World, client: AuthorityClient
+    world: World, client: AuthorityClient, worker: Actor
 ) -> None:
     """A handler that never returns is cancelled once its running time passes
     ``budget.wall_clock_ms`` (measured by the runtime, charged with each renewal), and the
     WorkItem fails for good with a reason that names the dimension, usage and limit."""
-    worker = world.workers[0]
     timeouts = {"heartbeat_ms": 50, "lease_ms": 30_000}
     work = grant(world, "a", worker, budget={"wall_clock_ms": 300}, timeouts=timeouts)
     cancelled = asyncio.Event()
@@ -348,31 +306,21 @@ async def test_a_hung_handler_is_stopped_by_its_wall_clock_budget__MW_11_5_j(
     assert error.endswith(" of 300 ms (budget.wall_clock_ms)"), error
     used = int(error.removeprefix("budget exceeded: wall_clock_ms ").split()[0])
     assert used > 300
-    assert state_of(world, "a")["state"] == "failed"
+    assert world.item("a")["state"] == "failed"
 
 
-async def test_temporal_cancel_stops_the_handler(world: World, client: AuthorityClient) -> None:
-    worker = world.workers[0]
-    work = grant(world, "a", worker)
-    started, cancelled = asyncio.Event(), asyncio.Event()
-
-    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
-        started.set()
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
-    registry = HandlerRegistry()
-    registry.handler("dist.verify", version="1.0")(verify)
+async def test_temporal_cancel_stops_the_handler(
+    world: World, client: AuthorityClient, work: ExecuteWorkItemInput, worker: Actor
+) -> None:
+    verify = Sleeper()
+    registry = registry_of(verify.handler)
     env = ActivityEnvironment()
     task = asyncio.create_task(
         env.run(WorkItemExecutor(worker, client, registry).execute_work_item, work)
     )
-    await started.wait()
+    await verify.started.wait()
     env.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert cancelled.is_set()
-    assert state_of(world, "a")["state"] == "active"  # nothing reported: the workflow decides
+    assert verify.cancelled.is_set()
+    assert world.item("a")["state"] == "active"  # nothing reported: the workflow decides

@@ -18,9 +18,9 @@ from missionweave.protocol.temporal_contract import ExecuteWorkItemInput
 from missionweave.worker import LeaseLost, WorkContext
 from missionweave.worker._lease import LeaseSession
 from missionweave.worker._offline import OfflineBuffer
+from tests.executor_harness import grant
 from tests.loopback_proxy import DroppingProxy
 from tests.serving import LiveServer
-from tests.worker.test_execute import grant
 from tests.world import World
 
 GRACE_MS = 60_000

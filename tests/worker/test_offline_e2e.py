@@ -17,28 +17,26 @@ printed (``-s``), never asserted. ``MW_TEST_OUTAGE_S`` sets the outage of the fi
 from __future__ import annotations
 
 import asyncio
-import json
+import inspect
 import os
 import signal
-import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
 from missionweave.protocol import RESOURCE_USAGE_RECORDED, Event
 from tests.loopback_proxy import DroppingProxy
-from tests.mission_harness import MissionStack, contract, mission_stack, until
+from tests.mission_harness import MissionStack, contract, mission_stack, stop_process
+from tests.mission_outcome import until
 from tests.offline_handlers import CAPABILITY, LEDGER_ENV, read_ledger, registry
 
-#: The repository root (on PYTHONPATH for the agent processes started here).
-REPO = Path(__file__).resolve().parents[2]
-
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-MW = str(Path(sys.executable).with_name("missionweave"))
 #: The lease of the measurement on main that re-ran finished work (issue 12).
 TIMEOUTS = {"start_deadline_ms": 60_000, "lease_ms": 10_000, "heartbeat_ms": 1_000}
 ITEMS = 4
@@ -83,17 +81,42 @@ def _assert_completed_once(ms: MissionStack, result: Any) -> list[Event]:
     return log
 
 
+async def _completed_after(
+    ms: MissionStack, handle: WorkflowHandle[Any, Any], restore: Callable[[], object]
+) -> tuple[list[Event], float]:
+    """``restore`` the Authority (or the way to it), then wait (90 s at most) for the Mission
+    to complete once: its log (:func:`_assert_completed_once`) and the seconds it took."""
+    loop = asyncio.get_running_loop()
+    back = loop.time()
+    if inspect.isawaitable(restoring := restore()):
+        await restoring
+    result = await asyncio.wait_for(handle.result(), 90)
+    took = loop.time() - back
+    return _assert_completed_once(ms, result), took
+
+
+@pytest.fixture
+def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the handlers record each external effect (:data:`LEDGER_ENV`, set here for the
+    agents this process runs)."""
+    path = tmp_path / "ledger.jsonl"
+    monkeypatch.setenv(LEDGER_ENV, str(path))
+    return path
+
+
+def _outage_s(default: float) -> float:
+    """The outage to measure, seconds: ``MW_TEST_OUTAGE_S``, else ``default``."""
+    return float(os.environ.get("MW_TEST_OUTAGE_S", default))
+
+
 def _reconciliations(log: list[Event]) -> list[Event]:
     return [e for e in log if e.type == RESOURCE_USAGE_RECORDED]
 
 
 async def test_mw_11_5_c_authority_killed_mid_run_no_effect_twice(
-    dev_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dev_env: WorkflowEnvironment, tmp_path: Path, ledger: Path
 ) -> None:
-    ledger = tmp_path / "ledger.jsonl"
-    monkeypatch.setenv(LEDGER_ENV, str(ledger))
-    outage_s = float(os.environ.get("MW_TEST_OUTAGE_S", 7.0))
-    loop = asyncio.get_running_loop()
+    outage_s = _outage_s(7.0)
     async with mission_stack(dev_env, tmp_path, authority_process=True) as ms:
         await ms.agent("ada", registry(), capabilities=[CAPABILITY], max_concurrency=ITEMS)
         handle = await ms.start(ms.spec("killed", _items()))
@@ -105,11 +128,7 @@ async def test_mw_11_5_c_authority_killed_mid_run_no_effect_twice(
         await ms.stack.server.kill()  # type: ignore[union-attr]
         await asyncio.sleep(outage_s)
         assert read_ledger(ledger) == []  # no irreversible effect without a confirmed lease
-        back = loop.time()
-        await ms.stack.server.start()
-        result = await asyncio.wait_for(handle.result(), 90)
-        took = loop.time() - back
-        log = _assert_completed_once(ms, result)
+        log, took = await _completed_after(ms, handle, ms.stack.server.start)
     _once_each(ledger)
     charges = _reconciliations(log)
     assert charges, "progress buffered during the outage was reconciled"
@@ -125,12 +144,9 @@ async def test_mw_11_5_c_authority_killed_mid_run_no_effect_twice(
 
 
 async def test_connections_dropped_by_a_proxy_no_effect_twice__MW_11_5_e(
-    dev_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dev_env: WorkflowEnvironment, tmp_path: Path, ledger: Path
 ) -> None:
-    ledger = tmp_path / "ledger.jsonl"
-    monkeypatch.setenv(LEDGER_ENV, str(ledger))
-    cut_s = float(os.environ.get("MW_TEST_OUTAGE_S", 5.0))
-    loop = asyncio.get_running_loop()
+    cut_s = _outage_s(5.0)
     async with mission_stack(dev_env, tmp_path, authority_process=True) as ms:
         proxy = DroppingProxy(ms.stack.server.port)
         await proxy.start()
@@ -148,11 +164,7 @@ async def test_connections_dropped_by_a_proxy_no_effect_twice__MW_11_5_e(
             proxy.cut()
             await asyncio.sleep(cut_s)
             assert read_ledger(ledger) == []
-            back = loop.time()
-            proxy.restore()
-            result = await asyncio.wait_for(handle.result(), 90)
-            took = loop.time() - back
-            log = _assert_completed_once(ms, result)
+            log, took = await _completed_after(ms, handle, proxy.restore)
         finally:
             await proxy.stop()
     _once_each(ledger)
@@ -178,50 +190,17 @@ async def test_agent_restarted_while_offline_reconciles_its_buffer__MW_11_5_e(
     c = contract([CAPABILITY], timeouts={**TIMEOUTS, "lease_ms": 25_000}).wire()
     item = {"work_item_id": "i0", "contract": c, "input": {"steps": 12, "step_ms": 500}}
     async with mission_stack(dev_env, tmp_path, authority_process=True) as ms:
-        await ms.stack.add_agent(
-            "ada",
-            capabilities=[CAPABILITY],
-            max_concurrency=1,
-            open_session=False,
-            publish_card=False,
-        )
-        card = tmp_path / "ada.json"
-        card.write_text(
-            json.dumps({"agent_id": "ada", "capabilities": [CAPABILITY], "max_concurrency": 1})
-        )
+        await ms.process_member("ada", [CAPABILITY])
         proxy = DroppingProxy(ms.stack.server.port)
         await proxy.start()
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(REPO),
-            LEDGER_ENV: str(ledger),
-        }
 
         async def worker(n: int) -> asyncio.subprocess.Process:
-            return await asyncio.create_subprocess_exec(
-                MW,
-                "worker",
-                "--card",
-                str(card),
-                "--key",
-                str(ms.stack.key_file("ada")),
-                "--handlers",
+            return await ms.agent_process(
+                "ada",
                 "tests.offline_handlers",
-                "--group",
-                ms.group,
-                "--authority-url",
-                proxy.url,
-                "--temporal-address",
-                dev_env.client.service_client.config.target_host,
-                "--namespace",
-                dev_env.client.namespace,
-                "--state-dir",
-                str(tmp_path / "agents"),
-                "--artifacts",
-                str(tmp_path / "artifacts"),
-                env=env,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=(tmp_path / f"ada-{n}.log").open("wb"),
+                authority_url=proxy.url,
+                env={LEDGER_ENV: str(ledger)},
+                log=f"ada-{n}",
             )
 
         procs = [await worker(1)]
@@ -246,13 +225,7 @@ async def test_agent_restarted_while_offline_reconciles_its_buffer__MW_11_5_e(
         finally:
             await proxy.stop()
             for p in procs:
-                if p.returncode is None:
-                    p.send_signal(signal.SIGINT)
-                    try:
-                        await asyncio.wait_for(p.wait(), 20)
-                    except TimeoutError:
-                        p.kill()
-                        await p.wait()
+                await stop_process(p)
     assert result.status == "completed"
     (i0,) = result.items
     assert (i0.state.value, i0.ownership_epoch) == ("verified", 1)

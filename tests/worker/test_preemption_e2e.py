@@ -26,7 +26,8 @@ from missionweave.outcome import mission_result
 from missionweave.protocol import AgentCard, Event
 from missionweave.protocol.temporal_contract import MissionSpec
 from missionweave.worker import AgentRuntime, HandlerRegistry, Pause, Submission, WorkContext
-from tests.mission_harness import MissionStack, contract, mission_stack, until
+from tests.mission_harness import MissionStack, contract, mission_stack
+from tests.mission_outcome import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -7,6 +7,7 @@ runtime's internals (admission control, the scheduler, slots, the projection) st
 from __future__ import annotations
 
 import missionweave.worker as worker
+from tests.surface import assert_surface
 
 WORKER = {
     # writing handlers
@@ -22,8 +23,7 @@ WORKER = {
 
 
 def test_worker_surface() -> None:
-    assert set(worker.__all__) == WORKER
-    assert all(hasattr(worker, n) for n in worker.__all__)
+    assert_surface(worker, WORKER)
 
 
 def test_activity_name_is_the_contract_with_the_workflow() -> None:

@@ -32,8 +32,9 @@ from missionweave.protocol.temporal_contract import (
 )
 from missionweave.worker import AgentRuntime, SessionError, load_handlers
 from missionweave.workflows._edges import execute_work_item
+from tests.contracts import contract
 from tests.serving import LiveServer
-from tests.world import World, contract
+from tests.world import World
 
 TEST_SERVER = str(Path(sys.executable).with_name("temporal-test-server"))
 STAND_IN_QUEUE = "stand-in-coordinator"

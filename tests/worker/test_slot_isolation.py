@@ -17,8 +17,9 @@ from missionweave.protocol.temporal_contract import ExecuteWorkItemInput, LeaseG
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.worker._execute import WorkItemExecutor
 from missionweave.worker._slots import SlotBoard
+from tests.contracts import contract
 from tests.serving import LiveServer
-from tests.world import World, contract
+from tests.world import World
 
 
 class Files(BaseModel):
@@ -36,8 +37,7 @@ def _granted(w: World, mission: str, wid: str) -> ExecuteWorkItemInput:
     w.mission = mission
     w.authorize(wid)
     assert w.accept(ada, wid, w.offer(wid, ada)).accepted
-    item = w.authority.work_item(w.group, wid)
-    assert item is not None
+    item = w.item(wid)
     r = w.ok(ada, "work.start", {"work_item_id": wid, "ownership_epoch": item["ownership_epoch"]})
     lease = {k: v for k, v in r.reply["lease"].items() if k != "renewals"}
     return ExecuteWorkItemInput(

@@ -43,8 +43,7 @@ def populate(w: World) -> None:
     w.authorize("a")
     w.authorize("b")
     w.authorize("c")
-    assert w.accept(me, "a", w.offer("a", me)).accepted
-    w.start(me, "a")
+    w.lease("a", me)
     w.ok(me, "work.checkpoint", w.leased("a", checkpoint={"done": 1}))  # → queued, resumable
     w.offer("b", me)  # an open offer to this agent, not answered yet
     w.run_to_verified("c", other)  # not ours

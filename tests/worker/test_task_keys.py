@@ -13,7 +13,8 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
-from tests.mission_harness import contract, mission_stack, step_registry, until
+from tests.mission_harness import contract, mission_stack, step_registry
+from tests.mission_outcome import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

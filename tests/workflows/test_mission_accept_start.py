@@ -18,7 +18,7 @@ from missionweave.authority import verify_log
 from missionweave.protocol import Event
 from missionweave.protocol.temporal_contract import agent_task_queue
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
-from tests.mission_harness import MissionStack, contract, mission_stack
+from tests.mission_harness import MissionStack, contract, mission_stack, submission
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -34,10 +34,7 @@ def _slow_registry(seconds: float) -> HandlerRegistry:
     @reg.handler("demo.step", version="1.0", estimate_ms=int(seconds * 1000))
     async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
         await asyncio.sleep(seconds)
-        return Submission(
-            outputs={"result": {"item": ctx.work_item_id}},
-            evidence=[ctx.evidence("done", method="demo")],
-        )
+        return submission(ctx, method="demo")
 
     return reg
 

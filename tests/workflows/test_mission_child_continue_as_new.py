@@ -12,7 +12,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.protocol.temporal_contract import ChildOutcome, mission_workflow_id
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import contract, mission_stack, step_registry, until
+from tests.mission_harness import contract, mission_stack, step_registry
+from tests.mission_outcome import until
 from tests.temporal_env import SMALL_HISTORY_EVENTS
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

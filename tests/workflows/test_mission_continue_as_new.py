@@ -26,7 +26,8 @@ from missionweave.protocol.temporal_contract import (
 )
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import MissionStack, contract, mission_stack, until
+from tests.mission_harness import MissionStack, contract, mission_stack, work_items
+from tests.mission_outcome import states, until
 from tests.temporal_env import SMALL_HISTORY_EVENTS
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -197,9 +198,7 @@ async def test_contracts_by_name_travel_once_through_continue_as_new__MW_10_4_a(
         runs = await _runs(env, mission_workflow_id(spec.mission_id), first_run)
 
     assert result.status == "completed"
-    assert {i.work_item_id: i.state.value for i in result.items} == dict.fromkeys(
-        [*ids, "z"], "verified"
-    )
+    assert states(result.items) == dict.fromkeys([*ids, "z"], "verified")
     assert authorized == {**dict.fromkeys(ids, "shared step"), "z": "late step"}
     assert len(runs) >= 3, len(runs)
     for h in runs[2:]:  # continued as new after z was added: both contracts, once each
@@ -217,19 +216,10 @@ async def test_work_accepted_just_before_continue_as_new_still_runs__MW_11_3_b(
     env = dev_env_small_history
     async with mission_stack(env, tmp_path) as ms:
         ada = await ms.stack.add_agent("ada", capabilities=["demo.step@1.0"], max_concurrency=2)
-        spec = ms.spec("can-start", [{"work_item_id": "a", "contract": contract().wire()}])
+        spec = ms.spec("can-start", work_items({"a": []}))
         handle = await ms.start(spec)
         (offer,) = await until("a's offer", lambda: _events(ms, "work.offered", "a"))
-        cmd = ada.command(
-            "work.accept_offer",
-            ms.group,
-            {
-                "work_item_id": "a",
-                "offer_id": offer.body["offer_id"],
-                "revision": offer.body["revision"],
-            },
-        )
-        verdict = (await ms.stack.client.submit(cmd)).verdict()
+        verdict = await ms.accept_offer(ada, offer)
         assert verdict.accepted, verdict.rejection
 
         # Grow the history past the suggestion (signals the Mission ignores), so that the

@@ -12,7 +12,8 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.authority import verify_log
 from missionweave.protocol.temporal_contract import SelectCandidatesBatchResult
 from missionweave.worker import AdmissionPolicy
-from tests.mission_harness import MissionStack, contract, mission_stack, step_registry, until
+from tests.mission_harness import MissionStack, contract, mission_stack, step_registry, work_items
+from tests.mission_outcome import states, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -26,25 +27,11 @@ async def test_small_dag_completes_and_chain_verifies__MW_10_4_a(
     async with mission_stack(dev_env, tmp_path, authority_process=authority_process) as ms:
         await ms.agent("ada", step_registry())
         await ms.agent("bob", step_registry())
-        c = contract().wire()
-        spec = ms.spec(
-            "dag1",
-            [
-                {"work_item_id": "a", "contract": c},
-                {"work_item_id": "b", "contract": c, "dependencies": ["a"]},
-                {"work_item_id": "c", "contract": c, "dependencies": ["a"]},
-                {"work_item_id": "d", "contract": c, "dependencies": ["b", "c"]},
-            ],
-        )
+        spec = ms.spec("dag1", work_items({"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"]}))
         handle = await ms.start(spec)
         result = await handle.result()
         assert result.status == "completed"
-        assert {i.work_item_id: i.state.value for i in result.items} == {
-            "a": "verified",
-            "b": "verified",
-            "c": "verified",
-            "d": "verified",
-        }
+        assert states(result.items) == dict.fromkeys(["a", "b", "c", "d"], "verified")
         verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)
 
 
@@ -130,9 +117,7 @@ async def test_a_decline_goes_to_the_next_candidate__MW_10_3_b__MW_10_3_e(
         await ms.agent("ada", step_registry("other.skill"))  # card: demo.step, handler: none
         await ms.agent("bob", step_registry())
         await until("both Presences", lambda: _all_present(ms, ["ada", "bob"]))
-        handle = await ms.start(
-            ms.spec("decline", [{"work_item_id": "a", "contract": contract().wire()}])
-        )
+        handle = await ms.start(ms.spec("decline", work_items({"a": []})))
         result = await handle.result()
         log = [e for e in ms.stack.authority.events(ms.group) if e.work_item_id == "a"]
         verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)

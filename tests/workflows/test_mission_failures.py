@@ -37,15 +37,8 @@ from missionweave.protocol.temporal_contract import (
 from missionweave.worker import HandlerRegistry, PermanentFailure, Submission, WorkContext
 from missionweave.workflows import ItemState, MissionState, MissionWorkflow
 from missionweave.workflows._plan import plan
-from tests.mission_harness import contract, ending, mission_stack, until
-from tests.workflows.test_mission_paths import (
-    WAIT_S,
-    events,
-    item,
-    result,
-    submission,
-    wait_authority,
-)
+from tests.mission_harness import contract, mission_stack, submission, work_items
+from tests.mission_outcome import WAIT_S, ending, item, result, states, until
 
 #: The end-to-end tests share the session's loop (and its dev server); the unit tests are sync.
 on_dev_server = pytest.mark.asyncio(loop_scope="session")
@@ -130,7 +123,7 @@ async def test_a_failed_mission_fails_its_execution_and_says_why__issue11_1__iss
         out = await _cli(dev_env, "mission", "watch", "fail1")
         assert out.exit_code == 1 and out.output.strip().endswith("mission fail1 failed")
 
-        work_failed = [e.body for e in events(ms, "a") if e.type == "work.failed"]
+        work_failed = [e.body for e in ms.events("a") if e.type == "work.failed"]
         # the second failure exhausts max_attempts: the Authority records it (MW-11.4-d)
         assert [(b["attempts"], b["retryable"]) for b in work_failed] == [(1, True), (2, False)]
         assert work_failed[1]["retry_exhausted"] == {
@@ -178,13 +171,13 @@ async def test_temporal_cancel_request_cancels_the_mission_and_ends_canceled__is
             {"work_item_id": "b", "contract": c, "dependencies": ["a"]},
         ]
         handle = await ms.start(ms.spec("tcancel1", items))
-        await wait_authority(ms, "a", "active")
+        await ms.wait_state("a", "active")
         await handle.cancel(reason="operator stop")
 
         end = await ending(handle)
         assert (end.status, end.failure) == ("CANCELED", None)
         assert (end.mission_status, end.open_items) == ("cancelled", 0)
-        log = events(ms)
+        log = ms.events()
         assert {e.work_item_id for e in log if e.type == "work.cancelled"} == {"a", "b"}
         assert [e.body["reason"] for e in log if e.type == "mission.cancelled"] == ["operator stop"]
         st = await handle.query(MissionWorkflow.status)
@@ -222,7 +215,7 @@ async def test_an_invalid_graph_fails_at_once_and_says_failed__issue11_1(
         st = await handle.query(MissionWorkflow.status)
         assert st.status == "failed"
         assert all(i.detail.startswith("not authorized: invalid Mission") for i in st.items)
-        assert not [e for e in events(ms) if e.body.get("mission_id") == "cyc1"]
+        assert not [e for e in ms.events() if e.body.get("mission_id") == "cyc1"]
 
 
 # ------------------------------------------------------------------------- not retried (3)
@@ -242,18 +235,15 @@ async def test_a_permanent_failure_is_not_retried__issue11_3__MW_11_4_d(
 
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", reg)
-        handle = await ms.start(
-            ms.spec("perm1", [{"work_item_id": "p", "contract": contract().wire()}])
-        )
+        handle = await ms.start(ms.spec("perm1", work_items({"p": []})))
         res = await result(handle)
-        assert res.status == "failed"
         (p,) = res.items
-        assert (p.state.value, p.attempts) == ("failed", 1)
+        assert (res.status, p.state.value, p.attempts) == ("failed", "failed", 1)
         assert p.detail == (
             "failed after 1 attempt(s) (not retryable) at ada: "
             "PermanentFailure: the input cannot be processed"
         )
-        log = events(ms, "p")
+        log = ms.events("p")
         assert [e.body["retryable"] for e in log if e.type == "work.failed"] == [False]
         assert [e.type for e in log].count("work.offered") == 1
 
@@ -360,7 +350,7 @@ async def test_authorize_work_refuses_an_id_twice_and_a_repeated_edge_is_harmles
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", reg)
         handle = await ms.start(ms.spec("edges1", items))
-        await wait_authority(ms, "u", "active")
+        await ms.wait_state("u", "active")
         with pytest.raises(WorkflowUpdateFailedError) as info:
             await handle.execute_update(
                 MissionWorkflow.authorize_work, AuthorizeWorkInput(items=[x, x])
@@ -379,7 +369,7 @@ async def test_authorize_work_refuses_an_id_twice_and_a_repeated_edge_is_harmles
         assert res.status == "completed"
         assert [i.work_item_id for i in res.items] == ["t", "u", "s"]
         assert [i.dependencies for i in res.items] == [[], ["t"], ["u"]]
-        assert not [e for e in events(ms) if e.type == "work.dependencies_added"]
+        assert not [e for e in ms.events() if e.type == "work.dependencies_added"]
 
 
 # ---------------------------------------------------------------- start and the Authority (6, 7)
@@ -413,11 +403,11 @@ async def test_authorize_work_sent_with_the_start_waits_for_the_mission__issue11
         assert [v.status for v in out.verdicts] == ["accepted"], out
         res = await result(await start.workflow_handle())
         assert res.status == "completed"
-        assert {i.work_item_id: i.state.value for i in res.items} == {
+        assert states(res.items) == {
             "a": "verified",
             "b": "verified",
         }
-        log = [e.type for e in events(ms) if e.type in ("mission.created", "work.authorized")]
+        log = [e.type for e in ms.events() if e.type in ("mission.created", "work.authorized")]
         assert log == ["mission.created", "work.authorized", "work.authorized"]
 
 
@@ -434,7 +424,7 @@ async def test_the_id_of_a_finished_mission_cannot_start_again__issue11_7(
         await ms.agent("ada", _steps())
         spec = ms.spec("again1", [{"work_item_id": "a", "contract": c}])
         assert (await result(await ms.start(spec))).status == "completed"
-        before = [e.seq for e in events(ms)]
+        before = [e.seq for e in ms.events()]
 
         handle = await ms.start(spec)  # a second run under the same workflow id
         cause = await _failure(handle)
@@ -447,7 +437,7 @@ async def test_the_id_of_a_finished_mission_cannot_start_again__issue11_7(
         assert (end.status, end.mission_status) == ("FAILED", None)
         history = (await handle.fetch_history()).events
         assert len(history) < 30, len(history)
-        assert [e.seq for e in events(ms)] == before
+        assert [e.seq for e in ms.events()] == before
         failed = [
             w.run_id
             async for w in dev_env.client.list_workflows(

@@ -13,10 +13,8 @@ completes, every WorkItem is verified once, and the log says what happened (docs
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +40,17 @@ from missionweave.worker._scheduler import Scheduler
 from missionweave.worker._slots import SlotBoard
 from missionweave.worker._state import LocalState
 from missionweave.worker._take import OfferTaker
-from tests.mission_harness import MissionStack, contract, mission_stack, step_registry, until
-
-#: The repository root (on PYTHONPATH for the agent processes started here).
-REPO = Path(__file__).resolve().parents[2]
+from tests.mission_harness import (
+    MissionStack,
+    contract,
+    mission_stack,
+    step_registry,
+    stop_process,
+    submission,
+)
+from tests.mission_outcome import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-MW = str(Path(sys.executable).with_name("missionweave"))
 TIMEOUTS = {"start_deadline_ms": 30_000, "lease_ms": 2_000, "heartbeat_ms": 500}
 #: How long the frozen agent's handler works, seconds.
 SLEEP_S = 3
@@ -132,10 +134,7 @@ def _bob_registry() -> HandlerRegistry:
 
     @reg.handler("fault.sleep", version="1.0", estimate_ms=1_000)
     async def quick(ctx: WorkContext, input: dict[str, Any]) -> Submission:
-        return Submission(
-            outputs={"result": {"by": ctx.agent_id}},
-            evidence=[ctx.evidence("done", method="fault-test")],
-        )
+        return submission(ctx, method="fault-test", by=ctx.agent_id)
 
     return reg
 
@@ -145,45 +144,8 @@ async def test_agent_frozen_past_its_lease_late_result_recorded_on_resume__MW_11
 ) -> None:
     c = contract(["fault.sleep@1.0"], timeouts=TIMEOUTS)
     async with mission_stack(dev_env, tmp_path) as ms:
-        await ms.stack.add_agent(
-            "ada",
-            capabilities=["fault.sleep@1.0"],
-            max_concurrency=1,
-            open_session=False,
-            publish_card=False,
-        )
-        card = tmp_path / "ada.json"
-        card.write_text(
-            json.dumps(
-                {"agent_id": "ada", "capabilities": ["fault.sleep@1.0"], "max_concurrency": 1}
-            )
-        )
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
-        proc = await asyncio.create_subprocess_exec(
-            MW,
-            "worker",
-            "--card",
-            str(card),
-            "--key",
-            str(ms.stack.key_file("ada")),
-            "--handlers",
-            "tests.fault_handlers",
-            "--group",
-            ms.group,
-            "--authority-url",
-            ms.stack.url,
-            "--temporal-address",
-            dev_env.client.service_client.config.target_host,
-            "--namespace",
-            dev_env.client.namespace,
-            "--state-dir",
-            str(tmp_path / "agents"),
-            "--artifacts",
-            str(tmp_path / "artifacts"),
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=(tmp_path / "ada.log").open("wb"),
-        )
+        await ms.process_member("ada", ["fault.sleep@1.0"])
+        proc = await ms.agent_process("ada", "tests.fault_handlers")
         item = {"work_item_id": "a", "contract": c.wire(), "input": {"sleep_ms": SLEEP_S * 1000}}
         try:
             presence = ms.stack.client.presence
@@ -210,14 +172,7 @@ async def test_agent_frozen_past_its_lease_late_result_recorded_on_resume__MW_11
                 why = f"no late result; {_types(ms, 'a')}; ada's log:\n{log_tail}"
                 raise AssertionError(why) from exc
         finally:
-            if proc.returncode is None:
-                os.kill(proc.pid, signal.SIGCONT)
-                proc.send_signal(signal.SIGINT)
-                try:
-                    await asyncio.wait_for(proc.wait(), 20)
-                except TimeoutError:
-                    proc.kill()
-                    await proc.wait()
+            await stop_process(proc)
         log = _verified(ms, "a")
 
     assert result.status == "completed"
@@ -246,10 +201,7 @@ async def test_an_owner_cut_off_from_temporal_but_not_the_authority_is_reviewed_
     @reg.handler("demo.step", version="1.0")
     async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
         await asyncio.sleep(6)  # three leases long, renewed with the Authority all along
-        return Submission(
-            outputs={"result": {"item": ctx.work_item_id}},
-            evidence=[ctx.evidence("done", method="fault-test")],
-        )
+        return submission(ctx, method="fault-test")
 
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", reg, max_concurrency=1)

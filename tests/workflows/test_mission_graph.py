@@ -15,15 +15,13 @@ from missionweave.dev import EmbeddedStack
 from missionweave.protocol import AgentCard, SigningKey
 from missionweave.protocol.temporal_contract import (
     COORDINATOR_TASK_QUEUE,
-    MissionResult,
     MissionSpec,
     WorkItemSpec,
-    mission_workflow_id,
 )
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
-from missionweave.workflows import MissionWorkflow
 from tests.cli_processes import amw
-from tests.mission_harness import contract, step_registry
+from tests.mission_harness import contract, start_mission, step_registry
+from tests.mission_outcome import states
 
 M = "dag-1"
 GROW, LAST, ADDED = f"{M}:grow", f"{M}:last", f"{M}:added"
@@ -80,16 +78,10 @@ async def test_mission_graph_shows_edges_added_at_run_time__MW_10_4_a(tmp_path: 
                 "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
             }
         )
-        handle = await stack.client.start_workflow(
-            MissionWorkflow.run,
-            args=[spec, None],
-            id=mission_workflow_id(M),
-            task_queue=COORDINATOR_TASK_QUEUE,
-            static_summary=spec.title,
-        )
-        result: MissionResult = await handle.result()
+        handle = await start_mission(stack.client, spec, COORDINATOR_TASK_QUEUE)
+        result = await handle.result()
         assert result.status == "completed", result
-        assert {i.work_item_id: i.state.value for i in result.items} == {
+        assert states(result.items) == {
             GROW: "verified",
             LAST: "verified",
             ADDED: "verified",

@@ -6,90 +6,27 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from missionweave.authority import verify_log
-from missionweave.outcome import mission_result
-from missionweave.protocol import AgentCard, Event
+from missionweave.protocol import AgentCard
 from missionweave.protocol.temporal_contract import (
     CancelInput,
-    MissionResult,
-    MissionStatus,
     UnblockInput,
-    WorkItemStatus,
 )
 from missionweave.worker import AgentRuntime, HandlerRegistry, Pause, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import MissionStack, contract, ending, mission_stack
+from tests.mission_harness import MissionStack, contract, mission_stack, submission, work_items
+from tests.mission_outcome import WAIT_S, ending, item, result, states, types, wait_status
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-#: Upper bound for any single wait in these tests (they finish far sooner).
-WAIT_S = 25.0
-
-
-# ----------------------------------------------------------------------------- helpers
-
-
-async def wait_status(
-    handle: WorkflowHandle[Any, MissionResult],
-    ok: Callable[[MissionStatus], bool],
-) -> MissionStatus:
-    """Poll the ``status`` query until ``ok`` holds (fails after :data:`WAIT_S`)."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + WAIT_S
-    while True:
-        st = await handle.query(MissionWorkflow.status)
-        if ok(st):
-            return st
-        assert loop.time() < end, f"status never matched: {st.model_dump_json(indent=1)}"
-        await asyncio.sleep(0.1)
-
-
-async def wait_authority(ms: MissionStack, wid: str, state: str) -> None:
-    """Wait until the Authority — the source of truth — holds ``wid`` in ``state`` (the
-    workflow learns an execution's progress from its activity's result, at its end)."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + WAIT_S
-    while (row := ms.stack.authority.work_item(ms.group, wid)) is None or row["state"] != state:
-        assert loop.time() < end, f"{wid} never {state}: {row and dict(row)}"
-        await asyncio.sleep(0.1)
-
-
-def item(st: MissionStatus, wid: str) -> WorkItemStatus:
-    return next(i for i in st.items if i.work_item_id == wid)
-
-
-async def result(handle: WorkflowHandle[Any, MissionResult]) -> MissionResult:
-    """The Mission's result, also of one that failed or was cancelled (in its failure)."""
-    return await asyncio.wait_for(mission_result(handle), WAIT_S)
-
-
-def events(ms: MissionStack, wid: str | None = None) -> list[Event]:
-    """The Group log (of one WorkItem when ``wid`` is given), verified first."""
-    auth = ms.stack.authority
-    verify_log(auth.store, ms.group, auth.public_key)
-    return [e for e in auth.all_events(ms.group) if wid is None or e.work_item_id == wid]
-
-
-def types(evs: list[Event]) -> list[str]:
-    return [e.type for e in evs]
-
-
-def submission(ctx: WorkContext, **outputs: Any) -> Submission:
-    return Submission(
-        outputs={"result": {"item": ctx.work_item_id, **outputs}},
-        evidence=[ctx.evidence("done", method="test")],
-    )
-
 
 # ------------------------------------------------------------------------------ status
 
@@ -108,7 +45,7 @@ async def test_status_shows_outputs_and_a_current_detail(
 
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", reg)
-        spec = ms.spec("status1", [{"work_item_id": "a", "contract": contract().wire()}])
+        spec = ms.spec("status1", work_items({"a": []}))
         handle = await ms.start(spec)
         assert (await result(handle)).status == "completed"
         st = await handle.query(MissionWorkflow.status)
@@ -140,18 +77,15 @@ async def test_pause_then_resume_from_checkpoint__MW_11_3_g(
 
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", reg)
-        handle = await ms.start(
-            ms.spec("pause1", [{"work_item_id": "a", "contract": contract().wire()}])
-        )
+        handle = await ms.start(ms.spec("pause1", work_items({"a": []})))
         res = await result(handle)
-        assert res.status == "completed"
         (a,) = res.items
-        assert a.state.value == "verified"
+        assert (res.status, a.state.value) == ("completed", "verified")
         assert a.outputs["result"]["resumed_from"] == 2
         # Both runs under the same ownership: pausing keeps the owner (spec 10.2 checkpoint).
         assert seen == [(1, None), (1, {"done": 2})]
         assert (a.owner, a.ownership_epoch, a.attempts) == ("ada", 1, 0)
-        log = types(events(ms, "a"))
+        log = types(ms.events("a"))
         assert log.count("work.started") == 2
         assert log.index("work.checkpointed") < log.index("work.submitted")
         assert "work.failed" not in log
@@ -179,13 +113,11 @@ async def test_block_then_unblock_resumes_from_checkpoint__MW_11_4_c(
 
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", reg)
-        handle = await ms.start(
-            ms.spec("block1", [{"work_item_id": "a", "contract": contract().wire()}])
-        )
+        handle = await ms.start(ms.spec("block1", work_items({"a": []})))
         st = await wait_status(handle, lambda s: item(s, "a").state.value == "blocked")
         assert st.status == "running"
         assert item(st, "a").owner == "ada"
-        blocked = [e for e in events(ms, "a") if e.type == "work.blocked"]
+        blocked = [e for e in ms.events("a") if e.type == "work.blocked"]
         assert [e.body["resolution"] for e in blocked] == [{"needs": "credentials"}]
 
         verdict = await handle.execute_update(
@@ -203,7 +135,7 @@ async def test_block_then_unblock_resumes_from_checkpoint__MW_11_4_c(
         assert (a.state.value, a.owner, a.ownership_epoch) == ("verified", "ada", 1)
         assert a.outputs["result"]["rows"] == 7
         assert seen == [None, {"phase": "waiting", "rows": 7}]
-        log = types(events(ms, "a"))
+        log = types(ms.events("a"))
         assert log.index("work.blocked") < log.index("work.unblocked") < log.index("work.submitted")
 
 
@@ -249,8 +181,8 @@ async def test_cancel_cancels_every_unfinished_item__spec_10_2_mission_cancelled
             ],
         )
         handle = await ms.start(spec)
-        await wait_authority(ms, "slow1", "active")
-        await wait_authority(ms, "slow2", "active")
+        await ms.wait_state("slow1", "active")
+        await ms.wait_state("slow2", "active")
         st = await wait_status(handle, lambda s: item(s, "fast").state.value == "verified")
         assert item(st, "after").state.value == "open"
 
@@ -260,12 +192,8 @@ async def test_cancel_cancels_every_unfinished_item__spec_10_2_mission_cancelled
         )
         res = await result(handle)
         assert res.status == "cancelled"
-        assert {i.work_item_id: i.state.value for i in res.items} == {
-            "fast": "verified",
-            "slow1": "cancelled",
-            "slow2": "cancelled",
-            "after": "cancelled",
-        }
+        cancelled = dict.fromkeys(["slow1", "slow2", "after"], "cancelled")
+        assert states(res.items) == {"fast": "verified", **cancelled}
         # Temporal marks Canceled only on its own cancel request (a workflow cannot request
         # its own): Failed, with MissionCancelled and the result in its details (issue 11.1)
         end = await ending(handle)
@@ -281,7 +209,7 @@ async def test_cancel_cancels_every_unfinished_item__spec_10_2_mission_cancelled
         ]:
             row = auth.work_item(ms.group, wid)
             assert row is not None and row["state"] == state, (wid, row)
-        log = events(ms)
+        log = ms.events()
         cancelled = {e.work_item_id: e.body for e in log if e.type == "work.cancelled"}
         assert cancelled == {
             w: {"state": "cancelled", "reason": "mission_cancelled"}
@@ -409,13 +337,13 @@ async def test_lease_timeout_reassigns_and_late_result_is_only_recorded__MW_11_5
                 thaw.set()  # ada wakes up and submits with its old lease
                 loop = asyncio.get_running_loop()
                 end = loop.time() + WAIT_S
-                while "work.late_result_recorded" not in types(events(ms, "a")):
-                    assert loop.time() < end, types(events(ms, "a"))
+                while "work.late_result_recorded" not in types(ms.events("a")):
+                    assert loop.time() < end, types(ms.events("a"))
                     await asyncio.sleep(0.1)
             finally:
                 thaw.set()  # before the runtime is stopped: a frozen loop cannot stop
 
-        log = events(ms, "a")
+        log = ms.events("a")
         starts = [e.body["lease"] for e in log if e.type == "work.started"]
         assert [(s["agent_id"], s["ownership_epoch"]) for s in starts] == [("ada", 1), ("bob", 2)]
         closed = [e.body for e in log if e.type == "ownership.closed"]

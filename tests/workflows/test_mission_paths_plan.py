@@ -31,18 +31,9 @@ from missionweave.protocol.temporal_contract import (
 )
 from missionweave.worker import HandlerRegistry, PermanentFailure, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import contract, ending, mission_stack
+from tests.mission_harness import contract, mission_stack, submission, work_items
+from tests.mission_outcome import WAIT_S, ending, item, result, states, types, wait_status
 from tests.temporal_env import authority_stack
-from tests.workflows.test_mission_paths import (
-    WAIT_S,
-    events,
-    item,
-    result,
-    submission,
-    types,
-    wait_authority,
-    wait_status,
-)
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -94,7 +85,7 @@ async def test_runtime_additions_cycles_rejected_valid_ones_run__MW_10_4_a__MW_1
                 ],
             )
         )
-        await wait_authority(ms, "a", "active")
+        await ms.wait_state("a", "active")
 
         refused = [
             ("cycle", AuthorizeWorkInput(items=[spec("x", "a")], edges=[("x", "a")])),
@@ -113,7 +104,7 @@ async def test_runtime_additions_cycles_rejected_valid_ones_run__MW_10_4_a__MW_1
             assert (cause.type, cause.non_retryable) == (code, True), cause
         st = await handle.query(MissionWorkflow.status)
         assert [i.work_item_id for i in st.items] == ["a", "s"]
-        assert {e.work_item_id for e in events(ms) if e.type == "work.authorized"} == {"a", "s"}
+        assert {e.work_item_id for e in ms.events() if e.type == "work.authorized"} == {"a", "s"}
 
         # a valid addition: b after a, c after b, d after a by an extra edge, and the open
         # item s (authorized at the start) now also waits for c
@@ -134,7 +125,7 @@ async def test_runtime_additions_cycles_rejected_valid_ones_run__MW_10_4_a__MW_1
         assert item(st, "s").dependencies == ["a", "c"]  # what `mission graph` draws
         added = {
             e.work_item_id: e.body["dependencies"]
-            for e in events(ms)
+            for e in ms.events()
             if e.type == "work.dependencies_added"
         }
         assert added == {"d": ["a"], "s": ["a", "c"]}  # recorded by the Authority
@@ -142,10 +133,8 @@ async def test_runtime_additions_cycles_rejected_valid_ones_run__MW_10_4_a__MW_1
 
         res = await result(handle)
         assert res.status == "completed"
-        assert {i.work_item_id: i.state.value for i in res.items} == dict.fromkeys(
-            "asbcd", "verified"
-        )
-        log = events(ms)
+        assert states(res.items) == dict.fromkeys("asbcd", "verified")
+        log = ms.events()
         first: dict[str, int] = {}
         for e in log:
             if e.type in ("work.started", "work.result_accepted") and e.work_item_id:
@@ -216,7 +205,7 @@ async def test_child_mission_approved_verifies_parent_item__spec_10_2_child_rows
         handle = await ms.start(spec)
         res = await result(handle)
         assert res.status == "completed"
-        assert {i.work_item_id: i.state.value for i in res.items} == {
+        assert states(res.items) == {
             "p": "verified",
             "after": "verified",
         }
@@ -234,7 +223,7 @@ async def test_child_mission_approved_verifies_parent_item__spec_10_2_child_rows
             ("mission-child1", ParentClosePolicy.PARENT_CLOSE_POLICY_ABANDON)
         ]
 
-        log = events(ms)
+        log = ms.events()
         created = [e for e in log if e.type == "mission.created"]
         assert [
             (e.body["mission_id"], e.body.get("parent", {}).get("work_item_id")) for e in created
@@ -302,7 +291,7 @@ async def test_child_mission_failure_follows_policy__spec_10_2_child_failed(
             assert res.status == "cancelled"
             assert [(i.work_item_id, i.state.value) for i in res.items] == [("p", "cancelled")]
 
-        log = events(ms)
+        log = ms.events()
         (failed,) = [e.body for e in log if e.type == "mission.child_failed"]
         assert failed == {
             "child_mission_id": f"child-{policy}",
@@ -337,7 +326,7 @@ async def test_a_work_item_id_of_another_mission_cancels_the_mission__MW_10_4_c(
             await ms.start(ms.spec("m-first", [{"work_item_id": "x", "contract": c}]))
         )
         assert first.status == "completed"
-        before = [e.seq for e in events(ms, "x")]
+        before = [e.seq for e in ms.events("x")]
         handle = await ms.start(
             ms.spec(
                 "m-second",
@@ -358,8 +347,8 @@ async def test_a_work_item_id_of_another_mission_cancels_the_mission__MW_10_4_c(
         ), second.reason
         x = next(i for i in second.items if i.work_item_id == "x")
         assert "already exists in Mission 'm-first'" in x.detail, x.detail
-        assert [e.seq for e in events(ms, "x")] == before  # the other Mission's item: untouched
-        cancelled = [e for e in events(ms) if e.type == "mission.cancelled"]
+        assert [e.seq for e in ms.events("x")] == before  # the other Mission's item: untouched
+        cancelled = [e for e in ms.events() if e.type == "mission.cancelled"]
         assert "x not authorized" in cancelled[-1].body["reason"]
 
 
@@ -373,14 +362,7 @@ async def test_mission_started_with_temporal_cli_and_plain_json_completes__MW_10
     written as plain JSON starts a real Mission, which completes (docs/design.md §1, §4.1)."""
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", _registry())
-        c = contract().wire()
-        spec = ms.spec(
-            "cli1",
-            [
-                {"work_item_id": "a", "contract": c},
-                {"work_item_id": "b", "contract": c, "dependencies": ["a"]},
-            ],
-        )
+        spec = ms.spec("cli1", work_items({"a": [], "b": ["a"]}))
         mission_json = tmp_path / "mission.json"
         mission_json.write_text(spec.model_dump_json(exclude_defaults=True))
 
@@ -411,12 +393,12 @@ async def test_mission_started_with_temporal_cli_and_plain_json_completes__MW_10
         )
         res = await result(handle)
         assert res.status == "completed"
-        assert {i.work_item_id: i.state.value for i in res.items} == {
+        assert states(res.items) == {
             "a": "verified",
             "b": "verified",
         }
         assert res.event_range is not None
-        assert "mission.completed" in types(events(ms))
+        assert "mission.completed" in types(ms.events())
 
 
 # ---------------------------------------------------- a local activity run twice (WFT retry)

@@ -11,7 +11,7 @@ from missionweave.authority import verify_log
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Actor
 from missionweave.protocol.temporal_contract import mission_workflow_id
-from tests.mission_harness import contract, mission_stack, step_registry
+from tests.mission_harness import mission_stack, step_registry, work_items
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -49,14 +49,7 @@ async def test_command_id_poisoning_cannot_stop_a_mission__MW_16_f(
             )
             assert r.accepted, r.rejection
         await ms.agent("ada", step_registry())
-        c = contract().wire()
-        spec = ms.spec(
-            "victim-1",
-            [
-                {"work_item_id": "v-a", "contract": c},
-                {"work_item_id": "v-b", "contract": c, "dependencies": ["v-a"]},
-            ],
-        )
+        spec = ms.spec("victim-1", work_items({"v-a": [], "v-b": ["v-a"]}))
         result = await (await ms.start(spec)).result()
         assert result.status == "completed", result
         assert {i.state.value for i in result.items} == {"verified"}

@@ -15,6 +15,8 @@ runs with automatic time skipping off, so a real agent's answer never races a sk
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -26,9 +28,10 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.authority import now_ms, verify_log
 from missionweave.outcome import mission_result
 from missionweave.protocol import Actor, Event
-from missionweave.protocol.temporal_contract import MissionResult, MissionStatus
+from missionweave.protocol.temporal_contract import MissionResult, MissionSpec, MissionStatus
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import MissionStack, contract, mission_stack, step_registry, until
+from tests.mission_harness import MissionStack, contract, mission_stack, step_registry, work_items
+from tests.mission_outcome import until
 from tests.temporal_env import FollowTemporalTime, VirtualClock
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -36,6 +39,25 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 TEN_MINUTES = timedelta(minutes=10)
 #: Offer expiry and start deadline of the dev-server tests, milliseconds.
 SHORT_MS = 2_000
+#: A contract's timeouts whose start deadline is :data:`SHORT_MS`.
+SHORT_START = {"start_deadline_ms": SHORT_MS, "lease_ms": 10_000, "heartbeat_ms": 1_000}
+
+
+def _short_spec(ms: MissionStack, mission_id: str, **contract_over: Any) -> MissionSpec:
+    """WorkItem ``a`` alone, on ``contract(**contract_over)``, its offers expiring after
+    :data:`SHORT_MS`."""
+    policy = {"offer_ttl_ms": SHORT_MS, "reoffer_backoff_ms": 300}
+    return ms.spec(
+        mission_id, work_items({"a": []}, contract(**contract_over)), offer_policy=policy
+    )
+
+
+def _assert_verified(result: MissionResult, owner: str, epoch: int) -> None:
+    """The Mission completed, its one WorkItem verified: done by ``owner`` under ownership
+    epoch ``epoch``."""
+    assert result.status == "completed"
+    (res,) = result.items
+    assert (res.state.value, res.owner, res.ownership_epoch) == ("verified", owner, epoch)
 
 
 def _events(ms: MissionStack, type: str, work_item_id: str = "a") -> list[Event]:
@@ -52,6 +74,20 @@ async def _silent_agent(ms: MissionStack, clock: VirtualClock) -> Actor:
     ada = await ms.stack.add_agent("ada", capabilities=["demo.step@1.0"], max_concurrency=2)
     await ms.stack.client.put_presence(ada, ms.group, 2, 0, issued_at_ms=clock())
     return ada
+
+
+@contextlib.asynccontextmanager
+async def _skipping_stack(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> AsyncIterator[tuple[MissionStack, Actor]]:
+    """A stack on the time-skipping server's time, automatic skipping off (time moves only by
+    ``time_env.sleep``), with the silent agent ``ada`` (:func:`_silent_agent`)."""
+    clock = await VirtualClock.of(time_env)
+    with time_env.auto_time_skipping_disabled():
+        async with mission_stack(
+            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
+        ) as ms:
+            yield ms, await _silent_agent(ms, clock)
 
 
 async def _finish(handle: WorkflowHandle[Any, MissionResult]) -> MissionResult:
@@ -75,11 +111,7 @@ async def test_expired_offer_goes_to_next_ranked_agent__MW_10_3_a__MW_10_3_b(
         await _silent_agent(ms, clock)
         bob = await ms.agent("bob", step_registry())
         await until("bob ready", bob.ready.is_set)
-        spec = ms.spec(
-            "offer-expiry",
-            [{"work_item_id": "a", "contract": contract().wire()}],
-            offer_policy={"offer_ttl_ms": SHORT_MS, "reoffer_backoff_ms": 300},
-        )
+        spec = _short_spec(ms, "offer-expiry")
         handle = await ms.start(spec)
         (first,) = await until("the first offer", lambda: _events(ms, "work.offered"))
         assert first.body["candidates"] == ["ada"]  # one at a time, best-ranked first
@@ -114,9 +146,7 @@ async def test_expired_offer_goes_to_next_ranked_agent__MW_10_3_a__MW_10_3_b(
     ]
     (accepted,) = [e for e in events if e.type == "work.offer_accepted"]
     assert (accepted.body["owner"], accepted.body["ownership_epoch"]) == ("bob", 1)
-    assert result.status == "completed"
-    (res,) = result.items
-    assert (res.state.value, res.owner, res.ownership_epoch) == ("verified", "bob", 1)
+    _assert_verified(result, "bob", 1)
 
 
 async def test_missed_start_deadline_reoffers_with_next_epoch__MW_11_3_a__MW_11_5_a(
@@ -128,30 +158,11 @@ async def test_missed_start_deadline_reoffers_with_next_epoch__MW_11_3_a__MW_11_
         ada = await _silent_agent(ms, clock)
         bob = await ms.agent("bob", step_registry())
         await until("bob ready", bob.ready.is_set)
-        c = contract(
-            timeouts={"start_deadline_ms": SHORT_MS, "lease_ms": 10_000, "heartbeat_ms": 1_000}
-        )
-        spec = ms.spec(
-            "start-deadline",
-            [{"work_item_id": "a", "contract": c.wire()}],
-            offer_policy={"offer_ttl_ms": SHORT_MS, "reoffer_backoff_ms": 300},
-        )
+        spec = _short_spec(ms, "start-deadline", timeouts=SHORT_START)
         handle = await ms.start(spec)
         (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
         assert offer.body["candidates"] == ["ada"]
-        cmd = ada.command(
-            "work.accept_offer",
-            ms.group,
-            {
-                "work_item_id": "a",
-                "offer_id": offer.body["offer_id"],
-                "revision": offer.body["revision"],
-            },
-            issued_at_ms=clock(),
-        )
-        # straight to the Authority, as agents do: the workflow learns of it from the
-        # Authority's log once the offer's activity times out unanswered
-        verdict = (await ms.stack.client.submit(cmd)).verdict()
+        verdict = await ms.accept_offer(ada, offer)
         assert verdict.accepted, verdict.rejection
         # MW-11.3-a: the ownership grant carries the epoch and a start deadline.
         (granted,) = _events(ms, "work.offer_accepted")
@@ -181,9 +192,7 @@ async def test_missed_start_deadline_reoffers_with_next_epoch__MW_11_3_a__MW_11_
         "bob",
         2,
     )
-    assert result.status == "completed"
-    (res,) = result.items
-    assert (res.state.value, res.owner, res.ownership_epoch) == ("verified", "bob", 2)
+    _assert_verified(result, "bob", 2)
 
 
 async def test_missed_start_deadline_reoffers_the_only_agent_next_epoch__MW_11_5_a(
@@ -191,42 +200,18 @@ async def test_missed_start_deadline_reoffers_the_only_agent_next_epoch__MW_11_5
 ) -> None:
     """With nobody else eligible, the former owner gets the WorkItem again under a new epoch
     (it is excluded only while someone else may take it)."""
-    clock = await VirtualClock.of(time_env)
-    with time_env.auto_time_skipping_disabled():
-        async with mission_stack(
-            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
-        ) as ms:
-            ada = await _silent_agent(ms, clock)
-            c = contract(
-                timeouts={"start_deadline_ms": SHORT_MS, "lease_ms": 10_000, "heartbeat_ms": 1_000}
-            )
-            spec = ms.spec(
-                "start-deadline-alone",
-                [{"work_item_id": "a", "contract": c.wire()}],
-                offer_policy={"offer_ttl_ms": SHORT_MS, "reoffer_backoff_ms": 300},
-            )
-            handle = await ms.start(spec)
-            (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
-            cmd = ada.command(
-                "work.accept_offer",
-                ms.group,
-                {
-                    "work_item_id": "a",
-                    "offer_id": offer.body["offer_id"],
-                    "revision": offer.body["revision"],
-                },
-                issued_at_ms=clock(),
-            )
-            # straight to the Authority, as agents do: the workflow learns of it from the
-            # Authority's log once the offer's activity times out unanswered
-            verdict = (await ms.stack.client.submit(cmd)).verdict()
-            assert verdict.accepted, verdict.rejection
+    async with _skipping_stack(time_env, tmp_path) as (ms, ada):
+        spec = _short_spec(ms, "start-deadline-alone", timeouts=SHORT_START)
+        handle = await ms.start(spec)
+        (offer,) = await until("the first offer", lambda: _events(ms, "work.offered"))
+        verdict = await ms.accept_offer(ada, offer)
+        assert verdict.accepted, verdict.rejection
 
-            # ada's process comes back: her runtime takes the new offer and does the work.
-            await until("the second offer", lambda: len(_events(ms, "work.offered")) == 2)
-            await ms.agent("ada", step_registry(), actor=ada)
-            result = await _finish(handle)
-            events = ms.stack.authority.events(ms.group)
+        # ada's process comes back: her runtime takes the new offer and does the work.
+        await until("the second offer", lambda: len(_events(ms, "work.offered")) == 2)
+        await ms.agent("ada", step_registry(), actor=ada)
+        result = await _finish(handle)
+        events = ms.stack.authority.events(ms.group)
 
     (closed,) = [e for e in events if e.type == "ownership.closed"]
     assert closed.body == {"owner": "ada", "ownership_epoch": 1, "reason": "start_deadline_missed"}
@@ -235,9 +220,7 @@ async def test_missed_start_deadline_reoffers_the_only_agent_next_epoch__MW_11_5
         ("ada", 1),
         ("ada", 2),
     ]
-    assert result.status == "completed"
-    (res,) = result.items
-    assert (res.state.value, res.owner, res.ownership_epoch) == ("verified", "ada", 2)
+    _assert_verified(result, "ada", 2)
 
 
 async def test_an_item_nobody_can_take_is_ranked_ever_less_often(
@@ -250,25 +233,19 @@ async def test_an_item_nobody_can_take_is_ranked_ever_less_often(
 
     from missionweave.protocol.temporal_contract import CancelInput
 
-    clock = await VirtualClock.of(time_env)
-    with time_env.auto_time_skipping_disabled():
-        async with mission_stack(
-            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
-        ) as ms:
-            await _silent_agent(ms, clock)  # holds demo.step only
-            rare = contract(["rare.skill@1.0"]).wire()
-            spec = ms.spec("nobody", [{"work_item_id": "a", "contract": rare}])
-            handle = await ms.start(spec)
+    async with _skipping_stack(time_env, tmp_path) as (ms, _):  # ada holds demo.step only
+        spec = ms.spec("nobody", work_items({"a": []}, contract(["rare.skill@1.0"])))
+        handle = await ms.start(spec)
 
-            async def ranked() -> bool:
-                st: MissionStatus = await handle.query(MissionWorkflow.status)
-                return st.items[0].detail.startswith("no eligible agent for ")
+        async def ranked() -> bool:
+            st: MissionStatus = await handle.query(MissionWorkflow.status)
+            return st.items[0].detail.startswith("no eligible agent for ")
 
-            await until("the first empty ranking", ranked)
-            await time_env.sleep(TEN_MINUTES)
-            assert await handle.execute_update(MissionWorkflow.cancel, CancelInput(reason="x"))
-            result = await _finish(handle)
-            history = await handle.fetch_history()
+        await until("the first empty ranking", ranked)
+        await time_env.sleep(TEN_MINUTES)
+        assert await handle.execute_update(MissionWorkflow.cancel, CancelInput(reason="x"))
+        result = await _finish(handle)
+        history = await handle.fetch_history()
     rankings = [
         e
         for e in history.events
@@ -288,28 +265,23 @@ async def test_a_deadline_ends_the_wait_for_an_agent_and_fails_the_mission__MW_1
     Mission fails, as for exhausted retries — it does not wait for ever."""
     from temporalio.api.sdk.v1 import WorkflowMetadata
 
-    clock = await VirtualClock.of(time_env)
-    with time_env.auto_time_skipping_disabled():
-        async with mission_stack(
-            time_env, tmp_path, interceptors=[FollowTemporalTime(clock)], clock=clock
-        ) as ms:
-            await _silent_agent(ms, clock)  # holds demo.step only
-            deadline = clock() + 5 * 60_000
-            rare = contract(["rare.skill@1.0"], deadline_ms=deadline).wire()
-            handle = await ms.start(ms.spec("late", [{"work_item_id": "a", "contract": rare}]))
+    async with _skipping_stack(time_env, tmp_path) as (ms, _):  # ada holds demo.step only
+        deadline = ms.clock() + 5 * 60_000
+        rare = contract(["rare.skill@1.0"], deadline_ms=deadline)
+        handle = await ms.start(ms.spec("late", work_items({"a": []}, rare)))
 
-            async def waited() -> MissionStatus | None:
-                st: MissionStatus = await handle.query(MissionWorkflow.status)
-                return st if st.items[0].detail.startswith("no eligible agent for ") else None
+        async def waited() -> MissionStatus | None:
+            st: MissionStatus = await handle.query(MissionWorkflow.status)
+            return st if st.items[0].detail.startswith("no eligible agent for ") else None
 
-            await until("the first empty ranking", waited)
-            await time_env.sleep(timedelta(minutes=2))
-            st = await until("a later ranking", waited)
-            assert st.status == "running" and st.items[0].state.value == "open"
-            meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
-            assert "\n- a: no eligible agent for " in meta.current_details, meta.current_details
-            await time_env.sleep(TEN_MINUTES)
-            result = await _finish(handle)
+        await until("the first empty ranking", waited)
+        await time_env.sleep(timedelta(minutes=2))
+        st = await until("a later ranking", waited)
+        assert st.status == "running" and st.items[0].state.value == "open"
+        meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+        assert "\n- a: no eligible agent for " in meta.current_details, meta.current_details
+        await time_env.sleep(TEN_MINUTES)
+        result = await _finish(handle)
     assert result.status == "failed"
     (a,) = result.items
     assert a.detail.startswith("deadline passed (") and " with no eligible agent for " in a.detail

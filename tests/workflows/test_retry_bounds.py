@@ -27,10 +27,11 @@ from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows._mission import _failed_for_good
 from missionweave.workflows._plan import plan, retries_left
 from missionweave.workflows._state import ItemState, MissionState
+from tests.contracts import contract
 from tests.mission_harness import contract as mission_contract
 from tests.mission_harness import mission_stack
-from tests.workflows.test_mission_paths import WAIT_S, events
-from tests.world import World, contract, evidence, make_world
+from tests.mission_outcome import WAIT_S
+from tests.world import World, evidence, make_world
 
 #: The end-to-end test shares the session's loop (and its dev server).
 on_dev_server = pytest.mark.asyncio(loop_scope="session")
@@ -46,8 +47,7 @@ def _fail(w: World, usage: dict[str, int] | None = None, **body: Any) -> dict[st
     """One attempt by worker-0: offered, accepted, started and failed; the ``work.failed``
     Event's body."""
     worker = w.workers[0]
-    assert w.accept(worker, "a", w.offer("a", worker)).accepted
-    w.start(worker, "a")
+    w.lease("a", worker)
     extra: dict[str, Any] = {"evidence": evidence("worker-0", "a"), **body}
     if usage is not None:
         extra["usage"] = usage
@@ -220,7 +220,7 @@ async def test_mw_11_4_d_a_mission_stops_retrying_at_the_cost_cap(
         handle = await ms.start(ms.spec("cap1", [{"work_item_id": "a", "contract": c.wire()}]))
         with pytest.raises(WorkflowFailureError) as info:
             await asyncio.wait_for(handle.result(), WAIT_S)
-        failed = [e.body for e in events(ms, "a") if e.type == "work.failed"]
+        failed = [e.body for e in ms.events("a") if e.type == "work.failed"]
         assert [(b["attempts"], b["retryable"]) for b in failed] == [(1, True), (2, False)]
         assert failed[1]["retry_exhausted"] == {"bound": "cost_cap", "limit": 500, "value": 600}
         assert all(b["evidence"] for b in failed)  # MW-11.4-f

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,6 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.artifacts import ArtifactStore
-from missionweave.authority import verify_log
-from missionweave.outcome import mission_result
 from missionweave.protocol import Event, Evidence, SigningKey
 from missionweave.protocol.temporal_contract import (
     ItemResult,
@@ -34,12 +31,11 @@ from missionweave.protocol.temporal_contract import (
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 from tests.artifact_servers import corrupt
-from tests.mission_harness import MissionStack, contract, mission_stack, until
+from tests.mission_harness import MW, MissionStack, contract, mission_stack
+from tests.mission_outcome import WAIT_S, result, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-EXE = str(Path(sys.executable).with_name("missionweave"))
-WAIT_S = 25.0
 
 REPORT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -74,29 +70,19 @@ async def start_one(
     return await ms.start(ms.spec(mission_id, items))
 
 
-async def result(handle: WorkflowHandle[Any, MissionResult]) -> MissionResult:
-    return await asyncio.wait_for(mission_result(handle), WAIT_S)
-
-
 def item(res: MissionResult, wid: str) -> ItemResult:
     found = [i for i in res.items if i.work_item_id == wid]
     assert found, f"no {wid} in {res.model_dump_json(indent=1)}"
     return found[0]
 
 
-def steps(it: ItemResult) -> list[tuple[str, bool]]:
-    return [(st["step"], st["passed"]) for st in it.review]
+def steps(it: ItemResult) -> list[str]:
+    """The review's steps in order: each one's name, ``<name>:fail`` for one that failed."""
+    return [st["step"] + ("" if st["passed"] else ":fail") for st in it.review]
 
 
 def step(it: ItemResult, name: str) -> dict[str, Any]:
     return next(st for st in it.review if st["step"] == name)
-
-
-def log(ms: MissionStack, wid: str | None = None) -> list[Event]:
-    """The Group log (of one WorkItem when ``wid`` is given), verified first."""
-    auth = ms.stack.authority
-    verify_log(auth.store, ms.group, auth.public_key)
-    return [e for e in auth.all_events(ms.group) if wid is None or e.work_item_id == wid]
 
 
 def last(events: list[Event], type: str) -> Event:
@@ -164,7 +150,7 @@ async def approve(ms: MissionStack, mission: str, key: Path, *extra: str) -> tup
     """Run ``missionweave approve`` as a user does: (exit code, stdout, stderr)."""
     target = ms.env.client.service_client.config.target_host
     proc = await asyncio.create_subprocess_exec(
-        EXE,
+        MW,
         "approve",
         "--mission",
         mission,
@@ -213,24 +199,24 @@ async def test_integrity_fails_on_corrupted_and_missing_artifacts__MW_13_2_b__MW
         assert res.status == "failed"
         a = item(res, "a")
         assert a.state.value == "failed"
-        assert steps(a) == [("integrity", False), ("deterministic", True), ("verdict", False)]
+        assert steps(a) == ["integrity:fail", "deterministic", "verdict:fail"]
         (h,) = a.artifacts
         assert "content does not match its hash" in step(a, "integrity")["detail"]
         assert hashlib.sha256(b'{"rows": 4}').hexdigest() in step(a, "integrity")["detail"]
-        failed = last(log(ms, "a"), "work.failed")
+        failed = last(ms.events("a"), "work.failed")
         assert failed.actor == "coordinator"
         bad = [e for e in evidence_of(failed) if e.criterion == "artifact_integrity"]
         assert [(e.subject, e.result, e.artifacts) for e in bad] == [(h, "fail", [h])]
-        assert "artifact.published" in [e.type for e in log(ms, "a")]
+        assert "artifact.published" in [e.type for e in ms.events("a")]
 
         ghostly = {"outputs": {"report": {"rows": 1}}, "artifacts": [ghost]}
         res = await result(await start_one(ms, "missing", ghostly, "b", deliverables=report))
         b = item(res, "b")
         assert res.status == "failed" and b.artifacts == [ghost]
-        assert steps(b) == [("integrity", False), ("deterministic", True), ("verdict", False)]
+        assert steps(b) == ["integrity:fail", "deterministic", "verdict:fail"]
         detail = step(b, "integrity")["detail"]
         assert f"artifact {ghost[:12]}: missing from the artifact store" in detail
-        failed = last(log(ms, "b"), "work.failed")
+        failed = last(ms.events("b"), "work.failed")
         assert "missing from the artifact store" in evidence_of(failed)[0].summary
 
 
@@ -246,13 +232,13 @@ async def test_integrity_fails_on_output_violating_its_schema__MW_13_2_b(
         )
         a = item(res, "a")
         assert res.status == "failed"
-        assert steps(a) == [("integrity", False), ("deterministic", True), ("verdict", False)]
+        assert steps(a) == ["integrity:fail", "deterministic", "verdict:fail"]
         assert "report: -1 is less than the minimum of 0" in step(a, "integrity")["detail"]
         ev = {e["criterion"]: e for e in step(a, "integrity")["evidence"]}
         assert ev["artifact_integrity"]["result"] == "pass"  # the bytes are fine
         assert ev["schema:report"]["result"] == "fail"
         assert ev["schema:report"]["artifacts"] == a.artifacts
-        failed = last(log(ms, "a"), "work.failed")
+        failed = last(ms.events("a"), "work.failed")
         assert any(
             e.criterion == "schema:report" and e.result == "fail" for e in evidence_of(failed)
         )
@@ -280,9 +266,9 @@ async def test_deterministic_check_failing__MW_13_2_b(
         )
         a = item(res, "a")
         assert res.status == "failed"
-        assert steps(a) == [("integrity", True), ("deterministic", False), ("verdict", False)]
+        assert steps(a) == ["integrity", "deterministic:fail", "verdict:fail"]
         assert step(a, "deterministic")["detail"] == "done: check rows_positive: rows is 0"
-        failed = last(log(ms, "a"), "work.failed")
+        failed = last(ms.events("a"), "work.failed")
         mine = [
             (e.criterion, e.result) for e in evidence_of(failed) if e.method == "coordinator review"
         ]
@@ -314,13 +300,8 @@ async def test_semantic_review_by_reviewer_agent_fails__MW_13_2_b(
         a, r = item(res, "a"), item(res, "a:review")
         assert res.status == "failed"
         assert a.state.value == "failed"
-        assert last(log(ms, "a"), "work.submitted").actor == "ada"
-        assert steps(a) == [
-            ("integrity", True),
-            ("deterministic", True),
-            ("semantic", False),
-            ("verdict", False),
-        ]
+        assert last(ms.events("a"), "work.submitted").actor == "ada"
+        assert steps(a) == ["integrity", "deterministic", "semantic:fail", "verdict:fail"]
         assert "clear: reviewer rita says fail" in step(a, "semantic")["detail"]
         (rev,) = step(a, "semantic")["evidence"]
         assert (rev["producer"], rev["subject"], rev["criterion"], rev["result"]) == (
@@ -331,13 +312,13 @@ async def test_semantic_review_by_reviewer_agent_fails__MW_13_2_b(
         )
         # the review WorkItem itself was carried out and verified
         assert (r.review_of, r.state.value, r.owner) == ("a", "verified", "rita")
-        review_log = log(ms, "a:review")
+        review_log = ms.events("a:review")
         offers = [e.body["candidates"] for e in review_log if e.type == "work.offered"]
         assert offers and all(c == ["rita"] for c in offers)
         assert last(review_log, "work.authorized").body["contract"]["required_capabilities"] == [
             "review.semantic@1.0"
         ]
-        failed = last(log(ms, "a"), "work.failed")
+        failed = last(ms.events("a"), "work.failed")
         assert any(
             e.producer == "rita" and e.criterion == "clear" and e.result == "fail"
             for e in evidence_of(failed)
@@ -384,7 +365,7 @@ async def test_approval_wrong_key_refused_then_granted__MW_13_2_b(
             "approval",
             digest,
         )
-        assert not [e for e in log(ms, "a") if e.type.startswith("approval.")]
+        assert not [e for e in ms.events("a") if e.type.startswith("approval.")]
 
         code, out, err = await approve(ms, "signoff", ms.stack.key_file("olivia"))
         assert code == 0, err
@@ -392,16 +373,10 @@ async def test_approval_wrong_key_refused_then_granted__MW_13_2_b(
         res = await result(handle)
         a = item(res, "a")
         assert res.status == "completed" and a.state.value == "verified"
-        assert steps(a) == [
-            ("integrity", True),
-            ("deterministic", True),
-            ("semantic", True),
-            ("verdict", True),
-            ("approval", True),
-        ]
+        assert steps(a) == ["integrity", "deterministic", "semantic", "verdict", "approval"]
         (ok,) = step(a, "approval")["evidence"]
         assert (ok["producer"], ok["criterion"], ok["result"]) == ("olivia", "signoff", "pass")
-        events = log(ms, "a")
+        events = ms.events("a")
         granted = last(events, "approval.result_granted")
         assert granted.actor == "olivia"
         assert f"event seq {granted.seq})" in out  # where the Approval landed in the log
@@ -442,14 +417,9 @@ async def test_approval_rejected_fails_the_review__MW_13_2_b(
         res = await result(handle)
         a = item(res, "a")
         assert res.status == "failed" and a.state.value == "failed"
-        assert steps(a) == [
-            ("integrity", True),
-            ("deterministic", True),
-            ("verdict", True),
-            ("approval", False),
-        ]
+        assert steps(a) == ["integrity", "deterministic", "verdict", "approval:fail"]
         assert "totals do not add up" in step(a, "approval")["detail"]
-        events = log(ms, "a")
+        events = ms.events("a")
         denied = last(events, "approval.result_denied")
         assert (denied.actor, denied.body["review_digest"], denied.body["reason"]) == (
             "olivia",

@@ -1,0 +1,116 @@
+"""Waiting on a Mission and reading how it went, for the Mission tests.
+
+:func:`until` polls anything; :func:`wait_status` polls a Mission's ``status`` query;
+:func:`result` is its result (also of one that failed or was cancelled), :func:`ending` how its
+execution closed as Temporal shows it; :func:`states`, :func:`item` and :func:`types` read a
+result, a status and a list of Events. Every wait fails with an ``AssertionError`` that says what
+it waited for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError
+
+from missionweave.outcome import mission_result
+from missionweave.protocol import Event
+from missionweave.protocol.temporal_contract import MissionResult, MissionStatus, WorkItemStatus
+from missionweave.workflows import MissionWorkflow
+from missionweave.workflows._mission import MISSION_STATUS, OPEN_WORK_ITEMS
+
+#: Upper bound for any single wait in the Mission tests (they finish far sooner), seconds.
+WAIT_S = 25.0
+
+
+async def result(handle: WorkflowHandle[Any, MissionResult]) -> MissionResult:
+    """The Mission's result, also of one that failed or was cancelled (in its failure)."""
+    return await asyncio.wait_for(mission_result(handle), WAIT_S)
+
+
+def states(items: Sequence[Any]) -> dict[str, str]:
+    """``{work_item_id: state}`` of a result's or a status's ``items``."""
+    return {i.work_item_id: i.state.value for i in items}
+
+
+def item(st: MissionStatus, wid: str) -> WorkItemStatus:
+    """``wid``'s entry in a ``status`` answer."""
+    return next(i for i in st.items if i.work_item_id == wid)
+
+
+def types(evs: Sequence[Event]) -> list[str]:
+    return [e.type for e in evs]
+
+
+async def wait_status(
+    handle: WorkflowHandle[Any, MissionResult], ok: Callable[[MissionStatus], bool]
+) -> MissionStatus:
+    """Poll the ``status`` query until ``ok`` holds (fails after :data:`WAIT_S`)."""
+
+    async def matched() -> MissionStatus | None:
+        st: MissionStatus = await handle.query(MissionWorkflow.status)
+        return st if ok(st) else None
+
+    got: MissionStatus = await until("the status to match", matched, WAIT_S)
+    return got
+
+
+async def until(what: str, probe: Callable[[], Any], timeout_s: float = 20.0) -> Any:
+    """Poll ``probe`` (sync or async) every 50 ms until it returns something truthy; that value.
+
+    Raises:
+        AssertionError: ``timeout_s`` passed first.
+    """
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout_s
+    while True:
+        got = probe()
+        if asyncio.iscoroutine(got):
+            got = await got
+        if got:
+            return got
+        if loop.time() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a Mission's execution ended, as Temporal shows it.
+
+    Attributes:
+        status: the execution's status (``COMPLETED``, ``FAILED`` …).
+        failure: the type of the ``ApplicationError`` it failed with (``None``: none).
+        non_retryable: that error's flag.
+        mission_status / open_items: the ``MissionStatus`` and ``OpenWorkItems`` search
+            attributes.
+    """
+
+    status: str
+    failure: str | None
+    non_retryable: bool
+    mission_status: str | None
+    open_items: int | None
+
+
+async def ending(handle: WorkflowHandle[Any, Any], timeout_s: float = 25.0) -> Ending:
+    """Wait for the Mission's execution to close; how it ended (:class:`Ending`)."""
+    failure, non_retryable = None, False
+    try:
+        await asyncio.wait_for(handle.result(), timeout_s)
+    except WorkflowFailureError as exc:
+        if isinstance(exc.cause, ApplicationError):
+            failure, non_retryable = exc.cause.type, exc.cause.non_retryable
+    desc = await handle.describe()
+    attrs = desc.typed_search_attributes
+    return Ending(
+        status=desc.status.name if desc.status else "?",
+        failure=failure,
+        non_retryable=non_retryable,
+        mission_status=attrs.get(MISSION_STATUS),
+        open_items=attrs.get(OPEN_WORK_ITEMS),
+    )

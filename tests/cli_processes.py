@@ -191,6 +191,17 @@ class Process:
             if re.search(pattern, line):
                 return seen
 
+    def lines_until(self, pattern: str, timeout_s: float) -> list[str]:
+        """The lines up to and including the first one matching ``pattern``, as printed."""
+        lines: list[str] = []
+        while True:
+            try:
+                lines.append(self.lines.get(timeout=timeout_s))
+            except queue.Empty:
+                raise AssertionError(f"no line matching {pattern!r}: {self.stderr()}") from None
+            if re.search(pattern, lines[-1]):
+                return lines
+
     def stderr(self) -> str:
         self.log.flush()
         return Path(self.log.name).read_text()

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Run everything MissionWeave needs on this machine.", no_args_is_help=True)
 
 
+#: The example agent (examples/agents/counter.yaml) the "Next" hint enrolls and runs.
+EXAMPLE_AGENT = "counter-1"
+
+
 def _default_data_dir() -> Path:
     return Path(os.environ.get("MISSIONWEAVE_DATA_DIR") or "data")
 
@@ -73,7 +77,8 @@ def _describe(stack: EmbeddedStack) -> str:
     key = stack.coordinator_key_path
     ui = stack.ui_url or "(headless)"
     ui_env = f" MISSIONWEAVE_UI_URL={stack.ui_url}" if stack.ui_url else ""
-    agent_key = key.parent / "ada.pem"  # private keys stay under the data dir, not in the cwd
+    # private keys stay under the data dir, not in the cwd
+    agent_key = key.parent / f"{EXAMPLE_AGENT}.pem"
     return "\n".join(
         [
             "MissionWeave dev stack is up; Ctrl-C stops it.",
@@ -84,15 +89,17 @@ def _describe(stack: EmbeddedStack) -> str:
             f"  Data dir      {stack.data_dir}",
             f"  Coordinator   {stack.coordinator.agent_id}, key {key}",
             f"  Group         {stack.group}",
-            "Next, in another shell:",
+            "Next, in another shell at the repository's root (examples/ holds the example agent's"
+            " card and handlers, and a Mission for it):",
             f"  export TEMPORAL_ADDRESS={stack.temporal_target} "
             f"MISSIONWEAVE_AUTHORITY_URL={stack.authority_url}{ui_env}",
-            f"  missionweave group add --key {key} --group {stack.group} "
-            f"--agent-id ada --agent-key {agent_key} --create-key",
-            f"  missionweave worker --card ada.yaml --key {agent_key} --handlers my.handlers "
-            f"--group {stack.group} --authority-url {stack.authority_url} "
+            f"  .venv/bin/missionweave group add --key {key} --group {stack.group} "
+            f"--agent-id {EXAMPLE_AGENT} --agent-key {agent_key} --create-key",
+            "  .venv/bin/missionweave worker --card examples/agents/counter.yaml "
+            f"--key {agent_key} --handlers examples.agents.handlers --group {stack.group} "
+            f"--authority-url {stack.authority_url} "
             f"--temporal-address {stack.temporal_target} --artifacts {stack.files.artifacts}",
-            "  missionweave mission start mission.yaml",
+            "  .venv/bin/missionweave mission start examples/missions/hello.yaml",
         ]
     )
 

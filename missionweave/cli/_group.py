@@ -32,6 +32,8 @@ def _key(path: Path, create: bool) -> SigningKey:
         key.to_file(path)
         typer.echo(f"created key {path}", err=True)
         return key
+    if not path.exists():
+        raise CliError(f"no key file at {path} (--create-key generates one)")
     return load_key(path)
 
 

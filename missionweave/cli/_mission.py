@@ -267,7 +267,7 @@ def status(
 
     The table comes from the workflow's status query; --json prints the query's answer.
 
-    Example: missionweave mission status audit-1 --json
+    Example: missionweave mission status hello-1 --json
     """
     run_client_command(_show_status(mission, as_json, temporal_address, namespace))
 
@@ -293,7 +293,7 @@ def watch(
 
     Exits 0 when the Mission completed, 1 when it failed or was cancelled.
 
-    Example: missionweave mission watch audit-1
+    Example: missionweave mission watch hello-1
     """
     run_client_command(_watch(mission, interval, temporal_address, namespace))
 
@@ -376,7 +376,7 @@ def cancel(
 
     Sends the workflow's cancel update and prints the Mission's final status.
 
-    Example: missionweave mission cancel audit-1 --reason "wrong input"
+    Example: missionweave mission cancel hello-1 --reason "wrong input"
     """
     run_client_command(_cancel(mission, reason, temporal_address, namespace))
 
@@ -416,7 +416,7 @@ def graph(
 ) -> None:
     """Print a Mermaid flowchart of a Mission's DAG, each WorkItem coloured by its state.
 
-    Example: missionweave mission graph audit-1 > audit-1.mmd
+    Example: missionweave mission graph hello-1 > hello-1.mmd
     """
     run_client_command(_graph(mission, temporal_address, namespace))
 

@@ -194,7 +194,10 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise StackError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise StackError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} (choose another port, "
+            "or 0 for a free one)"
+        ) from None
     return sock
 
 

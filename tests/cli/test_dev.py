@@ -10,6 +10,7 @@ Group's log verifies. The others check that bad input is one line and a non-zero
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import yaml
 from missionweave.dev import free_port
 from tests.cli_processes import (
     EXE,
+    ROOT,
     Process,
     dev_up,
     eventually,
@@ -71,33 +73,25 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     r = mw("group", "create", "--key", str(tmp_path / "other.pem"), "--group", "demo", env=env)
     one_line_error(r, "group 'demo' exists and this key")
 
-    # An example agent joins the Group (idempotently) and starts working.
-    agent_key = tmp_path / "counter-1.pem"
-    r = up.add_agent("counter-1", agent_key)
+    # The banner's "Next" commands, run as printed: the example agent joins the Group
+    # (idempotently) and starts working; the example Mission it names exists.
+    printed = stack.lines_until(r"mission start", 10)
+    hint = [shlex.split(line) for line in printed[1:]]
+    exe = ".venv/bin/missionweave"
+    group_add = next(c for c in hint if c[:3] == [exe, "group", "add"])
+    worker_cmd = next(c for c in hint if c[:2] == [exe, "worker"])
+    (mission_file,) = [c[3] for c in hint if c[:3] == [exe, "mission", "start"]]
+    assert (ROOT / mission_file).is_file()
+    agent_key = Path(group_add[group_add.index("--agent-key") + 1])
+    assert agent_key.parent == data / "keys"
+    flags = dict(zip(worker_cmd[2::2], worker_cmd[3::2], strict=False))
+    assert flags["--authority-url"] == authority and flags["--temporal-address"] == temporal
+    r = mw(*group_add[1:], env=env)
     assert r.returncode == 0 and "counter-1 added in group demo" in r.stdout, r.stderr
-    r = up.add_agent("counter-1", agent_key)
+    r = mw(*group_add[1:], env=env)
     assert r.returncode == 0 and "counter-1 present in group demo" in r.stdout, r.stderr
     worker = Process(
-        [
-            EXE,
-            "worker",
-            "--card",
-            "examples/agents/counter.yaml",
-            "--key",
-            str(agent_key),
-            "--handlers",
-            "examples.agents.handlers",
-            "--group",
-            "demo",
-            "--authority-url",
-            authority,
-            "--temporal-address",
-            temporal,
-            "--state-dir",
-            str(tmp_path / "state"),
-            "--artifacts",
-            str(data / "artifacts"),
-        ],
+        [EXE, *worker_cmd[1:], "--state-dir", str(tmp_path / "state")],
         tmp_path / "worker.log",
         env=env,
     )

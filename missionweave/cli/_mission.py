@@ -381,6 +381,21 @@ def cancel(
     run_client_command(_cancel(mission, reason, temporal_address, namespace))
 
 
+async def _ended_as(handle: WorkflowHandle[Any, Any], desc: WorkflowExecutionDescription) -> str:
+    """How a closed Mission ended, in the Mission's words (``mission cancelled``) when its
+    workflow returned a :class:`MissionResult`, else in Temporal's (``workflow terminated``)."""
+    from temporalio.client import WorkflowFailureError
+
+    from ..outcome import mission_result
+
+    try:
+        result = await mission_result(handle, rpc_timeout=QUERY_TIMEOUT)
+    except WorkflowFailureError:
+        name = desc.status.name.lower() if desc.status is not None else "closed"
+        return f"workflow {name}"
+    return f"mission {result.status}"
+
+
 async def _cancel(mission: str, reason: str, address: str, namespace: str) -> None:
     from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 
@@ -389,8 +404,7 @@ async def _cancel(mission: str, reason: str, address: str, namespace: str) -> No
     client = await _connect(address, namespace)
     handle, desc = await _find(client, mission)
     if desc.status != WorkflowExecutionStatus.RUNNING:
-        name = desc.status.name.lower() if desc.status is not None else "closed"
-        raise CliError(f"mission {mission!r} is not running (workflow {name})")
+        raise CliError(f"mission {mission!r} is not running ({await _ended_as(handle, desc)})")
     try:
         async with asyncio.timeout(QUERY_TIMEOUT.total_seconds() * 3):
             final: str = await handle.execute_update(

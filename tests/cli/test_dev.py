@@ -143,7 +143,9 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     assert r.returncode == 0 and r.stdout.strip() == "mission t2 cancelled", r.stderr
     r = mw("mission", "watch", "t2", env=env)
     assert r.returncode == 1 and r.stdout.strip().endswith("mission t2 cancelled"), r.stdout
-    one_line_error(mw("mission", "cancel", "t2", env=env), "mission 't2' is not running")
+    one_line_error(
+        mw("mission", "cancel", "t2", env=env), "mission 't2' is not running (mission cancelled)"
+    )
     one_line_error(mw("mission", "status", "nope", env=env), "no mission 'nope'")
     one_line_error(mw("mission", "start", str(spec_file), env=env), "already exists")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import os
@@ -80,11 +81,16 @@ async def _run(
         f"missionweave-agent-{agent_id}", authority_url, temporal_address, namespace
     )
     runtime = runtime_for(temporal_client=client)
-    typer.echo(
-        f"agent {agent_id} working in {', '.join(runtime.groups)} "
-        f"(Authority {authority_url}, Temporal {temporal_address}/{namespace}); Ctrl-C stops",
-        err=True,
-    )
+
+    async def announce() -> None:  # once the session is open and the log caught up
+        await runtime.ready.wait()
+        typer.echo(
+            f"agent {agent_id} working in {', '.join(runtime.groups)} "
+            f"(Authority {authority_url}, Temporal {temporal_address}/{namespace}); Ctrl-C stops",
+            err=True,
+        )
+
+    announcing = asyncio.create_task(announce())
     try:
         await serve_until_signalled(
             runtime.run(), runtime.stop, what=f"agent {agent_id}", stop_timeout=stop_timeout
@@ -95,6 +101,8 @@ async def _run(
         raise CliError(f"agent {agent_id} stopped: {exc}") from None
     except RuntimeError as exc:  # the Temporal Worker failed
         raise CliError(f"agent {agent_id} stopped: {first_line(exc)}") from None
+    finally:
+        announcing.cancel()
     if runtime.interrupted:
         grace = runtime.graceful_shutdown.total_seconds()
         raise CliError(

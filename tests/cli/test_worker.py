@@ -313,8 +313,17 @@ def test_a_replaced_worker_names_the_process_that_took_over(
     up = dev_up(tmp_path, processes)
     key, card = _agent(up, tmp_path, "twin-1", "test.hold@1.0")
 
-    def worker(name: str) -> Process:
+    def worker(name: str, key: Path = key) -> Process:
         return _hold_worker(up, card, key, tmp_path / name, tmp_path / f"{name}.log")
+
+    # Another key for the same agent id: the session is refused, one line, never "working".
+    assert mw("keys", "generate", str(tmp_path / "impostor.pem")).returncode == 0
+    impostor = worker("impostor", tmp_path / "impostor.pem")
+    processes.append(impostor)
+    code, err = _exit(impostor, "the worker with another key", ctrl_c=False)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "session.open rejected" in lines[0] and "working in" not in err, err
 
     first = worker("first")
     processes.append(first)

@@ -113,8 +113,8 @@ async def _tail(
         while True:
             try:
                 events = await client.events(group, after_sequence=cursor, limit=1000)
-            except AuthorityUnavailable as exc:
-                raise CliError(str(exc)) from None
+            except AuthorityUnavailable:
+                raise CliError(f"cannot reach the Authority at {url}") from None
             except AuthorityRequestError as exc:
                 raise CliError(f"{exc.code}: {exc.reason}") from None
             for ev in events:

@@ -63,15 +63,19 @@ def test_events_verify_ok_then_names_first_bad_sequence(tmp_path: Path) -> None:
 
 
 def test_bad_input_is_one_line_without_traceback(tmp_path: Path) -> None:
-    for args in (
-        ("events", "verify", "--db", str(tmp_path / "missing.db")),
-        ("events", "tail", "--group", "g1", "--url", "http://127.0.0.1:9"),
-        ("keys", "public", str(tmp_path / "nokey.pem")),
+    for args, says in (
+        (("events", "verify", "--db", str(tmp_path / "missing.db")), "no Authority database"),
+        (
+            ("events", "tail", "--group", "g1", "--url", "http://127.0.0.1:9"),
+            "error: cannot reach the Authority at http://127.0.0.1:9",
+        ),
+        (("keys", "public", str(tmp_path / "nokey.pem")), "no key file"),
     ):
         r = mw(*args)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert r.stderr.startswith("error: ") and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
+        assert says in r.stderr, r.stderr
 
 
 def test_authority_serve_and_events_tail_over_loopback(tmp_path: Path) -> None:

@@ -63,13 +63,16 @@ def test_events_verify_ok_then_names_first_bad_sequence(tmp_path: Path) -> None:
 
 
 def test_bad_input_is_one_line_without_traceback(tmp_path: Path) -> None:
+    key = str(tmp_path / "member.pem")
+    assert mw("keys", "generate", key).returncode == 0
     for args, says in (
         (("events", "verify", "--db", str(tmp_path / "missing.db")), "no Authority database"),
         (
-            ("events", "tail", "--group", "g1", "--url", "http://127.0.0.1:9"),
+            ("events", "tail", "--group", "g1", "--url", "http://127.0.0.1:9", "--key", key),
             "error: cannot reach the Authority at http://127.0.0.1:9",
         ),
         (("keys", "public", str(tmp_path / "nokey.pem")), "no key file"),
+        (("events", "tail", "--group", "g1", "--url", "http://127.0.0.1:9"), "reads are signed"),
     ):
         r = mw(*args)
         assert r.returncode == 2, (args, r.stdout, r.stderr)

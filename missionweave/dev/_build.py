@@ -88,20 +88,27 @@ class StackFiles:
 
 def load_or_create_key(path: Path) -> SigningKey:
     """The Ed25519 key in the PEM file ``path``; a new one written there (mode 0600, parent
-    directories created) when the file does not exist.
+    directories created) when nothing is there. A new key is created exclusively: a file
+    that appears meanwhile, or a link (even a dangling one), is never written through.
 
     Raises:
-        StackError: the file exists but holds no Ed25519 private key.
+        StackError: the file exists but holds no Ed25519 private key, cannot be read, or a
+            link stands where a new key would be written.
     """
     if not path.exists():
         key = SigningKey.generate()
-        key.to_file(path)
+        try:
+            key.to_file(path, exclusive=True)
+        except FileExistsError:
+            raise StackError(f"{path}: not a key file (a link, or created meanwhile)") from None
         log.info("created key %s", path)
         return key
     try:
         return SigningKey.from_file(path)
     except SignatureError as exc:
-        raise StackError(f"{path}: {exc}") from None
+        raise StackError(str(exc)) from None  # it names the file
+    except OSError as exc:
+        raise StackError(f"{path}: {exc.strerror or exc}") from None
 
 
 def lock_data_dir(files: StackFiles) -> Callable[[], None]:

@@ -298,6 +298,11 @@ class EmbeddedStack:
         return [*self.interceptors, *temporal_interceptors()]
 
     async def _start_authority(self, exits: AsyncExitStack) -> None:
+        if self.files.authority_db.exists() and not self.files.authority_key.exists():
+            raise StackError(
+                f"{self.files.authority_key} is missing but {self.files.authority_db} exists: "
+                "restore the key that signed its log, or use another --data-dir"
+            )
         key = load_or_create_key(self.files.authority_key)
         coordinator = Actor(self.coordinator_id, load_or_create_key(self.coordinator_key_path))
         # the coordinator is this stack's operator: it creates the Group and reads everything

@@ -87,8 +87,16 @@ class SigningKey:
             raise SignatureError(f"{path}: not an Ed25519 key")
         return cls(key)
 
-    def to_file(self, path: str | os.PathLike[str]) -> None:
-        """Write the key as PKCS#8 PEM, readable by its owner only (mode 0600)."""
+    def to_file(self, path: str | os.PathLike[str], *, exclusive: bool = False) -> None:
+        """Write the key as PKCS#8 PEM, readable by its owner only (mode 0600).
+
+        Args:
+            path: the file (parent directories are created).
+            exclusive: create it or fail: never replace a file, never follow a link.
+
+        Raises:
+            FileExistsError: ``exclusive`` and something (a file, a link) is at ``path``.
+        """
         pem = self._private.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
@@ -96,7 +104,8 @@ class SigningKey:
         )
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
+        fd = os.open(p, flags, 0o600)
         os.fchmod(fd, 0o600)  # O_CREAT's mode applies only to new files
         with os.fdopen(fd, "wb") as f:
             f.write(pem)

@@ -73,6 +73,16 @@ async def test_embedded_stack_runs_a_mission_then_restarts_on_its_data(tmp_path:
 async def test_a_coordinator_key_the_group_does_not_know_is_refused(tmp_path: Path) -> None:
     async with _stack(tmp_path):
         pass
+    # A lost Authority key is not silently replaced: the log it signed would no longer verify.
+    authority_key = tmp_path / "authority.key"
+    kept = authority_key.read_bytes()
+    authority_key.unlink()
+    stack = _stack(tmp_path)
+    with pytest.raises(StackError, match=r"authority\.key is missing but .*authority\.db exists"):
+        await stack.start()
+    assert not authority_key.exists() and not stack.running
+    authority_key.write_bytes(kept)
+
     SigningKey.generate().to_file(tmp_path / "keys" / "coordinator.pem")
     stack = _stack(tmp_path)
     with pytest.raises(StackError, match="records another public key for 'coordinator'"):

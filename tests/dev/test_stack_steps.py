@@ -40,6 +40,18 @@ def test_a_key_file_that_holds_no_key_is_a_stack_error_naming_it(tmp_path: Path)
         load_or_create_key(path)
 
 
+def test_a_new_key_is_never_written_through_a_link_or_into_a_directory(tmp_path: Path) -> None:
+    target, link = tmp_path / "elsewhere.pem", tmp_path / "keys" / "ada.pem"
+    link.parent.mkdir()
+    link.symlink_to(target)  # dangling: exists() is False, yet writing it would create target
+    with pytest.raises(StackError, match=r"ada\.pem: not a key file"):
+        load_or_create_key(link)
+    assert not target.exists()
+    (tmp_path / "dir.pem").mkdir()
+    with pytest.raises(StackError, match=r"dir\.pem: Is a directory"):
+        load_or_create_key(tmp_path / "dir.pem")
+
+
 async def test_wait_until_returns_the_first_truthy_answer_errors_counting_as_no() -> None:
     answers = iter([RuntimeError("refused"), 0, "up"])
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ..protocol import WorkItemState
-from ..protocol.temporal_contract import MissionStatus, WorkItemStatus
+from ..protocol.temporal_contract import MissionStatus, OutcomeKind, WorkItemStatus
 from ._plan import counts, format_duration
 from ._state import ItemState, MissionState
 
@@ -21,6 +21,9 @@ _NO_AGENT = ("no eligible agent", "every capable agent is busy")
 _OFFER_NOTES = ("offered to ", *_NO_AGENT, "offer refused", "not_taken")
 #: Details written before an agent took the WorkItem: stale once it is active or done.
 _BEFORE_TAKEN = (*_OFFER_NOTES, "queued at ")
+#: Details of an attempt (how an ``execute_work_item`` ended) or of a wait in review: history
+#: once the WorkItem is verified.
+_DONE_WITH = (*_BEFORE_TAKEN, *(k.value for k in OutcomeKind), "awaiting ")
 
 
 #: WorkItems the Mission's current details name as waiting for an agent, at most.
@@ -40,7 +43,8 @@ def current_detail(item: ItemState, now_ms: int | None = None) -> str:
     - queued: ``accepted by <owner>, not started`` when the note is from the offer;
     - offered: ``offered to <candidates>`` when nothing was noted;
     - submitted: ``submitted, under review`` when the note is from the offer;
-    - verified: ``verified`` when the note is only that it was submitted.
+    - verified: ``verified`` unless the note is what it was (a child Mission's summary): an
+      earlier attempt (``lease_lost: …``), an offer or a wait in review is history.
     """
     d, state = item.detail, item.state
     owner = item.owner or "no owner"
@@ -59,7 +63,7 @@ def current_detail(item: ItemState, now_ms: int | None = None) -> str:
         d = "offered to " + ", ".join(item.offer_candidates)
     elif state is WorkItemState.SUBMITTED and (not d or d.startswith(_BEFORE_TAKEN)):
         d = "submitted, under review"
-    elif state is WorkItemState.VERIFIED and d in ("", "submitted"):
+    elif state is WorkItemState.VERIFIED and (not d or d.startswith(_DONE_WITH)):
         d = "verified"
     return d
 

@@ -56,6 +56,10 @@ def test_other_states_read_their_own_detail() -> None:
     offered = _item("c", WorkItemState.OFFERED, offer_candidates=("wc-1", "wc-2"))
     assert current_detail(offered) == "offered to wc-1, wc-2"
     assert current_detail(_item("d", WorkItemState.VERIFIED, "submitted")) == "verified"
+    for history in ("offer refused: owner_active", "lease_lost: WorkerShutdown", "queued at x"):
+        assert current_detail(_item("d", WorkItemState.VERIFIED, history)) == "verified"
+    child = "child Mission m1:c: 3 of 3 verified"
+    assert current_detail(_item("d", WorkItemState.VERIFIED, child)) == child
     assert (
         current_detail(_item("e", WorkItemState.SUBMITTED, "offered to x"))
         == "submitted, under review"

@@ -77,7 +77,7 @@ def serve(
         if path is not None and not path.is_file():
             raise CliError(f"no file at {path}")
     operators = frozenset(_public_key(k) for v in operator_key for k in v.split())
-    signing_key = load_or_create_key(key_path, create=key is None)
+    signing_key = load_or_create_key(key_path, create=key is None, what="Authority key")
     config = AuthorityConfig(online_window=online_window, operator_keys=operators)
     authority = Authority(db, signing_key, config)
     db = authority.db_path  # a URL without its password

@@ -43,17 +43,27 @@ def load_key(path: Path) -> SigningKey:
         raise CliError(str(exc)) from None
 
 
-def load_or_create_key(path: Path, *, create: bool) -> SigningKey:
-    """Load the Ed25519 key at ``path``; with ``create``, generate it (mode 0600) if missing.
+def load_or_create_key(
+    path: Path, *, create: bool, what: str = "key", missing_hint: str = ""
+) -> SigningKey:
+    """Load the Ed25519 key at ``path``; with ``create``, generate it (mode 0600) if nothing
+    is there, exclusively (never through a link, never over a file that appeared meanwhile),
+    and say so on stderr (``created <what> <path> (public …)``).
 
     Raises:
-        CliError: the file is missing (and ``create`` is false) or is not an Ed25519 PEM key.
+        CliError: the file is missing (and ``create`` is false; ``missing_hint`` follows the
+            message) or is not an Ed25519 PEM key; a link stands where a new key would go.
     """
     if not path.exists() and create:
         key = SigningKey.generate()
-        key.to_file(path)
-        typer.echo(f"created Authority key {path} (public {key.public_key})", err=True)
+        try:
+            key.to_file(path, exclusive=True)
+        except FileExistsError:
+            raise CliError(f"{path}: not a key file (a link, or created meanwhile)") from None
+        typer.echo(f"created {what} {path} (public {key.public_key})", err=True)
         return key
+    if not path.exists():
+        raise CliError(f"no key file at {path}{missing_hint}")
     return load_key(path)
 
 

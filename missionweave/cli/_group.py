@@ -11,7 +11,7 @@ import typer
 
 from ..protocol import Actor, MissionWeaveError, SigningKey
 from . import _options as opt
-from ._common import CliError, load_key
+from ._common import CliError, load_key, load_or_create_key
 
 if TYPE_CHECKING:
     from ..authority.client import AuthorityClient
@@ -27,14 +27,7 @@ _GROUP = typer.Option(..., "--group", "-g", help="The Group id.")
 
 
 def _key(path: Path, create: bool) -> SigningKey:
-    if create and not path.exists():
-        key = SigningKey.generate()
-        key.to_file(path)
-        typer.echo(f"created key {path}", err=True)
-        return key
-    if not path.exists():
-        raise CliError(f"no key file at {path} (--create-key generates one)")
-    return load_key(path)
+    return load_or_create_key(path, create=create, missing_hint=" (--create-key generates one)")
 
 
 async def _run_create(url: str, owner: Actor, group: str) -> bool:

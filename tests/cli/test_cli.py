@@ -65,6 +65,9 @@ def test_events_verify_ok_then_names_first_bad_sequence(tmp_path: Path) -> None:
 def test_bad_input_is_one_line_without_traceback(tmp_path: Path) -> None:
     key = str(tmp_path / "member.pem")
     assert mw("keys", "generate", key).returncode == 0
+    add = ("group", "add", "--key", key, "--group", "g1", "--agent-id", "ada", "--agent-key")
+    link, target = tmp_path / "link.pem", tmp_path / "elsewhere.pem"
+    link.symlink_to(target)  # dangling: a new key must not be written through it
     for args, says in (
         (("events", "verify", "--db", str(tmp_path / "missing.db")), "no Authority database"),
         (
@@ -73,12 +76,16 @@ def test_bad_input_is_one_line_without_traceback(tmp_path: Path) -> None:
         ),
         (("keys", "public", str(tmp_path / "nokey.pem")), "no key file"),
         (("events", "tail", "--group", "g1", "--url", "http://127.0.0.1:9"), "reads are signed"),
+        ((*add, str(tmp_path / "ada.pem")), "no key file at " + str(tmp_path / "ada.pem")),
+        ((*add, str(link), "--create-key"), f"{link}: not a key file"),
     ):
         r = mw(*args)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert r.stderr.startswith("error: ") and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
         assert says in r.stderr, r.stderr
+    assert "(--create-key generates one)" in mw(*add, str(tmp_path / "ada.pem")).stderr
+    assert not target.exists()
 
 
 def test_authority_serve_and_events_tail_over_loopback(tmp_path: Path) -> None:

@@ -94,10 +94,11 @@ class ChildMissionsMixin:
         key = f"child:{item.work_item_id}"
 
         async def start() -> None:
+            me = asyncio.current_task()  # not in ``finally``: see WorkMixin._execution
             try:
                 await started()
             finally:  # started: nothing of it is in flight (a continue-as-new may come)
-                if self.tasks.get(key) is asyncio.current_task():
+                if self.tasks.get(key) is me:
                     del self.tasks[key]
 
         async def started() -> None:

@@ -206,10 +206,13 @@ class WorkMixin:
         an empty ``tasks``, and one that cut a read short left its WorkItem ``syncing``, never
         offered again (seen with 10,000 WorkItems)."""
         key = _exec_key(item.work_item_id, agent)
+        # asked now, not in ``finally``: a workflow evicted from the Worker's cache has its
+        # coroutines closed after its loop is gone, where current_task() raises
+        me = asyncio.current_task()
         try:
             await self._execute(item, agent, offer)
         finally:
-            if self.tasks.get(key) is asyncio.current_task():
+            if self.tasks.get(key) is me:
                 del self.tasks[key]
 
     async def _execute(self, item: ItemState, agent: str, offer: OfferTerms | None) -> None:

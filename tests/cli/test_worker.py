@@ -304,6 +304,12 @@ def test_ctrl_c_on_a_handler_that_never_pauses_reports_it_and_exits_1(
     kinds = [e["type"] for e in up.events() if e.get("work_item_id") == wid]
     assert not [k for k in kinds if "expired" in str(k)], kinds  # reported, not timed out
 
+    # dev up stopped while the Mission's activity is in flight: a clean stop, and nothing
+    # printed by workflow coroutines closed after their loop is gone (WorkMixin._execution)
+    assert stack.interrupt() == 0, stack.stderr()
+    log = stack.stderr()
+    assert "Exception ignored" not in log and "Traceback" not in log, log
+
 
 def test_a_replaced_worker_names_the_process_that_took_over(
     tmp_path: Path, processes: list[Process]

@@ -8,6 +8,7 @@ Pure: no I/O, safe in the workflow sandbox.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,9 +46,9 @@ class Signed(BaseModel):
     signature: str = Field(min_length=86, max_length=88)
 
     @property
+    @abstractmethod
     def document(self) -> Signable:
-        """The signed document."""
-        raise NotImplementedError
+        """The signed document (each subclass names its field as the spec does)."""
 
     def wire(self) -> dict[str, Any]:
         """The signed document as a JSON value, e.g. for a Command body."""

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from ..authority.client import (
+    AgentInfo,
     AuthorityClient,
     AuthorityRequestError,
     CursorTooOldError,
@@ -42,7 +43,13 @@ class GroupSetupError(MissionWeaveError):
 
 async def _member_epoch(client: AuthorityClient, member: Actor, group_id: str) -> set[str]:
     """Set ``member``'s Membership Epoch in ``group_id`` from the Authority; its roles."""
-    for info in await client.agents(group_id):
+    return _epoch_from(await client.agents(group_id), member, group_id)
+
+
+def _epoch_from(agents: Sequence[AgentInfo], member: Actor, group_id: str) -> set[str]:
+    """Set ``member``'s Membership Epoch in ``group_id`` from ``agents`` (the Group's
+    members, as read); its roles."""
+    for info in agents:
         if info.agent_id == member.agent_id:
             member.membership_epochs[group_id] = info.membership_epoch
             return set(info.roles)
@@ -186,10 +193,10 @@ async def ensure_member(
         UnknownGroupError: no such Group.
         AuthorityUnavailable: the Authority cannot be reached.
     """
-    owner_roles = await _member_epoch(client, owner, group_id)
-    if "owner" not in owner_roles:
+    agents = await client.agents(group_id)  # one read: the owner's epoch and the members
+    if "owner" not in _epoch_from(agents, owner, group_id):
         raise GroupSetupError(f"{owner.agent_id!r} is not an owner of group {group_id!r}")
-    members = {a.agent_id: a for a in await client.agents(group_id)}
+    members = {a.agent_id: a for a in agents}
     current = {a: set(m.roles) for a, m in members.items()}
     if agent_id in members and members[agent_id].public_key not in ("", public_key):
         raise GroupSetupError(

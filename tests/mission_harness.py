@@ -38,7 +38,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Interceptor
 
@@ -46,12 +46,12 @@ from missionweave.activities import Check
 from missionweave.artifacts import ArtifactStore, FilesystemStore
 from missionweave.authority import now_ms, verify_log
 from missionweave.dev import coordinator_worker
+from missionweave.outcome import start_mission
 from missionweave.protocol import Actor, AgentCard, Event, WorkContract
 from missionweave.protocol.temporal_contract import (
     CommandVerdict,
     MissionResult,
     MissionSpec,
-    mission_workflow_id,
 )
 from missionweave.worker import (
     AdmissionPolicy,
@@ -60,7 +60,6 @@ from missionweave.worker import (
     Submission,
     WorkContext,
 )
-from missionweave.workflows import MissionWorkflow
 
 from .contracts import contract as build_contract
 from .mission_outcome import WAIT_S, until
@@ -95,19 +94,6 @@ def submission(ctx: WorkContext, method: str = "test", **outputs: Any) -> Submis
     return Submission(
         outputs={"result": {"item": ctx.work_item_id, **outputs}},
         evidence=[ctx.evidence("done", method=method)],
-    )
-
-
-async def start_mission(
-    client: Client, spec: MissionSpec, task_queue: str
-) -> WorkflowHandle[Any, MissionResult]:
-    """Start ``spec``'s Mission workflow on the coordinator's ``task_queue``."""
-    return await client.start_workflow(
-        MissionWorkflow.run,
-        args=[spec, None],
-        id=mission_workflow_id(spec.mission_id),
-        task_queue=task_queue,
-        static_summary=spec.title,
     )
 
 
@@ -212,7 +198,7 @@ class MissionStack:
         )
 
     async def start(self, spec: MissionSpec) -> WorkflowHandle[Any, MissionResult]:
-        return await start_mission(self.env.client, spec, self.task_queue)
+        return await start_mission(self.env.client, spec, task_queue=self.task_queue)
 
     def events(self, wid: str | None = None) -> list[Event]:
         """The Group log (of one WorkItem when ``wid`` is given), verified first."""

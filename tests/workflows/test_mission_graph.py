@@ -12,15 +12,15 @@ import re
 from pathlib import Path
 
 from missionweave.dev import EmbeddedStack
+from missionweave.outcome import start_mission
 from missionweave.protocol import AgentCard, SigningKey
 from missionweave.protocol.temporal_contract import (
-    COORDINATOR_TASK_QUEUE,
     MissionSpec,
     WorkItemSpec,
 )
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from tests.cli_processes import amw
-from tests.mission_harness import contract, start_mission, step_registry
+from tests.mission_harness import contract, step_registry
 from tests.mission_outcome import states
 
 M = "dag-1"
@@ -78,7 +78,7 @@ async def test_mission_graph_shows_edges_added_at_run_time__MW_10_4_a(tmp_path: 
                 "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
             }
         )
-        handle = await start_mission(stack.client, spec, COORDINATOR_TASK_QUEUE)
+        handle = await start_mission(stack.client, spec)
         result = await handle.result()
         assert result.status == "completed", result
         assert states(result.items) == {

@@ -34,9 +34,8 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -71,29 +70,11 @@ RESTART_WINDOW_S = 60.0
 DRAIN_WITHOUT_TEMPORAL_S = 5.0
 
 
-class _Read(Generic[T]):
-    """A read-only attribute of the stack: ``path`` of it (``"_client"``,
-    ``"temporal.target"``). With ``running``, a part that exists only while the stack runs:
-    ``None`` there raises :class:`StackError`."""
-
-    def __init__(self, path: str, *, running: bool = False) -> None:
-        self._get = attrgetter(path)
-        self._running = running
-
-    @overload
-    def __get__(self, stack: None, owner: type) -> _Read[T]: ...
-    @overload
-    def __get__(self, stack: object, owner: type | None = None) -> T: ...
-    def __get__(self, stack: object, owner: type | None = None) -> T | _Read[T]:
-        if stack is None:
-            return self
-        value: T | None = self._get(stack)
-        if value is None and self._running:
-            raise StackError("the embedded stack is not running")
-        return cast(T, value)
-
-    def __set__(self, stack: object, value: object) -> None:
-        raise AttributeError("read-only: the stack sets it when it starts")
+def _running(part: T | None) -> T:
+    """``part`` of a running stack; :class:`StackError` when the stack is not running."""
+    if part is None:
+        raise StackError("the embedded stack is not running")
+    return part
 
 
 class EmbeddedStack:
@@ -124,17 +105,6 @@ class EmbeddedStack:
     :attr:`authority_url`), :attr:`authority_client` (pinned to its key, signing as the
     coordinator) and :attr:`coordinator` (its Membership Epoch in :attr:`group` current).
     """
-
-    client: _Read[Client] = _Read("_client", running=True)
-    authority: _Read[Authority] = _Read("_authority", running=True)
-    authority_client: _Read[AuthorityClient] = _Read("_authority_client", running=True)
-    coordinator: _Read[Actor] = _Read("_coordinator", running=True)
-    #: ``host:port`` of the Temporal frontend (its port is known after :meth:`start`).
-    temporal_target: _Read[str] = _Read("temporal.target")
-    #: The Temporal namespace.
-    namespace: _Read[str] = _Read("temporal.namespace")
-    #: ``http://host:port`` of the Temporal web UI, or ``None`` when headless.
-    ui_url: _Read[str | None] = _Read("temporal.ui_url")
 
     def __init__(
         self,
@@ -206,6 +176,41 @@ class EmbeddedStack:
         return self._exit is not None
 
     # --------------------------------------------------------------------- lifecycle
+
+    @property
+    def temporal_target(self) -> str:
+        """``host:port`` of the Temporal frontend (its port is known after :meth:`start`)."""
+        return self.temporal.target
+
+    @property
+    def namespace(self) -> str:
+        """The Temporal namespace."""
+        return self.temporal.namespace
+
+    @property
+    def ui_url(self) -> str | None:
+        """``http://host:port`` of the Temporal web UI, or ``None`` when headless."""
+        return self.temporal.ui_url
+
+    @property
+    def client(self) -> Client:
+        """The Temporal client (pydantic data converter)."""
+        return _running(self._client)
+
+    @property
+    def authority(self) -> Authority:
+        """The Authority (served over HTTP at :attr:`authority_url`)."""
+        return _running(self._authority)
+
+    @property
+    def authority_client(self) -> AuthorityClient:
+        """An HTTP client of the Authority, pinned to its key, signing as the coordinator."""
+        return _running(self._authority_client)
+
+    @property
+    def coordinator(self) -> Actor:
+        """The coordinator identity, its Membership Epoch in :attr:`group` current."""
+        return _running(self._coordinator)
 
     async def start(self) -> None:
         """Start every part and wait until each answers.

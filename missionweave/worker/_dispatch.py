@@ -162,14 +162,22 @@ class Dispatcher:
 
         Raises:
             StartDeadlineMissed: its start deadline passed first.
-            NoSlot: the runtime is shutting down.
+            NoSlot: the runtime is shutting down, or a newer attempt of the same WorkItem
+                (Temporal's retry of this activity) took this one's place in the queue.
             asyncio.CancelledError: the activity was cancelled (nothing stays reserved).
         """
         if self._closed is not None:
             raise NoSlot(self._closed)
         key = (item.group_id, item.work_item_id)
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting[key] = _Waiting(item, needs_approval, declared, fut)
+        mine = _Waiting(item, needs_approval, declared, fut)
+        older = self._waiting.get(key)
+        if older is not None and not older.fut.done():
+            # A newer attempt of the same WorkItem (Temporal ran the activity again, e.g.
+            # after this agent was frozen past its heartbeat timeout): the older one is stale
+            # and ends now; the newer one takes its place in the queue.
+            older.fut.set_exception(NoSlot(f"{item.work_item_id}: superseded by a newer attempt"))
+        self._waiting[key] = mine
         self.poke()
         try:
             await fut
@@ -178,8 +186,12 @@ class Dispatcher:
                 self.board.release(key)  # granted just as it was cancelled
             raise
         finally:
-            self._waiting.pop(key, None)
-            self._disclosed.pop(key, None)
+            # Only this attempt's own entry: a stale waiter that exits (cancelled, superseded)
+            # must never unqueue the newer attempt filed under the same key, which would then
+            # wait for ever, heartbeating, never served (issue 24, finding 1).
+            if self._waiting.get(key) is mine:
+                del self._waiting[key]
+                self._disclosed.pop(key, None)
 
     def queues(self) -> dict[str, list[QueuedItem]]:
         """The waiting WorkItems per Group that may start: approved when their contract

@@ -76,10 +76,12 @@ def _worker_shutdown() -> bool:
     return activity.in_activity() and activity.is_worker_shutdown()
 
 
-def _timed_out_unreachable(offline: bool) -> bool:
-    """Whether the SDK timed this activity out (no one asked to cancel it) while the Authority
-    was unreachable."""
-    if not (offline and activity.in_activity()):
+def _timed_out() -> bool:
+    """Whether Temporal gave up on this activity by itself — its heartbeat timeout passed, or
+    the server no longer knows the attempt — rather than someone asking to cancel it (the
+    workflow, a shutdown): a liveness hint, not a verdict on the lease (docs/design.md §4,
+    "One judge for a lease")."""
+    if not activity.in_activity():
         return False
     details = activity.cancellation_details()
     return (
@@ -267,40 +269,86 @@ class _Run:
         )
         stop = asyncio.Event()
         beats = asyncio.create_task(self._heartbeats(task, stop), name="heartbeats")
-        cancelled = False
+        # Temporal's heartbeats have their own loop: a renewal held up by a stalled Authority
+        # must not starve them (Temporal would time out an owner whose lease is live).
+        pulse = asyncio.create_task(self._temporal_heartbeats(task, stop), name="pulse")
         try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError:  # Temporal cancelled the activity
-            cancelled = True
-            # A process that was frozen past its heartbeat timeout learns of the cancellation
-            # in the same loop turn as its handler's due timers: let the handler finish what it
-            # had done by then, so that its result is recorded (MW-11.5-b), not dropped.
-            await asyncio.shield(asyncio.wait({task}, timeout=LATE_RESULT_GRACE_S))
-            if not task.done() and _worker_shutdown():
-                return await asyncio.shield(self._interrupted(task, beats, stop))
-            if not task.done():
-                for t in (task, beats):
-                    t.cancel()
-                await asyncio.gather(task, beats, return_exceptions=True)
-                if _timed_out_unreachable(self.session.offline):
-                    # Temporal's SDK gave up on an attempt it could not heartbeat for while the
-                    # Authority was unreachable too: an end of the lease, not a failure (the
-                    # buffered progress stays in the durable buffer)
-                    why = "Temporal timed the attempt out while the Authority was unreachable"
-                    return self._lease_lost(LeaseLost("activity_timed_out", why))
+            cancelled = False
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError:  # Temporal cancelled the activity
+                cancelled = True
+                if _timed_out() and await asyncio.shield(self._lease_holds()):
+                    # Temporal's timeout is a hint; the Authority decides the lease (MW-11.3). It
+                    # is live (or the Authority is unreachable and the grace period runs): the
+                    # handler goes on under its renewals and reports to the Authority — accepted
+                    # if the lease is still live then, recorded as a late result if not (MW-11.5-b).
+                    log.warning(
+                        "%s: Temporal timed the activity out, but the lease holds: the handler "
+                        "goes on and reports to the Authority",
+                        self.work.work_item_id,
+                    )
+                    await self._outlast(task)
+                else:
+                    # A process that was frozen past its heartbeat timeout learns of the
+                    # cancellation in the same loop turn as its handler's due timers: let the
+                    # handler finish what it had done by then, so that its result is recorded
+                    # (MW-11.5-b), not dropped.
+                    await asyncio.shield(asyncio.wait({task}, timeout=LATE_RESULT_GRACE_S))
+                if not task.done() and _worker_shutdown():
+                    return await asyncio.shield(self._interrupted(task, beats, stop))
+                if not task.done():
+                    for t in (task, beats):
+                        t.cancel()
+                    await asyncio.gather(task, beats, return_exceptions=True)
+                    raise
+            # The handler finished: its result goes to the Authority even if Temporal cancels the
+            # activity meanwhile (it timed out while this agent was frozen or cut off): a former
+            # owner's result is then recorded for audit, never lost (MW-11.5-b).
+            concluding = asyncio.ensure_future(self._finish(task, beats, stop))
+            try:
+                outcome = await asyncio.shield(concluding)
+            except asyncio.CancelledError:
+                await asyncio.gather(concluding, return_exceptions=True)
                 raise
-        # The handler finished: its result goes to the Authority even if Temporal cancels the
-        # activity meanwhile (it timed out while this agent was frozen or cut off): a former
-        # owner's result is then recorded for audit, never lost (MW-11.5-b).
-        concluding = asyncio.ensure_future(self._finish(task, beats, stop))
+            if cancelled:
+                raise asyncio.CancelledError(
+                    "the activity was cancelled (its outcome was reported)"
+                )
+            return outcome
+        finally:
+            pulse.cancel()
+
+    async def _lease_holds(self) -> bool:
+        """Whether the Authority confirms this slot's lease (MW-11.3), or cannot be reached
+        while the lease's grace period runs (MW-11.5-c: the heartbeat loop ends the handler at
+        the grace deadline)."""
         try:
-            outcome = await asyncio.shield(concluding)
-        except asyncio.CancelledError:
-            await asyncio.gather(concluding, return_exceptions=True)
-            raise
-        if cancelled:
-            raise asyncio.CancelledError("the activity was cancelled (its outcome was reported)")
-        return outcome
+            await self.session.check()
+        except LeaseLost as exc:
+            reachable = exc.code != "authority_unreachable"
+            return not reachable and self.session.clock() < self.session.grace_deadline_ms
+        return True
+
+    async def _outlast(self, task: asyncio.Task[Any]) -> None:
+        """Wait for the handler after Temporal gave up on the activity; only the Worker's
+        shutdown (a cancellation then) stops the wait early."""
+        while not task.done():
+            try:
+                await asyncio.shield(asyncio.wait({task}))
+            except asyncio.CancelledError:
+                if _worker_shutdown():
+                    return
+
+    async def _temporal_heartbeats(self, task: asyncio.Task[Any], stop: asyncio.Event) -> None:
+        """Heartbeat to Temporal every interval until ``stop`` or the handler ends."""
+        interval = self._interval_s()
+        while not task.done() and not stop.is_set():
+            try:
+                async with asyncio.timeout(interval):
+                    await stop.wait()
+            except TimeoutError:
+                heartbeat(self.ctx.heartbeat_details())
 
     async def _interrupted(
         self, task: asyncio.Task[Any], beats: asyncio.Task[None], stop: asyncio.Event
@@ -349,7 +397,6 @@ class _Run:
                 pass
             if task.done() or stop.is_set():
                 return
-            heartbeat(self.ctx.heartbeat_details())
             try:
                 verdict = await self.session.renew()
             except AuthorityUnavailable as exc:

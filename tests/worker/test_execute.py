@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from temporalio import activity
+from temporalio.activity import ActivityCancellationDetails
 from temporalio.testing import ActivityEnvironment
 
 from missionweave.authority.client import AuthorityClient
@@ -24,6 +26,7 @@ from missionweave.worker import (
 )
 from missionweave.worker._execute import WorkItemExecutor
 from tests.executor_harness import Handler, VerifyInput, grant, registry_of, run
+from tests.mission_outcome import until
 from tests.serving import LiveServer
 from tests.world import World
 
@@ -324,3 +327,78 @@ async def test_temporal_cancel_stops_the_handler(
         await task
     assert verify.cancelled.is_set()
     assert world.item("a")["state"] == "active"  # nothing reported: the workflow decides
+
+
+def _events(world: World, wid: str, type: str) -> list[Any]:
+    return [
+        e for e in world.authority.events(world.group) if e.work_item_id == wid and e.type == type
+    ]
+
+
+async def _timed_out_by_temporal(
+    world: World, client: AuthorityClient, worker: Actor, work: ExecuteWorkItemInput, fn: Handler
+) -> BaseException | None:
+    """Run ``work`` and, once its lease was renewed, cancel the activity as Temporal's SDK does
+    when the heartbeat timeout passed (an agent cut off from Temporal only); the exception the
+    activity ended with."""
+    env = ActivityEnvironment()
+    task = asyncio.create_task(
+        env.run(WorkItemExecutor(worker, client, registry_of(fn)).execute_work_item, work)
+    )
+    await until("a renewal", lambda: _events(world, "a", "lease.renewed"))  # the handler runs
+    env.cancel(ActivityCancellationDetails(timed_out=True))
+    try:
+        await asyncio.wait_for(task, 30)
+    except BaseException as exc:  # how the activity ended is the subject
+        return exc
+    return None
+
+
+async def test_a_temporal_timeout_of_an_owner_whose_lease_is_live_never_drops_its_result__MW_11_5_b(
+    world: World, client: AuthorityClient, worker: Actor
+) -> None:
+    """Temporal timed the activity out (its heartbeats were lost) but the Authority confirms
+    the lease: the handler is not cancelled; it finishes and its submission is accepted."""
+    work = grant(world, "a", worker, timeouts={"heartbeat_ms": 100, "lease_ms": 30_000})
+    cancelled = asyncio.Event()
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Submission:
+        try:
+            await activity.wait_for_cancelled()  # Temporal gave up on it
+            await asyncio.sleep(1.5)  # longer than the 1 s the code of 2026-12-03 gave it
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return Submission(
+            evidence=[ctx.evidence("hashes", method="m"), ctx.evidence("schema", method="m")]
+        )
+
+    exc = await _timed_out_by_temporal(world, client, worker, work, verify)
+    assert isinstance(exc, asyncio.CancelledError)  # Temporal's verdict on the attempt stands
+    assert not cancelled.is_set()
+    assert world.item("a")["state"] == "submitted"  # the Authority holds the result
+    assert [e.actor for e in _events(world, "a", "work.submitted")] == [worker.agent_id]
+
+
+async def test_a_temporal_timeout_then_a_lost_lease_records_the_result_as_late__MW_11_5_b(
+    world: World, client: AuthorityClient
+) -> None:
+    """The same, but the lease is reassigned while the handler finishes: its result is
+    recorded as a late result (MW-11.5-b), never silently dropped."""
+    old, new = world.workers
+    work = grant(world, "a", old, timeouts={"heartbeat_ms": 100, "lease_ms": 30_000})
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Submission:
+        await activity.wait_for_cancelled()  # Temporal gave up on it
+        await asyncio.sleep(1.5)
+        world.clock.advance(31_000)  # the owner stalled past its lease: reassigned
+        assert world.accept(new, "a", world.offer("a", new)).accepted
+        return Submission(
+            evidence=[ctx.evidence("hashes", method="m"), ctx.evidence("schema", method="m")]
+        )
+
+    exc = await _timed_out_by_temporal(world, client, old, work, verify)
+    assert isinstance(exc, asyncio.CancelledError)
+    (late,) = _events(world, "a", "work.late_result_recorded")
+    assert late.actor == old.agent_id
+    assert world.item("a")["owner"] == new.agent_id

@@ -18,7 +18,14 @@ from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeou
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from ..artifacts import ArtifactRef, ArtifactStore, LeaseInfo, PublishRejected, publish_artifact
+from ..artifacts import (
+    ArtifactRef,
+    ArtifactStore,
+    LeaseInfo,
+    PublishedArtifact,
+    PublishRejected,
+    publish_artifact,
+)
 from ..authority.client import AuthorityUnavailable
 from ..protocol import (
     Classification,
@@ -48,6 +55,10 @@ from ._verdicts import FENCE_CODES
 log = logging.getLogger(__name__)
 
 ProgressHook = Callable[[ProgressReport], Awaitable[None]]
+
+#: Seconds before :meth:`WorkContext.publish` tries again after the Authority went away
+#: between its fence and its registration.
+PUBLISH_RETRY_S = 0.2
 
 
 class WorkAuthorizationRejected(WorkerError):
@@ -288,16 +299,65 @@ class WorkContext(FencedActions):
                 visible: it waits for a confirmed lease, MW-11.5-d).
             PublishRejected: any other refusal (``invalid_manifest``, ``cross_mission_content``,
                 …); the bytes stay in the store.
-            AuthorityUnavailable: the Authority could not be reached (publishing again is safe).
+            AuthorityUnavailable: only for a stream (``BinaryIO``, read once) whose
+                registration did not reach the Authority (publishing again is safe); bytes and
+                paths are published again until the grace deadline.
             ArtifactStoreError: the store failed.
             WorkerError: the runtime has no artifact store.
             ValueError: ``classification`` is unknown or a source is not a SHA-256 hex hash.
         """
         store = self._artifacts()
-        await self._session.confirm()  # externally visible: the fence is mandatory (MW-11.5-d)
+        while True:
+            # externally visible: the fence is mandatory (MW-11.5-d); it waits for the
+            # Authority within the lease's grace period, as report/save buffer meanwhile
+            await self._session.confirm()
+            try:
+                done = await self._publish_once(
+                    store,
+                    data,
+                    media_type,
+                    schema_id=schema_id,
+                    sources=sources,
+                    classification=classification,
+                    tool_versions=tool_versions,
+                    model_versions=model_versions,
+                    capability_versions=capability_versions,
+                )
+                break
+            except AuthorityUnavailable as exc:
+                # lost between the fence and the registration (the Authority went away):
+                # publishing again is safe (same content, same hash); the next fence waits
+                # for the Authority until the grace deadline, then raises LeaseLost
+                self.logger.warning("Authority unreachable while publishing (%s): again", exc)
+                if not isinstance(data, (bytes, os.PathLike)):
+                    raise  # a stream is read once: the caller publishes again
+                await asyncio.sleep(PUBLISH_RETRY_S)
+        if done.ref.hash not in self._published:
+            self._published.append(done.ref.hash)
+        self.logger.info("published %s (%s, %d bytes)", done.ref.hash, media_type, done.ref.size)
+        return done.ref
+
+    async def _publish_once(
+        self,
+        store: ArtifactStore,
+        data: bytes | BinaryIO | os.PathLike[str],
+        media_type: str,
+        *,
+        schema_id: str | None,
+        sources: Iterable[str],
+        classification: Classification | str,
+        tool_versions: Mapping[str, str] | None,
+        model_versions: Mapping[str, str] | None,
+        capability_versions: Mapping[str, str] | None,
+    ) -> PublishedArtifact:
+        """One try of :meth:`publish` under the current lease.
+
+        Raises:
+            AuthorityUnavailable: the registration did not reach the Authority.
+        """
         lease = self._session.lease
         try:
-            done = await publish_artifact(
+            return await publish_artifact(
                 store,
                 self._session.client,
                 self._session.actor,
@@ -324,10 +384,6 @@ class WorkContext(FencedActions):
                 self._session.lost = self._session.lost or LeaseLost(exc.code, str(exc))
                 raise self._session.lost from exc
             raise
-        if done.ref.hash not in self._published:
-            self._published.append(done.ref.hash)
-        self.logger.info("published %s (%s, %d bytes)", done.ref.hash, media_type, done.ref.size)
-        return done.ref
 
     async def fetch(self, content_hash: str) -> bytes:
         """The content of Artifact ``content_hash`` from the artifact store, its SHA-256

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from missionweave.artifacts import FilesystemStore
 from missionweave.authority.client import AuthorityClient
-from missionweave.protocol import RESOURCE_USAGE_RECORDED
+from missionweave.authority.wire import SubmitResult
+from missionweave.protocol import RESOURCE_USAGE_RECORDED, Command
 from missionweave.protocol.temporal_contract import ExecuteWorkItemInput
 from missionweave.worker import LeaseLost, WorkContext
 from missionweave.worker._lease import LeaseSession
@@ -136,3 +138,33 @@ async def test_mw_11_5_d_risk_class_decides_what_is_irreversible(
         proxy.restore()
         await asyncio.wait_for(call, 10)
     assert ctx.usage.tool_calls == 1
+
+
+async def test_mw_11_5_c_a_publication_the_authority_missed_is_sent_again_within_the_grace(
+    world: World, proxy: DroppingProxy, tmp_path: Path
+) -> None:
+    """The Authority goes away between ``publish``'s fence and its registration (a `dev up`
+    killed mid-handler, issue 24 finding 3): ``publish`` waits for it within the lease's grace
+    period and registers the Artifact then, as ``report``/``save`` buffer, instead of failing
+    the handler with ``AuthorityUnavailable``."""
+    worker = world.workers[0]
+    work = grant(world, "a", worker)
+    fenced: list[str] = []
+
+    class OutageAfterTheFence(AuthorityClient):
+        async def submit(self, command: Command) -> SubmitResult:
+            if command.type == "artifact.publish" and not fenced:
+                fenced.append(command.command_id)  # the fence passed; now the outage begins
+                proxy.cut()
+                asyncio.get_running_loop().call_later(0.8, proxy.restore)
+            return await super().submit(command)
+
+    client = OutageAfterTheFence(proxy.url, signing_key=worker.key)
+    session = LeaseSession(worker, client, work, world.clock, OfflineBuffer())
+    ctx = WorkContext(work, session, artifact_store=FilesystemStore(tmp_path / "artifacts"))
+    async with client:
+        ref = await asyncio.wait_for(ctx.publish(b'{"ok": true}', "application/json"), 15)
+    assert len(fenced) == 1
+    assert ctx.published == [ref.hash]
+    published = [e for e in world.authority.events(world.group) if e.type == "artifact.published"]
+    assert [e.body["artifact_hash"] for e in published] == [ref.hash]

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from missionweave.authority import SubmitResult, verify_log
-from missionweave.authority.core._handlers_offline import (
+from missionweave.authority.core._outages import (
     STALL_MS,
     StallWatch,
     credit_on_start,
+    credit_quiet,
     mark_alive,
 )
 from missionweave.protocol import (
@@ -277,7 +278,8 @@ def test_mw_11_5_c_authority_downtime_is_credited_to_live_leases(tmp_path: Path)
     assert credit_on_start(w.authority) == (40_000, 1)
     row = w.authority.lease(live["lease_id"])
     assert row is not None and row["valid"]
-    assert row["expires_at_ms"] == live["expires_at_ms"] + 40_000
+    # the downtime, and at least a whole lease (30 s) from now to renew in
+    assert row["expires_at_ms"] == max(live["expires_at_ms"] + 40_000, w.clock.now + 30_000)
     expired = w.authority.lease(gone["lease_id"])
     assert expired is not None and expired["expires_at_ms"] == gone["expires_at_ms"]
     # the owner's result is accepted under its original lease and epoch
@@ -381,3 +383,61 @@ def test_mw_11_5_i_a_boolean_is_not_a_usage_count(tmp_path: Path) -> None:
     before = _before(w)
     r = w.submit(w.workers[0], "lease.renew", w.leased("a", usage={"tokens": True}))
     _writes_nothing(w, r, "invalid_body", before)
+
+
+SHORT = {"start_deadline_ms": 60_000, "lease_ms": 2_000, "heartbeat_ms": 500}
+
+
+def test_mw_11_5_c_a_restart_gives_owners_a_whole_lease_beyond_the_downtime(
+    tmp_path: Path,
+) -> None:
+    """An Authority down 1.7 s with 2 s leases: crediting the downtime alone would leave an
+    owner 0.3 s to renew in, less than a reconnection takes (issue 24, finding 2: 6 of 8
+    WorkItems re-run). It gets the downtime and a whole lease from the restart."""
+    w = make_leased_world(tmp_path / "a.db", timeouts=SHORT)
+    live = w.leases["a"]
+    w.clock.advance(1_500)  # the last renewal was 1.5 s ago
+    with w.authority._write():
+        mark_alive(w.authority.store, w.clock.now)
+    w.clock.advance(1_700)
+    assert credit_on_start(w.authority) == (1_700, 1)
+    row = w.authority.lease(live["lease_id"])
+    assert row is not None and row["expires_at_ms"] == w.clock.now + 2_000
+    w.clock.advance(1_900)  # the owner's first renewal after its reconnection backoff
+    r = w.submit(w.workers[0], "lease.renew", w.leased("a"))
+    assert r.accepted, r.rejection
+
+
+def test_mw_11_5_c_a_silence_of_everyone_is_credited_to_owners_that_were_renewing(
+    tmp_path: Path,
+) -> None:
+    """A serving Authority cut off from every client hears nothing: when the next request
+    arrives, the silence is credited (a whole lease from then) to the leases whose owners were
+    renewing when it began — not to one whose owner had stopped long before (dead)."""
+    w = make_world(tmp_path / "a.db")
+    w.authorize("a", timeouts=SHORT)
+    w.authorize("b", timeouts=SHORT)
+    w.lease("b", w.workers[1])  # its owner dies at once: it never renews
+    w.clock.advance(1_500)
+    w.lease("a", w.workers[0])
+    w.clock.advance(100)
+    assert w.submit(w.workers[0], "lease.renew", w.leased("a")).accepted
+    credit_on_start(w.authority)  # serving: the watch is on
+    watch = w.authority.stall_watch
+    assert watch is not None
+    watch._heard -= 0.5  # half a second: an ordinary pause, nothing is credited
+    assert watch.heard(w.authority.store.backend) == 0
+    # from now on nobody is heard for 3.5 s (the Authority is cut off); both leases are live
+    # when the silence begins, and both lapse during it on the Authority's clock
+    watch._heard -= 3.5
+    w.clock.advance(3_500)
+    gap = watch.heard(w.authority.store.backend)
+    assert gap >= 3_500
+    assert credit_quiet(w.authority, 3_500) == 1  # only a: b's owner was silent before
+    row = w.authority.lease(w.leases["a"]["lease_id"])
+    assert row is not None and row["valid"]
+    assert row["expires_at_ms"] >= w.clock.now + 2_000
+    assert w.submit(w.workers[0], "lease.renew", w.leased("a")).accepted
+    dead = w.authority.lease(w.leases["b"]["lease_id"])
+    assert dead is not None and not dead["valid"]
+    verify_log(w.authority.store, w.group, w.authority.public_key)

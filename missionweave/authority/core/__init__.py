@@ -10,8 +10,8 @@ sides share ``missionweave.authority.wire``.
 
 from ._context_access import check_context_use, events_for_member
 from ._engine import Authority, AuthorityConfig
-from ._handlers_offline import credit_on_start, keep_alive
 from ._log_audit import VerifyReport, verify_log
+from ._outages import credit_on_start, credit_quiet, keep_alive
 from ._signature_process import warm_up as warm_up_verifier
 from ._snapshots import load_snapshot
 from ._store import Store, StoreVersionError, is_url, open_reader, open_store, redact
@@ -25,6 +25,7 @@ __all__ = [
     "VerifyReport",
     "check_context_use",
     "credit_on_start",
+    "credit_quiet",
     "events_for_member",
     "is_url",
     "keep_alive",

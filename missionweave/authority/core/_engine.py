@@ -49,7 +49,8 @@ from . import (  # noqa: F401
 )
 from ._agents import AgentReads
 from ._command_scope import Ctx, Reject, dumps
-from ._handlers_offline import StallWatch, handler_for
+from ._handlers_offline import handler_for
+from ._outages import StallWatch
 from ._reads import LogReader
 from ._registry import HANDLERS
 from ._store import Store, open_store

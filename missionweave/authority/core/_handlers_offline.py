@@ -1,5 +1,4 @@
-"""Bounded offline execution on the Authority (spec 11.5, MW-11.5-f to j), and the rule that
-the Authority's own downtime never counts against a lease.
+"""Bounded offline execution on the Authority (spec 11.5, MW-11.5-f to j).
 
 * :func:`handler_for` decides how a Command is applied: one naming a critical extension this
   Authority does not know is rejected (``unsupported_extension``); one carrying the
@@ -9,19 +8,17 @@ the Authority's own downtime never counts against a lease.
   offline resource delta to the WorkItem and its whole budget ancestry (WorkItem → Mission →
   parent Missions) with a ``resource_usage_recorded`` Event naming both sessions, then apply
   the report and checkpoint. Any refusal — a budget overrun included — writes nothing.
-* :func:`credit_downtime` / :func:`mark_alive`: the server records when it was last alive;
-  on restart every lease still live at that moment gets the downtime added to its expiry, so
-  an owner cut off by the Authority's outage is not reassigned for it.
+
+The rule that an outage of the Authority never costs an owner its lease lives in
+:mod:`._outages`.
 
 Every SQL statement of this feature is one of the small named functions at the top.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import time
 from typing import Any
 
 from ...protocol import (
@@ -38,7 +35,7 @@ from ...protocol import (
 from ._command_scope import Ctx, Reject, dumps
 from ._items import add_usage, contract_of, gate, load_item, parse, set_item
 from ._registry import HANDLERS, Handler
-from ._store import Row, Store
+from ._store import Row
 
 log = logging.getLogger(__name__)
 
@@ -320,107 +317,10 @@ def reconcile(ctx: Ctx) -> None:
     ctx.emit("work.progress_reported", body, work_item_id=wid)
 
 
-# ---------------------------------------------------------------------------- downtime
-
-
-def mark_alive(store: Store, now_ms: int) -> None:
-    """Record that the Authority is serving at ``now_ms`` (the server calls it every second
-    inside a write transaction)."""
-    store.run("meta.set_alive_at", str(now_ms))
-
-
-def credit_downtime(store: Store, now_ms: int) -> tuple[int, int]:
-    """On start, inside a write transaction: add the time since the Authority was last alive
-    to every lease still live at that moment, so that no owner loses its lease to the
-    Authority's own outage (MW-11.5-c). Returns ``(downtime_ms, leases_extended)``; nothing
-    happens on a first start or when no time passed."""
-    row = store.one("meta.alive_at")
-    alive = int(row[0]) if row is not None else None
-    mark_alive(store, now_ms)
-    if alive is None or now_ms <= alive:
-        return 0, 0
-    return now_ms - alive, store.run("leases.extend_live", now_ms - alive, alive)
-
-
-#: Seconds between two :func:`mark_alive` records of a serving Authority.
-ALIVE_INTERVAL_S = 1.0
-
-
-def credit_on_start(authority: Any) -> tuple[int, int]:
-    """:func:`credit_downtime` in its own write transaction of ``authority`` (an
-    :class:`~missionweave.authority.Authority`); logs what it extended. From then on the
-    Authority's own stalls are credited too (:class:`StallWatch`)."""
-    with authority._write():
-        downtime, n = credit_downtime(authority.store, authority.clock())
-    authority.stall_watch = StallWatch()
-    if n:
-        log.warning("the Authority was down %d ms: %d live lease(s) extended by that", downtime, n)
-    return downtime, n
-
-
-#: A gap this long (milliseconds, monotonic) between a serving Authority's alive marks or
-#: transactions means the Authority itself stalled (frozen, suspended, starved), not its agents.
-STALL_MS = 3_000
-
-
-class StallWatch:
-    """Credits a serving Authority's own stalls to live leases, as a restart credits its
-    downtime (MW-11.5-c): a frozen (SIGSTOP), suspended or starved Authority heard no renewal
-    either, so the time it stood still must not cost an owner its lease.
-
-    The Authority calls :meth:`check` at the start of every write transaction and every alive
-    mark; the gap is measured on the monotonic clock (the Authority's own clock may be a test's
-    manual one). Only a single-process store (SQLite) is watched: one stalled replica of
-    several over PostgreSQL is not the Authority being away.
-    """
-
-    def __init__(self, threshold_ms: int = STALL_MS) -> None:
-        self.threshold_ms = threshold_ms
-        self._seen = time.monotonic()
-
-    def check(self, store: Store, now_ms: int) -> int:
-        """In a write transaction: extend every lease live when the stall began by its length
-        if the last check was more than :attr:`threshold_ms` ago; the leases extended."""
-        now = time.monotonic()
-        gap_ms = int((now - self._seen) * 1000)
-        self._seen = now
-        if gap_ms <= self.threshold_ms or store.backend != "sqlite":
-            return 0
-        n = store.run("leases.extend_live", gap_ms, now_ms - gap_ms)
-        if n:
-            log.warning("the Authority stood still %d ms: %d live lease(s) extended by that",
-                        gap_ms, n)  # fmt: skip
-        return n
-
-
-async def keep_alive(authority: Any, interval_s: float = ALIVE_INTERVAL_S) -> None:
-    """Record every ``interval_s`` that ``authority`` is serving, until cancelled."""
-    while True:
-        await asyncio.sleep(interval_s)
-        try:
-            await asyncio.to_thread(_mark, authority)
-        except Exception as exc:  # a busy or unreachable database: the next beat records it
-            log.info("alive mark not written: %s", exc)
-
-
-def _mark(authority: Any) -> None:
-    with authority._write(fsync=False):
-        if authority.stall_watch is not None:
-            authority.stall_watch.check(authority.store, authority.clock())
-        mark_alive(authority.store, authority.clock())
-
-
 __all__ = [
-    "ALIVE_INTERVAL_S",
-    "STALL_MS",
-    "StallWatch",
     "charge_ancestry",
     "charge_work_item",
-    "credit_downtime",
-    "credit_on_start",
     "handler_for",
-    "keep_alive",
-    "mark_alive",
     "reconcile",
     "record_mission_budget",
 ]

@@ -447,8 +447,12 @@ STATEMENTS: dict[str, str] = {
     "meta.alive_at": "SELECT value FROM meta WHERE key='alive_at_ms'",
     "meta.set_alive_at": "INSERT INTO meta (key, value) VALUES ('alive_at_ms', ?) "
     "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
-    "leases.extend_live": "UPDATE leases SET expires_at_ms = expires_at_ms + ? "
-    "WHERE status='active' AND expires_at_ms > ?",
+    "leases.live_at_with_contract": (
+        "SELECT l.lease_id, l.kind, l.started_at_ms, l.expires_at_ms, l.renewals, w.contract "
+        "FROM leases l JOIN work_items w ON w.group_id = l.group_id "
+        "AND w.work_item_id = l.work_item_id WHERE l.status='active' AND l.expires_at_ms > ?"
+    ),
+    "leases.set_expires_at_ms": "UPDATE leases SET expires_at_ms=? WHERE lease_id=?",
     "leases.insert_execution": (
         "INSERT INTO leases (lease_id, kind, group_id, work_item_id, agent_id, session_epoch, "
         "ownership_epoch, started_at_ms, expires_at_ms, renewals, status) VALUES "

@@ -63,6 +63,7 @@ from ..wire import (
 from ._batch import BatchWriter, Notifier
 from ._frames import check_member_frame
 from ._limits import MAX_COMMAND_BYTES, MAX_PAGE_BYTES, BodyLimits
+from ._silence import SilenceWatch
 from ._stream import StreamSession
 from ._token_routes import add_token_routes
 from ._tracing import NATIVE_TRACING_OFF, TraceContextMiddleware
@@ -195,6 +196,8 @@ def create_app(
     )
     app.add_middleware(TraceContextMiddleware)  # joins the caller's trace (traceparent)
     app.add_middleware(BodyLimits, error=error_body)
+    # outermost: a silence is credited to live leases before anything of the request runs
+    app.add_middleware(SilenceWatch, authority=authority)
     reads = ReadVerifier(authority.clock)
     operators = authority.config.operator_keys
     app.state.authority = authority

@@ -60,7 +60,7 @@ from ._handlers import HandlerRegistry, Submission
 from ._lease import LeaseSession
 from ._offline import OfflineBuffer
 from ._slots import SlotBoard
-from ._take import OfferTaker
+from ._take import OfferTaker, temporal_timed_out
 
 log = logging.getLogger(__name__)
 
@@ -74,21 +74,6 @@ ProgressSink = Callable[[ExecuteWorkItemInput, ProgressReport], Awaitable[None]]
 def _worker_shutdown() -> bool:
     """Whether this activity's Worker is shutting down (the agent is stopping)."""
     return activity.in_activity() and activity.is_worker_shutdown()
-
-
-def _timed_out() -> bool:
-    """Whether Temporal gave up on this activity by itself — its heartbeat timeout passed, or
-    the server no longer knows the attempt — rather than someone asking to cancel it (the
-    workflow, a shutdown): a liveness hint, not a verdict on the lease (docs/design.md §4,
-    "One judge for a lease")."""
-    if not activity.in_activity():
-        return False
-    details = activity.cancellation_details()
-    return (
-        details is not None
-        and (details.timed_out or details.not_found)
-        and not (details.cancel_requested or details.worker_shutdown)
-    )
 
 
 def _short(exc: BaseException) -> str:
@@ -278,7 +263,7 @@ class _Run:
                 await asyncio.wait({task})
             except asyncio.CancelledError:  # Temporal cancelled the activity
                 cancelled = True
-                if _timed_out() and await asyncio.shield(self._lease_holds()):
+                if temporal_timed_out() and await asyncio.shield(self._lease_holds()):
                     # Temporal's timeout is a hint; the Authority decides the lease (MW-11.3). It
                     # is live (or the Authority is unreachable and the grace period runs): the
                     # handler goes on under its renewals and reports to the Authority — accepted
@@ -508,7 +493,9 @@ class _Run:
                     return None
                 heartbeat(self.ctx.heartbeat_details())
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                # never back off longer than a quarter lease: the Authority that answers again
+                # credits its outage and a whole lease more, and this report must land in it
+                delay = min(delay * 2, 5.0, max(0.05, self.work.contract.timeouts.lease_ms / 4000))
 
     async def _report(
         self, kind: OutcomeKind, type: str, extra: dict[str, Any], **fields: Any

@@ -17,6 +17,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from temporalio import activity
+
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..authority.wire import now_ms
 from ..protocol import Actor, Command, Rejection
@@ -40,6 +42,25 @@ log = logging.getLogger(__name__)
 
 #: Seconds between heartbeats while an accepted item waits for a slot.
 WAIT_HEARTBEAT_S = 1.0
+#: Longest pause, seconds, between two tries of a Command while the Authority is unreachable:
+#: an Authority that answers again credits its outage and a short grace to the lease a
+#: ``work.start`` may have obtained; its answer must come within that grace.
+RETRY_CAP_S = 0.5
+
+
+def temporal_timed_out() -> bool:
+    """Whether Temporal gave up on this activity by itself — its heartbeat timeout passed (the
+    SDK also times an attempt out locally when it cannot heartbeat), or the server no longer
+    knows the attempt — rather than someone asking to cancel it (the workflow, a shutdown): a
+    liveness hint, not a verdict on the lease (docs/design.md §4, "One judge for a lease")."""
+    if not activity.in_activity():
+        return False
+    details = activity.cancellation_details()
+    return (
+        details is not None
+        and (details.timed_out or details.not_found)
+        and not (details.cancel_requested or details.worker_shutdown)
+    )
 
 
 @dataclass
@@ -149,7 +170,7 @@ class OfferTaker:
             if start_now:  # one request for both (MW-11.3-b)
                 self.board.reserve(key, hold_s=work.contract.timeouts.lease_ms / 1000)
                 cmds.append(self._start_command(work, epoch + 1))
-            verdicts = await self._send_many(cmds, offer.expires_at_ms)
+            verdicts = await self._send_starting(cmds, offer.expires_at_ms)
             started = verdicts[1] if len(verdicts) > 1 and verdicts[1].accepted else None
             if not verdicts[0].accepted and started is None:
                 self.board.release(key)
@@ -195,7 +216,7 @@ class OfferTaker:
                 )
             except NoSlot as exc:  # it stays queued at the Authority; the workflow decides
                 return self._done(OutcomeKind.NOT_TAKEN, None, events, f"no slot: {exc}")
-            verdict = await self._send(self._start_command(work, epoch), deadline)
+            (verdict,) = await self._send_starting([self._start_command(work, epoch)], deadline)
             if verdict.accepted:
                 events += verdict.events
                 return self._started(work, verdict, epoch, events)
@@ -251,6 +272,28 @@ class OfferTaker:
     async def _send(self, cmd: Command, until_ms: int | None) -> CommandVerdict:
         return (await self._send_many([cmd], until_ms))[0]
 
+    async def _send_starting(
+        self, cmds: list[Command], until_ms: int | None
+    ) -> list[CommandVerdict]:
+        """:meth:`_send_many` for Commands that end with a ``work.start``, carried on past a
+        Temporal timeout: the Authority may have granted the lease already (its answer lost
+        to an outage), and a lease granted is this agent's to run whatever Temporal thinks —
+        left alone it would lapse and the WorkItem run again elsewhere. A cancellation someone
+        asked for still stops it."""
+        sending = asyncio.ensure_future(self._send_many(cmds, until_ms))
+        while True:
+            try:
+                return await asyncio.shield(sending)
+            except asyncio.CancelledError:
+                if not temporal_timed_out():
+                    sending.cancel()
+                    raise
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()  # handled: later timeouts of this task work as usual
+                wid = cmds[-1].body.get("work_item_id") if cmds[-1].body else None
+                log.warning("%s: Temporal timed the activity out; its start goes on", wid)
+
     async def _send_many(self, cmds: list[Command], until_ms: int | None) -> list[CommandVerdict]:
         """Submit, retrying the same signed Commands while the Authority is unreachable, up to
         ``until_ms`` (then the Commands count as refused: ``authority_unreachable``)."""
@@ -263,7 +306,7 @@ class OfferTaker:
                     log.warning("%s not delivered: %s", cmds[0].type, exc)
                     return [_unreachable(c, str(exc)) for c in cmds]
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                delay = min(delay * 2, RETRY_CAP_S)
 
 
 def _unreachable(cmd: Command, reason: str) -> CommandVerdict:

@@ -3,8 +3,8 @@
 
 A lease is judged by the renewals the Authority *could* have received. Time in which no
 renewal could reach it is credited to every lease live when that time began: the gap itself,
-and then at least one whole lease (the contract's ``lease_ms``) from now, so that an owner that
-reconnects has a full lease to renew in before anyone may take its WorkItem:
+and then at least :data:`GRACE_LEASES` whole leases (the contract's ``lease_ms``) from now, so
+that an owner that reconnects has time to renew in before anyone may take its WorkItem:
 
 * **down** — the server records when it was last alive (:func:`mark_alive`, every second);
   when it starts again :func:`credit_downtime` credits the time since;
@@ -17,9 +17,9 @@ reconnects has a full lease to renew in before anyone may take its WorkItem:
   that request is judged (:func:`credit_quiet`). Only leases whose owner renewed shortly
   before the silence began are credited (an owner dead before it is not revived).
 
-A new expiry is ``max(expires_at + gap, now + lease_ms)``. Stalls and silences are watched on a
-single-process store only (SQLite): one quiet replica of several over PostgreSQL is not the
-Authority being away.
+A new expiry is ``max(expires_at + gap, now + GRACE_LEASES × lease_ms)``. Stalls and silences
+are watched on a single-process store only (SQLite): one quiet replica of several over
+PostgreSQL is not the Authority being away.
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ from ._store import Store
 
 log = logging.getLogger(__name__)
 
+#: Whole leases an owner gets, from the end of an outage, to renew in (a reconnecting agent
+#: under load takes more than one short lease to get its first request through).
+GRACE_LEASES = 2
 #: Seconds between two :func:`mark_alive` records of a serving Authority.
 ALIVE_INTERVAL_S = 1.0
 #: A gap this long (milliseconds, monotonic) between a serving Authority's alive marks or
@@ -53,7 +56,8 @@ def mark_alive(store: Store, now_ms: int) -> None:
 
 def credit_outage(store: Store, gap_ms: int, now_ms: int, *, renewing_only: bool = False) -> int:
     """Inside a write transaction: extend every lease live when an outage of ``gap_ms`` ending
-    at ``now_ms`` (epoch ms) began to ``max(expires_at + gap_ms, now_ms + lease_ms)``.
+    at ``now_ms`` (epoch ms) began to ``max(expires_at + gap_ms, now_ms + GRACE_LEASES ×
+    lease_ms)``.
 
     Args:
         store: the Authority's store.
@@ -76,7 +80,7 @@ def credit_outage(store: Store, gap_ms: int, now_ms: int, *, renewing_only: bool
             heard = max([row["started_at_ms"], *json.loads(row["renewals"])])
             if row["kind"] != "execution" or heard < since - lease_ms // 2:
                 continue
-        expires = max(row["expires_at_ms"] + gap_ms, now_ms + lease_ms)
+        expires = max(row["expires_at_ms"] + gap_ms, now_ms + GRACE_LEASES * lease_ms)
         store.run("leases.set_expires_at_ms", expires, row["lease_id"])
         n += 1
     return n
@@ -181,6 +185,7 @@ def _mark(authority: Any) -> None:
 
 __all__ = [
     "ALIVE_INTERVAL_S",
+    "GRACE_LEASES",
     "QUIET_MS",
     "STALL_MS",
     "StallWatch",

@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     jobs = all_jobs(a.kind or KINDS, a.fault or FAULTS, a.trials)
+    if not jobs:
+        p.error("no kind is tried with those faults (worker-queue: freeze; dev-up: kill)")
     say = lambda line: print(line, flush=True)  # noqa: E731
     trials = asyncio.run(run_suite(seed, jobs, base, cfg, report=say, keep=a.keep))
     print()

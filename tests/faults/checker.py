@@ -3,10 +3,14 @@ and the process table once every part has stopped.
 
 * the Mission completed within the bound (else: stuck, or failed);
 * every WorkItem verified exactly once (``work.result_accepted`` once per WorkItem);
-* external effects per idempotency key = 1 (ledger lines per key);
+* the same key repeated: idempotency keys with more than one ledger line — counted, not a
+  failure (an external system deduplicates them; an owner that restarts within its lease
+  performs its effect again under the same key);
 * re-runs: WorkItems started under more than one ownership epoch, counted apart; expected only
   when the owner itself was faulted (a worker), never after an outage of another part;
-* items whose effect was performed under two keys or more (done twice, externally);
+* **real duplicates**: WorkItems whose effect was performed under two keys or more (done
+  twice, externally) — must be 0 after a fault of any part that is not the WorkItem's owner
+  (Authority, Temporal, coordinator, the dev stack);
 * late results recorded (``work.late_result_recorded``, MW-11.5-b);
 * ``missionweave events verify`` passes (hash chain and every signature);
 * no process of the run outlives it.
@@ -59,8 +63,8 @@ class Verdict:
             out.append(f"mission {self.status}")
         if self.verified_once != self.items:
             out.append(f"{self.items - self.verified_once} item(s) not verified exactly once")
-        if self.effects_twice_same_key:
-            out.append(f"{self.effects_twice_same_key} key(s) with effects twice")
+        if self.effects_items_twice and not self.rerun_expected:
+            out.append(f"{self.effects_items_twice} item(s) with effects under 2+ keys")
         if self.unexpected_reruns:
             out.append(f"{self.unexpected_reruns} item(s) re-run after an outage")
         if not self.checked:

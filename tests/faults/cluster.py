@@ -111,6 +111,7 @@ class Cluster:
         self.handle: WorkflowHandle[Any, Any] | None = None
         self.mission_id = ""
         self.missions = 0
+        self._seen: list[Event] = []  # the Group's log as far as queued_at read it
 
     # ----------------------------------------------------------------------- where
 
@@ -209,6 +210,21 @@ class Cluster:
             while page := await a.events(GROUP, out[-1].seq if out else 0, 1000):
                 out += page
         return out
+
+    async def queued_at(self, agent: str) -> list[str]:
+        """The current Mission's WorkItems ``agent`` accepted that wait in its queue (accepted,
+        not started), read from the Authority's log as its operator (incrementally)."""
+        async with self._operator() as a:
+            while page := await a.events(GROUP, self._seen[-1].seq if self._seen else 0, 1000):
+                self._seen += page
+        queued: dict[str, bool] = {}
+        for e in self._seen:
+            if e.work_item_id in self.items:
+                if e.type == "work.offer_accepted":
+                    queued[e.work_item_id] = e.actor == agent
+                elif e.type in ("work.started", "ownership.closed", "work.failed"):
+                    queued[e.work_item_id] = False
+        return sorted(w for w, q in queued.items() if q)
 
     def authority_url(self, client: str | None = None) -> str:
         """The Authority's URL, through ``client``'s proxy when given."""

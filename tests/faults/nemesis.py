@@ -10,8 +10,19 @@ Kinds (the part faulted) and faults:
   coordinator is cut from both servers; a server is cut from every client; the dev stack's
   Temporal is cut from the agents.
 
+Two kinds take one fault only (:data:`KIND_FAULTS`):
+
+* ``worker-queue`` / ``freeze`` — a worker frozen while it holds an accepted WorkItem that waits
+  in its queue for a slot, past the heartbeat timeout and long enough for the workflow to
+  resume the WorkItem at its owner: when it resumes, the stale attempt and the newer one wait
+  for the same slot (issue 24, finding 1: the WorkItem stuck for good);
+* ``dev-up`` / ``kill`` — ``kill -9`` of ``missionweave dev up`` itself (its Temporal child, the
+  Authority and the coordinator at once), started again by the operator after a seeded pause
+  (issue 24, finding 3). Not the owner: nothing may run twice.
+
 The moment: once the ledger holds a seeded number of effects (between one and half of the
-WorkItems), plus a seeded delay under 0.6 s — mid-Mission, with work in flight.
+WorkItems), plus a seeded delay under 0.6 s — mid-Mission, with work in flight
+(``worker-queue``: once the target holds a queued WorkItem).
 """
 
 from __future__ import annotations
@@ -27,10 +38,26 @@ from typing import Literal
 from .cluster import Cluster
 from .parts import children
 
-Kind = Literal["worker", "authority", "temporal", "coordinator", "dev-temporal"]
+Kind = Literal[
+    "worker", "authority", "temporal", "coordinator", "dev-temporal", "worker-queue", "dev-up"
+]
 Fault = Literal["kill", "freeze", "cut"]
-KINDS: tuple[Kind, ...] = ("worker", "authority", "temporal", "coordinator", "dev-temporal")
+KINDS: tuple[Kind, ...] = (
+    "worker", "authority", "temporal", "coordinator", "dev-temporal", "worker-queue", "dev-up"
+)  # fmt: skip
 FAULTS: tuple[Fault, ...] = ("kill", "freeze", "cut")
+#: The faults a kind is tried with (every fault when not listed).
+KIND_FAULTS: dict[Kind, tuple[Fault, ...]] = {"worker-queue": ("freeze",), "dev-up": ("kill",)}
+#: Kinds whose fault hits an agent that owns WorkItems: re-runs under a new epoch expected.
+OWNER_KINDS: frozenset[Kind] = frozenset({"worker", "worker-queue"})
+#: Seconds a ``worker-queue`` freeze lasts beyond the lease: the heartbeat timeout passes and
+#: the workflow has time to read the Authority and resume the WorkItem at its owner.
+QUEUE_FREEZE_EXTRA_S = 4.0
+
+
+def faults_of(kind: Kind) -> tuple[Fault, ...]:
+    """The faults ``kind`` is tried with."""
+    return KIND_FAULTS.get(kind, FAULTS)
 
 
 @dataclass(frozen=True)
@@ -55,13 +82,16 @@ class Plan:
             "temporal": ["temporal"],
             "coordinator": ["coordinator"],
             "dev-temporal": ["dev"],
+            "worker-queue": cluster.workers,
+            "dev-up": ["dev"],
         }[kind]
+        extra = QUEUE_FREEZE_EXTRA_S if kind == "worker-queue" else 1.5
         return cls(
             kind=kind,
             fault=fault,
             after_effects=rng.randint(1, max(1, c.items // 2)),
             delay_s=round(rng.uniform(0, 0.6), 3),
-            hold_s=c.lease_ms / 1000 + 1.5,
+            hold_s=c.lease_ms / 1000 + extra,
             down_s=round(rng.uniform(0.5, 2.5), 3),
             target=rng.choice(targets),
             cut_mode=rng.choice(("drop", "stall")),
@@ -70,6 +100,8 @@ class Plan:
     def describe(self) -> str:
         if self.kind == "dev-temporal":
             target = "dev up's Temporal" if self.fault != "cut" else "dev up's Temporal (agents)"
+        elif self.kind == "dev-up":
+            target = "dev up"
         else:
             target = self.target
         down = "dev up starts it" if self.kind == "dev-temporal" else f"down {self.down_s:g} s"
@@ -78,10 +110,12 @@ class Plan:
             "freeze": f"SIGSTOP {self.hold_s:g} s",
             "cut": f"{self.cut_mode} {self.hold_s:g} s",
         }[self.fault]
-        return (
-            f"{self.fault} {target} ({what}) after {self.after_effects} effect(s) "
-            f"+ {self.delay_s:g} s"
+        when = (
+            "once it holds a queued WorkItem"
+            if self.kind == "worker-queue"
+            else f"after {self.after_effects} effect(s)"
         )
+        return f"{self.fault} {target} ({what}) {when} + {self.delay_s:g} s"
 
 
 @dataclass
@@ -96,11 +130,11 @@ class Record:
 
 async def unleash(plan: Plan, cluster: Cluster, t0: float, record: Record) -> None:
     """Wait for the plan's moment, apply its fault, then undo it as an operator would."""
-    while cluster.effects() < plan.after_effects:
+    while not await _moment(plan, cluster):
         if cluster.handle is not None and time.monotonic() - t0 > cluster.cfg.bound_s:
             record.notes.append("the moment never came")
             return
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05 if plan.kind != "worker-queue" else 0.1)
     await asyncio.sleep(plan.delay_s)
     record.at_s = time.monotonic() - t0
     part = cluster.parts[plan.target]
@@ -111,6 +145,10 @@ async def unleash(plan: Plan, cluster: Cluster, t0: float, record: Record) -> No
         await asyncio.sleep(plan.hold_s)
         for p in proxies:
             p.set_mode("pass")
+    elif plan.kind == "dev-up":  # the whole stack: Temporal, Authority, coordinator
+        part.kill()
+        await asyncio.sleep(plan.down_s)
+        part.start()
     elif plan.kind == "dev-temporal":
         (child,) = children(part.pid, "start-dev")
         if plan.fault == "kill":
@@ -130,6 +168,13 @@ async def unleash(plan: Plan, cluster: Cluster, t0: float, record: Record) -> No
         part.signal(signal.SIGCONT)
     record.back_s = record.back_s or time.monotonic() - t0
     record.done = True
+
+
+async def _moment(plan: Plan, cluster: Cluster) -> bool:
+    """Whether the plan's moment has come."""
+    if plan.kind == "worker-queue":
+        return bool(await cluster.queued_at(plan.target))
+    return cluster.effects() >= plan.after_effects
 
 
 def _cut_proxies(plan: Plan, cluster: Cluster) -> list:  # type: ignore[type-arg]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .checker import Verdict, check
 from .cluster import Cluster
-from .nemesis import Fault, Kind, Plan, Record, unleash
+from .nemesis import OWNER_KINDS, Fault, Kind, Plan, Record, unleash
 
 #: Seconds left after the Mission ends for late results (a resumed agent's) to land.
 SETTLE_S = 2.0
@@ -67,9 +67,9 @@ async def run_trial(kind: Kind, fault: Fault, seed: str, cluster: Cluster) -> Tr
         record.notes.append(f"{type(exc).__name__}: {exc}")
     duration = phases.get("mission", time.monotonic() - t0)
     try:
-        verdict = await check(cluster, status, owner_faulted=kind == "worker")
+        verdict = await check(cluster, status, owner_faulted=kind in OWNER_KINDS)
     except Exception as exc:
         why = f"cannot check: {type(exc).__name__}: {exc}"
-        verdict = Verdict.broken(status, cfg.items, kind == "worker", why)
+        verdict = Verdict.broken(status, cfg.items, kind in OWNER_KINDS, why)
     verdict.notes += record.notes
     return Trial(kind, fault, seed, plan, record, verdict, duration, phases)

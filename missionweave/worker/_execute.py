@@ -494,7 +494,7 @@ class _Run:
                 heartbeat(self.ctx.heartbeat_details())
                 await asyncio.sleep(delay)
                 # never back off longer than a quarter lease: the Authority that answers again
-                # credits its outage and a whole lease more, and this report must land in it
+                # credits its outage and two leases more, and this report must land in them
                 delay = min(delay * 2, 5.0, max(0.05, self.work.contract.timeouts.lease_ms / 4000))
 
     async def _report(

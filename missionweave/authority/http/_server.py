@@ -251,13 +251,21 @@ def create_app(
             raise ReadRefused(401, "unauthenticated", "reads need a signed request (RFC 9421)")
         return read
 
+    def _may_read(group_id: str, key: str) -> bool:
+        try:
+            return authority.may_read(group_id, key)
+        except UnknownGroupError:
+            return False
+
     async def member(group_id: str, read: SignedRead | None = Depends(reader)) -> str:
         """Only an active member of ``group_id`` (or an operator) reads it; its nonce is
-        remembered once that holds."""
+        remembered once that holds. Anyone else gets 403 ``not_a_member`` whether or not the
+        Group exists; only an operator is told 404 ``unknown_group``."""
         key = signed(read).key
         if key in operators:
             await asyncio.to_thread(authority.head, group_id)  # unknown_group for operators too
-        elif not await asyncio.to_thread(authority.may_read, group_id, key):
+        elif not await asyncio.to_thread(_may_read, group_id, key):
+            # one answer whether or not the Group exists: a stranger cannot enumerate Groups
             raise ReadRefused(
                 403,
                 "not_a_member",

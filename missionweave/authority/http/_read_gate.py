@@ -49,13 +49,22 @@ class ReadGate:
         """Take a slot for ``key``: ``None`` when taken (call :meth:`leave` once done), else
         the refusal's detail (``scope`` ``key`` or ``total``, ``in_flight``, ``max``,
         ``retry_after_s``)."""
-        if self._by_key[key] >= self.per_key:
+        refused = self.full(key)
+        if refused is None:
+            self._by_key[key] += 1
+            self._all += 1
+        return refused
+
+    def full(self, key: str) -> dict[str, Any] | None:
+        """The refusal :meth:`enter` would answer for ``key`` now (counted), else ``None``
+        (nothing taken). Safe to ask before the read's signature is checked: only reads
+        that were verified hold slots, so naming a key takes nothing from it — and a read
+        refused so costs no signature check."""
+        if self._by_key.get(key, 0) >= self.per_key:
             scope, now, most = "key", self._by_key[key], self.per_key
         elif self._all >= self.total:
             scope, now, most = "total", self._all, self.total
         else:
-            self._by_key[key] += 1
-            self._all += 1
             return None
         self.refused += 1
         return {"scope": scope, "in_flight": now, "max": most, "retry_after_s": RETRY_AFTER_S}

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -131,6 +132,18 @@ def _unsignable(commands: list[Command]) -> JSONResponse | None:
                 max_bytes=MAX_COMMAND_BYTES,
             )
     return None
+
+
+#: The key a read's ``Signature-Input`` names (checked later, when the signature is).
+_KEYID = re.compile(r'keyid="([^"]{1,200})"')
+
+
+class _Busy(Exception):
+    """A large read refused by the read gate; ``detail`` is the refusal's."""
+
+    def __init__(self, detail: dict[str, Any]) -> None:
+        super().__init__("too many reads")
+        self.detail = detail
 
 
 class _GatedStream(StreamingResponse):
@@ -350,6 +363,18 @@ def create_app(
         results = await writer.submit(commands)
         return JSONResponse([_result(r) for r in results])
 
+    async def room(request: Request) -> None:
+        """A large read the gate would refuse anyway is refused before its signature is
+        checked (by the key it names): a flood of retries costs no Ed25519 or Store work."""
+        named = _KEYID.search(request.headers.get("signature-input", ""))
+        refused = gate.full(named.group(1) if named else "")
+        if refused is not None:
+            raise _Busy(refused)
+
+    @app.exception_handler(_Busy)
+    async def _busy_answer(_: Request, exc: _Busy) -> JSONResponse:
+        return _busy(exc.detail)
+
     def _busy(refused: dict[str, Any]) -> JSONResponse:
         """429 ``too_many_reads``: a bound on large reads in flight (:mod:`._read_gate`)."""
         scope = "this key's" if refused["scope"] == "key" else "the server's"
@@ -368,6 +393,7 @@ def create_app(
         group_id: str,
         after_sequence: int = Query(0, ge=0, le=MAX_SEQ),
         limit: int = Query(1000, ge=1, le=10_000),
+        _room: None = Depends(room),
         key: str = Depends(member),
     ) -> Response:
         refused = gate.enter(key)
@@ -404,7 +430,10 @@ def create_app(
 
     @app.get("/v1/groups/{group_id}/snapshots/{seq}", responses=_responses(*_READ, 404))
     async def get_snapshot(
-        group_id: str, seq: int = Path(ge=0, le=MAX_SEQ), key: str = Depends(member)
+        group_id: str,
+        seq: int = Path(ge=0, le=MAX_SEQ),
+        _room: None = Depends(room),
+        key: str = Depends(member),
     ) -> JSONResponse:
         refused = gate.enter(key)
         if refused is not None:

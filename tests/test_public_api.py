@@ -7,6 +7,8 @@ import missionweave.protocol as protocol
 import missionweave.telemetry as telemetry
 
 PROTOCOL = {
+    "INPUT_ARTIFACT_KEY", "INPUT_MEDIA_TYPE", "MAX_CARRIED_INPUT_BYTES", "MAX_INLINE_INPUT_BYTES",
+    "input_bytes", "input_json", "input_problem", "input_reference", "referenced_input",
     "GENESIS_HASH", "HASH_PATTERN", "is_hash", "load_public_key",
     "TERMINAL_STATES", "TRANSITIONS", "UNFINISHED_STATES", "WORK_ACTIONS",
     "AcceptanceCriterion", "Actor", "AgentCard", "Budget", "CanonicalizationError", "Command",

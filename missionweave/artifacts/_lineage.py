@@ -73,14 +73,18 @@ def build_lineage(
         public_keys: producer agent id → base64url public key, to pin producers' keys.
         max_depth: ancestors deeper than this become ``depth_limit`` nodes.
 
+    The walk is iterative: a chain of any depth costs memory, never a ``RecursionError``.
+
     Raises:
         ValueError: ``content_hash`` is malformed.
     """
     check_hash(content_hash)
     done: dict[str, LineageNode] = {}
+    on_path: set[str] = set()
 
-    def visit(h: str, path: frozenset[str], depth: int) -> LineageNode:
-        if h in path:
+    def enter(h: str, depth: int) -> tuple[LineageNode, list[str]] | LineageNode:
+        """A finished node (cycle, shared, too deep), or a new node and its sources to visit."""
+        if h in on_path:
             return LineageNode(h, status="cycle")
         if h in done:
             return done[h]
@@ -95,12 +99,31 @@ def build_lineage(
         node = LineageNode(h, manifests=good, rejected=len(candidates) - len(good) + corrupt)
         if not good:
             node.status = "unverified" if node.rejected else "no_manifest"
-        sources = sorted({s for m in good for s in m.manifest.sources})
-        node.sources = [visit(s, path | {h}, depth + 1) for s in sources]
-        done[h] = node
-        return node
+        on_path.add(h)
+        return node, sorted({s for m in good for s in m.manifest.sources})
 
-    return visit(content_hash, frozenset(), 0)
+    # An explicit stack, not recursion: a chain of any depth costs memory, never the
+    # interpreter's stack (a deep manifest chain raised RecursionError). Each frame is a node
+    # whose sources are being visited, the ones still to visit and its depth.
+    first = enter(content_hash, 0)
+    if isinstance(first, LineageNode):
+        return first
+    stack: list[tuple[LineageNode, list[str], int]] = [(first[0], first[1][::-1], 0)]
+    while True:
+        node, todo, depth = stack[-1]
+        if todo:
+            got = enter(todo.pop(), depth + 1)
+            if isinstance(got, LineageNode):
+                node.sources.append(got)
+            else:
+                stack.append((got[0], got[1][::-1], depth + 1))
+            continue
+        stack.pop()
+        on_path.discard(node.hash)
+        done[node.hash] = node
+        if not stack:
+            return node
+        stack[-1][0].sources.append(node)
 
 
 def _verifies(m: SignedManifest, h: str, public_keys: Mapping[str, str] | None) -> bool:
@@ -127,20 +150,20 @@ def to_text(tree: LineageNode) -> str:
     ``(see above)`` instead of being repeated."""
     lines: list[str] = []
     shown: set[int] = set()
-
-    def emit(node: LineageNode, prefix: str, connector: str) -> None:
+    stack = [(tree, "", "")]  # depth first, in order; iterative for chains of any depth
+    while stack:
+        node, prefix, connector = stack.pop()
         repeat = id(node) in shown and node.sources
         lines.append(
             f"{prefix}{connector}{node.hash}  {_describe(node)}{'  (see above)' if repeat else ''}"
         )
         shown.add(id(node))
         if repeat:
-            return
+            continue
         child_prefix = prefix + ("" if not connector else "    " if connector == "└── " else "│   ")
-        for i, child in enumerate(node.sources):
-            emit(child, child_prefix, "└── " if i == len(node.sources) - 1 else "├── ")
-
-    emit(tree, "", "")
+        last = len(node.sources) - 1
+        for i in range(last, -1, -1):
+            stack.append((node.sources[i], child_prefix, "└── " if i == last else "├── "))
     return "\n".join(lines) + "\n"
 
 

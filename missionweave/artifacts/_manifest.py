@@ -35,6 +35,8 @@ def _parse(raw: bytes | None, name: str) -> list[SignedManifest]:
     try:
         doc = json.loads(raw)
         return [SignedManifest.model_validate(m) for m in doc["manifests"]]
+    except RecursionError:  # nested deeper than the parser's stack: no index document
+        raise ManifestError(f"{name} is not a manifest index document (nested too deep)") from None
     except (ValueError, KeyError, TypeError, ValidationError) as exc:
         raise ManifestError(f"{name} is not a manifest index document ({exc})") from None
 

@@ -78,7 +78,7 @@ def open_store(
     return FilesystemStore(root)
 
 
-_STORE = typer.Option(None, "--store", help=_STORE_HELP)
+STORE = typer.Option(None, "--store", help=_STORE_HELP)
 S3_ENDPOINT = typer.Option(None, "--s3-endpoint", help=_S3_HELP)
 S3_BUCKET = typer.Option(None, "--s3-bucket", help="S3 bucket (with --s3-endpoint).")
 S3_SECURE = typer.Option(False, "--s3-secure", help="Use HTTPS for the S3 endpoint.")
@@ -124,7 +124,7 @@ def get(
         metavar="OUTPUT",
         help="File to write, or an existing directory to write HASH into.",
     ),
-    store: Path | None = _STORE,
+    store: Path | None = STORE,
     s3_endpoint: str | None = S3_ENDPOINT,
     s3_bucket: str | None = S3_BUCKET,
     s3_secure: bool = S3_SECURE,
@@ -165,7 +165,7 @@ _LINEAGE_HELP = (
 @app.command("lineage", help=_LINEAGE_HELP)
 def lineage(
     content_hash: str = _HASH,
-    store: Path | None = _STORE,
+    store: Path | None = STORE,
     mermaid: bool = typer.Option(False, "--mermaid", help="Print a Mermaid flowchart."),
     s3_endpoint: str | None = S3_ENDPOINT,
     s3_bucket: str | None = S3_BUCKET,

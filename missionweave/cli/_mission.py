@@ -22,7 +22,9 @@ from ..protocol.temporal_contract import (
 )
 from ..views import console, counts_line, render_table, to_mermaid
 from . import _options as opt
+from ._artifacts import S3_BUCKET, S3_ENDPOINT, S3_SECURE, STORE, open_store
 from ._common import CliError, connect_temporal, first_line, run_client_command, setup_cli_tracing
+from ._inputs import by_reference
 
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHandle
@@ -217,6 +219,10 @@ def start(
     temporal_address: str = opt.TEMPORAL_ADDRESS,
     namespace: str = opt.NAMESPACE,
     ui_url: str = opt.UI_URL,
+    store: Path | None = STORE,
+    s3_endpoint: str | None = S3_ENDPOINT,
+    s3_bucket: str | None = S3_BUCKET,
+    s3_secure: bool = S3_SECURE,
 ) -> None:
     """Validate a MissionSpec and start its Mission workflow.
 
@@ -224,9 +230,16 @@ def start(
     summary the spec's title. Prints the workflow id and its Temporal web UI link. Exits 2
     with one line naming the first bad field when the spec is invalid.
 
+    A WorkItem input over 64 KiB (of its JSON) is stored in the artifact store (--store, or
+    --s3-endpoint/--s3-bucket) and passed by reference ({"$input_artifact": hash}): a Mission
+    carries larger inputs only so. Exits 2 when the inline inputs are still more than a
+    Mission carries (512 KiB together).
+
     Example: missionweave mission start examples/missions/hello.yaml
     """
-    spec = load_spec(file)
+    spec = by_reference(
+        load_spec(file), lambda: open_store(store, s3_endpoint, s3_bucket, s3_secure, create=True)
+    )
     run_client_command(_start(spec, temporal_address, namespace, ui_url))
 
 

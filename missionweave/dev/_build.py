@@ -263,13 +263,14 @@ class AuthorityServer:
             StackError: the port is taken, or the server stopped while starting.
             TimeoutError: it did not start within :data:`START_TIMEOUT_S`.
         """
-        from ..authority.http import WS_MAX_BYTES, create_app
+        from ..authority.http import WS_MAX_BYTES, create_app, server_limits
 
         sock = _listen(self.host, self.port)
         self.port = int(sock.getsockname()[1])
         self.app = create_app(self.authority, **self.app_kw)
         config = uvicorn.Config(
             self.app,
+            **server_limits(),  # the limits of `authority serve` (headers, idle, pings)
             log_level="warning",
             lifespan="on",
             ws_max_size=WS_MAX_BYTES,

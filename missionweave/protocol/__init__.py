@@ -89,6 +89,17 @@ from ._states import (
     check_transition,
     transition_for,
 )
+from ._work_input import (
+    INPUT_ARTIFACT_KEY,
+    INPUT_MEDIA_TYPE,
+    MAX_CARRIED_INPUT_BYTES,
+    MAX_INLINE_INPUT_BYTES,
+    input_bytes,
+    input_json,
+    input_problem,
+    input_reference,
+    referenced_input,
+)
 from ._work_item import WorkItemFacts, reduce_events, reduce_work_item
 
 __all__ = [
@@ -96,8 +107,12 @@ __all__ = [
     "BUFFERABLE_COMMANDS",
     "GENESIS_HASH",
     "HASH_PATTERN",
+    "INPUT_ARTIFACT_KEY",
+    "INPUT_MEDIA_TYPE",
     "KNOWN_EXTENSIONS",
+    "MAX_CARRIED_INPUT_BYTES",
     "MAX_ID_CHARS",
+    "MAX_INLINE_INPUT_BYTES",
     "MAX_LABEL_CHARS",
     "MAX_SAFE_INT",
     "RESOURCE_USAGE_RECORDED",
@@ -159,6 +174,10 @@ __all__ = [
     "exhausted_retry_bound",
     "idempotency_key",
     "identifier_problem",
+    "input_bytes",
+    "input_json",
+    "input_problem",
+    "input_reference",
     "is_hash",
     "is_material_revision",
     "label_problem",
@@ -167,6 +186,7 @@ __all__ = [
     "parse_capability",
     "reduce_events",
     "reduce_work_item",
+    "referenced_input",
     "satisfies",
     "seal_event",
     "sha256_hex",

@@ -47,6 +47,7 @@ from ..protocol.temporal_contract import (
 )
 from ._errors import Blocked, LeaseLost, Pause, WorkerError
 from ._fence import FencedActions
+from ._input import offload_inputs
 from ._lease import LeaseSession, UsageMeter
 from ._tokens import rotate_capability_token
 from ._update_retry import RETRYABLE, UpdateRetry
@@ -66,8 +67,10 @@ class WorkAuthorizationRejected(WorkerError):
     refusal, not everything: ``verdicts`` says which items were authorized).
 
     Attributes:
-        code: ``cycle``, ``self_loop``, ``unknown_id``, ``duplicate_id`` or ``mission_closed``
-            (the workflow's validator, MW-10.4-c); the Authority's rejection code of the first
+        code: ``cycle``, ``self_loop``, ``unknown_id``, ``duplicate_id``, ``mission_closed``
+            (the workflow's validator, MW-10.4-c), ``input_too_large`` or
+            ``mission_inputs_too_large`` (what the Mission could not carry; ``detail`` has
+            ``bytes`` and ``max_bytes``); the Authority's rejection code of the first
             refused item; ``update_rejected`` (a refusal without a code), ``update_error``
             (Temporal refused the call) or ``workflow_unreachable`` (retries exhausted).
         reason: one sentence.
@@ -398,6 +401,15 @@ class WorkContext(FencedActions):
         """
         return await asyncio.to_thread(self._artifacts().get, content_hash)
 
+    async def _publish_input(self, data: bytes, media_type: str) -> str:
+        """Publish ``data`` as an Artifact of this WorkItem that is not one of its deliverables
+        (the input of WorkItems it authorizes, :func:`~._input.offload_inputs`); its hash."""
+        before = set(self._published)
+        ref = await self.publish(data, media_type)
+        if ref.hash not in before:  # published for the new WorkItems, not submitted
+            self._published.remove(ref.hash)
+        return ref.hash
+
     # -------------------------------------------------------------------------- reports
 
     async def save(self, state: dict[str, Any], *, phase: str = "checkpoint") -> None:
@@ -560,6 +572,10 @@ class WorkContext(FencedActions):
         item must wait for (an edge into it) only holds that item back once it is added.
         The lease is checked first (:meth:`guard`). The update id is stable for the same
         items and edges under this ownership epoch, so a retry is answered, not applied twice.
+        An input over :data:`~missionweave.protocol.MAX_INLINE_INPUT_BYTES` (of its JSON) is
+        published as a JSON Artifact of this WorkItem (not a deliverable) and the new item
+        carries ``{"$input_artifact": hash}``; the runtime that executes it fetches and
+        verifies the content and hands its handler the input itself.
 
         Args:
             items: the new WorkItems (ids unique in the Group; dependencies on known or new ids).
@@ -578,8 +594,10 @@ class WorkContext(FencedActions):
         Raises:
             LeaseLost: the lease is gone: nothing was sent.
             WorkAuthorizationRejected: the workflow's validator refused the change (``cycle``,
-                ``self_loop``, ``unknown_id``, ``duplicate_id``, ``mission_closed``; nothing was
-                added), the Authority refused an item (its code; ``verdicts`` tells which), or
+                ``self_loop``, ``unknown_id``, ``duplicate_id``, ``mission_closed``,
+                ``mission_inputs_too_large`` — the Mission's unfinished WorkItems carry too
+                much inline input; nothing was added), the Authority refused an item (its
+                code; ``verdicts`` tells which), or
                 Temporal refused or stayed unreachable (``update_error``,
                 ``workflow_unreachable``).
             WorkerError: called outside the ``execute_work_item`` activity.
@@ -594,6 +612,8 @@ class WorkContext(FencedActions):
         if not activity.in_activity():
             raise WorkerError("authorize_work runs inside the execute_work_item activity")
         await self.guard()
+        # what the Mission could not carry inline goes by reference (a claim check)
+        specs = await offload_inputs(self, specs)
         workflow_id = activity.info().workflow_id or mission_workflow_id(self.mission_id)
         uid = update_id or self.idempotency_key(
             "authorize_work:" + digest([[s.work_item_id for s in specs], [list(p) for p in pairs]])
@@ -616,8 +636,10 @@ class WorkContext(FencedActions):
             except WorkflowUpdateFailedError as exc:  # the validator refused: nothing added
                 cause = exc.cause
                 code = cause.type if isinstance(cause, ApplicationError) and cause.type else None
+                given = cause.details if isinstance(cause, ApplicationError) else ()
+                extra = given[0] if given and isinstance(given[0], dict) else {}
                 raise WorkAuthorizationRejected(
-                    code or "update_rejected", str(cause) or str(exc), facts
+                    code or "update_rejected", str(cause) or str(exc), {**extra, **facts}
                 ) from None
             except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
                 last = str(exc)

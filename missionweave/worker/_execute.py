@@ -42,7 +42,7 @@ from typing import Any
 from pydantic import ValidationError
 from temporalio import activity
 
-from ..artifacts import ArtifactStore
+from ..artifacts import ArtifactStore, ArtifactStoreError
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..authority.wire import now_ms
 from ..protocol import Actor, Budget, CanonicalizationError, Evidence, ProgressReport
@@ -57,6 +57,7 @@ from ..protocol.temporal_contract import (
 from ._context import WorkContext, heartbeat
 from ._errors import Blocked, LeaseLost, Pause, PermanentFailure
 from ._handlers import HandlerRegistry, Submission
+from ._input import InputUnavailable, resolve_input
 from ._lease import LeaseSession
 from ._offline import OfflineBuffer
 from ._slots import SlotBoard
@@ -243,8 +244,11 @@ class _Run:
         spec, missing = self.ex.registry.for_capabilities(self.work.contract.required_capabilities)
         if spec is None or missing:
             return await self._fail(f"no handler for {missing}", retryable=False)
-        try:
-            arg = spec.validate_input(self.work.input)
+        try:  # an input by reference is fetched and verified first (a claim check)
+            arg = spec.validate_input(await resolve_input(self.ctx, self.work.input))
+        except InputUnavailable as exc:  # a store that failed may answer the next attempt
+            retry = isinstance(exc.__cause__, ArtifactStoreError)
+            return await self._fail(str(exc), retryable=retry)
         except ValidationError as exc:
             return await self._fail(f"invalid input: {_short(exc)}", retryable=False)
         self.ctx.capability_versions = self.ctx.capability_versions or {spec.name: spec.version}

@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         first_duplicate,
     )
     from ._children import ChildMissionsMixin
+    from ._input_bounds import check_new_inputs, spec_input_problem
     from ._plan import counts, finished, open_count, plan
     from ._review import ReviewMixin
     from ._review import refuse as _refuse
@@ -183,6 +184,8 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             )
         except GraphError as exc:
             self.invalid = f"invalid Mission: {exc}"
+        if resume is None and self.invalid is None:  # inputs no continue-as-new could carry
+            self.invalid = spec_input_problem(spec)
         self.queue: list[BatchEntry] = []
         #: The spec's WorkItems whose ``work.authorize`` is not queued yet (first run only).
         self.unauthorized: list[str] = []
@@ -615,6 +618,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     def _check_authorize(self, inp: AuthorizeWorkInput) -> None:
         if self.state.status != "running":
             raise _refuse("mission_closed", f"the Mission is {self.state.status}")
+        check_new_inputs(self.state, inp.items)  # what continue-as-new could not carry
         dup = first_duplicate([i.work_item_id for i in inp.items])
         if dup is not None:  # the later copy would replace the first (MW-10.4-c)
             raise _refuse("duplicate_id", f"WorkItem {dup} is given twice")

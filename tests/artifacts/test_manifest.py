@@ -158,3 +158,44 @@ def test_index_is_idempotent_and_keeps_every_producer__MW_13_1_b(store: Artifact
     got = index.get(H[0])
     assert len(got) == 2 and {m.manifest.producer for m in got} == {"worker-0", "worker-1"}
     assert store.read_meta(f"manifests/{H[0]}.json") is not None
+
+
+def _deep_chain(index: ManifestIndex, n: int) -> list[str]:
+    """hashes[0] ← hashes[1] ← … ← hashes[n-1]: a chain of ``n`` manifests."""
+    a = Actor.generate("worker-0")
+    hashes = [hashlib.sha256(b"deep %d" % i).hexdigest() for i in range(n)]
+    for i, h in enumerate(hashes):
+        index.add(signed(a, h, sources=hashes[i + 1 : i + 2]))
+    return hashes
+
+
+def test_lineage_of_a_chain_deeper_than_the_stack_is_walked__MW_13_1_c(
+    store: ArtifactStore,
+) -> None:
+    index = ManifestIndex(store)
+    n = 1500  # deeper than Python's recursion limit (1000)
+    hashes = _deep_chain(index, n)
+    tree = index.lineage(hashes[0], max_depth=10_000)
+    nodes = list(tree.walk())
+    assert [node.hash for node in nodes] == hashes
+    assert all(node.status == "ok" for node in nodes)
+    assert len(to_text(tree).splitlines()) == n
+    assert to_mermaid(tree).count("-->") == n - 1
+    # the default bound stops the walk with a marked node, never an error
+    bounded = [node for node in index.lineage(hashes[0]).walk()]
+    assert bounded[-1].status == "depth_limit" and len(bounded) == 258
+
+
+def test_a_deeply_nested_manifest_document_is_corrupt_not_a_crash__MW_13_1_c(
+    store: ArtifactStore,
+) -> None:
+    index = ManifestIndex(store)
+    a = Actor.generate("worker-0")
+    index.add(signed(a, H[0], sources=[H[1]]))
+    deep = b'{"manifests":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    store.update_meta(f"manifests/{H[1]}.json", lambda _: deep)
+    with pytest.raises(ManifestError):
+        index.get(H[1])
+    tree = index.lineage(H[0])
+    assert tree.status == "ok" and tree.sources[0].status == "unverified"
+    assert tree.sources[0].rejected == 1

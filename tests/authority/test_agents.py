@@ -146,8 +146,11 @@ async def test_agents_of_unknown_group_is_404(live: LiveServer, world: World) ->
             await client.agents("nope")
         with pytest.raises(UnknownGroupError):
             await client.presence("nope")
-        with pytest.raises(UnknownGroupError):
+        # a presence report is a member's signed frame: for a Group that does not exist it
+        # gets the stranger's answer (no hint that the Group is missing)
+        with pytest.raises(AuthorityRequestError) as refused:
             await client.put_presence(Actor.generate("x"), "nope", 1, 0)
+        assert (refused.value.status, refused.value.code) == (403, "unauthorized")
     async with signed_http(live.url, world.coordinator) as http:
         resp = await http.get("/v1/groups/nope/agents")
     assert resp.status_code == 404 and resp.json()["code"] == "unknown_group"

@@ -276,7 +276,18 @@ def test_public_surface_of_server_and_client() -> None:
     from missionweave.authority import client
     from missionweave.authority import http as server
 
-    assert_surface(server, {"BatchWriter", "ErrorBody", "WS_MAX_BYTES", "create_app", "serve"})
+    assert_surface(
+        server,
+        {
+            "BatchWriter",
+            "ErrorBody",
+            "ReadGate",
+            "WS_MAX_BYTES",
+            "create_app",
+            "serve",
+            "server_limits",
+        },
+    )
     assert set(
         """AuthorityClient AuthorityClientError AuthorityUnavailable AuthorityRequestError
         Subscriber CursorStore SqliteCursorStore MemoryCursorStore GroupSequencer

@@ -88,7 +88,7 @@ async def test_bad_subscribe_gets_structured_errors_and_socket_stays_open(
         (stale, "unauthorized"),
         (stranger, "unauthorized"),
         (tampered, "unauthorized"),
-        (signed_subscribe(worker, "nope", 0, now), "unknown_group"),
+        (signed_subscribe(worker, "nope", 0, now), "unauthorized"),  # no Group: no hint
         (ahead, "invalid_frame"),
         ({"type": "SUBSCRIBE", "group": world.group}, "invalid_frame"),
         ({"type": "HELLO"}, "invalid_frame"),

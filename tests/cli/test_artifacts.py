@@ -126,6 +126,16 @@ def test_cli_lineage_tree_and_mermaid__MW_13_1_c(tmp_path: Path) -> None:
     assert f"a{cleaned[:16]} --> a{report[:16]}" in r.stdout
 
 
+def test_cli_lineage_survives_a_deeply_nested_manifest__MW_13_1_c(tmp_path: Path) -> None:
+    root = tmp_path / "artifacts"
+    report, cleaned, _ = _three_levels(root)
+    deep = b'{"manifests":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    (root / "manifests" / f"{cleaned}.json").write_bytes(deep)
+    r = _run("lineage", report, "--store", str(root))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert r.stdout.splitlines()[1] == f"└── {cleaned}  (unverified, 1 rejected)"
+
+
 def test_cli_get_from_s3__MW_13_1_d(tmp_path: Path, s3_server: S3Endpoint) -> None:
     st = s3_server.store()
     ref = st.put(b"in the bucket")

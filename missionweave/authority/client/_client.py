@@ -404,9 +404,9 @@ class AuthorityClient:
             already there).
 
         Raises:
-            UnknownGroupError: no such Group.
-            AuthorityRequestError: 403 ``unauthorized`` (not an active member, bad signature or
-                clock skew) or 422 ``invalid_frame`` (a count out of range).
+            AuthorityRequestError: 403 ``unauthorized`` (no such Group, not an active member,
+                bad signature — one answer, so a stranger cannot enumerate Groups — or clock
+                skew) or 422 ``invalid_frame`` (a count out of range).
             AuthorityUnavailable: unreachable or timed out.
         """
         issued = now_ms() if issued_at_ms is None else issued_at_ms

@@ -469,8 +469,8 @@ class Authority(LogReader, AgentReads):
         membership epoch, active, session epoch) for member Commands, else ``None``.
 
         Raises:
-            Reject: ``unknown_command``, ``unknown_actor``, ``unknown_group``,
-                ``not_a_member``, ``invalid_command`` or ``bad_signature``.
+            Reject: ``unknown_command``, ``unknown_actor``, ``not_a_member`` (also for a
+                Group that does not exist), ``invalid_command`` or ``bad_signature``.
         """
 
         def signed_by(key: object) -> bool:
@@ -514,8 +514,8 @@ class Authority(LogReader, AgentReads):
             if row is not None:
                 self._members[(cmd.group_id, cmd.actor)] = row
         if row is None or not row[3]:
-            if self.store.one("groups.exists_by_group_id", cmd.group_id) is None:
-                raise Reject("unknown_group", f"no group {cmd.group_id!r}", group_id=cmd.group_id)
+            # the same answer whether or not the Group exists: a stranger cannot enumerate
+            # Groups (an unsigned Command may name any)
             raise Reject(
                 "not_a_member", f"{cmd.actor!r} is not a member of the group", actor=cmd.actor
             )

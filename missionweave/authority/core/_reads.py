@@ -108,6 +108,60 @@ class LogReader:
                 size += len(data)
         return [Event.model_validate_json(r) for r in rows], cut
 
+    def event_chunk(
+        self,
+        group_id: str,
+        after_sequence: int,
+        limit: int,
+        chunk_bytes: int,
+        page_bytes: int | None = None,
+        *,
+        first_free: bool = True,
+    ) -> tuple[list[str], bool, bool]:
+        """The next Events of a streamed page, as their stored JSON texts (unparsed): those
+        with ``seq > after_sequence``, in order, at most ``limit`` (1 to 10,000). Row ``i`` is
+        the Event of sequence ``after_sequence + 1 + i`` (the online log is contiguous).
+
+        Args:
+            group_id: the Group.
+            after_sequence: the last sequence already sent.
+            limit: most rows.
+            chunk_bytes: stop once the rows pass this many bytes (at least one row is taken):
+                what a server holds in memory per read.
+            page_bytes: never pass this many bytes (what is left of the page's bound); the
+                first row is exempt when ``first_free`` (a page holds at least one Event).
+            first_free: see ``page_bytes``.
+
+        Returns:
+            ``(rows, page_full, more)``: ``page_full`` when ``page_bytes`` ended the rows (the
+            page ends there; the reader pages on from the last row's sequence); ``more`` when
+            more Events may follow at once (``False``: the rows reach the head).
+
+        Raises:
+            UnknownGroupError, CursorTooOldError, ValueError: as :meth:`events`.
+        """
+        if not 1 <= limit <= 10_000 or after_sequence < 0:
+            raise ValueError("limit must be 1..10000 and after_sequence >= 0")
+        with self._lock:
+            row = self.store.one("groups.archived_through", group_id)
+            if row is None:
+                raise UnknownGroupError(group_id)
+            if after_sequence < row[0]:
+                snap = latest_snapshot(self.store, group_id)
+                raise CursorTooOldError(group_id, after_sequence, row[0] + 1, snap or {})
+            page = self.store.all("events.page", group_id, after_sequence, limit)
+        rows: list[str] = []
+        size = 0
+        for (data,) in page:
+            n = len(data)
+            if page_bytes is not None and size + n > page_bytes and (rows or not first_free):
+                return rows, True, True
+            if rows and size + n > chunk_bytes:
+                return rows, False, True
+            rows.append(data)
+            size += n
+        return rows, False, len(page) == limit
+
     def all_events(self, group_id: str) -> list[Event]:
         """The whole log, archive included, in order (for verification and tests)."""
         with self._lock:
@@ -248,6 +302,30 @@ class LogReader:
             with self._write():
                 take_snapshot(self.store, self.key, group_id, self.clock())
             with self._lock:
+                snap = latest_snapshot(self.store, group_id)
+        assert snap is not None
+        return snap
+
+    def recent_snapshot(self, group_id: str, within: int) -> dict[str, Any]:
+        """The reference of a signed snapshot at most ``within`` Events behind the head: the
+        latest one, or a new one taken at the head when the latest is older (what a
+        far-behind subscriber restores instead of replaying, MW-16-e).
+
+        Raises:
+            UnknownGroupError: no such Group.
+        """
+        head_seq, _ = self.head(group_id)
+        with self._lock:
+            snap = latest_snapshot(self.store, group_id)
+        if snap is not None and snap["seq"] >= head_seq - within:
+            return snap
+        with self._write():
+            self.store.lock_groups([group_id])  # one replica snapshots a Group at a time
+            snap = latest_snapshot(self.store, group_id)  # another reader may have taken one
+            head = self.store.one("groups.head", group_id)
+            assert head is not None
+            if snap is None or snap["seq"] < int(head[0]) - within:
+                take_snapshot(self.store, self.key, group_id, self.clock())
                 snap = latest_snapshot(self.store, group_id)
         assert snap is not None
         return snap

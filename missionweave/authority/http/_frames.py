@@ -36,20 +36,19 @@ def check_member_frame(
 
     Raises:
         FrameError: ``invalid_frame`` when the frame cannot be canonicalized (a float);
-            ``unknown_group`` when there is no such Group; ``unauthorized`` when the agent is not
-            an active member, the signature does not verify (one answer for both: a stranger
-            learns nothing) or ``issuedAtMs`` is more than :data:`MAX_SKEW_MS` away.
+            ``unauthorized`` when there is no such Group, the agent is not an active member or
+            the signature does not verify (one answer for all three, given before anything
+            about the Group: a stranger learns nothing, not even that the Group exists), or
+            ``issuedAtMs`` is more than :data:`MAX_SKEW_MS` away.
     """
     try:
         signed = canonical_bytes({k: v for k, v in frame.items() if k != "signature"})
     except CanonicalizationError as exc:
         raise FrameError("invalid_frame", str(exc), group=group) from None
-    try:
-        head_seq, _ = authority.head(group)
-    except UnknownGroupError:
-        raise FrameError("unknown_group", f"unknown group {group!r}", group=group) from None
+    # The signature first, then anything about the Group: one answer for "no such Group",
+    # "not a member" and "bad signature", so a stranger learns neither which nor that the
+    # Group exists.
     key = authority.member_key(group, agent)
-    # One answer for "not a member" and "bad signature": do not tell a stranger which.
     if key is None or not verify(key, str(frame["signature"]), signed):
         raise FrameError(
             "unauthorized",
@@ -57,6 +56,12 @@ def check_member_frame(
             group=group,
             agent=agent,
         )
+    try:
+        head_seq, _ = authority.head(group)
+    except UnknownGroupError:  # removed between the two reads: still no member of it
+        raise FrameError(
+            "unauthorized", f"the {kind} is not signed by an active member of the group"
+        ) from None
     now = authority.clock()
     issued = int(frame["issuedAtMs"])
     if abs(issued - now) > MAX_SKEW_MS:

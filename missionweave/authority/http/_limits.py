@@ -32,6 +32,33 @@ MAX_JSON_DEPTH = 64
 MAX_PAGE_BYTES = 4 * 1024 * 1024
 #: Longest a request body may take to arrive, seconds (a slow, unfinished body holds memory).
 BODY_TIMEOUT_S = 30.0
+#: Most bytes of Events read from the Store at a time while a page or a replay is streamed:
+#: what one read holds in memory, however large its page.
+READ_CHUNK_BYTES = 256 * 1024
+#: Largest total of one request's header names and values, bytes (431 past it). The server
+#: (h11) also stops buffering an unfinished request head at this size.
+MAX_HEADER_BYTES = 16 * 1024
+#: Seconds an idle keep-alive HTTP connection is kept open.
+IDLE_TIMEOUT_S = 5.0
+#: Seconds between WebSocket pings; a peer that does not answer within as long is dropped.
+WS_PING_S = 20.0
+#: Most connections served at once (HTTP and WebSocket); more are answered 503.
+MAX_CONNECTIONS = 4096
+
+
+def server_limits() -> dict[str, Any]:
+    """The uvicorn settings every Authority server runs with: the h11 parser (it bounds an
+    unfinished request head; httptools buffers any size), header and idle bounds, WebSocket
+    pings, a connection bound. ``ws_max_size`` is set by the caller."""
+    return {
+        "http": "h11",
+        "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
+        "timeout_keep_alive": IDLE_TIMEOUT_S,
+        "ws_ping_interval": WS_PING_S,
+        "ws_ping_timeout": WS_PING_S,
+        "limit_concurrency": MAX_CONNECTIONS,
+    }
+
 
 _BRACKETS_ONLY = bytes(c for c in range(256) if c not in b"[]{}")
 
@@ -125,7 +152,8 @@ def parse_json(raw: bytes | str) -> Any:
 
 
 class BodyLimits:
-    """ASGI middleware: refuse an HTTP body over its route's size (413 ``body_too_large``) or
+    """ASGI middleware: refuse a request whose headers pass :data:`MAX_HEADER_BYTES` (431
+    ``headers_too_large``), an HTTP body over its route's size (413 ``body_too_large``) or
     one that :func:`parse_json` refuses (422 ``invalid_command`` on ``/v1/commands*``,
     ``invalid_request`` elsewhere, with ``detail.problem`` ``too_deep`` or ``invalid_json``),
     before the app reads it.
@@ -139,6 +167,18 @@ class BodyLimits:
         self.app, self.error = app, error
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            size = sum(len(k) + len(v) for k, v in scope.get("headers") or ())
+            if size > MAX_HEADER_BYTES:
+                await self._refuse(
+                    send,
+                    431,
+                    "headers_too_large",
+                    f"the request's headers are over {MAX_HEADER_BYTES} bytes",
+                    bytes=size,
+                    max_bytes=MAX_HEADER_BYTES,
+                )
+                return
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
@@ -220,13 +260,19 @@ class BodyLimits:
 
 __all__ = [
     "BODY_TIMEOUT_S",
+    "IDLE_TIMEOUT_S",
     "MAX_BATCH_BODY_BYTES",
     "MAX_BODY_BYTES",
     "MAX_COMMAND_BYTES",
+    "MAX_CONNECTIONS",
     "MAX_FRAME_BYTES",
+    "MAX_HEADER_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_PAGE_BYTES",
+    "READ_CHUNK_BYTES",
+    "WS_PING_S",
     "BodyLimits",
     "JSONProblem",
     "parse_json",
+    "server_limits",
 ]

@@ -5,7 +5,8 @@ Routes::
     POST /v1/commands                          one Command → SubmitResult (200, or 409 rejected)
     POST /v1/commands/batch                    up to 1000 Commands → [SubmitResult] (200)
     GET  /v1/groups/{group_id}/events          ?after_sequence=N&limit=M → {events, head_seq}
-                                               (also cut at MAX_PAGE_BYTES: page on)
+                                               (also cut at MAX_PAGE_BYTES: page on; streamed
+                                               a chunk at a time; 429 past the read gate)
     GET  /v1/groups/{group_id}/head            → {seq, hash}
     GET  /v1/groups/{group_id}/snapshots/{seq} → the whole signed snapshot
     GET  /v1/leases/{lease_id}                 → the lease row with ``valid``
@@ -21,8 +22,10 @@ Routes::
 Every read (``GET``) but ``/healthz`` and the Authority's public key is a signed request
 (RFC 9421, :mod:`._readsig`) of an active member of the Group it reads — or of an operator
 key (:attr:`AuthorityConfig.operator_keys`), who may read everything. ``GET /v1/authority``
-answers anyone with the public key, and a signed reader with its Groups too. Bodies, JSON depth
-and integers are bounded (:mod:`._limits`).
+answers anyone with the public key, and a signed reader with its Groups too; a non-member gets
+the same 403 whether or not the Group exists. Bodies, headers, JSON depth and integers are
+bounded (:mod:`._limits`), and so are large reads in flight, per key and in all (429
+``too_many_reads`` with ``Retry-After``, :mod:`._read_gate`).
 
 Every error body is ``{"code", "reason", "detail"}``; a cursor below the online window answers
 410 ``CURSOR_TOO_OLD`` with a signed ``snapshot`` reference (MW-16-e). Every Authority call runs
@@ -34,14 +37,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import uvicorn
 from fastapi import Body, Depends, FastAPI, Path, Query, Request, WebSocket
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -62,9 +66,11 @@ from ..wire import (
 )
 from ._batch import BatchWriter, Notifier
 from ._frames import check_member_frame
-from ._limits import MAX_COMMAND_BYTES, MAX_PAGE_BYTES, BodyLimits
+from ._limits import MAX_COMMAND_BYTES, MAX_PAGE_BYTES, BodyLimits, server_limits
+from ._pages import EventReader, page_body
+from ._read_gate import ReadGate
 from ._silence import SilenceWatch
-from ._stream import StreamSession
+from ._stream import MAX_REPLAY_EVENTS, WS_IDLE_TIMEOUT_S, StreamSession
 from ._token_routes import add_token_routes
 from ._tracing import NATIVE_TRACING_OFF, TraceContextMiddleware
 
@@ -129,6 +135,32 @@ def _unsignable(commands: list[Command]) -> JSONResponse | None:
     return None
 
 
+#: The key a read's ``Signature-Input`` names (checked later, when the signature is).
+_KEYID = re.compile(r'keyid="([^"]{1,200})"')
+
+
+class _Busy(Exception):
+    """A large read refused by the read gate; ``detail`` is the refusal's."""
+
+    def __init__(self, detail: dict[str, Any]) -> None:
+        super().__init__("too many reads")
+        self.detail = detail
+
+
+class _GatedStream(StreamingResponse):
+    """A streamed answer that gives back its read slot when it is over, sent or cut off."""
+
+    def __init__(self, content: AsyncIterator[bytes], release: Callable[[], None], **kw: Any):
+        super().__init__(content, **kw)
+        self._release = release
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
 def _frame_error(err: FrameError) -> JSONResponse:
     status = {"unknown_group": 404, "unauthorized": 403}.get(err.code, 422)
     return _error(status, err.code, err.reason, **err.detail)
@@ -140,6 +172,9 @@ def create_app(
     max_batch: int = 256,
     poll_interval_s: float = 0.2,
     presence_ttl_ms: int = PRESENCE_TTL_MS,
+    read_gate: ReadGate | None = None,
+    max_replay_events: int = MAX_REPLAY_EVENTS,
+    ws_idle_timeout_s: float = WS_IDLE_TIMEOUT_S,
 ) -> FastAPI:
     """Build the ASGI app serving ``authority``.
 
@@ -151,9 +186,17 @@ def create_app(
             PostgreSQL, every replica's commits wake the streams at once: LISTEN/NOTIFY).
         presence_ttl_ms: a presence report is shown for this many milliseconds (Authority
             clock) after it was received.
+        read_gate: the bounds on large reads in flight (pages of Events, snapshots) per key
+            and in total (default :class:`ReadGate` ``()``: 4 per key, 32 in all); past them
+            a read is answered 429 ``too_many_reads`` with ``Retry-After``.
+        max_replay_events: a ``SUBSCRIBE`` more than this many Events behind the head is
+            answered ``CURSOR_TOO_OLD`` with a recent signed snapshot instead of a replay.
+        ws_idle_timeout_s: a WebSocket that holds no subscription this many seconds is
+            closed (1008).
 
     Raises:
-        ValueError: ``max_batch`` < 1, ``poll_interval_s`` <= 0 or ``presence_ttl_ms`` < 1.
+        ValueError: ``max_batch`` < 1, ``poll_interval_s`` <= 0, ``presence_ttl_ms`` < 1 or
+            ``max_replay_events`` < 1.
 
     Returns:
         The app; ``app.state.authority``, ``app.state.writer`` (the :class:`BatchWriter`),
@@ -166,6 +209,8 @@ def create_app(
     """
     if poll_interval_s <= 0:
         raise ValueError("poll_interval_s must be positive")
+    if max_replay_events < 1:
+        raise ValueError("max_replay_events must be >= 1")
     notifier = Notifier()
     presence = PresenceBoard(authority.clock, presence_ttl_ms)
     writer = BatchWriter(authority, max_batch=max_batch, on_commit=notifier.notify)
@@ -199,11 +244,13 @@ def create_app(
     # outermost: a silence is credited to live leases before anything of the request runs
     app.add_middleware(SilenceWatch, authority=authority)
     reads = ReadVerifier(authority.clock)
+    gate = read_gate or ReadGate()
     operators = authority.config.operator_keys
     app.state.authority = authority
     app.state.writer = writer
     app.state.notifier = notifier
     app.state.presence = presence
+    app.state.read_gate = gate
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -254,13 +301,21 @@ def create_app(
             raise ReadRefused(401, "unauthenticated", "reads need a signed request (RFC 9421)")
         return read
 
+    def _may_read(group_id: str, key: str) -> bool:
+        try:
+            return authority.may_read(group_id, key)
+        except UnknownGroupError:
+            return False
+
     async def member(group_id: str, read: SignedRead | None = Depends(reader)) -> str:
         """Only an active member of ``group_id`` (or an operator) reads it; its nonce is
-        remembered once that holds."""
+        remembered once that holds. Anyone else gets 403 ``not_a_member`` whether or not the
+        Group exists; only an operator is told 404 ``unknown_group``."""
         key = signed(read).key
         if key in operators:
             await asyncio.to_thread(authority.head, group_id)  # unknown_group for operators too
-        elif not await asyncio.to_thread(authority.may_read, group_id, key):
+        elif not await asyncio.to_thread(_may_read, group_id, key):
+            # one answer whether or not the Group exists: a stranger cannot enumerate Groups
             raise ReadRefused(
                 403,
                 "not_a_member",
@@ -311,19 +366,48 @@ def create_app(
         results = await writer.submit(commands)
         return JSONResponse([_result(r) for r in results])
 
+    async def room(request: Request) -> None:
+        """A large read the gate would refuse anyway is refused before its signature is
+        checked (by the key it names): a flood of retries costs no Ed25519 or Store work."""
+        named = _KEYID.search(request.headers.get("signature-input", ""))
+        refused = gate.full(named.group(1) if named else "")
+        if refused is not None:
+            raise _Busy(refused)
+
+    @app.exception_handler(_Busy)
+    async def _busy_answer(_: Request, exc: _Busy) -> JSONResponse:
+        return _busy(exc.detail)
+
+    def _busy(refused: dict[str, Any]) -> JSONResponse:
+        """429 ``too_many_reads``: a bound on large reads in flight (:mod:`._read_gate`)."""
+        scope = "this key's" if refused["scope"] == "key" else "the server's"
+        response = _error(
+            429,
+            "too_many_reads",
+            f"{scope} large reads in flight are at their bound ({refused['max']}): "
+            f"retry after {refused['retry_after_s']} s",
+            **refused,
+        )
+        response.headers["Retry-After"] = str(refused["retry_after_s"])
+        return response
+
     @app.get("/v1/groups/{group_id}/events", responses=_responses(*_READ, 404, 410))
     async def get_events(
         group_id: str,
         after_sequence: int = Query(0, ge=0, le=MAX_SEQ),
         limit: int = Query(1000, ge=1, le=10_000),
-        _: str = Depends(member),
-    ) -> JSONResponse:
+        _room: None = Depends(room),
+        key: str = Depends(member),
+    ) -> Response:
+        refused = gate.enter(key)
+        if refused is not None:
+            return _busy(refused)
         try:
-            events, _cut = await asyncio.to_thread(
-                authority.events_page, group_id, after_sequence, limit, MAX_PAGE_BYTES
-            )
-            head_seq, _ = await asyncio.to_thread(authority.head, group_id)
+            # the first chunk before the answer starts: its errors still get their status
+            events = EventReader(authority, group_id, after_sequence)
+            rows, full, more = await events.chunk(limit, MAX_PAGE_BYTES)
         except CursorTooOldError as exc:
+            gate.leave(key)
             body = error_body(
                 exc.code,
                 str(exc),
@@ -332,8 +416,14 @@ def create_app(
                 first_online_seq=exc.first_online_seq,
             )
             return JSONResponse({**body, "snapshot": exc.snapshot}, status_code=410)
-        return JSONResponse(
-            {"events": [e.model_dump(mode="json") for e in events], "head_seq": head_seq}
+        except BaseException:
+            gate.leave(key)
+            raise
+        # streamed a chunk at a time; the slot is given back when the answer is over
+        return _GatedStream(
+            page_body(events, rows, more and not full, limit, MAX_PAGE_BYTES),
+            release=lambda: gate.leave(key),
+            media_type="application/json",
         )
 
     @app.get("/v1/groups/{group_id}/head", responses=_responses(*_READ, 404))
@@ -343,9 +433,18 @@ def create_app(
 
     @app.get("/v1/groups/{group_id}/snapshots/{seq}", responses=_responses(*_READ, 404))
     async def get_snapshot(
-        group_id: str, seq: int = Path(ge=0, le=MAX_SEQ), _: str = Depends(member)
+        group_id: str,
+        seq: int = Path(ge=0, le=MAX_SEQ),
+        _room: None = Depends(room),
+        key: str = Depends(member),
     ) -> JSONResponse:
-        snap = await asyncio.to_thread(authority.load_snapshot, group_id, seq)
+        refused = gate.enter(key)
+        if refused is not None:
+            return _busy(refused)
+        try:
+            snap = await asyncio.to_thread(authority.load_snapshot, group_id, seq)
+        finally:
+            gate.leave(key)
         if snap is None:
             return _error(
                 404,
@@ -427,7 +526,10 @@ def create_app(
     @app.websocket("/v1/stream")
     async def stream(ws: WebSocket) -> None:
         await ws.accept()
-        await StreamSession(ws, authority, notifier, poll_interval_s, reads).run()
+        session = StreamSession(
+            ws, authority, notifier, poll_interval_s, reads, max_replay_events, ws_idle_timeout_s
+        )
+        await session.run()
 
     return app
 
@@ -439,15 +541,25 @@ def serve(authority: Authority, host: str = "127.0.0.1", port: int = 8787, **kw:
         authority: the Authority to serve.
         host: the interface to bind.
         port: the TCP port.
-        **kw: ``max_batch``, ``poll_interval_s`` and ``presence_ttl_ms`` go to
-            :func:`create_app`; anything else to ``uvicorn.Config`` (e.g. ``log_level``, or
-            ``ssl_certfile``/``ssl_keyfile`` for TLS). WebSocket messages are capped at
-            :data:`WS_MAX_BYTES` unless ``ws_max_size`` says otherwise.
+        **kw: ``max_batch``, ``poll_interval_s``, ``presence_ttl_ms``, ``read_gate``,
+            ``max_replay_events`` and ``ws_idle_timeout_s`` go to :func:`create_app`; else to
+            ``uvicorn.Config`` (e.g. ``log_level``, or ``ssl_certfile``/``ssl_keyfile`` for
+            TLS), over the defaults of :func:`~._limits.server_limits` (header size, idle
+            keep-alive, WebSocket pings, connections) and ``ws_max_size`` =
+            :data:`WS_MAX_BYTES`.
     """
-    app_kw = {k: kw.pop(k) for k in ("max_batch", "poll_interval_s", "presence_ttl_ms") if k in kw}
+    names = (
+        "max_batch",
+        "poll_interval_s",
+        "presence_ttl_ms",
+        "read_gate",
+        "max_replay_events",
+        "ws_idle_timeout_s",
+    )
+    app_kw = {k: kw.pop(k) for k in names if k in kw}
     app = create_app(authority, **app_kw)
-    kw.setdefault("ws_max_size", WS_MAX_BYTES)
+    kw = {**server_limits(), "ws_max_size": WS_MAX_BYTES, **kw}
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, **kw)).run()
 
 
-__all__ = ["WS_MAX_BYTES", "BatchWriter", "ErrorBody", "create_app", "serve"]
+__all__ = ["WS_MAX_BYTES", "BatchWriter", "ErrorBody", "ReadGate", "create_app", "serve"]

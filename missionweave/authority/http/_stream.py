@@ -32,12 +32,18 @@ from ..core import Authority
 from ..wire import CursorTooOldError, FrameError, ReadRefused, ReadVerifier, is_int
 from ._batch import Notifier
 from ._frames import MAX_SKEW_MS, check_member_frame
-from ._limits import MAX_FRAME_BYTES, MAX_PAGE_BYTES, JSONProblem, parse_json
+from ._limits import MAX_FRAME_BYTES, JSONProblem, parse_json
+from ._pages import EventReader
 
 log = logging.getLogger(__name__)
 
-#: Events read from the log per page while replaying (and at most MAX_PAGE_BYTES of them).
-PAGE = 1000
+#: A ``SUBSCRIBE`` further than this many Events behind the head is answered
+#: ``CURSOR_TOO_OLD`` with a recent signed snapshot (MW-16-e) instead of a replay (MW-16-d):
+#: a replay from 0 of a long log costs the server more than restoring a snapshot costs the
+#: client.
+MAX_REPLAY_EVENTS = 10_000
+#: Seconds a socket may hold no subscription before the server closes it (1008).
+WS_IDLE_TIMEOUT_S = 60.0
 
 
 @dataclass(slots=True)
@@ -56,6 +62,9 @@ class StreamSession:
         notifier: wakes the pumps after a commit.
         poll_interval_s: fallback poll period, seconds (appends by other processes).
         reads: the server's nonce memory (a SUBSCRIBE's nonce is used once).
+        max_replay_events: a SUBSCRIBE further behind the head than this is answered
+            ``CURSOR_TOO_OLD`` with a recent snapshot reference.
+        idle_timeout_s: a socket holding no subscription this long is closed (1008).
     """
 
     ws: WebSocket
@@ -63,6 +72,8 @@ class StreamSession:
     notifier: Notifier
     poll_interval_s: float
     reads: ReadVerifier
+    max_replay_events: int = MAX_REPLAY_EVENTS
+    idle_timeout_s: float = WS_IDLE_TIMEOUT_S
     _subs: dict[str, _Subscription] = field(default_factory=dict, init=False)
     # Pumps and the frame loop send concurrently; whole frames must not interleave.
     _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
@@ -71,7 +82,13 @@ class StreamSession:
         """Serve frames until the client disconnects; then stop every pump."""
         try:
             while True:
-                message = await self.ws.receive()
+                try:  # a socket that subscribes to nothing holds a connection for nothing
+                    async with asyncio.timeout(None if self._subs else self.idle_timeout_s):
+                        message = await self.ws.receive()
+                except TimeoutError:
+                    with contextlib.suppress(Exception):
+                        await self.ws.close(1008, "idle: no subscription")
+                    return
                 if message["type"] == "websocket.disconnect":
                     return
                 raw = message.get("text") or message.get("bytes") or b""
@@ -147,6 +164,28 @@ class StreamSession:
         if old is not None:
             old.task.cancel()
             await asyncio.wait({old.task})
+        if head_seq - after > self.max_replay_events:
+            # far behind: a recent snapshot, not a replay of the whole gap (MW-16-d/e)
+            snap = await asyncio.to_thread(
+                self.authority.recent_snapshot, group, self.max_replay_events
+            )
+            await self._send(
+                {
+                    "type": "ERROR",
+                    "code": CursorTooOldError.code,
+                    "reason": f"afterSequence {after} is {head_seq - after} Events behind the "
+                    f"head; more than {self.max_replay_events} are not replayed: restore the "
+                    "snapshot and subscribe after its sequence",
+                    "detail": {
+                        "group": group,
+                        "after_sequence": after,
+                        "head_seq": head_seq,
+                        "max_replay_events": self.max_replay_events,
+                    },
+                    "snapshot": snap,
+                }
+            )
+            return
         task = asyncio.create_task(self._pump(group, agent, after), name=f"stream-{group}")
         self._subs[group] = _Subscription(agent, task)
 
@@ -172,14 +211,14 @@ class StreamSession:
     async def _pump(self, group: str, agent: str, after: int) -> None:
         """Replay Events after ``after`` in order, then follow the log live (MW-16-d), until
         ``agent``'s own removal from the Group, which ends the subscription."""
-        last = after
+        reader = EventReader(self.authority, group, after)
+        # the frame around an Event's stored JSON, sent as stored: no parse, no re-dump
+        head = '{"type":"EVENT","group":' + json.dumps(group) + ',"event":'
         try:
             while True:
                 waiter = self.notifier.waiter(group)  # before the read: see _batch.Notifier
                 try:
-                    events, cut = await asyncio.to_thread(
-                        self.authority.events_page, group, last, PAGE, MAX_PAGE_BYTES
-                    )
+                    rows, _, more = await reader.chunk()
                 except CursorTooOldError as exc:
                     await self._send(
                         {
@@ -195,20 +234,19 @@ class StreamSession:
                         }
                     )
                     return
-                for ev in events:
-                    await self._send(
-                        {"type": "EVENT", "group": group, "event": ev.model_dump(mode="json")}
-                    )
-                    last = ev.seq
-                    if ev.type == "member.removed" and ev.body.get("agent_id") == agent:
+                for row in rows:
+                    async with self._send_lock:
+                        await self.ws.send_text(head + row + "}")
+                    if '"member.removed"' in row and _removes(row, agent):
+                        ev = json.loads(row)
                         await self._error(
                             "unauthorized",
                             "the subscriber was removed from the group",
-                            {"group": group, "agent": agent, "seq": ev.seq},
+                            {"group": group, "agent": agent, "seq": ev["seq"]},
                         )
                         self._subs.pop(group, None)
                         return
-                if len(events) < PAGE and not cut:
+                if not more:
                     await self.notifier.wait(waiter, self.poll_interval_s)
         except asyncio.CancelledError:
             raise
@@ -225,4 +263,11 @@ class StreamSession:
             await self.ws.send_text(text)
 
 
-__all__ = ["MAX_SKEW_MS", "StreamSession"]
+def _removes(row: str, agent: str) -> bool:
+    """Whether the stored Event ``row`` is ``agent``'s own ``member.removed``."""
+    ev = json.loads(row)
+    body = ev.get("body") or {}
+    return bool(ev.get("type") == "member.removed" and body.get("agent_id") == agent)
+
+
+__all__ = ["MAX_REPLAY_EVENTS", "MAX_SKEW_MS", "WS_IDLE_TIMEOUT_S", "StreamSession"]

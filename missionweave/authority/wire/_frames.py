@@ -9,7 +9,7 @@ class FrameError(Exception):
     """A frame is refused; becomes an ``ERROR`` frame or an HTTP error body.
 
     Attributes:
-        code: ``invalid_frame``, ``unknown_group`` or ``unauthorized``.
+        code: ``invalid_frame`` or ``unauthorized`` (also for a Group that does not exist).
         reason: one human sentence.
         detail: machine-readable facts.
     """

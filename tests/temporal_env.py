@@ -81,6 +81,7 @@ from temporalio.worker import (
 )
 from temporalio.workflow import ActivityHandle
 
+from missionweave.artifacts import FilesystemStore
 from missionweave.authority import Authority, AuthorityConfig, SubmitResult, now_ms
 from missionweave.authority.client import AuthorityClient
 from missionweave.dev import (
@@ -277,6 +278,12 @@ class AuthorityStack:
     def url(self) -> str:
         return self.server.url
 
+    @property
+    def artifacts(self) -> FilesystemStore:
+        """The artifact store's root, which the Authority serves (each Group's namespace:
+        ``for_group``)."""
+        return FilesystemStore(self.files.artifacts)
+
     def key_file(self, agent_id: str) -> Path:
         """The PEM private key file of ``agent_id``."""
         return self.files.key(agent_id)
@@ -373,7 +380,11 @@ async def authority_stack(
     if process:
         server = ProcessServer(files.authority_db, files.authority_key, (coordinator.public_key,))
     else:
-        server = LiveServer(authority, poll_interval_s=0.05)
+        # the Authority alone holds the artifact store (files.artifacts; `authority serve`
+        # defaults to it too): agents reach it through its grants
+        server = LiveServer(
+            authority, poll_interval_s=0.05, artifact_store=FilesystemStore(files.artifacts)
+        )
     client: AuthorityClient | None = None
     try:
         await server.start()

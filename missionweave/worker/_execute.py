@@ -42,7 +42,6 @@ from typing import Any
 from pydantic import ValidationError
 from temporalio import activity
 
-from ..artifacts import ArtifactStore
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..authority.wire import now_ms
 from ..protocol import Actor, Budget, CanonicalizationError, Evidence, ProgressReport
@@ -142,8 +141,6 @@ class WorkItemExecutor:
         report_timeout: how long to keep retrying the final report while the Authority is
             unreachable (the same signed Command each time, so it is idempotent).
         clock: epoch-millisecond clock (lease and token expiry, Evidence timestamps).
-        artifact_store: where ``WorkContext.publish`` stores and ``fetch`` reads Artifacts
-            (``None``: handlers cannot publish).
         agent_card_version: the agent's Agent Card version, recorded in manifests.
         taker: answers the offer an activity carries and obtains the lease
             (:class:`~missionweave.worker._take.OfferTaker`); ``None``: every input must carry
@@ -165,7 +162,6 @@ class WorkItemExecutor:
     progress_sink: ProgressSink | None = None
     report_timeout: timedelta = timedelta(seconds=30)
     clock: Callable[[], int] = now_ms
-    artifact_store: ArtifactStore | None = None
     agent_card_version: int = 0
     taker: OfferTaker | None = None
     offline_buffer: OfflineBuffer | None = None
@@ -214,7 +210,6 @@ class WorkItemExecutor:
             work,
             session,
             on_progress=hook,
-            artifact_store=self.artifact_store,
             agent_card_version=self.agent_card_version,
         )
         key = (work.group_id, work.work_item_id)

@@ -1,9 +1,10 @@
 """Artifacts published from handlers, end to end on the REAL Temporal dev server with real agent
-runtimes, a real Authority and one shared filesystem artifact store: ``WorkContext.publish``
-stores the bytes outside the log, signs the manifest and registers ``artifact.published`` under
-the lease (MW-13.1-a/b, MW-11.3-c); a dependent WorkItem fetches its dependency's Artifact
-(verified read, MW-13.1-d) and derives one from it, and ``missionweave artifacts lineage``
-shows the provenance across the two WorkItems (MW-13.1-c)."""
+runtimes and a real Authority, which alone holds the filesystem artifact store:
+``WorkContext.publish`` stores the bytes outside the log (through the Authority's write grant),
+signs the manifest and registers ``artifact.published`` under the lease (MW-13.1-a/b,
+MW-11.3-c); a dependent WorkItem fetches its dependency's Artifact (verified read, MW-13.1-d)
+and derives one from it, and ``missionweave artifacts lineage`` shows the provenance across the
+two WorkItems (MW-13.1-c), read from the Group's log with a member's signed reads."""
 
 from __future__ import annotations
 
@@ -103,12 +104,15 @@ async def test_publish_from_handler_stores_signs_and_registers__MW_13_1_a__MW_13
         assert [(e["criterion"], e["result"]) for e in integrity["evidence"]] == [
             ("artifact_integrity", "pass")
         ]
-        # stored outside the log, content-addressed (MW-13.1-a)
-        assert ms.artifacts.get(h) == SECRET
+        # stored outside the log, content-addressed in the Group's namespace (MW-13.1-a,
+        # MW-13.3-d), by way of the Authority's write grant: the agent holds no store
+        group_store = ms.artifacts.for_group(ms.group)
+        assert group_store.get(h) == SECRET and not ms.artifacts.exists(h)
         events = log(ms)
         assert not any(b"confidential-payload" in e.model_dump_json().encode() for e in events)
-        # signed manifest with every MW-13.1-b field (MW-13.1-b)
-        (signed,) = ManifestIndex(ms.artifacts).get(h)
+        # signed manifest with every MW-13.1-b field (MW-13.1-b), indexed by the review from
+        # the Group's log
+        (signed,) = ManifestIndex(group_store).get(h)
         assert verify_manifest(signed, ada.actor.public_key)
         m = signed.manifest
         assert (m.producer, m.agent_card_version, m.mission_id, m.group_id, m.work_item_id) == (
@@ -125,7 +129,8 @@ async def test_publish_from_handler_stores_signs_and_registers__MW_13_1_a__MW_13
         )
         assert m.tool_versions == {"exporter": "2.1"}
         assert m.capability_versions == {"demo.step": "1.0"}
-        assert m.uri == ms.artifacts.uri(h) and m.sources == []
+        # the retrieval URI: where a member asks the Authority for it
+        assert m.uri == f"{ms.stack.url}/v1/groups/{ms.group}/artifacts/{h}" and m.sources == []
         # registered with the Authority under the current lease (MW-11.3-c)
         (pub,) = [e for e in events if e.type == "artifact.published"]
         (started,) = [e for e in events if e.type == "work.started"]
@@ -137,9 +142,9 @@ async def test_publish_from_handler_stores_signs_and_registers__MW_13_1_a__MW_13
         assert pub.seq < submitted.seq and submitted.body["artifacts"] == [h]
 
         # a later read of corrupted content is refused (MW-13.1-d)
-        corrupt(ms.artifacts, h, b"tampered")
+        corrupt(group_store, h, b"tampered")
         with pytest.raises(ArtifactIntegrityError):
-            ms.artifacts.get(h)
+            group_store.get(h)
 
 
 async def test_lineage_across_two_work_items__MW_13_1_c(
@@ -175,29 +180,34 @@ async def test_lineage_across_two_work_items__MW_13_1_c(
             e for st in b.review for e in st["evidence"] if e["criterion"] == "schema:summary"
         )
         assert schema["result"] == "pass" and schema["artifacts"] == [derived]
-        (signed,) = ManifestIndex(ms.artifacts).get(derived)
+        (signed,) = ManifestIndex(ms.artifacts.for_group(ms.group)).get(derived)
         assert signed.manifest.sources == [raw] and signed.manifest.work_item_id == "b"
 
-        store = str(tmp_path / "artifacts")  # the harness's shared store
-        code, out, err = await cli("artifacts", "lineage", derived, "--store", store)
+        # a member's signed reads of the Group's log (the coordinator's key here)
+        reader = (
+            *("--group", ms.group, "--authority-url", ms.stack.url),
+            *("--key", str(ms.stack.key_file("coordinator"))),
+        )
+        code, out, err = await cli("artifacts", "lineage", derived, *reader)
         assert code == 0, err
         lines = out.splitlines()
         assert lines[0].startswith(f"{derived}  application/json ")
         assert "by ada [mission lineage, item b, internal]" in lines[0]
         assert lines[1].startswith(f"└── {raw}  text/csv ")
         assert "[mission lineage, item a, confidential]" in lines[1]
-        code, out, err = await cli("artifacts", "lineage", derived, "--store", store, "--mermaid")
+        code, out, err = await cli("artifacts", "lineage", derived, *reader, "--mermaid")
         assert code == 0, err
         assert f"a{raw[:16]} --> a{derived[:16]}" in out
 
 
 async def test_cli_artifact_options_and_approve_bad_input() -> None:
-    """``worker`` and ``coordinator`` take the artifact store options; ``approve --reject``
-    without a reason is one line and exit code 2."""
-    for command in ("worker", "coordinator"):
-        code, out, _ = await cli(command, "--help")
+    """The processes that hold the artifact store — ``authority serve`` and ``coordinator`` —
+    take its options; a ``worker`` holds none (MW-13.3-d: it reaches Artifacts through the
+    Authority's grants); ``approve --reject`` without a reason is one line and exit code 2."""
+    for command in (("authority", "serve"), ("coordinator",), ("worker",)):
+        code, out, _ = await cli(*command, "--help")
         assert code == 0
         for option in ("--artifacts", "--s3-endpoint", "--s3-bucket", "--s3-secure"):
-            assert option in out, (command, option)
+            assert (option in out) == (command != ("worker",)), (command, option)
     code, _, err = await cli("approve", "--mission", "m", "--key", "nokey.pem", "--reject")
     assert code == 2 and err.strip() == "error: --reject needs --reason"

@@ -14,6 +14,9 @@ Routes::
     GET  /v1/groups/{group_id}/agents          → {agents: [AgentInfo]} (cards, epochs, reliability)
     PUT  /v1/groups/{group_id}/presence        a signed presence report → {stored} (200, 403, 422)
     GET  /v1/groups/{group_id}/presence        → {agent_id: {free_slots, queue_depth, age_ms}}
+    GET  /v1/groups/{group_id}/artifacts/{h}   ?operation=read|write → ArtifactGrant: one object,
+                                               a few minutes (``_artifact_routes``, MW-13.3-d)
+    GET|PUT /v1/artifact-blobs/{token}         the filesystem store's bytes, for a grant
     GET  /v1/authority                         → {public_key, groups}
     GET  /healthz                              → {ok: true}
     WS   /v1/stream                            SUBSCRIBE / EVENT / ACK / ERROR (see ``_stream``)
@@ -45,6 +48,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ...artifacts import ArtifactStore
 from ...protocol import CanonicalizationError, Command
 from ..core import Authority, credit_on_start, keep_alive, warm_up_verifier
 from ..wire import (
@@ -60,6 +64,7 @@ from ..wire import (
     UnknownGroupError,
     check_presence_shape,
 )
+from ._artifact_routes import add_artifact_routes
 from ._batch import BatchWriter, Notifier
 from ._frames import check_member_frame
 from ._limits import MAX_COMMAND_BYTES, MAX_PAGE_BYTES, BodyLimits
@@ -139,6 +144,7 @@ def create_app(
     max_batch: int = 256,
     poll_interval_s: float = 0.2,
     presence_ttl_ms: int = PRESENCE_TTL_MS,
+    artifact_store: ArtifactStore | None = None,
 ) -> FastAPI:
     """Build the ASGI app serving ``authority``.
 
@@ -150,6 +156,10 @@ def create_app(
             PostgreSQL, every replica's commits wake the streams at once: LISTEN/NOTIFY).
         presence_ttl_ms: a presence report is shown for this many milliseconds (Authority
             clock) after it was received.
+        artifact_store: the artifact store's root, which only the Authority (and the
+            coordinator) hold: members get one object at a time through its grants
+            (``GET /v1/groups/{g}/artifacts/{hash}``, ``_artifact_routes``, MW-13.3-d);
+            ``None``: no Artifacts are served.
 
     Raises:
         ValueError: ``max_batch`` < 1, ``poll_interval_s`` <= 0 or ``presence_ttl_ms`` < 1.
@@ -372,6 +382,9 @@ def create_app(
         return JSONResponse(row)
 
     add_token_routes(app, authority, _responses(413))
+    add_artifact_routes(
+        app, authority, artifact_store, member, operators, _responses(*_READ, 404, 409)
+    )
 
     @app.get("/v1/groups/{group_id}/agents", responses=_responses(*_READ, 404))
     async def get_agents(group_id: str, _: str = Depends(member)) -> JSONResponse:
@@ -436,12 +449,13 @@ def serve(authority: Authority, host: str = "127.0.0.1", port: int = 8787, **kw:
         authority: the Authority to serve.
         host: the interface to bind.
         port: the TCP port.
-        **kw: ``max_batch``, ``poll_interval_s`` and ``presence_ttl_ms`` go to
+        **kw: ``max_batch``, ``poll_interval_s``, ``presence_ttl_ms`` and ``artifact_store`` go to
             :func:`create_app`; anything else to ``uvicorn.Config`` (e.g. ``log_level``, or
             ``ssl_certfile``/``ssl_keyfile`` for TLS). WebSocket messages are capped at
             :data:`WS_MAX_BYTES` unless ``ws_max_size`` says otherwise.
     """
-    app_kw = {k: kw.pop(k) for k in ("max_batch", "poll_interval_s", "presence_ttl_ms") if k in kw}
+    names = ("max_batch", "poll_interval_s", "presence_ttl_ms", "artifact_store")
+    app_kw = {k: kw.pop(k) for k in names if k in kw}
     app = create_app(authority, **app_kw)
     kw.setdefault("ws_max_size", WS_MAX_BYTES)
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, **kw)).run()

@@ -22,9 +22,16 @@ from missionweave.authority import verify_log
 from missionweave.protocol import Event, verify_manifest
 from missionweave.protocol.temporal_contract import MissionResult
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
-from tests.artifact_servers import corrupt
-from tests.mission_harness import MW, MissionStack, contract, mission_stack, work_items
-from tests.mission_outcome import WAIT_S
+from tests.artifact_servers import S3Endpoint, corrupt
+from tests.mission_harness import (
+    MW,
+    MissionStack,
+    contract,
+    mission_stack,
+    stop_process,
+    work_items,
+)
+from tests.mission_outcome import WAIT_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -211,3 +218,59 @@ async def test_cli_artifact_options_and_approve_bad_input() -> None:
             assert (option in out) == (command != ("worker",)), (command, option)
     code, _, err = await cli("approve", "--mission", "m", "--key", "nokey.pem", "--reject")
     assert code == 2 and err.strip() == "error: --reject needs --reason"
+
+
+def _environ_and_argv(pid: int) -> tuple[list[bytes], list[bytes]]:
+    """A running process's environment (``NAME=value``) and arguments, as the kernel has them."""
+    proc = Path("/proc") / str(pid)
+    return (proc / "environ").read_bytes().split(b"\0"), (proc / "cmdline").read_bytes().split(
+        b"\0"
+    )
+
+
+async def test_agent_process_holds_no_store_credential_with_s3__MW_13_3_d(
+    dev_env: WorkflowEnvironment, tmp_path: Path, s3_server: S3Endpoint
+) -> None:
+    """The Authority serves an S3 bucket (moto); an agent run as ``missionweave worker``
+    publishes an Artifact and, in a dependent WorkItem, fetches it and derives another — with
+    no S3 option, no credential in its environment, nothing but its own key: every object
+    comes and goes through the Authority's presigned URLs, into the Group's namespace."""
+    from tests.artifact_handlers import CONTENT
+
+    bucket = s3_server.store()
+    async with mission_stack(dev_env, tmp_path, artifact_store=bucket) as ms:
+        await ms.process_member("ada", ["art.publish@1.0", "art.derive@1.0"])
+        proc = await ms.agent_process("ada", "tests.artifact_handlers")
+        items = [
+            {"work_item_id": "a", "contract": contract(["art.publish@1.0"]).wire()},
+            {
+                "work_item_id": "b",
+                "dependencies": ["a"],
+                "contract": contract(["art.derive@1.0"]).wire(),
+            },
+        ]
+        try:
+            presence = ms.stack.client.presence
+            present = await until("ada's Presence", lambda: presence(ms.group), timeout_s=60)
+            assert "ada" in present
+            handle = await ms.start(ms.spec("s3", items))
+            try:
+                res = await asyncio.wait_for(handle.result(), 90)  # a bound, not a speed claim
+            except TimeoutError:
+                log_tail = (tmp_path / "ada.log").read_text(errors="replace")[-4000:]
+                raise AssertionError(f"the Mission did not end; ada's log:\n{log_tail}") from None
+            environ, argv = _environ_and_argv(proc.pid)
+        finally:
+            await stop_process(proc)
+        assert res.status == "completed", (tmp_path / "ada.log").read_text()
+        names = {v.split(b"=", 1)[0] for v in environ}
+        secret = (b"KEY", b"SECRET", b"TOKEN", b"PASSWORD", b"USER")  # not AWS_CA_BUNDLE
+        store = (b"MISSIONWEAVE_S3", b"AWS_", b"MINIO")
+        assert not {n for n in names if n.startswith(store) and any(w in n for w in secret)}
+        assert not [w for w in argv if w.startswith((b"--s3", b"--artifacts"))]
+        raw = hashlib.sha256(CONTENT).hexdigest()
+        b = next(i for i in res.items if i.work_item_id == "b")
+        assert b.outputs["result"] == {"rows": 2}
+        group = bucket.for_group(ms.group)
+        assert group.get(raw) == CONTENT and group.exists(b.artifacts[0])
+        assert not bucket.exists(raw)  # nothing outside the Group's namespace

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
+import io
+import os
 import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -32,7 +34,7 @@ from missionweave.artifacts import (
 from missionweave.authority.client import AuthorityClient, AuthorityRequestError
 from missionweave.authority.wire import GRANT_TTL_MS
 from missionweave.protocol import Actor, b64u_decode, b64u_encode
-from missionweave.worker import Submission, WorkContext
+from missionweave.worker import Submission, WorkContext, authority_artifacts
 from tests.cli_processes import amw
 from tests.executor_harness import VerifyInput, grant, run
 from tests.serving import LiveServer
@@ -266,3 +268,25 @@ async def test_contract_inputs_naming_another_groups_artifact_refused__MW_13_3_d
             r = await c.submit(cmd)
     assert r.rejection is not None and r.rejection.code == "cross_mission_content"
     assert w.authority.work_item("g2", "b") is None
+
+
+async def test_writes_of_a_path_and_a_stream_through_a_grant__MW_13_1_a(
+    world: World, store: ArtifactStore, tmp_path: Path
+) -> None:
+    """A file and a stream of unknown length (6 MiB, more than one chunk) go through write
+    grants into the Group's namespace; a second put of present content sends nothing."""
+    w = world
+    w.authorize("a")
+    lease = w.lease("a", w.workers[0])
+    big = os.urandom(6 << 20)
+    path = tmp_path / "big.bin"
+    path.write_bytes(big)
+    async with _served(w, store) as url, _client(url, w.workers[0], w) as c:
+        gate = authority_artifacts(c, "g1", lease_id=lambda: str(lease["lease_id"]))
+        ref = await gate.put(path, "application/octet-stream")
+        assert ref.hash == hashlib.sha256(big).hexdigest() and ref.size == len(big)
+        assert ref.uri == f"{url}/v1/groups/g1/artifacts/{ref.hash}"
+        streamed = await gate.put(io.BytesIO(big[::-1]))
+        assert (await c.artifact_grant("g1", ref.hash, "write", lease_id=lease["lease_id"])).present
+        assert await gate.get(streamed.hash) == big[::-1]
+    assert store.for_group("g1").get(ref.hash) == big

@@ -102,9 +102,8 @@ def add_artifact_routes(
     """
     ttl = timedelta(milliseconds=GRANT_TTL_MS)
 
-    def _grant(
-        group_id: str, source: str, h: str, op: Operation, present: bool = False
-    ) -> ArtifactGrant:
+    def _grant(source: str, h: str, op: Operation, present: bool = False) -> ArtifactGrant:
+        """A grant of ``op`` on ``h`` in Group ``source``'s namespace."""
         assert store is not None
         exp = authority.clock() + GRANT_TTL_MS
         method: Literal["GET", "PUT"] = "GET" if op == "read" else "PUT"
@@ -126,10 +125,10 @@ def add_artifact_routes(
     def _read(group_id: str, h: str) -> ArtifactGrant | None:
         assert store is not None
         if store.for_group(group_id).exists(h):
-            return _grant(group_id, group_id, h, "read")
+            return _grant(group_id, h, "read")
         for source in promoting_groups(authority, h):  # an Organization Artifact (MW-13.3-d)
             if store.for_group(source).exists(h):
-                return _grant(group_id, source, h, "read")
+                return _grant(source, h, "read")
         return None
 
     @app.get(
@@ -158,7 +157,7 @@ def add_artifact_routes(
             return _error(status, refusal.code, refusal.reason, **refusal.detail)
         if operation == "write":
             present = await asyncio.to_thread(store.for_group(group_id).exists, artifact_hash)
-            g = await asyncio.to_thread(_grant, group_id, group_id, artifact_hash, "write", present)
+            g = await asyncio.to_thread(_grant, group_id, artifact_hash, "write", present)
         else:
             found = await asyncio.to_thread(_read, group_id, artifact_hash)
             if found is None:

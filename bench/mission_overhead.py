@@ -180,8 +180,6 @@ async def agent_processes(
                     env.client.namespace,
                     "--state-dir",
                     str(tmp / "agents"),
-                    "--artifacts",
-                    str(tmp / "artifacts"),
                     env=env_vars,
                     stdout=asyncio.subprocess.DEVNULL,
                     stderr=asyncio.subprocess.DEVNULL,

@@ -54,7 +54,8 @@ def corrupt(store: ArtifactStore, content_hash: str, data: bytes) -> None:
         path.write_bytes(data)
     else:
         assert isinstance(store, S3Store)
-        store.client.put_object(store.bucket, f"sha256/{content_hash}", io.BytesIO(data), len(data))
+        key = f"{store.prefix}sha256/{content_hash}"
+        store.client.put_object(store.bucket, key, io.BytesIO(data), len(data))
 
 
 class InProcess:

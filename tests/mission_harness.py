@@ -10,8 +10,9 @@ Presence frames, its offer and deadline checks) then follow the test server's ti
 ``agent(..., actor=...)`` starts a runtime for a member added earlier with
 ``stack.add_agent`` (a test can act as that member with raw updates first).
 
-The coordinator and every agent share one filesystem artifact store (``tmp/artifacts``,
-:attr:`MissionStack.artifacts`): what a handler publishes is what the review verifies.
+The Authority holds the filesystem artifact store (``tmp/artifacts``,
+:attr:`MissionStack.artifacts`), which agents reach through its grants and the coordinator's
+review reads as the operator: what a handler publishes is what the review verifies.
 ``mission_stack(..., checks=..., schemas=...)`` registers review checks and JSON Schemas.
 
 Building Missions: :data:`contract` (the suite's one builder, ``step`` preset),
@@ -43,7 +44,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Interceptor
 
 from missionweave.activities import Check
-from missionweave.artifacts import ArtifactStore, FilesystemStore
+from missionweave.artifacts import ArtifactStore
 from missionweave.authority import now_ms, verify_log
 from missionweave.dev import coordinator_worker
 from missionweave.outcome import start_mission
@@ -179,7 +180,6 @@ class MissionStack:
             clock=self.clock,
             interceptors=self.interceptors,
             admission=admission,
-            artifact_store=self.artifacts,
         )
         self.runtimes.append(rt)
         self.tasks.append(asyncio.create_task(rt.run()))
@@ -253,7 +253,7 @@ class MissionStack:
     ) -> asyncio.subprocess.Process:
         """Start ``missionweave worker`` for a :meth:`process_member` with the handlers of
         module ``handlers``, on this stack's Temporal and (or through ``authority_url``)
-        Authority; its state and artifacts under :attr:`tmp`, its stderr in
+        Authority; its state under :attr:`tmp`, its stderr in
         ``tmp/<log or agent_id>.log``. Stop it with :func:`stop_process`."""
         client = self.env.client
         options = {
@@ -265,7 +265,6 @@ class MissionStack:
             "--temporal-address": client.service_client.config.target_host,
             "--namespace": client.namespace,
             "--state-dir": self.tmp / "agents",
-            "--artifacts": self.tmp / "artifacts",
         }
         argv = itertools.chain.from_iterable((k, str(v)) for k, v in options.items())
         return await asyncio.create_subprocess_exec(
@@ -288,15 +287,19 @@ async def mission_stack(
     checks: dict[str, Check] | None = None,
     schemas: dict[str, dict[str, Any]] | None = None,
     authority_process: bool = False,
+    artifact_store: ArtifactStore | None = None,
 ) -> AsyncIterator[MissionStack]:
     """Authority (on ``clock``), coordinator Worker (with ``interceptors``, review ``checks``
     and ``schemas``) and, through :meth:`MissionStack.agent`, agent runtimes on the same clock
     and interceptors, all sharing one artifact store; every runtime and Worker is stopped on
     exit. ``authority_process``: the Authority runs as its own process (see
-    :func:`~tests.temporal_env.authority_stack`)."""
-    async with authority_stack(tmp, clock=clock, process=authority_process) as stack:
+    :func:`~tests.temporal_env.authority_stack`); ``artifact_store``: the store it serves (an
+    S3 bucket, say; default ``tmp/artifacts``)."""
+    async with authority_stack(
+        tmp, clock=clock, process=authority_process, artifact_store=artifact_store
+    ) as stack:
         tq = new_task_queue()
-        store = FilesystemStore(tmp / "artifacts")
+        store = stack.artifacts  # the Authority's; the coordinator reads it as the operator
         ms = MissionStack(
             env, stack, tmp, tq, store, clock=stack.clock, interceptors=list(interceptors)
         )

@@ -81,6 +81,7 @@ from temporalio.worker import (
 )
 from temporalio.workflow import ActivityHandle
 
+from missionweave.artifacts import ArtifactStore, FilesystemStore
 from missionweave.authority import Authority, AuthorityConfig, SubmitResult, now_ms
 from missionweave.authority.client import AuthorityClient
 from missionweave.dev import (
@@ -272,6 +273,9 @@ class AuthorityStack:
     coordinator: Actor
     files: StackFiles
     clock: Callable[[], int]
+    #: The artifact store's root, which the Authority alone serves (each Group's namespace:
+    #: ``for_group``); the coordinator's review reads it as the operator.
+    artifacts: ArtifactStore
 
     @property
     def url(self) -> str:
@@ -345,6 +349,7 @@ async def authority_stack(
     coordinator_id: str = "coordinator",
     config: AuthorityConfig | None = None,
     process: bool = False,
+    artifact_store: ArtifactStore | None = None,
 ) -> AsyncIterator[AuthorityStack]:
     """A running :class:`AuthorityStack` under ``tmp_path``; everything is closed on exit.
 
@@ -357,8 +362,11 @@ async def authority_stack(
         config: Authority settings.
         process: serve with ``missionweave authority serve`` in its own process (wall clock,
             default settings; ``stack.authority`` then reads the same file), as deployed.
+        artifact_store: the store the Authority serves (in this process only); default the
+            filesystem store ``artifacts/`` of the data directory (``authority serve``'s
+            default beside its database).
     """
-    if process and (clock is not None or config is not None):
+    if process and (clock is not None or config is not None or artifact_store is not None):
         raise ValueError("an Authority process runs on the wall clock with default settings")
     tick = clock or now_ms
     files = StackFiles(tmp_path)
@@ -369,11 +377,14 @@ async def authority_stack(
         config or AuthorityConfig(), operator_keys=frozenset({coordinator.public_key})
     )
     authority = Authority(files.authority_db, key, operated, clock=tick)
+    store = artifact_store or FilesystemStore(files.artifacts)
     server: LiveServer | ProcessServer
     if process:
         server = ProcessServer(files.authority_db, files.authority_key, (coordinator.public_key,))
     else:
-        server = LiveServer(authority, poll_interval_s=0.05)
+        # the Authority alone holds the artifact store (files.artifacts; `authority serve`
+        # defaults to it too): agents reach it through its grants
+        server = LiveServer(authority, poll_interval_s=0.05, artifact_store=store)
     client: AuthorityClient | None = None
     try:
         await server.start()
@@ -384,7 +395,7 @@ async def authority_stack(
             clock=tick,
         )
         await ensure_group(client, coordinator, group, OWNER_ROLES, clock=tick)
-        yield AuthorityStack(authority, server, client, group, coordinator, files, tick)
+        yield AuthorityStack(authority, server, client, group, coordinator, files, tick, store)
     finally:
         if client is not None:
             await client.aclose()

@@ -1,6 +1,7 @@
 """The coordinator's own review steps (MW-13.2-b steps 1 and 2), run by ``review_submission``.
 
-1. **integrity** — every submitted Artifact is in the coordinator's artifact store, its bytes hash
+1. **integrity** — every submitted Artifact is in its Group's namespace of the artifact store
+   (which the coordinator reads as the operator), its bytes hash
    to its name (MW-13.1-d), and a manifest of it names this Group, Mission and WorkItem and is
    signed by its producer (verified under the key of the producer's published Agent Card, which
    the Authority binds to the member's key); then every deliverable is present — inline in the
@@ -99,7 +100,8 @@ class SubmissionReview:
         authority: the Authority client (producers' keys, and the Group log when the manifest
             index lacks a manifest).
         coordinator_id: the coordinator's agent id (the producer of its Evidence).
-        artifact_store: the store the agents publish to (``None``: a submission with
+        artifact_store: the root of the store the agents publish to through the Authority
+            (each Group's namespace is read: ``for_group``; ``None``: a submission with
             Artifacts fails the integrity step).
         checks: deterministic checks by name.
         schemas: JSON Schemas by id.
@@ -212,12 +214,13 @@ class SubmissionReview:
 
     def _check_one(self, inp: ReviewInput, h: str, keys: Mapping[str, str]) -> CheckedArtifact:
         assert self.artifact_store is not None
+        store = self.artifact_store.for_group(inp.group_id)  # content is addressed per Group
         out = CheckedArtifact(h)
         try:
             with tempfile.TemporaryDirectory(prefix="mw-review-") as tmp:
                 # a verified read in bounded memory (MW-13.1-d); the file is only kept when
                 # small enough to be schema-checked
-                ref = self.artifact_store.get_to_file(h, Path(tmp) / "content")
+                ref = store.get_to_file(h, Path(tmp) / "content")
                 out.size, out.content_ok = ref.size, True
                 if ref.size <= MAX_SCHEMA_BYTES:
                     out.data = (Path(tmp) / "content").read_bytes()
@@ -231,7 +234,7 @@ class SubmissionReview:
             out.problem = str(exc)
             return out
         try:
-            manifests = ManifestIndex(self.artifact_store).get(h)
+            manifests = ManifestIndex(store).get(h)
         except ManifestError as exc:
             log.warning("manifest index of %s: %s", h, exc)
             manifests = []
@@ -267,7 +270,7 @@ class SubmissionReview:
         found in the newest pages of the Group log (the index is a cache of the log: a
         publisher that died between the Authority's acceptance and indexing leaves a gap)."""
         assert self.artifact_store is not None
-        index = ManifestIndex(self.artifact_store)
+        index = ManifestIndex(self.artifact_store.for_group(group_id))
         added = 0
         upper, _ = await self.authority.head(group_id)
         for _ in range(LOG_PAGES):

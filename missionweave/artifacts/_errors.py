@@ -6,6 +6,8 @@ Error tree::
     ├── ArtifactNotFound          no object under ``sha256/<hex>``
     ├── ArtifactIntegrityError    what came back does not hash to its name (MW-13.1-d)
     ├── ArtifactStoreError        the backend failed (S3 unreachable, bucket missing, …)
+    ├── ArtifactAccessDenied      the Authority granted no access (not a member, another
+    │                             Mission's content, no lease, …: carries the rejection)
     ├── ManifestError             a manifest is malformed or its signature does not verify
     ├── PublishRejected           the Authority refused ``artifact.publish`` (carries the rejection)
 
@@ -55,6 +57,29 @@ class ArtifactIntegrityError(ArtifactError):
 
 class ArtifactStoreError(ArtifactError):
     """The storage backend failed (network, permissions, missing bucket)."""
+
+
+class ArtifactAccessDenied(ArtifactError):
+    """The Authority refused to grant a read or write of an Artifact (MW-13.3-d).
+
+    Attributes:
+        rejection: the structured refusal: ``not_a_member``, ``cross_mission_content``,
+            ``lease_required``, ``not_owner``, … (``unknown_artifact`` is
+            :class:`ArtifactNotFound` instead).
+        content_hash: the Artifact asked for.
+    """
+
+    def __init__(self, rejection: Rejection, content_hash: str) -> None:
+        super().__init__(
+            f"access to artifact {content_hash} refused: {rejection.code}: {rejection.reason}"
+        )
+        self.rejection = rejection
+        self.content_hash = content_hash
+
+    @property
+    def code(self) -> str:
+        """The rejection code."""
+        return self.rejection.code
 
 
 class ManifestError(ArtifactError):

@@ -1,6 +1,7 @@
 """The filesystem artifact store: the embedded default (docs/design.md §8).
 
-Layout under ``root``::
+Layout under ``root`` (one such tree per Group under ``root/groups/<group_id>/``, which
+:meth:`FilesystemStore.for_group` opens; only the Authority and the coordinator open the root)::
 
     sha256/<hex>             content, read-only (0444) once written
     manifests/<hex>.json     side documents (signed manifests, see ManifestIndex)
@@ -25,6 +26,7 @@ from ._store import (
     HashingReader,
     check_hash,
     check_meta_name,
+    group_prefix,
     put_file_once,
     traced,
 )
@@ -68,6 +70,22 @@ class FilesystemStore:
 
     def __repr__(self) -> str:
         return f"FilesystemStore({str(self.root)!r})"
+
+    def for_group(self, group_id: str) -> FilesystemStore:
+        """The store of Group ``group_id``'s namespace: ``root/groups/<group_id>``.
+
+        Raises:
+            ValueError: ``group_id`` cannot name a directory safely.
+        """
+        return FilesystemStore(self.root / group_prefix(group_id))
+
+    def path(self, content_hash: str) -> Path:
+        """The file of ``content_hash`` (whether or not it exists).
+
+        Raises:
+            ValueError: ``content_hash`` is not 64 lowercase hex characters.
+        """
+        return self._path(content_hash)
 
     def _path(self, content_hash: str) -> Path:
         return self.root / "sha256" / check_hash(content_hash)

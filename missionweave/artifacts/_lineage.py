@@ -2,16 +2,47 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from ..protocol import SignedManifest, verify_manifest
 from ._errors import ManifestError
 from ._store import check_hash
 
-if TYPE_CHECKING:
-    from ._manifest import ManifestIndex
+
+class ManifestSource(Protocol):
+    """Where :func:`build_lineage` finds manifests: a :class:`ManifestIndex`, or
+    :class:`LogManifests` read from a Group's log."""
+
+    def get(self, content_hash: str) -> list[SignedManifest]:
+        """Every manifest recorded for ``content_hash``."""
+        ...
+
+
+class LogManifests:
+    """The manifests of ``artifact.published`` Events (a Group's log read by a member), by
+    Artifact hash: the lineage a member may see, without any store (MW-13.1-c).
+
+    Args:
+        events: Events of one Group; other types are skipped, unusable manifests too.
+    """
+
+    def __init__(self, events: Iterable[object]) -> None:
+        self._by_hash: dict[str, list[SignedManifest]] = {}
+        for ev in events:
+            if getattr(ev, "type", None) != "artifact.published":
+                continue
+            try:
+                signed = SignedManifest.model_validate(getattr(ev, "body", {})["manifest"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            self._by_hash.setdefault(signed.manifest.content_hash, []).append(signed)
+
+    def get(self, content_hash: str) -> list[SignedManifest]:
+        """The manifests published for ``content_hash`` (signatures not checked here)."""
+        return list(self._by_hash.get(check_hash(content_hash), ()))
+
 
 #: ``ok``: at least one manifest verifies; ``no_manifest``: the index holds none;
 #: ``unverified``: it holds some but none verifies (their sources are not followed);
@@ -55,7 +86,7 @@ class LineageNode:
 
 
 def build_lineage(
-    index: ManifestIndex,
+    index: ManifestSource,
     content_hash: str,
     *,
     public_keys: Mapping[str, str] | None = None,

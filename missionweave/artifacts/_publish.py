@@ -22,6 +22,7 @@ from ..protocol import (
     sign_manifest,
 )
 from ._errors import PublishRejected
+from ._gate import GatedArtifacts
 from ._manifest import ManifestIndex
 from ._store import ArtifactRef, ArtifactStore
 
@@ -76,7 +77,7 @@ class PublishedArtifact:
 
 
 async def publish_artifact(
-    store: ArtifactStore,
+    store: ArtifactStore | GatedArtifacts,
     authority: AsyncSubmitter,
     actor: Actor,
     group_id: str,
@@ -97,17 +98,19 @@ async def publish_artifact(
 ) -> PublishedArtifact:
     """Store an Artifact and record its signed manifest with the Authority (MW-13.1-a..c).
 
-    Steps: put the bytes in ``store`` (content-addressed; a no-op when present), build the
+    Steps: put the bytes in ``store`` (content-addressed; a no-op when present; an agent's
+    store is :class:`GatedArtifacts`: the Authority grants the write), build the
     manifest with every MW-13.1-b field, sign it with the actor's key, submit
     ``artifact.publish`` (body: ``work_item_id``, ``lease_id``, ``ownership_epoch``,
-    ``manifest``), and once accepted, add the manifest to the store's :class:`ManifestIndex`
-    for lineage. Indexing only after acceptance keeps refused manifests out of provenance; if
-    the process dies in between, ``ManifestIndex.ingest`` over the Group log restores it.
+    ``manifest``), and once accepted — with a store it holds itself — add the manifest to the
+    store's :class:`ManifestIndex` for lineage. Indexing only after acceptance keeps refused
+    manifests out of provenance; if the process dies in between, or publishes through the
+    Authority (no store of its own), ``ManifestIndex.ingest`` over the Group log fills it.
 
     Blocking store I/O runs in a worker thread, so the event loop stays free.
 
     Args:
-        store: the artifact store.
+        store: the artifact store, or the Group's Artifacts through the Authority.
         authority: an async submitter (``AuthorityClient``).
         actor: the producing agent (its session and membership epochs must be current).
         group_id: the Group.
@@ -133,9 +136,13 @@ async def publish_artifact(
         PublishRejected: the Authority refused (``stale_lease``, ``invalid_manifest``,
             ``manifest_signature``, ``cross_mission_content``, …); the bytes stay stored.
         ArtifactStoreError: the store failed.
+        ArtifactAccessDenied: the Authority refused the write (through :class:`GatedArtifacts`).
         AuthorityClientError: the Authority could not be reached (resubmitting is safe).
     """
-    ref = await asyncio.to_thread(_put, store, data, media_type)
+    if isinstance(store, GatedArtifacts):
+        ref = await store.put(data, media_type)
+    else:
+        ref = await asyncio.to_thread(_put, store, data, media_type)
     manifest = ArtifactManifest(
         content_hash=ref.hash,
         media_type=media_type,
@@ -169,7 +176,8 @@ async def publish_artifact(
     if result.status != "accepted":
         rejection = result.rejection or Rejection(code=result.status, reason="not accepted")
         raise PublishRejected(rejection, ref.hash)
-    await asyncio.to_thread((index or ManifestIndex(store)).add, signed, actor.public_key)
+    if not isinstance(store, GatedArtifacts):
+        await asyncio.to_thread((index or ManifestIndex(store)).add, signed, actor.public_key)
     return PublishedArtifact(ref, signed, result)
 
 

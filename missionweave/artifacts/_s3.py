@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import io
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -24,6 +26,7 @@ from ._store import (
     HashingReader,
     check_meta_name,
     content_key,
+    group_prefix,
     put_file_once,
     traced,
 )
@@ -38,7 +41,10 @@ class S3Store:
 
     Keys: content under ``sha256/<hex>``, side documents under ``manifests/<hex>.json``,
     partial uploads under ``tmp/`` (give that prefix a lifecycle rule expiring objects after a
-    day: a crash can leave one behind).
+    day: a crash can leave one behind) — each under :attr:`prefix`, which is
+    ``groups/<group_id>/`` in the view :meth:`for_group` returns: content is addressed per
+    Group. Only the Authority (and the coordinator) hold the credentials; agents get one
+    object at a time through :meth:`presign`, granted by the Authority.
 
     How a stream of unknown length is stored (:meth:`put_stream`): its SHA-256 is not known
     until the last byte, and the object key depends on it. So the stream is uploaded once, as
@@ -96,8 +102,43 @@ class S3Store:
                     if exc.code not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
                         raise
 
+        #: Prepended to every key: ``""`` at the bucket's root, ``groups/<id>/`` in a Group's view.
+        self.prefix = ""
+
     def __repr__(self) -> str:
-        return f"S3Store({self.endpoint!r}, bucket={self.bucket!r})"
+        return f"S3Store({self.endpoint!r}, bucket={self.bucket!r}, prefix={self.prefix!r})"
+
+    def for_group(self, group_id: str) -> S3Store:
+        """This store over Group ``group_id``'s namespace (keys under ``groups/<group_id>/``),
+        sharing the connection pool.
+
+        Raises:
+            ValueError: ``group_id`` cannot name a namespace safely.
+        """
+        view = copy.copy(self)
+        view.prefix = self.prefix + group_prefix(group_id)
+        return view
+
+    def _key(self, content_hash: str) -> str:
+        return self.prefix + content_key(content_hash)
+
+    def presign(self, method: str, content_hash: str, expires: timedelta) -> str:
+        """A URL that lets its holder ``GET`` or ``PUT`` this one object until ``expires`` from
+        now, with no credentials (S3 Signature V4 query authentication). The Authority hands
+        these to members it has checked (docs/authority.md "Artifacts").
+
+        Raises:
+            ValueError: ``method`` is not ``GET``/``PUT``, or ``content_hash`` is malformed.
+            ArtifactStoreError: the server could not be asked for the bucket's region.
+        """
+        if method not in ("GET", "PUT"):
+            raise ValueError(f"cannot presign {method!r}")
+        with self._errors():
+            return str(
+                self.client.get_presigned_url(
+                    method, self.bucket, self._key(content_hash), expires=expires
+                )
+            )
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
@@ -109,7 +150,7 @@ class S3Store:
 
     def uri(self, content_hash: str) -> str:
         """``s3://<bucket>/sha256/<hex>`` (a location, not an identity)."""
-        return f"s3://{self.bucket}/{content_key(content_hash)}"
+        return f"s3://{self.bucket}/{self._key(content_hash)}"
 
     def _ref(self, content_hash: str, size: int, media_type: str | None) -> ArtifactRef:
         return ArtifactRef(
@@ -128,11 +169,11 @@ class S3Store:
 
     def exists(self, content_hash: str) -> bool:
         """Whether ``sha256/<hex>`` exists (a HEAD request; content is verified on read)."""
-        return self._size(content_key(content_hash)) is not None
+        return self._size(self._key(content_hash)) is not None
 
     def _present(self, content_hash: str, size: int) -> bool:
         # Same size: present, write nothing. Another size: certainly corrupt, replace it.
-        return self._size(content_key(content_hash)) == size
+        return self._size(self._key(content_hash)) == size
 
     @traced("put", "s3")
     def put(self, data: bytes, media_type: str | None = None) -> ArtifactRef:
@@ -142,7 +183,7 @@ class S3Store:
             with self._errors():
                 self.client.put_object(
                     self.bucket,
-                    content_key(h),
+                    self._key(h),
                     io.BytesIO(data),
                     len(data),
                     content_type=media_type or "application/octet-stream",
@@ -159,7 +200,7 @@ class S3Store:
             ArtifactStoreError: the upload failed (the temporary object is removed).
         """
         reader = HashingReader(stream)
-        tmp = f"tmp/{uuid.uuid4().hex}"
+        tmp = f"{self.prefix}tmp/{uuid.uuid4().hex}"
         with self._errors():
             try:
                 self.client.put_object(
@@ -173,9 +214,7 @@ class S3Store:
                 )
                 h = reader.hexdigest()
                 if not self._present(h, reader.size):
-                    self.client.copy_object(
-                        self.bucket, content_key(h), CopySource(self.bucket, tmp)
-                    )
+                    self.client.copy_object(self.bucket, self._key(h), CopySource(self.bucket, tmp))
             finally:
                 with contextlib.suppress(MinioException, urllib3.exceptions.HTTPError):
                     self.client.remove_object(self.bucket, tmp)
@@ -207,7 +246,7 @@ class S3Store:
 
     def _read(self, content_hash: str, consume: Callable[[bytes], object]) -> tuple[str, int]:
         """Stream the object into ``consume`` in 1 MiB chunks; return its SHA-256 and size."""
-        resp = self._open(content_key(content_hash), content_hash)
+        resp = self._open(self._key(content_hash), content_hash)
         sha, size = hashlib.sha256(), 0
         try:
             with self._errors():
@@ -261,7 +300,7 @@ class S3Store:
     def read_meta(self, name: str) -> bytes | None:
         """The side document at key ``name``, or ``None``."""
         try:
-            resp = self._open(check_meta_name(name), name)
+            resp = self._open(self.prefix + check_meta_name(name), name)
         except ArtifactNotFound:
             return None
         try:
@@ -283,6 +322,10 @@ class S3Store:
         if new != current:
             with self._errors():
                 self.client.put_object(
-                    self.bucket, name, io.BytesIO(new), len(new), content_type="application/json"
+                    self.bucket,
+                    self.prefix + name,
+                    io.BytesIO(new),
+                    len(new),
+                    content_type="application/json",
                 )
         return new

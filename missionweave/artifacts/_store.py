@@ -1,6 +1,7 @@
 """The artifact store protocol, the reference it returns, and helpers shared by the backends.
 
-Content addressing (MW-13.1-a, MW-13.1-d): every object is stored under ``sha256/<hex>``, where
+Content addressing (MW-13.1-a, MW-13.1-d): every object is stored under ``sha256/<hex>`` of its
+Group's namespace (``groups/<group_id>/``, :meth:`ArtifactStore.for_group`), where
 ``<hex>`` is the SHA-256 that *we* compute over the bytes while writing them — never a backend
 ETag, which is an MD5 or a multipart checksum and may differ between stores. Every read hashes
 what came back and refuses a mismatch. A URI only says where to look.
@@ -93,6 +94,12 @@ class ArtifactStore(Protocol):
         """Replace side document ``name`` with ``update(current)``; returns the new bytes."""
         ...
 
+    def for_group(self, group_id: str) -> ArtifactStore:
+        """The same kind of store over Group ``group_id``'s namespace only (``groups/<id>/``):
+        content is addressed per Group, so knowing a hash reaches nothing of another Group's
+        (MW-13.3-d)."""
+        ...
+
 
 def check_hash(content_hash: str) -> str:
     """``content_hash`` if it is 64 lowercase hex characters.
@@ -114,6 +121,22 @@ def check_meta_name(name: str) -> str:
     if not _META.match(name) or ".." in name:
         raise ValueError(f"not a side-document name: {name[:80]!r}")
     return name
+
+
+def group_prefix(group_id: str) -> str:
+    """The namespace of Group ``group_id`` in a store: ``groups/<group_id>/``.
+
+    Raises:
+        ValueError: the id could leave the namespace (empty, ``.``, ``..``, a ``/``, a
+            backslash or a control character) or is over 200 characters.
+    """
+    if (
+        not 0 < len(group_id) <= 200
+        or group_id in (".", "..")
+        or any(c in "/\\" or ord(c) < 32 or ord(c) == 127 for c in group_id)
+    ):
+        raise ValueError(f"not a Group id usable as a store namespace: {group_id[:80]!r}")
+    return f"groups/{group_id}/"
 
 
 def content_key(content_hash: str) -> str:

@@ -1,4 +1,6 @@
-"""``missionweave artifacts …``: fetch verified Artifacts and trace their provenance."""
+"""``missionweave artifacts …``: fetch verified Artifacts through the Authority's grants and
+trace their provenance from the Group's log; and the store options of the processes that hold
+the store (``authority serve``, ``coordinator``)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ._common import CliError
-from ._options import DATA_DIR_ENV
+from ..protocol import SigningKey
+from ._common import CliError, load_key, run_client_command
+from ._options import AUTHORITY_URL, DATA_DIR_ENV, READER_KEY, READER_KEY_ENV
 
 if TYPE_CHECKING:
     from ..artifacts import ArtifactStore
 
 app = typer.Typer(
-    help="Fetch content-addressed Artifacts (hash-verified) and show their provenance.",
+    help="Fetch a Group's content-addressed Artifacts (hash-verified) through the Authority and "
+    "show their provenance.",
     no_args_is_help=True,
 )
 
@@ -99,18 +103,34 @@ def artifacts_option(use: str, default: str) -> Any:
     )
 
 
-def _store_name(store: Path | None, s3_endpoint: str | None, s3_bucket: str | None) -> str:
-    """Where the options point, for messages: ``s3://bucket`` or the store's directory."""
-    return f"s3://{s3_bucket}" if s3_endpoint else str(store or default_store_path())
+_GROUP = typer.Option(..., "--group", "-g", help="The Group whose Artifact it is.")
+_MISSION = typer.Option(
+    None,
+    "--mission",
+    help="Read for this Mission's context: another Mission's content is refused (MW-13.3-d).",
+)
+
+
+def _reader_key(key: Path | None) -> SigningKey:
+    if key is None:
+        raise CliError(
+            f"reads are signed: pass --key (or set {READER_KEY_ENV}) with the PEM key of a "
+            "member of the Group; with `dev up`, <data-dir>/keys/coordinator.pem"
+        )
+    return load_key(key)
 
 
 # typer shows a command's help as written: paragraphs apart, each on one line (it wraps them)
 _GET_HELP = (
-    "Fetch an Artifact to a file, verifying its SHA-256 (MW-13.1-d).\n\n"
+    "Fetch an Artifact of a Group to a file, verifying its SHA-256 (MW-13.1-d).\n\n"
+    "The read is signed with --key, a member's (or an operator's): the Authority checks the "
+    "membership (and, with --mission, that the Artifact may enter that Mission) and grants "
+    "this one object for a few minutes. Content is addressed per Group: a hash names nothing "
+    "of another Group's.\n\n"
     "OUTPUT may be an existing directory: the Artifact is then written into it, named by its "
     "hash.\n\n"
-    "Exits 1 with one line when the stored bytes do not match the hash (OUTPUT is then left "
-    "untouched), 2 when the Artifact or the store is missing."
+    "Exits 1 with one line when the bytes do not match the hash (OUTPUT is then left "
+    "untouched) or the Authority refuses the read, 2 when the Group holds no such Artifact."
 )
 
 
@@ -124,16 +144,14 @@ def get(
         metavar="OUTPUT",
         help="File to write, or an existing directory to write HASH into.",
     ),
-    store: Path | None = STORE,
-    s3_endpoint: str | None = S3_ENDPOINT,
-    s3_bucket: str | None = S3_BUCKET,
-    s3_secure: bool = S3_SECURE,
+    group: str = _GROUP,
+    key: Path | None = READER_KEY,
+    authority_url: str = AUTHORITY_URL,
+    mission: str | None = _MISSION,
 ) -> None:
-    """Fetch an Artifact to ``output`` (a file, or an existing directory to write it into as
-    ``<hash>``), verifying its SHA-256 (MW-13.1-d); exit 1 on a mismatch, 2 when missing."""
-    from ..artifacts import ArtifactIntegrityError, ArtifactNotFound
-
-    backend = open_store(store, s3_endpoint, s3_bucket, s3_secure)
+    """Fetch an Artifact to ``output`` through the Authority's grant, verifying its SHA-256
+    (MW-13.1-d); exit 1 on a mismatch or a refusal, 2 when missing."""
+    signing_key = _reader_key(key)
     if output.is_dir():
         output = output / content_hash  # like cp FILE DIR (the hash is checked before use)
         if output.is_dir():
@@ -141,46 +159,89 @@ def get(
     above = next((p for p in output.parents if p.exists()), None)
     if above is not None and not above.is_dir():
         raise CliError(f"cannot write {output}: {above} is not a directory")
-    try:
-        ref = backend.get_to_file(content_hash, output)
-    except (ValueError, ArtifactNotFound) as exc:
-        raise CliError(str(exc)) from None
-    except ArtifactIntegrityError as exc:
-        raise CliError(str(exc), exit_code=1) from None
-    except OSError as exc:  # e.g. OUTPUT's parent is a file, or not writable
-        raise CliError(f"{exc.filename or output}: {exc.strerror or exc}") from None
+    run_client_command(_get(content_hash, output, group, signing_key, authority_url, mission))
+
+
+async def _get(
+    content_hash: str,
+    output: Path,
+    group: str,
+    key: SigningKey,
+    url: str,
+    mission: str | None,
+) -> None:
+    from ..artifacts import (
+        ArtifactAccessDenied,
+        ArtifactIntegrityError,
+        ArtifactNotFound,
+        ArtifactStoreError,
+    )
+    from ..authority.client import AuthorityClient, AuthorityUnavailable
+    from ..worker import authority_artifacts
+
+    async with AuthorityClient(url, signing_key=key) as client:
+        artifacts = authority_artifacts(client, group, mission_id=mission)
+        try:
+            ref = await artifacts.get_to_file(content_hash, output)
+        except (ValueError, ArtifactNotFound) as exc:
+            raise CliError(str(exc)) from None
+        except (ArtifactIntegrityError, ArtifactAccessDenied, ArtifactStoreError) as exc:
+            raise CliError(str(exc), exit_code=1) from None
+        except AuthorityUnavailable:
+            raise CliError(f"cannot reach the Authority at {url}") from None
+        except OSError as exc:  # e.g. OUTPUT's parent is a file, or not writable
+            raise CliError(f"{exc.filename or output}: {exc.strerror or exc}") from None
     typer.echo(f"ok {ref.hash} {ref.size} bytes -> {output}")
 
 
 _LINEAGE_HELP = (
     "Print an Artifact's provenance (MW-13.1-c): an indented tree of the Artifacts it was "
-    "derived from, read from their signed manifests. --mermaid prints a Mermaid flowchart "
-    "instead.\n\n"
-    "Manifests whose signature does not verify are not followed; they are shown as "
-    '"(unverified)". An ancestor without a manifest is shown as "(no manifest)".\n\n'
-    "Exits 2 when HASH itself has no manifest in the store."
+    "derived from, read from the signed manifests of the Group's artifact.published Events. "
+    "--mermaid prints a Mermaid flowchart instead.\n\n"
+    "The reads are signed with --key, a member's (or an operator's): only the Group's members "
+    "see its lineage. Manifests whose signature does not verify are not followed; they are "
+    'shown as "(unverified)". An ancestor without a manifest is shown as "(no manifest)".\n\n'
+    "Exits 2 when HASH itself has no manifest in the Group's log."
 )
 
 
 @app.command("lineage", help=_LINEAGE_HELP)
 def lineage(
     content_hash: str = _HASH,
-    store: Path | None = STORE,
+    group: str = _GROUP,
+    key: Path | None = READER_KEY,
+    authority_url: str = AUTHORITY_URL,
     mermaid: bool = typer.Option(False, "--mermaid", help="Print a Mermaid flowchart."),
-    s3_endpoint: str | None = S3_ENDPOINT,
-    s3_bucket: str | None = S3_BUCKET,
-    s3_secure: bool = S3_SECURE,
 ) -> None:
-    """Print an Artifact's provenance tree (MW-13.1-c) from the signed manifests in the
-    store, or a Mermaid flowchart; exit 2 when the Artifact itself has no manifest."""
-    from ..artifacts import ManifestIndex, to_mermaid, to_text
+    """Print an Artifact's provenance tree (MW-13.1-c) from the signed manifests of the
+    Group's log, or a Mermaid flowchart; exit 2 when the Artifact itself has no manifest."""
+    from ..protocol import is_hash
 
-    backend = open_store(store, s3_endpoint, s3_bucket, s3_secure)
-    try:
-        tree = ManifestIndex(backend).lineage(content_hash)
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
+    signing_key = _reader_key(key)
+    if not is_hash(content_hash):
+        raise CliError(f"not a SHA-256 hex hash: {content_hash[:80]!r}")
+    run_client_command(_lineage(content_hash, group, signing_key, authority_url, mermaid))
+
+
+async def _lineage(content_hash: str, group: str, key: SigningKey, url: str, mermaid: bool) -> None:
+    from ..artifacts import LogManifests, build_lineage, to_mermaid, to_text
+    from ..authority.client import AuthorityClient, AuthorityRequestError, AuthorityUnavailable
+    from ..protocol import Event
+
+    events: list[Event] = []
+    async with AuthorityClient(url, signing_key=key) as client:
+        try:
+            head, _ = await client.head(group)
+            while not events or events[-1].seq < head:
+                page = await client.events(group, events[-1].seq if events else 0, 1000)
+                if not page:
+                    break
+                events += page
+        except AuthorityUnavailable:
+            raise CliError(f"cannot reach the Authority at {url}") from None
+        except AuthorityRequestError as exc:
+            raise CliError(f"{exc.code}: {exc.reason}", exit_code=1) from None
+    tree = build_lineage(LogManifests(events), content_hash)
     if tree.status == "no_manifest":
-        where = _store_name(store, s3_endpoint, s3_bucket)
-        raise CliError(f"no manifest for artifact {content_hash} in {where}")
+        raise CliError(f"no manifest for artifact {content_hash} in group {group}")
     typer.echo(to_mermaid(tree) if mermaid else to_text(tree), nl=False)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from ._artifacts import S3_BUCKET, S3_ENDPOINT, S3_SECURE, open_store
 from ._common import CliError, load_key, load_or_create_key
 from ._options import authority_db_option
 
@@ -51,13 +52,25 @@ def serve(
     tls_key: Path | None = typer.Option(
         None, "--tls-key", help="The PEM private key of --tls-cert."
     ),
+    artifacts: Path | None = typer.Option(
+        None,
+        "--artifacts",
+        metavar="DIR",
+        help="Filesystem artifact store the Authority guards and serves (members get one "
+        "object at a time after its checks). Default: artifacts/ beside a SQLite --db; none "
+        "with PostgreSQL (use the S3 options).",
+    ),
+    s3_endpoint: str | None = S3_ENDPOINT,
+    s3_bucket: str | None = S3_BUCKET,
+    s3_secure: bool = S3_SECURE,
 ) -> None:
     """Serve the Authority over HTTP and WebSocket (protocol section 16).
 
     Endpoints: POST /v1/commands, GET /v1/groups/{group}/events?after_sequence=N&limit=M,
     WebSocket /v1/stream (SUBSCRIBE / EVENT / ACK / ERROR frames). Every read is a signed
     request of a member of the Group it reads (or of an operator); see docs/authority.md,
-    "Security model".
+    "Security model". Artifacts: the Authority alone holds the store (--artifacts or the S3
+    bucket) and grants members one object at a time (GET /v1/groups/{group}/artifacts/{hash}).
     """
     from ..authority import Authority, AuthorityConfig
     from ..authority.http import serve as run_server
@@ -92,8 +105,16 @@ def serve(
             "warning: no --operator-key: nobody can create a Group on this Authority", err=True
         )
     tls = {"ssl_certfile": str(tls_cert), "ssl_keyfile": str(tls_key)} if tls_cert else {}
+    if artifacts is None and not s3_endpoint and not is_url(db):
+        artifacts = Path(db).with_name("artifacts")
+    store = (
+        open_store(artifacts, s3_endpoint, s3_bucket, s3_secure, create=True)
+        if artifacts is not None or s3_endpoint
+        else None
+    )
+    typer.echo(f"artifacts: {store!r}" if store else "warning: no artifact store", err=True)
     try:
-        run_server(authority, host=host, port=port, **tls)
+        run_server(authority, host=host, port=port, artifact_store=store, **tls)
     finally:
         authority.close()
 

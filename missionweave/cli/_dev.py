@@ -98,7 +98,7 @@ def _describe(stack: EmbeddedStack) -> str:
             "  .venv/bin/missionweave worker --card examples/agents/counter.yaml "
             f"--key {agent_key} --handlers examples.agents.handlers --group {stack.group} "
             f"--authority-url {stack.authority_url} "
-            f"--temporal-address {stack.temporal_target} --artifacts {stack.files.artifacts}",
+            f"--temporal-address {stack.temporal_target}",
             "  .venv/bin/missionweave mission start examples/missions/hello.yaml",
         ]
     )

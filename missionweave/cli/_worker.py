@@ -17,14 +17,6 @@ from pydantic import ValidationError
 
 from ..protocol import AgentCard, MissionWeaveError, SigningKey
 from . import _options as opt
-from ._artifacts import (
-    S3_BUCKET,
-    S3_ENDPOINT,
-    S3_SECURE,
-    artifacts_option,
-    default_store_path,
-    open_store,
-)
 from ._common import (
     CliError,
     first_line,
@@ -139,13 +131,6 @@ def worker_command(
         help="Local state directory: <agent_id>.db (cursors, its own WorkItems), "
         "rebuilt from the log if deleted.",
     ),
-    artifacts: Path | None = artifacts_option(
-        "that handlers publish to (ctx.publish) and read from (ctx.fetch)",
-        "$MISSIONWEAVE_DATA_DIR/artifacts, else <state-dir>/artifacts",
-    ),
-    s3_endpoint: str | None = S3_ENDPOINT,
-    s3_bucket: str | None = S3_BUCKET,
-    s3_secure: bool = S3_SECURE,
     stop_timeout: float = opt.STOP_TIMEOUT,
     group_weight: list[str] = typer.Option(
         [],
@@ -165,8 +150,9 @@ def worker_command(
 
     The agent opens a session, follows each Group's log into local state
     (<state-dir>/<agent_id>.db, rebuilt from the log if deleted), and runs the
-    execute_work_item activity on task queue missionweave-agent-<agent_id>. Artifacts go to
-    --artifacts (or the S3 bucket), which the coordinator must see too.
+    execute_work_item activity on task queue missionweave-agent-<agent_id>. The agent holds
+    no artifact store: ctx.publish and ctx.fetch go through the Authority, which grants one
+    object at a time after its membership and context checks.
 
     Ctrl-C asks running handlers to pause (ctx.should_pause()) and drains the Worker. A
     handler still running 5 s before --stop-timeout ends (at half of it, for one under 10 s) is
@@ -189,13 +175,6 @@ def worker_command(
         raise CliError(str(exc)) from None
     weights = parse_group_weights(group_weight, list(group))
     scheduling = scheduler_options(resource, approval_risk, risk_budget, list(group), group_quota)
-    store = open_store(
-        artifacts or default_store_path(state_dir / "artifacts"),
-        s3_endpoint,
-        s3_bucket,
-        s3_secure,
-        create=True,
-    )
     runtime_for = functools.partial(
         AgentRuntime,
         agent_card,
@@ -204,7 +183,6 @@ def worker_command(
         authority_url=authority_url,
         handlers=registry,
         state_path=state_dir / f"{agent_card.agent_id}.db",
-        artifact_store=store,
         graceful_shutdown=timedelta(seconds=pause_grace_s(stop_timeout)),
         group_weights=weights,
         **scheduling,

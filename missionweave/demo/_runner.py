@@ -373,10 +373,11 @@ async def run_demo(
         _say(console, f"  mission      {mission_id}  {url or ''}".rstrip())
         view = ProgressView(console, live=console.is_terminal)
         result = await _follow(handle, view, stop, opts.poll_s, approve)
-        summary = summarize(result, stack.artifacts)
+        group_store = stack.artifacts.for_group(stack.group)  # the operator reads it whole
+        summary = summarize(result, group_store)
         if summary.sbom is not None:
             dest = opts.data_dir / f"sbom-{mission_id}.cdx.json"
-            await asyncio.to_thread(stack.artifacts.get_to_file, summary.sbom, dest)
+            await asyncio.to_thread(group_store.get_to_file, summary.sbom, dest)
             summary.sbom_path = dest
         items = {i.work_item_id for i in result.items}
         summary.stats = log_stats(await _mission_events(stack, result), items)

@@ -7,13 +7,15 @@
   search attributes registered, the web UI unless headless);
 * the Group Authority on SQLite (``authority.db``, key ``authority.key``) served over HTTP and
   WebSocket;
-* the filesystem artifact store (``artifacts/``);
+* the filesystem artifact store (``artifacts/``, one namespace per Group under ``groups/``),
+  which only the Authority serves — to members, one object at a time after its checks — and
+  the coordinator's review reads;
 * the coordinator (key ``keys/coordinator.pem``): a Temporal Worker hosting the ``Mission``
   workflow and its activities. On the first start it creates the Group (default ``demo``) with
   itself as owner, coordinator and mission owner; later starts find it there;
 * optionally agents (:meth:`EmbeddedStack.start_agent`), each an
-  :class:`~missionweave.worker.AgentRuntime` with its state under ``agents/``, publishing to the
-  same artifact store the coordinator's review reads.
+  :class:`~missionweave.worker.AgentRuntime` with its state under ``agents/``, publishing to
+  that store through the Authority.
 
 Public names are re-exported by :mod:`missionweave.dev`. ``missionweave dev up`` runs the stack
 until Ctrl-C; the demo runs a Mission on it::
@@ -318,7 +320,11 @@ class EmbeddedStack:
             raise StackError(f"{self.files.authority_db}: {exc}") from None
         self._authority = authority
         exits.callback(authority.close)
-        server = AuthorityServer(authority, host=self.host, port=self.authority_port)
+        # the Authority alone hands out the store's objects (MW-13.3-d); the coordinator's
+        # review reads it as the operator
+        server = AuthorityServer(
+            authority, host=self.host, port=self.authority_port, artifact_store=self.artifacts
+        )
         await server.start()
         exits.push_async_callback(server.stop)
         self.authority_port = server.port
@@ -444,7 +450,8 @@ class EmbeddedStack:
             handlers: its work handlers.
             roles: its roles in the Group.
             **runtime_kw: more ``AgentRuntime`` arguments (``admission``, ``max_wait``,
-                ``interceptors`` …); ``artifact_store`` defaults to :attr:`artifacts`.
+                ``interceptors`` …). Its handlers reach :attr:`artifacts` only through the
+                Authority's grants (``ctx.publish`` / ``ctx.fetch``).
 
         Returns:
             The runtime, once it follows the Group's log (``runtime.ready``).
@@ -466,7 +473,7 @@ class EmbeddedStack:
             temporal_client=self.client,
             handlers=handlers,
             state_path=self.files.agent_state(card.agent_id),
-            **{"artifact_store": self.artifacts, **runtime_kw},
+            **runtime_kw,
         )
         task = asyncio.create_task(runtime.run(), name=f"agent-{card.agent_id}")
 

@@ -23,6 +23,7 @@ runtime and lives in its private modules.
 """
 
 from ._admission import AdmissionPolicy
+from ._artifacts import authority_artifacts
 from ._context import WorkAuthorizationRejected, WorkContext
 from ._errors import (
     Blocked,
@@ -57,6 +58,8 @@ __all__ = [  # noqa: RUF022 (grouped by who uses them, as in temporalio)
     "AdmissionPolicy",
     "AgentRuntime",
     "RiskGate",
+    # A Group's Artifacts through the Authority (handlers use ctx.publish / ctx.fetch)
+    "authority_artifacts",
     # Errors of the runtime
     "HandlerLoadError",
     "SessionError",

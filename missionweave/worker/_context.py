@@ -21,6 +21,7 @@ from temporalio.service import RPCError
 from ..artifacts import (
     ArtifactRef,
     ArtifactStore,
+    GatedArtifacts,
     LeaseInfo,
     PublishedArtifact,
     PublishRejected,
@@ -45,6 +46,7 @@ from ..protocol.temporal_contract import (
     WorkItemSpec,
     mission_workflow_id,
 )
+from ._artifacts import authority_artifacts
 from ._errors import Blocked, LeaseLost, Pause, WorkerError
 from ._fence import FencedActions
 from ._input import offload_inputs
@@ -117,7 +119,6 @@ class WorkContext(FencedActions):
         work: the activity input.
         session: this slot's lease session.
         on_progress: also send each progress report here.
-        artifact_store: where :meth:`publish` stores and :meth:`fetch` reads Artifacts.
         agent_card_version: the agent's Agent Card version (recorded in manifests).
         capability_versions: capability id → version of the handler running (recorded in
             manifests unless :meth:`publish` is given others).
@@ -129,14 +130,13 @@ class WorkContext(FencedActions):
         session: LeaseSession,
         *,
         on_progress: ProgressHook | None = None,
-        artifact_store: ArtifactStore | None = None,
         agent_card_version: int = 0,
         capability_versions: Mapping[str, str] | None = None,
     ) -> None:
         self._work = work
         self._session = session
         self._on_progress = on_progress
-        self._store = artifact_store
+        self._gate: GatedArtifacts | None = None
         self._card_version = agent_card_version
         self.capability_versions: dict[str, str] = dict(capability_versions or {})
         self._published: list[str] = []
@@ -255,10 +255,17 @@ class WorkContext(FencedActions):
         ``work.submit`` carries them (with ``Submission.artifacts``)."""
         return list(self._published)
 
-    def _artifacts(self) -> ArtifactStore:
-        if self._store is None:
-            raise WorkerError("this runtime has no artifact store (artifact_store=...)")
-        return self._store
+    def _artifacts(self) -> GatedArtifacts:
+        # The agent holds no store: each read and write is granted by the Authority after its
+        # membership and context checks, for this Mission and under the current lease.
+        if self._gate is None:
+            self._gate = authority_artifacts(
+                self._session.client,
+                self.group_id,
+                mission_id=self.mission_id,
+                lease_id=lambda: self._session.lease.lease_id,
+            )
+        return self._gate
 
     async def publish(
         self,
@@ -274,10 +281,12 @@ class WorkContext(FencedActions):
     ) -> ArtifactRef:
         """Publish an Artifact produced by this WorkItem (MW-13.1-a/b/c).
 
-        Stores the content in the runtime's artifact store under its SHA-256 (content lives
-        outside the event log), signs its manifest — every MW-13.1-b field: hash, media type,
-        schema, this agent and its Agent Card version, Mission / Group / WorkItem, ``sources``,
-        tool / model / capability versions, time, classification, size, URI — and has the
+        Stores the content under its SHA-256 in the Group's namespace of the artifact store —
+        through a write the Authority grants under the current lease; the agent holds no
+        store credential (content lives outside the event log) — signs its manifest — every
+        MW-13.1-b field: hash, media type, schema, this agent and its Agent Card version,
+        Mission / Group / WorkItem, ``sources``, tool / model / capability versions, time,
+        classification, size, URI — and has the
         Authority record ``artifact.published`` under the current lease (MW-11.3-c). The hash
         is added to the submission's artifacts automatically.
 
@@ -302,11 +311,11 @@ class WorkContext(FencedActions):
                 visible: it waits for a confirmed lease, MW-11.5-d).
             PublishRejected: any other refusal (``invalid_manifest``, ``cross_mission_content``,
                 …); the bytes stay in the store.
+            ArtifactAccessDenied: the Authority granted no write (``stale_lease``, …).
             AuthorityUnavailable: only for a stream (``BinaryIO``, read once) whose
                 registration did not reach the Authority (publishing again is safe); bytes and
                 paths are published again until the grace deadline.
-            ArtifactStoreError: the store failed.
-            WorkerError: the runtime has no artifact store.
+            ArtifactStoreError: the transfer failed.
             ValueError: ``classification`` is unknown or a source is not a SHA-256 hex hash.
         """
         store = self._artifacts()
@@ -342,7 +351,7 @@ class WorkContext(FencedActions):
 
     async def _publish_once(
         self,
-        store: ArtifactStore,
+        store: ArtifactStore | GatedArtifacts,
         data: bytes | BinaryIO | os.PathLike[str],
         media_type: str,
         *,
@@ -389,17 +398,23 @@ class WorkContext(FencedActions):
             raise
 
     async def fetch(self, content_hash: str) -> bytes:
-        """The content of Artifact ``content_hash`` from the artifact store, its SHA-256
-        verified (MW-13.1-d): for inputs (``contract.inputs``, :attr:`dependency_artifacts`).
+        """The content of Artifact ``content_hash``, its SHA-256 verified (MW-13.1-d): for
+        inputs (``contract.inputs``, :attr:`dependency_artifacts`).
+
+        The Authority grants the read after its membership and context checks: the Artifact
+        must be held by this Group (content is addressed per Group: knowing a hash grants
+        nothing) and usable in this Mission — published in it, promoted to an Organization
+        Artifact, or an external input never published in any Mission (MW-13.3-d).
 
         Raises:
             ValueError: ``content_hash`` is not 64 lowercase hex characters.
-            ArtifactNotFound: the store has no such Artifact.
-            ArtifactIntegrityError: the stored bytes do not hash to ``content_hash``.
-            ArtifactStoreError: the store failed.
-            WorkerError: the runtime has no artifact store.
+            ArtifactNotFound: the Group holds no such Artifact.
+            ArtifactAccessDenied: the Authority refused (``cross_mission_content``, …).
+            ArtifactIntegrityError: the bytes do not hash to ``content_hash``.
+            ArtifactStoreError: the transfer failed.
+            AuthorityUnavailable: the Authority could not be reached.
         """
-        return await asyncio.to_thread(self._artifacts().get, content_hash)
+        return await self._artifacts().get(content_hash)
 
     async def _publish_input(self, data: bytes, media_type: str) -> str:
         """Publish ``data`` as an Artifact of this WorkItem that is not one of its deliverables

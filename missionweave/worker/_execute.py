@@ -42,7 +42,7 @@ from typing import Any
 from pydantic import ValidationError
 from temporalio import activity
 
-from ..artifacts import ArtifactStore, ArtifactStoreError
+from ..artifacts import ArtifactStoreError
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..authority.wire import now_ms
 from ..protocol import Actor, Budget, CanonicalizationError, Evidence, ProgressReport
@@ -130,8 +130,6 @@ class WorkItemExecutor:
         report_timeout: how long to keep retrying the final report while the Authority is
             unreachable (the same signed Command each time, so it is idempotent).
         clock: epoch-millisecond clock (lease and token expiry, Evidence timestamps).
-        artifact_store: where ``WorkContext.publish`` stores and ``fetch`` reads Artifacts
-            (``None``: handlers cannot publish).
         agent_card_version: the agent's Agent Card version, recorded in manifests.
         taker: answers the offer an activity carries and obtains the lease
             (:class:`~missionweave.worker._take.OfferTaker`); ``None``: every input must carry
@@ -153,7 +151,6 @@ class WorkItemExecutor:
     progress_sink: ProgressSink | None = None
     report_timeout: timedelta = timedelta(seconds=30)
     clock: Callable[[], int] = now_ms
-    artifact_store: ArtifactStore | None = None
     agent_card_version: int = 0
     taker: OfferTaker | None = None
     offline_buffer: OfflineBuffer | None = None
@@ -202,7 +199,6 @@ class WorkItemExecutor:
             work,
             session,
             on_progress=hook,
-            artifact_store=self.artifact_store,
             agent_card_version=self.agent_card_version,
         )
         key = (work.group_id, work.work_item_id)
@@ -246,8 +242,8 @@ class _Run:
             return await self._fail(f"no handler for {missing}", retryable=False)
         try:  # an input by reference is fetched and verified first (a claim check)
             arg = spec.validate_input(await resolve_input(self.ctx, self.work.input))
-        except InputUnavailable as exc:  # a store that failed may answer the next attempt
-            retry = isinstance(exc.__cause__, ArtifactStoreError)
+        except InputUnavailable as exc:  # a store or an Authority that failed may answer later
+            retry = isinstance(exc.__cause__, (ArtifactStoreError, AuthorityUnavailable))
             return await self._fail(str(exc), retryable=retry)
         except ValidationError as exc:
             return await self._fail(f"invalid input: {_short(exc)}", retryable=False)

@@ -33,7 +33,6 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Interceptor, Worker
 
-from ..artifacts import ArtifactStore, FilesystemStore
 from ..authority.client import AuthorityClient, Subscriber
 from ..authority.wire import now_ms
 from ..protocol import Actor, AgentCard, Event, ProgressReport, SigningKey
@@ -111,10 +110,6 @@ class AgentRuntime:
         tracing: add the OpenTelemetry tracing interceptor to the Worker unless the client or
             ``interceptors`` already has one (a no-op until tracing is configured, see
             :mod:`missionweave.telemetry`).
-        artifact_store: where handlers publish (``ctx.publish``) and read (``ctx.fetch``)
-            Artifacts; default a :class:`~missionweave.artifacts.FilesystemStore` in
-            ``artifacts/`` beside ``state_path``. The coordinator verifies submitted Artifacts
-            in *its* store: share one (a directory on one machine, S3/MinIO beyond).
 
     Raises:
         ValueError: the card's key is not ``key``, ``groups`` is empty, or a weight, quota or
@@ -143,7 +138,6 @@ class AgentRuntime:
         clock: Callable[[], int] = now_ms,
         interceptors: Sequence[Interceptor] = (),
         tracing: bool = True,
-        artifact_store: ArtifactStore | None = None,
     ) -> None:
         if card.public_key != key.public_key:
             raise ValueError("the card's public_key is not the signing key's")
@@ -158,11 +152,6 @@ class AgentRuntime:
         self.actor = Actor(card.agent_id, key)
         self.clock = clock
         self.interceptors = worker_interceptors(temporal_client, interceptors, tracing=tracing)
-        self.artifact_store: ArtifactStore = (
-            artifact_store
-            if artifact_store is not None
-            else FilesystemStore(self.state_path.parent / "artifacts")
-        )
         self.board = SlotBoard(card.max_concurrency, on_change=self._poke, clock=clock)
         self.admission = AdmissionControl(card, handlers, admission)
         self.admission_policy = admission or AdmissionPolicy()
@@ -335,7 +324,6 @@ class AgentRuntime:
             board=self.board,
             progress_sink=self._progress,
             clock=self.clock,
-            artifact_store=self.artifact_store,
             agent_card_version=self.card.version,
             taker=taker,
             offline_buffer=self.offline_buffer,

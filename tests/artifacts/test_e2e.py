@@ -1,9 +1,10 @@
 """Artifacts published from handlers, end to end on the REAL Temporal dev server with real agent
-runtimes, a real Authority and one shared filesystem artifact store: ``WorkContext.publish``
-stores the bytes outside the log, signs the manifest and registers ``artifact.published`` under
-the lease (MW-13.1-a/b, MW-11.3-c); a dependent WorkItem fetches its dependency's Artifact
-(verified read, MW-13.1-d) and derives one from it, and ``missionweave artifacts lineage``
-shows the provenance across the two WorkItems (MW-13.1-c)."""
+runtimes and a real Authority, which alone holds the filesystem artifact store:
+``WorkContext.publish`` stores the bytes outside the log (through the Authority's write grant),
+signs the manifest and registers ``artifact.published`` under the lease (MW-13.1-a/b,
+MW-11.3-c); a dependent WorkItem fetches its dependency's Artifact (verified read, MW-13.1-d)
+and derives one from it, and ``missionweave artifacts lineage`` shows the provenance across the
+two WorkItems (MW-13.1-c), read from the Group's log with a member's signed reads."""
 
 from __future__ import annotations
 
@@ -21,9 +22,16 @@ from missionweave.authority import verify_log
 from missionweave.protocol import Event, verify_manifest
 from missionweave.protocol.temporal_contract import MissionResult
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
-from tests.artifact_servers import corrupt
-from tests.mission_harness import MW, MissionStack, contract, mission_stack, work_items
-from tests.mission_outcome import WAIT_S
+from tests.artifact_servers import S3Endpoint, corrupt
+from tests.mission_harness import (
+    MW,
+    MissionStack,
+    contract,
+    mission_stack,
+    stop_process,
+    work_items,
+)
+from tests.mission_outcome import WAIT_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -103,12 +111,15 @@ async def test_publish_from_handler_stores_signs_and_registers__MW_13_1_a__MW_13
         assert [(e["criterion"], e["result"]) for e in integrity["evidence"]] == [
             ("artifact_integrity", "pass")
         ]
-        # stored outside the log, content-addressed (MW-13.1-a)
-        assert ms.artifacts.get(h) == SECRET
+        # stored outside the log, content-addressed in the Group's namespace (MW-13.1-a,
+        # MW-13.3-d), by way of the Authority's write grant: the agent holds no store
+        group_store = ms.artifacts.for_group(ms.group)
+        assert group_store.get(h) == SECRET and not ms.artifacts.exists(h)
         events = log(ms)
         assert not any(b"confidential-payload" in e.model_dump_json().encode() for e in events)
-        # signed manifest with every MW-13.1-b field (MW-13.1-b)
-        (signed,) = ManifestIndex(ms.artifacts).get(h)
+        # signed manifest with every MW-13.1-b field (MW-13.1-b), indexed by the review from
+        # the Group's log
+        (signed,) = ManifestIndex(group_store).get(h)
         assert verify_manifest(signed, ada.actor.public_key)
         m = signed.manifest
         assert (m.producer, m.agent_card_version, m.mission_id, m.group_id, m.work_item_id) == (
@@ -125,7 +136,8 @@ async def test_publish_from_handler_stores_signs_and_registers__MW_13_1_a__MW_13
         )
         assert m.tool_versions == {"exporter": "2.1"}
         assert m.capability_versions == {"demo.step": "1.0"}
-        assert m.uri == ms.artifacts.uri(h) and m.sources == []
+        # the retrieval URI: where a member asks the Authority for it
+        assert m.uri == f"{ms.stack.url}/v1/groups/{ms.group}/artifacts/{h}" and m.sources == []
         # registered with the Authority under the current lease (MW-11.3-c)
         (pub,) = [e for e in events if e.type == "artifact.published"]
         (started,) = [e for e in events if e.type == "work.started"]
@@ -137,9 +149,9 @@ async def test_publish_from_handler_stores_signs_and_registers__MW_13_1_a__MW_13
         assert pub.seq < submitted.seq and submitted.body["artifacts"] == [h]
 
         # a later read of corrupted content is refused (MW-13.1-d)
-        corrupt(ms.artifacts, h, b"tampered")
+        corrupt(group_store, h, b"tampered")
         with pytest.raises(ArtifactIntegrityError):
-            ms.artifacts.get(h)
+            group_store.get(h)
 
 
 async def test_lineage_across_two_work_items__MW_13_1_c(
@@ -175,29 +187,90 @@ async def test_lineage_across_two_work_items__MW_13_1_c(
             e for st in b.review for e in st["evidence"] if e["criterion"] == "schema:summary"
         )
         assert schema["result"] == "pass" and schema["artifacts"] == [derived]
-        (signed,) = ManifestIndex(ms.artifacts).get(derived)
+        (signed,) = ManifestIndex(ms.artifacts.for_group(ms.group)).get(derived)
         assert signed.manifest.sources == [raw] and signed.manifest.work_item_id == "b"
 
-        store = str(tmp_path / "artifacts")  # the harness's shared store
-        code, out, err = await cli("artifacts", "lineage", derived, "--store", store)
+        # a member's signed reads of the Group's log (the coordinator's key here)
+        reader = (
+            *("--group", ms.group, "--authority-url", ms.stack.url),
+            *("--key", str(ms.stack.key_file("coordinator"))),
+        )
+        code, out, err = await cli("artifacts", "lineage", derived, *reader)
         assert code == 0, err
         lines = out.splitlines()
         assert lines[0].startswith(f"{derived}  application/json ")
         assert "by ada [mission lineage, item b, internal]" in lines[0]
         assert lines[1].startswith(f"└── {raw}  text/csv ")
         assert "[mission lineage, item a, confidential]" in lines[1]
-        code, out, err = await cli("artifacts", "lineage", derived, "--store", store, "--mermaid")
+        code, out, err = await cli("artifacts", "lineage", derived, *reader, "--mermaid")
         assert code == 0, err
         assert f"a{raw[:16]} --> a{derived[:16]}" in out
 
 
 async def test_cli_artifact_options_and_approve_bad_input() -> None:
-    """``worker`` and ``coordinator`` take the artifact store options; ``approve --reject``
-    without a reason is one line and exit code 2."""
-    for command in ("worker", "coordinator"):
-        code, out, _ = await cli(command, "--help")
+    """The processes that hold the artifact store — ``authority serve`` and ``coordinator`` —
+    take its options; a ``worker`` holds none (MW-13.3-d: it reaches Artifacts through the
+    Authority's grants); ``approve --reject`` without a reason is one line and exit code 2."""
+    for command in (("authority", "serve"), ("coordinator",), ("worker",)):
+        code, out, _ = await cli(*command, "--help")
         assert code == 0
         for option in ("--artifacts", "--s3-endpoint", "--s3-bucket", "--s3-secure"):
-            assert option in out, (command, option)
+            assert (option in out) == (command != ("worker",)), (command, option)
     code, _, err = await cli("approve", "--mission", "m", "--key", "nokey.pem", "--reject")
     assert code == 2 and err.strip() == "error: --reject needs --reason"
+
+
+def _environ_and_argv(pid: int) -> tuple[list[bytes], list[bytes]]:
+    """A running process's environment (``NAME=value``) and arguments, as the kernel has them."""
+    proc = Path("/proc") / str(pid)
+    return (proc / "environ").read_bytes().split(b"\0"), (proc / "cmdline").read_bytes().split(
+        b"\0"
+    )
+
+
+async def test_agent_process_holds_no_store_credential_with_s3__MW_13_3_d(
+    dev_env: WorkflowEnvironment, tmp_path: Path, s3_server: S3Endpoint
+) -> None:
+    """The Authority serves an S3 bucket (moto); an agent run as ``missionweave worker``
+    publishes an Artifact and, in a dependent WorkItem, fetches it and derives another — with
+    no S3 option, no credential in its environment, nothing but its own key: every object
+    comes and goes through the Authority's presigned URLs, into the Group's namespace."""
+    from tests.artifact_handlers import CONTENT
+
+    bucket = s3_server.store()
+    async with mission_stack(dev_env, tmp_path, artifact_store=bucket) as ms:
+        await ms.process_member("ada", ["art.publish@1.0", "art.derive@1.0"])
+        proc = await ms.agent_process("ada", "tests.artifact_handlers")
+        items = [
+            {"work_item_id": "a", "contract": contract(["art.publish@1.0"]).wire()},
+            {
+                "work_item_id": "b",
+                "dependencies": ["a"],
+                "contract": contract(["art.derive@1.0"]).wire(),
+            },
+        ]
+        try:
+            presence = ms.stack.client.presence
+            present = await until("ada's Presence", lambda: presence(ms.group), timeout_s=60)
+            assert "ada" in present
+            handle = await ms.start(ms.spec("s3", items))
+            try:
+                res = await asyncio.wait_for(handle.result(), 90)  # a bound, not a speed claim
+            except TimeoutError:
+                log_tail = (tmp_path / "ada.log").read_text(errors="replace")[-4000:]
+                raise AssertionError(f"the Mission did not end; ada's log:\n{log_tail}") from None
+            environ, argv = _environ_and_argv(proc.pid)
+        finally:
+            await stop_process(proc)
+        assert res.status == "completed", (tmp_path / "ada.log").read_text()
+        names = {v.split(b"=", 1)[0] for v in environ}
+        secret = (b"KEY", b"SECRET", b"TOKEN", b"PASSWORD", b"USER")  # not AWS_CA_BUNDLE
+        store = (b"MISSIONWEAVE_S3", b"AWS_", b"MINIO")
+        assert not {n for n in names if n.startswith(store) and any(w in n for w in secret)}
+        assert not [w for w in argv if w.startswith((b"--s3", b"--artifacts"))]
+        raw = hashlib.sha256(CONTENT).hexdigest()
+        b = next(i for i in res.items if i.work_item_id == "b")
+        assert b.outputs["result"] == {"rows": 2}
+        group = bucket.for_group(ms.group)
+        assert group.get(raw) == CONTENT and group.exists(b.artifacts[0])
+        assert not bucket.exists(raw)  # nothing outside the Group's namespace

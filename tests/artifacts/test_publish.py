@@ -28,6 +28,8 @@ ARTIFACTS = {
     "LineageNode", "LineageStatus", "ManifestError", "ManifestIndex",
     "PublishRejected", "PublishedArtifact", "S3Store",
     "publish_artifact", "to_mermaid", "to_text",
+    # through the Authority's grants (MW-13.3-d), and lineage from a Group's log
+    "ArtifactAccessDenied", "GatedArtifacts", "GrantFn", "LogManifests", "build_lineage",
 }  # fmt: skip
 
 

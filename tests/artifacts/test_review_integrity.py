@@ -49,10 +49,11 @@ class FakeAuthority:
 
 
 def review(store: FilesystemStore, authority: FakeAuthority) -> SubmissionReview:
+    """The review over the store whose Group ``g1`` namespace is ``store``."""
     return SubmissionReview(
         authority,
         "coordinator",
-        artifact_store=store,  # type: ignore[arg-type]
+        artifact_store=FilesystemStore(store.root.parent.parent),  # type: ignore[arg-type]
         checks={},
         schemas={},
     )
@@ -72,7 +73,7 @@ def submission(*hashes: str) -> ReviewInput:
 async def test_manifest_must_name_this_item_and_be_signed_by_its_producer__MW_13_2_b(
     tmp_path: Path,
 ) -> None:
-    store = FilesystemStore(tmp_path / "artifacts")
+    store = FilesystemStore(tmp_path / "artifacts").for_group("g1")
     ada = Actor.generate("ada")
     index = ManifestIndex(store)
     good = store.put(b'{"rows": 1}', "application/json").hash
@@ -102,7 +103,7 @@ async def test_manifest_must_name_this_item_and_be_signed_by_its_producer__MW_13
 async def test_manifest_missing_from_the_index_is_read_from_the_group_log__MW_13_2_b(
     tmp_path: Path,
 ) -> None:
-    store = FilesystemStore(tmp_path / "artifacts")
+    store = FilesystemStore(tmp_path / "artifacts").for_group("g1")
     ada = Actor.generate("ada")
     h = store.put(b'{"rows": 1}', "application/json").hash
     m = signed(ada, h)

@@ -152,3 +152,20 @@ def test_filesystem_objects_are_read_only_and_written_atomically(tmp_path: Path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o444
     assert list((tmp_path / "a" / "tmp").iterdir()) == []
     assert ref.uri == path.as_uri()
+
+
+def test_each_group_has_its_own_namespace__MW_13_3_d(store: ArtifactStore) -> None:
+    """Content is addressed per Group: the same hash in one Group's namespace reaches nothing
+    of another's, side documents included, and an id cannot climb out of ``groups/``."""
+    g1, g2 = store.for_group("g1"), store.for_group("g2")
+    ref = g1.put(b"g1 only", "text/plain")
+    assert g1.get(ref.hash) == b"g1 only" and f"groups/g1/sha256/{ref.hash}" in ref.uri
+    assert not g2.exists(ref.hash) and not store.exists(ref.hash)
+    with pytest.raises(ArtifactNotFound):
+        g2.get(ref.hash)
+    g1.update_meta("manifests/x.json", lambda _: b"{}")
+    assert g2.read_meta("manifests/x.json") is None and store.read_meta("manifests/x.json") is None
+    assert g2.put(b"g1 only").hash == ref.hash and g2.get(ref.hash) == b"g1 only"  # its own copy
+    for bad in ("", ".", "..", "a/b", "a\\b", "g\x00", "x" * 201):
+        with pytest.raises(ValueError):
+            store.for_group(bad)

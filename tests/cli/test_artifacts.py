@@ -1,152 +1,169 @@
-"""``missionweave artifacts get|lineage``, run as a user runs it: a real process."""
+"""``missionweave artifacts get|lineage``, run as a user runs it: a real process, signing its
+reads with a member's key against a real Authority, which alone holds the artifact store."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-import subprocess
-import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
-from missionweave.artifacts import FilesystemStore, ManifestIndex
-from missionweave.protocol import Actor
+from missionweave.artifacts import ArtifactStore, FilesystemStore
+from missionweave.dev import free_port
 from tests.artifact_servers import S3Endpoint, corrupt, signed
+from tests.cli_processes import amw
+from tests.serving import LiveServer
+from tests.world import World
 
-EXE = str(Path(sys.executable).with_name("missionweave"))
-
-
-def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [EXE, "artifacts", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
+RAW, CLEANED, REPORT = b"raw,rows\n1,2\n", b"rows\n1\n2\n", b'{"rows": 2}'
 
 
-def _one_line_error(r: subprocess.CompletedProcess[str]) -> str:
-    assert "Traceback" not in r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    return lines[0]
+@contextlib.asynccontextmanager
+async def _served(w: World, store: ArtifactStore) -> AsyncIterator[str]:
+    server = LiveServer(w.authority, poll_interval_s=0.05, artifact_store=store)
+    await server.start()
+    try:
+        yield server.url
+    finally:
+        await server.stop()
 
 
-def _three_levels(root: Path) -> list[str]:
-    """raw ← cleaned ← report: returns the hashes [report, cleaned, raw]."""
-    st = FilesystemStore(root)
-    a = Actor.generate("worker-0")
-    index = ManifestIndex(st)
-    raw = st.put(b"raw,rows\n1,2\n", "text/csv").hash
-    cleaned = st.put(b"rows\n1\n2\n", "text/csv").hash
-    report = st.put(b'{"rows": 2}', "application/json").hash
-    index.add(signed(a, raw, media_type="text/csv"))
-    index.add(signed(a, cleaned, media_type="text/csv", sources=[raw]))
-    index.add(signed(a, report, sources=[cleaned]))
+def _three_levels(w: World, store: ArtifactStore, *, raw_manifest: bool = True) -> list[str]:
+    """raw ← cleaned ← report, stored in g1's namespace and published by worker-0 in m1
+    (``artifact.published``); returns the hashes [report, cleaned, raw]."""
+    st = store.for_group(w.group)
+    raw, cleaned = st.put(RAW, "text/csv").hash, st.put(CLEANED, "text/csv").hash
+    report = st.put(REPORT, "application/json").hash
+    a = w.workers[0]
+    w.authorize("a")
+    w.lease("a", a)
+    manifests = [
+        signed(a, cleaned, media_type="text/csv", sources=[raw]),
+        signed(a, report, sources=[cleaned]),
+    ]
+    if raw_manifest:
+        manifests.insert(0, signed(a, raw, media_type="text/csv"))
+    for m in manifests:
+        w.ok(a, "artifact.publish", w.leased("a", manifest=m.wire()))
     return [report, cleaned, raw]
 
 
-def test_cli_get_verifies_and_fails_in_one_line__MW_13_1_d(tmp_path: Path) -> None:
-    root = tmp_path / "data" / "artifacts"
-    report, cleaned, _ = _three_levels(root)
-    out = tmp_path / "out" / "report.json"
-    r = _run("get", report, "-o", str(out), "--store", str(root))
-    assert r.returncode == 0, r.stderr
-    assert out.read_bytes() == b'{"rows": 2}' and r.stdout.startswith(f"ok {report}")
-    corrupt(FilesystemStore(root), cleaned, b"rows\n1\n3\n")
-    r = _run("get", cleaned, "-o", str(tmp_path / "c.csv"), "--store", str(root))
-    assert r.returncode == 1
-    line = _one_line_error(r)
-    assert cleaned in line and hashlib.sha256(b"rows\n1\n3\n").hexdigest() in line
-    assert not (tmp_path / "c.csv").exists()
-    # the default store is $MISSIONWEAVE_DATA_DIR/artifacts
-    r = _run(
-        "get",
-        report,
-        "-o",
-        str(tmp_path / "d.json"),
-        env={"MISSIONWEAVE_DATA_DIR": str(tmp_path / "data")},
-    )
-    assert r.returncode == 0, r.stderr
-    for args in (
-        ("get", "0" * 64, "-o", str(tmp_path / "x"), "--store", str(root)),
-        ("get", "not-a-hash", "-o", str(tmp_path / "x"), "--store", str(root)),
-        ("get", report, "-o", str(tmp_path / "x"), "--store", str(tmp_path / "nowhere")),
-        ("lineage", report, "--store", str(tmp_path / "nowhere")),
-    ):
-        r = _run(*args)
+def _key(w: World, tmp_path: Path) -> str:
+    """A member's key file (worker-1's), as a person holding it passes it."""
+    path = tmp_path / "worker-1.pem"
+    w.workers[1].key.to_file(path)
+    return str(path)
+
+
+def _one_line_error(r: Any) -> str:
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    return str(lines[0])
+
+
+async def test_cli_get_verifies_and_fails_in_one_line__MW_13_1_d(
+    world: World, tmp_path: Path
+) -> None:
+    store = FilesystemStore(tmp_path / "data" / "artifacts")
+    report, cleaned, _ = _three_levels(world, store)
+    async with _served(world, store) as url:
+        reader = ("--group", "g1", "--key", _key(world, tmp_path), "--authority-url", url)
+        out = tmp_path / "out" / "report.json"
+        r = await amw("artifacts", "get", report, "-o", str(out), *reader)
+        assert r.returncode == 0, r.stderr
+        assert out.read_bytes() == REPORT and r.stdout.startswith(f"ok {report}")
+        corrupt(store.for_group("g1"), cleaned, b"rows\n1\n3\n")
+        r = await amw("artifacts", "get", cleaned, "-o", str(tmp_path / "c.csv"), *reader)
+        assert r.returncode == 1
+        line = _one_line_error(r)
+        assert cleaned in line and hashlib.sha256(b"rows\n1\n3\n").hexdigest() in line
+        assert not (tmp_path / "c.csv").exists()
+        nowhere = ("--group", "g1", "--key", _key(world, tmp_path))
+        dead = f"http://127.0.0.1:{free_port()}"
+        for args in (
+            ("get", "0" * 64, "-o", str(tmp_path / "x"), *reader),
+            ("get", "not-a-hash", "-o", str(tmp_path / "x"), *reader),
+            ("get", report, "-o", str(tmp_path / "x"), *nowhere, "--authority-url", dead),
+            ("lineage", report, *nowhere, "--authority-url", dead),
+            ("lineage", "not-a-hash", *reader),
+        ):
+            r = await amw("artifacts", *args)
+            assert r.returncode == 2, (args, r.stderr)
+            _one_line_error(r)
+            assert not (tmp_path / "x").exists()
+
+
+async def test_cli_get_into_a_directory_writes_the_hash_there(world: World, tmp_path: Path) -> None:
+    store = FilesystemStore(tmp_path / "artifacts")
+    report, _, _ = _three_levels(world, store)
+    async with _served(world, store) as url:
+        reader = ("--group", "g1", "--key", _key(world, tmp_path), "--authority-url", url)
+        out = tmp_path / "out"
+        out.mkdir()
+        r = await amw("artifacts", "get", report, "-o", str(out), *reader)
+        assert r.returncode == 0, r.stderr
+        assert (out / report).read_bytes() == REPORT
+        assert r.stdout == f"ok {report} 11 bytes -> {out / report}\n"
+        a_file = tmp_path / "f"
+        a_file.write_text("")
+        r = await amw("artifacts", "get", report, "-o", str(a_file / "x"), *reader)
         assert r.returncode == 2
-        _one_line_error(r)
+        line = _one_line_error(r)
+        assert line == f"error: cannot write {a_file / 'x'}: {a_file} is not a directory"
 
 
-def test_cli_get_into_a_directory_writes_the_hash_there(tmp_path: Path) -> None:
-    root = tmp_path / "artifacts"
-    report, _, _ = _three_levels(root)
-    out = tmp_path / "out"
-    out.mkdir()
-    r = _run("get", report, "-o", str(out), "--store", str(root))
-    assert r.returncode == 0, r.stderr
-    assert (out / report).read_bytes() == b'{"rows": 2}'
-    assert r.stdout == f"ok {report} 11 bytes -> {out / report}\n"
-    a_file = tmp_path / "f"
-    a_file.write_text("")
-    r = _run("get", report, "-o", str(a_file / "x"), "--store", str(root))
-    assert r.returncode == 2
-    assert _one_line_error(r) == f"error: cannot write {a_file / 'x'}: {a_file} is not a directory"
+async def test_cli_lineage_of_an_artifact_without_manifest_is_an_error(
+    world: World, tmp_path: Path
+) -> None:
+    store = FilesystemStore(tmp_path / "artifacts")
+    report, _, raw = _three_levels(world, store, raw_manifest=False)
+    async with _served(world, store) as url:
+        reader = ("--group", "g1", "--key", _key(world, tmp_path), "--authority-url", url)
+        unsigned = store.for_group("g1").put(b"unsigned").hash
+        for h in ("0" * 64, unsigned):
+            r = await amw("artifacts", "lineage", h, *reader)
+            assert r.returncode == 2 and r.stdout == ""
+            assert _one_line_error(r) == f"error: no manifest for artifact {h} in group g1"
+        # an ancestor without a manifest is part of the answer, not an error
+        r = await amw("artifacts", "lineage", report, *reader)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.splitlines()[2] == f"    └── {raw}  (no manifest)"
 
 
-def test_cli_lineage_of_an_artifact_without_manifest_is_an_error(tmp_path: Path) -> None:
-    root = tmp_path / "artifacts"
-    report, _, raw = _three_levels(root)
-    for h in ("0" * 64, FilesystemStore(root).put(b"unsigned").hash):
-        r = _run("lineage", h, "--store", str(root))
-        assert r.returncode == 2 and r.stdout == ""
-        assert _one_line_error(r) == f"error: no manifest for artifact {h} in {root}"
-    # an ancestor without a manifest is part of the answer, not an error
-    (root / "manifests" / f"{raw}.json").unlink()
-    r = _run("lineage", report, "--store", str(root))
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[2] == f"    └── {raw}  (no manifest)"
+async def test_cli_lineage_tree_and_mermaid__MW_13_1_c(world: World, tmp_path: Path) -> None:
+    store = FilesystemStore(tmp_path / "artifacts")
+    report, cleaned, raw = _three_levels(world, store)
+    async with _served(world, store) as url:
+        reader = ("--group", "g1", "--key", _key(world, tmp_path), "--authority-url", url)
+        r = await amw("artifacts", "lineage", report, *reader)
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert lines[0].startswith(report) and "application/json" in lines[0]
+        assert lines[1] == f"└── {cleaned}  " + lines[1].split("  ", 1)[1]
+        assert lines[2].startswith(f"    └── {raw}") and "text/csv" in lines[2]
+        r = await amw("artifacts", "lineage", report, *reader, "--mermaid")
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("flowchart BT")
+        assert f"a{raw[:16]} --> a{cleaned[:16]}" in r.stdout
+        assert f"a{cleaned[:16]} --> a{report[:16]}" in r.stdout
 
 
-def test_cli_lineage_tree_and_mermaid__MW_13_1_c(tmp_path: Path) -> None:
-    root = tmp_path / "artifacts"
-    report, cleaned, raw = _three_levels(root)
-    r = _run("lineage", report, "--store", str(root))
-    assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
-    assert lines[0].startswith(report) and "application/json" in lines[0]
-    assert lines[1] == f"└── {cleaned}  " + lines[1].split("  ", 1)[1]
-    assert lines[2].startswith(f"    └── {raw}") and "text/csv" in lines[2]
-    r = _run("lineage", report, "--store", str(root), "--mermaid")
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("flowchart BT")
-    assert f"a{raw[:16]} --> a{cleaned[:16]}" in r.stdout
-    assert f"a{cleaned[:16]} --> a{report[:16]}" in r.stdout
-
-
-def test_cli_lineage_survives_a_deeply_nested_manifest__MW_13_1_c(tmp_path: Path) -> None:
-    root = tmp_path / "artifacts"
-    report, cleaned, _ = _three_levels(root)
-    deep = b'{"manifests":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    (root / "manifests" / f"{cleaned}.json").write_bytes(deep)
-    r = _run("lineage", report, "--store", str(root))
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-    assert r.stdout.splitlines()[1] == f"└── {cleaned}  (unverified, 1 rejected)"
-
-
-def test_cli_get_from_s3__MW_13_1_d(tmp_path: Path, s3_server: S3Endpoint) -> None:
+async def test_cli_get_from_s3_needs_no_store_credential__MW_13_1_d__MW_13_3_d(
+    world: World, tmp_path: Path, s3_server: S3Endpoint
+) -> None:
+    """The Authority holds the bucket; the person's process gets a presigned URL for the one
+    object, with no S3 credential of its own (none in its environment)."""
+    assert not {"MISSIONWEAVE_S3_ACCESS_KEY", "MISSIONWEAVE_S3_SECRET_KEY"} & set(os.environ)
     st = s3_server.store()
-    ref = st.put(b"in the bucket")
-    env = {
-        "MISSIONWEAVE_S3_ACCESS_KEY": s3_server.access_key,
-        "MISSIONWEAVE_S3_SECRET_KEY": s3_server.secret_key,
-    }
-    s3 = ("--s3-endpoint", s3_server.endpoint, "--s3-bucket", st.bucket)
-    r = _run("get", ref.hash, "-o", str(tmp_path / "o"), *s3, env=env)
-    assert r.returncode == 0, r.stderr
-    assert (tmp_path / "o").read_bytes() == b"in the bucket"
-    corrupt(st, ref.hash, b"swapped in the bucket")
-    r = _run("get", ref.hash, "-o", str(tmp_path / "p"), *s3, env=env)
-    assert r.returncode == 1 and ref.hash in _one_line_error(r)
+    ref = st.for_group("g1").put(b"in the bucket")
+    async with _served(world, st) as url:
+        reader = ("--group", "g1", "--key", _key(world, tmp_path), "--authority-url", url)
+        r = await amw("artifacts", "get", ref.hash, "-o", str(tmp_path / "o"), *reader)
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / "o").read_bytes() == b"in the bucket"
+        corrupt(st.for_group("g1"), ref.hash, b"swapped in the bucket")
+        r = await amw("artifacts", "get", ref.hash, "-o", str(tmp_path / "p"), *reader)
+        assert r.returncode == 1 and ref.hash in _one_line_error(r)

@@ -127,8 +127,6 @@ def test_worker_and_coordinator_help_name_their_options_and_variables() -> None:
         "--authority-url",
         "--temporal-address",
         "--namespace",
-        "--artifacts",
-        "--s3-endpoint",
         "--stop-timeout",
         "env var: MISSIONWEAVE_AUTHORITY_URL",
         "env var: TEMPORAL_ADDRESS",
@@ -136,7 +134,7 @@ def test_worker_and_coordinator_help_name_their_options_and_variables() -> None:
     )
     for command, own in (
         ("worker", ("--card", "--key", "--handlers", "--group", "--state-dir")),
-        ("coordinator", ("--key", "--agent-id")),
+        ("coordinator", ("--key", "--agent-id", "--artifacts", "--s3-endpoint")),
     ):
         r = mw(command, "--help", env={"COLUMNS": "200"})
         assert r.returncode == 0, r.stderr
@@ -207,8 +205,6 @@ def _hold_worker(
             "demo",
             "--state-dir",
             str(state_dir),
-            "--artifacts",
-            str(up.data / "artifacts"),
             *extra,
         ],
         log,

@@ -615,7 +615,8 @@ def test_demo_audits_real_distributions_and_reruns_on_its_data__MW_10_4_a(
         props = {p["name"]: p["value"] for p in c["properties"]}
         report_hash = props["missionweave:verify-report-sha256"]
         report = DistReport.model_validate_json(
-            (data / "artifacts" / "sha256" / report_hash).read_bytes()
+            # content is addressed per Group: the demo Group's namespace of the store
+            (data / "artifacts" / "groups" / "demo" / "sha256" / report_hash).read_bytes()
         )
         assert (report.name, report.version, report.files_match) == (c["name"], c["version"], True)
 

@@ -273,10 +273,34 @@ def test_urls_point_at_the_right_services(compose: dict[str, Any]) -> None:
     setup = " ".join(_words(services["minio-setup"]))
     minio_env = _env(services["minio"])
     assert f"local/{_flag(services['coordinator'], '--s3-bucket')}" in setup
-    for name in ("coordinator", "agent-counter", "agent-checker"):
+    assert f"local/{_flag(services['authority'], '--s3-bucket')}" in setup
+    store_user = _env(services["minio-setup"])
+    assert "mc admin user add local" in setup and "--user" in setup
+    for name in ("authority", "coordinator"):
         env = _env(services[name])
-        assert env["MISSIONWEAVE_S3_ACCESS_KEY"] == minio_env["MINIO_ROOT_USER"]
-        assert env["MISSIONWEAVE_S3_SECRET_KEY"] == minio_env["MINIO_ROOT_PASSWORD"]
+        for var in ("MISSIONWEAVE_S3_ACCESS_KEY", "MISSIONWEAVE_S3_SECRET_KEY"):
+            assert env[var] == store_user[var], (name, var)
+        assert env["MISSIONWEAVE_S3_ACCESS_KEY"] != minio_env["MINIO_ROOT_USER"]
+
+
+def test_agents_hold_no_artifact_store_credential__MW_13_3_d(compose: dict[str, Any]) -> None:
+    """Only the Authority (which grants one object at a time) and the coordinator (the
+    operator's review) hold the store; no agent gets a credential, an S3 option or MinIO's
+    root account."""
+    services = _services(compose)
+    secrets = {"MISSIONWEAVE_S3_ACCESS_KEY", "MISSIONWEAVE_S3_SECRET_KEY", "MINIO_ROOT_USER",
+               "MINIO_ROOT_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}  # fmt: skip
+    agents = [n for n, s in _ours(compose).items() if any(a[:1] == ["worker"] for a in
+              _invocations(s))]  # fmt: skip
+    assert sorted(agents) == ["agent-checker", "agent-counter"]
+    for name in agents:
+        assert not secrets & set(_env(services[name])), name
+        words = " ".join(_words(services[name]))
+        assert "--s3" not in words and "--artifacts" not in words, name
+    for name, service in _ours(compose).items():
+        if name not in ("authority", "coordinator", *agents):
+            assert not secrets & set(_env(service)), name
+    assert "--s3-endpoint" in _words(services["authority"])
 
 
 def test_our_commands_reach_the_servers_by_option_or_environment(

@@ -346,8 +346,6 @@ class Cluster:
                     self.temporal_address(name),
                     "--state-dir",
                     str(self.run_dir / "agents"),
-                    "--artifacts",
-                    str(self.files.artifacts),
                     "--stop-timeout",
                     "6",
                 ],

@@ -127,7 +127,6 @@ async def test_the_scheduler_preempts_at_a_checkpoint_and_the_item_resumes__MW_1
             state_path=tmp_path / "ada.sqlite3",
             max_wait=timedelta(seconds=2),
             tick=timedelta(milliseconds=200),
-            artifact_store=ms.artifacts,
         )
         ms.runtimes.append(rt)
         ms.tasks.append(asyncio.create_task(rt.run()))

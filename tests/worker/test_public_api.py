@@ -17,6 +17,8 @@ WORKER = {
     "WorkAuthorizationRejected",
     # running an agent
     "AdmissionPolicy", "AgentRuntime", "RiskGate",
+    # a Group's Artifacts through the Authority's grants (MW-13.3-d)
+    "authority_artifacts",
     # errors of the runtime
     "HandlerLoadError", "SessionError", "WorkerError",
 }  # fmt: skip

@@ -193,7 +193,7 @@ async def test_integrity_fails_on_corrupted_and_missing_artifacts__MW_13_2_b__MW
     ghost = hashlib.sha256(b"never stored").hexdigest()
     report = [{"name": "report", "schema_id": "report@1"}]
     async with mission_stack(dev_env, tmp_path, schemas={"report@1": REPORT_SCHEMA}) as ms:
-        await ms.agent("ada", worker(ms.artifacts))
+        await ms.agent("ada", worker(ms.artifacts.for_group(ms.group)))
         bad = {"publish": '{"rows": 3}', "corrupt_with": '{"rows": 4}'}
         res = await result(await start_one(ms, "corrupt", bad, deliverables=report))
         assert res.status == "failed"

@@ -35,13 +35,16 @@ from ...protocol import Actor, Command, Event, SigningKey
 from ..wire import (
     VERIFY_PATH,
     AgentInfo,
+    ArtifactGrant,
     AuthorityError,
     CursorTooOldError,
+    Operation,
     PresenceInfo,
     SignedReads,
     SubmitResult,
     TokenCheck,
     UnknownGroupError,
+    artifact_path,
     inject_trace_headers,
     now_ms,
     presence_frame,
@@ -345,6 +348,44 @@ class AuthorityClient:
             return None
         row: dict[str, Any] = resp.json()
         return row
+
+    async def artifact_grant(
+        self,
+        group_id: str,
+        content_hash: str,
+        operation: Operation = "read",
+        *,
+        mission_id: str | None = None,
+        lease_id: str | None = None,
+    ) -> ArtifactGrant:
+        """Ask for one operation on one Artifact of ``group_id`` (a signed read; MW-13.3-d).
+
+        Args:
+            group_id: the Group whose Artifact it is (the reader must be an active member).
+            content_hash: SHA-256 hex.
+            operation: ``read`` or ``write``.
+            mission_id: the Mission whose context a read is for: the Artifact must be usable
+                there (published in it, promoted, or an external input).
+            lease_id: for a write, the writer's live execution lease in the Group.
+
+        Returns:
+            The grant: a URL good for that one object for a few minutes.
+
+        Raises:
+            AuthorityRequestError: refused — 403 ``not_a_member``, ``cross_mission_content``,
+                ``lease_required``, ``not_owner``, ``stale_lease``, ``unknown_lease``; 404
+                ``unknown_artifact`` (the Group holds no such content), ``unknown_mission``,
+                ``artifacts_not_served``; 422 a malformed hash.
+            UnknownGroupError: no such Group.
+            AuthorityUnavailable: unreachable or timed out.
+        """
+        params: dict[str, str] = {"operation": operation}
+        if mission_id is not None:
+            params["mission_id"] = mission_id
+        if lease_id is not None:
+            params["lease_id"] = lease_id
+        resp = await self._request("GET", artifact_path(group_id, content_hash), params=params)
+        return ArtifactGrant.model_validate(resp.json())
 
     async def verify_token(self, token: dict[str, Any], operation: str | None = None) -> TokenCheck:
         """Ask the Authority whether a capability token lets its bearer do ``operation`` now

@@ -2,12 +2,15 @@
 
 :class:`Authority` (the engine, its command handlers and its storage), :class:`AuthorityConfig`,
 the offline log check (:func:`verify_log`, :class:`VerifyReport`) and stored snapshots
-(:func:`load_snapshot`), and who may put what into a Mission's context (:func:`check_context_use`,
-:func:`events_for_member`, MW-13.3-b/d). It imports no HTTP server and no client: the front is
+(:func:`load_snapshot`), who may put what into a Mission's context (:func:`check_context_use`,
+:func:`events_for_member`, MW-13.3-b/d) and who may read or write an Artifact's bytes
+(:func:`artifact_read_refusal`, :func:`artifact_write_refusal`). It imports no HTTP server and
+no client: the front is
 ``missionweave.authority.http``, the client ``missionweave.authority.client``, and what both
 sides share ``missionweave.authority.wire``.
 """
 
+from ._artifact_access import artifact_read_refusal, artifact_write_refusal, promoting_groups
 from ._context_access import check_context_use, events_for_member
 from ._engine import Authority, AuthorityConfig
 from ._log_audit import VerifyReport, verify_log
@@ -23,6 +26,8 @@ __all__ = [
     "Store",
     "StoreVersionError",
     "VerifyReport",
+    "artifact_read_refusal",
+    "artifact_write_refusal",
     "check_context_use",
     "credit_on_start",
     "credit_quiet",
@@ -32,6 +37,7 @@ __all__ = [
     "load_snapshot",
     "open_reader",
     "open_store",
+    "promoting_groups",
     "redact",
     "verify_capability_token",
     "verify_log",

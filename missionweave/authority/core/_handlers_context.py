@@ -12,6 +12,7 @@ The Authority's Groups form one Organization: a promotion is visible to every Gr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from ...protocol import (
@@ -97,10 +98,22 @@ def _head_seq(ctx: Ctx) -> int:
     return ctx.head_seq(ctx.group_id)
 
 
-def _cross_mission(ctx: Ctx, mission_id: str, hashes: list[str]) -> None:
-    """Refuse Artifacts published in another Mission and not promoted (MW-13.3-d). Hashes the
-    Authority never saw (external inputs) pass: they are no Group's content."""
-    for h in hashes:
+def refuse_other_missions(ctx: Ctx, mission_id: str, hashes: Iterable[str]) -> None:
+    """Refuse Artifacts published in another Mission and not promoted (MW-13.3-d).
+
+    Every place an Artifact hash enters a Mission calls this: manifest sources
+    (``artifact.publish``), Context Packages (``context.publish``), a contract's ``inputs``
+    (``work.propose``, ``work.authorize``, a revised contract in ``work.offer``), a submission's
+    ``artifacts`` and the ``artifacts`` its Evidence cites (``work.submit``, ``work.fail``,
+    ``work.accept_result``). Entries that are not SHA-256 hex (a contract input may name a
+    file) and hashes the Authority never saw (external inputs: no Mission's content) pass.
+
+    Raises:
+        Reject: ``cross_mission_content`` (the other Mission is not named, MW-13.3-e).
+    """
+    for h in dict.fromkeys(hashes):
+        if not is_hash(h):
+            continue
         verdict = may_use_in_mission(ctx.store, ctx.group_id, h, mission_id)
         if verdict is not True and verdict.code != "unknown_artifact":
             raise Reject(verdict.code, verdict.reason, **verdict.detail)
@@ -173,7 +186,7 @@ def context_publish(ctx: Ctx) -> None:
             expected_version=want[0],
             expected_previous=want[1],
         )
-    _cross_mission(ctx, p.mission_id, p.artifacts)
+    refuse_other_missions(ctx, p.mission_id, p.artifacts)
     h = signed.package_hash
     ctx.run(
         "context_packages.insert",

@@ -22,9 +22,10 @@ from ...protocol import (
     verify_manifest,
 )
 from ._command_scope import Ctx, Reject, dumps, need
-from ._handlers_context import _cross_mission
+from ._handlers_context import refuse_other_missions
 from ._handlers_offline import charge_work_item
 from ._items import (
+    cited,
     contract_of,
     end_leases,
     gate,
@@ -313,7 +314,9 @@ def _late(ctx: Ctx, item: Row, rejection: Reject) -> bool:
 
 @command("work.submit", needs_session=True)
 def work_submit(ctx: Ctx) -> None:
-    """Submit outputs with Evidence for every acceptance criterion (MW-13.2-a)."""
+    """Submit outputs with Evidence for every acceptance criterion (MW-13.2-a). Artifacts
+    published in another Mission and not promoted — as outputs or cited by the Evidence — are
+    refused (``cross_mission_content``, MW-13.3-d)."""
     item = load_item(ctx)
     if not _fenced_or_late(ctx, item):
         return
@@ -332,6 +335,7 @@ def work_submit(ctx: Ctx) -> None:
     outputs = ctx.body.get("outputs", {})
     if not isinstance(outputs, dict):
         raise Reject("invalid_body", "outputs must be an object", field="outputs")
+    refuse_other_missions(ctx, item["mission_id"], [*artifacts, *cited(evidence)])
     _charge(ctx, item)
     end_leases(ctx, item, "released", "submitted")
     set_item(ctx, item, state="submitted", lease_id=None)
@@ -360,6 +364,7 @@ def work_fail(ctx: Ctx) -> None:
         return
     gate(ctx, item)
     evidence = parse_evidence(ctx, required=True)
+    refuse_other_missions(ctx, item["mission_id"], cited(evidence))
     retry = retry_fields(ctx, item, _charge(ctx, item))  # MW-11.4-d
     end_leases(ctx, item, "released" if by_worker else "revoked", "failed")
     withdraw_offers(ctx, item, "failed")
@@ -437,7 +442,7 @@ def artifact_publish(ctx: Ctx) -> None:
             "the manifest's signature does not verify under the actor's key",
             manifest_id=signed.manifest_id,
         )
-    _cross_mission(ctx, m.mission_id, m.sources)
+    refuse_other_missions(ctx, m.mission_id, m.sources)
     ctx.run(
         "artifacts.insert_ignore",
         m.group_id,

@@ -28,8 +28,10 @@ from ...protocol import (
     new_id,
 )
 from ._command_scope import Ctx, Reject, dumps, need, need_id, need_label
+from ._handlers_context import refuse_other_missions
 from ._handlers_offline import record_mission_budget
 from ._items import (
+    cited,
     close_owner,
     contract_of,
     end_leases,
@@ -100,6 +102,7 @@ def work_propose(ctx: Ctx) -> None:
     wid, mid, _ = _new_item(ctx, proposed_ok=False)
     gate(ctx, None)
     contract = parse(WorkContract, ctx.body.get("contract"), "contract")
+    refuse_other_missions(ctx, mid, contract.inputs)  # MW-13.3-d
     ctx.run(
         "work_items.insert",
         ctx.group_id,
@@ -121,6 +124,7 @@ def work_authorize(ctx: Ctx) -> None:
     wid, mid, existing = _new_item(ctx, proposed_ok=True)
     gate(ctx, existing)
     contract = parse(WorkContract, ctx.body.get("contract"), "contract")
+    refuse_other_missions(ctx, mid, contract.inputs)  # MW-13.3-d
     deps = ctx.body.get("dependencies", [])
     if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
         raise Reject("invalid_body", "dependencies must be a list of ids", field="dependencies")
@@ -218,6 +222,7 @@ def work_offer(ctx: Ctx) -> None:
     revision = item["revision"]
     if new_contract is not None:
         revised = parse(WorkContract, new_contract, "contract")
+        refuse_other_missions(ctx, item["mission_id"], revised.inputs)  # MW-13.3-d
         if is_material_revision(contract, revised) and revised.revision <= contract.revision:
             raise Reject(
                 "revision_required",
@@ -544,6 +549,7 @@ def work_accept_result(ctx: Ctx) -> None:
     gate(ctx, item)
     _needs_approval(ctx, item)
     evidence = parse_evidence(ctx, required=False)
+    refuse_other_missions(ctx, item["mission_id"], cited(evidence))  # MW-13.3-d
     set_item(ctx, item, state="verified")
     ctx.emit(
         "work.result_accepted",

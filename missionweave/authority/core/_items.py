@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -105,6 +106,11 @@ def parse_evidence(ctx: Ctx, *, required: bool) -> list[Evidence]:
     if required and not out:
         raise Reject("evidence_required", f"{ctx.command.type} requires Evidence")
     return out
+
+
+def cited(evidence: Iterable[Evidence]) -> list[str]:
+    """The Artifact hashes a list of Evidence references, in order."""
+    return [h for e in evidence for h in e.artifacts]
 
 
 def set_item(ctx: Ctx, item: Row, **cols: Any) -> None:

@@ -265,6 +265,9 @@ STATEMENTS: dict[str, str] = {
     # --- artifacts in context (MW-13.3-d)
     "artifacts.homes": "SELECT DISTINCT group_id, mission_id FROM artifacts WHERE artifact_hash=?",
     "promoted_artifacts.any": "SELECT 1 FROM promoted_artifacts WHERE artifact_hash=? LIMIT 1",
+    "promoted_artifacts.groups": (
+        "SELECT group_id FROM promoted_artifacts WHERE artifact_hash=? ORDER BY group_id"
+    ),
     # --- command handlers
     "missions.state_by_group_id_mission_id": (
         "SELECT state FROM missions WHERE group_id=? AND mission_id=?"

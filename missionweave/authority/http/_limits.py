@@ -14,6 +14,8 @@ import math
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from ..wire import BLOB_PREFIX
+
 #: Largest request body, bytes, of ``POST /v1/commands/batch`` (1000 Commands with their
 #: contracts are about 2 MiB).
 MAX_BATCH_BODY_BYTES = 8 * 1024 * 1024
@@ -179,7 +181,11 @@ class BodyLimits:
                     max_bytes=MAX_HEADER_BYTES,
                 )
                 return
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+        if (
+            scope["type"] != "http"
+            or scope["method"] in ("GET", "HEAD", "OPTIONS")
+            or scope["path"].startswith(BLOB_PREFIX)  # streamed and hash-checked by its route
+        ):
             await self.app(scope, receive, send)
             return
         limit = MAX_BATCH_BODY_BYTES if scope["path"] == "/v1/commands/batch" else MAX_BODY_BYTES

@@ -15,6 +15,9 @@ Routes::
     GET  /v1/groups/{group_id}/agents          → {agents: [AgentInfo]} (cards, epochs, reliability)
     PUT  /v1/groups/{group_id}/presence        a signed presence report → {stored} (200, 403, 422)
     GET  /v1/groups/{group_id}/presence        → {agent_id: {free_slots, queue_depth, age_ms}}
+    GET  /v1/groups/{group_id}/artifacts/{h}   ?operation=read|write → ArtifactGrant: one object,
+                                               a few minutes (``_artifact_routes``, MW-13.3-d)
+    GET|PUT /v1/artifact-blobs/{token}         the filesystem store's bytes, for a grant
     GET  /v1/authority                         → {public_key, groups}
     GET  /healthz                              → {ok: true}
     WS   /v1/stream                            SUBSCRIBE / EVENT / ACK / ERROR (see ``_stream``)
@@ -49,6 +52,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ...artifacts import ArtifactStore
 from ...protocol import CanonicalizationError, Command
 from ..core import Authority, credit_on_start, keep_alive, warm_up_verifier
 from ..wire import (
@@ -64,6 +68,7 @@ from ..wire import (
     UnknownGroupError,
     check_presence_shape,
 )
+from ._artifact_routes import add_artifact_routes
 from ._batch import BatchWriter, Notifier
 from ._frames import check_member_frame
 from ._limits import MAX_COMMAND_BYTES, MAX_PAGE_BYTES, BodyLimits, server_limits
@@ -175,6 +180,7 @@ def create_app(
     read_gate: ReadGate | None = None,
     max_replay_events: int = MAX_REPLAY_EVENTS,
     ws_idle_timeout_s: float = WS_IDLE_TIMEOUT_S,
+    artifact_store: ArtifactStore | None = None,
 ) -> FastAPI:
     """Build the ASGI app serving ``authority``.
 
@@ -193,6 +199,10 @@ def create_app(
             answered ``CURSOR_TOO_OLD`` with a recent signed snapshot instead of a replay.
         ws_idle_timeout_s: a WebSocket that holds no subscription this many seconds is
             closed (1008).
+        artifact_store: the artifact store's root, which only the Authority (and the
+            coordinator) hold: members get one object at a time through its grants
+            (``GET /v1/groups/{g}/artifacts/{hash}``, ``_artifact_routes``, MW-13.3-d);
+            ``None``: no Artifacts are served.
 
     Raises:
         ValueError: ``max_batch`` < 1, ``poll_interval_s`` <= 0, ``presence_ttl_ms`` < 1 or
@@ -474,6 +484,9 @@ def create_app(
         return JSONResponse(row)
 
     add_token_routes(app, authority, _responses(413))
+    add_artifact_routes(
+        app, authority, artifact_store, member, operators, _responses(*_READ, 404, 409)
+    )
 
     @app.get("/v1/groups/{group_id}/agents", responses=_responses(*_READ, 404))
     async def get_agents(group_id: str, _: str = Depends(member)) -> JSONResponse:
@@ -542,11 +555,11 @@ def serve(authority: Authority, host: str = "127.0.0.1", port: int = 8787, **kw:
         host: the interface to bind.
         port: the TCP port.
         **kw: ``max_batch``, ``poll_interval_s``, ``presence_ttl_ms``, ``read_gate``,
-            ``max_replay_events`` and ``ws_idle_timeout_s`` go to :func:`create_app`; else to
-            ``uvicorn.Config`` (e.g. ``log_level``, or ``ssl_certfile``/``ssl_keyfile`` for
-            TLS), over the defaults of :func:`~._limits.server_limits` (header size, idle
-            keep-alive, WebSocket pings, connections) and ``ws_max_size`` =
-            :data:`WS_MAX_BYTES`.
+            ``max_replay_events``, ``ws_idle_timeout_s`` and ``artifact_store`` go to
+            :func:`create_app`; else to ``uvicorn.Config`` (e.g. ``log_level``, or
+            ``ssl_certfile``/``ssl_keyfile`` for TLS), over the defaults of
+            :func:`~._limits.server_limits` (header size, idle keep-alive, WebSocket pings,
+            connections) and ``ws_max_size`` = :data:`WS_MAX_BYTES`.
     """
     names = (
         "max_batch",
@@ -555,6 +568,7 @@ def serve(authority: Authority, host: str = "127.0.0.1", port: int = 8787, **kw:
         "read_gate",
         "max_replay_events",
         "ws_idle_timeout_s",
+        "artifact_store",
     )
     app_kw = {k: kw.pop(k) for k in names if k in kw}
     app = create_app(authority, **app_kw)

@@ -6,6 +6,7 @@ runtime import it without loading the Authority's core or its HTTP front.
 """
 
 from ._agents import AgentInfo, Reliability
+from ._artifacts import BLOB_PREFIX, GRANT_TTL_MS, ArtifactGrant, Operation, artifact_path
 from ._errors import (
     AuthorityError,
     ChainError,
@@ -37,16 +38,20 @@ from ._tracing import inject_trace_headers
 
 __all__ = [
     "ACCEPT_SIGNATURE",
+    "BLOB_PREFIX",
+    "GRANT_TTL_MS",
     "MAX_SKEW_MS",
     "PRESENCE_TTL_MS",
     "VERIFY_PATH",
     "AgentInfo",
+    "ArtifactGrant",
     "AuthorityError",
     "CapabilityToken",
     "ChainError",
     "CursorTooOldError",
     "FrameError",
     "MembershipRequired",
+    "Operation",
     "PresenceBoard",
     "PresenceInfo",
     "ReadRefused",
@@ -58,6 +63,7 @@ __all__ = [
     "TokenCheck",
     "TokenVerifyRequest",
     "UnknownGroupError",
+    "artifact_path",
     "check_presence_shape",
     "inject_trace_headers",
     "is_int",

@@ -1,0 +1,215 @@
+"""Artifact access through the Authority (MW-13.3-d, docs/authority.md "Artifacts")::
+
+    GET /v1/groups/{group_id}/artifacts/{hash}   ?operation=read|write&mission_id=&lease_id=
+                                                 → ArtifactGrant (200; 403, 404, 422)
+    GET /v1/artifact-blobs/{token}               the filesystem store's bytes, for a read grant
+    PUT /v1/artifact-blobs/{token}               the bytes of a write grant, hash-checked
+
+The grant route is a signed read (RFC 9421) of an active member of the Group (or an
+operator), answered after the checks of :mod:`missionweave.authority.core`'s
+``_artifact_access``: the Authority is the only party that holds the artifact store. For S3
+the grant is a presigned URL of one object of the Group's namespace, good for
+:data:`GRANT_TTL_MS`; for the filesystem store it is a URL of the blob routes above carrying a
+token the Authority signed with its key (every replica verifies it) naming the Group, the hash,
+the operation and the expiry — the Authority serves and accepts the bytes itself, checking the
+hash of what it receives before anything is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import tempfile
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.responses import FileResponse, JSONResponse
+
+from ...artifacts import ArtifactStore, FilesystemStore, S3Store
+from ...protocol import b64u_decode, b64u_encode, canonical_bytes, is_hash, verify
+from ..core import (
+    Authority,
+    artifact_read_refusal,
+    artifact_write_refusal,
+    promoting_groups,
+)
+from ..wire import BLOB_PREFIX, GRANT_TTL_MS, ArtifactGrant, Operation
+
+_STATUS = {
+    "invalid_request": 422,
+    "unknown_mission": 404,
+    "unknown_artifact": 404,
+}
+#: Bytes read per step of a blob upload.
+_CHUNK = 1 << 20
+
+
+def _error(status: int, code: str, reason: str, **detail: Any) -> JSONResponse:
+    return JSONResponse({"code": code, "reason": reason, "detail": detail}, status_code=status)
+
+
+def blob_token(authority: Authority, group_id: str, h: str, op: Operation, exp_ms: int) -> str:
+    """``<payload>.<signature>``: the claims, base64url of their canonical JSON, signed with
+    the Authority's key."""
+    payload = b64u_encode(canonical_bytes({"g": group_id, "h": h, "op": op, "exp": exp_ms}))
+    return f"{payload}.{authority.key.sign(payload.encode())}"
+
+
+def read_blob_token(authority: Authority, token: str, op: Operation) -> tuple[str, str] | None:
+    """``(group_id, hash)`` of a genuine, unexpired token for ``op``; ``None`` otherwise."""
+    payload, _, sig = token.partition(".")
+    if not sig or len(token) > 2048 or not verify(authority.public_key, sig, payload.encode()):
+        return None
+    try:
+        claims = json.loads(b64u_decode(payload))
+    except ValueError:
+        return None
+    if (
+        not isinstance(claims, dict)
+        or claims.get("op") != op
+        or not isinstance(claims.get("exp"), int)
+        or claims["exp"] <= authority.clock()
+        or not isinstance(claims.get("g"), str)
+        or not is_hash(claims.get("h"))
+    ):
+        return None
+    return claims["g"], claims["h"]
+
+
+def add_artifact_routes(
+    app: FastAPI,
+    authority: Authority,
+    store: ArtifactStore | None,
+    member: Callable[..., Awaitable[str]],
+    operators: frozenset[str],
+    errors: dict[int | str, dict[str, Any]],
+) -> None:
+    """Add the grant and blob routes to ``app``.
+
+    Args:
+        app: the Authority's app.
+        authority: the Authority.
+        store: the artifact store's root (every Group's namespace); ``None``: this Authority
+            serves no Artifacts and the grant route answers 404 ``artifacts_not_served``.
+        member: the dependency that admits a signed read of an active member of the path's
+            Group (or an operator) and returns its key.
+        operators: the operator keys.
+        errors: the documented error answers.
+    """
+    ttl = timedelta(milliseconds=GRANT_TTL_MS)
+
+    def _grant(source: str, h: str, op: Operation, present: bool = False) -> ArtifactGrant:
+        """A grant of ``op`` on ``h`` in Group ``source``'s namespace."""
+        assert store is not None
+        exp = authority.clock() + GRANT_TTL_MS
+        method: Literal["GET", "PUT"] = "GET" if op == "read" else "PUT"
+        view = store.for_group(source)
+        if isinstance(view, S3Store):
+            url = view.presign(method, h, ttl)
+        else:
+            url = BLOB_PREFIX + blob_token(authority, source, h, op, exp)
+        return ArtifactGrant(
+            group_id=source,
+            artifact_hash=h,
+            operation=op,
+            method=method,
+            url=url,
+            expires_at_ms=exp,
+            present=present,
+        )
+
+    def _read(group_id: str, h: str) -> ArtifactGrant | None:
+        assert store is not None
+        if store.for_group(group_id).exists(h):
+            return _grant(group_id, h, "read")
+        for source in promoting_groups(authority, h):  # an Organization Artifact (MW-13.3-d)
+            if store.for_group(source).exists(h):
+                return _grant(source, h, "read")
+        return None
+
+    @app.get(
+        "/v1/groups/{group_id}/artifacts/{artifact_hash}",
+        responses={**errors, 200: {"model": ArtifactGrant}},
+    )
+    async def grant(
+        group_id: str,
+        artifact_hash: str,
+        operation: Operation = Query("read"),
+        mission_id: str | None = Query(None, min_length=1, max_length=200),
+        lease_id: str | None = Query(None, min_length=1, max_length=200),
+        key: str = Depends(member),
+    ) -> JSONResponse:
+        if store is None:
+            return _error(404, "artifacts_not_served", "this Authority serves no artifact store")
+        refusal = await asyncio.to_thread(
+            artifact_read_refusal, authority, group_id, artifact_hash, mission_id=mission_id
+        )
+        if refusal is None and operation == "write" and key not in operators:
+            refusal = await asyncio.to_thread(
+                artifact_write_refusal, authority, group_id, key, lease_id
+            )
+        if refusal is not None:
+            status = _STATUS.get(refusal.code, 403)
+            return _error(status, refusal.code, refusal.reason, **refusal.detail)
+        if operation == "write":
+            present = await asyncio.to_thread(store.for_group(group_id).exists, artifact_hash)
+            g = await asyncio.to_thread(_grant, group_id, artifact_hash, "write", present)
+        else:
+            found = await asyncio.to_thread(_read, group_id, artifact_hash)
+            if found is None:
+                return _error(
+                    404,
+                    "unknown_artifact",
+                    "the Group holds no such Artifact",
+                    group_id=group_id,
+                    artifact_hash=artifact_hash,
+                )
+            g = found
+        return JSONResponse(g.model_dump(mode="json"))
+
+    def _fs_view(token: str, op: Operation) -> tuple[FilesystemStore, str] | None:
+        claims = read_blob_token(authority, token, op)
+        if claims is None or not isinstance(store, FilesystemStore):
+            return None
+        return store.for_group(claims[0]), claims[1]
+
+    @app.get(BLOB_PREFIX + "{token}", responses=errors)
+    async def get_blob(token: str) -> Any:
+        found = _fs_view(token, "read")
+        if found is None:
+            return _error(403, "invalid_grant", "no valid read grant for this URL")
+        view, h = found
+        path = view.path(h)
+        if not path.is_file():
+            return _error(404, "unknown_artifact", "no such Artifact", artifact_hash=h)
+        return FileResponse(path, media_type="application/octet-stream")
+
+    @app.put(BLOB_PREFIX + "{token}", responses=errors)
+    async def put_blob(token: str, request: Request) -> JSONResponse:
+        found = _fs_view(token, "write")
+        if found is None:
+            return _error(403, "invalid_grant", "no valid write grant for this URL")
+        view, h = found
+        tmp_dir = view.root / "tmp"
+        await asyncio.to_thread(tmp_dir.mkdir, parents=True, exist_ok=True)
+        sha, size = hashlib.sha256(), 0
+        with tempfile.NamedTemporaryFile(dir=tmp_dir, prefix=".upload-") as spool:
+            async for chunk in request.stream():
+                sha.update(chunk)
+                size += len(chunk)
+                await asyncio.to_thread(spool.write, chunk)
+            await asyncio.to_thread(spool.flush)
+            if sha.hexdigest() != h:  # nothing is stored under a name it does not hash to
+                return _error(
+                    422,
+                    "hash_mismatch",
+                    "the bytes sent do not hash to the granted Artifact",
+                    artifact_hash=h,
+                    actual=sha.hexdigest(),
+                )
+            ref = await asyncio.to_thread(view.put_file, Path(spool.name))
+        return JSONResponse({"artifact_hash": ref.hash, "size": ref.size})

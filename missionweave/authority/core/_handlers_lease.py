@@ -21,9 +21,9 @@ from ...protocol import (
     new_id,
     verify_manifest,
 )
+from ._budgets import charge_work_item
 from ._command_scope import Ctx, Reject, dumps, need
 from ._handlers_context import _cross_mission
-from ._handlers_offline import charge_work_item
 from ._items import (
     contract_of,
     end_leases,

@@ -8,7 +8,8 @@ the Authority's own downtime never counts against a lease.
   transaction (MW-11.5-h/i/j): check the binding against the historical lease, charge the
   offline resource delta to the WorkItem and its whole budget ancestry (WorkItem → Mission →
   parent Missions) with a ``resource_usage_recorded`` Event naming both sessions, then apply
-  the report and checkpoint. Any refusal — a budget overrun included — writes nothing.
+  the report and checkpoint (the charging itself: :mod:`._budgets`). Any refusal — a budget
+  overrun included — writes nothing.
 * :func:`credit_downtime` / :func:`mark_alive`: the server records when it was last alive;
   on restart every lease still live at that moment gets the downtime added to its expiry, so
   an owner cut off by the Authority's outage is not reassigned for it.
@@ -19,7 +20,6 @@ Every SQL statement of this feature is one of the small named functions at the t
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import Any
@@ -29,14 +29,14 @@ from ...protocol import (
     BUFFERABLE_COMMANDS,
     KNOWN_EXTENSIONS,
     RESOURCE_USAGE_RECORDED,
-    Budget,
     Command,
     OfflineBinding,
     ProgressReport,
     ResourceUsage,
 )
+from ._budgets import charge_work_item
 from ._command_scope import Ctx, Reject, dumps
-from ._items import add_usage, contract_of, gate, load_item, parse, set_item
+from ._items import contract_of, gate, load_item, parse, set_item
 from ._registry import HANDLERS, Handler
 from ._store import Row, Store
 
@@ -47,26 +47,6 @@ log = logging.getLogger(__name__)
 
 def _lease_row(ctx: Ctx, lease_id: str) -> Row | None:
     return ctx.one("leases.row", lease_id)
-
-
-def _mission_row(ctx: Ctx, group_id: str, mission_id: str) -> Row | None:
-    return ctx.one("missions.parent_and_usage", group_id, mission_id)
-
-
-def _save_mission_usage(
-    ctx: Ctx, group_id: str, mission_id: str, budget: str | None, usage: ResourceUsage
-) -> None:
-    ctx.run("mission_usage.save_usage", group_id, mission_id, budget, usage.model_dump_json())
-
-
-def _save_mission_budget(ctx: Ctx, mission_id: str, budget: Budget) -> None:
-    ctx.run(
-        "mission_usage.save_budget",
-        ctx.group_id,
-        mission_id,
-        budget.model_dump_json(),
-        ResourceUsage().model_dump_json(),
-    )
 
 
 # ------------------------------------------------------------------------- extensions
@@ -100,80 +80,6 @@ def handler_for(cmd: Command) -> Handler:
             )
         return reconcile
     return HANDLERS[cmd.type].fn
-
-
-# ---------------------------------------------------------------------------- budgets
-
-
-def record_mission_budget(ctx: Ctx, mission_id: str, raw: Any) -> None:
-    """Store a Mission's budget (``mission.create``'s optional ``budget``): every charge to
-    one of its WorkItems, or to a child Mission's, counts against it.
-
-    Raises:
-        Reject: ``invalid_body`` — ``raw`` is not a :class:`Budget`.
-    """
-    if raw is not None:
-        _save_mission_budget(ctx, mission_id, parse(Budget, raw, "budget"))
-
-
-def charge_ancestry(ctx: Ctx, item: Row, delta: ResourceUsage) -> list[dict[str, Any]]:
-    """Add ``delta`` to the usage of ``item``'s Mission and each parent Mission (the WorkItem
-    itself is the caller's); the new totals, nearest first.
-
-    Raises:
-        Reject: ``budget_exceeded`` naming the Mission whose budget it would overrun
-            (MW-11.5-j); the caller's savepoint then writes nothing.
-    """
-    totals: list[dict[str, Any]] = []
-    group, mission, seen = item["group_id"], item["mission_id"], set()
-    while mission and mission not in seen:
-        seen.add(mission)
-        row = _mission_row(ctx, group, mission)
-        if row is None:
-            break
-        used = ResourceUsage.model_validate_json(row["usage"]) if row["usage"] else None
-        total = add_usage(used or ResourceUsage(), delta)
-        if row["budget"]:
-            over = total.over(Budget.model_validate_json(row["budget"]))
-            if over:
-                raise Reject(
-                    "budget_exceeded",
-                    "the usage exceeds the Mission's budget",
-                    scope="mission",
-                    mission_id=mission,
-                    dimensions=over,
-                    usage=total.model_dump(),
-                )
-        _save_mission_usage(ctx, group, mission, row["budget"], total)
-        totals.append({"mission_id": mission, "usage": total.model_dump()})
-        parent = json.loads(row["parent"]) if row["parent"] else None
-        mission = parent.get("mission_id") if isinstance(parent, dict) else None
-    return totals
-
-
-def charge_work_item(
-    ctx: Ctx, item: Row, delta: ResourceUsage
-) -> tuple[ResourceUsage, list[dict[str, Any]]]:
-    """Add ``delta`` to ``item``'s usage and to its whole budget ancestry (MW-11.5-i); the
-    WorkItem's new total and the Missions' (:func:`charge_ancestry`).
-
-    Raises:
-        Reject: ``budget_exceeded`` (``scope`` ``work_item`` or ``mission``) when a total
-            would overrun its budget (MW-11.5-j); the caller's savepoint then writes nothing.
-    """
-    total = add_usage(ResourceUsage.model_validate_json(item["usage"]), delta)
-    over = total.over(contract_of(item).budget)
-    if over:
-        raise Reject(
-            "budget_exceeded",
-            "the usage exceeds the contract's budget",
-            scope="work_item",
-            dimensions=over,
-            usage=total.model_dump(),
-        )
-    missions = charge_ancestry(ctx, item, delta)
-    set_item(ctx, item, usage=total.model_dump_json())
-    return total, missions
 
 
 # ----------------------------------------------------------------------- reconciliation
@@ -414,13 +320,10 @@ __all__ = [
     "ALIVE_INTERVAL_S",
     "STALL_MS",
     "StallWatch",
-    "charge_ancestry",
-    "charge_work_item",
     "credit_downtime",
     "credit_on_start",
     "handler_for",
     "keep_alive",
     "mark_alive",
     "reconcile",
-    "record_mission_budget",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from ...protocol import (
     UNFINISHED_STATES,
@@ -27,8 +28,9 @@ from ...protocol import (
     is_material_revision,
     new_id,
 )
+from ._budgets import record_mission_budget
 from ._command_scope import Ctx, Reject, dumps, need, need_id, need_label
-from ._handlers_offline import record_mission_budget
+from ._handlers_children import verify_parent
 from ._items import (
     close_owner,
     contract_of,
@@ -51,12 +53,21 @@ _REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 @command("mission.create")
 def mission_create(ctx: Ctx) -> None:
+    """Create a running Mission (optionally with a ``budget``). A child Mission's ``parent``
+    names the parent's Group, Mission and WorkItem and is verified against the parent's
+    ``mission.child_created`` (:func:`verify_parent`, MW-10.4-d); the stored and logged link
+    cites that Event by sequence and hash, and budget charges follow it (MW-11.5-i).
+
+    Raises:
+        Reject: ``role_not_allowed``, ``invalid_body``, ``mission_exists``, ``invalid_parent``.
+    """
     if "coordinator" not in ctx.roles and "mission_owner" not in ctx.roles:
         raise Reject("role_not_allowed", "mission.create needs coordinator or mission_owner")
     mid = need_id(ctx.body, "mission_id")
-    parent = ctx.body.get("parent")
     if ctx.one("missions.exists_by_group_id_mission_id", ctx.group_id, mid):
         raise Reject("mission_exists", f"Mission {mid!r} already exists", mission_id=mid)
+    raw = ctx.body.get("parent")
+    parent = verify_parent(ctx, mid, raw) if raw is not None else None
     ctx.run(
         "missions.insert",
         ctx.group_id,
@@ -65,7 +76,7 @@ def mission_create(ctx: Ctx) -> None:
         dumps(parent) if parent else None,
     )
     record_mission_budget(ctx, mid, ctx.body.get("budget"))  # charged by MW-11.5-i
-    body = {"mission_id": mid, "title": need_label(ctx.body, "title")}
+    body: dict[str, Any] = {"mission_id": mid, "title": need_label(ctx.body, "title")}
     if parent:
         body["parent"] = parent
     if ctx.body.get("budget") is not None:
@@ -571,75 +582,6 @@ def _terminate(ctx: Ctx, item: object, state: str, reason: str) -> None:
     withdraw_offers(ctx, row, reason)  # type: ignore[arg-type]
     set_item(ctx, row, state=state, lease_id=None)  # type: ignore[arg-type]
     ctx.emit(f"work.{state}", {"state": state, "reason": reason}, work_item_id=row["work_item_id"])  # type: ignore[index]
-
-
-@command("mission.create_child")
-def mission_create_child(ctx: Ctx) -> None:
-    """Block the parent item and close its ownership while the child Mission runs."""
-    item = load_item(ctx)
-    gate(ctx, item)
-    child = need_id(ctx.body, "child_mission_id")
-    child_group = need_id(ctx.body, "child_group_id") if "child_group_id" in ctx.body else None
-    end_leases(ctx, item, "revoked", "child_mission")
-    withdraw_offers(ctx, item, "child_mission")
-    set_item(
-        ctx,
-        item,
-        state="blocked",
-        owner=None,
-        lease_id=None,
-        start_deadline_ms=None,
-        child_mission_id=child,
-    )
-    ctx.emit(
-        "mission.child_created",
-        {
-            "child_mission_id": child,
-            "state": "blocked",
-            "child_group_id": child_group or ctx.group_id,
-        },
-        work_item_id=item["work_item_id"],
-    )
-
-
-def _child_parent(ctx: Ctx) -> Row:
-    """The WorkItem whose child Mission the Command names, its transition checked."""
-    item = load_item(ctx)
-    gate(ctx, item)
-    if item["child_mission_id"] != ctx.body.get("child_mission_id"):
-        raise Reject("unknown_child", "that is not this item's child Mission")
-    return item
-
-
-@command("mission.child_approved")
-def mission_child_approved(ctx: Ctx) -> None:
-    item = _child_parent(ctx)
-    evidence = parse_evidence(ctx, required=True)
-    set_item(ctx, item, state="verified")
-    ctx.emit(
-        "mission.child_approved",
-        {
-            "child_mission_id": item["child_mission_id"],
-            "state": "verified",
-            "evidence": [e.model_dump() for e in evidence],
-        },
-        work_item_id=item["work_item_id"],
-    )
-
-
-@command("mission.child_failed")
-def mission_child_failed(ctx: Ctx) -> None:
-    item = _child_parent(ctx)
-    policy = ctx.body.get("policy")
-    if policy not in ("stay_blocked", "fail"):
-        raise Reject("invalid_body", "policy must be stay_blocked or fail", field="policy")
-    state = "failed" if policy == "fail" else "blocked"
-    set_item(ctx, item, state=state)
-    ctx.emit(
-        "mission.child_failed",
-        {"child_mission_id": item["child_mission_id"], "state": state, "policy": policy},
-        work_item_id=item["work_item_id"],
-    )
 
 
 def _mission_end(ctx: Ctx, state: str) -> None:

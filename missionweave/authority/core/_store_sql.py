@@ -269,6 +269,19 @@ STATEMENTS: dict[str, str] = {
     "missions.state_by_group_id_mission_id": (
         "SELECT state FROM missions WHERE group_id=? AND mission_id=?"
     ),
+    "missions.state_and_parent": (
+        "SELECT state, parent FROM missions WHERE group_id=? AND mission_id=?"
+    ),
+    # the latest Event of one type for one WorkItem, online or archived (a child Mission's link)
+    "events.latest_of_item": (
+        "SELECT data FROM (SELECT seq, data FROM events WHERE group_id=? AND type=? "
+        "AND work_item_id=? UNION ALL SELECT seq, data FROM archived_events WHERE group_id=? "
+        "AND type=? AND work_item_id=?) AS e ORDER BY seq DESC LIMIT 1"
+    ),
+    "events.of_type": (
+        "SELECT data FROM events WHERE group_id=? AND type=? UNION ALL "
+        "SELECT data FROM archived_events WHERE group_id=? AND type=?"
+    ),
     "missions.exists_by_group_id_mission_id": (
         "SELECT 1 FROM missions WHERE group_id=? AND mission_id=?"
     ),

@@ -10,7 +10,7 @@ from typing import Any
 
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import Actor
-from tests.world import World, evidence, make_leased_world, make_world
+from tests.world import World, basis, evidence, make_leased_world, make_world
 
 G2 = "g2"
 
@@ -139,9 +139,9 @@ def test_child_in_another_group_charges_its_real_parent__MW_11_5_i__MW_10_4_d(
     contract = w.authorization("c", mission="kid")["contract"]
     item = {"work_item_id": "c", "mission_id": "kid", "contract": contract}
     assert in_g2(w, coord, "work.authorize", item).accepted
-    basis = {worker.agent_id: {"capability_matches": ["dist.verify@1.0"]}}
+    chosen = {worker.agent_id: basis(["dist.verify@1.0"])}
     r = in_g2(w, coord, "work.offer", {"work_item_id": "c", "candidates": [worker.agent_id],
-              "expires_at_ms": w.clock.now + 30_000, "selection_basis": basis})  # fmt: skip
+              "expires_at_ms": w.clock.now + 30_000, "selection_basis": chosen})  # fmt: skip
     assert r.accepted, r.rejection
     r = in_g2(w, worker, "work.accept_offer",
               {"work_item_id": "c", "offer_id": r.reply["offer_id"], "revision": 1})  # fmt: skip

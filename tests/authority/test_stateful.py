@@ -34,7 +34,7 @@ from hypothesis.stateful import (
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import Actor, Command, SigningKey, new_id, reduce_events, sign_command
 from tests.contracts import contract
-from tests.world import evidence, make_world
+from tests.world import basis, evidence, make_world
 
 # The timeouts and budget of tests.world.contract().
 START_MS = 60_000
@@ -492,7 +492,7 @@ class AuthorityMachine(RuleBasedStateMachine):
             "work_item_id": item.wid,
             "candidates": candidates,
             "expires_at_ms": expires_at,
-            "selection_basis": {c: {"capability_matches": ["dist.verify@1.0"]} for c in candidates},
+            "selection_basis": {c: basis(["dist.verify@1.0"]) for c in candidates},
         }
         revision, objective = item.revision, item.objective
         if change is not None:

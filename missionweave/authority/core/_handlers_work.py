@@ -17,7 +17,6 @@ from ...protocol import (
     DeclineReason,
     ResourceUsage,
     Role,
-    SelectionBasis,
     Transition,
     Urgency,
     WorkContract,
@@ -46,6 +45,7 @@ from ._items import (
     withdraw_offers,
 )
 from ._registry import command
+from ._selection import AUTHORITY_CHECKS, checked_basis
 from ._store import Row
 
 _REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -165,7 +165,9 @@ def work_authorize(ctx: Ctx) -> None:
 
 @command("work.offer")
 def work_offer(ctx: Ctx) -> None:
-    """Offer to one agent or a bounded candidate set (MW-10.3-a/b/c); reserves no ownership."""
+    """Offer to one agent or a bounded candidate set (MW-10.3-a/b/c); reserves no ownership.
+    Each candidate's selection basis must be complete and true (:func:`checked_basis`,
+    MW-10.3-f); ``work.offered`` records it with what the Authority checked."""
     item = load_item(ctx)
     reason = owner_expired(ctx, item)
     if item["owner"] is not None and reason is None and item["state"] != "failed":
@@ -221,10 +223,6 @@ def work_offer(ctx: Ctx) -> None:
             "selection_basis_required",
             "a selection basis is required for every candidate (MW-10.3-f)",
         )
-    basis = {
-        c: parse(SelectionBasis, basis_raw[c], "selection_basis").model_dump(mode="json")
-        for c in candidates
-    }
     new_contract = ctx.body.get("contract")
     revision = item["revision"]
     if new_contract is not None:
@@ -238,6 +236,7 @@ def work_offer(ctx: Ctx) -> None:
         if revised.revision < contract.revision:
             raise Reject("stale_revision", "the contract revision went backwards")
         revision = revised.revision
+        contract = revised
         set_item(ctx, item, contract=revised.model_dump_json(), revision=revision)
         if revision != item["revision"]:
             ctx.emit(
@@ -245,6 +244,9 @@ def work_offer(ctx: Ctx) -> None:
                 {"revision": revision, "contract": revised.wire()},
                 work_item_id=item["work_item_id"],
             )
+    basis = {
+        c: checked_basis(ctx, c, basis_raw[c], contract.required_capabilities) for c in candidates
+    }
     if reason is not None:
         close_owner(ctx, item, reason)
     withdraw_offers(ctx, item, "replaced")
@@ -269,6 +271,7 @@ def work_offer(ctx: Ctx) -> None:
             "expires_at_ms": expires,
             "revision": revision,
             "selection_basis": basis,
+            "authority_checks": list(AUTHORITY_CHECKS),
             "mission_id": item["mission_id"],
             "required_capabilities": contract.required_capabilities,
             "previous_state": item["state"],

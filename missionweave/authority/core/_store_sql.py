@@ -479,6 +479,7 @@ STATEMENTS: dict[str, str] = {
         "SELECT 1 FROM leases WHERE lease_id=? AND agent_id=? AND group_id=? AND work_item_id=?"
     ),
     "agents.card_version_by_agent_id": "SELECT card_version FROM agents WHERE agent_id=?",
+    "agents.card_by_agent_id": "SELECT card FROM agents WHERE agent_id=?",
     "artifacts.insert_ignore": (
         "INSERT OR IGNORE INTO artifacts (group_id, artifact_hash, manifest_id, mission_id, "
         "work_item_id, producer, classification, published_at_ms) VALUES (?,?,?,?,?,?,?,?)"

@@ -381,3 +381,34 @@ def test_mw_11_5_i_a_boolean_is_not_a_usage_count(tmp_path: Path) -> None:
     before = _before(w)
     r = w.submit(w.workers[0], "lease.renew", w.leased("a", usage={"tokens": True}))
     _writes_nothing(w, r, "invalid_body", before)
+
+
+def test_progress_on_a_lease_its_own_replacement_session_revoked__MW_11_5_h(
+    tmp_path: Path,
+) -> None:
+    """Both sides of the one exception to "after the lease was closed" (docs/spec/READINGS.md):
+    revoked by the agent's own replacement session and nothing happened since, the buffer is
+    reconciled under the new session (MW-11.5-g/i); once the new session started the WorkItem
+    again under a new lease — or another owner took it — the same progress is refused."""
+    for then in ("nothing", "started_again", "reassigned"):
+        w = make_leased_world(tmp_path / f"{then}.db")
+        worker = w.workers[0]
+        cmd = _buffered(w, worker, usage=ResourceUsage(tool_calls=1))
+        w.clock.advance(5_000)
+        opened = w.authority.submit(
+            worker.command("session.open", None, {}, issued_at_ms=w.clock.now)
+        )
+        assert opened.accepted
+        worker.session_epoch = opened.reply["session_epoch"]
+        if then == "started_again":
+            w.start(worker, "a")
+        elif then == "reassigned":
+            w.clock.advance(61_000)  # the start deadline passes: the WorkItem goes to another
+            w.lease("a", w.workers[1])
+        before = _before(w)
+        r = _reconciled(w, worker, cmd)
+        if then == "nothing":
+            assert r.accepted, r.rejection
+            continue
+        code = "lease_closed" if then == "started_again" else "owner_changed"
+        _writes_nothing(w, r, code, before)

@@ -20,6 +20,7 @@ Every SQL statement of this feature is one of the small named functions at the t
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from typing import Any
@@ -87,12 +88,24 @@ def handler_for(cmd: Command) -> Handler:
 
 def _superseded_by_own_session(ctx: Ctx, lease: Row, item: Row) -> bool:
     """The lease was revoked only because its agent opened a new session (it restarted while
-    cut off) and nobody took the WorkItem since: its buffered progress still belongs."""
-    return (
+    cut off: the ``lease.revoked`` Event says ``session_replaced``) and nothing happened to the
+    WorkItem since — still queued at the same owner and ownership epoch (checked before), no
+    new lease: its buffered progress still belongs. The one exception to "after the lease was
+    closed" (MW-11.5-h), which MW-11.5-g/i need; the argument: ``docs/spec/READINGS.md``."""
+    if not (
         lease["status"] == "revoked"
         and lease["session_epoch"] < ctx.command.session_epoch
         and item["state"] == "queued"
         and item["lease_id"] is None
+    ):
+        return False
+    row = ctx.one(
+        "events.latest_of_item", item["group_id"], "lease.revoked", item["work_item_id"],
+        item["group_id"], "lease.revoked", item["work_item_id"],
+    )  # fmt: skip
+    revoked = json.loads(row[0])["body"] if row is not None else {}
+    return revoked.get("lease_id") == lease["lease_id"] and revoked.get("reason") == (
+        "session_replaced"
     )
 
 
@@ -108,7 +121,8 @@ def reconcile(ctx: Ctx) -> None:
     Groups, leases or agents), ``owner_changed`` (the WorkItem has another owner or ownership
     epoch), ``outside_grace_window`` (buffered before the lease or after its expiry plus the
     contract's ``offline_grace_ms``), ``lease_closed`` (the lease ended — released, expired,
-    revoked — other than by the agent's own restart), ``budget_exceeded`` (the WorkItem's or
+    revoked — other than by the agent's own restart, :func:`_superseded_by_own_session`),
+    ``budget_exceeded`` (the WorkItem's or
     an ancestor Mission's budget).
     """
     cmd = ctx.command

@@ -480,6 +480,7 @@ STATEMENTS: dict[str, str] = {
     ),
     "agents.card_version_by_agent_id": "SELECT card_version FROM agents WHERE agent_id=?",
     "agents.card_by_agent_id": "SELECT card FROM agents WHERE agent_id=?",
+    "agents.ids": "SELECT agent_id FROM agents",
     "artifacts.insert_ignore": (
         "INSERT OR IGNORE INTO artifacts (group_id, artifact_hash, manifest_id, mission_id, "
         "work_item_id, producer, classification, published_at_ms) VALUES (?,?,?,?,?,?,?,?)"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from ...protocol import (
+    Evidence,
     ProgressReport,
     ResourceUsage,
     Role,
@@ -313,7 +314,9 @@ def _late(ctx: Ctx, item: Row, rejection: Reject) -> bool:
 
 @command("work.submit", needs_session=True)
 def work_submit(ctx: Ctx) -> None:
-    """Submit outputs with Evidence for every acceptance criterion (MW-13.2-a)."""
+    """Submit outputs with Evidence for every acceptance criterion (MW-13.2-a); the Artifacts
+    it names exist in this WorkItem and Evidence references them
+    (:func:`_submitted_artifacts_exist`)."""
     item = load_item(ctx)
     if not _fenced_or_late(ctx, item):
         return
@@ -332,6 +335,7 @@ def work_submit(ctx: Ctx) -> None:
     outputs = ctx.body.get("outputs", {})
     if not isinstance(outputs, dict):
         raise Reject("invalid_body", "outputs must be an object", field="outputs")
+    _submitted_artifacts_exist(ctx, item, artifacts, evidence)
     _charge(ctx, item)
     end_leases(ctx, item, "released", "submitted")
     set_item(ctx, item, state="submitted", lease_id=None)
@@ -346,6 +350,33 @@ def work_submit(ctx: Ctx) -> None:
         },
         work_item_id=item["work_item_id"],
     )
+
+
+def _submitted_artifacts_exist(
+    ctx: Ctx, item: Row, artifacts: list[str], evidence: list[Evidence]
+) -> None:
+    """Each Artifact a submission names was published in this WorkItem's conversation
+    (``artifact.publish`` under one of its leases) or promoted in this Group, and some
+    Evidence references it (its ``artifacts`` or ``subject``, MW-13.2-a/c).
+
+    Raises:
+        Reject: ``artifact_not_published`` (naming the hash); ``artifact_without_evidence``.
+    """
+    referenced = {h for e in evidence for h in e.artifacts} | {e.subject for e in evidence}
+    for h in artifacts:
+        if ctx.one("artifacts.published_in_item", ctx.group_id, h, item["work_item_id"]) is None \
+                and ctx.one("promoted_artifacts.in_group", ctx.group_id, h) is None:  # fmt: skip
+            raise Reject(
+                "artifact_not_published",
+                "a submitted Artifact must be published in this WorkItem (or promoted)",
+                artifact=h,
+            )
+        if h not in referenced:
+            raise Reject(
+                "artifact_without_evidence",
+                "every submitted Artifact must be referenced by Evidence",
+                artifact=h,
+            )
 
 
 @command("work.fail")

@@ -265,6 +265,12 @@ STATEMENTS: dict[str, str] = {
     # --- artifacts in context (MW-13.3-d)
     "artifacts.homes": "SELECT DISTINCT group_id, mission_id FROM artifacts WHERE artifact_hash=?",
     "promoted_artifacts.any": "SELECT 1 FROM promoted_artifacts WHERE artifact_hash=? LIMIT 1",
+    "artifacts.published_in_item": (
+        "SELECT 1 FROM artifacts WHERE group_id=? AND artifact_hash=? AND work_item_id=? LIMIT 1"
+    ),
+    "promoted_artifacts.in_group": (
+        "SELECT 1 FROM promoted_artifacts WHERE group_id=? AND artifact_hash=?"
+    ),
     # --- command handlers
     "missions.state_by_group_id_mission_id": (
         "SELECT state FROM missions WHERE group_id=? AND mission_id=?"

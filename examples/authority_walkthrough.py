@@ -133,8 +133,17 @@ class Walk:
                 "work_item_id": wid,
                 "candidates": [a.agent_id for a in agents],
                 "expires_at_ms": time.time_ns() // 1_000_000 + 20_000,
+                # every fact of MW-10.3-f, stated: the Authority refuses an incomplete basis
                 "selection_basis": {
-                    a.agent_id: {"capability_matches": ["demo.step@1.0"], "rank": i + 1}
+                    a.agent_id: {
+                        "capability_matches": ["demo.step@1.0"],
+                        "authorization_eligible": True,
+                        "availability_estimate_ms": 0,
+                        "expected_cost_minor_units": 0,
+                        "reliability": {"demo.step@1.0:ok": 0, "demo.step@1.0:fail": 0},
+                        "policy_rules": ["walkthrough-order"],
+                        "rank": i + 1,
+                    }
                     for i, a in enumerate(agents)
                 },
             },

@@ -25,7 +25,7 @@ from .temporal_env import (
     authority_stack,
     new_task_queue,
 )
-from .world import contract
+from .world import basis, contract
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -74,7 +74,7 @@ class AuthorityActivities:
                 "work_item_id": work_item_id,
                 "candidates": [self.worker.agent_id],
                 "expires_at_ms": s.clock() + 5 * MINUTE_MS,
-                "selection_basis": {self.worker.agent_id: {"capability_matches": []}},
+                "selection_basis": {self.worker.agent_id: basis(["dist.verify@1.0"])},
             },
         )
         return str(r.reply["offer_id"])

@@ -7,6 +7,7 @@ reviewer, opens the workers' sessions and offers helpers that walk a WorkItem th
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,19 @@ def evidence(
     ]
 
 
+def basis(caps: list[str], *, rank: int = 1) -> dict[str, Any]:
+    """A complete selection basis (MW-10.3-f) for an agent matching ``caps`` exactly."""
+    return {
+        "capability_matches": list(caps),
+        "authorization_eligible": True,
+        "availability_estimate_ms": 0,
+        "expected_cost_minor_units": 0,
+        "reliability": {f"{c}:{k}": 0 for c in caps for k in ("ok", "fail")},
+        "policy_rules": ["test-world"],
+        "rank": rank,
+    }
+
+
 @dataclass
 class World:
     authority: Authority
@@ -95,20 +109,22 @@ class World:
         self, wid: str, *agent_ids: str, expires_in_ms: int = 5_000, **fields: Any
     ) -> dict[str, Any]:
         """A ``work.offer`` body: ``wid`` to ``agent_ids``, expiring ``expires_in_ms`` from now,
-        an empty selection basis each; ``fields`` add or replace fields (a revised
-        ``contract``, a ``selection_basis`` …)."""
+        a complete selection basis each (:func:`basis`, for the WorkItem's required
+        capabilities); ``fields`` add or replace fields (a revised ``contract``, a
+        ``selection_basis`` …)."""
+        row = self.authority.work_item(self.group, wid)
+        caps = json.loads(row["contract"])["required_capabilities"] if row else ["dist.verify@1.0"]
         return {
             "work_item_id": wid,
             "candidates": list(agent_ids),
             "expires_at_ms": self.clock.now + expires_in_ms,
-            "selection_basis": {a: {} for a in agent_ids},
+            "selection_basis": {a: basis(caps) for a in agent_ids},
             **fields,
         }
 
     def offer(self, wid: str, *candidates: Actor, expires_in_ms: int = 30_000) -> str:
         ids = [c.agent_id for c in candidates]
-        basis = {a: {"capability_matches": ["dist.verify@1.0"]} for a in ids}
-        body = self.offer_body(wid, *ids, expires_in_ms=expires_in_ms, selection_basis=basis)
+        body = self.offer_body(wid, *ids, expires_in_ms=expires_in_ms)
         return str(self.ok(self.coordinator, "work.offer", body).reply["offer_id"])
 
     def item(self, wid: str) -> dict[str, Any]:

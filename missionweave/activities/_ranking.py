@@ -5,7 +5,8 @@ required capability (``missionweave.protocol.satisfies``: same name, same major 
 at least the required version), is not excluded. Ranked: available
 first (free slots per Presence), then per-capability reliability (Laplace-smoothed success rate
 from past outcomes), then expected cost, then id. The structured selection basis is what the
-offer records; no prose.
+offer records, every fact of MW-10.3-f computed — eligibility as checked, an availability
+estimate for a busy agent too (:func:`availability_ms`) — and no prose.
 
 **Room.** An agent with no free slot still takes offers into its queue, up to as many waiting
 WorkItems as it has slots; past that it would only decline them (``capacity``), and every
@@ -53,6 +54,20 @@ class Capacity:
             self.queued += 1
 
 
+#: How long each WorkItem ahead of it is assumed to hold a slot, for the availability
+#: estimate of a busy agent, milliseconds (the agent's own default estimate of a WorkItem).
+ASSUMED_ITEM_MS = 60_000
+
+
+def availability_ms(cap: Capacity | None) -> int:
+    """When the agent could start one more WorkItem, milliseconds from now: 0 with a free slot
+    (or no Presence report: assumed free); else one :data:`ASSUMED_ITEM_MS` per round of its
+    slots that the WorkItems queued before it take."""
+    if cap is None or cap.free > 0:
+        return 0
+    return (cap.queued // max(1, cap.slots) + 1) * ASSUMED_ITEM_MS
+
+
 def capacities(agents: Iterable[Any], presence: Mapping[str, Any]) -> dict[str, Capacity]:
     """The :class:`Capacity` of every agent with a card and a Presence report."""
     return {
@@ -81,6 +96,8 @@ def rank(
         if cap is not None and cap.room <= 0:
             full = True
             continue
+        # what was checked above, recorded rather than assumed (MW-10.3-f)
+        eligible = set(req.roles) <= set(a.roles) and a.agent_id not in req.exclude
         rel = {c: a.reliability.get(c) for c in req.required_capabilities}
         ok = sum(r.ok for r in rel.values() if r is not None)
         fail = sum(r.fail for r in rel.values() if r is not None)
@@ -93,8 +110,8 @@ def rank(
         )
         basis = SelectionBasis(
             capability_matches=caps,
-            authorization_eligible=True,
-            availability_estimate_ms=0 if free else None,
+            authorization_eligible=eligible,
+            availability_estimate_ms=availability_ms(cap),
             expected_cost_minor_units=a.card.cost_per_item_minor_units,
             reliability={f"{c}:ok": r.ok if r else 0 for c, r in rel.items()}
             | {f"{c}:fail": r.fail if r else 0 for c, r in rel.items()},
@@ -104,7 +121,8 @@ def rank(
                 if req.roles == ["worker"]
                 else "roles:" + "+".join(sorted(req.roles)),
                 "has-session",
-                "room-per-presence",
+                "room-per-presence" if cap is not None else "no-presence-assumed-free",
+                f"availability:queue-position-x-{ASSUMED_ITEM_MS}ms",
                 "presence-first",
                 "reliability-smoothed",
                 "cost-ascending",
@@ -122,4 +140,11 @@ def rank(
     )
 
 
-__all__ = ["Capacity", "capability_matches", "capacities", "rank"]
+__all__ = [
+    "ASSUMED_ITEM_MS",
+    "Capacity",
+    "availability_ms",
+    "capability_matches",
+    "capacities",
+    "rank",
+]

@@ -225,10 +225,13 @@ def _resolved(data: Any) -> Any:
 
 
 class ParentLink(BaseModel):
-    """A child Mission's link to the parent WorkItem it carries out."""
+    """A child Mission's link to the parent WorkItem it carries out: the parent's Group,
+    Mission and WorkItem, which the Authority verifies when the child is created and follows
+    to charge budgets (MW-10.4-d, MW-11.5-i), and the parent's workflow id (for the signal)."""
 
     model_config = _MODEL
     workflow_id: str
+    group_id: str
     mission_id: str
     work_item_id: str
 

@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -241,21 +241,38 @@ class Dispatcher:
             log.warning("%s missed its start deadline; left to the Coordinator", m.work_item_id)
             fut.set_exception(StartDeadlineMissed(m.work_item_id))
         if self.disclose is not None:
-            self._plan_disclosures(queues)
+            self._plan_disclosures(queues, {(i.group_id, i.work_item_id) for i in plan.start})
         return plan
 
-    def _plan_disclosures(self, queues: dict[str, list[QueuedItem]]) -> None:
+    def _plan_disclosures(
+        self, queues: dict[str, list[QueuedItem]], started: Collection[SlotKey] = ()
+    ) -> None:
         """Queue the disclosures due: items still waiting that were never disclosed, or whose
-        schedule changed materially (MW-11.2-a); each computed from its own Group's waiting
-        items only (MW-11.2-b)."""
+        schedule changed materially, and items given a slot this round that were never
+        disclosed — accepted and started at once, they are disclosed on start (MW-11.2-a);
+        each computed from its own Group's waiting items only (MW-11.2-b)."""
         now, free = self.clock(), self.board.free()
         by_group: dict[str, list[QueuedItem]] = {}
-        for (g, _), w in self._waiting.items():
-            if not w.fut.done():
-                by_group.setdefault(g, []).append(w.item)
+        for key, w in self._waiting.items():
+            if not w.fut.done() or key in started:
+                by_group.setdefault(key[0], []).append(w.item)
         ready = {(i.group_id, i.work_item_id): i for q in queues.values() for i in q}
         gate = self.scheduler.risk_gate
         for key, w in self._waiting.items():
+            if key in started:
+                if key not in self._disclosed:
+                    # it starts now: the window is now, whatever was queued before it
+                    d = estimate(w.item, [w.item], slots=self.board.capacity, free_slots=1,
+                                 max_wait_ms=None, now_ms=now, declared=w.declared)  # fmt: skip
+                    d = dataclasses.replace(
+                        d,
+                        capacity="draining" if self._closed else ("available" if free else "busy"),
+                        free_slots=free,
+                        queue_depth=len(by_group[key[0]]),
+                    )
+                    self._disclosed[key] = (d, now)
+                    self._to_disclose.setdefault(key[0], []).append(d)
+                continue
             if w.fut.done():
                 continue
             it = ready.get(key)  # not there: it waits for the approval its contract requires

@@ -83,6 +83,7 @@ class ChildMissionsMixin:
             update={
                 "parent": ParentLink(
                     workflow_id=workflow.info().workflow_id,
+                    group_id=self.state.spec.group_id,
                     mission_id=self.state.spec.mission_id,
                     work_item_id=item.work_item_id,
                 )

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from missionweave.authority import Authority
 from missionweave.protocol import Actor
 from tests.contracts import contract
-from tests.world import make_world
+from tests.world import basis, make_world
 
 
 def test_offer_reserves_no_ownership_and_is_durable__MW_10_3_a(tmp_path: Path) -> None:
@@ -162,8 +165,60 @@ def test_assignment_records_selection_basis_without_prose__MW_10_3_f(tmp_path: P
         "rank": 1,
     }
     r = w.ok(w.coordinator, "work.offer", {**base, "selection_basis": {"worker-0": basis}})
+    assert r.events[-1].body["authority_checks"]  # what the Authority checked is recorded
     acc = w.accept(w.workers[0], "a", str(r.reply["offer_id"]))
     assert acc.events[0].body["selection_basis"] == basis
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({}, None),
+        ("all", "selection_basis_incomplete"),  # {"worker-0": {}}
+        ({"authorization_eligible": None}, "selection_basis_incomplete"),
+        ({"availability_estimate_ms": None}, "selection_basis_incomplete"),
+        ({"expected_cost_minor_units": None}, "selection_basis_incomplete"),
+        ({"policy_rules": []}, "selection_basis_incomplete"),
+        ({"authorization_eligible": False}, "selection_basis_untrue"),
+        ({"capability_matches": []}, "selection_basis_untrue"),
+        ({"capability_matches": ["other.cap@1.0"]}, "selection_basis_untrue"),
+        ({"reliability": {}}, "selection_basis_untrue"),
+    ],
+)
+def test_an_incomplete_or_untrue_selection_basis_is_refused__MW_10_3_f(
+    tmp_path: Path, change: dict[str, Any] | str, code: str | None
+) -> None:
+    """Every fact of MW-10.3-f stated, none contradicting what the Authority knows; a refusal
+    writes nothing."""
+    w = make_world(tmp_path / "a.db")
+    w.authorize("a")
+    full = basis(["dist.verify@1.0"])
+    given = {} if change == "all" else {**full, **change}  # type: ignore[dict-item]
+    head = w.authority.head(w.group)
+    r = w.submit(w.coordinator, "work.offer",
+                 w.offer_body("a", "worker-0", selection_basis={"worker-0": given}))  # fmt: skip
+    if code is None:
+        assert r.accepted, r.rejection
+        return
+    assert r.rejection is not None and r.rejection.code == code, r.rejection
+    assert w.authority.head(w.group) == head
+
+
+def test_a_basis_claiming_capabilities_off_the_agents_card_is_refused__MW_10_3_f(
+    tmp_path: Path,
+) -> None:
+    w = make_world(tmp_path / "a.db")
+    ada = w.workers[0]
+    card = {"agent_id": ada.agent_id, "public_key": ada.public_key,
+            "capabilities": ["dist.verify@1.2"], "max_concurrency": 2}  # fmt: skip
+    w.ok(ada, "agent.publish_card", {"card": card})
+    w.authorize("a")
+    r = w.submit(w.coordinator, "work.offer", w.offer_body("a", ada.agent_id))
+    assert r.rejection is not None and r.rejection.code == "selection_basis_untrue"
+    on_card = {ada.agent_id: basis(["dist.verify@1.2"])}
+    r = w.submit(w.coordinator, "work.offer",
+                 w.offer_body("a", ada.agent_id, selection_basis=on_card))  # fmt: skip
+    assert r.accepted, r.rejection
 
 
 def test_ambiguous_contract_cannot_be_accepted_until_reoffered__MW_10_1_b(tmp_path: Path) -> None:

@@ -444,3 +444,34 @@ def test_mw_11_5_c_a_silence_of_everyone_is_credited_to_owners_that_were_renewin
     dead = w.authority.lease(w.leases["b"]["lease_id"])
     assert dead is not None and not dead["valid"]
     verify_log(w.authority.store, w.group, w.authority.public_key)
+
+
+def test_progress_on_a_lease_its_own_replacement_session_revoked__MW_11_5_h(
+    tmp_path: Path,
+) -> None:
+    """Both sides of the one exception to "after the lease was closed" (docs/spec/READINGS.md):
+    revoked by the agent's own replacement session and nothing happened since, the buffer is
+    reconciled under the new session (MW-11.5-g/i); once the new session started the WorkItem
+    again under a new lease — or another owner took it — the same progress is refused."""
+    for then in ("nothing", "started_again", "reassigned"):
+        w = make_leased_world(tmp_path / f"{then}.db")
+        worker = w.workers[0]
+        cmd = _buffered(w, worker, usage=ResourceUsage(tool_calls=1))
+        w.clock.advance(5_000)
+        opened = w.authority.submit(
+            worker.command("session.open", None, {}, issued_at_ms=w.clock.now)
+        )
+        assert opened.accepted
+        worker.session_epoch = opened.reply["session_epoch"]
+        if then == "started_again":
+            w.start(worker, "a")
+        elif then == "reassigned":
+            w.clock.advance(61_000)  # the start deadline passes: the WorkItem goes to another
+            w.lease("a", w.workers[1])
+        before = _before(w)
+        r = _reconciled(w, worker, cmd)
+        if then == "nothing":
+            assert r.accepted, r.rejection
+            continue
+        code = "lease_closed" if then == "started_again" else "owner_changed"
+        _writes_nothing(w, r, code, before)

@@ -11,7 +11,7 @@ import pytest
 
 from missionweave.authority import verify_log
 from missionweave.protocol import Actor
-from tests.world import World, make_world
+from tests.world import World, evidence, make_world
 
 
 def _disclosure(w: World, wid: str, epoch: int, **over: Any) -> dict[str, Any]:
@@ -151,3 +151,19 @@ def test_the_agents_projection_keeps_the_latest_priority_and_rebuilds_it__MW_11_
             state.apply(e)
         assert state.group_weight(w.group) == 1.5  # low (0.5) × 3: the latest, not the largest
         state.close()
+
+
+def test_a_started_item_discloses_its_schedule__MW_11_2_a(tmp_path: Path) -> None:
+    """Disclosure on start and on a material change while it runs: ``active`` is disclosable
+    (the Authority knew no state ``running``, so every disclosure of an active item was
+    refused); a finished one is not."""
+    w = make_world(tmp_path / "a.db")
+    ada, epoch = _queued(w, "w1")
+    w.start(ada, "w1")
+    assert w.item("w1")["state"] == "active"
+    r = w.submit(ada, "work.disclose_schedule", _disclosure(w, "w1", epoch))
+    assert r.accepted, r.rejection
+    body = w.leased("w1", evidence=evidence(ada.agent_id, "w1"))
+    w.ok(ada, "work.submit", body)
+    r = w.submit(ada, "work.disclose_schedule", _disclosure(w, "w1", epoch))
+    assert r.rejection is not None and r.rejection.code == "invalid_state"

@@ -32,7 +32,7 @@ from missionweave.authority.client import (
 from missionweave.authority.wire._readsig import sign_read
 from missionweave.protocol import Actor, Command, sign_command
 from tests.serving import LiveServer, signed_http, signed_subscribe
-from tests.world import World
+from tests.world import World, make_world
 
 READS = (
     "/v1/groups/{g}/events",
@@ -641,3 +641,45 @@ async def test_a_strangers_lease_reads_all_look_alike(live: LiveServer, world: W
         there, missing = await s.get(f"/v1/leases/{lease_id}"), await s.get("/v1/leases/nope")
     assert there.status_code == missing.status_code == 403
     assert there.json() == missing.json()
+
+
+@pytest.mark.parametrize(
+    ("agent_id", "code"),
+    [
+        ("\u0430lice", "mixed_script_id"),  # a Cyrillic а among Latin letters
+        ("worker-l", "confusable_id"),  # looks like worker-1 (l / 1)
+        ("w\u043erker-0", "mixed_script_id"),  # Cyrillic о
+        ("\u0430\u043b\u0438\u0441\u0430", None),  # алиса: wholly Cyrillic
+        ("\u30a8\u30fc\u30b8\u30a7\u30f3\u30c8\u592a\u90ce", None),  # Japanese: Katakana + Han
+        ("carol-2", None),
+    ],
+)
+def test_one_identity_per_look__MW_11_3_b(tmp_path: Path, agent_id: str, code: str | None) -> None:
+    """UTS #39 on member ids: mixed-script ids and ids confusable with an existing member's are
+    refused (and write nothing); a wholly non-Latin id is a name like any other."""
+    w = make_world(tmp_path / "a.db")
+    head = w.authority.head(w.group)
+    other = Actor.generate(agent_id)
+    body = {"agent_id": agent_id, "public_key": other.public_key, "roles": ["worker"]}
+    r = w.submit(w.coordinator, "member.add", body)
+    if code is None:
+        assert r.accepted, r.rejection
+        other.membership_epochs[w.group] = 1
+        opened = w.authority.submit(
+            other.command("session.open", None, {}, issued_at_ms=w.clock.now)
+        )
+        assert opened.accepted, opened.rejection
+        return
+    assert r.rejection is not None and r.rejection.code == code, r.rejection
+    assert w.authority.head(w.group) == head
+
+
+def test_a_group_id_confusable_with_an_existing_one_is_refused__MW_11_3_b(
+    tmp_path: Path,
+) -> None:
+    w = make_world(tmp_path / "a.db")  # Group g1
+    coord = w.coordinator
+    for gid, code in (("gl", "confusable_id"), ("g2", None), ("\u0261\u0031", "confusable_id")):
+        body = {"public_key": coord.public_key, "roles": ["owner"]}
+        r = w.authority.submit(coord.command("group.create", gid, body, issued_at_ms=w.clock.now))
+        assert (r.rejection.code if r.rejection else None) == code, (gid, r.rejection)

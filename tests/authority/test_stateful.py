@@ -34,7 +34,7 @@ from hypothesis.stateful import (
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import Actor, Command, SigningKey, new_id, reduce_events, sign_command
 from tests.contracts import contract
-from tests.world import evidence, make_world
+from tests.world import basis, evidence, make_world
 
 # The timeouts and budget of tests.world.contract().
 START_MS = 60_000
@@ -96,6 +96,20 @@ class MItem:
     blocked_lease: str | None = None
     tool_calls: int = 0
     deps: tuple[str, ...] = ()
+    child: str | None = None  # the child Mission mission.create_child named last
+
+    def blocked_for(self, child: str) -> bool:
+        """Blocked by ``mission.create_child`` for ``child`` (spec 10.2's child rows): a
+        Worker's own block keeps its owner, the child's closes ownership."""
+        return self.state == "blocked" and self.owner is None and self.child == child
+
+
+@dataclass
+class MChild:
+    """A child Mission in the machine's Group: the WorkItem its parent link names."""
+
+    wid: str
+    state: str = "running"
 
 
 @dataclass(frozen=True)
@@ -148,6 +162,8 @@ class AuthorityMachine(RuleBasedStateMachine):
         self.offers: dict[str, MOffer] = {}
         self.leases: dict[str, MLease] = {}
         self.sessions = {a.agent_id: a.session_epoch for a in self.w.workers}
+        self.children: dict[str, MChild] = {}  # child Missions created, by id
+        self.child_ids = 0
         self.history: list[tuple[Command, SubmitResult]] = []
         self.happy = False  # during a happy step every choice is the sensible one
         self.forced: str | None = None  # the item a happy step works on
@@ -476,7 +492,7 @@ class AuthorityMachine(RuleBasedStateMachine):
             "work_item_id": item.wid,
             "candidates": candidates,
             "expires_at_ms": expires_at,
-            "selection_basis": {c: {"capability_matches": ["dist.verify@1.0"]} for c in candidates},
+            "selection_basis": {c: basis(["dist.verify@1.0"]) for c in candidates},
         }
         revision, objective = item.revision, item.objective
         if change is not None:
@@ -789,6 +805,102 @@ class AuthorityMachine(RuleBasedStateMachine):
                     o.status = "withdrawn"
             item.state, item.lease = "cancelled", None
 
+    # ---------------------------------------------------------------- child Missions
+
+    def draw_child(self, data: st.DataObject, item: MItem) -> str:
+        """The child the item is blocked for, another one, or one never named."""
+        named = sorted({i.child for i in self.items.values() if i.child})
+        choice = self.pick(data, "child", ("own", 6), ("any", 2), ("bogus", 1))
+        if choice == "own" and item.child:
+            return item.child
+        if choice in ("own", "any") and named:
+            return str(data.draw(st.sampled_from(named), label="named child"))
+        return "kid_never"
+
+    def create_child(self, data: st.DataObject) -> None:
+        """mission.create_child: open…blocked → blocked; ownership closed, leases revoked."""
+        item = self.draw_item(data, {"open", "offered", "queued", "active", "blocked"})
+        actor = self.pick(data, "creator", (self.w.coordinator, 5), (self.w.workers[0], 1))
+        why = self.coordinator_only(actor, item, {"open", "offered", "queued", "active", "blocked"})
+        self.child_ids += 1
+        child = f"kid{self.child_ids}"
+        body = {"work_item_id": item.wid, "child_mission_id": child}
+        if self.send(actor, "mission.create_child", body, expected(why), self.tamper(data)):
+            self.close_item_leases(item, REVOKED)
+            for o in self.offers.values():
+                if o.wid == item.wid and o.status == "open":
+                    o.status = "withdrawn"
+            item.state, item.owner, item.lease, item.blocked_lease = "blocked", None, None, None
+            item.start_deadline, item.child = None, child
+
+    def create_child_mission(self, data: st.DataObject) -> None:
+        """mission.create with a parent link: only for the WorkItem blocked for that child
+        (MW-10.4-d)."""
+        item = self.draw_item(data, {"blocked"})
+        child = self.draw_child(data, item)
+        why: set[str] = set()
+        if child in self.children:
+            why.add("mission_exists")
+        if not item.blocked_for(child):
+            why.add("invalid_parent")
+        link = {"group_id": self.g, "mission_id": self.w.mission, "work_item_id": item.wid}
+        body = {"mission_id": child, "title": "child", "parent": link}
+        if self.send(self.w.coordinator, "mission.create", body, expected(why), self.tamper(data)):
+            self.children[child] = MChild(item.wid)
+
+    def end_child_mission(self, data: st.DataObject) -> None:
+        """A child Mission completes or fails (it holds no WorkItem of its own here)."""
+        running = sorted(k for k, c in self.children.items() if c.state == "running")
+        if not running:
+            return
+        child = data.draw(st.sampled_from(running), label="ending child")
+        kind = self.pick(data, "end", ("mission.complete", 3), ("mission.fail", 1))
+        body = {"mission_id": child}
+        if self.send(self.w.coordinator, kind, body, ACCEPT, self.tamper(data)):
+            self.children[child].state = "completed" if kind == "mission.complete" else "failed"
+
+    def child_outcome(self, data: st.DataObject) -> None:
+        """mission.child_approved (blocked → verified) / mission.child_failed (→ blocked or
+        failed): only the WorkItem blocked for that very child moves; an approval needs the
+        child completed, a failure a child not running or completed (MW-10.2-c)."""
+        item = self.draw_item(data, {"blocked"})
+        actor = self.pick(data, "reporter", (self.w.coordinator, 5), (self.w.workers[1], 1))
+        child = self.draw_child(data, item)
+        approved = self.pick(data, "approved", (True, 2), (False, 1))
+        why = self.coordinator_only(actor, item, {"blocked"})
+        if not item.blocked_for(child):
+            why.add("unknown_child")
+        linked = self.children.get(child)
+        linked_here = linked is not None and linked.wid == item.wid
+        body: dict[str, Any] = {"work_item_id": item.wid, "child_mission_id": child}
+        if approved:
+            if not (linked_here and linked is not None and linked.state == "completed"):
+                why.add("child_not_completed")
+            body["evidence"] = evidence("coordinator", item.wid)
+            if self.send(actor, "mission.child_approved", body, expected(why), self.tamper(data)):
+                item.state = "verified"
+            return
+        if linked_here and linked is not None and linked.state in ("running", "completed"):
+            why.add("child_not_failed")
+        policy = self.pick(data, "policy", ("stay_blocked", 1), ("fail", 1))
+        body["policy"] = policy
+        if self.send(actor, "mission.child_failed", body, expected(why), self.tamper(data)):
+            item.state = "failed" if policy == "fail" else "blocked"
+
+    @rule(data=st.data())
+    def child_mission(self, data: st.DataObject) -> None:
+        """The child rows of spec 10.2 and the parent link of the child Mission."""
+        action = data.draw(
+            _weighted(
+                (self.create_child, 3),
+                (self.create_child_mission, 2),
+                (self.end_child_mission, 1),
+                (self.child_outcome, 3),
+            ),
+            label="child action",
+        )
+        action(data)
+
     @rule(data=st.data())
     def offer_response(self, data: st.DataObject) -> None:
         """A Worker answers an offer: accept (10.2, 10.3-c) or decline (10.3-e)."""
@@ -997,7 +1109,9 @@ def test_authority_agrees_with_spec_model__MW_10_2_c__MW_11_3_c() -> None:
     rejection changes nothing) and MW_11_3_c / MW-11.3-c (renewals, checkpoints, blocks,
     submissions and failures must carry the current lease id; an old lease id is refused even
     under an unchanged ownership epoch), together with MW-10.3-c, MW-11.3-a/b/d/e/f, MW-11.5-b,
-    MW-11.5-j, MW-13.2-a and a verified hash chain after every step.
+    MW-11.5-j, MW-13.2-a, the child rows of spec 10.2 (only the WorkItem ``mission.create_child``
+    blocked for that child Mission moves on its outcome) and a verified hash chain after every
+    step.
     """
     run_state_machine_as_test(
         AuthorityMachine,

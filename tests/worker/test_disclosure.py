@@ -18,6 +18,7 @@ from missionweave.worker._dispatch import Dispatcher
 from missionweave.worker._scheduler import QueuedItem, Scheduler
 from missionweave.worker._slots import SlotBoard
 from missionweave.worker._state import LocalState
+from tests.world import make_world
 
 T0 = 1_800_000_000_000
 
@@ -139,3 +140,39 @@ def test_an_item_waiting_for_an_approval_is_disclosed_with_low_confidence__MW_11
     )
     assert (sure.confidence, held.confidence) == ("high", "low")
     assert material(sure, held, T0)  # approval granted or not: the Group hears of it
+
+
+async def test_an_item_started_at_once_is_disclosed_on_start__MW_11_2_a(tmp_path: Path) -> None:
+    """An item that gets a free slot at once (accepted and started in one request) is
+    disclosed too, and the real Authority takes that disclosure once the item is active."""
+    w = make_world(tmp_path / "a.db")
+    ada = w.workers[0]
+    w.authorize("w1")
+    epoch = int(w.accept(ada, "w1", w.offer("w1", ada)).reply["ownership_epoch"])
+    results = []
+
+    async def disclose(group_id: str, bodies: list[dict[str, Any]]) -> None:
+        for b in bodies:
+            cmd = ada.command("work.disclose_schedule", group_id, b, issued_at_ms=w.clock.now)
+            results.append(w.authority.submit(cmd))
+
+    state = LocalState(tmp_path / "s.db", ada.agent_id)
+    disp = Dispatcher(ada, state, [w.group], Scheduler(2), SlotBoard(2), disclose=disclose,
+                      clock=w.clock)  # fmt: skip
+    it = QueuedItem(w.group, "w1", w.mission, epoch, None, w.clock.now, estimate_ms=30_000)
+    try:
+        waiting = asyncio.create_task(disp.wait_for_slot(it))
+        await asyncio.sleep(0)
+        disp.dispatch_once()
+        await waiting  # the slot is granted at once
+        w.start(ada, "w1")  # the runtime's work.start
+        await disp._publish_disclosures()
+    finally:
+        disp.close("test over")
+        state.close()
+    [r] = results
+    assert r.accepted, r.rejection
+    [ev] = r.events
+    assert ev.body["start_window"] == {"earliest_ms": w.clock.now, "latest_ms": w.clock.now}
+    assert ev.body["confidence"] == "high" and ev.body["compute_ms"] == 30_000
+    assert ev.body["capacity"] == {"state": "available", "free_slots": 1, "queue_depth": 1}

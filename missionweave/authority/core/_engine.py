@@ -38,7 +38,9 @@ from ...protocol import (
 from ...telemetry import tracer
 from ..wire import AuthorityError, SubmitResult, now_ms
 from . import (  # noqa: F401
+    _budgets,
     _handlers_admin,
+    _handlers_children,
     _handlers_context,
     _handlers_dag,
     _handlers_lease,

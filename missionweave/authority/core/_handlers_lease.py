@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from ...protocol import (
+    Evidence,
     ProgressReport,
     ResourceUsage,
     Role,
@@ -21,9 +22,9 @@ from ...protocol import (
     new_id,
     verify_manifest,
 )
+from ._budgets import charge_work_item
 from ._command_scope import Ctx, Reject, dumps, need
 from ._handlers_context import refuse_other_missions
-from ._handlers_offline import charge_work_item
 from ._items import (
     cited,
     contract_of,
@@ -316,7 +317,8 @@ def _late(ctx: Ctx, item: Row, rejection: Reject) -> bool:
 def work_submit(ctx: Ctx) -> None:
     """Submit outputs with Evidence for every acceptance criterion (MW-13.2-a). Artifacts
     published in another Mission and not promoted — as outputs or cited by the Evidence — are
-    refused (``cross_mission_content``, MW-13.3-d)."""
+    refused (``cross_mission_content``, MW-13.3-d); the Artifacts it names exist in this
+    WorkItem and Evidence references them (:func:`_submitted_artifacts_exist`)."""
     item = load_item(ctx)
     if not _fenced_or_late(ctx, item):
         return
@@ -336,6 +338,7 @@ def work_submit(ctx: Ctx) -> None:
     if not isinstance(outputs, dict):
         raise Reject("invalid_body", "outputs must be an object", field="outputs")
     refuse_other_missions(ctx, item["mission_id"], [*artifacts, *cited(evidence)])
+    _submitted_artifacts_exist(ctx, item, artifacts, evidence)
     _charge(ctx, item)
     end_leases(ctx, item, "released", "submitted")
     set_item(ctx, item, state="submitted", lease_id=None)
@@ -350,6 +353,33 @@ def work_submit(ctx: Ctx) -> None:
         },
         work_item_id=item["work_item_id"],
     )
+
+
+def _submitted_artifacts_exist(
+    ctx: Ctx, item: Row, artifacts: list[str], evidence: list[Evidence]
+) -> None:
+    """Each Artifact a submission names was published in this WorkItem's conversation
+    (``artifact.publish`` under one of its leases) or promoted in this Group, and some
+    Evidence references it (its ``artifacts`` or ``subject``, MW-13.2-a/c).
+
+    Raises:
+        Reject: ``artifact_not_published`` (naming the hash); ``artifact_without_evidence``.
+    """
+    referenced = {h for e in evidence for h in e.artifacts} | {e.subject for e in evidence}
+    for h in artifacts:
+        if ctx.one("artifacts.published_in_item", ctx.group_id, h, item["work_item_id"]) is None \
+                and ctx.one("promoted_artifacts.in_group", ctx.group_id, h) is None:  # fmt: skip
+            raise Reject(
+                "artifact_not_published",
+                "a submitted Artifact must be published in this WorkItem (or promoted)",
+                artifact=h,
+            )
+        if h not in referenced:
+            raise Reject(
+                "artifact_without_evidence",
+                "every submitted Artifact must be referenced by Evidence",
+                artifact=h,
+            )
 
 
 @command("work.fail")

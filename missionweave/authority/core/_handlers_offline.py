@@ -7,7 +7,8 @@
   transaction (MW-11.5-h/i/j): check the binding against the historical lease, charge the
   offline resource delta to the WorkItem and its whole budget ancestry (WorkItem → Mission →
   parent Missions) with a ``resource_usage_recorded`` Event naming both sessions, then apply
-  the report and checkpoint. Any refusal — a budget overrun included — writes nothing.
+  the report and checkpoint (the charging itself: :mod:`._budgets`). Any refusal — a budget
+  overrun included — writes nothing.
 
 The rule that an outage of the Authority never costs an owner its lease lives in
 :mod:`._outages`.
@@ -26,14 +27,14 @@ from ...protocol import (
     BUFFERABLE_COMMANDS,
     KNOWN_EXTENSIONS,
     RESOURCE_USAGE_RECORDED,
-    Budget,
     Command,
     OfflineBinding,
     ProgressReport,
     ResourceUsage,
 )
+from ._budgets import charge_work_item
 from ._command_scope import Ctx, Reject, dumps
-from ._items import add_usage, contract_of, gate, load_item, parse, set_item
+from ._items import contract_of, gate, load_item, parse, set_item
 from ._registry import HANDLERS, Handler
 from ._store import Row
 
@@ -44,26 +45,6 @@ log = logging.getLogger(__name__)
 
 def _lease_row(ctx: Ctx, lease_id: str) -> Row | None:
     return ctx.one("leases.row", lease_id)
-
-
-def _mission_row(ctx: Ctx, group_id: str, mission_id: str) -> Row | None:
-    return ctx.one("missions.parent_and_usage", group_id, mission_id)
-
-
-def _save_mission_usage(
-    ctx: Ctx, group_id: str, mission_id: str, budget: str | None, usage: ResourceUsage
-) -> None:
-    ctx.run("mission_usage.save_usage", group_id, mission_id, budget, usage.model_dump_json())
-
-
-def _save_mission_budget(ctx: Ctx, mission_id: str, budget: Budget) -> None:
-    ctx.run(
-        "mission_usage.save_budget",
-        ctx.group_id,
-        mission_id,
-        budget.model_dump_json(),
-        ResourceUsage().model_dump_json(),
-    )
 
 
 # ------------------------------------------------------------------------- extensions
@@ -99,91 +80,29 @@ def handler_for(cmd: Command) -> Handler:
     return HANDLERS[cmd.type].fn
 
 
-# ---------------------------------------------------------------------------- budgets
-
-
-def record_mission_budget(ctx: Ctx, mission_id: str, raw: Any) -> None:
-    """Store a Mission's budget (``mission.create``'s optional ``budget``): every charge to
-    one of its WorkItems, or to a child Mission's, counts against it.
-
-    Raises:
-        Reject: ``invalid_body`` — ``raw`` is not a :class:`Budget`.
-    """
-    if raw is not None:
-        _save_mission_budget(ctx, mission_id, parse(Budget, raw, "budget"))
-
-
-def charge_ancestry(ctx: Ctx, item: Row, delta: ResourceUsage) -> list[dict[str, Any]]:
-    """Add ``delta`` to the usage of ``item``'s Mission and each parent Mission (the WorkItem
-    itself is the caller's); the new totals, nearest first.
-
-    Raises:
-        Reject: ``budget_exceeded`` naming the Mission whose budget it would overrun
-            (MW-11.5-j); the caller's savepoint then writes nothing.
-    """
-    totals: list[dict[str, Any]] = []
-    group, mission, seen = item["group_id"], item["mission_id"], set()
-    while mission and mission not in seen:
-        seen.add(mission)
-        row = _mission_row(ctx, group, mission)
-        if row is None:
-            break
-        used = ResourceUsage.model_validate_json(row["usage"]) if row["usage"] else None
-        total = add_usage(used or ResourceUsage(), delta)
-        if row["budget"]:
-            over = total.over(Budget.model_validate_json(row["budget"]))
-            if over:
-                raise Reject(
-                    "budget_exceeded",
-                    "the usage exceeds the Mission's budget",
-                    scope="mission",
-                    mission_id=mission,
-                    dimensions=over,
-                    usage=total.model_dump(),
-                )
-        _save_mission_usage(ctx, group, mission, row["budget"], total)
-        totals.append({"mission_id": mission, "usage": total.model_dump()})
-        parent = json.loads(row["parent"]) if row["parent"] else None
-        mission = parent.get("mission_id") if isinstance(parent, dict) else None
-    return totals
-
-
-def charge_work_item(
-    ctx: Ctx, item: Row, delta: ResourceUsage
-) -> tuple[ResourceUsage, list[dict[str, Any]]]:
-    """Add ``delta`` to ``item``'s usage and to its whole budget ancestry (MW-11.5-i); the
-    WorkItem's new total and the Missions' (:func:`charge_ancestry`).
-
-    Raises:
-        Reject: ``budget_exceeded`` (``scope`` ``work_item`` or ``mission``) when a total
-            would overrun its budget (MW-11.5-j); the caller's savepoint then writes nothing.
-    """
-    total = add_usage(ResourceUsage.model_validate_json(item["usage"]), delta)
-    over = total.over(contract_of(item).budget)
-    if over:
-        raise Reject(
-            "budget_exceeded",
-            "the usage exceeds the contract's budget",
-            scope="work_item",
-            dimensions=over,
-            usage=total.model_dump(),
-        )
-    missions = charge_ancestry(ctx, item, delta)
-    set_item(ctx, item, usage=total.model_dump_json())
-    return total, missions
-
-
 # ----------------------------------------------------------------------- reconciliation
 
 
 def _superseded_by_own_session(ctx: Ctx, lease: Row, item: Row) -> bool:
     """The lease was revoked only because its agent opened a new session (it restarted while
-    cut off) and nobody took the WorkItem since: its buffered progress still belongs."""
-    return (
+    cut off: the ``lease.revoked`` Event says ``session_replaced``) and nothing happened to the
+    WorkItem since — still queued at the same owner and ownership epoch (checked before), no
+    new lease: its buffered progress still belongs. The one exception to "after the lease was
+    closed" (MW-11.5-h), which MW-11.5-g/i need; the argument: ``docs/spec/READINGS.md``."""
+    if not (
         lease["status"] == "revoked"
         and lease["session_epoch"] < ctx.command.session_epoch
         and item["state"] == "queued"
         and item["lease_id"] is None
+    ):
+        return False
+    row = ctx.one(
+        "events.latest_of_item", item["group_id"], "lease.revoked", item["work_item_id"],
+        item["group_id"], "lease.revoked", item["work_item_id"],
+    )  # fmt: skip
+    revoked = json.loads(row[0])["body"] if row is not None else {}
+    return revoked.get("lease_id") == lease["lease_id"] and revoked.get("reason") == (
+        "session_replaced"
     )
 
 
@@ -199,7 +118,8 @@ def reconcile(ctx: Ctx) -> None:
     Groups, leases or agents), ``owner_changed`` (the WorkItem has another owner or ownership
     epoch), ``outside_grace_window`` (buffered before the lease or after its expiry plus the
     contract's ``offline_grace_ms``), ``lease_closed`` (the lease ended — released, expired,
-    revoked — other than by the agent's own restart), ``budget_exceeded`` (the WorkItem's or
+    revoked — other than by the agent's own restart, :func:`_superseded_by_own_session`),
+    ``budget_exceeded`` (the WorkItem's or
     an ancestor Mission's budget).
     """
     cmd = ctx.command
@@ -318,9 +238,6 @@ def reconcile(ctx: Ctx) -> None:
 
 
 __all__ = [
-    "charge_ancestry",
-    "charge_work_item",
     "handler_for",
     "reconcile",
-    "record_mission_budget",
 ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...protocol import WorkItemState
 from ._command_scope import Ctx, Reject, need, need_id
 from ._registry import command
 
@@ -28,6 +29,9 @@ MAX_WEIGHT = 1_000
 #: The words a disclosure's ``confidence`` and ``capacity.state`` may take.
 CONFIDENCE = ("high", "medium", "low")
 CAPACITY_STATES = ("available", "busy", "draining")
+#: The states in which an owner discloses a WorkItem's schedule (MW-11.2-a): waiting for a
+#: slot, and started (a start, or an estimate revised while it runs, is a material change).
+DISCLOSABLE = frozenset({WorkItemState.QUEUED, WorkItemState.ACTIVE})
 _DISCLOSURE = {"work_item_id", "ownership_epoch", "start_window", "completion_estimate_ms",
                "confidence", "capacity", "compute_ms"}  # fmt: skip
 _LIMIT = 2**53
@@ -99,7 +103,8 @@ def work_disclose_schedule(ctx: Ctx) -> None:
     completion_estimate_ms, confidence: high|medium|low, capacity: {state:
     available|busy|draining, free_slots, queue_depth}, compute_ms}`` — exactly these; times in
     epoch ms, ``earliest_ms <= latest_ms <= completion_estimate_ms``. Only the WorkItem's owner
-    under its current ownership epoch, while it is ``queued`` or ``running``. Emits
+    under its current ownership epoch, while it is ``queued`` or ``active`` (:data:`DISCLOSABLE`:
+    disclosed on acceptance, on start and on every material change). Emits
     ``work.schedule_disclosed`` with the body. Implements MW-11.2-a/b."""
     body = _exact(ctx.body, _DISCLOSURE, "body")
     wid = need_id(body, "work_item_id")
@@ -136,7 +141,7 @@ def work_disclose_schedule(ctx: Ctx) -> None:
             work_item_id=wid,
             ownership_epoch=current,
         )
-    if state not in ("queued", "running"):
+    if WorkItemState(state) not in DISCLOSABLE:
         raise Reject.wrong_state("invalid_state", f"WorkItem {wid!r}", state, work_item_id=wid)
     ctx.emit(
         "work.schedule_disclosed",
@@ -145,4 +150,4 @@ def work_disclose_schedule(ctx: Ctx) -> None:
     )
 
 
-__all__ = ["CAPACITY_STATES", "CONFIDENCE", "MAX_WEIGHT", "PRIORITY_CLASSES"]
+__all__ = ["CAPACITY_STATES", "CONFIDENCE", "DISCLOSABLE", "MAX_WEIGHT", "PRIORITY_CLASSES"]

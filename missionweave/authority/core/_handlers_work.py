@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from ...protocol import (
     UNFINISHED_STATES,
     DeclineReason,
     ResourceUsage,
     Role,
-    SelectionBasis,
     Transition,
     Urgency,
     WorkContract,
@@ -27,9 +27,10 @@ from ...protocol import (
     is_material_revision,
     new_id,
 )
+from ._budgets import record_mission_budget
 from ._command_scope import Ctx, Reject, dumps, need, need_id, need_label
+from ._handlers_children import verify_parent
 from ._handlers_context import refuse_other_missions
-from ._handlers_offline import record_mission_budget
 from ._items import (
     cited,
     close_owner,
@@ -46,6 +47,7 @@ from ._items import (
     withdraw_offers,
 )
 from ._registry import command
+from ._selection import AUTHORITY_CHECKS, checked_basis
 from ._store import Row
 
 _REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -53,12 +55,21 @@ _REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 @command("mission.create")
 def mission_create(ctx: Ctx) -> None:
+    """Create a running Mission (optionally with a ``budget``). A child Mission's ``parent``
+    names the parent's Group, Mission and WorkItem and is verified against the parent's
+    ``mission.child_created`` (:func:`verify_parent`, MW-10.4-d); the stored and logged link
+    cites that Event by sequence and hash, and budget charges follow it (MW-11.5-i).
+
+    Raises:
+        Reject: ``role_not_allowed``, ``invalid_body``, ``mission_exists``, ``invalid_parent``.
+    """
     if "coordinator" not in ctx.roles and "mission_owner" not in ctx.roles:
         raise Reject("role_not_allowed", "mission.create needs coordinator or mission_owner")
     mid = need_id(ctx.body, "mission_id")
-    parent = ctx.body.get("parent")
     if ctx.one("missions.exists_by_group_id_mission_id", ctx.group_id, mid):
         raise Reject("mission_exists", f"Mission {mid!r} already exists", mission_id=mid)
+    raw = ctx.body.get("parent")
+    parent = verify_parent(ctx, mid, raw) if raw is not None else None
     ctx.run(
         "missions.insert",
         ctx.group_id,
@@ -67,7 +78,7 @@ def mission_create(ctx: Ctx) -> None:
         dumps(parent) if parent else None,
     )
     record_mission_budget(ctx, mid, ctx.body.get("budget"))  # charged by MW-11.5-i
-    body = {"mission_id": mid, "title": need_label(ctx.body, "title")}
+    body: dict[str, Any] = {"mission_id": mid, "title": need_label(ctx.body, "title")}
     if parent:
         body["parent"] = parent
     if ctx.body.get("budget") is not None:
@@ -158,7 +169,9 @@ def work_authorize(ctx: Ctx) -> None:
 
 @command("work.offer")
 def work_offer(ctx: Ctx) -> None:
-    """Offer to one agent or a bounded candidate set (MW-10.3-a/b/c); reserves no ownership."""
+    """Offer to one agent or a bounded candidate set (MW-10.3-a/b/c); reserves no ownership.
+    Each candidate's selection basis must be complete and true (:func:`checked_basis`,
+    MW-10.3-f); ``work.offered`` records it with what the Authority checked."""
     item = load_item(ctx)
     reason = owner_expired(ctx, item)
     if item["owner"] is not None and reason is None and item["state"] != "failed":
@@ -214,10 +227,6 @@ def work_offer(ctx: Ctx) -> None:
             "selection_basis_required",
             "a selection basis is required for every candidate (MW-10.3-f)",
         )
-    basis = {
-        c: parse(SelectionBasis, basis_raw[c], "selection_basis").model_dump(mode="json")
-        for c in candidates
-    }
     new_contract = ctx.body.get("contract")
     revision = item["revision"]
     if new_contract is not None:
@@ -232,6 +241,7 @@ def work_offer(ctx: Ctx) -> None:
         if revised.revision < contract.revision:
             raise Reject("stale_revision", "the contract revision went backwards")
         revision = revised.revision
+        contract = revised
         set_item(ctx, item, contract=revised.model_dump_json(), revision=revision)
         if revision != item["revision"]:
             ctx.emit(
@@ -239,6 +249,9 @@ def work_offer(ctx: Ctx) -> None:
                 {"revision": revision, "contract": revised.wire()},
                 work_item_id=item["work_item_id"],
             )
+    basis = {
+        c: checked_basis(ctx, c, basis_raw[c], contract.required_capabilities) for c in candidates
+    }
     if reason is not None:
         close_owner(ctx, item, reason)
     withdraw_offers(ctx, item, "replaced")
@@ -263,6 +276,7 @@ def work_offer(ctx: Ctx) -> None:
             "expires_at_ms": expires,
             "revision": revision,
             "selection_basis": basis,
+            "authority_checks": list(AUTHORITY_CHECKS),
             "mission_id": item["mission_id"],
             "required_capabilities": contract.required_capabilities,
             "previous_state": item["state"],
@@ -577,75 +591,6 @@ def _terminate(ctx: Ctx, item: object, state: str, reason: str) -> None:
     withdraw_offers(ctx, row, reason)  # type: ignore[arg-type]
     set_item(ctx, row, state=state, lease_id=None)  # type: ignore[arg-type]
     ctx.emit(f"work.{state}", {"state": state, "reason": reason}, work_item_id=row["work_item_id"])  # type: ignore[index]
-
-
-@command("mission.create_child")
-def mission_create_child(ctx: Ctx) -> None:
-    """Block the parent item and close its ownership while the child Mission runs."""
-    item = load_item(ctx)
-    gate(ctx, item)
-    child = need_id(ctx.body, "child_mission_id")
-    child_group = need_id(ctx.body, "child_group_id") if "child_group_id" in ctx.body else None
-    end_leases(ctx, item, "revoked", "child_mission")
-    withdraw_offers(ctx, item, "child_mission")
-    set_item(
-        ctx,
-        item,
-        state="blocked",
-        owner=None,
-        lease_id=None,
-        start_deadline_ms=None,
-        child_mission_id=child,
-    )
-    ctx.emit(
-        "mission.child_created",
-        {
-            "child_mission_id": child,
-            "state": "blocked",
-            "child_group_id": child_group or ctx.group_id,
-        },
-        work_item_id=item["work_item_id"],
-    )
-
-
-def _child_parent(ctx: Ctx) -> Row:
-    """The WorkItem whose child Mission the Command names, its transition checked."""
-    item = load_item(ctx)
-    gate(ctx, item)
-    if item["child_mission_id"] != ctx.body.get("child_mission_id"):
-        raise Reject("unknown_child", "that is not this item's child Mission")
-    return item
-
-
-@command("mission.child_approved")
-def mission_child_approved(ctx: Ctx) -> None:
-    item = _child_parent(ctx)
-    evidence = parse_evidence(ctx, required=True)
-    set_item(ctx, item, state="verified")
-    ctx.emit(
-        "mission.child_approved",
-        {
-            "child_mission_id": item["child_mission_id"],
-            "state": "verified",
-            "evidence": [e.model_dump() for e in evidence],
-        },
-        work_item_id=item["work_item_id"],
-    )
-
-
-@command("mission.child_failed")
-def mission_child_failed(ctx: Ctx) -> None:
-    item = _child_parent(ctx)
-    policy = ctx.body.get("policy")
-    if policy not in ("stay_blocked", "fail"):
-        raise Reject("invalid_body", "policy must be stay_blocked or fail", field="policy")
-    state = "failed" if policy == "fail" else "blocked"
-    set_item(ctx, item, state=state)
-    ctx.emit(
-        "mission.child_failed",
-        {"child_mission_id": item["child_mission_id"], "state": state, "policy": policy},
-        work_item_id=item["work_item_id"],
-    )
 
 
 def _mission_end(ctx: Ctx, state: str) -> None:

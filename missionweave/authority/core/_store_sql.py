@@ -268,9 +268,28 @@ STATEMENTS: dict[str, str] = {
     "promoted_artifacts.groups": (
         "SELECT group_id FROM promoted_artifacts WHERE artifact_hash=? ORDER BY group_id"
     ),
+    "artifacts.published_in_item": (
+        "SELECT 1 FROM artifacts WHERE group_id=? AND artifact_hash=? AND work_item_id=? LIMIT 1"
+    ),
+    "promoted_artifacts.in_group": (
+        "SELECT 1 FROM promoted_artifacts WHERE group_id=? AND artifact_hash=?"
+    ),
     # --- command handlers
     "missions.state_by_group_id_mission_id": (
         "SELECT state FROM missions WHERE group_id=? AND mission_id=?"
+    ),
+    "missions.state_and_parent": (
+        "SELECT state, parent FROM missions WHERE group_id=? AND mission_id=?"
+    ),
+    # the latest Event of one type for one WorkItem, online or archived (a child Mission's link)
+    "events.latest_of_item": (
+        "SELECT data FROM (SELECT seq, data FROM events WHERE group_id=? AND type=? "
+        "AND work_item_id=? UNION ALL SELECT seq, data FROM archived_events WHERE group_id=? "
+        "AND type=? AND work_item_id=?) AS e ORDER BY seq DESC LIMIT 1"
+    ),
+    "events.of_type": (
+        "SELECT data FROM events WHERE group_id=? AND type=? UNION ALL "
+        "SELECT data FROM archived_events WHERE group_id=? AND type=?"
     ),
     "missions.exists_by_group_id_mission_id": (
         "SELECT 1 FROM missions WHERE group_id=? AND mission_id=?"
@@ -473,6 +492,8 @@ STATEMENTS: dict[str, str] = {
         "SELECT 1 FROM leases WHERE lease_id=? AND agent_id=? AND group_id=? AND work_item_id=?"
     ),
     "agents.card_version_by_agent_id": "SELECT card_version FROM agents WHERE agent_id=?",
+    "agents.card_by_agent_id": "SELECT card FROM agents WHERE agent_id=?",
+    "agents.ids": "SELECT agent_id FROM agents",
     "artifacts.insert_ignore": (
         "INSERT OR IGNORE INTO artifacts (group_id, artifact_hash, manifest_id, mission_id, "
         "work_item_id, producer, classification, published_at_ms) VALUES (?,?,?,?,?,?,?,?)"

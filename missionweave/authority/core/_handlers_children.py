@@ -1,0 +1,221 @@
+"""Child Missions on the Authority (spec 10.2's child rows, MW-10.4-d, MW-11.5-i).
+
+* ``mission.create_child`` blocks the parent WorkItem and closes its ownership while the child
+  Mission runs; its ``mission.child_created`` Event is the link's anchor.
+* A child Mission's ``mission.create`` carries ``parent`` = ``{group_id, mission_id,
+  work_item_id}`` (and the parent workflow's id), verified here against that anchor: the
+  parent WorkItem is blocked for this very child, in this very Group (:func:`verify_parent`).
+  The stored link cites the anchor Event by sequence and hash.
+* ``mission.child_approved`` / ``mission.child_failed`` move only a WorkItem blocked by
+  ``mission.create_child`` for that child; an approval also needs the child Mission completed,
+  linked to this WorkItem (MW-10.2-c).
+* Budgets up the ancestry (MW-11.5-i) never cross a Group inside one transaction (MW-10.4-d):
+  a charge that reaches a parent in another Group is recorded in the child's Group as
+  ``mission.usage_forwarded``, and ``mission.charge_child_usage`` in the parent's Group applies
+  it there, citing that Event by Group, sequence and hash (:mod:`._budgets`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ._command_scope import Ctx, Reject, need, need_id
+from ._items import end_leases, gate, load_item, parse_evidence, set_item, withdraw_offers
+from ._registry import command
+from ._store import Row
+
+CHILD_CREATED = "mission.child_created"
+
+
+def anchor(ctx: Ctx, group_id: str, work_item_id: str) -> dict[str, Any] | None:
+    """The latest ``mission.child_created`` Event of WorkItem ``work_item_id`` in Group
+    ``group_id`` (the whole Event as JSON), or ``None``."""
+    row = ctx.one(
+        "events.latest_of_item", group_id, CHILD_CREATED, work_item_id,
+        group_id, CHILD_CREATED, work_item_id,
+    )  # fmt: skip
+    return json.loads(row[0]) if row is not None else None
+
+
+def _blocked_for_child(item: Row | None, child_mission_id: str) -> bool:
+    """Whether ``item`` is blocked by ``mission.create_child`` for ``child_mission_id``: a
+    Worker's own block keeps its owner (and a blocked lease); the child's closes ownership."""
+    return (
+        item is not None
+        and item["state"] == "blocked"
+        and item["owner"] is None
+        and item["child_mission_id"] == child_mission_id
+    )
+
+
+def verify_parent(ctx: Ctx, mission_id: str, raw: Any) -> dict[str, Any]:
+    """The verified parent link of child Mission ``mission_id`` created in ``ctx.group_id``.
+
+    Args:
+        raw: the Command's ``parent``: ``{group_id, mission_id, work_item_id}`` (identifiers),
+            optionally ``workflow_id`` (the parent's Temporal workflow, kept as given).
+
+    Returns:
+        The link to store and log: the four fields and ``anchor`` = ``{seq, hash}`` of the
+        parent Group's ``mission.child_created`` Event for this child.
+
+    Raises:
+        Reject: ``invalid_body`` (a field missing or not an identifier); ``invalid_parent``
+            (no such Mission or WorkItem in that Group, or the WorkItem is not blocked by
+            ``mission.create_child`` for this Mission in this Group). Implements MW-10.4-d.
+    """
+    if not isinstance(raw, dict):
+        raise Reject("invalid_body", "parent must be an object", field="parent")
+    link: dict[str, Any] = {k: need_id(raw, k) for k in ("group_id", "mission_id", "work_item_id")}
+    if "workflow_id" in raw:
+        link["workflow_id"] = need(raw, "workflow_id")
+    pg, pm, pw = link["group_id"], link["mission_id"], link["work_item_id"]
+    item = ctx.one("work_items.row", pg, pw)
+    event = anchor(ctx, pg, pw)
+    if (
+        item is None
+        or item["mission_id"] != pm
+        or not _blocked_for_child(item, mission_id)
+        or event is None
+        or event["body"].get("child_mission_id") != mission_id
+        or event["body"].get("child_group_id") != ctx.group_id
+    ):
+        raise Reject(
+            "invalid_parent",
+            "the parent WorkItem is not blocked by mission.create_child for this Mission",
+            parent=link,
+            state=item["state"] if item is not None else None,
+        )
+    link["anchor"] = {"seq": event["seq"], "hash": event["hash"]}
+    return link
+
+
+@command("mission.create_child")
+def mission_create_child(ctx: Ctx) -> None:
+    """Block the parent item and close its ownership while the child Mission runs."""
+    item = load_item(ctx)
+    gate(ctx, item)
+    child = need_id(ctx.body, "child_mission_id")
+    child_group = need_id(ctx.body, "child_group_id") if "child_group_id" in ctx.body else None
+    end_leases(ctx, item, "revoked", "child_mission")
+    withdraw_offers(ctx, item, "child_mission")
+    set_item(
+        ctx,
+        item,
+        state="blocked",
+        owner=None,
+        lease_id=None,
+        start_deadline_ms=None,
+        child_mission_id=child,
+    )
+    ctx.emit(
+        CHILD_CREATED,
+        {
+            "child_mission_id": child,
+            "state": "blocked",
+            "child_group_id": child_group or ctx.group_id,
+        },
+        work_item_id=item["work_item_id"],
+    )
+
+
+def _child_parent(ctx: Ctx) -> tuple[Row, dict[str, Any] | None]:
+    """The WorkItem blocked for the Command's ``child_mission_id`` and the child Mission's row
+    (``state``, ``parent``) in the Group the link names, if it exists.
+
+    Raises:
+        Reject: the state table's (MW-10.2-c); ``unknown_child`` — the WorkItem is not blocked
+            by ``mission.create_child`` for that child Mission.
+    """
+    item = load_item(ctx)
+    gate(ctx, item)
+    child = need_id(ctx.body, "child_mission_id")
+    event = anchor(ctx, ctx.group_id, item["work_item_id"])
+    if not _blocked_for_child(item, child) or event is None:
+        raise Reject(
+            "unknown_child",
+            "the WorkItem is not blocked by mission.create_child for that child Mission",
+            child_mission_id=child,
+            current_child=item["child_mission_id"] if item["owner"] is None else None,
+        )
+    row = ctx.one("missions.state_and_parent", event["body"]["child_group_id"], child)
+    return item, dict(row) if row is not None else None
+
+
+def _links_here(ctx: Ctx, item: Row, child: dict[str, Any] | None) -> bool:
+    parent = json.loads(child["parent"]) if child and child["parent"] else None
+    return isinstance(parent, dict) and (
+        parent.get("group_id"),
+        parent.get("mission_id"),
+        parent.get("work_item_id"),
+    ) == (ctx.group_id, item["mission_id"], item["work_item_id"])
+
+
+@command("mission.child_approved")
+def mission_child_approved(ctx: Ctx) -> None:
+    """blocked → verified: the child's Approval becomes the WorkItem's Evidence. Only for the
+    child Mission ``mission.create_child`` named, once it completed with its link to this
+    WorkItem (MW-10.2-c).
+
+    Raises:
+        Reject: :func:`_child_parent`'s; ``child_not_completed`` (the child Mission does not
+            exist, is not linked to this WorkItem, or has not completed); ``evidence_required``.
+    """
+    item, child = _child_parent(ctx)
+    if child is None or child["state"] != "completed" or not _links_here(ctx, item, child):
+        raise Reject(
+            "child_not_completed",
+            "the child Mission has not completed as this WorkItem's child",
+            child_mission_id=item["child_mission_id"],
+            child_state=child["state"] if child else None,
+        )
+    evidence = parse_evidence(ctx, required=True)
+    set_item(ctx, item, state="verified")
+    ctx.emit(
+        "mission.child_approved",
+        {
+            "child_mission_id": item["child_mission_id"],
+            "state": "verified",
+            "evidence": [e.model_dump() for e in evidence],
+        },
+        work_item_id=item["work_item_id"],
+    )
+
+
+@command("mission.child_failed")
+def mission_child_failed(ctx: Ctx) -> None:
+    """blocked → blocked or failed, as the declared child-failure ``policy`` says. Only for
+    the child Mission ``mission.create_child`` named, and not while it runs or once it
+    completed (a child whose creation was refused never existed: it failed) (MW-10.2-c).
+
+    Raises:
+        Reject: :func:`_child_parent`'s; ``child_not_failed`` (the child Mission is running or
+            completed); ``invalid_body`` (``policy`` is not ``stay_blocked`` or ``fail``).
+    """
+    item, child = _child_parent(ctx)
+    if (
+        child is not None
+        and _links_here(ctx, item, child)
+        and child["state"]
+        in (
+            "running",
+            "completed",
+        )
+    ):
+        raise Reject(
+            "child_not_failed",
+            f"the child Mission is {child['state']}",
+            child_mission_id=item["child_mission_id"],
+            child_state=child["state"],
+        )
+    policy = ctx.body.get("policy")
+    if policy not in ("stay_blocked", "fail"):
+        raise Reject("invalid_body", "policy must be stay_blocked or fail", field="policy")
+    state = "failed" if policy == "fail" else "blocked"
+    set_item(ctx, item, state=state)
+    ctx.emit(
+        "mission.child_failed",
+        {"child_mission_id": item["child_mission_id"], "state": state, "policy": policy},
+        work_item_id=item["work_item_id"],
+    )

@@ -1,0 +1,187 @@
+"""Child Missions on a real Authority: only the child ``mission.create_child`` named moves its
+parent WorkItem (MW-10.2-c), the parent link names the parent's Group and is verified, and
+budget charges follow it across Groups by a verifiable Event (MW-10.4-d, MW-11.5-i)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from missionweave.authority import SubmitResult, verify_log
+from missionweave.protocol import Actor
+from tests.world import World, basis, evidence, make_leased_world, make_world
+
+G2 = "g2"
+
+
+def _child_approval(w: World, wid: str, child: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"work_item_id": wid, "evidence": evidence("coordinator", wid)}
+    if child is not None:
+        body["child_mission_id"] = child
+    return body
+
+
+def _usage(w: World, group: str, mission: str) -> dict[str, int] | None:
+    rows = w.authority.query(
+        "SELECT usage FROM mission_usage WHERE group_id=? AND mission_id=?", group, mission
+    )
+    return json.loads(rows[0]["usage"]) if rows else None
+
+
+def test_child_approval_moves_only_the_item_blocked_for_that_child__MW_10_2_c(
+    tmp_path: Path,
+) -> None:
+    w = make_leased_world(tmp_path / "a.db")
+    worker = w.workers[0]
+    # a Worker's own block: no child Mission at all
+    w.ok(
+        worker,
+        "work.block",
+        w.leased("a", resolution={"needs": "credentials"}, checkpoint={"step": 1}),
+    )
+    blocked_lease = w.item("a")
+    for child in (None, "never-created"):
+        for kind, extra in (
+            ("mission.child_approved", {}),
+            ("mission.child_failed", {"policy": "fail"}),
+        ):
+            r = w.submit(w.coordinator, kind, {**_child_approval(w, "a", child), **extra})
+            assert r.status == "rejected", (kind, child)
+            assert r.rejection is not None
+            assert r.rejection.code == ("unknown_child" if child else "invalid_body")
+    assert w.item("a") == blocked_lease  # still blocked, its blocked lease untouched
+    assert [
+        x["status"] for x in w.authority.query("SELECT status FROM leases WHERE kind='blocked'")
+    ] == ["active"]
+
+    # blocked by mission.create_child: not before the child Mission exists and completed
+    w.authorize("b")
+    w.offer("b", worker)
+    w.ok(w.coordinator, "mission.create_child", {"work_item_id": "b", "child_mission_id": "kid"})
+    assert w.item("b")["owner"] is None
+    r = w.submit(w.coordinator, "mission.child_approved", _child_approval(w, "b", "kid"))
+    assert r.rejection is not None and r.rejection.code == "child_not_completed"
+    r = w.submit(w.coordinator, "mission.child_approved", _child_approval(w, "b", "other"))
+    assert r.rejection is not None and r.rejection.code == "unknown_child"
+    parent = {"group_id": w.group, "mission_id": w.mission, "work_item_id": "b"}
+    w.ok(w.coordinator, "mission.create", {"mission_id": "kid", "title": "k", "parent": parent})
+    r = w.submit(w.coordinator, "mission.child_failed", {"work_item_id": "b",
+                 "child_mission_id": "kid", "policy": "fail"})  # fmt: skip
+    assert r.rejection is not None and r.rejection.code == "child_not_failed"  # it runs
+    w.ok(w.coordinator, "mission.complete", {"mission_id": "kid"})
+    w.ok(w.coordinator, "mission.child_approved", _child_approval(w, "b", "kid"))
+    assert w.item("b")["state"] == "verified"
+    verify_log(w.authority.store, w.group, w.authority.public_key)
+
+
+def test_parent_link_is_verified_at_child_creation__MW_10_4_d(tmp_path: Path) -> None:
+    w = make_world(tmp_path / "a.db")
+    w.authorize("p")
+    good = {"group_id": w.group, "mission_id": w.mission, "work_item_id": "p"}
+    # the WorkItem is not blocked for this child: any parent is refused
+    for parent in (
+        good,
+        {**good, "work_item_id": "nope"},
+        {"mission_id": "m1", "work_item_id": "p"},
+    ):
+        r = w.submit(w.coordinator, "mission.create", {"mission_id": "kid", "parent": parent})
+        assert r.status == "rejected", parent
+        assert r.rejection is not None
+        assert r.rejection.code in ("invalid_parent", "invalid_body"), r.rejection
+    w.ok(w.coordinator, "mission.create_child",
+         {"work_item_id": "p", "child_mission_id": "kid", "child_group_id": G2})  # fmt: skip
+    # named for Group g2: a child of that name in this Group is not the linked one
+    r = w.submit(w.coordinator, "mission.create", {"mission_id": "kid", "parent": good})
+    assert r.rejection is not None and r.rejection.code == "invalid_parent"
+
+
+def _second_group(w: World, worker: Actor) -> None:
+    """Group ``g2`` on the same Authority: the coordinator owns it, ``worker`` works in it."""
+    coord = w.coordinator
+    r = w.authority.submit(coord.command(
+        "group.create", G2,
+        {"public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
+        issued_at_ms=w.clock.now,
+    ))  # fmt: skip
+    assert r.accepted, r.rejection
+    coord.membership_epochs[G2] = 1
+    body = {"agent_id": worker.agent_id, "public_key": worker.public_key, "roles": ["worker"]}
+    assert in_g2(w, coord, "member.add", body).accepted
+    worker.membership_epochs[G2] = 1
+
+
+def in_g2(w: World, actor: Actor, type: str, body: dict[str, Any]) -> SubmitResult:
+    return w.authority.submit(actor.command(type, G2, body, issued_at_ms=w.clock.now))
+
+
+def test_child_in_another_group_charges_its_real_parent__MW_11_5_i__MW_10_4_d(
+    tmp_path: Path,
+) -> None:
+    w = make_world(tmp_path / "a.db")
+    coord, worker = w.coordinator, w.workers[0]
+    _second_group(w, worker)
+    budget = {"tool_calls": 1000}
+    # g2 has an unrelated Mission under the parent's id, with a budget of its own
+    assert in_g2(w, coord, "mission.create", {"mission_id": w.mission, "budget": budget}).accepted
+    w.authorize("p")
+    w.ok(coord, "mission.create_child",
+         {"work_item_id": "p", "child_mission_id": "kid", "child_group_id": G2})  # fmt: skip
+    link = {"group_id": w.group, "mission_id": w.mission, "work_item_id": "p"}
+    r = in_g2(w, coord, "mission.create", {"mission_id": "kid", "parent": link})
+    assert r.accepted, r.rejection
+    [created] = r.events
+    anchor = created.body["parent"]["anchor"]
+    [cited] = [e for e in w.authority.all_events(w.group) if e.seq == anchor["seq"]]
+    assert cited.type == "mission.child_created" and cited.hash == anchor["hash"]
+
+    # a WorkItem of the child Mission, run in g2 with some usage
+    contract = w.authorization("c", mission="kid")["contract"]
+    item = {"work_item_id": "c", "mission_id": "kid", "contract": contract}
+    assert in_g2(w, coord, "work.authorize", item).accepted
+    chosen = {worker.agent_id: basis(["dist.verify@1.0"])}
+    r = in_g2(w, coord, "work.offer", {"work_item_id": "c", "candidates": [worker.agent_id],
+              "expires_at_ms": w.clock.now + 30_000, "selection_basis": chosen})  # fmt: skip
+    assert r.accepted, r.rejection
+    r = in_g2(w, worker, "work.accept_offer",
+              {"work_item_id": "c", "offer_id": r.reply["offer_id"], "revision": 1})  # fmt: skip
+    assert r.accepted, r.rejection
+    r = in_g2(w, worker, "work.start", {"work_item_id": "c", "ownership_epoch": 1})
+    assert r.accepted, r.rejection
+    lease = r.reply["lease"]
+    r = in_g2(w, worker, "work.submit", {
+        "work_item_id": "c", "lease_id": lease["lease_id"], "ownership_epoch": 1,
+        "usage": {"tool_calls": 7}, "evidence": evidence(worker.agent_id, "c"),
+    })  # fmt: skip
+    assert r.accepted, r.rejection
+
+    assert _usage(w, G2, w.mission)["tool_calls"] == 0  # type: ignore[index]  # unrelated
+    [forwarded] = [e for e in r.events if e.type == "mission.usage_forwarded"]
+    assert forwarded.group_id == G2 and forwarded.body["parent"]["group_id"] == w.group
+    assert forwarded.body["delta"]["tool_calls"] == 7
+
+    # the parent's Group is charged by its own Command citing that Event, once
+    source = {"group_id": G2, "seq": forwarded.seq, "hash": forwarded.hash}
+    bad = w.submit(coord, "mission.charge_child_usage", {"source": {**source, "hash": "0" * 64}})
+    assert bad.rejection is not None and bad.rejection.code == "unknown_source"
+    ok = w.ok(coord, "mission.charge_child_usage", {"source": source})
+    assert [e.type for e in ok.events] == ["mission.child_usage_charged"]
+    again = w.submit(coord, "mission.charge_child_usage", {"source": source})
+    assert again.rejection is not None and again.rejection.code == "already_charged"
+    for g in (w.group, G2):
+        verify_log(w.authority.store, g, w.authority.public_key)
+
+
+def test_child_charge_reaches_its_parent_in_the_same_group__MW_11_5_i(tmp_path: Path) -> None:
+    """Within one Group the whole ancestry is charged in the Command's transaction."""
+    w = make_world(tmp_path / "a.db")
+    w.ok(w.coordinator, "mission.create", {"mission_id": "root", "budget": {"tool_calls": 50}})
+    w.authorize("p", mission="root")
+    w.ok(w.coordinator, "mission.create_child", {"work_item_id": "p", "child_mission_id": "kid"})
+    link = {"group_id": w.group, "mission_id": "root", "work_item_id": "p"}
+    w.ok(w.coordinator, "mission.create", {"mission_id": "kid", "parent": link})
+    w.ok(w.coordinator, "work.authorize", w.authorization("c", mission="kid"))
+    w.lease("c", w.workers[0])
+    w.ok(w.workers[0], "work.submit", w.leased("c", usage={"tool_calls": 9},
+         evidence=evidence(w.workers[0].agent_id, "c")))  # fmt: skip
+    assert _usage(w, w.group, "root")["tool_calls"] == 9  # type: ignore[index]

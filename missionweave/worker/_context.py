@@ -39,7 +39,7 @@ from ..protocol.temporal_contract import (
     mission_workflow_id,
 )
 from ._errors import Blocked, LeaseLost, Pause, WorkerError
-from ._fence import FencedActions
+from ._fence import TOOL_CALLS_KEY, FencedActions, tool_call_counters
 from ._lease import LeaseSession, UsageMeter
 from ._tokens import rotate_capability_token
 from ._update_retry import RETRYABLE, UpdateRetry
@@ -129,7 +129,9 @@ class WorkContext(FencedActions):
         self.dependency_artifacts: dict[str, list[str]] = {
             k: list(v) for k, v in work.dependency_artifacts.items()
         }
-        self._checkpoint = dict(work.checkpoint) if work.checkpoint else None
+        self._tool_calls = tool_call_counters(work.checkpoint)
+        handler_state = {k: v for k, v in (work.checkpoint or {}).items() if k != TOOL_CALLS_KEY}
+        self._checkpoint = handler_state or None
         self._pause_reason: str | None = None
         self.agent_id = session.actor.agent_id
         self.group_id = work.group_id
@@ -183,8 +185,25 @@ class WorkContext(FencedActions):
 
     @property
     def checkpoint(self) -> dict[str, Any] | None:
-        """The last durable checkpoint (from the Authority, or the last :meth:`save`)."""
+        """The last durable checkpoint (from the Authority, or the last :meth:`save`), as
+        the handler gave it."""
         return self._checkpoint
+
+    def durable(self, state: dict[str, Any]) -> dict[str, Any]:
+        """``state`` as a durable checkpoint records it: with the per-tool call counters
+        (:meth:`tool_call`) under a reserved key, so that a resumed attempt keys its calls
+        as this one did. :meth:`save`, :meth:`pause` and :meth:`block` use it.
+
+        Raises:
+            ValueError: ``state`` is empty or uses the reserved key.
+        """
+        if not isinstance(state, dict) or not state:
+            raise ValueError("a checkpoint is a non-empty dict")
+        if TOOL_CALLS_KEY in state:
+            raise ValueError(f"{TOOL_CALLS_KEY!r} is reserved in a checkpoint")
+        if not self._tool_calls:
+            return dict(state)
+        return {**state, TOOL_CALLS_KEY: dict(self._tool_calls)}
 
     def idempotency_key(self, op_id: str) -> str:
         """The stable key of external operation ``op_id`` under this ownership epoch: the same
@@ -359,12 +378,11 @@ class WorkContext(FencedActions):
             LeaseLost: the Authority says the lease is gone, or stayed unreachable past the
                 grace deadline: stop now.
         """
-        if not state:
-            raise ValueError("a checkpoint is a non-empty dict")
+        durable = self.durable(state)
         self._checkpoint = dict(state)
         heartbeat(self.heartbeat_details())
         report = ProgressReport(phase=phase)
-        await self._send_progress(report, checkpoint=self._checkpoint)
+        await self._send_progress(report, checkpoint=durable)
 
     async def report(
         self,
@@ -436,7 +454,7 @@ class WorkContext(FencedActions):
             "work_item_id": self.work_item_id,
             "lease_id": self.lease.lease_id,
             "ownership_epoch": self.ownership_epoch,
-            "checkpoint": self._checkpoint,
+            "checkpoint": self._checkpoint and self.durable(self._checkpoint),
         }
 
     # ------------------------------------------------------------------------- control
@@ -458,10 +476,12 @@ class WorkContext(FencedActions):
     def pause(self, state: dict[str, Any]) -> Pause:
         """The value to return to pause at checkpoint ``state`` (``return ctx.pause(state)``).
 
+        The checkpoint carries the tool call counters (:meth:`durable`).
+
         Raises:
             ValueError: ``state`` is empty.
         """
-        return Pause(state)
+        return Pause(self.durable(state))
 
     def block(self, resolution: dict[str, Any], state: dict[str, Any]) -> NoReturn:
         """Stop because something is needed: ``work.block`` with ``resolution`` and the
@@ -471,7 +491,7 @@ class WorkContext(FencedActions):
             Blocked: always.
             ValueError: ``resolution`` or ``state`` is empty.
         """
-        raise Blocked(resolution, state)
+        raise Blocked(resolution, self.durable(state))
 
     async def guard(self) -> None:
         """Call before any external side effect: reconciles buffered progress, then asks the

@@ -6,7 +6,9 @@ control (MW-10.3-d/e) and sends the agent's own signed ``work.decline_offer`` or
 free slot and nobody waiting, the acceptance and the ``work.start`` travel in one request;
 otherwise the accepted item waits in the agent's start queue, heartbeating, until the
 scheduler gives it a slot, and then starts (MW-11.3-b). Every Command is retried, the same
-signed Command each time (idempotent), while the Authority is briefly unreachable.
+signed Command each time (idempotent), while the Authority is briefly unreachable, and goes
+only after the offline buffer has been reconciled (MW-11.5-e): progress an execution buffered
+before it ended cut off reaches the Authority before this agent takes anything else.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ._admission import Accept, AdmissionControl, AdmissionRequest, Decline
 from ._context import heartbeat
 from ._dispatch import Dispatcher, NoSlot
 from ._gates import demand
+from ._offline import OfflineBuffer, reconcile
 from ._scheduler import QueuedItem
 from ._slots import SlotBoard
 from ._state import LocalState
@@ -71,6 +74,7 @@ class OfferTaker:
         dispatcher: the start queue.
         groups: the Groups followed.
         clock: epoch-millisecond clock.
+        offline_buffer: the runtime's offline buffer, reconciled before every Command.
     """
 
     def __init__(
@@ -83,9 +87,11 @@ class OfferTaker:
         dispatcher: Dispatcher,
         groups: list[str],
         clock: Callable[[], int] = now_ms,
+        offline_buffer: OfflineBuffer | None = None,
     ) -> None:
         self.actor, self.client, self.admission, self.state = actor, client, admission, state
         self.board, self.dispatcher, self.groups, self.clock = board, dispatcher, groups, clock
+        self.offline_buffer = offline_buffer
 
     async def take(self, work: ExecuteWorkItemInput) -> Taken:
         """Answer ``work.offer`` (if any) and start: the work with its lease, or the outcome.
@@ -253,10 +259,14 @@ class OfferTaker:
 
     async def _send_many(self, cmds: list[Command], until_ms: int | None) -> list[CommandVerdict]:
         """Submit, retrying the same signed Commands while the Authority is unreachable, up to
-        ``until_ms`` (then the Commands count as refused: ``authority_unreachable``)."""
+        ``until_ms`` (then the Commands count as refused: ``authority_unreachable``). The
+        offline buffer is reconciled first (MW-11.5-e)."""
         delay = 0.2
+        buffer = self.offline_buffer
         while True:
             try:
+                if buffer is not None and len(buffer):
+                    await reconcile(self.client, self.actor, buffer, self.clock)
                 return [r.verdict() for r in await self.client.submit_many(cmds)]
             except AuthorityUnavailable as exc:
                 if until_ms is not None and self.clock() + delay * 1000 >= until_ms:

@@ -5,7 +5,10 @@ control (MW-10.3-d/e) and sends the agent's own signed ``work.decline_offer`` or
 ``work.accept_offer`` straight to the Authority; the first acceptance wins (MW-10.3-c). With a
 free slot and nobody waiting, the acceptance and the ``work.start`` travel in one request;
 otherwise the accepted item waits in the agent's start queue, heartbeating, until the
-scheduler gives it a slot, and then starts (MW-11.3-b). Every Command is retried, the same
+scheduler gives it a slot, and then starts (MW-11.3-b). While it waits, the agent renews the
+queued ownership lease its acceptance was granted (``lease.renew`` every ``heartbeat_ms``,
+fenced by lease id and ownership epoch, MW-11.3-a): a hold the agent stops renewing lapses
+after one ``lease_ms``, before the start deadline. Every Command is retried, the same
 signed Command each time (idempotent), while the Authority is briefly unreachable, and goes
 only after the offline buffer has been reconciled (MW-11.5-e): progress an execution buffered
 before it ended cut off reaches the Authority before this agent takes anything else.
@@ -18,6 +21,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..authority.wire import now_ms
@@ -116,6 +120,7 @@ class OfferTaker:
         g, wid, key = work.group_id, work.work_item_id, (work.group_id, work.work_item_id)
         events: list[EventSummary] = []
         epoch = work.ownership_epoch
+        hold: dict[str, Any] | None = None
         offer = work.offer
         if offer is not None:
             decision = self.admission.decide(self._request(work))
@@ -163,6 +168,7 @@ class OfferTaker:
             if verdicts[0].accepted:  # (else it was this agent's already: the start says so)
                 events += verdicts[0].events
                 epoch = int(verdicts[0].reply.get("ownership_epoch", epoch + 1))
+                hold = verdicts[0].reply.get("hold")
                 log.info("accepted %s (epoch %s)", wid, epoch)
             if started is not None:
                 events += started.events
@@ -171,7 +177,38 @@ class OfferTaker:
                 )
             if len(verdicts) > 1:
                 self.board.release(key)
-        return await self._wait_and_start(work, epoch, events)
+        if hold is None:
+            return await self._wait_and_start(work, epoch, events)
+        renewing = asyncio.create_task(self._renew_hold(work, hold))
+        try:
+            return await self._wait_and_start(work, epoch, events)
+        finally:
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
+
+    async def _renew_hold(self, work: ExecuteWorkItemInput, hold: dict[str, Any]) -> None:
+        """Renew the queued ownership lease every ``heartbeat_ms`` until cancelled (the item
+        starts, or the wait ends); a refusal ends the renewals — the start will be refused
+        too. Implements MW-11.3-a."""
+        every_ms = work.contract.timeouts.heartbeat_ms
+        body = {
+            "work_item_id": work.work_item_id,
+            "lease_id": hold["lease_id"],
+            "ownership_epoch": hold["ownership_epoch"],
+        }
+        while True:
+            await asyncio.sleep(every_ms / 1000)
+            cmd = self.actor.command("lease.renew", work.group_id, body)
+            verdict = await self._send(cmd, self.clock() + every_ms)
+            rej = verdict.rejection
+            if not verdict.accepted and (rej is None or rej.code != "authority_unreachable"):
+                log.warning(
+                    "queued ownership of %s not renewed: %s",
+                    work.work_item_id,
+                    rej.code if rej else verdict.status,
+                )
+                return
 
     async def _wait_and_start(
         self, work: ExecuteWorkItemInput, epoch: int, events: list[EventSummary]

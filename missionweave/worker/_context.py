@@ -41,6 +41,7 @@ from ..protocol.temporal_contract import (
 from ._errors import Blocked, LeaseLost, Pause, WorkerError
 from ._fence import TOOL_CALLS_KEY, FencedActions, tool_call_counters
 from ._lease import LeaseSession, UsageMeter
+from ._reporting import ProgressState
 from ._tokens import rotate_capability_token
 from ._update_retry import RETRYABLE, UpdateRetry
 from ._verdicts import FENCE_CODES
@@ -133,6 +134,7 @@ class WorkContext(FencedActions):
         handler_state = {k: v for k, v in (work.checkpoint or {}).items() if k != TOOL_CALLS_KEY}
         self._checkpoint = handler_state or None
         self._pause_reason: str | None = None
+        self._progress = ProgressState(session.clock())
         self.agent_id = session.actor.agent_id
         self.group_id = work.group_id
         self.mission_id = work.mission_id
@@ -368,6 +370,10 @@ class WorkContext(FencedActions):
         attempt) and a signed ``progress.report`` carrying ``checkpoint=state``, which the
         Authority stores as the resume point of a reassignment (MW-11.5-a).
 
+        The report is the runtime's own (Implements MW-11.4-b): the last structured report
+        (milestones, next checkpoint, blockers, Evidence references) under ``phase``, with
+        the current estimate of the remaining time.
+
         While the Authority is unreachable the report is signed with the bounded-offline
         binding and buffered durably, the handler goes on until the lease's grace deadline,
         and the buffer is reconciled before anything else once the Authority answers
@@ -381,7 +387,7 @@ class WorkContext(FencedActions):
         durable = self.durable(state)
         self._checkpoint = dict(state)
         heartbeat(self.heartbeat_details())
-        report = ProgressReport(phase=phase)
+        report = self._progress.at_checkpoint(phase, self._session.clock())
         await self._send_progress(report, checkpoint=durable)
 
     async def report(
@@ -421,9 +427,36 @@ class WorkContext(FencedActions):
         )
         await self._send_progress(report, checkpoint=None)
 
+    def set_estimate(self, estimate_ms: int | None) -> None:
+        """The handler's declared duration of one execution, milliseconds (the runtime calls
+        this before the handler starts): the execution's expected end until the handler
+        reports an ``estimate_remaining_ms`` of its own."""
+        self._progress = ProgressState(self._progress.started_ms, estimate_ms, self._progress.last)
+
+    async def report_estimate_change(self) -> bool:
+        """Report a materially changed estimate by itself (Implements MW-11.4-b): when the
+        expected end has passed and the handler runs on, a ``progress.report`` repeating the
+        last structured report with a revised ``estimate_remaining_ms`` (half the time
+        elapsed so far). The runtime calls it at each heartbeat. Never raises: a lost lease is
+        the heartbeat loop's to handle.
+
+        Returns:
+            Whether a revision was reported.
+        """
+        revised = self._progress.revision(self._session.clock())
+        if revised is None:
+            return False
+        try:
+            await self._send_progress(revised, checkpoint=None)
+        except LeaseLost:
+            return False
+        self.logger.info("estimate revised: %s ms remaining", revised.estimate_remaining_ms)
+        return True
+
     async def _send_progress(
         self, report: ProgressReport, *, checkpoint: dict[str, Any] | None
     ) -> None:
+        self._progress.reported(report, self._session.clock())
         extra: dict[str, Any] = {"report": report.model_dump(mode="json")}
         if checkpoint is not None:
             extra["checkpoint"] = checkpoint

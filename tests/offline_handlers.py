@@ -59,3 +59,21 @@ def read_ledger(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+#: Set by a test once it has cut the agent off from the Authority (in-process agents only; a
+#: test replaces it with an Event of its own loop).
+OUTAGE = asyncio.Event()
+
+
+@handler("offline.ended", version="1.0", estimate_ms=1_000)
+async def ended_while_cut_off(ctx: WorkContext, input: dict[str, Any]) -> Submission:
+    """Checkpoints once, waits for :data:`OUTAGE`, checkpoints twice more (buffered: the
+    Authority is unreachable), then fences for an external effect — which waits for the
+    Authority until the lease's grace deadline and ends the execution with ``LeaseLost``."""
+    await ctx.save({"step": 1}, phase="online")
+    await OUTAGE.wait()
+    await ctx.save({"step": 2}, phase="offline")
+    await ctx.save({"step": 3}, phase="offline")
+    await ctx.guard()
+    raise AssertionError("the Authority was unreachable past the grace deadline")

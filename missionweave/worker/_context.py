@@ -48,9 +48,10 @@ from ..protocol.temporal_contract import (
 )
 from ._artifacts import authority_artifacts
 from ._errors import Blocked, LeaseLost, Pause, WorkerError
-from ._fence import FencedActions
+from ._fence import TOOL_CALLS_KEY, FencedActions, tool_call_counters
 from ._input import offload_inputs
 from ._lease import LeaseSession, UsageMeter
+from ._reporting import ProgressState
 from ._tokens import rotate_capability_token
 from ._update_retry import RETRYABLE, UpdateRetry
 from ._verdicts import FENCE_CODES
@@ -143,8 +144,11 @@ class WorkContext(FencedActions):
         self.dependency_artifacts: dict[str, list[str]] = {
             k: list(v) for k, v in work.dependency_artifacts.items()
         }
-        self._checkpoint = dict(work.checkpoint) if work.checkpoint else None
+        self._tool_calls = tool_call_counters(work.checkpoint)
+        handler_state = {k: v for k, v in (work.checkpoint or {}).items() if k != TOOL_CALLS_KEY}
+        self._checkpoint = handler_state or None
         self._pause_reason: str | None = None
+        self._progress = ProgressState(session.clock())
         self.agent_id = session.actor.agent_id
         self.group_id = work.group_id
         self.mission_id = work.mission_id
@@ -197,8 +201,25 @@ class WorkContext(FencedActions):
 
     @property
     def checkpoint(self) -> dict[str, Any] | None:
-        """The last durable checkpoint (from the Authority, or the last :meth:`save`)."""
+        """The last durable checkpoint (from the Authority, or the last :meth:`save`), as
+        the handler gave it."""
         return self._checkpoint
+
+    def durable(self, state: dict[str, Any]) -> dict[str, Any]:
+        """``state`` as a durable checkpoint records it: with the per-tool call counters
+        (:meth:`tool_call`) under a reserved key, so that a resumed attempt keys its calls
+        as this one did. :meth:`save`, :meth:`pause` and :meth:`block` use it.
+
+        Raises:
+            ValueError: ``state`` is empty or uses the reserved key.
+        """
+        if not isinstance(state, dict) or not state:
+            raise ValueError("a checkpoint is a non-empty dict")
+        if TOOL_CALLS_KEY in state:
+            raise ValueError(f"{TOOL_CALLS_KEY!r} is reserved in a checkpoint")
+        if not self._tool_calls:
+            return dict(state)
+        return {**state, TOOL_CALLS_KEY: dict(self._tool_calls)}
 
     def idempotency_key(self, op_id: str) -> str:
         """The stable key of external operation ``op_id`` under this ownership epoch: the same
@@ -432,6 +453,10 @@ class WorkContext(FencedActions):
         attempt) and a signed ``progress.report`` carrying ``checkpoint=state``, which the
         Authority stores as the resume point of a reassignment (MW-11.5-a).
 
+        The report is the runtime's own (Implements MW-11.4-b): the last structured report
+        (milestones, next checkpoint, blockers, Evidence references) under ``phase``, with
+        the current estimate of the remaining time.
+
         While the Authority is unreachable the report is signed with the bounded-offline
         binding and buffered durably, the handler goes on until the lease's grace deadline,
         and the buffer is reconciled before anything else once the Authority answers
@@ -442,12 +467,11 @@ class WorkContext(FencedActions):
             LeaseLost: the Authority says the lease is gone, or stayed unreachable past the
                 grace deadline: stop now.
         """
-        if not state:
-            raise ValueError("a checkpoint is a non-empty dict")
+        durable = self.durable(state)
         self._checkpoint = dict(state)
         heartbeat(self.heartbeat_details())
-        report = ProgressReport(phase=phase)
-        await self._send_progress(report, checkpoint=self._checkpoint)
+        report = self._progress.at_checkpoint(phase, self._session.clock())
+        await self._send_progress(report, checkpoint=durable)
 
     async def report(
         self,
@@ -486,9 +510,36 @@ class WorkContext(FencedActions):
         )
         await self._send_progress(report, checkpoint=None)
 
+    def set_estimate(self, estimate_ms: int | None) -> None:
+        """The handler's declared duration of one execution, milliseconds (the runtime calls
+        this before the handler starts): the execution's expected end until the handler
+        reports an ``estimate_remaining_ms`` of its own."""
+        self._progress = ProgressState(self._progress.started_ms, estimate_ms, self._progress.last)
+
+    async def report_estimate_change(self) -> bool:
+        """Report a materially changed estimate by itself (Implements MW-11.4-b): when the
+        expected end has passed and the handler runs on, a ``progress.report`` repeating the
+        last structured report with a revised ``estimate_remaining_ms`` (half the time
+        elapsed so far). The runtime calls it at each heartbeat. Never raises: a lost lease is
+        the heartbeat loop's to handle.
+
+        Returns:
+            Whether a revision was reported.
+        """
+        revised = self._progress.revision(self._session.clock())
+        if revised is None:
+            return False
+        try:
+            await self._send_progress(revised, checkpoint=None)
+        except LeaseLost:
+            return False
+        self.logger.info("estimate revised: %s ms remaining", revised.estimate_remaining_ms)
+        return True
+
     async def _send_progress(
         self, report: ProgressReport, *, checkpoint: dict[str, Any] | None
     ) -> None:
+        self._progress.reported(report, self._session.clock())
         extra: dict[str, Any] = {"report": report.model_dump(mode="json")}
         if checkpoint is not None:
             extra["checkpoint"] = checkpoint
@@ -519,7 +570,7 @@ class WorkContext(FencedActions):
             "work_item_id": self.work_item_id,
             "lease_id": self.lease.lease_id,
             "ownership_epoch": self.ownership_epoch,
-            "checkpoint": self._checkpoint,
+            "checkpoint": self._checkpoint and self.durable(self._checkpoint),
         }
 
     # ------------------------------------------------------------------------- control
@@ -541,10 +592,12 @@ class WorkContext(FencedActions):
     def pause(self, state: dict[str, Any]) -> Pause:
         """The value to return to pause at checkpoint ``state`` (``return ctx.pause(state)``).
 
+        The checkpoint carries the tool call counters (:meth:`durable`).
+
         Raises:
             ValueError: ``state`` is empty.
         """
-        return Pause(state)
+        return Pause(self.durable(state))
 
     def block(self, resolution: dict[str, Any], state: dict[str, Any]) -> NoReturn:
         """Stop because something is needed: ``work.block`` with ``resolution`` and the
@@ -554,7 +607,7 @@ class WorkContext(FencedActions):
             Blocked: always.
             ValueError: ``resolution`` or ``state`` is empty.
         """
-        raise Blocked(resolution, state)
+        raise Blocked(resolution, self.durable(state))
 
     async def guard(self) -> None:
         """Call before any external side effect: reconciles buffered progress, then asks the

@@ -248,6 +248,7 @@ class _Run:
         except ValidationError as exc:
             return await self._fail(f"invalid input: {_short(exc)}", retryable=False)
         self.ctx.capability_versions = self.ctx.capability_versions or {spec.name: spec.version}
+        self.ctx.set_estimate(spec.estimate_ms)  # the expected end (MW-11.4-b)
         heartbeat(self.ctx.heartbeat_details())
         task: asyncio.Task[Any] = asyncio.create_task(
             spec.fn(self.ctx, arg), name=f"handler {self.work.work_item_id}"
@@ -395,6 +396,7 @@ class _Run:
                 )
             else:
                 if verdict.accepted:
+                    await self.ctx.report_estimate_change()  # MW-11.4-b: by itself
                     continue
                 code = verdict.rejection.code if verdict.rejection else verdict.status
                 if code == "budget_exceeded":

@@ -196,13 +196,14 @@ class LeaseSession:
         return cmd
 
     async def reconcile(self) -> None:
-        """Submit this lease's buffered Commands, rebased and re-signed, before anything else
-        (MW-11.5-e/g); a refusal that says the lease is gone sets :attr:`lost`.
+        """Submit the buffered Commands — this lease's and any other's left in the shared
+        buffer — rebased and re-signed, before anything else (MW-11.5-e/g); a refusal of one
+        of this lease's that says the lease is gone sets :attr:`lost`.
 
         Raises:
             AuthorityUnavailable: the Authority is still unreachable.
         """
-        if self.buffer is None or not self.buffer.pending(self.lease.lease_id):
+        if self.buffer is None or not len(self.buffer):  # any lease's: before anything else
             return
         try:
             verdicts = await reconcile(

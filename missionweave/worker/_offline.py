@@ -11,17 +11,24 @@ On reconnection :func:`reconcile` rebases each buffered Command — same command
 and binding; the current ``issued_at_ms``, Session Epoch and Membership Epoch — re-signs it
 and submits it, oldest first, before anything else is sent (MW-11.5-e/g). The Authority
 applies each in one transaction with its resource charge, or rejects it writing nothing.
+
+"Before anything else" holds for the whole runtime, not only for the slot that buffered:
+every reconciliation empties the whole buffer — the Commands of executions that ended while
+cut off too — and the runtime calls it before each offer answer or start (``OfferTaker``),
+before each Command of a lease (``LeaseSession``), at start-up, and by itself as soon as the
+Authority answers again (:func:`reconcile_when_reachable`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..authority.client import AuthorityClient
+from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..protocol import BOUNDED_OFFLINE_EXECUTION, Actor, Command, OfflineBinding
 from ..protocol.temporal_contract import CommandVerdict
 from ._verdicts import command_verdict
@@ -52,7 +59,8 @@ class OfflineBuffer:
         path: the SQLite file (created with its directory if missing); ``None`` keeps the
             buffer in memory (it then does not survive a restart).
 
-    Thread safety: one lock serializes the connection.
+    Thread safety: one lock serializes the connection; :attr:`reconciling` serializes
+    reconciliations (one event loop).
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
@@ -68,6 +76,8 @@ class OfflineBuffer:
         self._conn.execute("PRAGMA synchronous=FULL")
         self._conn.execute("PRAGMA busy_timeout=5000")
         self._conn.execute(_SCHEMA)
+        #: held while a :func:`reconcile` submits this buffer's Commands
+        self.reconciling = asyncio.Lock()
 
     def add(self, command: Command) -> None:
         """Keep ``command`` (signed, carrying the binding) until :meth:`remove`; durable when
@@ -147,13 +157,18 @@ async def reconcile(
     *,
     lease_id: str | None = None,
 ) -> list[CommandVerdict]:
-    """Rebase, re-sign and submit every buffered Command (of ``lease_id`` only, when given),
-    oldest first; each answered one leaves the buffer. Call before any other submission or
-    side effect once the Authority answers again (MW-11.5-e).
+    """Rebase, re-sign and submit every buffered Command, oldest first, whatever its lease
+    — an execution that ended while cut off left its Commands here too — each answered one
+    leaving the buffer. Call before any other submission or side effect once the Authority
+    answers again (Implements MW-11.5-e). Concurrent calls are serialized: the second finds
+    what the first left.
 
     A rejection is final (the Authority wrote nothing) and is logged. An
     ``idempotency_conflict`` means the original, unbound Command did reach the Authority
     before the connection broke: it was applied then, and the buffered copy is dropped.
+
+    Args:
+        lease_id: return only the verdicts on this lease's Commands (all are submitted).
 
     Returns:
         The verdicts, in order.
@@ -161,8 +176,24 @@ async def reconcile(
     Raises:
         AuthorityUnavailable: the Authority stopped answering; what is left stays buffered.
     """
-    verdicts: list[CommandVerdict] = []
-    for cmd in buffer.pending(lease_id):
+    async with buffer.reconciling:
+        return [
+            v
+            for cmd, v in await _reconcile_all(client, actor, buffer, clock)
+            if lease_id is None or _lease_of(cmd) == lease_id
+        ]
+
+
+def _lease_of(cmd: Command) -> str | None:
+    binding = cmd.extensions.get(BOUNDED_OFFLINE_EXECUTION)
+    return binding.get("lease_id") if isinstance(binding, dict) else None
+
+
+async def _reconcile_all(
+    client: AuthorityClient, actor: Actor, buffer: OfflineBuffer, clock: Callable[[], int]
+) -> list[tuple[Command, CommandVerdict]]:
+    verdicts: list[tuple[Command, CommandVerdict]] = []
+    for cmd in buffer.pending():
         verdict = command_verdict(await client.submit(rebase(actor, cmd, clock())))
         rej = verdict.rejection
         if verdict.accepted:
@@ -184,8 +215,41 @@ async def reconcile(
                 why,
             )
         buffer.remove(cmd.command_id)
-        verdicts.append(verdict)
+        verdicts.append((cmd, verdict))
     return verdicts
 
 
-__all__ = ["OfflineBuffer", "bind", "offline_buffer_path", "rebase", "reconcile"]
+async def reconcile_when_reachable(
+    client: AuthorityClient,
+    actor: Actor,
+    buffer: OfflineBuffer,
+    clock: Callable[[], int],
+    *,
+    interval_s: float = 1.0,
+) -> None:
+    """Run until cancelled: whenever ``buffer`` holds Commands, try to reconcile them
+    (:func:`reconcile`) every ``interval_s`` — the first attempt the Authority answers after
+    an outage is the reconnection. Nothing is lost by an attempt that fails: what is left
+    stays buffered. Implements MW-11.5-e for executions that ended while cut off."""
+    while True:
+        if len(buffer):
+            try:
+                done = await reconcile(client, actor, buffer, clock)
+            except AuthorityUnavailable:
+                pass  # still cut off
+            except Exception:  # a bug must not stop the runtime; the next attempt retries
+                log.exception("reconciling the offline buffer failed")
+            else:
+                if done:
+                    log.info("reconnected: %d buffered Command(s) reconciled", len(done))
+        await asyncio.sleep(interval_s)
+
+
+__all__ = [
+    "OfflineBuffer",
+    "bind",
+    "offline_buffer_path",
+    "rebase",
+    "reconcile",
+    "reconcile_when_reachable",
+]

@@ -15,6 +15,11 @@ Start-up, in order:
    admission control and started when the dispatcher gives it a slot. Its activity slots are
    the card's ``max_concurrency`` plus the admission policy's queue depth per Group.
 
+While serving, progress buffered while the Authority was unreachable is reconciled as soon as
+it answers again — every ``tick`` while the buffer holds Commands, and before any offer answer,
+start or lease Command — so an execution that ended cut off is reconciled on reconnection,
+before anything else is taken or submitted (MW-11.5-e).
+
 :meth:`AgentRuntime.stop` asks running handlers to pause at their next safe point, stops taking
 work, and shuts the Worker down gracefully.
 """
@@ -50,7 +55,7 @@ from ._errors import WorkerError
 from ._execute import WorkItemExecutor
 from ._gates import RiskGate
 from ._handlers import HandlerRegistry
-from ._offline import OfflineBuffer, offline_buffer_path, reconcile
+from ._offline import OfflineBuffer, offline_buffer_path, reconcile, reconcile_when_reachable
 from ._scheduler import Scheduler
 from ._slots import SlotBoard
 from ._startup import open_session, publish_card, replaced_message, this_process
@@ -316,6 +321,7 @@ class AgentRuntime:
             dispatcher,
             self.groups,
             self.clock,
+            offline_buffer=self.offline_buffer,
         )
         executor = self._executor = WorkItemExecutor(
             self.actor,
@@ -342,6 +348,18 @@ class AgentRuntime:
         async with worker:
             loop: asyncio.Task[Any] = asyncio.create_task(dispatcher.run(), name="dispatcher")
             stopper: asyncio.Task[Any] = asyncio.create_task(self._stop.wait())
+            # progress of an execution that ended while cut off: reconciled as soon as the
+            # Authority answers again, not only at the next start (MW-11.5-e)
+            reconnect = asyncio.create_task(
+                reconcile_when_reachable(
+                    client,
+                    self.actor,
+                    self.offline_buffer,
+                    self.clock,
+                    interval_s=self.tick.total_seconds(),
+                ),
+                name="reconcile on reconnection",
+            )
             self._poke()
             self.ready.set()
             log.info(
@@ -357,9 +375,9 @@ class AgentRuntime:
             finally:
                 self.board.pause_all("the agent is shutting down")
                 dispatcher.close("the agent is shutting down")
-                for t in (loop, stopper):
+                for t in (loop, stopper, reconnect):
                     t.cancel()
-                await asyncio.gather(loop, stopper, return_exceptions=True)
+                await asyncio.gather(loop, stopper, reconnect, return_exceptions=True)
             # leaving ``async with`` shuts the Worker down, waiting for handlers to pause
         for t in done - {stopper}:
             exc = None if t.cancelled() else t.exception()

@@ -5,8 +5,13 @@ control (MW-10.3-d/e) and sends the agent's own signed ``work.decline_offer`` or
 ``work.accept_offer`` straight to the Authority; the first acceptance wins (MW-10.3-c). With a
 free slot and nobody waiting, the acceptance and the ``work.start`` travel in one request;
 otherwise the accepted item waits in the agent's start queue, heartbeating, until the
-scheduler gives it a slot, and then starts (MW-11.3-b). Every Command is retried, the same
-signed Command each time (idempotent), while the Authority is briefly unreachable.
+scheduler gives it a slot, and then starts (MW-11.3-b). While it waits, the agent renews the
+queued ownership lease its acceptance was granted (``lease.renew`` every ``heartbeat_ms``,
+fenced by lease id and ownership epoch, MW-11.3-a): a hold the agent stops renewing lapses
+after one ``lease_ms``, before the start deadline. Every Command is retried, the same
+signed Command each time (idempotent), while the Authority is briefly unreachable, and goes
+only after the offline buffer has been reconciled (MW-11.5-e): progress an execution buffered
+before it ended cut off reaches the Authority before this agent takes anything else.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from temporalio import activity
 
@@ -34,6 +40,7 @@ from ._admission import Accept, AdmissionControl, AdmissionRequest, Decline
 from ._context import heartbeat
 from ._dispatch import Dispatcher, NoSlot
 from ._gates import demand
+from ._offline import OfflineBuffer, reconcile
 from ._scheduler import QueuedItem
 from ._slots import SlotBoard
 from ._state import LocalState
@@ -92,6 +99,7 @@ class OfferTaker:
         dispatcher: the start queue.
         groups: the Groups followed.
         clock: epoch-millisecond clock.
+        offline_buffer: the runtime's offline buffer, reconciled before every Command.
     """
 
     def __init__(
@@ -104,9 +112,11 @@ class OfferTaker:
         dispatcher: Dispatcher,
         groups: list[str],
         clock: Callable[[], int] = now_ms,
+        offline_buffer: OfflineBuffer | None = None,
     ) -> None:
         self.actor, self.client, self.admission, self.state = actor, client, admission, state
         self.board, self.dispatcher, self.groups, self.clock = board, dispatcher, groups, clock
+        self.offline_buffer = offline_buffer
 
     async def take(self, work: ExecuteWorkItemInput) -> Taken:
         """Answer ``work.offer`` (if any) and start: the work with its lease, or the outcome.
@@ -131,6 +141,7 @@ class OfferTaker:
         g, wid, key = work.group_id, work.work_item_id, (work.group_id, work.work_item_id)
         events: list[EventSummary] = []
         epoch = work.ownership_epoch
+        hold: dict[str, Any] | None = None
         offer = work.offer
         if offer is not None:
             decision = self.admission.decide(self._request(work))
@@ -178,6 +189,7 @@ class OfferTaker:
             if verdicts[0].accepted:  # (else it was this agent's already: the start says so)
                 events += verdicts[0].events
                 epoch = int(verdicts[0].reply.get("ownership_epoch", epoch + 1))
+                hold = verdicts[0].reply.get("hold")
                 log.info("accepted %s (epoch %s)", wid, epoch)
             if started is not None:
                 events += started.events
@@ -186,7 +198,38 @@ class OfferTaker:
                 )
             if len(verdicts) > 1:
                 self.board.release(key)
-        return await self._wait_and_start(work, epoch, events)
+        if hold is None:
+            return await self._wait_and_start(work, epoch, events)
+        renewing = asyncio.create_task(self._renew_hold(work, hold))
+        try:
+            return await self._wait_and_start(work, epoch, events)
+        finally:
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
+
+    async def _renew_hold(self, work: ExecuteWorkItemInput, hold: dict[str, Any]) -> None:
+        """Renew the queued ownership lease every ``heartbeat_ms`` until cancelled (the item
+        starts, or the wait ends); a refusal ends the renewals — the start will be refused
+        too. Implements MW-11.3-a."""
+        every_ms = work.contract.timeouts.heartbeat_ms
+        body = {
+            "work_item_id": work.work_item_id,
+            "lease_id": hold["lease_id"],
+            "ownership_epoch": hold["ownership_epoch"],
+        }
+        while True:
+            await asyncio.sleep(every_ms / 1000)
+            cmd = self.actor.command("lease.renew", work.group_id, body)
+            verdict = await self._send(cmd, self.clock() + every_ms)
+            rej = verdict.rejection
+            if not verdict.accepted and (rej is None or rej.code != "authority_unreachable"):
+                log.warning(
+                    "queued ownership of %s not renewed: %s",
+                    work.work_item_id,
+                    rej.code if rej else verdict.status,
+                )
+                return
 
     async def _wait_and_start(
         self, work: ExecuteWorkItemInput, epoch: int, events: list[EventSummary]
@@ -296,10 +339,14 @@ class OfferTaker:
 
     async def _send_many(self, cmds: list[Command], until_ms: int | None) -> list[CommandVerdict]:
         """Submit, retrying the same signed Commands while the Authority is unreachable, up to
-        ``until_ms`` (then the Commands count as refused: ``authority_unreachable``)."""
+        ``until_ms`` (then the Commands count as refused: ``authority_unreachable``). The
+        offline buffer is reconciled first (MW-11.5-e)."""
         delay = 0.2
+        buffer = self.offline_buffer
         while True:
             try:
+                if buffer is not None and len(buffer):
+                    await reconcile(self.client, self.actor, buffer, self.clock)
                 return [r.verdict() for r in await self.client.submit_many(cmds)]
             except AuthorityUnavailable as exc:
                 if until_ms is not None and self.clock() + delay * 1000 >= until_ms:

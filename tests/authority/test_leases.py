@@ -167,7 +167,9 @@ def test_missed_start_deadline_then_reassigned_with_higher_epoch__MW_11_5_a(
     r = w.submit(w.workers[0], "work.start", {"work_item_id": "a", "ownership_epoch": 1})
     assert r.rejection is not None and r.rejection.code == "start_deadline_missed"
     offer = w.ok(w.coordinator, "work.offer", w.offer_body("a", "worker-1"))
-    assert [e.type for e in offer.events][:1] == ["ownership.closed"]
+    # the queued ownership lease (MW-11.3-a) expires with the ownership
+    assert [e.type for e in offer.events][:2] == ["lease.expired", "ownership.closed"]
+    assert offer.events[0].body["kind"] == "queued"
     acc = w.accept(w.workers[1], "a", str(offer.reply["offer_id"]))
     assert acc.events[0].body["ownership_epoch"] == 2
 

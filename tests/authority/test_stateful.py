@@ -93,6 +93,7 @@ class MItem:
     epoch: int = 0
     start_deadline: int | None = None
     lease: str | None = None  # the current execution lease
+    hold: str | None = None  # the queued ownership lease (MW-11.3-a)
     blocked_lease: str | None = None
     tool_calls: int = 0
     deps: tuple[str, ...] = ()
@@ -317,7 +318,10 @@ class AuthorityMachine(RuleBasedStateMachine):
         if item.owner is None:
             return False
         if item.state == "queued":
-            return item.start_deadline is not None and self.now < item.start_deadline
+            if item.start_deadline is None or self.now >= item.start_deadline:
+                return False
+            hold = self.leases.get(item.hold or "")  # MW-11.3-a: a hold not renewed lapses
+            return hold is None or hold.closed is not None or self.now < hold.expires_at
         lease_id = {"active": item.lease, "blocked": item.blocked_lease}.get(item.state)
         if lease_id is None:
             return item.state not in ("active", "blocked")
@@ -540,7 +544,18 @@ class AuthorityMachine(RuleBasedStateMachine):
                 why.add("stale_revision")  # MW-10.1-c: a revised contract needs a new acceptance
             expect = expected(why)
         body = {"work_item_id": item.wid, "offer_id": offer_id, "revision": revision}
-        if self.send(actor, "work.accept_offer", body, expect, self.tamper(data)):
+        if r := self.send(actor, "work.accept_offer", body, expect, self.tamper(data)):
+            [accepted] = [e for e in r.events if e.type == "work.offer_accepted"]
+            hold = accepted.body["hold"]  # MW-11.3-a: queued ownership is a lease
+            self.leases[hold["lease_id"]] = MLease(
+                hold["lease_id"],
+                item.wid,
+                "queued",
+                actor.agent_id,
+                actor.session_epoch,
+                item.epoch + 1,
+                min(self.now + LEASE_MS, self.now + START_MS),
+            )
             offer = self.offers[offer_id]
             offer.status = "accepted"
             for o in self.offers.values():  # MW-10.3-c: every losing offer is withdrawn
@@ -548,6 +563,7 @@ class AuthorityMachine(RuleBasedStateMachine):
                     o.status = "withdrawn"
             item.state, item.owner, item.epoch = "queued", actor.agent_id, item.epoch + 1
             item.start_deadline, item.lease = self.now + START_MS, None
+            item.hold = hold["lease_id"]
 
     def decline_offer(self, data: st.DataObject) -> None:
         """work.decline_offer (MW-10.3-e): a structured reason; the item stays offered."""
@@ -615,6 +631,8 @@ class AuthorityMachine(RuleBasedStateMachine):
             self.now + LEASE_MS,
         )
         item.state, item.lease, item.start_deadline = "active", lease_id, None
+        self.close_lease(item.hold, RELEASED)  # work.start ends the queued ownership lease
+        item.hold = None
 
     @rule(data=st.data())
     def worker_report(self, data: st.DataObject) -> None:
@@ -668,8 +686,11 @@ class AuthorityMachine(RuleBasedStateMachine):
             "submit": "work.submit",
             "fail": "work.fail",
         }[kind]
+        renew_hold = kind == "renew" and item.state == "queued"
         if actor is self.w.reviewer and kind != "fail":
             expect = refuse({"no_session"})  # lease Commands need an open session
+        elif renew_hold:  # MW-11.3-a: the queued ownership lease, fenced the same way
+            expect = expected(self.fence(item, actor, lease_id, epoch, item.hold))
         elif actor is self.w.reviewer:  # work.fail is open to the Coordinator, who has no session
             expect = refuse(
                 self.fence(item, actor, lease_id, epoch, item.lease) | {"role_not_allowed"}
@@ -696,8 +717,12 @@ class AuthorityMachine(RuleBasedStateMachine):
         r = self.send(actor, type_, body, expect, self.tamper(data))
         if r is None:
             return
-        item.tool_calls += usage
         lease = self.leases[lease_id]
+        if renew_hold:  # no usage charged, never past the start deadline
+            assert item.start_deadline is not None
+            lease.expires_at = min(self.now + LEASE_MS, item.start_deadline)
+            return
+        item.tool_calls += usage
         if kind == "renew":
             lease.expires_at = self.now + LEASE_MS
         elif kind == "checkpoint":
@@ -1045,7 +1070,8 @@ class AuthorityMachine(RuleBasedStateMachine):
             assert row["revision"] == item.revision, wid
             if item.state in ("queued", "active", "blocked"):
                 assert row["owner"] == item.owner, wid
-            assert row["lease_id"] == (item.lease if item.state == "active" else None), wid
+            current = {"active": item.lease, "queued": item.hold}.get(item.state)
+            assert row["lease_id"] == current, wid
 
     @invariant()
     def reducer_matches_authority(self) -> None:

@@ -83,9 +83,9 @@ OTHER_ROWS: dict[str, tuple[set[WorkItemState | None], set[WorkItemState]]] = {
         {WorkItemState.OFFERED},
     ),  # MW-10.3-e: the offer stays offered
     "lease.renew": (
-        {WorkItemState.ACTIVE},
-        {WorkItemState.ACTIVE},
-    ),  # MW-11.3-a/b: the execution lease is renewable
+        {WorkItemState.QUEUED, WorkItemState.ACTIVE},
+        {WorkItemState.QUEUED, WorkItemState.ACTIVE},
+    ),  # MW-11.3-a/b: queued ownership and the execution lease are renewable leases
     # MW-11.4-b: Workers report progress while active and also when blocked
     "progress.report": (
         {WorkItemState.ACTIVE, WorkItemState.BLOCKED},

@@ -6,6 +6,7 @@ irreversible actions."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -132,7 +133,8 @@ async def test_mw_11_5_d_risk_class_decides_what_is_irreversible(
     async with client:
         proxy.cut()
         await ctx.report("working")  # learns that the Authority is unreachable
-        call = asyncio.create_task(ctx.tool_call("search", reversible=True))
+        # a local, undoable step: only the risk class can make it wait
+        call = asyncio.create_task(ctx.tool_call("search", reversible=True, external=False))
         await asyncio.sleep(1.2)
         assert call.done() is goes_on
         proxy.restore()
@@ -168,3 +170,77 @@ async def test_mw_11_5_c_a_publication_the_authority_missed_is_sent_again_within
     assert ctx.published == [ref.hash]
     published = [e for e in world.authority.events(world.group) if e.type == "artifact.published"]
     assert [e.body["artifact_hash"] for e in published] == [ref.hash]
+
+
+@pytest.mark.parametrize("action", ["reversible_effect", "default_tool_call"])
+async def test_nothing_externally_visible_on_an_expired_lease_offline__MW_11_5_d(
+    world: World, proxy: DroppingProxy, action: str
+) -> None:
+    """A reversible effect and a tool call (reversible by default) of a low-risk contract leave
+    the process: offline, with the lease and its token expired (still within the grace), they
+    wait for a lease the Authority confirms, and past the grace they are refused, uncounted."""
+    work = grant(world, "a", world.workers[0], risk_class="low")
+    ctx, client = await _context(world, proxy, work, OfflineBuffer())
+    lease = work.lease
+    assert lease is not None
+    async with client:
+        proxy.cut()
+        await ctx.report("working")  # learns that the Authority is unreachable
+        world.clock.advance(lease.expires_at_ms - world.clock.now + 1)  # lease and token expired
+        call = asyncio.create_task(
+            ctx.effect("ledger", reversible=True)
+            if action == "reversible_effect"
+            else ctx.tool_call("search")
+        )
+        await asyncio.sleep(0.3)
+        world.clock.advance(GRACE_MS)  # the grace ends while it waits
+        with pytest.raises(LeaseLost):
+            await asyncio.wait_for(call, 10)
+    assert ctx.usage.side_effects == 0 and ctx.usage.tool_calls == 0
+
+
+async def test_local_reversible_computation_goes_on_offline__MW_11_5_c(
+    world: World, proxy: DroppingProxy
+) -> None:
+    """What stays in the process and can be undone there (``external=False``) goes on offline
+    within the grace, even with the lease expired; past the grace it stops too."""
+    work = grant(world, "a", world.workers[0], risk_class="low")
+    ctx, client = await _context(world, proxy, work, OfflineBuffer())
+    lease = work.lease
+    assert lease is not None
+    async with client:
+        proxy.cut()
+        await ctx.report("working")
+        world.clock.advance(lease.expires_at_ms - world.clock.now + 1)
+        key = await asyncio.wait_for(ctx.tool_call("scratch", external=False), 10)
+        assert key == ctx.idempotency_key("tool:scratch:1")
+        world.clock.advance(GRACE_MS)
+        with pytest.raises(LeaseLost):
+            await ctx.tool_call("scratch", external=False)
+    assert ctx.usage.tool_calls == 1
+
+
+async def test_each_tool_call_has_its_own_key_stable_across_a_resume(
+    world: World, live: LiveServer
+) -> None:
+    """Every call of a tool gets its own operation id (``tool:<name>:<n>``, or the caller's
+    ``op_id``); the per-tool counter travels in the checkpoint, so a resumed attempt derives
+    the same keys for the calls after it."""
+    work = grant(world, "a", world.workers[0], risk_class="low")
+    worker = world.workers[0]
+    async with AuthorityClient(live.url, signing_key=worker.key) as client:
+        ctx = WorkContext(work, LeaseSession(worker, client, work, world.clock, OfflineBuffer()))
+        first = [await ctx.tool_call("search"), await ctx.tool_call("search")]
+        assert len(set(first)) == 2
+        assert await ctx.tool_call("search", op_id="q-7") == ctx.idempotency_key("tool:search:q-7")
+        await ctx.save({"step": 1})
+        after = await ctx.tool_call("search")
+        assert ctx.checkpoint == {"step": 1}  # the handler's own state, as it gave it
+        stored = json.loads(world.item("a")["checkpoint"])  # what a resumed attempt is given
+        resumed_work = work.model_copy(update={"checkpoint": stored})
+        again = WorkContext(
+            resumed_work, LeaseSession(worker, client, resumed_work, world.clock, OfflineBuffer())
+        )
+        assert again.checkpoint == {"step": 1}
+        assert await again.tool_call("search") == after
+        assert after not in first

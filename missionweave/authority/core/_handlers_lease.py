@@ -34,6 +34,8 @@ from ._items import (
     parse,
     parse_evidence,
     refuse_expired,
+    release_hold,
+    renew_hold,
     set_item,
     withdraw_offers,
 )
@@ -70,6 +72,8 @@ def fence(ctx: Ctx, item: Row) -> Row:
     current = item["lease_id"]
     if item["state"] == "blocked" and lease["kind"] == "blocked":
         current = lease_id  # a blocked owner reports under its blocked lease (MW-11.4-c)
+    if lease["kind"] == "queued":
+        current = None  # a queued ownership lease holds the item; it carries no execution
     if current != lease_id or lease["status"] != "active":
         raise Reject(
             "stale_lease",
@@ -155,12 +159,19 @@ def work_start(ctx: Ctx) -> None:
         {"lease": lease, "capability_token": public_token(token), "checkpoint": checkpoint},
         work_item_id=item["work_item_id"],
     )
+    release_hold(ctx, item, "started")  # the queued ownership lease ends (MW-11.3-a)
     ctx.reply.update(lease=lease, capability_token=token, checkpoint=checkpoint)
 
 
 @command("lease.renew", needs_session=True)
 def lease_renew(ctx: Ctx) -> None:
+    """Renew the current lease: an execution lease (usage charged, a new capability token;
+    MW-11.3-d) or, for a queued WorkItem, its queued ownership lease (MW-11.3-a)."""
     item = load_item(ctx)
+    if item["state"] == "queued":
+        gate(ctx, item)
+        renew_hold(ctx, item)
+        return
     lease = fence(ctx, item)
     gate(ctx, item)
     usage = _charge(ctx, item)

@@ -37,6 +37,7 @@ from ._items import (
     contract_of,
     end_leases,
     gate,
+    grant_hold,
     load_item,
     owner_expired,
     parse,
@@ -326,7 +327,9 @@ def _open_offer(ctx: Ctx, item: object) -> dict[str, object]:
 @command("work.accept_offer", needs_session=True)
 def work_accept_offer(ctx: Ctx) -> None:
     """The first valid acceptance wins a new ownership epoch; losing offers are withdrawn in the
-    same transaction (MW-10.3-c, MW-11.3-a)."""
+    same transaction (MW-10.3-c). Implements MW-11.3-a: the ownership grant carries the epoch,
+    the start deadline and the queued ownership lease that holds the WorkItem until it starts
+    (``hold``: :func:`~._items.grant_hold`), which the owner renews with ``lease.renew``."""
     item = load_item(ctx)
     offer = _open_offer(ctx, item)
     gate(ctx, item)
@@ -357,6 +360,7 @@ def work_accept_offer(ctx: Ctx) -> None:
         lease_id=None,
         approved=0,
     )
+    hold = grant_hold(ctx, item, epoch, deadline)
     basis = json.loads(str(offer["selection_basis"]))[ctx.command.actor]
     ctx.emit(
         "work.offer_accepted",
@@ -365,6 +369,7 @@ def work_accept_offer(ctx: Ctx) -> None:
             "owner": ctx.command.actor,
             "ownership_epoch": epoch,
             "start_deadline_ms": deadline,
+            "hold": hold,
             "revision": item["revision"],
             "selection_basis": basis,
             "session_epoch": ctx.command.session_epoch,
@@ -379,7 +384,7 @@ def work_accept_offer(ctx: Ctx) -> None:
             work_item_id=item["work_item_id"],
         )
     withdraw_offers(ctx, item, "accepted_by_other", keep=str(offer["offer_id"]))
-    ctx.reply.update(ownership_epoch=epoch, start_deadline_ms=deadline)
+    ctx.reply.update(ownership_epoch=epoch, start_deadline_ms=deadline, hold=hold)
 
 
 @command("work.decline_offer", needs_session=True)

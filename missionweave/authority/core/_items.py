@@ -15,6 +15,7 @@ from ...protocol import (
     WorkContract,
     WorkItemState,
     check_transition,
+    new_id,
 )
 from ._command_scope import Ctx, Reject, dumps, need
 from ._store import Row
@@ -133,15 +134,128 @@ def end_leases(ctx: Ctx, item: Row, status: str, reason: str) -> None:
         )
 
 
+def grant_hold(ctx: Ctx, item: Row, epoch: int, start_deadline_ms: int) -> dict[str, Any]:
+    """Hold a just-accepted WorkItem under a queued ownership lease (kind ``queued``): bound
+    to the owner, its session and ``epoch``, expiring one ``lease_ms`` from now and never
+    after ``start_deadline_ms``. The owner renews it with ``lease.renew`` while the item waits
+    for a slot (:func:`renew_hold`); ``work.start`` releases it. Implements MW-11.3-a.
+
+    Returns:
+        The hold as the grant names it: ``lease_id``, ``kind``, ``ownership_epoch``,
+        ``expires_at_ms`` (epoch ms).
+    """
+    lease_id = new_id("lease")
+    expires = min(ctx.now_ms + contract_of(item).timeouts.lease_ms, start_deadline_ms)
+    ctx.run(
+        "leases.insert_queued",
+        lease_id,
+        item["group_id"],
+        item["work_item_id"],
+        ctx.command.actor,
+        ctx.command.session_epoch,
+        epoch,
+        ctx.now_ms,
+        expires,
+    )
+    set_item(ctx, item, lease_id=lease_id)
+    return {
+        "lease_id": lease_id,
+        "kind": "queued",
+        "ownership_epoch": epoch,
+        "expires_at_ms": expires,
+    }
+
+
+def renew_hold(ctx: Ctx, item: Row) -> None:
+    """``lease.renew`` of a queued ownership lease (MW-11.3-a), fenced as an execution lease
+    is: the current lease id of the WorkItem, its owner, its current ownership epoch; an
+    expired hold cannot be renewed. It is extended by one ``lease_ms``, never past the start
+    deadline, and grants no capability token. Any session of the owning agent may renew it
+    (ownership is the agent's; a replaced runtime's successor starts the item).
+
+    Raises:
+        Reject: ``unknown_lease``, ``not_owner``, ``stale_ownership_epoch``, ``stale_lease``,
+            ``lease_expired``.
+    """
+    lease_id = need(ctx.body, "lease_id")
+    epoch = need(ctx.body, "ownership_epoch", int)
+    lease = ctx.one("leases.row", lease_id)
+    if lease is None or (lease["group_id"], lease["work_item_id"]) != (
+        item["group_id"],
+        item["work_item_id"],
+    ):
+        raise Reject("unknown_lease", "no such lease for this WorkItem", lease_id=lease_id)
+    if lease["agent_id"] != ctx.command.actor:
+        raise Reject("not_owner", "the lease belongs to another agent", lease_id=lease_id)
+    if (
+        epoch != item["ownership_epoch"]
+        or lease["ownership_epoch"] != epoch
+        or item["owner"] != ctx.command.actor
+    ):
+        raise Reject(
+            "stale_ownership_epoch",
+            "the Command's ownership epoch is not the current one",
+            ownership_epoch=epoch,
+            current=item["ownership_epoch"],
+        )
+    if item["lease_id"] != lease_id or lease["status"] != "active":
+        raise Reject(
+            "stale_lease",
+            "the Command does not carry the current lease id",
+            lease_id=lease_id,
+            lease_status=lease["status"],
+            current_lease_id=item["lease_id"],
+        )
+    refuse_expired(ctx, lease, "lease", lease_id)
+    deadline = item["start_deadline_ms"]
+    expires = ctx.now_ms + contract_of(item).timeouts.lease_ms
+    if deadline is not None:
+        expires = min(expires, int(deadline))
+    renewals = [*json.loads(lease["renewals"]), ctx.now_ms]
+    ctx.run("leases.set_expires_at_ms_renewals", expires, json.dumps(renewals[-100:]), lease_id)
+    ctx.emit(
+        "lease.renewed",
+        {"lease_id": lease_id, "kind": "queued", "expires_at_ms": expires,
+         "renewal": len(renewals)},
+        work_item_id=item["work_item_id"],
+    )  # fmt: skip
+    ctx.reply.update(expires_at_ms=expires)
+
+
+def release_hold(ctx: Ctx, item: Row, reason: str) -> None:
+    """End ``item``'s queued ownership lease, if it has one (``lease.released``)."""
+    if item["lease_id"] is None:
+        return
+    lease = ctx.one("leases.row", item["lease_id"])
+    if lease is not None and lease["kind"] == "queued" and lease["status"] == "active":
+        ctx.run("leases.set_status", "released", lease["lease_id"])
+        ctx.emit(
+            "lease.released",
+            {"lease_id": lease["lease_id"], "kind": "queued", "reason": reason},
+            work_item_id=item["work_item_id"],
+        )
+
+
 def owner_expired(ctx: Ctx, item: Row) -> str | None:
-    """Why ``item``'s owner no longer holds it (``start_deadline_missed``, ``lease_expired``,
+    """Why ``item``'s owner no longer holds it (``start_deadline_missed``,
+    ``ownership_lease_expired``: a queued hold not renewed, MW-11.3-a; ``lease_expired``,
     ``blocked_lease_expired``), or ``None`` when the owner is still valid."""
     if item["owner"] is None:
         return None
     state = item["state"]
     if state == "queued":
         dl = item["start_deadline_ms"]
-        return "start_deadline_missed" if dl is not None and ctx.now_ms >= dl else None
+        if dl is not None and ctx.now_ms >= dl:
+            return "start_deadline_missed"
+        hold = ctx.one("leases.row", item["lease_id"]) if item["lease_id"] else None
+        if (
+            hold is not None
+            and hold["kind"] == "queued"
+            and hold["status"] == "active"
+            and ctx.now_ms >= hold["expires_at_ms"]
+        ):
+            return "ownership_lease_expired"
+        return None
     lease = ctx.one(
         "leases.latest_active_of_item",
         item["group_id"],

@@ -480,6 +480,11 @@ STATEMENTS: dict[str, str] = {
         "ownership_epoch, started_at_ms, expires_at_ms, renewals, status) VALUES "
         "(?,'execution',?,?,?,?,?,?,?,'[]','active')"
     ),
+    "leases.insert_queued": (
+        "INSERT INTO leases (lease_id, kind, group_id, work_item_id, agent_id, session_epoch, "
+        "ownership_epoch, started_at_ms, expires_at_ms, renewals, status) VALUES "
+        "(?,'queued',?,?,?,?,?,?,?,'[]','active')"
+    ),
     "leases.insert_blocked": (
         "INSERT INTO leases (lease_id, kind, group_id, work_item_id, agent_id, session_epoch, "
         "ownership_epoch, started_at_ms, expires_at_ms, renewals, status) VALUES "

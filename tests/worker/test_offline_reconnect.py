@@ -1,0 +1,174 @@
+"""An agent runtime that stays up through an outage reconciles on reconnection (MW-11.5-e):
+the progress an execution buffered before it ended, cut off, reaches the Authority before the
+runtime takes or submits anything else — not only at the runtime's next start.
+
+A real Authority on loopback behind a proxy that drops every connection, the runtime in
+process, the Temporal time-skipping server with ``StandInMissionWorkflow`` offering each item
+as an ``execute_work_item`` activity on the agent's task queue."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from missionweave.protocol import AgentCard
+from missionweave.protocol.temporal_contract import OfferTerms, OutcomeKind, mission_workflow_id
+from missionweave.worker import AgentRuntime, load_handlers
+from tests import offline_handlers
+from tests.contracts import contract
+from tests.loopback_proxy import DroppingProxy
+from tests.mission_outcome import until
+from tests.serving import LiveServer
+from tests.worker.test_runtime import (
+    STAND_IN_QUEUE,
+    StandInItem,
+    StandInMissionWorkflow,
+    StandInSpec,
+    stand_in_env,
+)
+from tests.world import World
+
+TIMEOUTS = {"start_deadline_ms": 60_000, "lease_ms": 10_000, "heartbeat_ms": 1_000}
+GRACE_MS = 1_000
+
+
+@pytest_asyncio.fixture
+async def proxy(live: LiveServer) -> AsyncIterator[DroppingProxy]:
+    p = DroppingProxy(live.port)
+    await p.start()
+    try:
+        yield p
+    finally:
+        await p.stop()
+
+
+def _runtime(
+    w: World, proxy: DroppingProxy, client: object, state: Path, tick: timedelta
+) -> AgentRuntime:
+    worker = w.workers[0]
+    card = AgentCard(
+        agent_id=worker.agent_id,
+        public_key=worker.public_key,
+        capabilities=["dist.verify@1.2", "offline.ended@1.0"],
+        max_concurrency=2,
+    )
+    return AgentRuntime(
+        card,
+        worker.key,
+        groups=[w.group],
+        authority_url=proxy.url,
+        temporal_client=client,  # type: ignore[arg-type]
+        handlers=load_handlers("tests.worker_handlers", "tests.offline_handlers"),
+        state_path=state,
+        tick=tick,
+        clock=w.clock,
+    )
+
+
+def _spec(w: World, wid: str, item: StandInItem) -> StandInSpec:
+    return StandInSpec(
+        group_id=w.group, mission_id=w.mission, agent_id=w.workers[0].agent_id, items={wid: item}
+    )
+
+
+@pytest.mark.parametrize(
+    "tick",
+    [timedelta(milliseconds=200), timedelta(minutes=10)],
+    ids=["reconnection-noticed", "next-offer-first"],
+)
+async def test_progress_of_an_execution_ended_offline_reconciled_on_reconnection__MW_11_5_e(
+    world: World,
+    proxy: DroppingProxy,
+    tmp_path: Path,
+    tick: timedelta,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With a short tick the runtime notices the reconnection by itself; with a ten-minute
+    tick it does not try again in time, and the next offer's answer reconciles first.
+    Either way the ended execution's two buffered checkpoints are in the log before the
+    acceptance of the next WorkItem, and the buffer is empty."""
+    ended = contract(["offline.ended@1.0"], timeouts={**TIMEOUTS, "offline_grace_ms": GRACE_MS})
+    world.authorize(
+        "a",
+        required_capabilities=["offline.ended@1.0"],
+        timeouts={**TIMEOUTS, "offline_grace_ms": GRACE_MS},
+    )
+    w0 = world.workers[0]
+    outage = asyncio.Event()  # this test's event loop's
+    monkeypatch.setattr(offline_handlers, "OUTAGE", outage)
+    log = world.authority.all_events
+    async with (
+        await stand_in_env() as env,
+        Worker(
+            env.client,
+            task_queue=STAND_IN_QUEUE,
+            workflows=[StandInMissionWorkflow],
+            workflow_runner=UnsandboxedWorkflowRunner(),
+        ),
+    ):
+        rt = _runtime(world, proxy, env.client, tmp_path / "agent" / "worker-0.db", tick)
+        async with rt:
+            terms = OfferTerms(
+                offer_id=world.offer("a", w0), revision=1, expires_at_ms=world.clock.now + 30_000
+            )
+            with env.auto_time_skipping_disabled():
+                first = await env.client.start_workflow(
+                    StandInMissionWorkflow.run,
+                    _spec(world, "a", StandInItem(contract=ended, offer=terms)),
+                    id=mission_workflow_id(world.mission),
+                    task_queue=STAND_IN_QUEUE,
+                )
+                await until(
+                    "a's first checkpoint",
+                    lambda: any(e.type == "work.progress_reported" for e in log(world.group)),
+                    timeout_s=30,
+                )
+                proxy.cut()
+                outage.set()
+                await until("two buffered", lambda: len(rt.offline_buffer) == 2, timeout_s=30)
+                lease = world.item("a")
+                world.clock.advance(TIMEOUTS["lease_ms"] + GRACE_MS)  # the grace runs out
+                outcome = (await asyncio.wait_for(first.result(), 60))["a"]
+                assert outcome.kind is OutcomeKind.LEASE_LOST  # it ended, cut off
+                assert len(rt.offline_buffer) == 2  # nothing reached the Authority meanwhile
+                assert lease["state"] == "active"
+
+                proxy.restore()
+                world.authorize("b", required_capabilities=["dist.verify@1.0"])
+                terms_b = OfferTerms(
+                    offer_id=world.offer("b", w0),
+                    revision=1,
+                    expires_at_ms=world.clock.now + 30_000,
+                )
+                second = await env.client.start_workflow(
+                    StandInMissionWorkflow.run,
+                    _spec(
+                        world,
+                        "b",
+                        StandInItem(
+                            contract=contract(required_capabilities=["dist.verify@1.0"]),
+                            input={"files": ["x.tar"]},
+                            offer=terms_b,
+                        ),
+                    ),
+                    id="stand-in-after-the-outage",
+                    task_queue=STAND_IN_QUEUE,
+                )
+                done = (await asyncio.wait_for(second.result(), 60))["b"]
+            assert len(rt.offline_buffer) == 0
+    assert done.kind is OutcomeKind.SUBMITTED
+    events = list(log(world.group))
+    reconciled = [
+        e.seq for e in events if e.type == "work.progress_reported" and "reconciled" in e.body
+    ]
+    (accepted_b,) = [
+        e.seq for e in events if e.type == "work.offer_accepted" and e.work_item_id == "b"
+    ]
+    assert len(reconciled) == 2, "the buffered progress of the ended execution was reconciled"
+    assert max(reconciled) < accepted_b  # before the runtime took anything else

@@ -20,7 +20,11 @@ from temporalio.testing import ActivityEnvironment
 from missionweave.artifacts import FilesystemStore
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Actor
-from missionweave.protocol.temporal_contract import ExecuteWorkItemInput, WorkOutcome
+from missionweave.protocol.temporal_contract import (
+    ExecuteWorkItemInput,
+    LeaseGrant,
+    WorkOutcome,
+)
 from missionweave.worker._execute import WorkItemExecutor
 from tests.executor_harness import Handler, grant, registry_of
 from tests.world import World
@@ -73,6 +77,17 @@ def agent_grant(w: World, wid: str, worker: Actor, input: dict[str, Any], **over
     """Offer, accept and start ``wid`` on an agent contract; the activity input."""
     work = grant(w, wid, worker, **contract_over(**over))
     return work.model_copy(update={"input": input})
+
+
+def restart(w: World, work: ExecuteWorkItemInput, worker: Actor) -> ExecuteWorkItemInput:
+    """``work.start`` again for the owner of a paused ``work``: the activity input the
+    workflow builds to resume it, with the checkpoint the Authority kept."""
+    wid = work.work_item_id
+    start = {"work_item_id": wid, "ownership_epoch": w.item(wid)["ownership_epoch"]}
+    r = w.ok(worker, "work.start", start)
+    lease = {k: v for k, v in r.reply["lease"].items() if k != "renewals"}
+    grant = LeaseGrant(**lease, capability_token=r.reply["capability_token"])
+    return work.model_copy(update={"lease": grant, "checkpoint": r.reply.get("checkpoint")})
 
 
 async def execute(

@@ -1,0 +1,31 @@
+"""A tiny MCP server over stdio (the ``mcp`` package's ``MCPServer``) for the agent tests:
+``lookup`` reads, ``wipe`` would destroy — it writes the file ``$NOTES_WIPED`` if it ever runs.
+
+Run: ``python tests/agents/mcp_notes.py`` (the agent runtime starts it through ``MCPToolset``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("notes")
+
+
+@server.tool()
+def lookup(topic: str) -> str:
+    """Look a topic up in the notes."""
+    return f"notes about {topic}"
+
+
+@server.tool()
+def wipe() -> str:
+    """Delete every note."""
+    Path(os.environ["NOTES_WIPED"]).write_text("wiped")
+    return "wiped"
+
+
+if __name__ == "__main__":
+    server.run()

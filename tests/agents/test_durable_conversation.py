@@ -118,11 +118,11 @@ async def test_private_reasoning_never_leaves_the_process__MW_13_2_d(
         assert MARKER not in e.model_dump_json()
     assert len(out.artifacts) == 5  # four conversation checkpoints and the output
     files = _every_file(tmp_path)
-    assert set(files) >= set(out.artifacts)  # every Artifact is among them, by its hash
+    assert {Path(f).name for f in files} >= set(out.artifacts)  # every Artifact, by its hash
     for name, body in files.items():  # the database (and its WAL), Artifacts, manifests, all
         assert MARKER.encode() not in body, name
 
 
 def _every_file(root: Path) -> dict[str, bytes]:
-    """Every file under ``root``, by name: its bytes."""
-    return {p.name: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    """Every file under ``root``, by path: its bytes."""
+    return {str(p): p.read_bytes() for p in root.rglob("*") if p.is_file()}

@@ -8,8 +8,9 @@ the model's private reasoning never leaves the process (MW-13.2-d).
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -20,7 +21,9 @@ from ..protocol import Deliverable
 from ..worker import Pause, Submission, WorkContext
 from ._pydantic_ai import run_agent
 
-Prompt = str | Callable[[Any], str]
+#: The user prompt: a string, or ``(ctx, input) -> str`` (or an awaitable of one), e.g. to
+#: read the Artifacts of the WorkItem's dependencies.
+Prompt = str | Callable[[WorkContext, Any], str | Awaitable[str]]
 Deps = Callable[[WorkContext, Any], Any]
 
 
@@ -35,6 +38,13 @@ def output_type_for(
     if deliverable.schema_id is not None and deliverable.schema_id in schemas:
         return StructuredDict(schemas[deliverable.schema_id], name=deliverable.name)
     return None
+
+
+def _model_name(agent: Agent[Any, Any]) -> str:
+    model = agent.model
+    if model is None or isinstance(model, str):
+        return model or "unknown"
+    return str(getattr(model, "model_name", type(model).__name__))
 
 
 def _output_bytes(value: Any) -> bytes:
@@ -58,7 +68,7 @@ def agent_handler(
     """Turn ``agent`` into a handler; register it like any other::
 
         gather = handler("research.gather", version="1.0")(
-            agent_handler(agent, prompt=lambda i: f"Research {i.topic}", input=Topic, output=Notes)
+            agent_handler(agent, prompt=lambda ctx, i: f"Research {i.topic}", input=Topic)
         )
 
     The WorkItem's contract governs the run (:func:`run_agent`): the model sees only
@@ -69,7 +79,7 @@ def agent_handler(
 
     Args:
         agent: the agent.
-        prompt: the user prompt, or a function of the WorkItem's input that makes it.
+        prompt: the user prompt, or ``(ctx, input) -> str`` (sync or async) that makes it.
         output: the output type; default: from the first deliverable's ``schema_id`` in
             ``schemas`` (a ``StructuredDict``), else the agent's.
         input: the pydantic model of the WorkItem's input (default: a ``dict``).
@@ -90,10 +100,13 @@ def agent_handler(
     async def run(ctx: WorkContext, input: Any) -> Submission | Pause:
         deliverable = ctx.contract.deliverables[0]
         out_type = output_type_for(deliverable, output, schemas or {})
+        text = prompt if isinstance(prompt, str) else prompt(ctx, input)
+        if inspect.isawaitable(text):
+            text = await text
         done = await run_agent(
             ctx,
             agent,
-            prompt if isinstance(prompt, str) else prompt(input),
+            text,
             output_type=out_type,
             deps=deps(ctx, input) if deps is not None else None,
             toolsets=toolsets,
@@ -106,7 +119,7 @@ def agent_handler(
             _output_bytes(done.output),
             deliverable.media_type,
             schema_id=deliverable.schema_id,
-            model_versions={"model": agent.model if isinstance(agent.model, str) else "agent"},
+            model_versions={"model": _model_name(agent)},
         )
         kind = getattr(out_type, "__name__", None) or type(done.output).__name__
         return Submission(

@@ -19,6 +19,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.usage import UsageLimits
 from pydantic_graph import End
 
 from ..protocol import Budget
@@ -161,6 +162,7 @@ async def run_agent(
     toolsets: Sequence[AbstractToolset[Any]] = (),
     irreversible_tools: Sequence[str] = (),
     check_budget_locally: bool = True,
+    usage_limits: UsageLimits | None = None,
 ) -> AgentResult[Any] | Pause:
     """Run ``agent`` under the WorkItem's contract, durably.
 
@@ -181,6 +183,8 @@ async def run_agent(
         irreversible_tools: tools whose calls wait for a lease the Authority confirms.
         check_budget_locally: check budgets before each step (default); ``False`` leaves it
             to the Authority's charge alone.
+        usage_limits: Pydantic AI's own limits for this run (counted from this run's start,
+            not the WorkItem's); default: none, the contract's budget alone decides.
 
     Returns:
         The output and the accounts, or ``Pause`` (return it) when the runtime asked to pause.
@@ -198,6 +202,8 @@ async def run_agent(
         deps=AgentDeps(ctx, deps),
         toolsets=list(toolsets),
         capabilities=[ContractCapability(gov)],
+        # the contract's budget decides, not Pydantic AI's default of 50 requests a run
+        usage_limits=usage_limits or UsageLimits(request_limit=None),
         **kwargs,
     ) as run:
         node: Any = run.next_node

@@ -64,7 +64,10 @@ async def _in_work_item(steps: int, step_s: float, tmp: Path) -> float:
     w.clock.now = now_ms()
     worker = w.workers[0]
     budget = {"tokens": 10**9, "tool_calls": 10 * steps, "wall_clock_ms": 3_600_000}
-    work = agent_grant(w, "a", worker, {}, allowed_tools=["lookup"], budget=budget)
+    timeouts = {"start_deadline_ms": 60_000, "lease_ms": 30_000, "heartbeat_ms": 5_000}
+    work = agent_grant(
+        w, "a", worker, {}, allowed_tools=["lookup"], budget=budget, timeouts=timeouts
+    )
     w.authority.key.to_file(tmp / "authority.pem")
     w.authority.close()
     server = ProcessServer(tmp / "authority.db", tmp / "authority.pem", (w.coordinator.public_key,))

@@ -58,6 +58,8 @@ class Ledger:
         wall_clock_ms: milliseconds spent in earlier runs.
         last_request_tokens: the last request's input + output tokens (the lower bound of the
             next one: the history it sends only grows).
+        last_request_money: the last request's price, minor units (the next one's lower bound,
+            for the same reason).
         refused: ``{"tool", "request"}`` (the 1-based model request that asked) of each call
             to a tool the contract does not allow.
         tool_results: ``{"tool", "index", "sha256"}`` of each tool result.
@@ -71,6 +73,7 @@ class Ledger:
     requests: int = 0
     wall_clock_ms: int = 0
     last_request_tokens: int = 0
+    last_request_money: int = 0
     refused: list[dict[str, Any]] = field(default_factory=list)
     tool_results: list[dict[str, Any]] = field(default_factory=list)
 
@@ -160,8 +163,8 @@ class Governor:
 
     def before_request(self) -> None:
         """Check that the budget can pay for the next model request, before it is sent: its
-        tokens are at least the last request's (the history it sends only grows), the money
-        spent must be under the limit, the wall clock too (MW-11.4-d).
+        tokens and its price are at least the last request's (the history it sends only
+        grows; at least 1 of each), and the wall clock must be under its limit (MW-11.4-d).
 
         Raises:
             BudgetExhausted: the next request would pass a limit.
@@ -173,8 +176,9 @@ class Governor:
         if budget.tokens is not None and led.tokens + need > budget.tokens:
             raise BudgetExhausted("tokens", led.tokens, budget.tokens, need)
         money = budget.money
-        if money is not None and led.money_minor_units >= money.amount_minor_units:
-            raise BudgetExhausted("money", led.money_minor_units, money.amount_minor_units, 1)
+        need = max(led.last_request_money, 1)
+        if money is not None and led.money_minor_units + need > money.amount_minor_units:
+            raise BudgetExhausted("money", led.money_minor_units, money.amount_minor_units, need)
         wall = budget.wall_clock_ms
         if wall is not None and self.wall_clock_ms() >= wall:
             raise BudgetExhausted("wall_clock_ms", self.wall_clock_ms(), wall, 1)
@@ -189,6 +193,7 @@ class Governor:
             self.ledger.unpriced_requests += 1
             money_minor_units = 0
         self.ledger.money_minor_units += money_minor_units
+        self.ledger.last_request_money = money_minor_units
         self.ctx.usage.add(tokens=tokens, money_minor_units=money_minor_units)
 
     def checkpoint(self, history: str | None) -> dict[str, Any]:

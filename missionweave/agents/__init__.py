@@ -13,7 +13,14 @@ from the framework: it is the seam a second framework plugs into.
 from ._conversation import CONVERSATION_MEDIA_TYPE, without_private_reasoning
 from ._governor import BudgetExhausted, Governor, Ledger
 from ._handler import agent_handler, output_type_for
-from ._pydantic_ai import AgentDeps, AgentResult, ContractCapability, price_minor_units, run_agent
+from ._pydantic_ai import (
+    AgentDeps,
+    AgentResult,
+    ContractCapability,
+    price_minor_units,
+    run_agent,
+    send_idempotency_key,
+)
 
 __all__ = [  # noqa: RUF022 (grouped by who uses them)
     # Writing agent handlers
@@ -22,6 +29,7 @@ __all__ = [  # noqa: RUF022 (grouped by who uses them)
     "agent_handler",
     "run_agent",
     "output_type_for",
+    "send_idempotency_key",
     # The rules, apart from the framework (the seam of a second one)
     "BudgetExhausted",
     "ContractCapability",

@@ -60,6 +60,19 @@ class AgentDeps(Generic[T]):
         return key
 
 
+async def send_idempotency_key(
+    ctx: RunContext[AgentDeps[Any]],
+    call_tool: Any,
+    name: str,
+    args: dict[str, Any],
+) -> Any:
+    """Hand each MCP tool call its idempotency key: pass as ``MCPToolset(...,
+    process_tool_call=send_idempotency_key)``, and the server finds the key of the call in its
+    request's ``_meta["idempotency_key"]`` (MW-16-f), as a function tool finds it in
+    ``ctx.deps.idempotency_key``."""
+    return await call_tool(name, args, metadata={"idempotency_key": ctx.deps.idempotency_key})
+
+
 def _call_index(messages: Sequence[ModelMessage], tool_call_id: str, fallback: int) -> int:
     """The 0-based position of tool call ``tool_call_id`` among every tool call of the
     conversation: stable across a resume, since the conversation is checkpointed with it."""
@@ -250,4 +263,11 @@ async def _charge(
     raise BudgetExhausted(str(dims[0]), gov.ledger.tokens, ctx.contract.budget.tokens or 0, 0)
 
 
-__all__ = ["AgentDeps", "AgentResult", "ContractCapability", "price_minor_units", "run_agent"]
+__all__ = [
+    "AgentDeps",
+    "AgentResult",
+    "ContractCapability",
+    "price_minor_units",
+    "run_agent",
+    "send_idempotency_key",
+]

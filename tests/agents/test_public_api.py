@@ -12,6 +12,7 @@ from tests.surface import assert_surface
 
 AGENTS = {
     "AgentDeps", "AgentResult", "agent_handler", "run_agent", "output_type_for",
+    "send_idempotency_key",
     "BudgetExhausted", "ContractCapability", "Governor", "Ledger", "price_minor_units",
     "CONVERSATION_MEDIA_TYPE", "without_private_reasoning",
 }  # fmt: skip

@@ -257,8 +257,9 @@ async def _charge(
     # Authority refuses the same way; the runtime then cancels this handler and fails the
     # WorkItem for good with the Authority's budget verdict, charging nothing.
     ctx.logger.warning("the Authority refused the charge: %s", rej.reason)
-    t = ctx.contract.timeouts
-    await asyncio.sleep(3 * min(t.heartbeat_ms, t.lease_ms // 2) / 1000)
+    # A renewal comes every heartbeat; waiting a lease length is only ever reached if none
+    # does (then the lease expires, and the WorkItem with it).
+    await asyncio.sleep(ctx.contract.timeouts.lease_ms / 1000)
     dims = rej.detail.get("dimensions") or ["budget"]
     raise BudgetExhausted(str(dims[0]), gov.ledger.tokens, ctx.contract.budget.tokens or 0, 0)
 

@@ -448,7 +448,9 @@ class WorkContext(FencedActions):
 
     # -------------------------------------------------------------------------- reports
 
-    async def save(self, state: dict[str, Any], *, phase: str = "checkpoint") -> None:
+    async def save(
+        self, state: dict[str, Any], *, phase: str = "checkpoint"
+    ) -> CommandVerdict | None:
         """Record a durable checkpoint: Temporal heartbeat details (a hint for the next
         attempt) and a signed ``progress.report`` carrying ``checkpoint=state``, which the
         Authority stores as the resume point of a reassignment (MW-11.5-a).
@@ -462,6 +464,11 @@ class WorkContext(FencedActions):
         and the buffer is reconciled before anything else once the Authority answers
         (MW-11.5-c/e/f).
 
+        Returns:
+            The Authority's verdict on the report — a refusal (``budget_exceeded`` when the
+            usage it charges would pass the budget, MW-11.5-j) charged nothing and kept no
+            checkpoint — or ``None`` when it was buffered offline.
+
         Raises:
             ValueError: ``state`` is empty.
             LeaseLost: the Authority says the lease is gone, or stayed unreachable past the
@@ -471,7 +478,7 @@ class WorkContext(FencedActions):
         self._checkpoint = dict(state)
         heartbeat(self.heartbeat_details())
         report = self._progress.at_checkpoint(phase, self._session.clock())
-        await self._send_progress(report, checkpoint=durable)
+        return await self._send_progress(report, checkpoint=durable)
 
     async def report(
         self,
@@ -538,7 +545,7 @@ class WorkContext(FencedActions):
 
     async def _send_progress(
         self, report: ProgressReport, *, checkpoint: dict[str, Any] | None
-    ) -> None:
+    ) -> CommandVerdict | None:
         self._progress.reported(report, self._session.clock())
         extra: dict[str, Any] = {"report": report.model_dump(mode="json")}
         if checkpoint is not None:
@@ -552,7 +559,7 @@ class WorkContext(FencedActions):
             self.logger.warning(
                 "Authority unreachable (%s): progress %s buffered", exc, cmd.command_id
             )
-            return
+            return None
         if self._session.lost is not None:
             raise self._session.lost
         if not verdict.accepted and verdict.rejection is not None:
@@ -562,6 +569,7 @@ class WorkContext(FencedActions):
                 await self._on_progress(report)
             except Exception as exc:  # progress to the workflow is a courtesy, never fatal
                 self.logger.info("progress signal not delivered: %r", exc)
+        return verdict
 
     def heartbeat_details(self) -> dict[str, Any]:
         """What goes into Temporal heartbeats: ids, lease, last checkpoint (a hint only; the

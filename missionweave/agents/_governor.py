@@ -144,10 +144,13 @@ class Governor:
         limit = self.ctx.contract.budget.tool_calls
         if self.check_locally and limit is not None and self.ledger.tool_calls + 1 > limit:
             raise BudgetExhausted("tool_calls", self.ledger.tool_calls, limit, 1)
-        # the fence and the tool_calls meter; the key is ours: one per call, not per tool
-        await self.ctx.tool_call(tool, reversible=tool not in self.irreversible)
+        # the fence, the tool_calls meter and the key: one per call (``op_id`` = its index in
+        # the conversation, so a resumed run repeating the call derives the same key)
+        key = await self.ctx.tool_call(
+            tool, op_id=str(index), reversible=tool not in self.irreversible
+        )
         self.ledger.tool_calls += 1
-        return self.ctx.idempotency_key(f"{TOOL_OP}:{tool}:{index}")
+        return key
 
     def tool_result(self, tool: str, index: int, result: Any) -> None:
         """Record the SHA-256 of a tool's result (Evidence cites it)."""

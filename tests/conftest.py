@@ -102,9 +102,14 @@ def world(tmp_path: Path) -> Iterator[World]:
 
 
 @pytest_asyncio.fixture
-async def live(world: World) -> AsyncIterator[LiveServer]:
-    """A running server over ``world``'s Authority."""
-    server = LiveServer(world.authority, poll_interval_s=0.05)
+async def live(world: World, tmp_path: Path) -> AsyncIterator[LiveServer]:
+    """A running server over ``world``'s Authority, serving the filesystem artifact store
+    ``tmp_path/artifacts`` (each Group's namespace: ``FilesystemStore.for_group``)."""
+    server = LiveServer(
+        world.authority,
+        poll_interval_s=0.05,
+        artifact_store=FilesystemStore(tmp_path / "artifacts"),
+    )
     await server.start()
     try:
         yield server

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from temporalio.testing import ActivityEnvironment
 
-from missionweave.artifacts import FilesystemStore
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Actor
 from missionweave.protocol.temporal_contract import (
@@ -90,14 +88,11 @@ def restart(w: World, work: ExecuteWorkItemInput, worker: Actor) -> ExecuteWorkI
     return work.model_copy(update={"lease": grant, "checkpoint": r.reply.get("checkpoint")})
 
 
-async def execute(
-    url: str, actor: Actor, work: ExecuteWorkItemInput, fn: Handler, store_dir: Path
-) -> WorkOutcome:
-    """Run ``work`` as ``actor`` with handler ``fn`` (capability ``dist.verify@1.0``) and a
-    filesystem artifact store in ``store_dir``; the activity's outcome."""
+async def execute(url: str, actor: Actor, work: ExecuteWorkItemInput, fn: Handler) -> WorkOutcome:
+    """Run ``work`` as ``actor`` with handler ``fn`` (capability ``dist.verify@1.0``); its
+    Artifacts go through the Authority at ``url`` (the ``live`` fixture serves the filesystem
+    store ``tmp_path/artifacts``); the activity's outcome."""
     async with AuthorityClient(url, signing_key=actor.key) as client:
-        executor = WorkItemExecutor(
-            actor, client, registry_of(fn), artifact_store=FilesystemStore(store_dir)
-        )
+        executor = WorkItemExecutor(actor, client, registry_of(fn))
         result: WorkOutcome = await ActivityEnvironment().run(executor.execute_work_item, work)
         return result

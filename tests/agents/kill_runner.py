@@ -23,7 +23,7 @@ def main(spec_path: str) -> None:
     actor.membership_epochs.update(spec["membership_epochs"])
     work = ExecuteWorkItemInput.model_validate_json(spec["work"])
     fn = agent_handler(research_agent(StepModel(kill_at=spec["kill_at"]), []), prompt="research")
-    out = asyncio.run(execute(spec["url"], actor, work, fn, Path(spec["store"])))
+    out = asyncio.run(execute(spec["url"], actor, work, fn))
     print("finished", out.kind)  # only when it was not killed
 
 

@@ -50,9 +50,7 @@ async def test_token_budget_stops_before_the_request_that_would_exceed_it__MW_11
     worker = world.workers[0]
     budget = {"tokens": 400, "tool_calls": 100, "wall_clock_ms": 600_000}
     work = agent_grant(world, "a", worker, {}, budget=budget)
-    out = await execute(
-        live.url, worker, work, agent_handler(_agent(script, []), prompt="go"), tmp_path
-    )
+    out = await execute(live.url, worker, work, agent_handler(_agent(script, []), prompt="go"))
     assert script.requests == 2
     assert out.kind is OutcomeKind.FAILED and out.retryable is False
     assert out.error is not None and "budget_exceeded: tokens: 300 spent of 400" in out.error
@@ -69,9 +67,7 @@ async def test_tool_call_budget_stops_before_the_call__MW_11_4_d(
     worker = world.workers[0]
     budget = {"tool_calls": 2, "wall_clock_ms": 600_000}
     work = agent_grant(world, "a", worker, {}, budget=budget)
-    out = await execute(
-        live.url, worker, work, agent_handler(_agent(script, ran), prompt="go"), tmp_path
-    )
+    out = await execute(live.url, worker, work, agent_handler(_agent(script, ran), prompt="go"))
     assert ran == ["x", "x"]  # the third call never ran
     assert out.kind is OutcomeKind.FAILED and out.retryable is False
     assert out.error is not None and "budget_exceeded: tool_calls" in out.error
@@ -89,7 +85,7 @@ async def test_the_authority_refuses_a_charge_past_the_budget_without_the_local_
     budget = {"tokens": 400, "tool_calls": 100, "wall_clock_ms": 600_000}
     work = agent_grant(world, "a", worker, {}, budget=budget)
     fn = agent_handler(_agent(script, []), prompt="go", check_budget_locally=False)
-    out = await execute(live.url, worker, work, fn, tmp_path)
+    out = await execute(live.url, worker, work, fn)
     assert script.requests == 3  # the third was sent (no local check), not a fourth
     assert out.kind is OutcomeKind.FAILED and out.retryable is False
     assert out.error is not None and out.error.startswith("budget exceeded: tokens 450 of 400")

@@ -59,12 +59,12 @@ async def test_a_killed_agent_is_resumed_without_repeating_model_requests__MW_11
     assert again.checkpoint is not None and again.checkpoint["agent"]["requests"] == 2
     model, ran = StepModel(), []
     fn = agent_handler(research_agent(model, ran), prompt="research")
-    out = await execute(live.url, second, again, fn, store)
+    out = await execute(live.url, second, again, fn)
     assert out.kind is OutcomeKind.SUBMITTED, out.error
     assert model.requests == [2, 3]  # only the two remaining requests
     # "beta", whose call the dead owner had not finished, then "gamma"; never "alpha" again
     assert ran == ["beta", "gamma"]
-    body = json.loads(FilesystemStore(store).get(out.outputs["report"]))
+    body = json.loads(FilesystemStore(store).for_group(world.group).get(out.outputs["report"]))
     assert body == {"summary": "three searches", "queries": QUERIES}
 
 
@@ -88,15 +88,17 @@ async def test_a_pause_at_a_model_request_boundary_resumes_there__MW_11_3_g(
         return await inner(ctx, input)
 
     work = agent_grant(world, "a", worker, {})
-    out = await execute(live.url, worker, work, pausing, store)
+    out = await execute(live.url, worker, work, pausing)
     assert out.kind is OutcomeKind.PAUSED, out.error
     assert out.checkpoint is not None and out.checkpoint["agent"]["requests"] == 1
-    conversation = FilesystemStore(store).get(out.checkpoint["agent"]["history"])
+    conversation = (
+        FilesystemStore(store).for_group(world.group).get(out.checkpoint["agent"]["history"])
+    )
     messages = ModelMessagesTypeAdapter.validate_json(conversation)
     assert messages[-1].kind == "request"  # the tool's result, ready for the next request
     resumed = restart(world, work, worker)
     assert resumed.checkpoint == out.checkpoint
-    out = await execute(live.url, worker, resumed, inner, store)
+    out = await execute(live.url, worker, resumed, inner)
     assert out.kind is OutcomeKind.SUBMITTED, out.error
     assert model.requests == [0, 1, 2, 3] and ran == QUERIES  # nothing asked or run twice
 
@@ -107,11 +109,10 @@ async def test_private_reasoning_never_leaves_the_process__MW_13_2_d(
     """The model thinks a unique marker at every step; the Authority's log, its database
     files, every Artifact (conversations and output) and every manifest are searched for it."""
     worker = world.workers[0]
-    store = tmp_path / "artifacts"
     model = StepModel()
     agent = research_agent(model, [])
     work = agent_grant(world, "a", worker, {})
-    out = await execute(live.url, worker, work, agent_handler(agent, prompt="go"), store)
+    out = await execute(live.url, worker, work, agent_handler(agent, prompt="go"))
     assert out.kind is OutcomeKind.SUBMITTED, out.error
     assert model.saw_own_thinking  # the marker was in the conversation, inside the process
     for e in world.authority.all_events(world.group):

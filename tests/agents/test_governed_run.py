@@ -64,7 +64,7 @@ async def test_disallowed_tool_never_runs_and_is_evidenced__MW_10_1_a(
     worker = world.workers[0]
     work = agent_grant(world, "a", worker, {"topic": "x"}, allowed_tools=["search"])
     fn = agent_handler(_agent(script, ran), prompt="research x")
-    out = await execute(live.url, worker, work, fn, tmp_path / "artifacts")
+    out = await execute(live.url, worker, work, fn)
     assert out.kind is OutcomeKind.SUBMITTED, out.error
     assert [name for name, _ in ran] == ["search"]  # wipe never ran
     assert all(tools == ["search"] for tools in script.tools)  # never shown
@@ -86,11 +86,11 @@ async def test_structured_output_is_the_submissions_artifact__MW_13_2_c(
     worker = world.workers[0]
     work = agent_grant(world, "a", worker, {})
     fn = agent_handler(_agent(script, []), prompt="research x")
-    out = await execute(live.url, worker, work, fn, tmp_path / "artifacts")
+    out = await execute(live.url, worker, work, fn)
     assert out.kind is OutcomeKind.SUBMITTED, out.error
     ref = out.outputs["report"]  # the contract's deliverable
     assert ref in out.artifacts
-    body = FilesystemStore(tmp_path / "artifacts").get(ref)
+    body = FilesystemStore(tmp_path / "artifacts").for_group(world.group).get(ref)
     assert Notes.model_validate_json(body).summary == "the answer"
     ev = {e.criterion: e for e in out.evidence}["hashes"]
     assert ev.artifacts == [ref] and "output validated as Notes" in ev.summary
@@ -116,9 +116,9 @@ async def test_output_type_from_the_deliverables_schema(
     work = agent_grant(world, "a", worker, {}, deliverables=deliverables)
     agent = Agent(script.model(), deps_type=AgentDeps)
     fn = agent_handler(agent, prompt="write", schemas={"report@1": schema})
-    out = await execute(live.url, worker, work, fn, tmp_path / "artifacts")
+    out = await execute(live.url, worker, work, fn)
     assert out.kind is OutcomeKind.SUBMITTED, out.error
-    body = FilesystemStore(tmp_path / "artifacts").get(out.outputs["report"])
+    body = FilesystemStore(tmp_path / "artifacts").for_group(world.group).get(out.outputs["report"])
     assert json.loads(body) == {"title": "t"}
 
 
@@ -130,9 +130,7 @@ async def test_two_calls_of_one_tool_get_two_keys__MW_16_f(
     ran: list[tuple[str, str]] = []
     worker = world.workers[0]
     work = agent_grant(world, "a", worker, {})
-    out = await execute(
-        live.url, worker, work, agent_handler(_agent(script, ran), prompt="go"), tmp_path / "s"
-    )
+    out = await execute(live.url, worker, work, agent_handler(_agent(script, ran), prompt="go"))
     assert out.kind is OutcomeKind.SUBMITTED, out.error
     keys = [k for _, k in ran]
     assert len(set(keys)) == 3
@@ -172,6 +170,6 @@ async def test_irreversible_tool_waits_for_a_confirmed_lease__MW_11_5_d(
         wid = f"w{len(expect)}"
         work = agent_grant(world, wid, worker, {}, allowed_tools=["wipe", "revoke"])
         fn = agent_handler(agent, prompt="go", irreversible_tools=irreversible)
-        out = await execute(live.url, worker, work, fn, tmp_path / "s")
+        out = await execute(live.url, worker, work, fn)
         assert [n for n, _ in ran] == expect
         assert out.kind is OutcomeKind.LEASE_LOST

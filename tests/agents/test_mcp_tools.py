@@ -46,7 +46,7 @@ async def test_an_mcp_tool_the_contract_does_not_name_is_invisible_and_never_run
     worker = world.workers[0]
     work = agent_grant(world, "a", worker, {}, allowed_tools=["lookup"])
     fn = agent_handler(agent, prompt="read the notes", toolsets=[notes])
-    out = await execute(live.url, worker, work, fn, tmp_path / "artifacts")
+    out = await execute(live.url, worker, work, fn)
     assert out.kind is OutcomeKind.SUBMITTED, out.error
     assert script.tools == [["lookup"], ["lookup"]]  # wipe was never shown
     assert not wiped.exists()  # and never ran
@@ -74,8 +74,6 @@ async def test_the_same_mcp_call_runs_when_the_contract_names_it(
     worker = world.workers[0]
     work = agent_grant(world, "a", worker, {}, allowed_tools=["lookup", "wipe"])
     agent = Agent(script.model(), deps_type=AgentDeps)
-    out = await execute(
-        live.url, worker, work, agent_handler(agent, prompt="go", toolsets=[notes]), tmp_path / "s"
-    )
+    out = await execute(live.url, worker, work, agent_handler(agent, prompt="go", toolsets=[notes]))
     assert out.kind is OutcomeKind.SUBMITTED, out.error
     assert sorted(script.tools[0]) == ["lookup", "wipe"] and wiped.exists()

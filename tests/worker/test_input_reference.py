@@ -44,7 +44,7 @@ async def _run(
 
     worker = world.workers[0]
     work: ExecuteWorkItemInput = grant(world, "a", worker).model_copy(update={"input": given})
-    executor = WorkItemExecutor(worker, client, registry_of(verify), artifact_store=store)
+    executor = WorkItemExecutor(worker, client, registry_of(verify))
     return await ActivityEnvironment().run(executor.execute_work_item, work), seen
 
 
@@ -53,7 +53,7 @@ async def test_an_input_by_reference_reaches_the_handler_whole(
 ) -> None:
     store = FilesystemStore(tmp_path / "artifacts")
     files = [f"file-{i}.tar" for i in range(5000)]  # ~70 KB: more than a Mission carries inline
-    ref = store.put(input_json({"files": files}), "application/json")
+    ref = store.for_group(world.group).put(input_json({"files": files}), "application/json")
     out, seen = await _run(world, client, store, input_reference(ref.hash))
     assert out.kind is OutcomeKind.SUBMITTED, out.error
     assert seen == [VerifyInput(files=files)]
@@ -67,11 +67,11 @@ async def test_an_unusable_input_artifact_fails_before_the_handler(
     if content is None:  # never stored
         h = "0" * 64
     elif content == "corrupt":  # stored, then altered: its hash check fails (MW-13.1-d)
-        h = store.put(b'{"files": []}').hash
-        corrupt(store, h, b'{"files": ["x"]}')
+        h = store.for_group(world.group).put(b'{"files": []}').hash
+        corrupt(store.for_group(world.group), h, b'{"files": ["x"]}')
     else:
         assert isinstance(content, bytes)
-        h = store.put(content).hash
+        h = store.for_group(world.group).put(content).hash
     out, seen = await _run(world, client, store, input_reference(h))
     assert out.kind is OutcomeKind.FAILED and not out.retryable
     assert seen == [] and f"input artifact {h}" in (out.error or "")

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from missionweave.artifacts import FilesystemStore
 from missionweave.authority.client import AuthorityClient
 from missionweave.authority.wire import SubmitResult
 from missionweave.protocol import RESOURCE_USAGE_RECORDED, Command
@@ -163,7 +162,7 @@ async def test_mw_11_5_c_a_publication_the_authority_missed_is_sent_again_within
 
     client = OutageAfterTheFence(proxy.url, signing_key=worker.key)
     session = LeaseSession(worker, client, work, world.clock, OfflineBuffer())
-    ctx = WorkContext(work, session, artifact_store=FilesystemStore(tmp_path / "artifacts"))
+    ctx = WorkContext(work, session)
     async with client:
         ref = await asyncio.wait_for(ctx.publish(b'{"ok": true}', "application/json"), 15)
     assert len(fenced) == 1

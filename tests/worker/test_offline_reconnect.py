@@ -140,7 +140,7 @@ async def test_progress_of_an_execution_ended_offline_reconciled_on_reconnection
                 assert lease["state"] == "active"
 
                 proxy.restore()
-                world.authorize("b", required_capabilities=["dist.verify@1.0"])
+                world.authorize("b", required_capabilities=["dist.verify@1.2"])
                 terms_b = OfferTerms(
                     offer_id=world.offer("b", w0),
                     revision=1,
@@ -152,7 +152,7 @@ async def test_progress_of_an_execution_ended_offline_reconciled_on_reconnection
                         world,
                         "b",
                         StandInItem(
-                            contract=contract(required_capabilities=["dist.verify@1.0"]),
+                            contract=contract(required_capabilities=["dist.verify@1.2"]),
                             input={"files": ["x.tar"]},
                             offer=terms_b,
                         ),

@@ -38,13 +38,14 @@ def encode(messages: list[ModelMessage]) -> bytes:
 
 
 async def save_history(ctx: WorkContext, messages: list[ModelMessage]) -> str:
-    """Publish the conversation so far as an Artifact of this WorkItem; returns its SHA-256.
+    """Publish the conversation so far as an Artifact of this WorkItem — not a deliverable: it
+    is not submitted — and return its SHA-256.
 
     Raises:
         LeaseLost: the lease is gone (publishing waits for a lease the Authority confirms).
         PublishRejected: the Authority refused the Artifact.
     """
-    ref = await ctx.publish(encode(messages), CONVERSATION_MEDIA_TYPE)
+    ref = await ctx.publish(encode(messages), CONVERSATION_MEDIA_TYPE, deliverable=False)
     return ref.hash
 
 

@@ -230,15 +230,20 @@ def start(
     summary the spec's title. Prints the workflow id and its Temporal web UI link. Exits 2
     with one line naming the first bad field when the spec is invalid.
 
-    A WorkItem input over 64 KiB (of its JSON) is stored in the artifact store (--store, or
-    --s3-endpoint/--s3-bucket) and passed by reference ({"$input_artifact": hash}): a Mission
+    A WorkItem input over 64 KiB (of its JSON) is stored in the Group's namespace of the
+    artifact store (--store, or --s3-endpoint/--s3-bucket: the operator's store, which the
+    Authority serves to the Group's agents) and passed by reference ({"$input_artifact": hash}): a Mission
     carries larger inputs only so. Exits 2 when the inline inputs are still more than a
     Mission carries (512 KiB together).
 
     Example: missionweave mission start examples/missions/hello.yaml
     """
-    spec = by_reference(
-        load_spec(file), lambda: open_store(store, s3_endpoint, s3_bucket, s3_secure, create=True)
+    given = load_spec(file)
+    spec = by_reference(  # into the Group's namespace: its agents' reads are granted there
+        given,
+        lambda: open_store(store, s3_endpoint, s3_bucket, s3_secure, create=True).for_group(
+            given.group_id
+        ),
     )
     run_client_command(_start(spec, temporal_address, namespace, ui_url))
 

@@ -299,6 +299,7 @@ class WorkContext(FencedActions):
         tool_versions: Mapping[str, str] | None = None,
         model_versions: Mapping[str, str] | None = None,
         capability_versions: Mapping[str, str] | None = None,
+        deliverable: bool = True,
     ) -> ArtifactRef:
         """Publish an Artifact produced by this WorkItem (MW-13.1-a/b/c).
 
@@ -322,6 +323,10 @@ class WorkContext(FencedActions):
             tool_versions: tool → version used.
             model_versions: model → version used.
             capability_versions: capability id → version (default: the running handler's).
+            deliverable: ``True`` (default): the hash joins the submission's artifacts (and so
+                needs Evidence referencing it). ``False``: an Artifact of this WorkItem that is
+                not part of what it submits — a conversation checkpoint, the input of WorkItems
+                it authorizes — recorded with the Authority all the same.
 
         Returns:
             The reference: hash (the identity), size in bytes, media type, retrieval URI.
@@ -365,7 +370,7 @@ class WorkContext(FencedActions):
                 if not isinstance(data, (bytes, os.PathLike)):
                     raise  # a stream is read once: the caller publishes again
                 await asyncio.sleep(PUBLISH_RETRY_S)
-        if done.ref.hash not in self._published:
+        if deliverable and done.ref.hash not in self._published:
             self._published.append(done.ref.hash)
         self.logger.info("published %s (%s, %d bytes)", done.ref.hash, media_type, done.ref.size)
         return done.ref
@@ -440,10 +445,7 @@ class WorkContext(FencedActions):
     async def _publish_input(self, data: bytes, media_type: str) -> str:
         """Publish ``data`` as an Artifact of this WorkItem that is not one of its deliverables
         (the input of WorkItems it authorizes, :func:`~._input.offload_inputs`); its hash."""
-        before = set(self._published)
-        ref = await self.publish(data, media_type)
-        if ref.hash not in before:  # published for the new WorkItems, not submitted
-            self._published.remove(ref.hash)
+        ref = await self.publish(data, media_type, deliverable=False)
         return ref.hash
 
     # -------------------------------------------------------------------------- reports

@@ -117,7 +117,11 @@ async def test_private_reasoning_never_leaves_the_process__MW_13_2_d(
     assert model.saw_own_thinking  # the marker was in the conversation, inside the process
     for e in world.authority.all_events(world.group):
         assert MARKER not in e.model_dump_json()
-    assert len(out.artifacts) == 5  # four conversation checkpoints and the output
+    assert len(out.artifacts) == 1  # the output; the conversation checkpoints are not submitted
+    published = [
+        e for e in world.authority.all_events(world.group) if e.type == "artifact.published"
+    ]
+    assert len(published) == 5  # four conversation checkpoints and the output
     files = _every_file(tmp_path)
     assert {Path(f).name for f in files} >= set(out.artifacts)  # every Artifact, by its hash
     for name, body in files.items():  # the database (and its WAL), Artifacts, manifests, all

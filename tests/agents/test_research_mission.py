@@ -52,7 +52,9 @@ async def test_the_research_mission_of_two_agents_completes_verified__MW_13_2_a(
     assert gather_usage["tool_calls"] == 3
     # the summary states the gathered facts, read from the dependency's Artifact
     submitted = {e.work_item_id: e.body for e in events if e.type == "work.submitted"}
-    summary = json.loads(ms.artifacts.get(submitted["research-1:write"]["outputs"]["summary"]))
+    summary = json.loads(
+        ms.artifacts.for_group(ms.group).get(submitted["research-1:write"]["outputs"]["summary"])
+    )
     assert "ownership epoch" in summary["text"] and "Budgets cover" in summary["text"]
     published = [json.dumps(e.body) for e in events if e.type == "artifact.published"]
     assert sum(CONVERSATION_MEDIA_TYPE in m for m in published) == 5  # a checkpoint a response

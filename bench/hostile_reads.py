@@ -202,6 +202,7 @@ def main() -> None:
     p.add_argument("--subscriptions", type=int, default=100, help="subscriptions from 0")
     p.add_argument("--events", type=int, default=1000, help="Events in the log")
     p.add_argument("--pad", type=int, default=2100, help="checkpoint bytes per Event")
+    p.add_argument("--server-log", type=Path, default=None, help="keep the server's stderr here")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "authority.db"
@@ -237,6 +238,8 @@ def main() -> None:
             proc.terminate()
             proc.wait(timeout=15)
             log.close()
+            if args.server_log is not None:
+                args.server_log.write_text((Path(tmp) / "server.log").read_text())
     print_figures(figures, args.json)
 
 

@@ -290,3 +290,23 @@ async def test_writes_of_a_path_and_a_stream_through_a_grant__MW_13_1_a(
         assert (await c.artifact_grant("g1", ref.hash, "write", lease_id=lease["lease_id"])).present
         assert await gate.get(streamed.hash) == big[::-1]
     assert store.for_group("g1").get(ref.hash) == big
+
+
+async def test_a_promoted_artifact_is_read_from_the_promoting_group__MW_13_3_d(
+    world: World, tmp_path: Path
+) -> None:
+    """Cross-Group transfer is explicit: once g1's MissionOwner promotes X (a verifiable
+    ``artifact.promoted`` Event), a member of g2 working in g2's Mission may read it — from
+    g1's namespace, copied nowhere; before, it may not."""
+    w, g2 = world, _other_group(world)
+    store = FilesystemStore(tmp_path / "artifacts")
+    async with _served(w, store) as url:
+        await _publish(url, w, "a", w.workers[0], SECRET)
+        got = await _fetch(url, g2, "b", g2.workers[0], X)
+        assert isinstance(got, ArtifactNotFound | ArtifactAccessDenied), got
+        r = w.ok(
+            w.coordinator, "artifact.promote", {"artifact_hash": X, "classification": "internal"}
+        )
+        assert [e.type for e in r.events] == ["artifact.promoted"]
+        assert await _fetch(url, g2, "c", g2.workers[0], X) == SECRET
+    assert not store.for_group("g2").exists(X)

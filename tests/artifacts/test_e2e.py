@@ -79,9 +79,8 @@ def registry(seen: dict[str, Any]) -> HandlerRegistry:
             sources=[raw],
         )
         seen["derived"] = ref.hash
-        return Submission(
-            outputs={"result": {"rows": rows}}, evidence=[ctx.evidence("done", method="count rows")]
-        )
+        done = ctx.evidence("done", method="count rows", artifacts=[ref.hash])
+        return Submission(outputs={"result": {"rows": rows}}, evidence=[done])
 
     return reg
 

@@ -170,7 +170,8 @@ async def _run_on_skipped_time(
     clock = await VirtualClock.of(time_env)
     start = clock()
     async with authority_stack(tmp_path, clock=clock) as stack:
-        acts = AuthorityActivities(stack, await stack.add_agent("ada"))
+        ada = await stack.add_agent("ada", capabilities=["dist.verify@1.0"])  # the contract's
+        acts = AuthorityActivities(stack, ada)
         tq = new_task_queue()
         async with Worker(
             time_env.client,

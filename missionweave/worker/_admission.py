@@ -165,24 +165,20 @@ class AdmissionControl:
             )
         estimate = self.estimate_ms(c)
         wait = self.expected_wait_ms(req, estimate)
+        # The wait is computed over every Group's queue (the decision is this agent's own), but
+        # the decline's detail goes into the offering Group's log: it names no figure derived
+        # from other Groups' work (MW-11.2-b), only this Group's contract and the agent's card.
         if wait >= c.timeouts.start_deadline_ms:
             return Decline(
                 DeclineReason.CAPACITY,
                 {
                     "limit": "concurrency",
-                    "expected_wait_ms": wait,
                     "max_concurrency": self.card.max_concurrency,
                     "start_deadline_ms": c.timeouts.start_deadline_ms,
                 },
             )
         if c.deadline_ms is not None and req.now_ms + wait + estimate > c.deadline_ms:
-            return Decline(
-                DeclineReason.DEADLINE,
-                {
-                    "deadline_ms": c.deadline_ms,
-                    "expected_completion_ms": req.now_ms + wait + estimate,
-                },
-            )
+            return Decline(DeclineReason.DEADLINE, {"deadline_ms": c.deadline_ms})
         check = self.policy.dependency_check
         if check is not None:
             problem = check(req.group_id, c)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from missionweave.activities import CoordinatorActivities
+from missionweave.activities._ranking import ASSUMED_ITEM_MS
 from missionweave.protocol.temporal_contract import (
     OfferSlot,
     SelectCandidatesBatch,
@@ -120,7 +121,8 @@ async def test_no_offer_to_an_agent_without_room__MW_10_3_b(tmp_path: Path) -> N
         res = await acts.select_candidates(_batch(items, stack.clock()))
         first, second = res.results
         assert [c.agent_id for c in first.candidates] == ["ada"] and not first.saturated
-        assert first.candidates[0].basis.availability_estimate_ms is None  # queued, not free
+        # queued, not free: one round of its slot (MW-10.3-f: estimated, never left out)
+        assert first.candidates[0].basis.availability_estimate_ms == ASSUMED_ITEM_MS
         assert second.candidates == [] and second.saturated and second.verdict is None
         offers = [e for e in stack.authority.events("g1") if e.type == "work.offered"]
         assert [e.work_item_id for e in offers] == ["w1"]
@@ -132,3 +134,23 @@ async def test_no_offer_to_an_agent_without_room__MW_10_3_b(tmp_path: Path) -> N
         )
         none = await acts.select_candidates(SelectCandidatesBatch(requests=[other]))
         assert none.results[0].candidates == [] and not none.results[0].saturated
+
+
+async def test_the_recorded_basis_is_complete_for_a_busy_agent__MW_10_3_f(tmp_path: Path) -> None:
+    """Every fact of MW-10.3-f is recorded, none assumed: the availability of an agent with no
+    free slot is an estimate (not absent), and the Authority accepts the basis as complete."""
+    async with authority_stack(tmp_path) as stack:
+        ada = await stack.add_agent("ada", capabilities=[CAP], max_concurrency=2)
+        await _setup(stack, ["w1"])
+        await stack.client.put_presence(ada, "g1", 0, 1)  # busy: no free slot, one waiting
+        acts = CoordinatorActivities(stack.client, stack.coordinator)
+        res = await acts.select_candidates(_batch(["w1"], stack.clock()))
+        assert _offered(res) == [["ada"]]
+        (offer,) = [e for e in stack.authority.events("g1") if e.type == "work.offered"]
+        basis = offer.body["selection_basis"]["ada"]
+        assert basis["availability_estimate_ms"] == ASSUMED_ITEM_MS  # one round of its 2 slots
+        assert basis["authorization_eligible"] is True
+        assert basis["capability_matches"] == [CAP]
+        assert basis["expected_cost_minor_units"] is not None
+        assert basis["reliability"] == {f"{CAP}:ok": 0, f"{CAP}:fail": 0}
+        assert offer.body["authority_checks"]

@@ -878,8 +878,12 @@ class AuthorityMachine(RuleBasedStateMachine):
         running = sorted(k for k, c in self.children.items() if c.state == "running")
         if not running:
             return
-        child = data.draw(st.sampled_from(running), label="ending child")
-        kind = self.pick(data, "end", ("mission.complete", 3), ("mission.fail", 1))
+        own = self.items[self.forced].child if self.forced is not None else None
+        if own in running:
+            child = str(own)
+        else:
+            child = data.draw(st.sampled_from(running), label="ending child")
+        kind = data.draw(_weighted(("mission.complete", 3), ("mission.fail", 1)), label="end")
         body = {"mission_id": child}
         if self.send(self.w.coordinator, kind, body, ACCEPT, self.tamper(data)):
             self.children[child].state = "completed" if kind == "mission.complete" else "failed"
@@ -891,7 +895,11 @@ class AuthorityMachine(RuleBasedStateMachine):
         item = self.draw_item(data, {"blocked"})
         actor = self.pick(data, "reporter", (self.w.coordinator, 5), (self.w.workers[1], 1))
         child = self.draw_child(data, item)
-        approved = self.pick(data, "approved", (True, 2), (False, 1))
+        done = self.children.get(item.child or "")
+        if self.happy and done is not None:  # the outcome the child Mission had
+            approved = done.state == "completed"
+        else:
+            approved = self.pick(data, "approved", (True, 2), (False, 1))
         why = self.coordinator_only(actor, item, {"blocked"})
         if not item.blocked_for(child):
             why.add("unknown_child")
@@ -911,6 +919,25 @@ class AuthorityMachine(RuleBasedStateMachine):
         body["policy"] = policy
         if self.send(actor, "mission.child_failed", body, expected(why), self.tamper(data)):
             item.state = "failed" if policy == "fail" else "blocked"
+
+    @rule(data=st.data())
+    def happy_child(self, data: st.DataObject) -> None:
+        """A whole child Mission for one WorkItem, every choice the sensible one: created,
+        linked, ended, and its outcome reported (so runs reach the accepting child rows)."""
+        live = sorted(
+            w for w, i in self.items.items()
+            if i.state in ("open", "offered", "queued", "active", "blocked")
+        )  # fmt: skip
+        if not live:
+            return
+        wid = data.draw(st.sampled_from(live), label="happy child item")
+        self.happy, self.forced = True, wid
+        try:
+            for step in (self.create_child, self.create_child_mission, self.end_child_mission,
+                         self.child_outcome):  # fmt: skip
+                step(data)
+        finally:
+            self.happy, self.forced = False, None
 
     @rule(data=st.data())
     def child_mission(self, data: st.DataObject) -> None:

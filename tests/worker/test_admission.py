@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from missionweave.worker._admission import (
 from missionweave.worker._scheduler import QueuedItem, RunningItem, Scheduler
 from tests import worker_handlers
 from tests.contracts import contract
-from tests.world import T0
+from tests.world import T0, make_world
 
 # ------------------------------------------------------------------------------ handlers
 
@@ -209,3 +210,29 @@ def test_starving_group_triggers_cooperative_preemption__MW_11_3_g() -> None:
     assert sched.plan(waiting, running, T0 + 1_000).preempt == []  # not waiting long yet
     plan = sched.plan(waiting, running, T0 + 61_000)
     assert plan.start == [] and [r.work_item_id for r in plan.preempt] == ["b1"]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ({"timeouts": {"start_deadline_ms": 2_000}}, {"busy_slots": 2}),
+        ({"deadline_ms": T0 + 2_500}, {"busy_slots": 2}),
+    ],
+)
+def test_a_decline_publishes_nothing_of_other_groups_queues__MW_11_2_b(
+    tmp_path: Path, case: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    """The decline goes into the offering Group's log (``work.decline_offer``): what it says
+    is the same whether other Groups queue 2 or 40 WorkItems at this agent."""
+    fields, load = case
+    logged = []
+    for others in (2, 40):
+        w = make_world(tmp_path / f"{others}.db")
+        w.authorize("a")
+        offer_id = w.offer("a", w.workers[0])
+        d = ADMISSION.decide(request(contract(**fields), queued_total=others, **load))
+        assert not isinstance(d, Accept)
+        body = {"work_item_id": "a", "offer_id": offer_id, "reason": d.reason, "detail": d.detail}
+        (ev,) = w.ok(w.workers[0], "work.decline_offer", body).events
+        logged.append(ev.body["detail"])
+    assert logged[0] == logged[1], logged

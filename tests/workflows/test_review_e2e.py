@@ -102,18 +102,25 @@ def worker(store: ArtifactStore | None = None) -> HandlerRegistry:
 
     @reg.handler("demo.step", version="1.0")
     async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
+        refs: list[str] = []
         if "publish" in input:
             ref = await ctx.publish(
                 input["publish"].encode(), "application/json", schema_id="report@1"
             )
+            refs.append(ref.hash)
             if "corrupt_with" in input:
                 assert store is not None
                 corrupt(store, ref.hash, input["corrupt_with"].encode())
         return Submission(
             outputs=dict(input.get("outputs", {"result": {"item": ctx.work_item_id}})),
             artifacts=list(input.get("artifacts", [])),
-            evidence=[
-                ctx.evidence(c.id, method="test", summary="done")
+            evidence=[  # Evidence references what the submission names (the Authority checks)
+                ctx.evidence(
+                    c.id,
+                    method="test",
+                    summary="done",
+                    artifacts=[*refs, *input.get("artifacts", [])],
+                )
                 for c in ctx.contract.acceptance_criteria
             ],
         )
@@ -187,9 +194,10 @@ async def awaiting_approval(handle: WorkflowHandle[Any, MissionResult], wid: str
 async def test_integrity_fails_on_corrupted_and_missing_artifacts__MW_13_2_b__MW_13_1_d(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    """A published Artifact overwritten in the store, and a submitted hash that is not in the
-    store at all: the integrity step fails (the deterministic one still passes), the verdict
-    fails, and the coordinator's ``work.failed`` carries the failing integrity Evidence."""
+    """A published Artifact overwritten in the store: the integrity step fails (the
+    deterministic one still passes), the verdict fails, and the coordinator's ``work.failed``
+    carries the failing integrity Evidence. A submitted hash never published in the WorkItem
+    does not reach review: the Authority refuses the submission."""
     ghost = hashlib.sha256(b"never stored").hexdigest()
     report = [{"name": "report", "schema_id": "report@1"}]
     async with mission_stack(dev_env, tmp_path, schemas={"report@1": REPORT_SCHEMA}) as ms:
@@ -209,15 +217,15 @@ async def test_integrity_fails_on_corrupted_and_missing_artifacts__MW_13_2_b__MW
         assert [(e.subject, e.result, e.artifacts) for e in bad] == [(h, "fail", [h])]
         assert "artifact.published" in [e.type for e in ms.events("a")]
 
+        # an Artifact never published in the WorkItem: the Authority refuses the submission
+        # itself, before any review (issue 25 item 9)
         ghostly = {"outputs": {"report": {"rows": 1}}, "artifacts": [ghost]}
         res = await result(await start_one(ms, "missing", ghostly, "b", deliverables=report))
         b = item(res, "b")
-        assert res.status == "failed" and b.artifacts == [ghost]
-        assert steps(b) == ["integrity:fail", "deterministic", "verdict:fail"]
-        detail = step(b, "integrity")["detail"]
-        assert f"artifact {ghost[:12]}: missing from the artifact store" in detail
+        assert res.status == "failed" and b.state.value == "failed"
+        assert "work.submitted" not in [e.type for e in ms.events("b")]
         failed = last(ms.events("b"), "work.failed")
-        assert "missing from the artifact store" in evidence_of(failed)[0].summary
+        assert "artifact_not_published" in evidence_of(failed)[0].summary
 
 
 async def test_integrity_fails_on_output_violating_its_schema__MW_13_2_b(

@@ -165,7 +165,8 @@ def worker_command(
 
     The agent opens a session, follows each Group's log into local state
     (<state-dir>/<agent_id>.db, rebuilt from the log if deleted), and runs the
-    execute_work_item activity on task queue missionweave-agent-<agent_id>. Artifacts go to
+    execute_work_item activity on one task queue per Group,
+    missionweave-agent-<agent_id>/<group_id>. Artifacts go to
     --artifacts (or the S3 bucket), which the coordinator must see too.
 
     Ctrl-C asks running handlers to pause (ctx.should_pause()) and drains the Worker. A

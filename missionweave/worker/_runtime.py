@@ -115,7 +115,7 @@ class AgentRuntime:
             Authority's time (SUBSCRIBE and Presence frames, admission, start deadlines,
             lease and token expiry, Evidence); the wall clock by default. Time-skipping tests
             pass the Authority's virtual clock.
-        interceptors: Temporal worker interceptors for the agent's Worker.
+        interceptors: Temporal worker interceptors for the agent's Workers (one per Group).
         tracing: add the OpenTelemetry tracing interceptor to the Worker unless the client or
             ``interceptors`` already has one (a no-op until tracing is configured, see
             :mod:`missionweave.telemetry`).

@@ -150,9 +150,10 @@ def worker_command(
 
     The agent opens a session, follows each Group's log into local state
     (<state-dir>/<agent_id>.db, rebuilt from the log if deleted), and runs the
-    execute_work_item activity on task queue missionweave-agent-<agent_id>. The agent holds
-    no artifact store: ctx.publish and ctx.fetch go through the Authority, which grants one
-    object at a time after its membership and context checks.
+    execute_work_item activity on one task queue per Group,
+    missionweave-agent-<agent_id>/<group_id>. The agent holds no artifact store:
+    ctx.publish and ctx.fetch go through the Authority, which grants one object at a time
+    after its membership and context checks.
 
     Ctrl-C asks running handlers to pause (ctx.should_pause()) and drains the Worker. A
     handler still running 5 s before --stop-timeout ends (at half of it, for one under 10 s) is

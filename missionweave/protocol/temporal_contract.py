@@ -10,7 +10,8 @@ Names used across the product:
 
 * workflow type ``Mission``, workflow id ``mission-<mission_id>`` (:func:`mission_workflow_id`),
   task queue ``missionweave-coordinator`` (:data:`COORDINATOR_TASK_QUEUE`);
-* an agent's activities run on ``missionweave-agent-<agent_id>`` (:func:`agent_task_queue`).
+* an agent's activities for a Group run on ``missionweave-agent-<agent_id>/<group_id>``
+  (:func:`agent_task_queue`): one inbox per Group (MW-11.1-a).
 """
 
 from __future__ import annotations
@@ -59,9 +60,21 @@ def first_duplicate(ids: list[str]) -> str | None:
     return None
 
 
-def agent_task_queue(agent_id: str) -> str:
-    """The task queue an agent's ``execute_work_item`` activities run on."""
-    return f"missionweave-agent-{agent_id}"
+def agent_task_queue(agent_id: str, group_id: str | None = None) -> str:
+    """The task queue on which agent ``agent_id`` takes the ``execute_work_item`` activities
+    (offers, resumptions) of Group ``group_id``: ``missionweave-agent-<agent_id>/<group_id>``.
+
+    Implements MW-11.1-a: each Group is a separate inbox, polled by a Worker of its own, so one
+    Group's backlog never stands in front of another's offers. A Group id holds no ``/``, so
+    two different (agent, Group) pairs never name the same queue.
+
+    Without ``group_id``: ``missionweave-agent-<agent_id>``, the one shared queue of Missions
+    started before per-Group inboxes; the agent runtime still serves it so that their
+    activities are answered, and nothing new should be scheduled there.
+    """
+    if group_id is None:
+        return f"missionweave-agent-{agent_id}"
+    return f"missionweave-agent-{agent_id}/{group_id}"
 
 
 # --------------------------------------------------------------------------- the Mission spec

@@ -10,10 +10,12 @@ Start-up, in order:
    version and its WorkItems (MW-11.1-a/b);
 3. ``agent.publish_card`` when the log's card is older (a ``stale_card`` answer means another
    process already published it);
-4. a Temporal ``Worker`` on ``missionweave-agent-<agent_id>`` serves ``execute_work_item``:
-   every activity is an offer to this agent (or a WorkItem it owns, to resume), answered by
-   admission control and started when the dispatcher gives it a slot. Its activity slots are
-   the card's ``max_concurrency`` plus the admission policy's queue depth per Group.
+4. one Temporal ``Worker`` per Group, on ``missionweave-agent-<agent_id>/<group_id>``
+   (:func:`agent_task_queue`: a separate inbox per Group, MW-11.1-a), serves
+   ``execute_work_item``: every activity is an offer to this agent (or a WorkItem it owns, to
+   resume), answered by admission control and started when the dispatcher gives it a slot.
+   Each Worker's activity slots are the card's ``max_concurrency`` plus the admission
+   policy's queue depth plus one, so a Group's flood fills its own inbox only.
 
 While serving, progress buffered while the Authority was unreachable is reconciled as soon as
 it answers again — every ``tick`` while the buffer holds Commands, and before any offer answer,
@@ -27,6 +29,7 @@ work, and shuts the Worker down gracefully.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
@@ -111,7 +114,7 @@ class AgentRuntime:
             Authority's time (SUBSCRIBE and Presence frames, admission, start deadlines,
             lease and token expiry, Evidence); the wall clock by default. Time-skipping tests
             pass the Authority's virtual clock.
-        interceptors: Temporal worker interceptors for the agent's Worker.
+        interceptors: Temporal worker interceptors for the agent's Workers (one per Group).
         tracing: add the OpenTelemetry tracing interceptor to the Worker unless the client or
             ``interceptors`` already has one (a no-op until tracing is configured, see
             :mod:`missionweave.telemetry`).
@@ -334,18 +337,30 @@ class AgentRuntime:
             taker=taker,
             offline_buffer=self.offline_buffer,
         )
-        # running slots, plus the accepted WorkItems that may wait for one (admission control
-        # declines beyond that), plus one to answer an offer while everything is taken
-        depth = self.admission_policy.max_queue_depth * len(self.groups)
-        worker = Worker(
-            self.temporal_client,
-            task_queue=agent_task_queue(self.card.agent_id),
-            activities=[executor.execute_work_item],
-            max_concurrent_activities=self.card.max_concurrency + depth + 1,
-            graceful_shutdown_timeout=self.graceful_shutdown,
-            interceptors=self.interceptors,
-        )
-        async with worker:
+        # One inbox per Group (MW-11.1-a): a Worker per Group on its own task queue, with
+        # the running slots, plus the Group's accepted WorkItems that may wait for one
+        # (admission control declines beyond that), plus one to answer an offer while
+        # everything is taken. One Group's backlog then waits in its own queue only.
+        # The last, shared queue is that of Missions scheduled before per-Group inboxes: still
+        # answered, never used by a Mission started now.
+        queues = [agent_task_queue(self.card.agent_id, g) for g in self.groups]
+        queues.append(agent_task_queue(self.card.agent_id))
+        workers = [
+            Worker(
+                self.temporal_client,
+                task_queue=queue,
+                activities=[executor.execute_work_item],
+                max_concurrent_activities=(
+                    self.card.max_concurrency + self.admission_policy.max_queue_depth + 1
+                ),
+                graceful_shutdown_timeout=self.graceful_shutdown,
+                interceptors=self.interceptors,
+            )
+            for queue in queues
+        ]
+        async with contextlib.AsyncExitStack() as serving:
+            for worker in workers:
+                await serving.enter_async_context(worker)
             loop: asyncio.Task[Any] = asyncio.create_task(dispatcher.run(), name="dispatcher")
             stopper: asyncio.Task[Any] = asyncio.create_task(self._stop.wait())
             # progress of an execution that ended while cut off: reconciled as soon as the
@@ -366,7 +381,7 @@ class AgentRuntime:
                 "agent %s ready (session %s) on %s",
                 self.card.agent_id,
                 self.actor.session_epoch,
-                agent_task_queue(self.card.agent_id),
+                ", ".join(queues),
             )
             try:
                 done, _ = await asyncio.wait(
@@ -378,7 +393,7 @@ class AgentRuntime:
                 for t in (loop, stopper, reconnect):
                     t.cancel()
                 await asyncio.gather(loop, stopper, reconnect, return_exceptions=True)
-            # leaving ``async with`` shuts the Worker down, waiting for handlers to pause
+            # leaving ``async with`` shuts the Workers down, waiting for handlers to pause
         for t in done - {stopper}:
             exc = None if t.cancelled() else t.exception()
             if exc is not None:

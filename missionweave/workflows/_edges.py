@@ -1,8 +1,8 @@
 """The agent's activity as the Mission workflow calls it: a typed reference, not a string.
 
 Agents implement it (``WorkItemExecutor.execute_work_item`` in ``missionweave.worker._execute``,
-registered under the same name on ``missionweave-agent-<agent_id>``); the workflow never runs
-this body.
+registered under the same name on ``missionweave-agent-<agent_id>/<group_id>``, the agent's
+inbox for the Mission's Group); the workflow never runs this body.
 """
 
 from __future__ import annotations

@@ -239,7 +239,7 @@ class WorkMixin:
                         if d in self.state.items and self.state.items[d].artifacts
                     },
                 ),
-                task_queue=agent_task_queue(agent),
+                task_queue=agent_task_queue(agent, self.state.spec.group_id),
                 schedule_to_start_timeout=timedelta(milliseconds=wait_ms),
                 heartbeat_timeout=timedelta(milliseconds=c.timeouts.lease_ms),
                 start_to_close_timeout=timedelta(

@@ -80,7 +80,7 @@ class StandInMissionWorkflow:
         self.outcomes[wid] = await workflow.execute_activity(
             execute_work_item,
             work,
-            task_queue=agent_task_queue(self.spec.agent_id),
+            task_queue=agent_task_queue(self.spec.agent_id, self.spec.group_id),
             schedule_to_start_timeout=timedelta(minutes=1),
             start_to_close_timeout=timedelta(minutes=5),
             heartbeat_timeout=timedelta(milliseconds=item.contract.timeouts.lease_ms),

@@ -74,7 +74,7 @@ async def test_the_offer_is_an_activity_the_agent_accepts_and_starts__MW_10_3_c_
     ]
     assert len(scheduled) == 2
     for a in scheduled:
-        assert a.task_queue.name == agent_task_queue("ada")
+        assert a.task_queue.name == agent_task_queue("ada", ms.group)  # its Group's inbox
         # until the offer's expiry (offer_ttl_ms 5 s from the offer), and the lease bound
         assert 4_000 < a.schedule_to_start_timeout.ToMilliseconds() <= 5_000
         assert a.heartbeat_timeout.ToMilliseconds() == 10_000

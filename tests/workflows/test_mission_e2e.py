@@ -155,7 +155,7 @@ async def test_an_urgent_items_bounded_set_yields_exactly_one_owner__MW_10_3_c(
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
         and e.activity_task_scheduled_event_attributes.activity_type.name == "execute_work_item"
     )
-    assert queues == [f"missionweave-agent-{n}" for n in ("ada", "bob", "cy")]
+    assert queues == [f"missionweave-agent-{n}/{ms.group}" for n in ("ada", "bob", "cy")]
     (accepted,) = [e for e in log if e.type == "work.offer_accepted"]
     (started,) = [e for e in log if e.type == "work.started"]
     (withdrawn,) = [e for e in log if e.type == "offer.withdrawn"]

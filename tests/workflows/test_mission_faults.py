@@ -109,7 +109,7 @@ async def test_agent_dead_after_its_accepted_submit_the_submission_is_reviewed__
             try:
                 async with Worker(
                     dev_env.client,
-                    task_queue=agent_task_queue("ada"),
+                    task_queue=agent_task_queue("ada", ms.group),
                     activities=[dies_after_submit],
                 ):
                     handle = await ms.start(spec)

@@ -232,9 +232,9 @@ def start(
 
     A WorkItem input over 64 KiB (of its JSON) is stored in the Group's namespace of the
     artifact store (--store, or --s3-endpoint/--s3-bucket: the operator's store, which the
-    Authority serves to the Group's agents) and passed by reference ({"$input_artifact": hash}): a Mission
-    carries larger inputs only so. Exits 2 when the inline inputs are still more than a
-    Mission carries (512 KiB together).
+    Authority serves to the Group's agents) and passed by reference
+    ({"$input_artifact": hash}): a Mission carries larger inputs only so. Exits 2 when the
+    inline inputs are still more than a Mission carries (512 KiB together).
 
     Example: missionweave mission start examples/missions/hello.yaml
     """

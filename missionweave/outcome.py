@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
+from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from .protocol.temporal_contract import (
@@ -43,6 +44,23 @@ from .protocol.temporal_contract import (
 
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowHandle
+
+#: ``MissionId`` (Keyword): the Mission's id within its Group.
+MISSION_ID = SearchAttributeKey.for_keyword("MissionId")
+#: ``GroupId`` (Keyword): the Group whose log records the Mission.
+GROUP_ID = SearchAttributeKey.for_keyword("GroupId")
+#: ``MissionStatus`` (Keyword): ``running``, ``completed``, ``failed``, ``cancelled``, ….
+MISSION_STATUS = SearchAttributeKey.for_keyword("MissionStatus")
+#: ``OpenWorkItems`` (Int): WorkItems not yet terminal.
+OPEN_WORK_ITEMS = SearchAttributeKey.for_int("OpenWorkItems")
+#: The Mission's custom search attributes (docs/design.md §5), in one place: the workflow sets
+#: them, every dev server registers them, clients list Missions by them.
+SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
+    MISSION_ID,
+    GROUP_ID,
+    MISSION_STATUS,
+    OPEN_WORK_ITEMS,
+)
 
 MISSION_FAILED = "MissionFailed"
 MISSION_CANCELLED = "MissionCancelled"

@@ -17,11 +17,10 @@ from typing import Any
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
-from missionweave.outcome import mission_result
+from missionweave.outcome import MISSION_STATUS, OPEN_WORK_ITEMS, mission_result
 from missionweave.protocol import Event
 from missionweave.protocol.temporal_contract import MissionResult, MissionStatus, WorkItemStatus
 from missionweave.workflows import MissionWorkflow
-from missionweave.workflows._mission import MISSION_STATUS, OPEN_WORK_ITEMS
 
 #: Upper bound for any single wait in the Mission tests (they finish far sooner), seconds.
 WAIT_S = 25.0

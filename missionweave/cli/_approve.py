@@ -102,13 +102,14 @@ async def _approve(
 
     from ..authority.client import AuthorityClient, AuthorityClientError, AuthorityRequestError
     from ..protocol import Actor
-    from ..protocol.temporal_contract import ApprovalInput, CommandVerdict, MissionStatus
+    from ..protocol.temporal_contract import ApprovalInput
     from ..protocol.temporal_contract import mission_workflow_id as workflow_id
+    from ..workflows import MissionWorkflow
 
     client = await connect_temporal(temporal_address, namespace)
     handle = client.get_workflow_handle(workflow_id(mission))
     try:
-        status = await handle.query("status", result_type=MissionStatus)
+        status = await handle.query(MissionWorkflow.status)
     except RPCError as exc:
         raise CliError(f"cannot read Mission {mission}: {exc.message}") from None
     target = _waiting(status, item)
@@ -140,7 +141,7 @@ async def _approve(
         )
     try:
         verdict = await handle.execute_update(
-            "approve", ApprovalInput(command=cmd), id=cmd.command_id, result_type=CommandVerdict
+            MissionWorkflow.approve, ApprovalInput(command=cmd), id=cmd.command_id
         )
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause

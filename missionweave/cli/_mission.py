@@ -116,6 +116,8 @@ async def _find(
     """
     from temporalio.service import RPCError, RPCStatusCode
 
+    from ..outcome import MISSION_ID
+
     candidates = [mission_workflow_id(mission)]
     if mission.startswith("mission-"):
         candidates.append(mission)
@@ -123,7 +125,7 @@ async def _find(
         handle = client.get_workflow_handle(wid, result_type=MissionResult)
         try:
             desc = await handle.describe(rpc_timeout=QUERY_TIMEOUT)
-            if desc.search_attributes.get("MissionId"):
+            if desc.typed_search_attributes.get(MISSION_ID):
                 return handle, desc
             # a run that is not the Mission (its id started again, refused `MissionExists`):
             # the Mission is the latest run that says it is
@@ -188,10 +190,11 @@ async def _status(
     from temporalio.client import WorkflowExecutionStatus
 
     from ..outcome import mission_result
+    from ..workflows import MissionWorkflow
 
     try:
         answer: MissionStatus = await handle.query(
-            "status", result_type=MissionStatus, rpc_timeout=QUERY_TIMEOUT
+            MissionWorkflow.status, rpc_timeout=QUERY_TIMEOUT
         )
         return answer
     except Exception as exc:
@@ -418,6 +421,7 @@ async def _cancel(mission: str, reason: str, address: str, namespace: str) -> No
     from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 
     from ..protocol.temporal_contract import CancelInput
+    from ..workflows import MissionWorkflow
 
     client = await _connect(address, namespace)
     handle, desc = await _find(client, mission)
@@ -426,7 +430,7 @@ async def _cancel(mission: str, reason: str, address: str, namespace: str) -> No
     try:
         async with asyncio.timeout(QUERY_TIMEOUT.total_seconds() * 3):
             final: str = await handle.execute_update(
-                "cancel", CancelInput(reason=reason), result_type=str
+                MissionWorkflow.cancel, CancelInput(reason=reason)
             )
     except TimeoutError:
         raise CliError(

@@ -26,8 +26,8 @@ from ..protocol import AgentCard, MissionWeaveError, SigningKey
 from ..protocol.temporal_contract import (
     CancelInput,
     MissionResult,
-    MissionStatus,
 )
+from ..workflows import MissionWorkflow
 from ._environment import default_site_packages, metadata_dirs
 from ._handlers import demo_registry
 from ._progress import ProgressView
@@ -231,9 +231,7 @@ async def _cancel(handle: WorkflowHandle[Any, MissionResult]) -> str:
     """Cancel the Mission on an interruption; says how that went, in one line."""
     try:
         await asyncio.wait_for(
-            handle.execute_update(
-                "cancel", CancelInput(reason="demo interrupted"), result_type=str
-            ),
+            handle.execute_update(MissionWorkflow.cancel, CancelInput(reason="demo interrupted")),
             5,
         )
     except Exception as exc:  # the server may be gone already (Ctrl-C reaches it too)
@@ -256,7 +254,7 @@ async def _follow(
         while True:
             # a query may miss a busy or restarting worker: ask again next time
             with contextlib.suppress(RPCError, WorkflowQueryFailedError):
-                status = await handle.query("status", result_type=MissionStatus)
+                status = await handle.query(MissionWorkflow.status)
                 view.update(status)
                 if approve and any(i.review_stage == "approval" for i in status.items):
                     view.note(

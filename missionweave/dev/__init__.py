@@ -22,8 +22,8 @@ data directory — is :class:`EmbeddedStack` (what ``missionweave dev up`` runs)
         handle = await stack.client.start_workflow(...)
 
 The search attribute keys (:data:`MISSION_ID`, :data:`GROUP_ID`, :data:`MISSION_STATUS`,
-:data:`OPEN_WORK_ITEMS`) are plain ``temporalio.common.SearchAttributeKey`` values; workflow code
-may import them from here through ``workflow.unsafe.imports_passed_through()``.
+:data:`OPEN_WORK_ITEMS`) are plain ``temporalio.common.SearchAttributeKey`` values, defined once in
+:mod:`missionweave.outcome` (where the workflow reads them) and re-exported here.
 
 The coordinator process (``missionweave coordinator``) is :func:`run_coordinator`; tests and the
 stack run :func:`coordinator_worker` inside ``async with``. Group set-up, idempotent over the

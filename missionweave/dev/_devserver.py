@@ -36,25 +36,15 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
 from .._lifetime import die_with_parent
+
+# the Mission's search attributes live with the rest of how a Mission travels through Temporal
+from ..outcome import GROUP_ID as GROUP_ID
+from ..outcome import MISSION_ID as MISSION_ID
+from ..outcome import MISSION_STATUS as MISSION_STATUS
+from ..outcome import OPEN_WORK_ITEMS as OPEN_WORK_ITEMS
+from ..outcome import SEARCH_ATTRIBUTES as SEARCH_ATTRIBUTES
 from ..protocol import MissionWeaveError
 from ..telemetry import temporal_interceptors
-
-#: ``MissionId`` (Keyword): the Mission's id within its Group.
-MISSION_ID = SearchAttributeKey.for_keyword("MissionId")
-#: ``GroupId`` (Keyword): the Group whose log records the Mission.
-GROUP_ID = SearchAttributeKey.for_keyword("GroupId")
-#: ``MissionStatus`` (Keyword): ``running``, ``completed``, ``failed``, ``cancelled``, ….
-MISSION_STATUS = SearchAttributeKey.for_keyword("MissionStatus")
-#: ``OpenWorkItems`` (Int): WorkItems not yet terminal.
-OPEN_WORK_ITEMS = SearchAttributeKey.for_int("OpenWorkItems")
-
-#: The Mission's custom search attributes (docs/design.md §5), registered on every dev server.
-SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
-    MISSION_ID,
-    GROUP_ID,
-    MISSION_STATUS,
-    OPEN_WORK_ITEMS,
-)
 
 #: Lines of the server's log quoted in a startup error.
 LOG_TAIL_LINES = 40

@@ -41,6 +41,12 @@ COORDINATOR_TASK_QUEUE = "missionweave-coordinator"
 MISSION_WORKFLOW_TYPE = "Mission"
 #: The agent's activity: an offer to it, or the resumption of a WorkItem it owns.
 EXECUTE_WORK_ITEM = "execute_work_item"
+#: The Mission's signal an owner's progress travels by (:class:`ProgressSignal`): named here so
+#: that the agent runtime signals it without importing the workflow package.
+REPORT_PROGRESS_SIGNAL = "report_progress"
+#: The Mission's Update a handler adds WorkItems with (:class:`AuthorizeWorkInput`, MW-10.4-a):
+#: named here for the same reason (``WorkContext.authorize_work`` sends it from an agent).
+AUTHORIZE_WORK_UPDATE = "authorize_work"
 
 _MODEL = ConfigDict(extra="forbid")
 

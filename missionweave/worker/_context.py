@@ -38,6 +38,7 @@ from ..protocol import (
     idempotency_key,
 )
 from ..protocol.temporal_contract import (
+    AUTHORIZE_WORK_UPDATE,
     AuthorizeWorkInput,
     CommandVerdict,
     ExecuteWorkItemInput,
@@ -704,7 +705,7 @@ class WorkContext(FencedActions):
         for attempt in range(1, r.max_attempts + 1):
             try:
                 result = await handle.execute_update(
-                    "authorize_work",
+                    AUTHORIZE_WORK_UPDATE,
                     arg,
                     id=uid,
                     result_type=SubmitCommandsResult,

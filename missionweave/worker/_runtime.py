@@ -45,13 +45,13 @@ from ..authority.client import AuthorityClient, Subscriber
 from ..authority.wire import now_ms
 from ..protocol import Actor, AgentCard, Event, ProgressReport, SigningKey
 from ..protocol.temporal_contract import (
+    REPORT_PROGRESS_SIGNAL,
     ExecuteWorkItemInput,
     ProgressSignal,
     agent_task_queue,
     mission_workflow_id,
 )
 from ..telemetry import worker_interceptors
-from ..workflows import MissionWorkflow
 from ._admission import AdmissionControl, AdmissionPolicy
 from ._dispatch import Dispatcher, discloser
 from ._errors import WorkerError
@@ -475,7 +475,7 @@ class AgentRuntime:
         )
         try:
             async with asyncio.timeout(5):
-                await handle.signal(MissionWorkflow.report_progress, signal)
+                await handle.signal(REPORT_PROGRESS_SIGNAL, signal)
         except Exception as exc:  # a courtesy to the workflow's status query, never fatal
             log.info("progress signal for %s not delivered: %r", work.work_item_id, exc)
 

@@ -16,17 +16,28 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
     from ..activities import CoordinatorActivities
-    from ..outcome import INVALID_MISSION, MISSION_EXISTS, error_line, first_error, mission_failure
+    from ..outcome import (
+        GROUP_ID,
+        INVALID_MISSION,
+        MISSION_EXISTS,
+        MISSION_ID,
+        MISSION_STATUS,
+        OPEN_WORK_ITEMS,
+        error_line,
+        first_error,
+        mission_failure,
+    )
     from ..protocol import Command, GraphError, WorkGraph, WorkItemState, transition_for
     from ..protocol.temporal_contract import (
+        AUTHORIZE_WORK_UPDATE,
         MISSION_WORKFLOW_TYPE,
+        REPORT_PROGRESS_SIGNAL,
         AuthorizeWorkInput,
         BatchEntry,
         CancelInput,
@@ -64,10 +75,6 @@ with workflow.unsafe.imports_passed_through():
 
 _TRANSITION_UNBLOCK = transition_for("work.unblock")
 assert _TRANSITION_UNBLOCK is not None
-MISSION_ID = SearchAttributeKey.for_keyword("MissionId")
-GROUP_ID = SearchAttributeKey.for_keyword("GroupId")
-MISSION_STATUS = SearchAttributeKey.for_keyword("MissionStatus")
-OPEN_WORK_ITEMS = SearchAttributeKey.for_int("OpenWorkItems")
 
 MAX_BATCH = 100
 #: Bytes of JSON the Mission's result may have (Temporal fails a completion over 2 MiB).
@@ -560,7 +567,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         if self.state.status != "running":
             raise _refuse("mission_closed", f"the Mission is already {self.state.status}")
 
-    @workflow.update
+    @workflow.update(name=AUTHORIZE_WORK_UPDATE)
     async def authorize_work(self, inp: AuthorizeWorkInput) -> SubmitCommandsResult:
         """Add WorkItems and edges while the Mission runs (MW-10.4-a)."""
         await self._until_created()
@@ -664,7 +671,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                     + ": edges only go into an open WorkItem",
                 )
 
-    @workflow.signal
+    @workflow.signal(name=REPORT_PROGRESS_SIGNAL)
     def report_progress(self, sig: ProgressSignal) -> None:
         """Structured progress from the owner (MW-11.4-a), shown by the ``status`` query."""
         item = self.state.items.get(sig.work_item_id)

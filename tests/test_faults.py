@@ -1,8 +1,8 @@
 """The fault suite's seeded subset (issue 13): one trial per kind of part — worker, Authority,
-Temporal server, coordinator, a worker holding queued work, the dev stack's Temporal child,
-``dev up`` itself — each a Mission of ledger handlers run by separate processes while the
-nemesis kills, freezes or cuts that part (the fault drawn from :data:`SEED`). The full suite
-is ``make faults`` (docs/faults.md).
+Temporal server, coordinator, the dev stack's Temporal child, ``dev up`` itself — each a
+Mission of ledger handlers run by separate processes while the nemesis kills, freezes or cuts
+that part (the fault drawn from :data:`SEED`). The full suite is ``make faults``
+(docs/faults.md).
 
 Every trial must: complete its Mission within the bound, verify every WorkItem exactly once,
 keep a log that ``events verify`` passes, and leave no process behind. Re-runs under a new
@@ -50,12 +50,12 @@ def _judge(t: Trial) -> None:
         assert v.effects_items_twice == 0, why
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(360)
 def test_mw_11_5_a_b_a_mission_survives_a_fault_of_each_separate_part(tmp_path: Path) -> None:
-    """Worker, Authority, Temporal server, coordinator — and a worker frozen while it holds a
-    queued WorkItem, past its heartbeat timeout, which the workflow then resumes at it (issue
-    24, finding 1: on the code of 2026-12-03 trial ``13:worker-queue:freeze:1`` got stuck)."""
-    kinds: list[Kind] = ["worker", "authority", "temporal", "coordinator", "worker-queue"]
+    """Worker, Authority, Temporal server, coordinator. (``worker-queue`` is left to ``make
+    faults``: with this subset's 8 WorkItems on 6 slots the queue empties too soon for its
+    moment to come reliably.)"""
+    kinds: list[Kind] = ["worker", "authority", "temporal", "coordinator"]
     trials = _run(kinds, tmp_path)
     assert [t.kind for t in trials] == kinds
     for t in trials:

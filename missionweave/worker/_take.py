@@ -181,7 +181,14 @@ class OfferTaker:
             if start_now:  # one request for both (MW-11.3-b)
                 self.board.reserve(key, hold_s=work.contract.timeouts.lease_ms / 1000)
                 cmds.append(self._start_command(work, epoch + 1))
-            verdicts = await self._send_starting(cmds, offer.expires_at_ms)
+            until = offer.expires_at_ms
+            if start_now:
+                # the start may be granted though its answer is lost (the Authority went down
+                # right after it): a granted lease is run, not left to lapse, so the same
+                # signed Commands (idempotent) are tried until the start deadline, not only
+                # until the offer expires
+                until = max(until, self.clock() + work.contract.timeouts.start_deadline_ms)
+            verdicts = await self._send_starting(cmds, until)
             started = verdicts[1] if len(verdicts) > 1 and verdicts[1].accepted else None
             if not verdicts[0].accepted and started is None:
                 self.board.release(key)

@@ -216,7 +216,12 @@ class Walk:
         await self.start(winner, "hash", 1)
         frozen = self.leased("hash")
         console.print(f"  … {winner.agent_id} freezes; its 1.5 s lease runs out")
-        await asyncio.sleep(1.7)
+        # The coordinator keeps reading the log meanwhile: an Authority that hears from
+        # nobody credits the silence to live leases as its own outage (MW-11.5-c), so a frozen
+        # owner is told apart only while the rest of the Group is heard.
+        for _ in range(9):
+            await asyncio.sleep(0.2)
+            await self.client.head(GROUP)
         off = await self.offer("hash", loser)  # closes the expired owner first
         await self.send(
             loser, "work.accept_offer", {"work_item_id": "hash", "offer_id": off, "revision": 1}

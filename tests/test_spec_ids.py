@@ -38,10 +38,7 @@ def test_docs_point_at_the_spec_and_design_in_the_repository() -> None:
 
 #: MUST rows not yet OK on this branch, each with the work that makes it OK. A row listed here
 #: that becomes OK fails the test below: take it out then.
-PENDING_MUST = {
-    "MW-11.1-a": "issue 25 item 11 (a per-Group inbox, tested with two Groups flooding one "
-    "agent): another branch",
-}
+PENDING_MUST: dict[str, str] = {}
 
 
 def test_the_conformance_table_is_current_and_every_must_row_ok() -> None:

@@ -53,7 +53,11 @@ async def test_a_killed_agent_is_resumed_without_repeating_model_requests__MW_11
     assert len(saved) == 2  # one checkpoint per model response
     assert world.item("a")["state"] == "active"  # its lease still stands
 
-    world.clock.advance(30_001)  # the lease expires: the WorkItem is offered again
+    # The Authority heard nothing while the process ran and died: that silence is credited to
+    # the live lease (two whole leases from now, MW-11.5-c) at its next write, this one; then
+    # the lease expires on the Authority's clock and the WorkItem is offered again.
+    world.authorize("after-the-kill")
+    world.clock.advance(3 * 30_000 + 1)
     again = agent_grant(world, "a", second, {})
     assert again.lease is not None and again.lease.ownership_epoch == 2
     assert again.checkpoint is not None and again.checkpoint["agent"]["requests"] == 2

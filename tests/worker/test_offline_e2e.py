@@ -215,7 +215,7 @@ async def test_agent_restarted_while_offline_reconciles_its_buffer__MW_11_5_e(
             await until("checkpoints buffered", lambda: _buffered(buffer) >= 2, timeout_s=10)
             os.kill(procs[0].pid, signal.SIGKILL)
             await procs[0].wait()
-            held = _buffered(buffer)
+            held = _buffered_ids(buffer)
             proxy.restore()
             procs.append(await worker(2))
             await until("the buffer reconciled", lambda: _buffered(buffer) == 0, timeout_s=30)
@@ -229,8 +229,16 @@ async def test_agent_restarted_while_offline_reconciles_its_buffer__MW_11_5_e(
     assert result.status == "completed"
     (i0,) = result.items
     assert (i0.state.value, i0.ownership_epoch) == ("verified", 1)
+    # Each buffered Command is applied once: reconciled under the binding, or — when the cut
+    # fell while it was in flight — applied as sent, its buffered copy then answered
+    # ``idempotency_conflict`` and dropped (MW-11.5-e).
+    progress = {e.command_id: e for e in log if e.type == "work.progress_reported"}
+    assert held and held <= progress.keys()
+    assert len(progress) == sum(e.type == "work.progress_reported" for e in log)
+    reconciled_ids = {c for c in held if "reconciled" in progress[c].body}
+    assert reconciled_ids, "at least one buffered checkpoint went through reconciliation"
     charges = _reconciliations(log)
-    assert len(charges) == held
+    assert {e.command_id for e in charges} == reconciled_ids
     sessions = {
         (
             e.body["historical_session"]["session_epoch"],
@@ -245,6 +253,17 @@ async def test_agent_restarted_while_offline_reconciles_its_buffer__MW_11_5_e(
     (line,) = read_ledger(ledger)
     assert line["resumed_from"] >= last_buffered  # resumed from the buffered checkpoint
     assert (line["work_item_id"], line["ownership_epoch"]) == ("i0", 1)
+
+
+def _buffered_ids(path: Path) -> set[str]:
+    """The command ids in an agent's offline buffer file."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        return {r[0] for r in conn.execute("SELECT command_id FROM buffered")}
+    finally:
+        conn.close()
 
 
 def _buffered(path: Path) -> int:

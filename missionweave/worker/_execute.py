@@ -70,6 +70,9 @@ LATE_RESULT_GRACE_S = 1.0
 
 #: ``async (work, report)``: where progress reports go besides the Authority (the workflow).
 ProgressSink = Callable[[ExecuteWorkItemInput, ProgressReport], Awaitable[None]]
+#: The phase of the progress sent to the Mission (not the Authority) as the handler starts: the
+#: workflow then reads the start from the Authority's log (the status shows ``active``).
+STARTED_PHASE = "started"
 
 
 def _worker_shutdown() -> bool:
@@ -250,6 +253,8 @@ class _Run:
         self.ctx.capability_versions = self.ctx.capability_versions or {spec.name: spec.version}
         self.ctx.set_estimate(spec.estimate_ms)  # the expected end (MW-11.4-b)
         heartbeat(self.ctx.heartbeat_details())
+        if self.ex.progress_sink is not None:  # the Mission learns of the start now (issue 29)
+            await self.ex.progress_sink(self.work, ProgressReport(phase=STARTED_PHASE))
         task: asyncio.Task[Any] = asyncio.create_task(
             spec.fn(self.ctx, arg), name=f"handler {self.work.work_item_id}"
         )

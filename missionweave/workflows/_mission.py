@@ -61,6 +61,7 @@ with workflow.unsafe.imports_passed_through():
     from ._plan import counts, finished, open_count, plan
     from ._review import ReviewMixin
     from ._review import refuse as _refuse
+    from ._started import confirmed, needs_confirmation
     from ._state import (
         STATE_BUDGET,
         ItemState,
@@ -675,8 +676,24 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     def report_progress(self, sig: ProgressSignal) -> None:
         """Structured progress from the owner (MW-11.4-a), shown by the ``status`` query."""
         item = self.state.items.get(sig.work_item_id)
-        if item is not None and item.owner == sig.agent_id:
+        if item is None:
+            return
+        if item.owner == sig.agent_id:
             item.last_progress = sig.report
+        elif needs_confirmation(item, sig):  # a claim: the Authority's log decides (issue 29)
+            key = f"started:{item.work_item_id}"
+            if key not in self.tasks:
+                self.tasks[key] = asyncio.create_task(self._confirm_start(key, item, sig))
+
+    async def _confirm_start(self, key: str, item: ItemState, sig: ProgressSignal) -> None:
+        """Read ``item``'s Events from the Authority after an agent said it started, and show
+        its progress if the Authority names it the active owner (:mod:`._started`)."""
+        try:
+            await self._sync(item)
+            if confirmed(item, sig) and item.last_progress is None:
+                item.last_progress = sig.report
+        finally:
+            self.tasks.pop(key, None)
 
     @workflow.query
     def status(self) -> MissionStatus:

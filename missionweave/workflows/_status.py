@@ -9,6 +9,7 @@ from typing import Any
 from ..protocol import WorkItemState
 from ..protocol.temporal_contract import MissionStatus, OutcomeKind, WorkItemStatus
 from ._plan import counts, format_duration
+from ._started import started_at_ms
 from ._state import ItemState, MissionState
 
 #: Bytes of JSON above which a WorkItem's outputs are left out of the ``status`` answer.
@@ -38,7 +39,8 @@ def current_detail(item: ItemState, now_ms: int | None = None) -> str:
     - waiting for an agent (``no eligible agent``, ``every capable agent is busy``): for how
       long, given ``now_ms`` (``no eligible agent for 5m12s``);
 
-    - active: ``active at <owner>`` (and the last progress phase, ``· <phase>``) unless what
+    - active: ``active at <owner>`` (and the last progress phase, ``· <phase>``, and how long
+      since its lease was granted, ``· since 1m5s``, given ``now_ms``) unless what
       was noted happened since it was taken (e.g. ``lease_lost: …``);
     - queued: ``accepted by <owner>, not started`` when the note is from the offer;
     - offered: ``offered to <candidates>`` when nothing was noted;
@@ -57,6 +59,9 @@ def current_detail(item: ItemState, now_ms: int | None = None) -> str:
         d = f"active at {owner}"
         if item.last_progress is not None:
             d += f" · {item.last_progress.phase}"
+        began = started_at_ms(item)
+        if began is not None and now_ms is not None:
+            d += f" · since {format_duration(max(0, now_ms - began))}"
     elif state is WorkItemState.QUEUED and d.startswith(_OFFER_NOTES):
         d = f"accepted by {owner}, not started"
     elif state is WorkItemState.OFFERED and not d and item.offer_candidates:

@@ -1,0 +1,89 @@
+"""While a handler runs, the Mission's ``status`` query, ``mission status --json`` and the
+table say the WorkItem is ``active`` at its owner with its ownership epoch, phase and how long
+since it started — learnt from the Authority's log when the agent signals its start, not from
+the activity's result at the end (issue 29 item 1; MW-11.4-a)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+from typer.testing import CliRunner
+
+from missionweave.cli import app
+from missionweave.protocol import ProgressReport, WorkItemState
+from missionweave.protocol.temporal_contract import REPORT_PROGRESS_SIGNAL, ProgressSignal
+from missionweave.worker import HandlerRegistry, Submission, WorkContext
+from missionweave.workflows import MissionWorkflow
+from tests.mission_harness import contract, mission_stack, submission
+from tests.mission_outcome import WAIT_S, item, until
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+def _cli(env: WorkflowEnvironment, *args: str) -> Any:
+    target = env.client.service_client.config.target_host
+    return asyncio.to_thread(
+        CliRunner().invoke,
+        app,
+        [*args, "--temporal-address", target, "--namespace", env.client.namespace],
+        env={"COLUMNS": "240"},
+    )
+
+
+async def test_a_running_item_shows_active_with_owner_and_epoch__MW_11_4_a(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    release = asyncio.Event()
+    reg = HandlerRegistry()
+
+    @reg.handler("demo.step", version="1.0")
+    async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
+        await release.wait()  # no progress report: the start alone must show
+        return submission(ctx, method="demo")
+
+    async with mission_stack(dev_env, tmp_path) as ms:
+        await ms.agent("ada", reg, max_concurrency=1)
+        spec = ms.spec("active1", [{"work_item_id": "a", "contract": contract().wire()}])
+        handle = await ms.start(spec)
+        try:
+            await ms.wait_state("a", "active")
+
+            async def active() -> Any:
+                st = await handle.query(MissionWorkflow.status)
+                a = item(st, "a")
+                return a if a.state is WorkItemState.ACTIVE else None
+
+            a = await until("the status query to say active", active, WAIT_S)
+            assert (a.owner, a.ownership_epoch) == ("ada", 1)
+            assert a.lease_id is not None
+            assert a.detail.startswith("active at ada · started · since "), a.detail
+
+            out = await _cli(dev_env, "mission", "status", "active1", "--json")
+            assert out.exit_code == 0, out.output
+            shown = json.loads(out.output)["items"][0]
+            assert (shown["state"], shown["owner"], shown["ownership_epoch"]) == (
+                "active",
+                "ada",
+                1,
+            )
+            out = await _cli(dev_env, "mission", "status", "active1")
+            assert out.exit_code == 0 and "active at ada · started" in out.output, out.output
+
+            # a claim from an agent the Authority does not name changes nothing
+            await handle.signal(
+                REPORT_PROGRESS_SIGNAL,
+                ProgressSignal(
+                    work_item_id="a", agent_id="mallory", report=ProgressReport(phase="mine")
+                ),
+            )
+            st = await handle.query(MissionWorkflow.status)
+            assert (item(st, "a").owner, item(st, "a").last_progress.phase) == ("ada", "started")
+        finally:
+            release.set()
+        result = await asyncio.wait_for(handle.result(), WAIT_S)
+    assert result.status == "completed"

@@ -71,7 +71,7 @@ with workflow.unsafe.imports_passed_through():
         name_items,
         trim,
     )
-    from ._status import mission_status, waiting_lines
+    from ._status import mission_status, note_blocked_dependents, waiting_lines
     from ._work import WorkMixin, coordinator_activity
 
 _TRANSITION_UNBLOCK = transition_for("work.unblock")
@@ -305,6 +305,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                     or (first.detail if first.spec.child_mission is not None else "")
                 )
                 reason = f"{first.work_item_id} failed for good" + (f": {why}" if why else "")
+                note_blocked_dependents(self.state, p.exhausted)
                 await self._end("failed", "mission.fail", reason)
                 return
             # Temporal suggests continuing as new: start nothing more, let what is in flight
@@ -694,6 +695,9 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 item.last_progress = sig.report
         finally:
             self.tasks.pop(key, None)
+            # the plan skipped the item while it was being read: look at it again
+            self.attention.add(item.work_item_id)
+            self.wake = True
 
     @workflow.query
     def status(self) -> MissionStatus:

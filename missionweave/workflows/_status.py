@@ -73,6 +73,29 @@ def current_detail(item: ItemState, now_ms: int | None = None) -> str:
     return d
 
 
+def note_blocked_dependents(state: MissionState, failed: list[str]) -> None:
+    """Before the Mission fails because the WorkItems ``failed`` failed for good: give each open
+    WorkItem that waited on one of them (directly or through another waiting one) and has no
+    detail yet the reason it never started (``not started: dependency a failed for good``, or
+    ``not started: dependency b did not start (a failed for good)``), which the Mission's end
+    otherwise leaves empty (issue 29 item 5)."""
+    cause = {w: w for w in failed}  # a WorkItem that never starts -> the failure behind it
+    for wid, it in state.items.items():  # authorization order: dependencies come first
+        if it.state is not WorkItemState.OPEN or wid in cause:
+            continue
+        dep = next((d for d in it.spec.dependencies if d in cause), None)
+        if dep is None:
+            continue
+        cause[wid] = cause[dep]
+        if not it.detail:
+            root = cause[dep]
+            it.detail = (
+                f"not started: dependency {dep} failed for good"
+                if dep == root
+                else f"not started: dependency {dep} did not start ({root} failed for good)"
+            )
+
+
 def waiting_lines(state: MissionState, now_ms: int) -> str:
     """For the Mission's current details: a line per WorkItem no agent could take, with how
     long (``\\n- a: no eligible agent for 5m12s``), at most :data:`WAITING_LINES` and how many
@@ -146,5 +169,6 @@ __all__ = [
     "STATUS_OUTPUTS_BUDGET",
     "current_detail",
     "mission_status",
+    "note_blocked_dependents",
     "waiting_lines",
 ]

@@ -1,7 +1,8 @@
-"""While a handler runs, the Mission's ``status`` query, ``mission status --json`` and the
-table say the WorkItem is ``active`` at its owner with its ownership epoch, phase and how long
+"""What ``mission status`` says matches what happens (issue 29). While a handler runs, the
+Mission's ``status`` query, ``mission status --json`` and the table say the WorkItem is ``active`` at its owner with its ownership epoch, phase and how long
 since it started — learnt from the Authority's log when the agent signals its start, not from
-the activity's result at the end (issue 29 item 1; MW-11.4-a)."""
+the activity's result at the end (item 1; MW-11.4-a). A WorkItem that never started because
+its dependency failed for good says so (item 5)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner
 
 from missionweave.cli import app
+from missionweave.outcome import result_of
 from missionweave.protocol import ProgressReport, WorkItemState
 from missionweave.protocol.temporal_contract import REPORT_PROGRESS_SIGNAL, ProgressSignal
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
@@ -87,3 +90,35 @@ async def test_a_running_item_shows_active_with_owner_and_epoch__MW_11_4_a(
             release.set()
         result = await asyncio.wait_for(handle.result(), WAIT_S)
     assert result.status == "completed"
+
+
+async def test_a_dependent_of_a_failed_item_names_the_dependency(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    reg = HandlerRegistry()
+
+    @reg.handler("demo.step", version="1.0")
+    async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
+        raise RuntimeError("kaboom")
+
+    c = contract(retry={"max_attempts": 2, "initial_backoff_ms": 100}).wire()
+    items = [
+        {"work_item_id": "a", "contract": c},
+        {"work_item_id": "b", "contract": c, "dependencies": ["a"]},
+        {"work_item_id": "c", "contract": c, "dependencies": ["b"]},
+    ]
+    async with mission_stack(dev_env, tmp_path) as ms:
+        await ms.agent("ada", reg)
+        handle = await ms.start(ms.spec("depfail1", items))
+        with pytest.raises(WorkflowFailureError) as info:
+            await asyncio.wait_for(handle.result(), WAIT_S)
+        res = result_of(info.value.cause)
+        assert res is not None
+        details = {i.work_item_id: (i.state.value, i.detail) for i in res.items}
+        assert details["b"] == ("failed", "not started: dependency a failed for good")
+        assert details["c"] == (
+            "failed",
+            "not started: dependency b did not start (a failed for good)",
+        )
+        st = await handle.query(MissionWorkflow.status)
+        assert item(st, "b").detail == "not started: dependency a failed for good"

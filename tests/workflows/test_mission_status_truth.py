@@ -1,8 +1,9 @@
 """What ``mission status`` says matches what happens (issue 29). While a handler runs, the
-Mission's ``status`` query, ``mission status --json`` and the table say the WorkItem is ``active`` at its owner with its ownership epoch, phase and how long
-since it started — learnt from the Authority's log when the agent signals its start, not from
-the activity's result at the end (item 1; MW-11.4-a). A WorkItem that never started because
-its dependency failed for good says so (item 5)."""
+Mission's ``status`` query, ``mission status --json`` and the table say the WorkItem is
+``active`` at its owner with its ownership epoch, phase and how long since it started — learnt
+from the Authority's log when the agent signals its start, not from the activity's result at
+the end (item 1; MW-11.4-a). A WorkItem that never started because its dependency failed for
+good says so (item 5)."""
 
 from __future__ import annotations
 

@@ -270,11 +270,27 @@ async def _start(spec: MissionSpec, address: str, namespace: str, ui_url: str) -
             rpc_timeout=QUERY_TIMEOUT,
         )
     except WorkflowAlreadyStartedError:
-        raise CliError(f"mission {spec.mission_id!r} already exists (workflow {wid})") from None
+        raise CliError(await _exists_message(client, spec.mission_id, wid)) from None
     except Exception as exc:
         _rpc_error(exc, f"cannot start mission {spec.mission_id!r}")
     typer.echo(f"started mission {spec.mission_id} in group {spec.group_id}: workflow {wid}")
     typer.echo(workflow_ui_url(ui_url, namespace, wid))
+
+
+async def _exists_message(client: Client, mission_id: str, wid: str) -> str:
+    """What to do when ``mission_id`` was started before: a Mission's id is never started
+    again (its Group's log holds it), so start it under a new id, or look at the one there is
+    (issue 29 item 7)."""
+    try:
+        desc = await client.get_workflow_handle(wid).describe(rpc_timeout=QUERY_TIMEOUT)
+        state = f", {desc.status.name.lower()}" if desc.status is not None else ""
+    except Exception:  # the message stands without it
+        state = ""
+    return (
+        f"mission {mission_id!r} already exists (workflow {wid}{state}): a Mission id is never "
+        "started again. Give this Mission a new mission_id in its file, or see the existing "
+        f"one with: missionweave mission status {mission_id}"
+    )
 
 
 @app.command("status")

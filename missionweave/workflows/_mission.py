@@ -498,7 +498,9 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             if v.rejection is not None and v.rejection.code == "mission_exists":
                 self.exists = (
                     f"mission {self.state.spec.mission_id} exists already at the Authority: a "
-                    f"Mission's id is never started again ({v.rejection.reason})"
+                    f"Mission's id is never started again ({v.rejection.reason}); start it "
+                    "under a new mission_id, or see it with `missionweave mission status "
+                    f"{self.state.spec.mission_id}`"
                 )
         elif item is None:
             return

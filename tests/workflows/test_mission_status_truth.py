@@ -123,3 +123,32 @@ async def test_a_dependent_of_a_failed_item_names_the_dependency(
         )
         st = await handle.query(MissionWorkflow.status)
         assert item(st, "b").detail == "not started: dependency a failed for good"
+
+
+async def test_starting_a_finished_missions_id_again_says_what_to_do(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    reg = HandlerRegistry()
+
+    @reg.handler("demo.step", version="1.0")
+    async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
+        return submission(ctx, method="demo")
+
+    async with mission_stack(dev_env, tmp_path) as ms:
+        await ms.agent("ada", reg)
+        spec = ms.spec("again2", [{"work_item_id": "a", "contract": contract().wire()}])
+        assert (await asyncio.wait_for(ms.start(spec), WAIT_S)) is not None
+        handle = dev_env.client.get_workflow_handle("mission-again2")
+        await asyncio.wait_for(handle.result(), WAIT_S)
+        file = tmp_path / "again2.json"
+        file.write_text(spec.model_dump_json())
+        out = await _cli(dev_env, "mission", "start", str(file))
+        assert out.exit_code != 0
+        text = str(out.exception)  # in-process, the CLI's one-line error is raised
+        assert "mission 'again2' already exists (workflow mission-again2, completed)" in text
+        assert "new mission_id" in text, text
+        assert "missionweave mission status again2" in text, text
+        runs = [
+            w.run_id async for w in dev_env.client.list_workflows('WorkflowId = "mission-again2"')
+        ]
+        assert len(runs) == 1  # the CLI refuses a second run: no FAILED row beside it

@@ -52,9 +52,10 @@ def load_spec(source: str) -> MissionSpec:
 
     Raises:
         CliError: the file is missing, is neither JSON nor YAML, or is not a valid
-            MissionSpec; the message is one line naming the first bad field.
+            MissionSpec; the message is one line naming every bad field (and a close
+            field name for a misspelled one).
     """
-    from ..outcome import first_error
+    from ..outcome import all_errors
     from ..protocol import GraphError, WorkGraph
 
     name = "stdin" if source == "-" else source
@@ -81,7 +82,7 @@ def load_spec(source: str) -> MissionSpec:
     try:
         spec = MissionSpec.model_validate(data)
     except ValidationError as exc:  # duplicate WorkItem ids too
-        raise CliError(f"{name}: invalid MissionSpec: {first_error(exc)}") from None
+        raise CliError(f"{name}: invalid MissionSpec: {all_errors(exc, MissionSpec)}") from None
     if not spec.items:  # it would complete at once, before anything could be added
         raise CliError(f"{name}: invalid MissionSpec: items: a Mission needs at least one WorkItem")
     try:

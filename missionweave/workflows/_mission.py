@@ -29,8 +29,8 @@ with workflow.unsafe.imports_passed_through():
         MISSION_ID,
         MISSION_STATUS,
         OPEN_WORK_ITEMS,
+        all_errors,
         error_line,
-        first_error,
         mission_failure,
     )
     from ..protocol import Command, GraphError, WorkGraph, WorkItemState, transition_for
@@ -174,7 +174,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             if resume is not None:
                 resume = MissionState.model_validate(resume)
         except ValidationError as exc:
-            self.invalid = f"invalid MissionSpec: {first_error(exc)}"
+            self.invalid = f"invalid MissionSpec: {all_errors(exc, MissionSpec)}"
             self.readable, spec, resume = False, _stub(spec), None
         for it in resume.items.values() if resume is not None else ():
             it.syncing = it.selecting = it.offer_pending = False  # no coroutine of the last run

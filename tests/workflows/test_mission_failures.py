@@ -275,7 +275,8 @@ def test_a_failure_reported_not_retryable_is_final__issue11_3__MW_11_4_d() -> No
 _BAD = {
     "misspelled": (
         {"dependancies": []},
-        "invalid MissionSpec: items.0.dependancies: Extra inputs are not permitted",
+        "invalid MissionSpec: items.0.dependancies: Extra inputs are not permitted"
+        " (did you mean 'dependencies'?)",
     ),
     "duplicate": ({}, "invalid MissionSpec: items: duplicate work_item_id 'a'"),
 }

@@ -18,6 +18,8 @@ from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner
 
 from missionweave.cli import app
+from missionweave.cli._common import CliError
+from missionweave.cli._mission import load_spec
 from missionweave.outcome import result_of
 from missionweave.protocol import ProgressReport, WorkItemState
 from missionweave.protocol.temporal_contract import REPORT_PROGRESS_SIGNAL, ProgressSignal
@@ -26,7 +28,7 @@ from missionweave.workflows import MissionWorkflow
 from tests.mission_harness import contract, mission_stack, submission
 from tests.mission_outcome import WAIT_S, item, until
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+on_dev_server = pytest.mark.asyncio(loop_scope="session")
 
 
 def _cli(env: WorkflowEnvironment, *args: str) -> Any:
@@ -39,6 +41,7 @@ def _cli(env: WorkflowEnvironment, *args: str) -> Any:
     )
 
 
+@on_dev_server
 async def test_a_running_item_shows_active_with_owner_and_epoch__MW_11_4_a(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -93,6 +96,7 @@ async def test_a_running_item_shows_active_with_owner_and_epoch__MW_11_4_a(
     assert result.status == "completed"
 
 
+@on_dev_server
 async def test_a_dependent_of_a_failed_item_names_the_dependency(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -125,6 +129,7 @@ async def test_a_dependent_of_a_failed_item_names_the_dependency(
         assert item(st, "b").detail == "not started: dependency a failed for good"
 
 
+@on_dev_server
 async def test_starting_a_finished_missions_id_again_says_what_to_do(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -152,3 +157,26 @@ async def test_starting_a_finished_missions_id_again_says_what_to_do(
             w.run_id async for w in dev_env.client.list_workflows('WorkflowId = "mission-again2"')
         ]
         assert len(runs) == 1  # the CLI refuses a second run: no FAILED row beside it
+
+
+def test_validation_names_every_error_and_a_close_key(tmp_path: Path) -> None:
+    """``mission start`` names every bad field, not the first and ``(and 1 more)``, and a
+    close field name for a misspelled key (issue 29 item 4)."""
+    item = {"work_item_id": "a", "contract": {**contract().wire(), "objective": None}}
+    spec = {
+        "group_id": "g",
+        "mission_id": "m",
+        "titel": "x",
+        "items": [{**item, "dependancies": []}],
+    }
+    file = tmp_path / "bad.json"
+    file.write_text(json.dumps(spec))
+    with pytest.raises(CliError) as info:
+        load_spec(str(file))
+    assert str(info.value) == (
+        f"{file}: invalid MissionSpec: 3 errors: "
+        "items.0.contract.objective: Input should be a valid string; "
+        "items.0.dependancies: Extra inputs are not permitted (did you mean 'dependencies'?); "
+        "titel: Extra inputs are not permitted (did you mean 'title'?)"
+    )
+    assert "more)" not in str(info.value)

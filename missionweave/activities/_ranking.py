@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol import SelectionBasis, capability_matches
+from ..protocol import SelectionBasis, best_match, capability_matches
 from ..protocol.temporal_contract import Candidate, SelectCandidatesInput, SelectCandidatesResult
 
 
@@ -82,6 +82,7 @@ def rank(
 ) -> SelectCandidatesResult:
     """The best ``req.limit`` eligible agents with room, best first; ``saturated`` when some
     were eligible but none had room (see the module)."""
+    agents = list(agents)
     scored = []
     full = False
     for a in agents:
@@ -137,7 +138,42 @@ def rank(
             for i, (_, aid, b) in enumerate(chosen)
         ],
         saturated=full and not chosen,
+        nearest_miss="" if chosen or full else nearest_miss(req, agents),
     )
+
+
+def nearest_miss(req: SelectCandidatesInput, agents: Iterable[Any]) -> str:
+    """Why the agent closest to taking ``req`` cannot: among the members with its roles (not
+    excluded), the one lacking the fewest required capabilities (then by id) — ``agent ada
+    lacks capability x@2.0; its card is version 1`` — or, when one has them all, that it never
+    opened a session (``agent ada has every capability but no running worker``); empty when no
+    member has the roles (issue 29 item 2)."""
+    best: tuple[int, str, str] | None = None
+    for a in agents:
+        if not set(req.roles) <= set(a.roles) or a.agent_id in req.exclude:
+            continue
+        if a.card is None:
+            why, lacking = (
+                f"agent {a.agent_id} has published no card",
+                len(req.required_capabilities) + 1,
+            )
+        else:
+            offered = list(a.card.capabilities)
+            missing = [c for c in req.required_capabilities if best_match(offered, c) is None]
+            lacking = len(missing)
+            if missing:
+                word = "capability" if len(missing) == 1 else "capabilities"
+                why = (
+                    f"agent {a.agent_id} lacks {word} {', '.join(missing)}; "
+                    f"its card is version {a.card.version}"
+                )
+            elif a.session_epoch == 0:
+                why = f"agent {a.agent_id} has every capability but no running worker"
+            else:
+                continue
+        if best is None or (lacking, a.agent_id) < best[:2]:
+            best = (lacking, a.agent_id, why)
+    return best[2] if best is not None else ""
 
 
 __all__ = [
@@ -146,5 +182,6 @@ __all__ = [
     "availability_ms",
     "capability_matches",
     "capacities",
+    "nearest_miss",
     "rank",
 ]

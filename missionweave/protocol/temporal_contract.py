@@ -686,12 +686,15 @@ class SelectCandidatesResult(BaseModel):
     """Ranked candidates, best first (possibly empty), and the verdict on the offer made to
     them when the request carried an :class:`OfferSlot` (``None`` when no one was eligible).
     ``saturated``: no candidate because every eligible agent's Presence showed no room (offer
-    again when a slot frees up), not because no agent can do the work."""
+    again when a slot frees up), not because no agent can do the work. ``nearest_miss``: when
+    nobody is eligible, why the closest agent is not (``agent ada lacks capability x@2.0; its
+    card is version 1``), empty when no member has the roles."""
 
     model_config = _MODEL
     candidates: list[Candidate] = Field(default_factory=list)
     verdict: CommandVerdict | None = None
     saturated: bool = False
+    nearest_miss: str = ""
 
 
 class CoordinatorIntent(BaseModel):

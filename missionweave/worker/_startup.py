@@ -85,9 +85,11 @@ async def publish_card(
         WorkerError: the agent is an active member of none of ``groups``, or the Authority
             refuses the card itself (``key_mismatch``, ``invalid_body``).
     """
-    if state.meta("card_version") >= card.version:
-        return False
     group = next((g for g in groups if state.membership(g).active), None)
+    if state.meta("card_version") >= card.version:
+        if group is not None and state.meta("card_version") == card.version:
+            await _check_unchanged(client, card, group)
+        return False
     if group is None:
         raise WorkerError(f"agent {card.agent_id} is an active member of no Group")
     wire = card.model_dump(mode="json")
@@ -100,6 +102,34 @@ async def publish_card(
     else:
         log.warning("agent.publish_card not applied: %s", rej.code if rej else result.status)
     return True
+
+
+async def _check_unchanged(client: AuthorityClient, card: AgentCard, group: str) -> None:
+    """Refuse to start when the card file differs from the card the Group's log holds at the
+    same version: the change would never be published (a card is published once per version)
+    and agents are ranked by the published one, so work needing what was added would wait for
+    an eligible agent for ever (issue 29 item 2). The author raises the version; the worker
+    does not, so that the file stays the one record of what was published.
+
+    Raises:
+        WorkerError: the cards differ; says which fields and the version to give.
+    """
+    try:
+        agents = await client.agents(group)
+    except Exception as exc:  # the check is a courtesy: the start goes on without it
+        log.info("published card not checked: %r", exc)
+        return
+    mine = next((a.card for a in agents if a.agent_id == card.agent_id), None)
+    if mine is None or mine.version != card.version:
+        return
+    given, published = card.model_dump(mode="json"), mine.model_dump(mode="json")
+    changed = sorted(k for k in given.keys() | published.keys() if given.get(k) != published.get(k))
+    if changed:
+        raise WorkerError(
+            f"the card file of agent {card.agent_id} differs from its published card version "
+            f"{card.version} ({', '.join(changed)}): a card is published once per version — "
+            f'raise "version" in the card file to {card.version + 1} and start again'
+        )
 
 
 __all__ = ["open_session", "publish_card", "replaced_message", "this_process"]

@@ -154,7 +154,9 @@ class WorkMixin:
                 if item.no_agent_since_ms is None:
                     item.no_agent_since_ms = now
                 item.retry_at_ms = now + min(wait, MAX_IDLE_BACKOFF_MS)
-                item.detail = "no eligible agent"
+                item.detail = "no eligible agent" + (
+                    f" ({res.nearest_miss})" if res.nearest_miss else ""
+                )
                 if res.saturated:  # offered again as soon as one of this Mission's runs ends
                     item.detail = "every capable agent is busy"
                     if wid not in self.state.awaiting_room:

@@ -21,10 +21,11 @@ from missionweave.cli import app
 from missionweave.cli._common import CliError
 from missionweave.cli._mission import load_spec
 from missionweave.outcome import result_of
-from missionweave.protocol import ProgressReport, WorkItemState
+from missionweave.protocol import AgentCard, ProgressReport, WorkItemState
 from missionweave.protocol.temporal_contract import REPORT_PROGRESS_SIGNAL, ProgressSignal
-from missionweave.worker import HandlerRegistry, Submission, WorkContext
+from missionweave.worker import AgentRuntime, HandlerRegistry, Submission, WorkContext, WorkerError
 from missionweave.workflows import MissionWorkflow
+from tests.contracts import contract as build_contract
 from tests.mission_harness import contract, mission_stack, submission
 from tests.mission_outcome import WAIT_S, item, until
 
@@ -180,3 +181,51 @@ def test_validation_names_every_error_and_a_close_key(tmp_path: Path) -> None:
         "titel: Extra inputs are not permitted (did you mean 'title'?)"
     )
     assert "more)" not in str(info.value)
+
+
+@on_dev_server
+async def test_a_changed_card_at_the_same_version_is_refused_and_the_miss_is_named(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """An agent whose card file gained a capability without a new ``version`` is told at start
+    to raise it (the Group's log keeps the published card); a WorkItem needing that capability
+    names the nearest miss in its detail (issue 29 item 2)."""
+    async with mission_stack(dev_env, tmp_path) as ms:
+        actor = await ms.stack.add_agent("ada", capabilities=["demo.step@1.0"])  # card v1
+        changed = AgentCard(
+            agent_id="ada",
+            version=1,
+            public_key=actor.public_key,
+            capabilities=["demo.step@1.0", "demo.extra@1.0"],
+            max_concurrency=1,
+        )
+        rt = AgentRuntime(
+            changed,
+            actor.key,
+            groups=[ms.group],
+            authority_url=ms.stack.url,
+            temporal_client=dev_env.client,
+            handlers=HandlerRegistry(),
+            state_path=tmp_path / "ada.sqlite3",
+        )
+        with pytest.raises(WorkerError) as info:
+            await asyncio.wait_for(rt.run(), WAIT_S)
+        assert str(info.value) == (
+            "the card file of agent ada differs from its published card version 1 "
+            '(capabilities): a card is published once per version — raise "version" in the '
+            "card file to 2 and start again"
+        )
+
+        c = build_contract(["demo.extra@1.0"]).wire()
+        handle = await ms.start(ms.spec("miss1", [{"work_item_id": "x", "contract": c}]))
+
+        async def missed() -> Any:
+            st = await handle.query(MissionWorkflow.status)
+            d = item(st, "x").detail
+            return d if d.startswith("no eligible agent (") else None
+
+        detail = await until("the detail to name the nearest miss", missed, WAIT_S)
+        assert detail.startswith(
+            "no eligible agent (agent ada lacks capability demo.extra@1.0; its card is version 1)"
+        ), detail
+        await handle.cancel()

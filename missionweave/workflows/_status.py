@@ -37,7 +37,8 @@ def current_detail(item: ItemState, now_ms: int | None = None) -> str:
 
     - cancelled while it waited or was offered: ``cancelled``;
     - waiting for an agent (``no eligible agent``, ``every capable agent is busy``): for how
-      long, given ``now_ms`` (``no eligible agent for 5m12s``);
+      long, given ``now_ms`` (``no eligible agent for 5m12s``), then the nearest miss the
+      ranking named (``… for 5s (agent ada lacks capability x@2.0; its card is version 1)``);
 
     - active: ``active at <owner>`` (and the last progress phase, ``· <phase>``, and how long
       since its lease was granted, ``· since 1m5s``, given ``now_ms``) unless what
@@ -54,7 +55,8 @@ def current_detail(item: ItemState, now_ms: int | None = None) -> str:
     if state is WorkItemState.CANCELLED and (not d or d.startswith(_BEFORE_TAKEN)):
         d = "cancelled"  # what it waited for is moot
     elif since is not None and now_ms is not None and d.startswith(_NO_AGENT):
-        d = f"{d} for {format_duration(now_ms - since)}"
+        head, paren, miss = d.partition(" (")  # the nearest miss, if named, stays last
+        d = f"{head} for {format_duration(now_ms - since)}" + (paren + miss if paren else "")
     elif state is WorkItemState.ACTIVE and (not d or d.startswith(_BEFORE_TAKEN)):
         d = f"active at {owner}"
         if item.last_progress is not None:

@@ -222,10 +222,11 @@ async def test_a_changed_card_at_the_same_version_is_refused_and_the_miss_is_nam
         async def missed() -> Any:
             st = await handle.query(MissionWorkflow.status)
             d = item(st, "x").detail
-            return d if d.startswith("no eligible agent (") else None
+            return d if d.startswith("no eligible agent") and "(" in d else None
 
         detail = await until("the detail to name the nearest miss", missed, WAIT_S)
-        assert detail.startswith(
-            "no eligible agent (agent ada lacks capability demo.extra@1.0; its card is version 1)"
+        assert detail.startswith("no eligible agent for "), detail
+        assert detail.endswith(
+            " (agent ada lacks capability demo.extra@1.0; its card is version 1)"
         ), detail
         await handle.cancel()

@@ -78,7 +78,19 @@ def open_store(
     if root.exists() and not root.is_dir():
         raise CliError(f"{root} is not a directory")
     if not root.is_dir() and not create:
-        raise CliError(f"no artifact store at {root}")
+        where = (
+            "given by --store"
+            if store
+            else (
+                f"${DATA_DIR_ENV}/artifacts"
+                if os.environ.get(DATA_DIR_ENV)
+                else "the default ./data/artifacts, relative to the current directory"
+            )
+        )
+        raise CliError(
+            f"no artifact store at {root.resolve()} ({where}): give the store's directory with "
+            f"--store DIR, or set {DATA_DIR_ENV} to the data directory of `missionweave dev up`"
+        )
     return FilesystemStore(root)
 
 

@@ -18,6 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner
 
 from missionweave.cli import app
+from missionweave.cli._artifacts import open_store
 from missionweave.cli._common import CliError
 from missionweave.cli._mission import load_spec
 from missionweave.outcome import result_of
@@ -230,3 +231,20 @@ async def test_a_changed_card_at_the_same_version_is_refused_and_the_miss_is_nam
             " (agent ada lacks capability demo.extra@1.0; its card is version 1)"
         ), detail
         await handle.cancel()
+
+
+def test_a_missing_artifact_store_says_where_and_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default store is relative to the current directory: its absence names the path,
+    where it came from, and ``--store`` / ``MISSIONWEAVE_DATA_DIR`` (issue 29 item 8)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MISSIONWEAVE_DATA_DIR", raising=False)
+    with pytest.raises(CliError) as info:
+        open_store(None, None, None, False)
+    assert str(info.value) == (
+        f"no artifact store at {tmp_path.resolve() / 'data' / 'artifacts'} (the default "
+        "./data/artifacts, relative to the current directory): give the store's directory "
+        "with --store DIR, or set MISSIONWEAVE_DATA_DIR to the data directory of "
+        "`missionweave dev up`"
+    )

@@ -228,7 +228,7 @@ def _scheduled(view: UiView) -> list[tuple[str, str, list[str]]]:
         attrs = event["activityTaskScheduledEventAttributes"]
         kind = attrs["activityType"]["name"]
         arg = payload(attrs["input"]["payloads"][0])
-        if kind == "execute_work_item":
+        if kind in ("execute_work_item", "work_item_events"):
             items = [arg["work_item_id"]]
         elif kind == "select_candidates":
             items = [r["work_item_id"] for r in arg["requests"]]
@@ -250,7 +250,8 @@ def test_each_work_item_activity_names_its_work_item(view: UiView) -> None:
     scheduled = _scheduled(view)
     per_item = [(k, s, i) for k, s, i in scheduled if k == "execute_work_item"]
     assert {i[0] for _, _, i in per_item} == set(ITEMS)
-    for kind, summary, items in per_item:
+    reads = [(k, s, i) for k, s, i in scheduled if k == "work_item_events"]
+    for kind, summary, items in per_item + reads:
         assert items[0] in summary, (kind, summary)  # "offer a to ada"
     reviewed = [w for k, _, i in scheduled if k == "review_submissions" for w in i]
     assert sorted(reviewed) == sorted(ITEMS)

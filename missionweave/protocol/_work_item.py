@@ -119,6 +119,8 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
             )
         case "work.contract_revised":
             new["revision"] = int(b["revision"])
+        case "work.dependencies_added":  # edges are part of the contract (MW-10.1-a)
+            new["revision"] = int(b.get("revision", f.revision))
         case "work.offered":
             new.update(
                 state=WorkItemState.OFFERED,

@@ -43,6 +43,7 @@ def test_an_edge_into_an_open_item_is_recorded_and_enforced__MW_10_4_a__MW_10_4_
         "mission_id": "m1",
         "added": ["verify-1"],
         "dependencies": ["inventory", "verify-1"],
+        "revision": 2,
     }
     assert _deps(w, "sbom") == ["inventory", "verify-1"]
     # the Authority now refuses to offer sbom before verify-1 is verified
@@ -92,3 +93,63 @@ def test_only_the_coordinator_adds_edges__MW_10_4_c(tmp_path: Path) -> None:
     r = _add(w, "b", ["a"], actor=w.workers[0])
     assert r.rejection is not None and r.rejection.code == "role_not_allowed"
     assert _deps(w, "b") == []
+
+
+def test_added_dependencies_are_a_new_contract_revision__MW_10_1_a__MW_10_1_c(
+    tmp_path: Path,
+) -> None:
+    """The dependency list is bound to the contract's revision: an edge added to an open
+    WorkItem increments the revision (row, stored contract and Event agree), an acceptance made
+    against the revision before it is refused ``stale_revision``, and adding only edges it has
+    already changes nothing."""
+    w = make_world(tmp_path / "a.db")
+    w.authorize("a")
+    w.authorize("c")
+    w.authorize("b", ["a"])
+    assert w.item("b")["revision"] == 1
+    r = _add(w, "b", ["c"])
+    assert r.accepted, r.rejection
+    assert r.events[0].body["revision"] == 2
+    row = w.item("b")
+    assert row["revision"] == 2 and json.loads(row["contract"])["revision"] == 2
+    again = _add(w, "b", ["a", "c"])  # nothing new: the same revision
+    assert again.accepted and again.events[0].body == {
+        "mission_id": "m1",
+        "added": [],
+        "dependencies": ["a", "c"],
+        "revision": 2,
+    }
+    assert w.item("b")["revision"] == 2
+    ada = w.workers[0]
+    w.run_to_verified("a", ada)
+    w.run_to_verified("c", ada)
+    offered = w.ok(w.coordinator, "work.offer", w.offer_body("b", ada.agent_id, expires_in_ms=5000))
+    (offer,) = [e for e in offered.events if e.type == "work.offered"]
+    assert offer.body["revision"] == 2
+    head = w.authority.head(w.group)
+    stale = w.submit(
+        ada,
+        "work.accept_offer",
+        {"work_item_id": "b", "offer_id": offer.body["offer_id"], "revision": 1},
+    )
+    assert stale.rejection is not None and stale.rejection.code == "stale_revision"
+    assert w.authority.head(w.group) == head  # the refusal wrote nothing
+    assert w.accept(ada, "b", str(offer.body["offer_id"])).accepted  # revision 2 is taken
+    verify_log(w.authority.store, w.group, w.authority.public_key)
+
+
+def test_the_reducer_follows_the_revision_of_added_dependencies__MW_10_1_a(
+    tmp_path: Path,
+) -> None:
+    """The one reducer (workflow and agent) reads the same revision as the Authority's row."""
+    from missionweave.protocol import WorkItemFacts, reduce_work_item
+
+    w = make_world(tmp_path / "a.db")
+    w.authorize("a")
+    w.authorize("b")
+    assert _add(w, "b", ["a"]).accepted
+    facts = WorkItemFacts()
+    for e in w.authority.events(w.group):
+        if e.work_item_id == "b":
+            facts = reduce_work_item(facts, e)
+    assert facts.revision == w.item("b")["revision"] == 2

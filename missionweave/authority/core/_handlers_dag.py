@@ -9,15 +9,21 @@ Rules: the Coordinator only; the WorkItem is ``open`` (never offered yet, so no 
 work it now may not start); every dependency is a WorkItem of the same Mission; no self-loop
 and no cycle (MW-10.4-c, checked by :class:`~missionweave.protocol.WorkGraph` over the Mission's
 whole DAG, as the workflow checks it).
+
+The dependency references are part of the WorkItem's versioned contract (MW-10.1-a): every
+Command that adds an edge increments the contract's revision, and the Event names the new
+revision with the whole dependency list, so each revision of the contract has exactly one
+dependency list in the log (``work.authorized`` binds the first list to the first revision) and
+an acceptance made against an earlier revision is refused ``stale_revision``.
 """
 
 from __future__ import annotations
 
 import json
 
-from ...protocol import GraphError, WorkGraph
+from ...protocol import GraphError, WorkContract, WorkGraph
 from ._command_scope import Ctx, Reject, need
-from ._items import running_mission
+from ._items import running_mission, set_item
 from ._registry import command
 
 #: Most dependencies one Command adds.
@@ -27,7 +33,14 @@ MAX_ADDED = 1_000
 @command("work.add_dependencies")
 def work_add_dependencies(ctx: Ctx) -> None:
     """Body: ``{"work_item_id": str, "dependencies": [str, ...]}``. Emits
-    ``work.dependencies_added`` with the ids added and the WorkItem's whole dependency list."""
+    ``work.dependencies_added`` with the ids added, the WorkItem's whole dependency list and its
+    contract ``revision`` — one more than before when an edge was added, unchanged when every
+    id was already a dependency. Implements MW-10.4-a, MW-10.4-c and MW-10.1-a (the
+    dependencies are bound to the contract's revision).
+
+    Raises:
+        Reject: ``role_not_allowed``, ``invalid_body``, ``unknown_id``, ``not_open``,
+            ``self_loop``, ``cycle`` (nothing written)."""
     if "coordinator" not in ctx.roles:
         raise Reject("role_not_allowed", "work.add_dependencies needs the coordinator role")
     wid = need(ctx.body, "work_item_id")
@@ -69,10 +82,19 @@ def work_add_dependencies(ctx: Ctx) -> None:
     current = graph[wid]
     added = [d for d in dict.fromkeys(deps) if d not in current]
     graph[wid] = [*current, *added]
+    revision = int(item["revision"])
     if added:
+        revision += 1  # a new dependency list is a new contract revision (MW-10.1-a)
+        contract = WorkContract.model_validate_json(item["contract"])
         ctx.run("work_items.set_dependencies", json.dumps(graph[wid]), ctx.group_id, wid)
+        set_item(
+            ctx,
+            item,
+            contract=contract.model_copy(update={"revision": revision}).model_dump_json(),
+            revision=revision,
+        )
     ctx.emit(
         "work.dependencies_added",
-        {"mission_id": mid, "added": added, "dependencies": graph[wid]},
+        {"mission_id": mid, "added": added, "dependencies": graph[wid], "revision": revision},
         work_item_id=wid,
     )

@@ -36,6 +36,7 @@ from ..protocol.temporal_contract import (
     SubmitCommandsResult,
     WorkItemEventsInput,
 )
+from ._metrics import record_ranking, record_review
 from ._ranking import capacities, rank
 from ._review import Check, SubmissionReview
 
@@ -300,6 +301,8 @@ class CoordinatorActivities:
             out.append(res)
         for n, verdict in await self._submit_by_group(offers):
             out[n] = out[n].model_copy(update={"verdict": verdict})
+        for res in out:
+            record_ranking(res)
         return SelectCandidatesBatchResult(results=out)
 
     @activity.defn(name="review_submissions")
@@ -343,4 +346,6 @@ class CoordinatorActivities:
             results.append(ReviewResult(steps=steps, passed=passed))
         for n, verdict in await self._submit_by_group(decided):
             results[n] = results[n].model_copy(update={"verdict": verdict})
+        for result in results:
+            record_review(result)
         return ReviewBatchResult(results=results)

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import typer
 
+from ..metrics import AUTHORITY_METRICS_PORT
 from ._artifacts import S3_BUCKET, S3_ENDPOINT, S3_SECURE, open_store
-from ._common import CliError, load_key, load_or_create_key
-from ._options import authority_db_option
+from ._common import CliError, load_key, load_or_create_key, start_metrics
+from ._options import METRICS_HOST, authority_db_option, metrics_port_option
 
 #: The environment variable of ``--operator-key``.
 OPERATOR_KEYS_ENV = "MISSIONWEAVE_OPERATOR_KEYS"
@@ -63,6 +64,10 @@ def serve(
     s3_endpoint: str | None = S3_ENDPOINT,
     s3_bucket: str | None = S3_BUCKET,
     s3_secure: bool = S3_SECURE,
+    metrics_port: int | None = metrics_port_option(
+        AUTHORITY_METRICS_PORT, "Commands, appends, commits, leases, reads, requests"
+    ),
+    metrics_host: str = METRICS_HOST,
 ) -> None:
     """Serve the Authority over HTTP and WebSocket (protocol section 16).
 
@@ -71,6 +76,7 @@ def serve(
     request of a member of the Group it reads (or of an operator); see docs/authority.md,
     "Security model". Artifacts: the Authority alone holds the store (--artifacts or the S3
     bucket) and grants members one object at a time (GET /v1/groups/{group}/artifacts/{hash}).
+    Operators scrape GET /metrics on --metrics-port (default 9464; docs/metrics.md).
     """
     from ..authority import Authority, AuthorityConfig
     from ..authority.http import serve as run_server
@@ -113,6 +119,7 @@ def serve(
         else None
     )
     typer.echo(f"artifacts: {store!r}" if store else "warning: no artifact store", err=True)
+    start_metrics(metrics_port, metrics_host, AUTHORITY_METRICS_PORT)
     try:
         run_server(authority, host=host, port=port, artifact_store=store, **tls)
     finally:

@@ -121,6 +121,30 @@ def setup_cli_tracing(service_name: str) -> None:
         raise CliError(str(exc)) from None
 
 
+def start_metrics(port: int | None, host: str, default: int = 0) -> str | None:
+    """Serve ``GET /metrics`` on ``host:port`` (0: not at all; ``None``, not given:
+    ``default``) and say where on stderr; its URL, or ``None``.
+
+    Raises:
+        CliError: the port given cannot be bound. A ``default`` port that is taken (another
+            process of this machine serves its metrics there) is a warning: no endpoint.
+    """
+    chosen = default if port is None else port
+    if not chosen:
+        return None
+    from ..metrics import MetricsError, serve_metrics
+
+    try:
+        url = serve_metrics(chosen, host).url
+    except MetricsError as exc:
+        if port is not None:
+            raise CliError(f"{exc} (give another --metrics-port, or 0 for none)") from None
+        typer.echo(f"warning: {exc}: no metrics endpoint (give --metrics-port)", err=True)
+        return None
+    typer.echo(f"metrics at {url}", err=True)
+    return url
+
+
 async def connect_temporal(address: str, namespace: str, *, timeout_s: float = 15.0) -> Client:
     """A Temporal client (pydantic data converter, tracing interceptor) of ``address``.
 

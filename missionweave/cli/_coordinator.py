@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from ..metrics import COORDINATOR_METRICS_PORT
 from . import _options as opt
 from ._artifacts import S3_BUCKET, S3_ENDPOINT, S3_SECURE, artifacts_option, open_store
 from ._common import (
     load_key,
     run_client_command,
     serve_until_signalled,
+    start_metrics,
     start_service,
 )
 
@@ -38,14 +40,22 @@ def coordinator_command(
     s3_bucket: str | None = S3_BUCKET,
     s3_secure: bool = S3_SECURE,
     stop_timeout: float = opt.STOP_TIMEOUT,
+    metrics_port: int | None = opt.metrics_port_option(
+        COORDINATOR_METRICS_PORT, "offers, reassignments, reviews, Missions by status"
+    ),
+    metrics_host: str = opt.METRICS_HOST,
 ) -> None:
     """Run the coordinator: the Mission workflow and its activities on the
     missionweave-coordinator task queue, signing with --key. Reviews verify submitted
     Artifacts in --artifacts (or the S3 bucket). Stops cleanly on Ctrl-C; --stop-timeout
-    bounds the wait for the Worker to drain.
+    bounds the wait for the Worker to drain. Operators scrape GET /metrics on --metrics-port
+    (default 9465).
     """
     signing_key = load_key(key)
     store = open_store(artifacts, s3_endpoint, s3_bucket, s3_secure, create=True)
+    start_metrics(
+        metrics_port, metrics_host, COORDINATOR_METRICS_PORT
+    )  # before Temporal: its SDK's metrics too
     run_client_command(
         _run(signing_key, agent_id, authority_url, temporal_address, namespace, store, stop_timeout)
     )

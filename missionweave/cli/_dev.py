@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ._common import CliError, setup_cli_tracing
-from ._options import AUTHORITY_PORT, HEADLESS, TEMPORAL_PORT, UI_PORT
+from ..metrics import COORDINATOR_METRICS_PORT
+from ._common import CliError, setup_cli_tracing, start_metrics
+from ._options import AUTHORITY_PORT, HEADLESS, TEMPORAL_PORT, UI_PORT, metrics_port_option
 
 if TYPE_CHECKING:
     from ..dev import EmbeddedStack
@@ -42,6 +43,9 @@ def up(
     headless: bool = HEADLESS,
     group: str = typer.Option("demo", "--group", "-g", help="The Group to create (or find)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface every server binds."),
+    metrics_port: int | None = metrics_port_option(
+        COORDINATOR_METRICS_PORT, "the Authority's, the coordinator's and in-process agents'"
+    ),
 ) -> None:
     """Start the embedded stack and keep it up until Ctrl-C (or SIGTERM).
 
@@ -50,6 +54,7 @@ def up(
     filesystem artifact store (DATA_DIR/artifacts) and the coordinator (key
     DATA_DIR/keys/coordinator.pem), which creates the Group on the first start with itself
     as owner, coordinator and mission owner. Agents run separately: missionweave worker.
+    GET /metrics on --metrics-port (default 9465, on --host) serves the stack's series.
 
     When the Temporal dev server dies (it runs as a child process), it is started again on the
     same port and state, and a line on stderr says so. At a fourth death within a minute, or
@@ -70,10 +75,10 @@ def up(
         headless=headless,
         group=group,
     )
-    asyncio.run(_up(stack))
+    asyncio.run(_up(stack, metrics_port))
 
 
-def _describe(stack: EmbeddedStack) -> str:
+def _describe(stack: EmbeddedStack, metrics_url: str | None = None) -> str:
     key = stack.coordinator_key_path
     ui = stack.ui_url or "(headless)"
     ui_env = f" MISSIONWEAVE_UI_URL={stack.ui_url}" if stack.ui_url else ""
@@ -85,6 +90,7 @@ def _describe(stack: EmbeddedStack) -> str:
             f"  Temporal      {stack.temporal_target} (namespace {stack.namespace})",
             f"  Temporal UI   {ui}",
             f"  Authority     {stack.authority_url}",
+            f"  Metrics       {metrics_url or '(none: --metrics-port 0)'}",
             f"  Artifacts     {stack.files.artifacts}",
             f"  Data dir      {stack.data_dir}",
             f"  Coordinator   {stack.coordinator.agent_id}, key {key}",
@@ -104,10 +110,12 @@ def _describe(stack: EmbeddedStack) -> str:
     )
 
 
-async def _up(stack: EmbeddedStack) -> None:
+async def _up(stack: EmbeddedStack, metrics_port: int | None = 0) -> None:
     from ..dev import StackError
 
     setup_cli_tracing("missionweave-dev")  # from OTEL_*; off unless configured
+    # before the stack's Temporal client: the SDK's metrics are served too
+    metrics_url = start_metrics(metrics_port, stack.host, COORDINATOR_METRICS_PORT)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -117,7 +125,7 @@ async def _up(stack: EmbeddedStack) -> None:
             await stack.start()
         except StackError as exc:
             raise CliError(str(exc)) from None
-        typer.echo(_describe(stack))
+        typer.echo(_describe(stack, metrics_url))
         # Temporal runs as a child process: when it dies it is started again, and when it
         # cannot be, the command exits naming it instead of saying "up" over a dead server.
         watch = asyncio.create_task(stack.supervise(lambda m: typer.echo(m, err=True)))

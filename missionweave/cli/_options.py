@@ -81,6 +81,24 @@ AUTHORITY_PORT = typer.Option(
 )
 HEADLESS = typer.Option(False, "--headless", help="No Temporal web UI.")
 
+#: ``--metrics-host`` of every command serving ``GET /metrics`` (docs/metrics.md).
+METRICS_HOST = typer.Option(
+    "127.0.0.1", "--metrics-host", help="Interface the metrics endpoint binds."
+)
+
+
+def metrics_port_option(default: int | None, what: str) -> Any:
+    """The ``--metrics-port`` option of a process serving ``GET /metrics``; ``what`` names
+    its own series (the Temporal SDK's and the Python process's come with them). Its value
+    is ``None`` when not given: :func:`~._common.start_metrics` then tries ``default`` and
+    only warns when that port is taken."""
+    return typer.Option(
+        None, "--metrics-port", min=0, max=65535, show_default=str(default or "none"),
+        help=f"Serve GET /metrics (Prometheus text: {what}; docs/metrics.md) on this port; "
+        "0: none.",
+    )  # fmt: skip
+
+
 #: ``worker`` and ``coordinator``: how long Ctrl-C waits for a clean stop (see
 #: :func:`missionweave.cli._common.serve_until_signalled`).
 STOP_TIMEOUT = typer.Option(
@@ -101,6 +119,7 @@ __all__ = [
     "DEFAULT_TEMPORAL_ADDRESS",
     "DEFAULT_UI_URL",
     "HEADLESS",
+    "METRICS_HOST",
     "NAMESPACE",
     "NAMESPACE_ENV",
     "READER_KEY",
@@ -113,4 +132,5 @@ __all__ = [
     "UI_URL",
     "UI_URL_ENV",
     "authority_db_option",
+    "metrics_port_option",
 ]

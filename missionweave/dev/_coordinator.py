@@ -17,12 +17,62 @@ from temporalio.worker import Interceptor, Worker
 from ..activities import Check, CoordinatorActivities
 from ..artifacts import ArtifactStore
 from ..authority.client import AuthorityClient
+from ..metrics import series, temporal_runtime, unwatch, watch
 from ..protocol import Actor
 from ..protocol.temporal_contract import COORDINATOR_TASK_QUEUE
 from ..telemetry import worker_interceptors
 from ..workflows import MissionWorkflow
 
 log = logging.getLogger(__name__)
+
+
+#: Seconds between two counts of the Missions by status (:class:`MissionCounts`).
+MISSION_COUNT_INTERVAL_S = 15.0
+#: The MissionStatus values counted.
+MISSION_STATUSES = ("running", "completed", "failed", "cancelled")
+
+
+class MissionCounts:
+    """The ``missionweave_coordinator_missions`` gauge: Missions by ``MissionStatus``, counted
+    in Temporal's visibility store every :data:`MISSION_COUNT_INTERVAL_S` by a task of the
+    coordinator's process (visibility is eventually consistent; so is the gauge).
+
+    Args:
+        client: the coordinator's Temporal client.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.counts: dict[tuple[str, ...], float] = {}
+
+    async def count(self) -> None:
+        """Count once now."""
+        counts: dict[tuple[str, ...], float] = {}
+        for status in MISSION_STATUSES:
+            query = f"WorkflowType = '{MissionWorkflow.__name__}' AND MissionStatus = '{status}'"
+            counts[(status,)] = float((await self.client.count_workflows(query)).count)
+        self.counts = counts
+
+    async def run(self) -> None:
+        """Count every interval until cancelled; a failed count keeps the last one."""
+        watch(series.COORDINATOR_MISSIONS, self, lambda m: m.counts)
+        try:
+            while True:
+                try:
+                    await self.count()
+                except Exception as exc:  # Temporal away: the next round counts again
+                    log.debug("Missions not counted: %r", exc)
+                await asyncio.sleep(MISSION_COUNT_INTERVAL_S)
+        finally:
+            unwatch(series.COORDINATOR_MISSIONS, self)
+
+
+def count_missions(client: Client) -> asyncio.Task[None] | None:
+    """Start :class:`MissionCounts` when this process serves metrics (else ``None``: the
+    counts would cost visibility queries for nobody). Cancel the task to stop."""
+    if temporal_runtime() is None:
+        return None
+    return asyncio.create_task(MissionCounts(client).run(), name="mission-counts")
 
 
 def coordinator_worker(
@@ -96,4 +146,10 @@ async def run_coordinator(
             client, authority, coordinator, artifact_store=artifact_store
         ):
             log.info("coordinator %s polling %s", coordinator.agent_id, COORDINATOR_TASK_QUEUE)
-            await (stop or asyncio.Event()).wait()
+            counting = count_missions(client)
+            try:
+                await (stop or asyncio.Event()).wait()
+            finally:
+                if counting is not None:
+                    counting.cancel()
+                    await asyncio.gather(counting, return_exceptions=True)

@@ -38,6 +38,7 @@ from temporalio.service import RPCError
 from .._lifetime import die_with_parent
 
 # the Mission's search attributes live with the rest of how a Mission travels through Temporal
+from ..metrics import temporal_runtime
 from ..outcome import GROUP_ID as GROUP_ID
 from ..outcome import MISSION_ID as MISSION_ID
 from ..outcome import MISSION_STATUS as MISSION_STATUS
@@ -134,6 +135,7 @@ async def connect_client(
         namespace=namespace,
         data_converter=pydantic_data_converter,
         interceptors=temporal_interceptors() if tracing else [],
+        runtime=temporal_runtime(),  # the SDK's metrics, once the process serves them
     )
 
 

@@ -46,11 +46,12 @@ from temporalio.worker import Worker
 from ..artifacts import FilesystemStore
 from ..authority import Authority, AuthorityConfig, AuthorityError
 from ..authority.client import AuthorityClient, AuthorityUnavailable
+from ..metrics import temporal_runtime
 from ..protocol import Actor, AgentCard, MissionWeaveError, SigningKey
 from ..protocol.temporal_contract import mission_workflow_id
 from ..telemetry import temporal_interceptors
 from ._build import AuthorityServer, StackError, StackFiles, load_or_create_key, lock_data_dir
-from ._coordinator import coordinator_worker
+from ._coordinator import coordinator_worker, count_missions
 from ._devserver import DevServerError, TemporalDevServer, workflow_ui_url
 from ._groups import OWNER_ROLES, ensure_group, ensure_member
 
@@ -70,6 +71,12 @@ RESTARTS = 3
 RESTART_WINDOW_S = 60.0
 #: Seconds the coordinator Worker gets to stop when the Temporal server is gone.
 DRAIN_WITHOUT_TEMPORAL_S = 5.0
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` and wait for it."""
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 def _running(part: T | None) -> T:
@@ -260,6 +267,7 @@ class EmbeddedStack:
             namespace=self.namespace,
             data_converter=pydantic_data_converter,
             interceptors=self._client_interceptors(),
+            runtime=temporal_runtime(),  # the SDK's metrics, once the process serves them
         )
         worker = coordinator_worker(
             self._client,
@@ -274,6 +282,9 @@ class EmbeddedStack:
         # reports it instead).
         self._worker_run = asyncio.create_task(worker.run(), name="coordinator-worker")
         exits.push_async_callback(self._stop_worker, worker, self._worker_run)
+        counting = count_missions(self._client)
+        if counting is not None:
+            exits.push_async_callback(_cancelled, counting)
         log.info(
             "embedded stack up: Temporal %s, Authority %s, group %s",
             self.temporal_target,

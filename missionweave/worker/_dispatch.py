@@ -152,6 +152,13 @@ class Dispatcher:
         """WorkItems waiting for a slot, in ``group_id`` or in all Groups."""
         return sum(1 for k in self._waiting if group_id is None or k[0] == group_id)
 
+    def depths(self) -> dict[str, int]:
+        """WorkItems waiting for a slot, per Group (a snapshot: safe from another thread)."""
+        out: dict[str, int] = {}
+        for group_id, _ in list(self._waiting):
+            out[group_id] = out.get(group_id, 0) + 1
+        return out
+
     async def wait_for_slot(
         self, item: QueuedItem, *, needs_approval: bool = False, declared: bool = False
     ) -> None:

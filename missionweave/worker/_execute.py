@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
@@ -59,6 +60,7 @@ from ._errors import Blocked, LeaseLost, Pause, PermanentFailure
 from ._handlers import HandlerRegistry, Submission
 from ._input import InputUnavailable, resolve_input
 from ._lease import LeaseSession
+from ._metrics import record_handler
 from ._offline import OfflineBuffer
 from ._slots import SlotBoard
 from ._take import OfferTaker, temporal_timed_out
@@ -207,11 +209,13 @@ class WorkItemExecutor:
         key = (work.group_id, work.work_item_id)
         if self.board is not None:
             self.board.begin(key, ctx)
+        began, outcome = time.monotonic(), None
         try:
             outcome = await _Run(self, work, session, ctx).execute()
         finally:
             if self.board is not None:
                 self.board.end(key)
+            record_handler(outcome.kind.value if outcome else "cancelled", time.monotonic() - began)
         if session.buffer is not None and session.buffer.pending(session.lease.lease_id):
             # progress still buffered (the execution ended without reaching the Authority):
             # one more try now; otherwise the runtime reconciles it at its next start

@@ -20,6 +20,7 @@ from ..authority.wire import now_ms
 from ..protocol import Actor, Command, OfflineBinding, ResourceUsage
 from ..protocol.temporal_contract import CommandVerdict, ExecuteWorkItemInput, LeaseGrant
 from ._errors import LeaseLost
+from ._metrics import record_burn
 from ._offline import OfflineBuffer, bind, reconcile
 from ._verdicts import command_verdict, is_fenced_out
 
@@ -294,6 +295,8 @@ class LeaseSession:
         self.last_verdict = verdict
         if prepared.delta is not None and not verdict.accepted:
             self.usage.give_back(prepared.delta)
+        elif prepared.delta is not None and not result.duplicate:
+            record_burn(prepared.delta)
         if is_fenced_out(verdict) and self.lost is None:
             rej = verdict.rejection
             self.lost = LeaseLost(

@@ -31,6 +31,7 @@ from pathlib import Path
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..protocol import BOUNDED_OFFLINE_EXECUTION, Actor, Command, OfflineBinding
 from ..protocol.temporal_contract import CommandVerdict
+from ._metrics import record_reconciliation
 from ._verdicts import command_verdict
 
 log = logging.getLogger(__name__)
@@ -197,6 +198,7 @@ async def _reconcile_all(
         verdict = command_verdict(await client.submit(rebase(actor, cmd, clock())))
         rej = verdict.rejection
         if verdict.accepted:
+            record_reconciliation("applied")
             log.info(
                 "reconciled buffered %s %s of %s",
                 cmd.type,
@@ -204,9 +206,11 @@ async def _reconcile_all(
                 cmd.body.get("work_item_id"),
             )
         elif rej is not None and rej.code == "idempotency_conflict":
+            record_reconciliation("already_applied")
             log.info("buffered %s %s had reached the Authority already", cmd.type, cmd.command_id)
         else:
             why = rej.code if rej else verdict.status
+            record_reconciliation("refused")
             log.warning(
                 "buffered %s %s of %s refused: %s",
                 cmd.type,

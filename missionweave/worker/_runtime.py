@@ -58,6 +58,7 @@ from ._errors import WorkerError
 from ._execute import WorkItemExecutor
 from ._gates import RiskGate
 from ._handlers import HandlerRegistry
+from ._metrics import unwatch_runtime, watch_runtime
 from ._offline import OfflineBuffer, offline_buffer_path, reconcile, reconcile_when_reachable
 from ._scheduler import Scheduler
 from ._slots import SlotBoard
@@ -244,6 +245,7 @@ class AgentRuntime:
         """
         state = self.state = LocalState(self.state_path, self.card.agent_id)
         self.offline_buffer = OfflineBuffer(offline_buffer_path(self.state_path))
+        watch_runtime(self)  # slots, queue, offline buffer: read at each scrape
         try:
             async with AuthorityClient(
                 self.authority_url,
@@ -269,6 +271,7 @@ class AgentRuntime:
             for t in list(self._signals):
                 t.cancel()
             await asyncio.gather(*self._signals, return_exceptions=True)
+            unwatch_runtime(self)
             state.close()
             self.offline_buffer.close()
             self.ready.clear()

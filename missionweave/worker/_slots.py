@@ -105,6 +105,12 @@ class SlotBoard:
             del self._starting[key]
         return set(self._starting) | set(self._running)
 
+    def taken(self) -> int:
+        """Slots taken now, read without changing anything (safe from another thread: the
+        metrics exporter's)."""
+        now = time.monotonic()
+        return len(self._running) + sum(1 for until in list(self._starting.values()) if until > now)
+
     def free(self) -> int:
         """Slots free now."""
         return max(0, self.capacity - len(self.busy()))

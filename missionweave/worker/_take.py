@@ -40,6 +40,7 @@ from ._admission import Accept, AdmissionControl, AdmissionRequest, Decline
 from ._context import heartbeat
 from ._dispatch import Dispatcher, NoSlot
 from ._gates import demand
+from ._metrics import record_decline
 from ._offline import OfflineBuffer, reconcile
 from ._scheduler import QueuedItem
 from ._slots import SlotBoard
@@ -160,6 +161,7 @@ class OfferTaker:
                     offer.expires_at_ms,
                 )
                 log.info("declined %s: %s", wid, decision.reason)
+                record_decline(str(decision.reason))
                 return self._done(OutcomeKind.DECLINED, verdict, events, str(decision.reason))
             assert isinstance(decision, Accept)
             accept = self.actor.command(

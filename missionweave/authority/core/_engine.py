@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from ...metrics import series, unwatch, watch
 from ...protocol import (
     GENESIS_HASH,
     Command,
@@ -52,6 +54,7 @@ from . import (  # noqa: F401
 from ._agents import AgentReads
 from ._command_scope import Ctx, Reject, dumps
 from ._handlers_offline import handler_for
+from ._metrics import live_leases, record_transaction
 from ._outages import StallWatch
 from ._reads import LogReader
 from ._registry import HANDLERS
@@ -145,6 +148,7 @@ class Authority(LogReader, AgentReads):
         #: leases at the start of each write transaction (MW-11.5-c).
         self.stall_watch: StallWatch | None = None
         self._pin_key()
+        watch(series.AUTHORITY_LEASES_LIVE, self, live_leases)
 
     def _pin_key(self) -> None:
         """Record the Authority's public key in the database; refuse a different key later."""
@@ -166,6 +170,7 @@ class Authority(LogReader, AgentReads):
 
     def close(self) -> None:
         """Close the store's connection."""
+        unwatch(series.AUTHORITY_LEASES_LIVE, self)
         with self._lock:
             self.store.close()
 
@@ -214,7 +219,9 @@ class Authority(LogReader, AgentReads):
             links=_links(parents) if trace_contexts else None,
             attributes={"missionweave.batch.size": len(commands)},
         ) as span:
+            began = time.perf_counter()
             results = self._submit_many(commands, parents)
+            record_transaction(commands, results, time.perf_counter() - began)
             if span.is_recording():
                 span.set_attribute(
                     "missionweave.batch.accepted", sum(r.status == "accepted" for r in results)

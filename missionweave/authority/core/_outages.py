@@ -31,6 +31,7 @@ import time
 from typing import Any
 
 from ...protocol import WorkContract
+from ._metrics import record_credit
 from ._store import Store
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ def credit_on_start(authority: Any) -> tuple[int, int]:
     with authority._write():
         downtime, n = credit_downtime(authority.store, authority.clock())
     authority.stall_watch = StallWatch()
+    record_credit("down", n)
     if n:
         log.warning("the Authority was down %d ms: %d live lease(s) extended by that", downtime, n)
     return downtime, n
@@ -117,6 +119,7 @@ def credit_quiet(authority: Any, gap_ms: int) -> int:
     leases extended. Call it before the request that ended the silence is judged."""
     with authority._write(fsync=False):
         n = credit_outage(authority.store, gap_ms, authority.clock(), renewing_only=True)
+    record_credit("silent", n)
     if n:
         log.warning("the Authority heard from nobody for %d ms: %d live lease(s) extended",
                     gap_ms, n)  # fmt: skip
@@ -152,6 +155,7 @@ class StallWatch:
         # the stall is a silence too: it is credited here, once
         self._heard = max(self._heard, now)
         n = credit_outage(store, gap_ms, now_ms)
+        record_credit("stalled", n)  # counted even if the transaction rolls back: rare
         if n:
             log.warning("the Authority stood still %d ms: %d live lease(s) extended by that",
                         gap_ms, n)  # fmt: skip

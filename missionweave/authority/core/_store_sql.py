@@ -475,6 +475,10 @@ STATEMENTS: dict[str, str] = {
         "AND w.work_item_id = l.work_item_id WHERE l.status='active' AND l.expires_at_ms > ?"
     ),
     "leases.set_expires_at_ms": "UPDATE leases SET expires_at_ms=? WHERE lease_id=?",
+    "leases.live_by_kind": (
+        "SELECT kind, COUNT(*) FROM leases WHERE status='active' AND expires_at_ms > ? "
+        "GROUP BY kind"
+    ),
     "leases.insert_execution": (
         "INSERT INTO leases (lease_id, kind, group_id, work_item_id, agent_id, session_epoch, "
         "ownership_epoch, started_at_ms, expires_at_ms, renewals, status) VALUES "

@@ -53,6 +53,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ...artifacts import ArtifactStore
+from ...metrics import series, unwatch, watch
 from ...protocol import CanonicalizationError, Command
 from ..core import Authority, credit_on_start, keep_alive, warm_up_verifier
 from ..wire import (
@@ -72,6 +73,7 @@ from ._artifact_routes import add_artifact_routes
 from ._batch import BatchWriter, Notifier
 from ._frames import check_member_frame
 from ._limits import MAX_COMMAND_BYTES, MAX_PAGE_BYTES, BodyLimits, server_limits
+from ._metrics import RequestMetrics, read_refused, subscriptions
 from ._pages import EventReader, page_body
 from ._read_gate import ReadGate
 from ._silence import SilenceWatch
@@ -249,6 +251,7 @@ def create_app(
     app = FastAPI(
         title="MissionWeave Group Authority", version="1", lifespan=lifespan, **NATIVE_TRACING_OFF
     )
+    app.add_middleware(RequestMetrics)  # inside the trace: the route is known when it ends
     app.add_middleware(TraceContextMiddleware)  # joins the caller's trace (traceparent)
     app.add_middleware(BodyLimits, error=error_body)
     # outermost: a silence is credited to live leases before anything of the request runs
@@ -289,6 +292,7 @@ def create_app(
 
     @app.exception_handler(ReadRefused)
     async def _refused(_: Request, exc: ReadRefused) -> JSONResponse:
+        read_refused(exc.code)
         response = _error(exc.status, exc.code, exc.reason, **exc.detail)
         if exc.status == 401:
             response.headers["Accept-Signature"] = ACCEPT_SIGNATURE
@@ -390,6 +394,7 @@ def create_app(
 
     def _busy(refused: dict[str, Any]) -> JSONResponse:
         """429 ``too_many_reads``: a bound on large reads in flight (:mod:`._read_gate`)."""
+        read_refused("too_many_reads")
         scope = "this key's" if refused["scope"] == "key" else "the server's"
         response = _error(
             429,
@@ -542,7 +547,11 @@ def create_app(
         session = StreamSession(
             ws, authority, notifier, poll_interval_s, reads, max_replay_events, ws_idle_timeout_s
         )
-        await session.run()
+        watch(series.AUTHORITY_SUBSCRIBERS, session, subscriptions)
+        try:
+            await session.run()
+        finally:
+            unwatch(series.AUTHORITY_SUBSCRIBERS, session)
 
     return app
 

@@ -33,6 +33,7 @@ from ..wire import CursorTooOldError, FrameError, ReadRefused, ReadVerifier, is_
 from ._batch import Notifier
 from ._frames import MAX_SKEW_MS, check_member_frame
 from ._limits import MAX_FRAME_BYTES, JSONProblem, parse_json
+from ._metrics import read_refused
 from ._pages import EventReader
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ class _Subscription:
     task: asyncio.Task[None]
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, weakref_slot=True)
 class StreamSession:
     """One WebSocket connection of ``/v1/stream``.
 
@@ -78,6 +79,11 @@ class StreamSession:
     # Pumps and the frame loop send concurrently; whole frames must not interleave.
     _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
 
+    @property
+    def subscriptions(self) -> int:
+        """Groups this socket is subscribed to now."""
+        return len(self._subs)
+
     async def run(self) -> None:
         """Serve frames until the client disconnects; then stop every pump."""
         try:
@@ -95,6 +101,8 @@ class StreamSession:
                 try:
                     await self._handle(raw)
                 except FrameError as err:
+                    if err.code == "unauthorized":  # a SUBSCRIBE (a read) refused
+                        read_refused(err.code)
                     await self._error(err.code, err.reason, err.detail)
         finally:
             tasks = {sub.task for sub in self._subs.values()}

@@ -1,0 +1,73 @@
+"""What the Authority's core records (docs/metrics.md): each write transaction's Commands,
+Events, size and time, and the live leases a scrape reads.
+
+Label values are bounded: a Command type the Authority does not know is ``unknown``, a lease's
+reason outside :data:`LEASE_REASONS` (a canceller's free text) is ``other``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...metrics import add, observe
+from ...metrics import series as s
+from ...protocol import Command
+from ..wire import SubmitResult
+from ._registry import HANDLERS
+
+if TYPE_CHECKING:
+    from ._engine import Authority
+
+#: The reasons a lease's end names that are exported as they are.
+LEASE_REASONS = frozenset(
+    {
+        "lease_expired", "blocked_lease_expired", "ownership_lease_expired",
+        "start_deadline_missed", "session_replaced", "failed", "child_mission", "cancelled",
+        "mission_cancelled", "mission_failed",
+    }
+)  # fmt: skip
+
+
+def _reason(body: dict[str, Any]) -> str:
+    reason = body.get("reason")
+    return reason if isinstance(reason, str) and reason in LEASE_REASONS else "other"
+
+
+def record_transaction(
+    commands: Sequence[Command], results: Sequence[SubmitResult], seconds: float
+) -> None:
+    """Count one committed transaction: its size and time, each Command's verdict, each
+    Event appended (a repeated Command's original Events are not counted again), and the
+    leases it ended as expired or revoked."""
+    observe(s.AUTHORITY_BATCH_SIZE, len(commands))
+    observe(s.AUTHORITY_COMMIT, seconds)
+    for cmd, r in zip(commands, results, strict=True):
+        code = r.rejection.code if r.rejection is not None else "none"
+        kind = cmd.type if cmd.type in HANDLERS else "unknown"
+        add(s.AUTHORITY_COMMANDS, type=kind, status=r.status, code=code)
+        if r.duplicate:
+            continue
+        for e in r.events:
+            add(s.AUTHORITY_APPENDS, type=e.type)
+            if e.type == "lease.expired":
+                add(s.AUTHORITY_LEASE_EXPIRIES, reason=_reason(e.body))
+            elif e.type == "lease.revoked":
+                add(s.AUTHORITY_LEASE_REVOCATIONS, reason=_reason(e.body))
+
+
+def record_credit(cause: str, leases: int) -> None:
+    """Count ``leases`` extended for an outage of the Authority (``down``, ``stalled``,
+    ``silent``), MW-11.5-c."""
+    if leases:
+        add(s.AUTHORITY_DOWNTIME_CREDITS, leases, cause=cause)
+
+
+def live_leases(authority: Authority) -> dict[tuple[str, ...], float]:
+    """Active, unexpired leases by kind, read under the Authority's lock (for a scrape)."""
+    with authority._lock:
+        rows = authority.store.all("leases.live_by_kind", authority.clock())
+    return {(str(r[0]),): float(r[1]) for r in rows}
+
+
+__all__ = ["LEASE_REASONS", "live_leases", "record_credit", "record_transaction"]

@@ -1,0 +1,37 @@
+"""Metrics for operators: OpenTelemetry instruments served as Prometheus text (docs/metrics.md).
+
+The series are named in one place (:mod:`._catalog`); parts record through :func:`add`,
+:func:`observe` and :func:`watch`, which cost nothing until a process calls
+:func:`serve_metrics` (``--metrics-port`` of ``authority serve``, ``coordinator``, ``worker``
+and ``dev up``). Labels never carry a Group, Mission, agent or WorkItem id. Metrics are
+recorded in activities and process code, never in workflow code (determinism).
+"""
+
+from . import _catalog as series
+from ._catalog import ALL, Series
+from ._instruments import METER_NAME, add, observe, unwatch, watch
+from ._serve import (
+    AUTHORITY_METRICS_PORT,
+    COORDINATOR_METRICS_PORT,
+    MetricsEndpoint,
+    MetricsError,
+    serve_metrics,
+    temporal_runtime,
+)
+
+__all__ = [
+    "ALL",
+    "AUTHORITY_METRICS_PORT",
+    "COORDINATOR_METRICS_PORT",
+    "METER_NAME",
+    "MetricsEndpoint",
+    "MetricsError",
+    "Series",
+    "add",
+    "observe",
+    "series",
+    "serve_metrics",
+    "temporal_runtime",
+    "unwatch",
+    "watch",
+]

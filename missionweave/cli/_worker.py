@@ -23,8 +23,10 @@ from ._common import (
     load_key,
     run_client_command,
     serve_until_signalled,
+    start_metrics,
     start_service,
 )
+from ._worker_log import PROBE_TIMEOUT_S, ConnectionWatch, LogLevel, setup_worker_logging
 from ._worker_sched import APPROVAL_RISK, GROUP_QUOTA, RESOURCE, RISK_BUDGET, scheduler_options
 
 if TYPE_CHECKING:
@@ -73,6 +75,7 @@ async def _run(
         f"missionweave-agent-{agent_id}", authority_url, temporal_address, namespace
     )
     runtime = runtime_for(temporal_client=client)
+    watching = await _watch_servers(client, authority_url, temporal_address)
 
     async def announce() -> None:  # once the session is open and the log caught up
         await runtime.ready.wait()
@@ -95,6 +98,9 @@ async def _run(
         raise CliError(f"agent {agent_id} stopped: {first_line(exc)}") from None
     finally:
         announcing.cancel()
+        for task in watching:
+            task.cancel()
+        await asyncio.gather(*watching, return_exceptions=True)
     if runtime.interrupted:
         grace = runtime.graceful_shutdown.total_seconds()
         raise CliError(
@@ -103,6 +109,38 @@ async def _run(
             "and reported failed (retryable) to the Authority, which offers it again",
             exit_code=1,
         )
+
+
+async def _watch_servers(
+    client: Any, authority_url: str, temporal_address: str
+) -> list[asyncio.Task[None]]:
+    """One :class:`ConnectionWatch` task each for Temporal and the Authority."""
+    from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+
+    from ..authority.client import AuthorityClient
+
+    def temporal() -> Any:
+        return client.workflow_service.get_system_info(
+            GetSystemInfoRequest(), retry=False, timeout=timedelta(seconds=PROBE_TIMEOUT_S)
+        )
+
+    probe = AuthorityClient(authority_url, timeout=PROBE_TIMEOUT_S)
+
+    async def authority() -> None:
+        await probe.info()
+
+    async def closing(watch: ConnectionWatch) -> None:
+        try:
+            await watch.run()
+        finally:
+            if watch.name == "the Authority":
+                await probe.aclose()
+
+    watches = [
+        ConnectionWatch("Temporal", temporal_address, temporal),
+        ConnectionWatch("the Authority", authority_url, authority),
+    ]
+    return [asyncio.create_task(closing(w), name=f"watch {w.name}") for w in watches]
 
 
 #: Seconds of ``--stop-timeout`` kept for reporting interrupted work after handlers' grace.
@@ -145,6 +183,17 @@ def worker_command(
     resource: list[str] = RESOURCE,
     approval_risk: str | None = APPROVAL_RISK,
     risk_budget: list[str] = RISK_BUDGET,
+    log_level: LogLevel = typer.Option(
+        LogLevel.INFO,
+        "--log-level",
+        case_sensitive=False,
+        help="MissionWeave's and your handlers' (ctx.logger) log lines from this level on; "
+        "other libraries log warnings and errors only.",
+    ),
+    metrics_port: int | None = opt.metrics_port_option(
+        None, "slots, queue, declines, handler durations, budget burned, offline buffer"
+    ),
+    metrics_host: str = opt.METRICS_HOST,
 ) -> None:
     """Run an agent: answer offers, schedule and execute WorkItems with your handlers.
 
@@ -163,9 +212,15 @@ def worker_command(
     Another worker started with the same agent id opens a newer session and replaces this one:
     this one stops, logs which session took over, when, and which process (pid and host), and
     exits with status 0 (a supervisor that restarts failed workers does not start a fight).
+
+    While Temporal or the Authority is unreachable the worker says so once, goes on retrying
+    quietly, and says when it answers again. --metrics-port (none by default: several agents
+    share a machine; 9466 and up by convention) serves GET /metrics.
     """
+    from ..metrics import process_runtime
     from ..worker import AgentRuntime, HandlerLoadError, load_handlers
 
+    setup_worker_logging(log_level.value)
     signing_key = load_key(key)
     agent_card = load_card(card, signing_key)
     if os.getcwd() not in sys.path:  # `my_package.handlers` relative to where the user runs
@@ -176,6 +231,10 @@ def worker_command(
         raise CliError(str(exc)) from None
     weights = parse_group_weights(group_weight, list(group))
     scheduling = scheduler_options(resource, approval_risk, risk_budget, list(group), group_quota)
+    # metrics first (the Temporal runtime then exports the SDK's too); the runtime forwards
+    # the SDK core's log records to Python logging, where QuietRetries shapes them
+    start_metrics(metrics_port, metrics_host)
+    process_runtime()
     runtime_for = functools.partial(
         AgentRuntime,
         agent_card,

@@ -17,9 +17,9 @@ from temporalio.worker import Interceptor, Worker
 from ..activities import Check, CoordinatorActivities
 from ..artifacts import ArtifactStore
 from ..authority.client import AuthorityClient
-from ..metrics import series, temporal_runtime, unwatch, watch
+from ..metrics import series, serving_metrics, unwatch, watch
 from ..protocol import Actor
-from ..protocol.temporal_contract import COORDINATOR_TASK_QUEUE
+from ..protocol.temporal_contract import COORDINATOR_TASK_QUEUE, MISSION_WORKFLOW_TYPE
 from ..telemetry import worker_interceptors
 from ..workflows import MissionWorkflow
 
@@ -49,7 +49,7 @@ class MissionCounts:
         """Count once now."""
         counts: dict[tuple[str, ...], float] = {}
         for status in MISSION_STATUSES:
-            query = f"WorkflowType = '{MissionWorkflow.__name__}' AND MissionStatus = '{status}'"
+            query = f"WorkflowType = '{MISSION_WORKFLOW_TYPE}' AND MissionStatus = '{status}'"
             counts[(status,)] = float((await self.client.count_workflows(query)).count)
         self.counts = counts
 
@@ -70,7 +70,7 @@ class MissionCounts:
 def count_missions(client: Client) -> asyncio.Task[None] | None:
     """Start :class:`MissionCounts` when this process serves metrics (else ``None``: the
     counts would cost visibility queries for nobody). Cancel the task to stop."""
-    if temporal_runtime() is None:
+    if not serving_metrics():
         return None
     return asyncio.create_task(MissionCounts(client).run(), name="mission-counts")
 

@@ -16,21 +16,26 @@ from ._serve import (
     MetricsEndpoint,
     MetricsError,
     serve_metrics,
+    serving_metrics,
     temporal_runtime,
 )
+from ._temporal import CORE_LOGGER, process_runtime
 
 __all__ = [
     "ALL",
     "AUTHORITY_METRICS_PORT",
     "COORDINATOR_METRICS_PORT",
+    "CORE_LOGGER",
     "METER_NAME",
     "MetricsEndpoint",
     "MetricsError",
     "Series",
     "add",
     "observe",
+    "process_runtime",
     "series",
     "serve_metrics",
+    "serving_metrics",
     "temporal_runtime",
     "unwatch",
     "watch",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import metrics
 
 from ..protocol import MissionWeaveError
-from ._temporal import TEMPORAL_METER, metrics_runtime
+from ._temporal import TEMPORAL_METER, current_runtime, process_runtime
 
 if TYPE_CHECKING:
     from temporalio.runtime import Runtime
@@ -32,7 +32,6 @@ COORDINATOR_METRICS_PORT = 9465
 
 _lock = threading.Lock()
 _provider: Any = None
-_runtime: Runtime | None = None
 
 
 class MetricsError(MissionWeaveError):
@@ -64,7 +63,7 @@ class MetricsEndpoint:
 
 
 def _ensure_provider() -> None:
-    global _provider, _runtime
+    global _provider
     with _lock:
         if _provider is not None:
             return
@@ -75,7 +74,7 @@ def _ensure_provider() -> None:
         provider = MeterProvider(metric_readers=[reader])
         metrics.set_meter_provider(provider)
         _provider = provider
-        _runtime, _ = metrics_runtime(provider.get_meter(TEMPORAL_METER))
+        process_runtime(provider.get_meter(TEMPORAL_METER))
 
 
 def serve_metrics(port: int, host: str = "127.0.0.1") -> MetricsEndpoint:
@@ -99,15 +98,22 @@ def serve_metrics(port: int, host: str = "127.0.0.1") -> MetricsEndpoint:
     except OSError as exc:
         raise MetricsError(f"cannot serve metrics on {host}:{port}: {exc.strerror}") from None
     endpoint = MetricsEndpoint(host, int(server.server_port), server)
-    log.info("metrics at %s", endpoint.url)
+    log.debug("metrics at %s", endpoint.url)
     return endpoint
 
 
 def temporal_runtime() -> Runtime | None:
-    """The Temporal runtime whose SDK metrics are exported (``runtime=`` of
-    ``Client.connect``), or ``None`` before :func:`serve_metrics` (the SDK's default
-    runtime, no metrics)."""
-    return _runtime
+    """``runtime=`` of ``Client.connect``: this process's Temporal runtime
+    (:func:`~._temporal.process_runtime`: the SDK's metrics once :func:`serve_metrics` ran
+    first, its core's logs forwarded to Python logging), or ``None`` when nothing made one
+    (the SDK's default runtime)."""
+    runtime: Runtime | None = current_runtime()
+    return runtime
+
+
+def serving_metrics() -> bool:
+    """Whether :func:`serve_metrics` turned recording on in this process."""
+    return _provider is not None
 
 
 __all__ = [
@@ -116,5 +122,6 @@ __all__ = [
     "MetricsEndpoint",
     "MetricsError",
     "serve_metrics",
+    "serving_metrics",
     "temporal_runtime",
 ]

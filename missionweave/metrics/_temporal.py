@@ -32,6 +32,8 @@ DRAIN_INTERVAL_S = 1.0
 BUFFER_SIZE = 100_000
 #: The scope of the Temporal SDK's series.
 TEMPORAL_METER = "temporalio"
+#: The Python logger the SDK core's log records are forwarded to (its target appended).
+CORE_LOGGER = "temporalio.core"
 
 
 def task_queue_label(value: str) -> str:
@@ -138,26 +140,67 @@ class TemporalMetricsBridge:
         return self.meter.create_gauge(metric.name, unit=unit, description=desc)
 
 
-def metrics_runtime(meter: metrics.Meter) -> tuple[Any, TemporalMetricsBridge]:
-    """A Temporal :class:`~temporalio.runtime.Runtime` whose metrics go to ``meter`` (durations
-    in seconds), and its started bridge."""
+_lock = threading.Lock()
+_runtime: Any = None
+_bridge: TemporalMetricsBridge | None = None
+
+
+def process_runtime(meter: metrics.Meter | None = None) -> Any:
+    """This process's Temporal :class:`~temporalio.runtime.Runtime`, made on the first call:
+    the SDK core's log records go to the Python logger :data:`CORE_LOGGER` (WARN and up, so
+    that a command can shape them: ``missionweave worker``), and with ``meter`` its metrics
+    to that meter (durations in seconds) through a started :class:`TemporalMetricsBridge`.
+
+    Pass it as ``runtime=`` of ``Client.connect`` (:func:`current_runtime`). A ``meter`` given
+    after the runtime was made without one is ignored, with a warning: a runtime's telemetry
+    is fixed when it is made.
+    """
+    global _runtime, _bridge
     from temporalio.runtime import (
+        LogForwardingConfig,
+        LoggingConfig,
         MetricBuffer,
         MetricBufferDurationFormat,
         Runtime,
         TelemetryConfig,
+        TelemetryFilter,
     )
 
-    buffer = MetricBuffer(BUFFER_SIZE, MetricBufferDurationFormat.SECONDS)
-    runtime = Runtime(telemetry=TelemetryConfig(metrics=buffer))
-    bridge = TemporalMetricsBridge(buffer, meter)
-    bridge.start()
-    return runtime, bridge
+    with _lock:
+        if _runtime is not None:
+            if meter is not None and _bridge is None:
+                log.warning("Temporal SDK metrics off: its runtime was made before metrics")
+            return _runtime
+        logging_config = LoggingConfig(
+            filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
+            forwarding=LogForwardingConfig(logger=logging.getLogger(CORE_LOGGER)),
+        )
+        buffer = None
+        if meter is not None:
+            buffer = MetricBuffer(BUFFER_SIZE, MetricBufferDurationFormat.SECONDS)
+        _runtime = Runtime(telemetry=TelemetryConfig(logging=logging_config, metrics=buffer))
+        if buffer is not None and meter is not None:
+            _bridge = TemporalMetricsBridge(buffer, meter)
+            _bridge.start()
+        return _runtime
+
+
+def current_runtime() -> Any:
+    """The runtime :func:`process_runtime` made, or ``None`` (the SDK's default then)."""
+    return _runtime
+
+
+def exports_metrics() -> bool:
+    """Whether this process's Temporal runtime exports the SDK's metrics."""
+    return _bridge is not None
 
 
 __all__ = [
+    "CORE_LOGGER",
     "TemporalMetricsBridge",
     "clean_attributes",
-    "metrics_runtime",
+    "current_runtime",
+    "exports_metrics",
+    "process_runtime",
     "task_queue_label",
 ]

@@ -29,6 +29,10 @@ LEASE_REASONS = frozenset(
 )  # fmt: skip
 
 
+#: The kinds of lease, each reported (0 when none is live).
+LEASE_KINDS = ("queued", "execution", "blocked")
+
+
 def _reason(body: dict[str, Any]) -> str:
     reason = body.get("reason")
     return reason if isinstance(reason, str) and reason in LEASE_REASONS else "other"
@@ -67,7 +71,9 @@ def live_leases(authority: Authority) -> dict[tuple[str, ...], float]:
     """Active, unexpired leases by kind, read under the Authority's lock (for a scrape)."""
     with authority._lock:
         rows = authority.store.all("leases.live_by_kind", authority.clock())
-    return {(str(r[0]),): float(r[1]) for r in rows}
+    counts: dict[tuple[str, ...], float] = {(k,): 0.0 for k in LEASE_KINDS}
+    counts.update({(str(r[0]),): float(r[1]) for r in rows})
+    return counts
 
 
-__all__ = ["LEASE_REASONS", "live_leases", "record_credit", "record_transaction"]
+__all__ = ["LEASE_KINDS", "LEASE_REASONS", "live_leases", "record_credit", "record_transaction"]

@@ -18,6 +18,7 @@ from temporalio import activity
 
 from ..artifacts import ArtifactStore
 from ..authority.client import AuthorityClient, CursorTooOldError
+from ..metrics import series, start_counters
 from ..protocol import Actor, Command, sign_command
 from ..protocol.review_decision import decision_command, verdict_step
 from ..protocol.temporal_contract import (
@@ -118,6 +119,7 @@ class CoordinatorActivities:
         self.checks = dict(checks or {})
         self.schemas = dict(schemas or {})
         self.artifact_store = artifact_store
+        start_counters(series.COORDINATOR)
         self.review = SubmissionReview(
             authority,
             coordinator.agent_id,

@@ -9,7 +9,7 @@ recorded in activities and process code, never in workflow code (determinism).
 
 from . import _catalog as series
 from ._catalog import ALL, Series
-from ._instruments import METER_NAME, add, observe, unwatch, watch
+from ._instruments import METER_NAME, add, observe, start_counters, unwatch, watch
 from ._serve import (
     AUTHORITY_METRICS_PORT,
     COORDINATOR_METRICS_PORT,
@@ -36,6 +36,7 @@ __all__ = [
     "series",
     "serve_metrics",
     "serving_metrics",
+    "start_counters",
     "temporal_runtime",
     "unwatch",
     "watch",

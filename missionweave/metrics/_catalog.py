@@ -32,6 +32,8 @@ class Series:
         unit: UCUM unit: ``s`` (seconds) or an annotation such as ``{command}`` (a count).
         help: what it measures, one sentence.
         labels: its label names.
+        initial: label values a counter is exported with, at 0, from its process's start
+            (known values: a dashboard's query finds the series before the first event).
     """
 
     name: str
@@ -39,6 +41,7 @@ class Series:
     unit: str
     help: str
     labels: tuple[str, ...] = ()
+    initial: tuple[tuple[str, ...], ...] = ()
 
     @property
     def prometheus(self) -> str:
@@ -77,17 +80,20 @@ AUTHORITY_LEASE_EXPIRIES = Series(
     "missionweave_authority_lease_expiries", "counter", "{lease}",
     "Leases closed as expired, by reason (lease_expired, start_deadline_missed, …).",
     ("reason",),
+    (('lease_expired',), ('start_deadline_missed',), ('ownership_lease_expired',), ('blocked_lease_expired',)),
 )  # fmt: skip
 AUTHORITY_LEASE_REVOCATIONS = Series(
     "missionweave_authority_lease_revocations", "counter", "{lease}",
     "Leases revoked, by reason (a new session, a failure, a child Mission, …).",
     ("reason",),
+    (('session_replaced',), ('failed',), ('cancelled',)),
 )  # fmt: skip
 AUTHORITY_DOWNTIME_CREDITS = Series(
     "missionweave_authority_downtime_credits", "counter", "{lease}",
     "Leases extended for the Authority's own outage (MW-11.5-c), by cause: down (a restart), "
     "stalled (it stood still), silent (nobody's request arrived).",
     ("cause",),
+    (('down',), ('stalled',), ('silent',)),
 )  # fmt: skip
 AUTHORITY_SUBSCRIBERS = Series(
     "missionweave_authority_subscribers", "gauge", "{subscription}",
@@ -97,6 +103,7 @@ AUTHORITY_READS_REFUSED = Series(
     "missionweave_authority_reads_refused", "counter", "{read}",
     "Reads refused, by code (unauthenticated, not_a_member, too_many_reads, …).",
     ("code",),
+    (('unauthenticated',), ('not_a_member',), ('too_many_reads',)),
 )  # fmt: skip
 AUTHORITY_REQUESTS = Series(
     "missionweave_authority_request_duration", "histogram", "s",
@@ -125,6 +132,7 @@ AGENT_DECLINES = Series(
     "missionweave_agent_admission_declines", "counter", "{offer}",
     "Offers declined by admission control, by reason (capability, queue_full, deadline, …).",
     ("reason",),
+    (('capacity',), ('deadline',), ('capability',), ('budget',)),
 )  # fmt: skip
 AGENT_HANDLER_DURATION = Series(
     "missionweave_agent_handler_duration", "histogram", "s",
@@ -147,6 +155,7 @@ AGENT_RECONCILIATIONS = Series(
     "Buffered Commands submitted on reconnection, by result (applied, already_applied, "
     "refused).",
     ("result",),
+    (('applied',), ('already_applied',), ('refused',)),
 )  # fmt: skip
 
 # ----------------------------------------------------------------------------- coordinator
@@ -154,11 +163,13 @@ COORDINATOR_OFFERS = Series(
     "missionweave_coordinator_offers", "counter", "{offer}",
     "work.offer Commands the coordinator made, by the Authority's verdict and code.",
     ("status", "code"),
+    (('accepted', 'none'),),
 )  # fmt: skip
 COORDINATOR_UNPLACED = Series(
     "missionweave_coordinator_unplaced", "counter", "{ranking}",
     "Rankings that found no agent to offer to, by reason (no_eligible_agent, saturated).",
     ("reason",),
+    (('no_eligible_agent',), ('saturated',)),
 )  # fmt: skip
 COORDINATOR_REASSIGNMENTS = Series(
     "missionweave_coordinator_reassignments", "counter", "{offer}",
@@ -166,12 +177,14 @@ COORDINATOR_REASSIGNMENTS = Series(
     "offer_expired, an owner closed (lease_expired, start_deadline_missed, …), "
     "retry_after_failure, requeued.",
     ("cause",),
+    (('offer_declined',), ('offer_expired',), ('lease_expired',), ('retry_after_failure',)),
 )  # fmt: skip
 COORDINATOR_REVIEWS = Series(
     "missionweave_coordinator_review_outcomes", "counter", "{review}",
     "Submissions reviewed (integrity and deterministic steps), by outcome (passed, failed) "
     "and the first failed step (none when passed).",
     ("outcome", "failed_step"),
+    (('passed', 'none'), ('failed', 'integrity'), ('failed', 'deterministic')),
 )  # fmt: skip
 COORDINATOR_MISSIONS = Series(
     "missionweave_coordinator_missions", "gauge", "{mission}",

@@ -118,6 +118,18 @@ def add(series: Series, amount: float = 1, **labels: str) -> None:
     counter.add(amount, _attrs(series, labels))
 
 
+def start_counters(component: Iterable[Series]) -> None:
+    """Export each counter of ``component`` (``series.AUTHORITY``, ``AGENT``,
+    ``COORDINATOR``) at 0 for its :attr:`~._catalog.Series.initial` label values: a process
+    calls it as it starts that part."""
+    for series in component:
+        counter = _counters.get(series.name)
+        if counter is None:
+            continue
+        for values in series.initial:
+            counter.add(0, dict(zip(series.labels, values, strict=True)))
+
+
 def observe(series: Series, value: float, **labels: str) -> None:
     """Record ``value`` (seconds for a unit of ``s``) in the histogram ``series``.
 
@@ -151,4 +163,4 @@ def unwatch(series: Series, owner: object) -> None:
         gauge.unwatch(owner)
 
 
-__all__ = ["METER_NAME", "Reading", "add", "observe", "unwatch", "watch"]
+__all__ = ["METER_NAME", "Reading", "add", "observe", "start_counters", "unwatch", "watch"]

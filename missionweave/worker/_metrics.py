@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..metrics import add, observe, unwatch, watch
+from ..metrics import add, observe, start_counters, unwatch, watch
 from ..metrics import series as s
 from ..protocol import DeclineReason, ResourceUsage
 from ._admission import AMBIGUOUS
@@ -27,6 +27,7 @@ def _depths(rt: AgentRuntime) -> dict[str, int]:
 
 def watch_runtime(rt: AgentRuntime) -> None:
     """Report ``rt``'s slots, queue and offline buffer in the agent gauges while it lives."""
+    start_counters(s.AGENT)
     watch(s.AGENT_SLOTS, rt, lambda r: r.board.capacity)
     watch(s.AGENT_SLOTS_BUSY, rt, lambda r: r.board.taken())
     watch(s.AGENT_QUEUE_DEPTH, rt, lambda r: sum(_depths(r).values()))

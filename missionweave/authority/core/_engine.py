@@ -24,7 +24,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from ...metrics import series, unwatch, watch
+from ...metrics import series, start_counters, unwatch, watch
 from ...protocol import (
     GENESIS_HASH,
     Command,
@@ -149,6 +149,7 @@ class Authority(LogReader, AgentReads):
         self.stall_watch: StallWatch | None = None
         self._pin_key()
         watch(series.AUTHORITY_LEASES_LIVE, self, live_leases)
+        start_counters(series.AUTHORITY)
 
     def _pin_key(self) -> None:
         """Record the Authority's public key in the database; refuse a different key later."""

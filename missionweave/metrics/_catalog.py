@@ -80,7 +80,8 @@ AUTHORITY_LEASE_EXPIRIES = Series(
     "missionweave_authority_lease_expiries", "counter", "{lease}",
     "Leases closed as expired, by reason (lease_expired, start_deadline_missed, …).",
     ("reason",),
-    (('lease_expired',), ('start_deadline_missed',), ('ownership_lease_expired',), ('blocked_lease_expired',)),
+    (("lease_expired",), ("start_deadline_missed",), ("ownership_lease_expired",),
+     ("blocked_lease_expired",)),
 )  # fmt: skip
 AUTHORITY_LEASE_REVOCATIONS = Series(
     "missionweave_authority_lease_revocations", "counter", "{lease}",

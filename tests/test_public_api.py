@@ -34,6 +34,9 @@ PROTOCOL = {
     # bounded offline execution (MW-11.5-f/i)
     "BOUNDED_OFFLINE_EXECUTION", "BUFFERABLE_COMMANDS", "KNOWN_EXTENSIONS",
     "RESOURCE_USAGE_RECORDED", "OfflineBinding",
+    # the vocabulary (issue 27)
+    "CommandType", "EventType", "RejectionCode", "REJECTION_DOCS", "RejectionDoc",
+    "rejection_table",
 }  # fmt: skip
 
 AUTHORITY = {

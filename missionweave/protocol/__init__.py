@@ -2,7 +2,9 @@
 
 Contracts (MW-10.1), the WorkItem state table (MW-10.2), the DAG (MW-10.4), Command/Event
 envelopes with RFC 8785 canonical bytes, Ed25519 signatures and the SHA-256 hash chain, and
-idempotency keys (MW-16-f), signed Artifact manifests (MW-13.1) and Context Packages (MW-13.3).
+idempotency keys (MW-16-f), signed Artifact manifests (MW-13.1) and Context Packages (MW-13.3),
+and the vocabulary: :class:`CommandType`, :class:`EventType` and :class:`RejectionCode` (with
+each code's meaning and next step in :data:`REJECTION_DOCS`).
 """
 
 from ._artifacts import (
@@ -76,6 +78,8 @@ from ._offline import (
     OfflineBinding,
 )
 from ._records import AgentCard, DeclineReason, Evidence, ProgressReport, SelectionBasis
+from ._rejection_codes import RejectionCode
+from ._rejection_docs import REJECTION_DOCS, RejectionDoc, rejection_table
 from ._retry import RetryBound, exhausted_retry_bound
 from ._signer import Actor
 from ._states import (
@@ -89,6 +93,7 @@ from ._states import (
     check_transition,
     transition_for,
 )
+from ._vocabulary import CommandType, EventType
 from ._work_input import (
     INPUT_ARTIFACT_KEY,
     INPUT_MEDIA_TYPE,
@@ -115,6 +120,7 @@ __all__ = [
     "MAX_INLINE_INPUT_BYTES",
     "MAX_LABEL_CHARS",
     "MAX_SAFE_INT",
+    "REJECTION_DOCS",
     "RESOURCE_USAGE_RECORDED",
     "TERMINAL_STATES",
     "TRANSITIONS",
@@ -128,12 +134,14 @@ __all__ = [
     "CanonicalizationError",
     "Classification",
     "Command",
+    "CommandType",
     "ContextPackage",
     "DeclineReason",
     "Deliverable",
     "DependencyStrategy",
     "Event",
     "EventRange",
+    "EventType",
     "Evidence",
     "GraphError",
     "MissionWeaveError",
@@ -143,6 +151,8 @@ __all__ = [
     "ProtocolError",
     "RejectedError",
     "Rejection",
+    "RejectionCode",
+    "RejectionDoc",
     "ResourceUsage",
     "RetryBound",
     "RetryPolicy",
@@ -187,6 +197,7 @@ __all__ = [
     "reduce_events",
     "reduce_work_item",
     "referenced_input",
+    "rejection_table",
     "satisfies",
     "seal_event",
     "sha256_hex",

@@ -15,15 +15,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._contract import ResourceUsage
+from ._vocabulary import CommandType, EventType
 
 #: The critical extension of every buffered Command (MW-11.5-f).
 BOUNDED_OFFLINE_EXECUTION = "urn:missionweaveprotocol:extension:bounded-offline-execution"
 #: The Event appended for each non-zero offline resource delta (MW-11.5-i).
-RESOURCE_USAGE_RECORDED = "ext.missionweaveprotocol.core.resource_usage_recorded"
+RESOURCE_USAGE_RECORDED = EventType.RESOURCE_USAGE_RECORDED
 #: The extensions this implementation understands (an unknown critical one is rejected).
 KNOWN_EXTENSIONS = frozenset({BOUNDED_OFFLINE_EXECUTION})
 #: Command types a Worker may buffer while offline: progress and checkpoints (MW-11.5-c).
-BUFFERABLE_COMMANDS = frozenset({"progress.report"})
+BUFFERABLE_COMMANDS = frozenset({CommandType.PROGRESS_REPORT})
 
 
 class OfflineBinding(BaseModel):

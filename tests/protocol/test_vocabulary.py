@@ -120,6 +120,8 @@ def _in_code_place(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
         for k, v in zip(parent.keys, parent.values, strict=True):
             if v is node and isinstance(k, ast.Constant) and k.value == "code":
                 return True
+        keys = parent.keys
+        return node in keys and all(isinstance(k, ast.Constant) and k.value in CODES for k in keys)
     if isinstance(parent, ast.Assign | ast.AnnAssign):
         targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
         return any(
@@ -177,6 +179,7 @@ def test_the_check_finds_what_it_forbids() -> None:
         '    raise Reject(f"{kind}_expired", "the grant has expired")\n'
         '    code = "not_owner"\n'
         '    _OUTCOMES = {"work.failed": "fail"}\n'
+        '    status = {"unknown_group": 404, "unauthorized": 403}.get(r.code, 422)\n'
         '    log("mission_exists is not a code here")\n'
     )
     hits = _spelled_out(source, "sample.py")
@@ -187,4 +190,6 @@ def test_the_check_finds_what_it_forbids() -> None:
         "f'{kind}_expired' makes ['lease_expired', 'offer_expired', 'token_expired']",
         "'not_owner'",
         "'work.failed'",
+        "'unknown_group'",
+        "'unauthorized'",
     ]

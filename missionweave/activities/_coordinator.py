@@ -19,7 +19,7 @@ from temporalio import activity
 from ..artifacts import ArtifactStore
 from ..authority.client import AuthorityClient, CursorTooOldError
 from ..metrics import series, start_counters
-from ..protocol import Actor, Command, sign_command
+from ..protocol import Actor, Command, CommandType, RejectionCode, sign_command
 from ..protocol.review_decision import decision_command, verdict_step
 from ..protocol.temporal_contract import (
     BatchEntry,
@@ -79,7 +79,7 @@ def _offer_intent(req: SelectCandidatesInput, res: SelectCandidatesResult) -> Co
     assert req.offer is not None
     return CoordinatorIntent(
         command_id=req.offer.command_id,
-        type="work.offer",
+        type=CommandType.WORK_OFFER,
         issued_at_ms=req.offer.issued_at_ms,
         body={
             "work_item_id": req.work_item_id,
@@ -173,7 +173,7 @@ class CoordinatorActivities:
             for i, (e, v) in enumerate(zip(inp.entries, results, strict=True))
             if e.intent is not None
             and v.rejection is not None
-            and v.rejection.code == "stale_membership_epoch"
+            and v.rejection.code == RejectionCode.STALE_MEMBERSHIP_EPOCH
         ]
         if redo:
             current = results[redo[0]].rejection.detail.get("current")  # type: ignore[union-attr]
@@ -189,7 +189,7 @@ class CoordinatorActivities:
             for i, (e, v) in enumerate(zip(inp.entries, results, strict=True))
             if e.intent is not None
             and v.rejection is not None
-            and v.rejection.code == "idempotency_conflict"
+            and v.rejection.code == RejectionCode.IDEMPOTENCY_CONFLICT
         }
         if conflicts:
             found = await self._originals(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..metrics import add
 from ..metrics import series as s
+from ..protocol import EventType
 from ..protocol.temporal_contract import (
     CommandVerdict,
     ReviewResult,
@@ -29,14 +30,14 @@ def reassignment_cause(verdict: CommandVerdict) -> str | None:
     offer (see the module docstring)."""
     if not verdict.accepted:
         return None
-    offered = next((e for e in verdict.events if e.type == "work.offered"), None)
+    offered = next((e for e in verdict.events if e.type == EventType.WORK_OFFERED), None)
     if offered is None:
         return None
     for e in verdict.events:
-        if e.type == "ownership.closed":
+        if e.type == EventType.OWNERSHIP_CLOSED:
             reason = e.body.get("reason")
             return reason if reason in OWNER_CLOSED else "owner_closed"
-    if any(e.type == "offer.withdrawn" for e in verdict.events):
+    if any(e.type == EventType.OFFER_WITHDRAWN for e in verdict.events):
         return "offer_expired"
     previous = offered.body.get("previous_state")
     if previous == "offered":

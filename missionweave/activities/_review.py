@@ -40,7 +40,7 @@ from ..artifacts import (
     ManifestIndex,
 )
 from ..authority.client import AuthorityClient, CursorTooOldError
-from ..protocol import Evidence, SignedManifest, verify_manifest
+from ..protocol import EventType, Evidence, SignedManifest, verify_manifest
 from ..protocol.temporal_contract import ReviewInput, ReviewStep
 
 log = logging.getLogger(__name__)
@@ -282,7 +282,10 @@ class SubmissionReview:
             except CursorTooOldError:
                 break
             for ev in events:
-                if ev.type != "artifact.published" or ev.body.get("artifact_hash") not in wanted:
+                if (
+                    ev.type != EventType.ARTIFACT_PUBLISHED
+                    or ev.body.get("artifact_hash") not in wanted
+                ):
                     continue
                 try:
                     signed = SignedManifest.model_validate(ev.body["manifest"])

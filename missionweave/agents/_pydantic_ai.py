@@ -22,7 +22,7 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import UsageLimits
 from pydantic_graph import End
 
-from ..protocol import Budget
+from ..protocol import Budget, RejectionCode
 from ..worker import Pause, WorkContext
 from ._conversation import load_history, save_history
 from ._governor import BudgetExhausted, Governor
@@ -250,7 +250,7 @@ async def _charge(
     state = gov.checkpoint(await save_history(ctx, messages))
     verdict = await ctx.save(state, phase="model_response")
     rej = verdict.rejection if verdict is not None and not verdict.accepted else None
-    if rej is None or rej.code != "budget_exceeded":
+    if rej is None or rej.code != RejectionCode.BUDGET_EXCEEDED:
         return
     # The Authority refused the charge and recorded nothing (MW-11.5-j): no further request
     # goes out. The unpaid usage rides with the runtime's next lease renewal, which the

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from enum import StrEnum
+from typing import Protocol
 
-from ..protocol import SignedManifest, verify_manifest
+from ..protocol import EventType, SignedManifest, verify_manifest
 from ._errors import ManifestError
 from ._store import check_hash
 
@@ -31,7 +32,7 @@ class LogManifests:
     def __init__(self, events: Iterable[object]) -> None:
         self._by_hash: dict[str, list[SignedManifest]] = {}
         for ev in events:
-            if getattr(ev, "type", None) != "artifact.published":
+            if getattr(ev, "type", None) != EventType.ARTIFACT_PUBLISHED:
                 continue
             try:
                 signed = SignedManifest.model_validate(getattr(ev, "body", {})["manifest"])
@@ -44,10 +45,19 @@ class LogManifests:
         return list(self._by_hash.get(check_hash(content_hash), ()))
 
 
-#: ``ok``: at least one manifest verifies; ``no_manifest``: the index holds none;
-#: ``unverified``: it holds some but none verifies (their sources are not followed);
-#: ``cycle``: the hash is its own ancestor (not expanded again); ``depth_limit``: too deep.
-LineageStatus = Literal["ok", "no_manifest", "unverified", "cycle", "depth_limit"]
+class LineageStatus(StrEnum):
+    """What a provenance node's expansion found (the value is what ``--json`` shows)."""
+
+    #: at least one manifest verifies
+    OK = "ok"
+    #: the index holds none
+    NO_MANIFEST = "no_manifest"
+    #: it holds some but none verifies (their sources are not followed)
+    UNVERIFIED = "unverified"
+    #: the hash is its own ancestor (not expanded again)
+    CYCLE = "cycle"
+    #: too deep
+    DEPTH_LIMIT = "depth_limit"
 
 
 @dataclass(eq=False)
@@ -69,7 +79,7 @@ class LineageNode:
     hash: str
     manifests: list[SignedManifest] = field(default_factory=list)
     sources: list[LineageNode] = field(default_factory=list)
-    status: LineageStatus = "ok"
+    status: LineageStatus = LineageStatus.OK
     rejected: int = 0
 
     def walk(self) -> Iterator[LineageNode]:
@@ -116,11 +126,11 @@ def build_lineage(
     def enter(h: str, depth: int) -> tuple[LineageNode, list[str]] | LineageNode:
         """A finished node (cycle, shared, too deep), or a new node and its sources to visit."""
         if h in on_path:
-            return LineageNode(h, status="cycle")
+            return LineageNode(h, status=LineageStatus.CYCLE)
         if h in done:
             return done[h]
         if depth > max_depth:
-            return LineageNode(h, status="depth_limit")
+            return LineageNode(h, status=LineageStatus.DEPTH_LIMIT)
         try:
             candidates = index.get(h)
             corrupt = 0
@@ -129,7 +139,7 @@ def build_lineage(
         good = [m for m in candidates if _verifies(m, h, public_keys)]
         node = LineageNode(h, manifests=good, rejected=len(candidates) - len(good) + corrupt)
         if not good:
-            node.status = "unverified" if node.rejected else "no_manifest"
+            node.status = LineageStatus.UNVERIFIED if node.rejected else LineageStatus.NO_MANIFEST
         on_path.add(h)
         return node, sorted({s for m in good for s in m.manifest.sources})
 
@@ -165,7 +175,7 @@ def _verifies(m: SignedManifest, h: str, public_keys: Mapping[str, str] | None) 
 
 
 def _describe(node: LineageNode) -> str:
-    if node.status != "ok":
+    if node.status is not LineageStatus.OK:
         extra = f", {node.rejected} rejected" if node.rejected else ""
         return f"({node.status.replace('_', ' ')}{extra})"
     m = node.manifests[0].manifest
@@ -199,7 +209,7 @@ def to_text(tree: LineageNode) -> str:
 
 
 def _label(node: LineageNode) -> str:
-    if node.status != "ok":
+    if node.status is not LineageStatus.OK:
         text = f"{node.hash[:12]}<br/>{node.status.replace('_', ' ')}"
     else:
         m = node.manifests[0].manifest
@@ -217,7 +227,7 @@ def to_mermaid(tree: LineageNode) -> str:
     declared: set[str] = set()
     edges: list[str] = []
     for node in tree.walk():
-        if node.status == "cycle":
+        if node.status is LineageStatus.CYCLE:
             continue  # an ancestor's hash: declared with that ancestor, the edge drawn below
         if node.hash not in declared:
             declared.add(node.hash)

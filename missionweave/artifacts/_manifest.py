@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import ValidationError
 
-from ..protocol import Event, SignedManifest, verify_manifest
+from ..protocol import Event, EventType, SignedManifest, verify_manifest
 from ._errors import ManifestError
 from ._lineage import LineageNode, build_lineage
 from ._store import ArtifactStore, check_hash
@@ -107,7 +107,7 @@ class ManifestIndex:
         """
         n = 0
         for ev in events:
-            if ev.type != "artifact.published":
+            if ev.type != EventType.ARTIFACT_PUBLISHED:
                 continue
             try:
                 signed = SignedManifest.model_validate(ev.body["manifest"])

@@ -17,6 +17,7 @@ from ..protocol import (
     ArtifactManifest,
     Classification,
     Command,
+    CommandType,
     Rejection,
     SignedManifest,
     sign_manifest,
@@ -163,7 +164,7 @@ async def publish_artifact(
     )
     signed = sign_manifest(manifest, actor.key)
     cmd = actor.command(
-        "artifact.publish",
+        CommandType.ARTIFACT_PUBLISH,
         group_id,
         {
             "work_item_id": lease.work_item_id,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from ..protocol import CommandType, RejectionCode
 from . import _options as opt
 from ._common import CliError, connect_temporal, load_key, run_client_command
 
@@ -119,7 +120,7 @@ async def _approve(
         async with AuthorityClient(authority_url, timeout=10.0, signing_key=key) as authority:
             members = {a.agent_id: a for a in await authority.agents(status.group_id)}
     except AuthorityRequestError as exc:
-        if exc.code != "not_a_member":
+        if exc.code != RejectionCode.NOT_A_MEMBER:
             raise CliError(f"the Authority at {authority_url} refused to answer: {exc}") from None
         members = {}  # this key reads nothing there: the Authority will refuse the Command too
     except AuthorityClientError as exc:
@@ -131,7 +132,9 @@ async def _approve(
     if reason:
         body["reason"] = reason
     cmd = actor.command(
-        "approval.deny_result" if reject else "approval.grant_result", status.group_id, body
+        CommandType.APPROVAL_DENY_RESULT if reject else CommandType.APPROVAL_GRANT_RESULT,
+        status.group_id,
+        body,
     )
     for st in target.review:
         typer.echo(

@@ -236,7 +236,7 @@ def lineage(
 
 
 async def _lineage(content_hash: str, group: str, key: SigningKey, url: str, mermaid: bool) -> None:
-    from ..artifacts import LogManifests, build_lineage, to_mermaid, to_text
+    from ..artifacts import LineageStatus, LogManifests, build_lineage, to_mermaid, to_text
     from ..authority.client import AuthorityClient, AuthorityRequestError, AuthorityUnavailable
     from ..protocol import Event
 
@@ -254,6 +254,6 @@ async def _lineage(content_hash: str, group: str, key: SigningKey, url: str, mer
         except AuthorityRequestError as exc:
             raise CliError(f"{exc.code}: {exc.reason}", exit_code=1) from None
     tree = build_lineage(LogManifests(events), content_hash)
-    if tree.status == "no_manifest":
+    if tree.status is LineageStatus.NO_MANIFEST:
         raise CliError(f"no manifest for artifact {content_hash} in group {group}")
     typer.echo(to_mermaid(tree) if mermaid else to_text(tree), nl=False)

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..protocol import Evidence
+from ..protocol import Evidence, RejectionCode
 from ..protocol.temporal_contract import ReviewRequest
 from ..worker import (
     HandlerRegistry,
@@ -129,7 +129,7 @@ async def inventory(ctx: WorkContext, inp: InventoryInput) -> Submission:
             await ctx.authorize_work(chunk, [(i.work_item_id, inp.sbom_item) for i in chunk])
         except WorkAuthorizationRejected as exc:
             # ids are derived from the Mission and the names: an earlier attempt added them
-            if exc.code != "duplicate_id":
+            if exc.code != RejectionCode.DUPLICATE_ID:
                 raise PermanentFailure(f"verify WorkItems not added: {exc}") from exc
         await ctx.save({"authorized": start + len(chunk)}, phase="authorizing")
     await ctx.report("inventoried", milestones=[f"{len(items)} verify WorkItems added"])

@@ -22,7 +22,7 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowQuer
 from temporalio.service import RPCError
 
 from ..outcome import mission_result, start_mission
-from ..protocol import AgentCard, MissionWeaveError, SigningKey
+from ..protocol import AgentCard, EventType, MissionWeaveError, SigningKey
 from ..protocol.temporal_contract import (
     CancelInput,
     MissionResult,
@@ -143,7 +143,7 @@ class LogReports:
         while upper > 0:
             after = max(0, upper - self.PAGE)
             for ev in await self.client.events(group_id, after, upper - after):
-                if ev.type == "mission.created" and ev.body.get("mission_id") == mission_id:
+                if ev.type == EventType.MISSION_CREATED and ev.body.get("mission_id") == mission_id:
                     return ev.seq - 1
             upper = after
         return 0
@@ -152,9 +152,9 @@ class LogReports:
         wid = ev.work_item_id
         if wid is None:
             return
-        if ev.type == "work.submitted":
+        if ev.type == EventType.WORK_SUBMITTED:
             self._submitted[wid] = [str(a) for a in ev.body.get("artifacts", [])]
-        elif ev.type == "work.result_accepted" and wid in self._submitted:
+        elif ev.type == EventType.WORK_RESULT_ACCEPTED and wid in self._submitted:
             self._verified[wid] = self._submitted[wid]
 
     async def __call__(

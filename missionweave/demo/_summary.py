@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import Event
+from ..protocol import Event, EventType
 from ..protocol.temporal_contract import ItemResult, MissionResult
 from ._progress import kind_of
 from ._record import SHOWN_PER_KIND, DistReport, FilesOfKind, describe_files, one_line
@@ -165,11 +165,11 @@ def log_stats(events: list[Event], mission_items: set[str]) -> LogStats:
         wid = ev.work_item_id
         if wid is None or wid not in mission_items:
             continue
-        if ev.type == "work.offered":
+        if ev.type == EventType.WORK_OFFERED:
             st.offers += 1
-        elif ev.type == "work.offer_declined":
+        elif ev.type == EventType.WORK_OFFER_DECLINED:
             st.declines[(str(ev.body.get("agent_id")), str(ev.body.get("reason")))] += 1
-        elif ev.type == "work.started":
+        elif ev.type == EventType.WORK_STARTED:
             st.executions[ev.actor or "?"] += 1
             active.add(wid)
             st.peak_parallel = max(st.peak_parallel, len(active))

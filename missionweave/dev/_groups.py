@@ -26,7 +26,7 @@ from ..authority.client import (
     CursorTooOldError,
     UnknownGroupError,
 )
-from ..protocol import Actor, MissionWeaveError
+from ..protocol import Actor, CommandType, EventType, MissionWeaveError, RejectionCode
 
 #: The roles of the Group's creator in the embedded stack: it administers the Group, acts as
 #: its Coordinator (the Mission workflow signs with its key) and may own Missions.
@@ -64,7 +64,7 @@ async def _recorded_key(client: AuthorityClient, group_id: str, agent_id: str) -
     except CursorTooOldError:
         return None
     for ev in events:
-        if ev.type == "member.added" and ev.body.get("agent_id") == agent_id:
+        if ev.type == EventType.MEMBER_ADDED and ev.body.get("agent_id") == agent_id:
             key = ev.body.get("public_key")
             return str(key) if key is not None else None
     return None
@@ -77,7 +77,7 @@ async def _exists(client: AuthorityClient, group_id: str) -> bool:
     except UnknownGroupError:
         return False
     except AuthorityRequestError as exc:
-        if exc.code != "not_a_member":
+        if exc.code != RejectionCode.NOT_A_MEMBER:
             raise
     return True
 
@@ -114,23 +114,23 @@ async def ensure_group(
     # for a key that is no operator's), and writes nothing then
     body = {"public_key": owner.public_key, "roles": list(roles)}
     result = await client.submit(
-        owner.command("group.create", group_id, body, issued_at_ms=_at(clock))
+        owner.command(CommandType.GROUP_CREATE, group_id, body, issued_at_ms=_at(clock))
     )
     if result.accepted:
         for ev in result.events:
-            if ev.type == "member.added":
+            if ev.type == EventType.MEMBER_ADDED:
                 owner.membership_epochs[group_id] = int(ev.body["membership_epoch"])
         return True
     assert result.rejection is not None
     code = result.rejection.code
     # made by an operator already, the Group may still be this (non-operator) key's to own
-    exists = code == "group_exists" or (
-        code == "operator_required" and await _exists(client, group_id)
+    exists = code == RejectionCode.GROUP_EXISTS or (
+        code == RejectionCode.OPERATOR_REQUIRED and await _exists(client, group_id)
     )
     if not exists:
         hint = (
             f" (start the Authority with --operator-key {owner.public_key})"
-            if result.rejection.code == "operator_required"
+            if result.rejection.code == RejectionCode.OPERATOR_REQUIRED
             else ""
         )
         raise GroupSetupError(
@@ -140,7 +140,7 @@ async def ensure_group(
     try:
         recorded = await _recorded_key(client, group_id, owner.agent_id)
     except AuthorityRequestError as exc:
-        if exc.code != "not_a_member":
+        if exc.code != RejectionCode.NOT_A_MEMBER:
             raise
         raise GroupSetupError(
             f"group {group_id!r} exists and this key ({owner.public_key}) is not one of its "
@@ -206,13 +206,13 @@ async def ensure_member(
     change: MemberChange
     if agent_id not in current:
         body = {"agent_id": agent_id, "public_key": public_key, "roles": list(roles)}
-        cmd = owner.command("member.add", group_id, body, issued_at_ms=_at(clock))
+        cmd = owner.command(CommandType.MEMBER_ADD, group_id, body, issued_at_ms=_at(clock))
         change = "added"
     elif set(roles) <= current[agent_id]:
         return "present"
     else:
         body = {"agent_id": agent_id, "roles": sorted(current[agent_id] | set(roles))}
-        cmd = owner.command("member.update", group_id, body, issued_at_ms=_at(clock))
+        cmd = owner.command(CommandType.MEMBER_UPDATE, group_id, body, issued_at_ms=_at(clock))
         change = "updated"
     result = await client.submit(cmd)
     if not result.accepted:

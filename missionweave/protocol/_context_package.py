@@ -20,6 +20,7 @@ from ._artifacts import Hash
 from ._canonical import digest
 from ._crypto import SigningKey
 from ._errors import Rejection
+from ._rejection_codes import RejectionCode
 from ._signed import Signable, Signed, signature_of
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -147,14 +148,14 @@ def verify_chain(
         skipped version or another Mission / scope) or ``context_signature``.
     """
     if not packages:
-        return Rejection(code="empty_chain", reason="a chain has at least one version")
+        return Rejection(code=RejectionCode.EMPTY_CHAIN, reason="a chain has at least one version")
     prior: SignedContextPackage | None = None
     for signed in packages:
         p = signed.package
         key = signed.public_key if public_keys is None else public_keys.get(p.generator)
         if key is None or not verify_context_package(signed, key):
             return Rejection(
-                code="context_signature",
+                code=RejectionCode.CONTEXT_SIGNATURE,
                 reason="the package's signature does not verify",
                 detail={"version": p.version, "generator": p.generator},
             )
@@ -171,7 +172,7 @@ def verify_chain(
         actual = (p.version, p.previous, p.mission_id, p.scope_key)
         if actual != expected:
             return Rejection(
-                code="context_chain",
+                code=RejectionCode.CONTEXT_CHAIN,
                 reason="the version does not link the previous one",
                 detail={"version": p.version, "expected": list(expected), "actual": list(actual)},
             )

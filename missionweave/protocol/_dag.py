@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ._contract import DependencyStrategy
 from ._errors import GraphError, Rejection
+from ._rejection_codes import RejectionCode
 from ._states import TERMINAL_STATES, WorkItemState
 
 
@@ -102,9 +103,11 @@ class WorkGraph:
         new: dict[str, list[str]] = {}
         for item_id, deps in items.items():
             if not item_id:
-                raise _fail("invalid_id", "a WorkItem id must be non-empty")
+                raise _fail(RejectionCode.INVALID_ID, "a WorkItem id must be non-empty")
             if item_id in self._deps:
-                raise _fail("duplicate_id", f"WorkItem {item_id} already exists", id=item_id)
+                raise _fail(
+                    RejectionCode.DUPLICATE_ID, f"WorkItem {item_id} already exists", id=item_id
+                )
             new[item_id] = list(dict.fromkeys(deps))
         known = self._deps.keys() | new.keys()
         proposed = {k: list(v) for k, v in self._deps.items()}
@@ -112,16 +115,20 @@ class WorkGraph:
         for dep, dependent in edges:
             for end in (dep, dependent):
                 if end not in known:
-                    raise _fail("unknown_id", f"edge names unknown WorkItem {end}", id=end)
+                    raise _fail(
+                        RejectionCode.UNKNOWN_ID, f"edge names unknown WorkItem {end}", id=end
+                    )
             if dep not in proposed[dependent]:
                 proposed[dependent].append(dep)
         for item_id, deps in proposed.items():
             for dep in deps:
                 if dep == item_id:
-                    raise _fail("self_loop", f"WorkItem {item_id} depends on itself", id=item_id)
+                    raise _fail(
+                        RejectionCode.SELF_LOOP, f"WorkItem {item_id} depends on itself", id=item_id
+                    )
                 if dep not in known:
                     raise _fail(
-                        "unknown_id",
+                        RejectionCode.UNKNOWN_ID,
                         f"WorkItem {item_id} depends on unknown WorkItem {dep}",
                         id=item_id,
                         dependency=dep,
@@ -131,7 +138,7 @@ class WorkGraph:
         except graphlib.CycleError as exc:
             cycle = [str(n) for n in exc.args[1]]
             raise _fail(
-                "cycle",
+                RejectionCode.CYCLE,
                 "the change would create a dependency cycle: " + " -> ".join(cycle),
                 cycle=cycle,
             ) from None

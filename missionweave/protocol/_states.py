@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ._errors import Rejection
+from ._rejection_codes import RejectionCode
+from ._vocabulary import CommandType
 
 
 class WorkItemState(StrEnum):
@@ -100,46 +102,47 @@ def _row(
 
 
 TRANSITIONS: tuple[Transition, ...] = (
-    _row("work.propose", "none", "proposed", _ANY_MEMBER,
+    _row(CommandType.WORK_PROPOSE, "none", "proposed", _ANY_MEMBER,
          note="any Group member may propose; no WorkItem exists yet"),
-    _row("work.authorize", "none proposed", "open", _COORD,
+    _row(CommandType.WORK_AUTHORIZE, "none proposed", "open", _COORD,
          note="the Coordinator or a scoped delegate creates the WorkItem"),
-    _row("work.offer", "open offered queued active blocked failed", "offered", _COORD,
+    _row(CommandType.WORK_OFFER, "open offered queued active blocked failed", "offered", _COORD,
          note="only with no active owner; an expired owner is closed first"),
-    _row("work.accept_offer", "offered", "queued", _OWNER_WORKER,
+    _row(CommandType.WORK_ACCEPT_OFFER, "offered", "queued", _OWNER_WORKER,
          note="the atomic ownership epoch begins"),
-    _row("work.decline_offer", "offered", "offered", _OWNER_WORKER,
+    _row(CommandType.WORK_DECLINE_OFFER, "offered", "offered", _OWNER_WORKER,
          note="a structured reason; the offer stays for other candidates"),
-    _row("approval.grant_execution", "queued", "queued", frozenset({Role.MISSION_OWNER}),
+    _row(CommandType.APPROVAL_GRANT_EXECUTION, "queued", "queued", frozenset({Role.MISSION_OWNER}),
          note="satisfies the start gate"),
-    _row("work.start", "queued", "active", _OWNER_WORKER,
+    _row(CommandType.WORK_START, "queued", "active", _OWNER_WORKER,
          owner_only=True, note="a valid ownership and an execution lease are required"),
-    _row("lease.renew", "queued active", "queued active", _OWNER_WORKER, owner_only=True,
+    _row(CommandType.LEASE_RENEW, "queued active", "queued active", _OWNER_WORKER, owner_only=True,
          note="the queued ownership lease or the execution lease (MW-11.3-a)"),
-    _row("progress.report", "active blocked", "active blocked", _OWNER_WORKER,
+    _row(CommandType.PROGRESS_REPORT, "active blocked", "active blocked", _OWNER_WORKER,
          owner_only=True, note="structured progress (MW-11.4-a)"),
-    _row("work.checkpoint", "active", "queued", _OWNER_WORKER,
+    _row(CommandType.WORK_CHECKPOINT, "active", "queued", _OWNER_WORKER,
          owner_only=True, note="durable progress releases execution"),
-    _row("work.block", "active", "blocked", _OWNER_WORKER,
+    _row(CommandType.WORK_BLOCK, "active", "blocked", _OWNER_WORKER,
          owner_only=True, note="checkpoint and a bounded blocked lease"),
-    _row("work.unblock", "blocked", "queued open", _COORD,
+    _row(CommandType.WORK_UNBLOCK, "blocked", "queued open", _COORD,
          note="back to its queue, or re-offered once ownership has expired"),
-    _row("work.submit", "active", "submitted", _OWNER_WORKER,
+    _row(CommandType.WORK_SUBMIT, "active", "submitted", _OWNER_WORKER,
          owner_only=True, note="artifacts and Evidence required"),
-    _row("work.accept_result", "submitted", "verified", _COORD,
+    _row(CommandType.WORK_ACCEPT_RESULT, "submitted", "verified", _COORD,
          note="the Coordinator's review passes (reviewers supply Evidence)"),
-    _row("work.fail", UNFINISHED_STATES, "failed", frozenset({Role.COORDINATOR, Role.WORKER}),
+    _row(CommandType.WORK_FAIL, UNFINISHED_STATES, "failed",
+         frozenset({Role.COORDINATOR, Role.WORKER}),
          note="failure Evidence required"),
-    _row("work.cancel", UNFINISHED_STATES, "cancelled", _COORD_OR_MISSION_OWNER),
-    _row("mission.create_child", "open offered queued active blocked", "blocked", _COORD,
+    _row(CommandType.WORK_CANCEL, UNFINISHED_STATES, "cancelled", _COORD_OR_MISSION_OWNER),
+    _row(CommandType.MISSION_CREATE_CHILD, "open offered queued active blocked", "blocked", _COORD,
          note="ownership is closed while the linked child Mission runs"),
-    _row("mission.child_approved", "blocked", "verified", _COORD,
+    _row(CommandType.MISSION_CHILD_APPROVED, "blocked", "verified", _COORD,
          note="the child's Approval becomes the parent WorkItem's Evidence"),
-    _row("mission.child_failed", "blocked", "blocked failed", _COORD,
+    _row(CommandType.MISSION_CHILD_FAILED, "blocked", "blocked failed", _COORD,
          note="the declared child-failure policy decides"),
-    _row("mission.fail", UNFINISHED_STATES, "failed", _COORD_OR_MISSION_OWNER,
+    _row(CommandType.MISSION_FAIL, UNFINISHED_STATES, "failed", _COORD_OR_MISSION_OWNER,
          note="the Mission's terminal state propagates"),
-    _row("mission.cancel", UNFINISHED_STATES, "cancelled", _COORD_OR_MISSION_OWNER,
+    _row(CommandType.MISSION_CANCEL, UNFINISHED_STATES, "cancelled", _COORD_OR_MISSION_OWNER,
          note="the Mission's terminal state propagates"),
 )  # fmt: skip
 
@@ -182,13 +185,13 @@ def check_transition(
     row = _BY_ACTION.get(action)
     if row is None:
         return Rejection(
-            code="unknown_action",
+            code=RejectionCode.UNKNOWN_ACTION,
             reason=f"{action!r} is not a WorkItem action",
             detail={"action": action},
         )
     if state not in row.sources:
         return Rejection(
-            code="transition_not_allowed",
+            code=RejectionCode.TRANSITION_NOT_ALLOWED,
             reason=f"{action} is not allowed from state {state or 'none'}",
             detail={
                 "action": action,
@@ -198,13 +201,13 @@ def check_transition(
         )
     if not (row.roles & set(roles)):
         return Rejection(
-            code="role_not_allowed",
+            code=RejectionCode.ROLE_NOT_ALLOWED,
             reason=f"{action} needs one of the roles {sorted(r.value for r in row.roles)}",
             detail={"action": action, "roles": sorted(str(r) for r in roles)},
         )
     if revision is not None and current_revision is not None and revision != current_revision:
         return Rejection(
-            code="stale_revision",
+            code=RejectionCode.STALE_REVISION,
             reason=f"command made against contract revision {revision}, current is "
             f"{current_revision}",
             detail={"revision": revision, "current_revision": current_revision},

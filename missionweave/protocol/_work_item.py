@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ._states import WorkItemState
+from ._vocabulary import EventType
 
 
 class EventLike(Protocol):
@@ -111,17 +112,19 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
     at = b.get("recorded_at_ms", getattr(e, "recorded_at_ms", None))
     new: dict[str, Any] = {"seq": e.seq}
     match t:
-        case "work.authorized" | "work.proposed":
+        case EventType.WORK_AUTHORIZED | EventType.WORK_PROPOSED:
             new.update(
-                state=WorkItemState.OPEN if t == "work.authorized" else WorkItemState.PROPOSED,
+                state=WorkItemState.OPEN
+                if t == EventType.WORK_AUTHORIZED
+                else WorkItemState.PROPOSED,
                 mission_id=str(b["mission_id"]),
                 revision=int(b.get("contract", {}).get("revision", 1)),
             )
-        case "work.contract_revised":
+        case EventType.WORK_CONTRACT_REVISED:
             new["revision"] = int(b["revision"])
-        case "work.dependencies_added":  # edges are part of the contract (MW-10.1-a)
+        case EventType.WORK_DEPENDENCIES_ADDED:  # edges are part of the contract (MW-10.1-a)
             new["revision"] = int(b.get("revision", f.revision))
-        case "work.offered":
+        case EventType.WORK_OFFERED:
             new.update(
                 state=WorkItemState.OFFERED,
                 offer_id=str(b["offer_id"]),
@@ -132,17 +135,17 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
             )
             if f.mission_id is None and "mission_id" in b:
                 new["mission_id"] = str(b["mission_id"])
-        case "offer.withdrawn":
+        case EventType.OFFER_WITHDRAWN:
             if b.get("offer_id") == f.offer_id:
                 new.update(**_NO_OFFER)
-        case "work.offer_declined":
+        case EventType.WORK_OFFER_DECLINED:
             if b.get("offer_id") == f.offer_id:
                 new["declined"] = (*f.declined, str(b["agent_id"]))
                 if b.get("all_declined"):  # the Authority closed the offer
                     new.update(**_NO_OFFER)
-        case "ownership.closed":
+        case EventType.OWNERSHIP_CLOSED:
             new.update(**_NO_OWNER)
-        case "work.offer_accepted":
+        case EventType.WORK_OFFER_ACCEPTED:
             new.update(
                 **_NO_OFFER,
                 state=WorkItemState.QUEUED,
@@ -153,9 +156,9 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
                 start_deadline_ms=int(b["start_deadline_ms"]),
                 queued_at_ms=at,
             )
-        case "approval.execution_granted":
+        case EventType.APPROVAL_EXECUTION_GRANTED:
             new["approved"] = True
-        case "work.started":
+        case EventType.WORK_STARTED:
             token, lease = b.get("capability_token", {}), b["lease"]
             # the lease names its holder and epoch: a reader that missed the acceptance (it
             # saw only this agent's later Events) still knows the owner
@@ -170,20 +173,20 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
             # progress.report before its lease expired (MW-11.5-a)
             if b.get("checkpoint") is not None:
                 new["checkpoint"] = b["checkpoint"]
-        case "lease.renewed":
+        case EventType.LEASE_RENEWED:
             if f.lease is not None and b.get("lease_id") == f.lease_id:
                 new["lease"] = {
                     **f.lease,
                     "expires_at_ms": b["expires_at_ms"],
                     "capability_token": b.get("capability_token", {}),
                 }
-        case "capability_token.rotated":  # MW-11.3-d: a new token under the same lease
+        case EventType.CAPABILITY_TOKEN_ROTATED:  # MW-11.3-d: a new token under the same lease
             if f.lease is not None and b.get("lease_id") == f.lease_id:
                 new["lease"] = {**f.lease, "capability_token": b.get("capability_token", {})}
-        case "work.progress_reported":
+        case EventType.WORK_PROGRESS_REPORTED:
             if b.get("checkpoint"):
                 new["checkpoint"] = b["checkpoint"]
-        case "work.checkpointed":
+        case EventType.WORK_CHECKPOINTED:
             new.update(
                 state=WorkItemState.QUEUED,
                 lease=None,
@@ -191,14 +194,14 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
                 start_deadline_ms=b.get("start_deadline_ms"),
                 queued_at_ms=at,
             )
-        case "work.blocked":
+        case EventType.WORK_BLOCKED:
             new.update(
                 state=WorkItemState.BLOCKED,
                 lease=None,
                 checkpoint=b.get("checkpoint"),
                 blocked_until_ms=b.get("blocked_lease_expires_at_ms"),
             )
-        case "work.unblocked":
+        case EventType.WORK_UNBLOCKED:
             new.update(
                 state=WorkItemState(str(b["state"])),
                 blocked_until_ms=None,
@@ -208,7 +211,7 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
                 new["queued_at_ms"] = at
             else:
                 new.update(**_NO_OWNER)
-        case "lease.revoked" | "lease.released" | "lease.expired":
+        case EventType.LEASE_REVOKED | EventType.LEASE_RELEASED | EventType.LEASE_EXPIRED:
             if b.get("reason") == "session_replaced" and b.get("state") == "queued":
                 # the owner's runtime was replaced (MW-11.3-f): back to its queue
                 new.update(
@@ -219,7 +222,7 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
                 )
             elif f.lease is not None and b.get("lease_id") == f.lease_id:
                 new["lease"] = None
-        case "work.submitted":
+        case EventType.WORK_SUBMITTED:
             new.update(
                 state=WorkItemState.SUBMITTED,
                 lease=None,
@@ -227,9 +230,9 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
                 artifacts=tuple(b.get("artifacts") or ()),
                 evidence=tuple(b.get("evidence") or ()),
             )
-        case "work.result_accepted" | "mission.child_approved":
+        case EventType.WORK_RESULT_ACCEPTED | EventType.MISSION_CHILD_APPROVED:
             new["state"] = WorkItemState.VERIFIED
-        case "work.failed":
+        case EventType.WORK_FAILED:
             new.update(
                 **_NO_OWNER,
                 **_NO_OFFER,
@@ -240,13 +243,13 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
                 retry_exhausted=_bound(b),
                 failed_owner=b.get("owner"),
             )
-        case "work.cancelled":
+        case EventType.WORK_CANCELLED:
             new.update(**_NO_OFFER, state=WorkItemState.CANCELLED, lease=None)
-        case "mission.child_created":
+        case EventType.MISSION_CHILD_CREATED:
             new.update(**_NO_OWNER, **_NO_OFFER, state=WorkItemState.BLOCKED)
-        case "mission.child_failed":
+        case EventType.MISSION_CHILD_FAILED:
             new["state"] = WorkItemState(str(b["state"]))
-        case "approval.result_granted" | "approval.result_denied":
+        case EventType.APPROVAL_RESULT_GRANTED | EventType.APPROVAL_RESULT_DENIED:
             new["approval"] = {**b, "type": t, "seq": e.seq}
         case _:
             pass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._vocabulary import CommandType
 from .temporal_contract import ReviewStep
 
 
@@ -40,7 +41,7 @@ def decision_command(
     """
     evidence = [e.model_dump(mode="json") for st in steps for e in st.evidence]
     if passed:
-        return "work.accept_result", {"work_item_id": work_item_id, "evidence": evidence}
+        return CommandType.WORK_ACCEPT_RESULT, {"work_item_id": work_item_id, "evidence": evidence}
     failed = [st for st in steps if not st.passed and st.step != "verdict"]
     summary = {
         "subject": work_item_id,
@@ -51,7 +52,7 @@ def decision_command(
         "timestamp_ms": now_ms,
         "summary": "; ".join(f"{st.step}: {st.detail}" for st in failed)[:2000],
     }
-    return "work.fail", {
+    return CommandType.WORK_FAIL, {
         "work_item_id": work_item_id,
         "retryable": True,
         "evidence": [summary, *evidence],

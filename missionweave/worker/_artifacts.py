@@ -13,7 +13,7 @@ from collections.abc import Callable
 from ..artifacts import ArtifactAccessDenied, ArtifactNotFound, GatedArtifacts
 from ..authority.client import AuthorityClient, AuthorityRequestError
 from ..authority.wire import ArtifactGrant, Operation
-from ..protocol import Rejection
+from ..protocol import Rejection, RejectionCode
 
 
 def authority_artifacts(
@@ -47,7 +47,7 @@ def authority_artifacts(
                 lease_id=lease_id() if lease_id is not None and operation == "write" else None,
             )
         except AuthorityRequestError as exc:
-            if exc.status == 404 and exc.code == "unknown_artifact":
+            if exc.status == 404 and exc.code == RejectionCode.UNKNOWN_ARTIFACT:
                 raise ArtifactNotFound(content_hash, f"group {group_id}") from None
             if exc.status == 422:
                 raise ValueError(f"{exc.code}: {exc.reason}") from None

@@ -30,6 +30,7 @@ from ..artifacts import (
 from ..authority.client import AuthorityUnavailable
 from ..protocol import (
     Classification,
+    CommandType,
     Evidence,
     ProgressReport,
     WorkContract,
@@ -553,7 +554,7 @@ class WorkContext(FencedActions):
         extra: dict[str, Any] = {"report": report.model_dump(mode="json")}
         if checkpoint is not None:
             extra["checkpoint"] = checkpoint
-        prepared = self._session.prepare("progress.report", extra)
+        prepared = self._session.prepare(CommandType.PROGRESS_REPORT, extra)
         try:
             verdict = await self._session.send(prepared)
         except AuthorityUnavailable as exc:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..authority.wire import now_ms
-from ..protocol import Actor
+from ..protocol import Actor, CommandType
 from ._disclosure import MIN_INTERVAL_MS, Disclosure, estimate, material
 from ._scheduler import QueuedItem, RunningItem, SchedulePlan, Scheduler
 from ._slots import SlotBoard, SlotKey
@@ -51,7 +51,8 @@ def discloser(actor: Actor, client: Any, clock: Callable[[], int] = now_ms) -> D
     async def disclose(group_id: str, bodies: list[dict[str, Any]]) -> None:
         at = clock()
         cmds = [
-            actor.command("work.disclose_schedule", group_id, b, issued_at_ms=at) for b in bodies
+            actor.command(CommandType.WORK_DISCLOSE_SCHEDULE, group_id, b, issued_at_ms=at)
+            for b in bodies
         ]
         for r in await client.submit_many(cmds):
             if not r.accepted:

@@ -46,7 +46,15 @@ from temporalio import activity
 from ..artifacts import ArtifactStoreError
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..authority.wire import now_ms
-from ..protocol import Actor, Budget, CanonicalizationError, Evidence, ProgressReport
+from ..protocol import (
+    Actor,
+    Budget,
+    CanonicalizationError,
+    CommandType,
+    Evidence,
+    ProgressReport,
+    RejectionCode,
+)
 from ..protocol.temporal_contract import (
     EXECUTE_WORK_ITEM,
     CommandVerdict,
@@ -321,7 +329,7 @@ class _Run:
         try:
             await self.session.check()
         except LeaseLost as exc:
-            reachable = exc.code != "authority_unreachable"
+            reachable = exc.code != RejectionCode.AUTHORITY_UNREACHABLE
             return not reachable and self.session.clock() < self.session.grace_deadline_ms
         return True
 
@@ -408,7 +416,7 @@ class _Run:
                     await self.ctx.report_estimate_change()  # MW-11.4-b: by itself
                     continue
                 code = verdict.rejection.code if verdict.rejection else verdict.status
-                if code == "budget_exceeded":
+                if code == RejectionCode.BUDGET_EXCEEDED:
                     self.budget_verdict = verdict
                 elif self.session.lost is None:
                     log.warning("lease renewal rejected (%s); going on", code)
@@ -447,14 +455,14 @@ class _Run:
         if isinstance(result, Pause):
             return await self._report(
                 OutcomeKind.PAUSED,
-                "work.checkpoint",
+                CommandType.WORK_CHECKPOINT,
                 {"checkpoint": result.state},
                 checkpoint=result.state,
             )
         if isinstance(result, Blocked):
             return await self._report(
                 OutcomeKind.BLOCKED,
-                "work.block",
+                CommandType.WORK_BLOCK,
                 {"resolution": result.resolution, "checkpoint": result.state},
                 checkpoint=result.state,
                 resolution=result.resolution,
@@ -516,7 +524,9 @@ class _Run:
         except CanonicalizationError as exc:
             return await self._fail(f"{type} cannot be signed: {exc}", retryable=False)
         if verdict is None:
-            return self._lease_lost(LeaseLost("authority_unreachable", f"{type} not delivered"))
+            return self._lease_lost(
+                LeaseLost(RejectionCode.AUTHORITY_UNREACHABLE, f"{type} not delivered")
+            )
         if self.session.lost is not None:
             return self._lease_lost(self.session.lost, verdict)
         if not verdict.accepted:
@@ -524,8 +534,8 @@ class _Run:
             why = f"{type} rejected: {rej.code}: {rej.reason}" if rej else f"{type} rejected"
             return await self._fail(
                 why,
-                retryable=rej is None or rej.code != "budget_exceeded",
-                charge=rej is None or rej.code != "budget_exceeded",
+                retryable=rej is None or rej.code != RejectionCode.BUDGET_EXCEEDED,
+                charge=rej is None or rej.code != RejectionCode.BUDGET_EXCEEDED,
             )
         return WorkOutcome(kind=kind, verdict=verdict, **fields)
 
@@ -539,7 +549,7 @@ class _Run:
         }
         return await self._report(
             OutcomeKind.SUBMITTED,
-            "work.submit",
+            CommandType.WORK_SUBMIT,
             extra,
             outputs=sub.outputs,
             artifacts=artifacts,
@@ -558,9 +568,11 @@ class _Run:
             summary=error[:2000],
         )
         extra = {"evidence": [ev.model_dump(mode="json")], "retryable": retryable}
-        verdict = await self._final("work.fail", extra, charge=charge)
+        verdict = await self._final(CommandType.WORK_FAIL, extra, charge=charge)
         if verdict is None:
-            return self._lease_lost(LeaseLost("authority_unreachable", "work.fail not delivered"))
+            return self._lease_lost(
+                LeaseLost(RejectionCode.AUTHORITY_UNREACHABLE, "work.fail not delivered")
+            )
         if self.session.lost is not None:
             return self._lease_lost(self.session.lost, verdict)
         return WorkOutcome(

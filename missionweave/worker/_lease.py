@@ -17,7 +17,7 @@ from typing import Any
 
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..authority.wire import now_ms
-from ..protocol import Actor, Command, OfflineBinding, ResourceUsage
+from ..protocol import Actor, Command, CommandType, OfflineBinding, RejectionCode, ResourceUsage
 from ..protocol.temporal_contract import CommandVerdict, ExecuteWorkItemInput, LeaseGrant
 from ._errors import LeaseLost
 from ._metrics import record_burn
@@ -238,7 +238,10 @@ class LeaseSession:
                 await self.check()
                 return
             except LeaseLost as exc:
-                if exc.code != "authority_unreachable" or self.clock() >= self.grace_deadline_ms:
+                if (
+                    exc.code != RejectionCode.AUTHORITY_UNREACHABLE
+                    or self.clock() >= self.grace_deadline_ms
+                ):
                     raise
             await asyncio.sleep(poll_s)
 
@@ -329,7 +332,7 @@ class LeaseSession:
             AuthorityUnavailable: the Authority could not be reached.
         """
         sent_with = self.lease.capability_token.get("token_id")
-        verdict = await self.fenced("lease.renew", {})
+        verdict = await self.fenced(CommandType.LEASE_RENEW, {})
         if verdict.accepted:
             update: dict[str, Any] = {}
             if isinstance(verdict.reply.get("expires_at_ms"), int):
@@ -361,7 +364,7 @@ class LeaseSession:
             row = await self.client.lease(self.lease.lease_id)
         except AuthorityUnavailable as exc:
             self._disconnected()
-            raise LeaseLost("authority_unreachable", str(exc)) from exc
+            raise LeaseLost(RejectionCode.AUTHORITY_UNREACHABLE, str(exc)) from exc
         self.disconnected_at_ms = None
         if (
             row is None
@@ -377,7 +380,7 @@ class LeaseSession:
             try:
                 verdict = await self.renew()
             except AuthorityUnavailable as exc:
-                raise LeaseLost("authority_unreachable", str(exc)) from exc
+                raise LeaseLost(RejectionCode.AUTHORITY_UNREACHABLE, str(exc)) from exc
             if not verdict.accepted:
                 rej = verdict.rejection
                 self.lost = self.lost or LeaseLost(

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..authority.client import AuthorityClient, AuthorityUnavailable
-from ..protocol import BOUNDED_OFFLINE_EXECUTION, Actor, Command, OfflineBinding
+from ..protocol import BOUNDED_OFFLINE_EXECUTION, Actor, Command, OfflineBinding, RejectionCode
 from ..protocol.temporal_contract import CommandVerdict
 from ._metrics import record_reconciliation
 from ._verdicts import command_verdict
@@ -205,7 +205,7 @@ async def _reconcile_all(
                 cmd.command_id,
                 cmd.body.get("work_item_id"),
             )
-        elif rej is not None and rej.code == "idempotency_conflict":
+        elif rej is not None and rej.code == RejectionCode.IDEMPOTENCY_CONFLICT:
             record_reconciliation("already_applied")
             log.info("buffered %s %s had reached the Authority already", cmd.type, cmd.command_id)
         else:

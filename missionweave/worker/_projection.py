@@ -15,7 +15,7 @@ import json
 import sqlite3
 from typing import Any
 
-from ..protocol import Event, WorkItemFacts, WorkItemState, reduce_work_item
+from ..protocol import Event, EventType, WorkItemFacts, WorkItemState, reduce_work_item
 
 #: Facts never stored locally (payloads, not metadata).
 _DROPPED: dict[str, Any] = {
@@ -70,7 +70,7 @@ class Projector:
         if e.type.startswith("member.") and b.get("agent_id") == me:
             cols: dict[str, Any] = {
                 "membership_epoch": int(b["membership_epoch"]),
-                "active": int(e.type != "member.removed"),
+                "active": int(e.type != EventType.MEMBER_REMOVED),
             }
             if "roles" in b:
                 cols["roles"] = json.dumps(sorted(b["roles"]))
@@ -78,11 +78,15 @@ class Projector:
             self._conn.execute(
                 f"UPDATE groups SET {assigns} WHERE group_id=?", (*cols.values(), e.group_id)
             )
-        elif e.type == "agent.session_opened" and b.get("agent_id") == me:
+        elif e.type == EventType.AGENT_SESSION_OPENED and b.get("agent_id") == me:
             self._meta_max("session_epoch", int(b["session_epoch"]))
-        elif e.type == "agent.card_published" and (b.get("card") or {}).get("agent_id") == me:
+        elif (
+            e.type == EventType.AGENT_CARD_PUBLISHED and (b.get("card") or {}).get("agent_id") == me
+        ):
             self._meta_max("card_version", int(b["card"]["version"]))
-        elif e.type == "group.priority_set":  # the Group's weight, set by policy (MW-11.1-d)
+        elif (
+            e.type == EventType.GROUP_PRIORITY_SET
+        ):  # the Group's weight, set by policy (MW-11.1-d)
             self._conn.execute(
                 "INSERT INTO meta (key, value) VALUES (?,?) "
                 "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
@@ -97,7 +101,7 @@ class Projector:
             (e.group_id, e.work_item_id),
         ).fetchone()
         if row is None:
-            if e.type != "work.offer_accepted" or e.body.get("owner") != self.agent_id:
+            if e.type != EventType.WORK_OFFER_ACCEPTED or e.body.get("owner") != self.agent_id:
                 return  # not this agent's: nothing to keep
             before = WorkItemFacts(mission_id=None)
         else:

@@ -43,7 +43,7 @@ from temporalio.worker import Interceptor, Worker
 
 from ..authority.client import AuthorityClient, Subscriber
 from ..authority.wire import now_ms
-from ..protocol import Actor, AgentCard, Event, ProgressReport, SigningKey
+from ..protocol import Actor, AgentCard, Event, EventType, ProgressReport, SigningKey
 from ..protocol.temporal_contract import (
     REPORT_PROGRESS_SIGNAL,
     ExecuteWorkItemInput,
@@ -445,10 +445,10 @@ class AgentRuntime:
             return
         if event.type.startswith("member."):
             self._sync_epochs(state)
-        elif event.type == "group.priority_set":
+        elif event.type == EventType.GROUP_PRIORITY_SET:
             self._sync_weights(state)
         elif (
-            event.type == "agent.session_opened"
+            event.type == EventType.AGENT_SESSION_OPENED
             and event.body.get("agent_id") == self.card.agent_id
             and int(event.body.get("session_epoch", 0)) > self.actor.session_epoch
         ):

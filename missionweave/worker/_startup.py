@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..authority.client import AuthorityClient
-from ..protocol import Actor, AgentCard, Event
+from ..protocol import Actor, AgentCard, CommandType, Event, RejectionCode
 from ._errors import SessionError, WorkerError
 from ._state import LocalState
 
@@ -53,16 +53,16 @@ async def open_session(
         AuthorityUnavailable: the Authority cannot be reached.
     """
     body = {} if process is None else {"process": process}
-    result = await client.submit(actor.command("session.open", None, body))
+    result = await client.submit(actor.command(CommandType.SESSION_OPEN, None, body))
     if not result.accepted:
         rej = result.rejection
         code, reason = (rej.code, rej.reason) if rej else (result.status, "")
-        if code in ("unknown_actor", "not_a_member"):
+        if code in (RejectionCode.UNKNOWN_ACTOR, RejectionCode.NOT_A_MEMBER):
             reason += (
                 f"; an owner of its Group adds it: missionweave group add --key OWNER.pem "
                 f"--group GROUP --agent-id {actor.agent_id} --public-key {actor.public_key}"
             )
-        elif code == "bad_signature":
+        elif code == RejectionCode.BAD_SIGNATURE:
             reason += f"; agent {actor.agent_id!r} is registered with another key than this one"
         raise SessionError(code, reason)
     actor.session_epoch = int(result.reply["session_epoch"])
@@ -93,11 +93,13 @@ async def publish_card(
     if group is None:
         raise WorkerError(f"agent {card.agent_id} is an active member of no Group")
     wire = card.model_dump(mode="json")
-    result = await client.submit(actor.command("agent.publish_card", group, {"card": wire}))
+    result = await client.submit(
+        actor.command(CommandType.AGENT_PUBLISH_CARD, group, {"card": wire})
+    )
     rej = result.rejection
-    if result.accepted or (rej is not None and rej.code == "stale_card"):
+    if result.accepted or (rej is not None and rej.code == RejectionCode.STALE_CARD):
         log.info("card version %s published", card.version)
-    elif rej is not None and rej.code in ("key_mismatch", "invalid_body"):
+    elif rej is not None and rej.code in (RejectionCode.KEY_MISMATCH, RejectionCode.INVALID_BODY):
         raise WorkerError(f"agent.publish_card rejected: {rej.code}: {rej.reason}")
     else:
         log.warning("agent.publish_card not applied: %s", rej.code if rej else result.status)

@@ -27,7 +27,7 @@ from temporalio import activity
 
 from ..authority.client import AuthorityClient, AuthorityUnavailable
 from ..authority.wire import now_ms
-from ..protocol import Actor, Command, Rejection
+from ..protocol import Actor, Command, CommandType, Rejection, RejectionCode
 from ..protocol.temporal_contract import (
     CommandVerdict,
     EventSummary,
@@ -149,7 +149,7 @@ class OfferTaker:
             if isinstance(decision, Decline):
                 verdict = await self._send(
                     self.actor.command(
-                        "work.decline_offer",
+                        CommandType.WORK_DECLINE_OFFER,
                         g,
                         {
                             "work_item_id": wid,
@@ -165,7 +165,7 @@ class OfferTaker:
                 return self._done(OutcomeKind.DECLINED, verdict, events, str(decision.reason))
             assert isinstance(decision, Accept)
             accept = self.actor.command(
-                "work.accept_offer",
+                CommandType.WORK_ACCEPT_OFFER,
                 g,
                 {
                     "work_item_id": wid,
@@ -229,10 +229,12 @@ class OfferTaker:
         }
         while True:
             await asyncio.sleep(every_ms / 1000)
-            cmd = self.actor.command("lease.renew", work.group_id, body)
+            cmd = self.actor.command(CommandType.LEASE_RENEW, work.group_id, body)
             verdict = await self._send(cmd, self.clock() + every_ms)
             rej = verdict.rejection
-            if not verdict.accepted and (rej is None or rej.code != "authority_unreachable"):
+            if not verdict.accepted and (
+                rej is None or rej.code != RejectionCode.AUTHORITY_UNREACHABLE
+            ):
                 log.warning(
                     "queued ownership of %s not renewed: %s",
                     work.work_item_id,
@@ -274,7 +276,7 @@ class OfferTaker:
                 return self._started(work, verdict, epoch, events)
             self.board.release(key)
             code = verdict.rejection.code if verdict.rejection else verdict.status
-            if code != "approval_required":
+            if code != RejectionCode.APPROVAL_REQUIRED:
                 log.info("start of %s refused: %s", wid, code)
                 return self._done(OutcomeKind.NOT_TAKEN, verdict, events, f"start refused: {code}")
 
@@ -298,7 +300,7 @@ class OfferTaker:
 
     def _start_command(self, work: ExecuteWorkItemInput, epoch: int) -> Command:
         body = {"work_item_id": work.work_item_id, "ownership_epoch": epoch}
-        return self.actor.command("work.start", work.group_id, body)
+        return self.actor.command(CommandType.WORK_START, work.group_id, body)
 
     def _request(self, work: ExecuteWorkItemInput) -> AdmissionRequest:
         g = work.group_id
@@ -366,7 +368,7 @@ class OfferTaker:
 
 
 def _unreachable(cmd: Command, reason: str) -> CommandVerdict:
-    rejection = Rejection(code="authority_unreachable", reason=reason)
+    rejection = Rejection(code=RejectionCode.AUTHORITY_UNREACHABLE, reason=reason)
     return CommandVerdict(command_id=cmd.command_id, status="rejected", rejection=rejection)
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..authority.client import AuthorityUnavailable
+from ..protocol import CommandType, RejectionCode
 from ._errors import LeaseLost
 from ._lease import LeaseSession
 
@@ -34,9 +35,9 @@ async def rotate_capability_token(
         raise session.lost
     extra: dict[str, Any] = {} if scope is None else {"scope": sorted(set(scope))}
     try:
-        verdict = await session.fenced("capability_token.rotate", extra, charge=False)
+        verdict = await session.fenced(CommandType.CAPABILITY_TOKEN_ROTATE, extra, charge=False)
     except AuthorityUnavailable as exc:
-        raise LeaseLost("authority_unreachable", str(exc)) from exc
+        raise LeaseLost(RejectionCode.AUTHORITY_UNREACHABLE, str(exc)) from exc
     token = verdict.reply.get("capability_token")
     if verdict.accepted and isinstance(token, dict):
         session.lease = session.lease.model_copy(update={"capability_token": token})
@@ -45,7 +46,7 @@ async def rotate_capability_token(
         raise session.lost
     rej = verdict.rejection
     code, reason = (rej.code, rej.reason) if rej else (verdict.status, "not accepted")
-    if code in ("scope_not_narrower", "invalid_body"):
+    if code in (RejectionCode.SCOPE_NOT_NARROWER, RejectionCode.INVALID_BODY):
         raise ValueError(f"{code}: {reason}")
     raise LeaseLost(code, reason)
 

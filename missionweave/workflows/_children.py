@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ..protocol import WorkItemState
+    from ..protocol import CommandType, WorkItemState
     from ..protocol.temporal_contract import (
         MISSION_WORKFLOW_TYPE,
         ChildOutcome,
@@ -43,7 +43,7 @@ class ChildMissionsMixin:
             return
         if out.approved:
             self._intent(
-                "mission.child_approved",
+                CommandType.MISSION_CHILD_APPROVED,
                 {
                     "work_item_id": out.work_item_id,
                     "child_mission_id": out.child_mission_id,
@@ -53,7 +53,7 @@ class ChildMissionsMixin:
             )
         else:
             self._intent(
-                "mission.child_failed",
+                CommandType.MISSION_CHILD_FAILED,
                 {
                     "work_item_id": out.work_item_id,
                     "child_mission_id": out.child_mission_id,
@@ -67,7 +67,7 @@ class ChildMissionsMixin:
         assert item.spec.child_mission is not None
         item.offer_pending = True  # nothing else may be planned for it meanwhile
         self._intent(
-            "mission.create_child",
+            CommandType.MISSION_CREATE_CHILD,
             {
                 "work_item_id": item.work_item_id,
                 "child_mission_id": item.spec.child_mission.mission_id,

@@ -33,7 +33,15 @@ with workflow.unsafe.imports_passed_through():
         error_line,
         mission_failure,
     )
-    from ..protocol import Command, GraphError, WorkGraph, WorkItemState, transition_for
+    from ..protocol import (
+        Command,
+        CommandType,
+        GraphError,
+        RejectionCode,
+        WorkGraph,
+        WorkItemState,
+        transition_for,
+    )
     from ..protocol.temporal_contract import (
         AUTHORIZE_WORK_UPDATE,
         MISSION_WORKFLOW_TYPE,
@@ -74,7 +82,7 @@ with workflow.unsafe.imports_passed_through():
     from ._status import mission_status, note_blocked_dependents, waiting_lines
     from ._work import WorkMixin, coordinator_activity
 
-_TRANSITION_UNBLOCK = transition_for("work.unblock")
+_TRANSITION_UNBLOCK = transition_for(CommandType.WORK_UNBLOCK)
 assert _TRANSITION_UNBLOCK is not None
 
 MAX_BATCH = 100
@@ -238,7 +246,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             # workflow id (a finished Mission's) is answered `mission_exists`, not this
             # run's verdict.
             self._intent(
-                "mission.create",
+                CommandType.MISSION_CREATE,
                 {
                     "mission_id": self.state.spec.mission_id,
                     "title": self.state.spec.title,
@@ -266,7 +274,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             # Temporal's cancel request (`temporal workflow cancel`, `handle.cancel()`): the
             # Authority cancels the Mission too, and the execution ends Canceled
             why = workflow.cancellation_reason() or "Temporal cancel request"
-            await self._end("cancelled", "mission.cancel", why)
+            await self._end("cancelled", CommandType.MISSION_CANCEL, why)
             cancelled = self.state.status == "cancelled"
         # the outcome is decided: a cancel request arriving now changes nothing
         await _despite_cancel(lambda: workflow.wait_condition(workflow.all_handlers_finished))
@@ -289,7 +297,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             self._start_reviews()
             self._advance_reviews()  # a verified review WorkItem or an Approval moves a review on
             if self.state.cancel_reason is not None and self.state.status == "running":
-                await self._end("cancelled", "mission.cancel", self.state.cancel_reason)
+                await self._end("cancelled", CommandType.MISSION_CANCEL, self.state.cancel_reason)
                 return
             p = plan(self.state, self.graph, self._now(), self.attention)
             self.attention.difference_update(p.settled)
@@ -306,7 +314,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 )
                 reason = f"{first.work_item_id} failed for good" + (f": {why}" if why else "")
                 note_blocked_dependents(self.state, p.exhausted)
-                await self._end("failed", "mission.fail", reason)
+                await self._end("failed", CommandType.MISSION_FAIL, reason)
                 return
             # Temporal suggests continuing as new: start nothing more, let what is in flight
             # finish, then continue as new (an activity of a closed run would be lost)
@@ -327,7 +335,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             if self.queue:
                 continue
             if finished(self.state):
-                await self._end("completed", "mission.complete", "")
+                await self._end("completed", CommandType.MISSION_COMPLETE, "")
                 return
             if self._can_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
@@ -495,7 +503,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         now = self._now()
         if kind == "mission":
             self.state.created = v.accepted
-            if v.rejection is not None and v.rejection.code == "mission_exists":
+            if v.rejection is not None and v.rejection.code == RejectionCode.MISSION_EXISTS:
                 self.exists = (
                     f"mission {self.state.spec.mission_id} exists already at the Authority: a "
                     f"Mission's id is never started again ({v.rejection.reason}); start it "
@@ -513,7 +521,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             rej = v.rejection
             if (
                 rej is not None
-                and rej.code == "duplicate_id"
+                and rej.code == RejectionCode.DUPLICATE_ID
                 and (rej.detail.get("mission_id") == self.state.spec.mission_id)
             ):
                 item.authorized = True  # authorized by an earlier run of this Mission
@@ -529,7 +537,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
 
     def _authorize(self, item: ItemState) -> str:
         return self._intent(
-            "work.authorize",
+            CommandType.WORK_AUTHORIZE,
             {
                 "work_item_id": item.work_item_id,
                 "mission_id": self.state.spec.mission_id,
@@ -545,7 +553,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     async def unblock(self, inp: UnblockInput) -> CommandVerdict:
         """Resolve a blocked WorkItem (MW-11.4-c)."""
         cid = self._intent(
-            "work.unblock",
+            CommandType.WORK_UNBLOCK,
             {"work_item_id": inp.work_item_id, "resolution": inp.resolution},
             ("unblock", inp.work_item_id),
         )
@@ -569,7 +577,9 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
     @cancel.validator
     def _check_cancel(self, inp: CancelInput) -> None:
         if self.state.status != "running":
-            raise _refuse("mission_closed", f"the Mission is already {self.state.status}")
+            raise _refuse(
+                RejectionCode.MISSION_CLOSED, f"the Mission is already {self.state.status}"
+            )
 
     @workflow.update(name=AUTHORIZE_WORK_UPDATE)
     async def authorize_work(self, inp: AuthorizeWorkInput) -> SubmitCommandsResult:
@@ -605,7 +615,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             )
             cids.append(
                 self._intent(
-                    "work.add_dependencies",
+                    CommandType.WORK_ADD_DEPENDENCIES,
                     {"work_item_id": wid, "dependencies": new},
                     ("dependencies", wid),
                 )
@@ -622,17 +632,18 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         await workflow.wait_condition(lambda: self.state.created or self.state.status != "running")
         if not self.state.created:
             raise _refuse(
-                "mission_closed", f"the Mission is {self.state.status}: {self.state.end_reason}"
+                RejectionCode.MISSION_CLOSED,
+                f"the Mission is {self.state.status}: {self.state.end_reason}",
             )
 
     @authorize_work.validator
     def _check_authorize(self, inp: AuthorizeWorkInput) -> None:
         if self.state.status != "running":
-            raise _refuse("mission_closed", f"the Mission is {self.state.status}")
+            raise _refuse(RejectionCode.MISSION_CLOSED, f"the Mission is {self.state.status}")
         check_new_inputs(self.state, inp.items)  # what continue-as-new could not carry
         dup = first_duplicate([i.work_item_id for i in inp.items])
         if dup is not None:  # the later copy would replace the first (MW-10.4-c)
-            raise _refuse("duplicate_id", f"WorkItem {dup} is given twice")
+            raise _refuse(RejectionCode.DUPLICATE_ID, f"WorkItem {dup} is given twice")
         trial = WorkGraph.from_wire(self.graph.to_wire())
         try:  # cycles, self-loops, unknown and duplicate ids (MW-10.4-c)
             trial.add({i.work_item_id: i.dependencies for i in inp.items}, edges=inp.edges)
@@ -657,7 +668,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         for dep, dependent in inp.edges:
             if dependent in self.state.archived:
                 raise _refuse(
-                    "not_open",
+                    RejectionCode.NOT_OPEN,
                     f"WorkItem {dependent} is "
                     f"{self.state.archived[dependent].value}: edges only go into an "
                     "open WorkItem",
@@ -669,7 +680,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 and (item.state is not WorkItemState.OPEN or item.offer_pending or item.selecting)
             ):  # no agent may hold work that a new edge says cannot start yet
                 raise _refuse(
-                    "not_open",
+                    RejectionCode.NOT_OPEN,
                     f"WorkItem {dependent} is {item.state.value}"
                     + (" (being offered)" if item.state is WorkItemState.OPEN else "")
                     + ": edges only go into an open WorkItem",

@@ -37,8 +37,11 @@ with workflow.unsafe.imports_passed_through():
         AcceptanceCriterion,
         Budget,
         Command,
+        CommandType,
         Deliverable,
+        EventType,
         Evidence,
+        RejectionCode,
         WorkContract,
         WorkItemState,
         digest,
@@ -65,7 +68,10 @@ if TYPE_CHECKING:
 #: Criterion kinds a reviewer agent judges (step 3).
 SEMANTIC_KINDS = frozenset({"semantic", "qualitative"})
 #: The MissionOwner's Commands on a reviewed result (step 5) → whether they grant it.
-APPROVAL_COMMANDS = {"approval.grant_result": True, "approval.deny_result": False}
+APPROVAL_COMMANDS = {
+    CommandType.APPROVAL_GRANT_RESULT: True,
+    CommandType.APPROVAL_DENY_RESULT: False,
+}
 _MAX_ID = 128
 
 
@@ -285,7 +291,7 @@ class ReviewMixin:
 
     def _approval_step(self, item: ItemState) -> ReviewStep:
         a = item.approval or {}
-        granted = a.get("type") == "approval.result_granted"
+        granted = a.get("type") == EventType.APPROVAL_RESULT_GRANTED
         approver = str(a.get("approver") or "?")
         reason = str(a.get("reason") or "")
         what = f"{a.get('type')} by {approver} (seq {a.get('seq')})" + (
@@ -356,7 +362,7 @@ class ReviewMixin:
             raise refuse("wrong_group", f"the Mission's Group is {self.state.spec.group_id}")
         item = self.state.items.get(str(cmd.body.get("work_item_id")))
         if item is None:
-            raise refuse("unknown_work_item", "unknown WorkItem")
+            raise refuse(RejectionCode.UNKNOWN_WORK_ITEM, "unknown WorkItem")
         if item.review_stage != "approval":
             raise refuse(
                 "not_awaiting_approval", f"WorkItem {item.work_item_id} is not awaiting approval"

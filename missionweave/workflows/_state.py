@@ -11,7 +11,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..protocol import Evidence, ProgressReport, WorkItemFacts, WorkItemState, reduce_work_item
+from ..protocol import (
+    EventType,
+    Evidence,
+    ProgressReport,
+    WorkItemFacts,
+    WorkItemState,
+    reduce_work_item,
+)
 from ..protocol.temporal_contract import (
     CommandVerdict,
     EventSummary,
@@ -231,9 +238,9 @@ def apply_events(state: MissionState, events: list[EventSummary]) -> list[str]:
         if item is None or e.seq <= item.w.seq:
             continue  # not this Mission's, or applied already (a repeated verdict)
         w = reduce_work_item(item.w, e)
-        if e.type == "work.authorized":
+        if e.type == EventType.WORK_AUTHORIZED:
             item.authorized = True
-        elif e.type == "work.submitted":
+        elif e.type == EventType.WORK_SUBMITTED:
             item.outputs, item.artifacts = dict(w.outputs), list(w.artifacts)
             item.evidence = [Evidence.model_validate(x) for x in w.evidence]
             w = dataclasses.replace(w, outputs={}, artifacts=(), evidence=())

@@ -25,7 +25,7 @@ from temporalio.exceptions import ActivityError, CancelledError, TimeoutError, T
 with workflow.unsafe.imports_passed_through():
     from ..activities import HEARTBEAT_TIMEOUT, CoordinatorActivities
     from ..outcome import error_line
-    from ..protocol import WorkItemState
+    from ..protocol import EventType, RejectionCode, WorkItemState
     from ..protocol.temporal_contract import (
         CommandVerdict,
         EventSummary,
@@ -164,7 +164,7 @@ class WorkMixin:
                 continue
             self._applied_intent(res.verdict, ("offer", wid))
             rej = res.verdict.rejection
-            if rej is not None and rej.code == "owner_active":
+            if rej is not None and rej.code == RejectionCode.OWNER_ACTIVE:
                 # an owner this workflow lost track of still holds it (its activity timed out
                 # while it kept working with the Authority): read what the Authority holds —
                 # a submission is then reviewed, a live lease waited for
@@ -270,7 +270,7 @@ class WorkMixin:
                 self.state.items[w].retry_at_ms = None
             self.state.awaiting_room.clear()
         self._apply(outcome.events)
-        if any(e.type == "work.offer_accepted" for e in outcome.events):
+        if any(e.type == EventType.WORK_OFFER_ACCEPTED for e in outcome.events):
             mine = _exec_key(wid, agent)
             for key, task in list(self.tasks.items()):  # the other candidates lost (10.3-c)
                 if key.startswith(_exec_key(wid, "")) and key != mine:

@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from ...protocol import Actor, Command, Event, SigningKey
+from ...protocol import Actor, Command, Event, RejectionCode, SigningKey
 from ..wire import (
     VERIFY_PATH,
     AgentInfo,
@@ -86,7 +86,7 @@ class RemoteUnknownGroupError(UnknownGroupError, AuthorityRequestError):
 
     def __init__(self, group_id: str, reason: str, detail: dict[str, Any]) -> None:
         # UnknownGroupError.__init__ would chain into AuthorityRequestError's signature.
-        AuthorityRequestError.__init__(self, 404, "unknown_group", reason, detail)
+        AuthorityRequestError.__init__(self, 404, RejectionCode.UNKNOWN_GROUP, reason, detail)
         self.group_id = group_id
 
 
@@ -219,11 +219,11 @@ class AuthorityClient:
             body = {}
         if not isinstance(body, dict):
             body = {}
-        code = str(body.get("code", "http_error"))
+        code = str(body.get("code", RejectionCode.HTTP_ERROR))
         reason = str(body.get("reason", resp.reason_phrase))
         detail = body.get("detail") if isinstance(body.get("detail"), dict) else {}
         assert isinstance(detail, dict)
-        if resp.status_code == 404 and code == "unknown_group":
+        if resp.status_code == 404 and code == RejectionCode.UNKNOWN_GROUP:
             raise RemoteUnknownGroupError(str(detail.get("group_id", "")), reason, detail)
         if resp.status_code == 410 and code == CursorTooOldError.code:
             raise RemoteCursorTooOldError(reason, detail, dict(body.get("snapshot") or {}))
@@ -343,8 +343,8 @@ class AuthorityClient:
         ``None`` when unknown. Check it before an external side effect (docs/design.md §5)."""
         resp = await self._request("GET", f"/v1/leases/{lease_id}", ok=(200, 404))
         if resp.status_code == 404:
-            if resp.json().get("code") != "unknown_lease":
-                raise AuthorityRequestError(404, "not_found", "no lease route", {})
+            if resp.json().get("code") != RejectionCode.UNKNOWN_LEASE:
+                raise AuthorityRequestError(404, RejectionCode.NOT_FOUND, "no lease route", {})
             return None
         row: dict[str, Any] = resp.json()
         return row

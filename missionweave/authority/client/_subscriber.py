@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
 
-from ...protocol import Actor, Event, canonical_bytes, new_id
+from ...protocol import Actor, Event, RejectionCode, canonical_bytes, new_id
 from ..wire import now_ms
 from ._client import (
     AuthorityClient,
@@ -229,9 +229,9 @@ class Subscriber:
         elif kind == "ERROR":
             code = frame.get("code")
             detail = frame.get("detail") if isinstance(frame.get("detail"), dict) else {}
-            if code == "CURSOR_TOO_OLD":
+            if code == RejectionCode.CURSOR_TOO_OLD:
                 await self._queue.put(("too_old", frame))
-            elif code in ("unauthorized", "unknown_group"):
+            elif code in (RejectionCode.UNAUTHORIZED, RejectionCode.UNKNOWN_GROUP):
                 raise SubscriptionRefused(str(code), str(frame.get("reason", "")), detail)
             else:
                 log.error("stream error %s: %s %s", code, frame.get("reason"), detail)

@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import threading
 
-from ...protocol import AgentCard
+from ...protocol import AgentCard, EventType
 from ..wire import AgentInfo, Reliability
 from ._reads import require_group
 from ._store import Store
 
 #: The outcome Events reliability is counted from; both bodies name ``owner`` and
 #: ``capabilities`` (the WorkItem's required capabilities).
-_OUTCOMES = {"work.result_accepted": "ok", "work.failed": "fail"}
+_OUTCOMES = {EventType.WORK_RESULT_ACCEPTED: "ok", EventType.WORK_FAILED: "fail"}
 
 
 class AgentReads:

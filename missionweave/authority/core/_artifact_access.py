@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...protocol import Rejection, is_hash
+from ...protocol import Rejection, RejectionCode, is_hash
 from ._handlers_context import context_use
 
 if TYPE_CHECKING:
@@ -49,11 +49,13 @@ def artifact_read_refusal(
         or ``cross_mission_content`` (the other Mission is not named, MW-13.3-e).
     """
     if not is_hash(artifact_hash):
-        return _refusal("invalid_request", "not a SHA-256 hex hash", field="artifact_hash")
+        return _refusal(
+            RejectionCode.INVALID_REQUEST, "not a SHA-256 hex hash", field="artifact_hash"
+        )
     if mission_id is None:
         return None
     rejection = context_use(authority, group_id, mission_id, artifact_hash)
-    if rejection is None or rejection.code == "unknown_artifact":
+    if rejection is None or rejection.code == RejectionCode.UNKNOWN_ARTIFACT:
         return None  # an external input: no Mission's content (the Group must hold it)
     return rejection
 
@@ -77,13 +79,20 @@ def artifact_write_refusal(
     """
     if not lease_id:
         return _refusal(
-            "lease_required", "writing an Artifact needs the writer's live execution lease"
+            RejectionCode.LEASE_REQUIRED,
+            "writing an Artifact needs the writer's live execution lease",
         )
     row = authority.lease(lease_id)
     if row is None or row["group_id"] != group_id:
-        return _refusal("unknown_lease", "no such lease in this Group", lease_id=lease_id)
+        return _refusal(
+            RejectionCode.UNKNOWN_LEASE, "no such lease in this Group", lease_id=lease_id
+        )
     if authority.member_key(group_id, str(row["agent_id"])) != key:
-        return _refusal("not_owner", "the lease belongs to another agent", lease_id=lease_id)
+        return _refusal(
+            RejectionCode.NOT_OWNER, "the lease belongs to another agent", lease_id=lease_id
+        )
     if not row["valid"]:
-        return _refusal("stale_lease", "the lease is no longer active", lease_id=lease_id)
+        return _refusal(
+            RejectionCode.STALE_LEASE, "the lease is no longer active", lease_id=lease_id
+        )
     return None

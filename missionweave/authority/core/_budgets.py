@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...protocol import Budget, ResourceUsage, Role
+from ...protocol import Budget, CommandType, EventType, RejectionCode, ResourceUsage, Role
 from ._command_scope import Ctx, Reject, need, need_id
 from ._items import add_usage, contract_of, parse, set_item
 from ._registry import command
 from ._store import Row
 
-USAGE_FORWARDED = "mission.usage_forwarded"
-CHILD_USAGE_CHARGED = "mission.child_usage_charged"
+USAGE_FORWARDED = EventType.MISSION_USAGE_FORWARDED
+CHILD_USAGE_CHARGED = EventType.MISSION_CHILD_USAGE_CHARGED
 
 
 def record_mission_budget(ctx: Ctx, mission_id: str, raw: Any) -> None:
@@ -69,7 +69,7 @@ def charge_missions(
             over = total.over(Budget.model_validate_json(row["budget"]))
             if over:
                 raise Reject(
-                    "budget_exceeded",
+                    RejectionCode.BUDGET_EXCEEDED,
                     "the usage exceeds the Mission's budget",
                     scope="mission",
                     mission_id=mission,
@@ -106,7 +106,7 @@ def charge_work_item(
     over = total.over(contract_of(item).budget)
     if over:
         raise Reject(
-            "budget_exceeded",
+            RejectionCode.BUDGET_EXCEEDED,
             "the usage exceeds the contract's budget",
             scope="work_item",
             dimensions=over,
@@ -117,7 +117,7 @@ def charge_work_item(
     return total, missions
 
 
-@command("mission.charge_child_usage")
+@command(CommandType.MISSION_CHARGE_CHILD_USAGE)
 def mission_charge_child_usage(ctx: Ctx) -> None:
     """Charge a child Mission's forwarded usage to its parent Mission in this Group.
 
@@ -132,10 +132,12 @@ def mission_charge_child_usage(ctx: Ctx) -> None:
             ``already_charged``; ``budget_exceeded`` (MW-11.5-j).
     """
     if Role.COORDINATOR not in ctx.roles:
-        raise Reject("role_not_allowed", "mission.charge_child_usage needs the coordinator role")
+        raise Reject(
+            RejectionCode.ROLE_NOT_ALLOWED, "mission.charge_child_usage needs the coordinator role"
+        )
     src = ctx.body.get("source")
     if not isinstance(src, dict):
-        raise Reject("invalid_body", "source must be an object", field="source")
+        raise Reject(RejectionCode.INVALID_BODY, "source must be an object", field="source")
     group, seq, digest = need_id(src, "group_id"), need(src, "seq", int), need(src, "hash")
     row = ctx.one("events.one", group, seq, group, seq)
     event = json.loads(row[0]) if row is not None else None
@@ -146,17 +148,24 @@ def mission_charge_child_usage(ctx: Ctx) -> None:
         or event["type"] != USAGE_FORWARDED
         or parent.get("group_id") != ctx.group_id
     ):
-        raise Reject("unknown_source", "no forwarded usage with that hash for this Group",
-                     source=src)  # fmt: skip
+        raise Reject(
+            RejectionCode.UNKNOWN_SOURCE,
+            "no forwarded usage with that hash for this Group",
+            source=src,
+        )
     source = {"group_id": group, "seq": seq, "hash": digest}
     for done in ctx.all("events.of_type", ctx.group_id, CHILD_USAGE_CHARGED,
                         ctx.group_id, CHILD_USAGE_CHARGED):  # fmt: skip
         if json.loads(done[0])["body"]["source"] == source:
-            raise Reject("already_charged", "that forwarded usage was charged", source=source)
+            raise Reject(
+                RejectionCode.ALREADY_CHARGED, "that forwarded usage was charged", source=source
+            )
     delta = ResourceUsage.model_validate(event["body"]["delta"])
     mission = str(parent.get("mission_id"))
     if ctx.one("missions.state_by_group_id_mission_id", ctx.group_id, mission) is None:
-        raise Reject("unknown_source", "the parent Mission is not in this Group", source=src)
+        raise Reject(
+            RejectionCode.UNKNOWN_SOURCE, "the parent Mission is not in this Group", source=src
+        )
     totals = charge_missions(ctx, mission, delta, via=f"{group}#{seq}")
     ctx.emit(
         CHILD_USAGE_CHARGED,

@@ -7,7 +7,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...protocol import Command, Rejection, Role, SigningKey, identifier_problem, label_problem
+from ...protocol import (
+    Command,
+    Rejection,
+    RejectionCode,
+    Role,
+    SigningKey,
+    identifier_problem,
+    label_problem,
+)
 from ._store import Row, Store
 
 #: Reads a transaction may answer from memory until its next write: the rows every fenced
@@ -135,7 +143,7 @@ def need_id(body: dict[str, Any], key: str) -> str:
     value = need(body, key)
     problem = identifier_problem(value)
     if problem is not None:
-        raise Reject("invalid_body", f"{key} {problem}", field=key)
+        raise Reject(RejectionCode.INVALID_BODY, f"{key} {problem}", field=key)
     return str(value)
 
 
@@ -144,17 +152,19 @@ def need_label(body: dict[str, Any], key: str) -> str:
     value = body.get(key, "")
     problem = label_problem(value)
     if problem is not None:
-        raise Reject("invalid_body", f"{key} {problem}", field=key)
+        raise Reject(RejectionCode.INVALID_BODY, f"{key} {problem}", field=key)
     return str(value)
 
 
 def need(body: dict[str, Any], key: str, kind: type | tuple[type, ...] = str) -> Any:
     """``body[key]`` checked for presence and type; raises :class:`Reject` ``invalid_body``."""
     if key not in body:
-        raise Reject("invalid_body", f"body needs {key!r}", field=key)
+        raise Reject(RejectionCode.INVALID_BODY, f"body needs {key!r}", field=key)
     value = body[key]
     if isinstance(value, bool) and kind is int:
-        raise Reject("invalid_body", f"{key!r} must be an integer", field=key)
+        raise Reject(RejectionCode.INVALID_BODY, f"{key!r} must be an integer", field=key)
     if not isinstance(value, kind) or (isinstance(value, str) and not value):
-        raise Reject("invalid_body", f"{key!r} has the wrong type or is empty", field=key)
+        raise Reject(
+            RejectionCode.INVALID_BODY, f"{key!r} has the wrong type or is empty", field=key
+        )
     return value

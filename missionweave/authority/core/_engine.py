@@ -30,6 +30,7 @@ from ...protocol import (
     Command,
     Event,
     Rejection,
+    RejectionCode,
     Role,
     SigningKey,
     canonical_bytes,
@@ -450,7 +451,7 @@ class Authority(LogReader, AgentReads):
         if prior[0] != cmd.signature:
             return _rejected(
                 cmd,
-                "idempotency_conflict",
+                RejectionCode.IDEMPOTENCY_CONFLICT,
                 "this command id was used before with a different body",
                 command_id=cmd.command_id,
             )
@@ -493,16 +494,18 @@ class Authority(LogReader, AgentReads):
 
         spec = HANDLERS.get(cmd.type)
         if spec is None:
-            raise Reject("unknown_command", f"no such command type {cmd.type!r}", type=cmd.type)
+            raise Reject(
+                RejectionCode.UNKNOWN_COMMAND, f"no such command type {cmd.type!r}", type=cmd.type
+            )
         if spec.auth == "self":
             key = cmd.body.get("public_key")
             if not signed_by(key):
-                raise Reject("bad_signature", "the command's signature does not verify")
+                raise Reject(RejectionCode.BAD_SIGNATURE, "the command's signature does not verify")
             # before the Command id is looked at: a stranger's self-signed Command must not
             # learn (or touch) the ids of the actor it names
             if key not in self.config.operator_keys:
                 raise Reject(
-                    "operator_required",
+                    RejectionCode.OPERATOR_REQUIRED,
                     f"{cmd.type} needs an operator key (authority serve --operator-key)",
                     group_id=cmd.group_id,
                 )
@@ -510,12 +513,16 @@ class Authority(LogReader, AgentReads):
         if spec.auth == "agent":
             row = self.store.one("agents.public_key_by_agent_id", cmd.actor)
             if row is None:
-                raise Reject("unknown_actor", f"agent {cmd.actor!r} is not known", actor=cmd.actor)
+                raise Reject(
+                    RejectionCode.UNKNOWN_ACTOR,
+                    f"agent {cmd.actor!r} is not known",
+                    actor=cmd.actor,
+                )
             if not signed_by(row[0]):
-                raise Reject("bad_signature", "the command's signature does not verify")
+                raise Reject(RejectionCode.BAD_SIGNATURE, "the command's signature does not verify")
             return None
         if not cmd.group_id:
-            raise Reject("invalid_command", "this command needs a group_id")
+            raise Reject(RejectionCode.INVALID_COMMAND, "this command needs a group_id")
         # Within one transaction a member's row changes only through the Commands that
         # clear this cache (see _apply), so repeated actors skip the lookup.
         row = self._members.get((cmd.group_id, cmd.actor))
@@ -527,10 +534,12 @@ class Authority(LogReader, AgentReads):
             # the same answer whether or not the Group exists: a stranger cannot enumerate
             # Groups (an unsigned Command may name any)
             raise Reject(
-                "not_a_member", f"{cmd.actor!r} is not a member of the group", actor=cmd.actor
+                RejectionCode.NOT_A_MEMBER,
+                f"{cmd.actor!r} is not a member of the group",
+                actor=cmd.actor,
             )
         if not signed_by(row[0]):
-            raise Reject("bad_signature", "the command's signature does not verify")
+            raise Reject(RejectionCode.BAD_SIGNATURE, "the command's signature does not verify")
         return row
 
     def _admit(
@@ -551,7 +560,7 @@ class Authority(LogReader, AgentReads):
             _current_epoch("membership", cmd.membership_epoch, member[2])
             _current_epoch("session", cmd.session_epoch, member[4])
             if HANDLERS[cmd.type].needs_session and member[4] == 0:
-                raise Reject("no_session", "open a session before taking work")
+                raise Reject(RejectionCode.NO_SESSION, "open a session before taking work")
             roles = _roles(member[1])
 
         def head_seq(group_id: str) -> int:
@@ -586,7 +595,9 @@ class Authority(LogReader, AgentReads):
                     self.store.lock_groups([d.group_id])
                 row = self.store.one("groups.head", d.group_id)
                 if row is None:
-                    raise Reject("unknown_group", f"no group {d.group_id!r}", group_id=d.group_id)
+                    raise Reject(
+                        RejectionCode.UNKNOWN_GROUP, f"no group {d.group_id!r}", group_id=d.group_id
+                    )
                 head = heads[d.group_id] = _Head(row[0], row[1])
             # Built as a plain dict and hashed once: this is the writer's hot path.
             value: dict[str, Any] = {
@@ -631,12 +642,19 @@ def _roles(text: str) -> frozenset[Role]:
     return frozenset(Role(r) for r in json.loads(text))
 
 
+#: The code refusing a stale epoch, by the epoch's kind.
+_STALE_EPOCH = {
+    "membership": RejectionCode.STALE_MEMBERSHIP_EPOCH,
+    "session": RejectionCode.STALE_SESSION_EPOCH,
+}
+
+
 def _current_epoch(kind: str, given: int, current: int) -> None:
     """Refuse a Command whose ``kind`` epoch (``membership``, ``session``) is not the current
     one: ``stale_<kind>_epoch`` with ``<kind>_epoch`` and ``current``."""
     if given != current:
         raise Reject(
-            f"stale_{kind}_epoch",
+            _STALE_EPOCH[kind],
             f"{kind} epoch {given} is not the current {current}",
             **{f"{kind}_epoch": given},
             current=current,

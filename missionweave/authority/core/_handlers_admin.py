@@ -14,7 +14,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...protocol import GENESIS_HASH, AgentCard, Role, SignatureError, b64u_encode, load_public_key
+from ...protocol import (
+    GENESIS_HASH,
+    AgentCard,
+    CommandType,
+    EventType,
+    RejectionCode,
+    Role,
+    SignatureError,
+    b64u_encode,
+    load_public_key,
+)
 from ._command_scope import Ctx, Reject, dumps, need, need_id, need_label
 from ._confusables import confusable_with, is_mixed_script, resolved_scripts
 from ._items import parse
@@ -23,12 +33,15 @@ from ._registry import command
 
 def _roles(value: object) -> list[str]:
     if not isinstance(value, list) or not value:
-        raise Reject("invalid_body", "roles must be a non-empty list", field="roles")
+        raise Reject(RejectionCode.INVALID_BODY, "roles must be a non-empty list", field="roles")
     try:
         return sorted({Role(r).value for r in value})
     except ValueError:
         raise Reject(
-            "invalid_body", "unknown role", field="roles", allowed=[r.value for r in Role]
+            RejectionCode.INVALID_BODY,
+            "unknown role",
+            field="roles",
+            allowed=[r.value for r in Role],
         ) from None
 
 
@@ -42,7 +55,7 @@ def _public_key(ctx: Ctx) -> str:
         ok = False
     if not ok:
         raise Reject(
-            "invalid_body",
+            RejectionCode.INVALID_BODY,
             "public_key is not an Ed25519 public key (32 bytes, unpadded base64url)",
             field="public_key",
         )
@@ -61,11 +74,11 @@ def one_identity_per_look(value: str, field: str, existing: list[str]) -> None:
         Reject: ``mixed_script_id``; ``confusable_id`` (naming the id it looks like).
     """
     if is_mixed_script(value):
-        raise Reject("mixed_script_id", f"{field} mixes scripts (UTS #39)", field=field,
+        raise Reject(RejectionCode.MIXED_SCRIPT_ID, f"{field} mixes scripts (UTS #39)", field=field,
                      scripts=sorted(_scripts_of(value)))  # fmt: skip
     twin = confusable_with(value, existing)
     if twin is not None:
-        raise Reject("confusable_id", f"{field} looks like {twin!r} (UTS #39 skeleton)",
+        raise Reject(RejectionCode.CONFUSABLE_ID, f"{field} looks like {twin!r} (UTS #39 skeleton)",
                      field=field, confusable_with=twin)  # fmt: skip
 
 
@@ -76,19 +89,19 @@ def _register_agent(ctx: Ctx, agent_id: str, public_key: str, field: str = "agen
         ctx.run("agents.insert", agent_id, public_key)
     elif row["public_key"] != public_key:
         raise Reject(
-            "key_mismatch",
+            RejectionCode.KEY_MISMATCH,
             f"agent {agent_id!r} is registered with another public key",
             agent_id=agent_id,
         )
 
 
-@command("group.create", auth="self")
+@command(CommandType.GROUP_CREATE, auth="self")
 def group_create(ctx: Ctx) -> None:
     gid = ctx.command.group_id
     if not gid:  # its spelling is checked with the envelope (Command.group_id)
-        raise Reject("invalid_command", "group.create needs a group_id")
+        raise Reject(RejectionCode.INVALID_COMMAND, "group.create needs a group_id")
     if ctx.one("groups.exists_by_group_id", gid):
-        raise Reject("group_exists", f"group {gid!r} already exists", group_id=gid)
+        raise Reject(RejectionCode.GROUP_EXISTS, f"group {gid!r} already exists", group_id=gid)
     key = _public_key(ctx)  # an operator's, checked with the signature (Authority._verify_actor)
     roles = sorted(set(_roles(ctx.body.get("roles", ["owner"]))) | {"owner"})
     one_identity_per_look(gid, "group_id", [r["group_id"] for r in ctx.all("groups.ids")])
@@ -106,9 +119,9 @@ def group_create(ctx: Ctx) -> None:
         key,
         json.dumps(roles),
     )
-    ctx.emit("group.created", {"group_id": gid, "owner": ctx.command.actor})
+    ctx.emit(EventType.GROUP_CREATED, {"group_id": gid, "owner": ctx.command.actor})
     ctx.emit(
-        "member.added",
+        EventType.MEMBER_ADDED,
         {"agent_id": ctx.command.actor, "public_key": key, "roles": roles, "membership_epoch": 1},
     )
 
@@ -116,11 +129,13 @@ def group_create(ctx: Ctx) -> None:
 def _require(ctx: Ctx, role: Role) -> None:
     if role not in ctx.roles:
         raise Reject(
-            "role_not_allowed", f"{ctx.command.type} needs the {role.value} role", needed=role.value
+            RejectionCode.ROLE_NOT_ALLOWED,
+            f"{ctx.command.type} needs the {role.value} role",
+            needed=role.value,
         )
 
 
-@command("member.add")
+@command(CommandType.MEMBER_ADD)
 def member_add(ctx: Ctx) -> None:
     _require(ctx, Role.OWNER)
     agent_id = need_id(ctx.body, "agent_id")
@@ -132,7 +147,9 @@ def member_add(ctx: Ctx) -> None:
         agent_id,
     )
     if row is not None and row["active"]:
-        raise Reject("already_member", f"{agent_id!r} is already a member", agent_id=agent_id)
+        raise Reject(
+            RejectionCode.ALREADY_MEMBER, f"{agent_id!r} is already a member", agent_id=agent_id
+        )
     _register_agent(ctx, agent_id, key)
     epoch = (row["membership_epoch"] if row else 0) + 1
     ctx.run(
@@ -144,7 +161,7 @@ def member_add(ctx: Ctx) -> None:
         epoch,
     )
     ctx.emit(
-        "member.added",
+        EventType.MEMBER_ADDED,
         {"agent_id": agent_id, "public_key": key, "roles": roles, "membership_epoch": epoch},
     )
 
@@ -157,11 +174,11 @@ def _next_membership_epoch(ctx: Ctx, agent_id: str) -> int:
     """
     row = ctx.one("members.active_epoch", ctx.group_id, agent_id)
     if row is None:
-        raise Reject("not_a_member", f"{agent_id!r} is not a member", agent_id=agent_id)
+        raise Reject(RejectionCode.NOT_A_MEMBER, f"{agent_id!r} is not a member", agent_id=agent_id)
     return int(row["membership_epoch"]) + 1
 
 
-@command("member.update")
+@command(CommandType.MEMBER_UPDATE)
 def member_update(ctx: Ctx) -> None:
     _require(ctx, Role.OWNER)
     agent_id = need(ctx.body, "agent_id")
@@ -174,15 +191,17 @@ def member_update(ctx: Ctx) -> None:
         ctx.group_id,
         agent_id,
     )
-    ctx.emit("member.updated", {"agent_id": agent_id, "roles": roles, "membership_epoch": epoch})
+    ctx.emit(
+        EventType.MEMBER_UPDATED, {"agent_id": agent_id, "roles": roles, "membership_epoch": epoch}
+    )
 
 
-@command("member.remove")
+@command(CommandType.MEMBER_REMOVE)
 def member_remove(ctx: Ctx) -> None:
     _require(ctx, Role.OWNER)
     agent_id = need(ctx.body, "agent_id")
     if agent_id == ctx.command.actor:
-        raise Reject("invalid_body", "an owner cannot remove itself")
+        raise Reject(RejectionCode.INVALID_BODY, "an owner cannot remove itself")
     epoch = _next_membership_epoch(ctx, agent_id)
     ctx.run(
         "members.deactivate",
@@ -190,21 +209,21 @@ def member_remove(ctx: Ctx) -> None:
         ctx.group_id,
         agent_id,
     )
-    ctx.emit("member.removed", {"agent_id": agent_id, "membership_epoch": epoch})
+    ctx.emit(EventType.MEMBER_REMOVED, {"agent_id": agent_id, "membership_epoch": epoch})
 
 
-@command("agent.publish_card")
+@command(CommandType.AGENT_PUBLISH_CARD)
 def agent_publish_card(ctx: Ctx) -> None:
     card = parse(AgentCard, ctx.body.get("card"), "card")
     if card.agent_id != ctx.command.actor:
-        raise Reject("invalid_body", "an agent publishes only its own card")
+        raise Reject(RejectionCode.INVALID_BODY, "an agent publishes only its own card")
     row = ctx.one("agents.public_key_card_version_by_agent_id", card.agent_id)
     assert row is not None  # members are always registered agents
     if card.public_key != row["public_key"]:
-        raise Reject("key_mismatch", "the card's public key is not the agent's key")
+        raise Reject(RejectionCode.KEY_MISMATCH, "the card's public key is not the agent's key")
     if card.version <= row["card_version"]:
         raise Reject(
-            "stale_card",
+            RejectionCode.STALE_CARD,
             f"card version {card.version} is not above {row['card_version']}",
             version=card.version,
             current=row["card_version"],
@@ -216,7 +235,7 @@ def agent_publish_card(ctx: Ctx) -> None:
         card.version,
         card.agent_id,
     )
-    ctx.emit("agent.card_published", {"card": wire})
+    ctx.emit(EventType.AGENT_CARD_PUBLISHED, {"card": wire})
 
 
 def _process(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -226,14 +245,16 @@ def _process(body: dict[str, Any]) -> dict[str, Any] | None:
     if raw is None:
         return None
     if not isinstance(raw, dict) or set(raw) != {"host", "pid"}:
-        raise Reject("invalid_body", "process is {host, pid}", field="process")
+        raise Reject(RejectionCode.INVALID_BODY, "process is {host, pid}", field="process")
     pid = raw["pid"]
     if isinstance(pid, bool) or not isinstance(pid, int) or not 0 <= pid < 2**31:
-        raise Reject("invalid_body", "process.pid is not a process id", field="process.pid")
+        raise Reject(
+            RejectionCode.INVALID_BODY, "process.pid is not a process id", field="process.pid"
+        )
     return {"host": need_label(raw, "host"), "pid": pid}
 
 
-@command("session.open", auth="agent")
+@command(CommandType.SESSION_OPEN, auth="agent")
 def session_open(ctx: Ctx) -> None:
     """Raise the Session Epoch and revoke the agent's active leases first (MW-11.3-f). An
     optional ``process`` (``{host, pid}``) names the process opening it; each
@@ -258,7 +279,7 @@ def session_open(ctx: Ctx) -> None:
             lease["work_item_id"],
         )
         ctx.emit(
-            "lease.revoked",
+            EventType.LEASE_REVOKED,
             {
                 "lease_id": lease["lease_id"],
                 "reason": "session_replaced",
@@ -273,9 +294,9 @@ def session_open(ctx: Ctx) -> None:
     if process is not None:
         opened["process"] = process
     for gid in groups:
-        ctx.emit("agent.session_opened", opened, group_id=gid)
+        ctx.emit(EventType.AGENT_SESSION_OPENED, opened, group_id=gid)
     if not groups:
-        raise Reject("not_a_member", "the agent is a member of no group")
+        raise Reject(RejectionCode.NOT_A_MEMBER, "the agent is a member of no group")
     ctx.reply["session_epoch"] = epoch
 
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...protocol import CommandType, EventType, RejectionCode
 from ._command_scope import Ctx, Reject, need, need_id
 from ._items import end_leases, gate, load_item, parse_evidence, set_item, withdraw_offers
 from ._registry import command
 from ._store import Row
 
-CHILD_CREATED = "mission.child_created"
+CHILD_CREATED = EventType.MISSION_CHILD_CREATED
 
 
 def anchor(ctx: Ctx, group_id: str, work_item_id: str) -> dict[str, Any] | None:
@@ -66,7 +67,7 @@ def verify_parent(ctx: Ctx, mission_id: str, raw: Any) -> dict[str, Any]:
             ``mission.create_child`` for this Mission in this Group). Implements MW-10.4-d.
     """
     if not isinstance(raw, dict):
-        raise Reject("invalid_body", "parent must be an object", field="parent")
+        raise Reject(RejectionCode.INVALID_BODY, "parent must be an object", field="parent")
     link: dict[str, Any] = {k: need_id(raw, k) for k in ("group_id", "mission_id", "work_item_id")}
     if "workflow_id" in raw:
         link["workflow_id"] = need(raw, "workflow_id")
@@ -82,7 +83,7 @@ def verify_parent(ctx: Ctx, mission_id: str, raw: Any) -> dict[str, Any]:
         or event["body"].get("child_group_id") != ctx.group_id
     ):
         raise Reject(
-            "invalid_parent",
+            RejectionCode.INVALID_PARENT,
             "the parent WorkItem is not blocked by mission.create_child for this Mission",
             parent=link,
             state=item["state"] if item is not None else None,
@@ -91,7 +92,7 @@ def verify_parent(ctx: Ctx, mission_id: str, raw: Any) -> dict[str, Any]:
     return link
 
 
-@command("mission.create_child")
+@command(CommandType.MISSION_CREATE_CHILD)
 def mission_create_child(ctx: Ctx) -> None:
     """Block the parent item and close its ownership while the child Mission runs."""
     item = load_item(ctx)
@@ -134,7 +135,7 @@ def _child_parent(ctx: Ctx) -> tuple[Row, dict[str, Any] | None]:
     event = anchor(ctx, ctx.group_id, item["work_item_id"])
     if not _blocked_for_child(item, child) or event is None:
         raise Reject(
-            "unknown_child",
+            RejectionCode.UNKNOWN_CHILD,
             "the WorkItem is not blocked by mission.create_child for that child Mission",
             child_mission_id=child,
             current_child=item["child_mission_id"] if item["owner"] is None else None,
@@ -152,7 +153,7 @@ def _links_here(ctx: Ctx, item: Row, child: dict[str, Any] | None) -> bool:
     ) == (ctx.group_id, item["mission_id"], item["work_item_id"])
 
 
-@command("mission.child_approved")
+@command(CommandType.MISSION_CHILD_APPROVED)
 def mission_child_approved(ctx: Ctx) -> None:
     """blocked → verified: the child's Approval becomes the WorkItem's Evidence. Only for the
     child Mission ``mission.create_child`` named, once it completed with its link to this
@@ -165,7 +166,7 @@ def mission_child_approved(ctx: Ctx) -> None:
     item, child = _child_parent(ctx)
     if child is None or child["state"] != "completed" or not _links_here(ctx, item, child):
         raise Reject(
-            "child_not_completed",
+            RejectionCode.CHILD_NOT_COMPLETED,
             "the child Mission has not completed as this WorkItem's child",
             child_mission_id=item["child_mission_id"],
             child_state=child["state"] if child else None,
@@ -173,7 +174,7 @@ def mission_child_approved(ctx: Ctx) -> None:
     evidence = parse_evidence(ctx, required=True)
     set_item(ctx, item, state="verified")
     ctx.emit(
-        "mission.child_approved",
+        EventType.MISSION_CHILD_APPROVED,
         {
             "child_mission_id": item["child_mission_id"],
             "state": "verified",
@@ -183,7 +184,7 @@ def mission_child_approved(ctx: Ctx) -> None:
     )
 
 
-@command("mission.child_failed")
+@command(CommandType.MISSION_CHILD_FAILED)
 def mission_child_failed(ctx: Ctx) -> None:
     """blocked → blocked or failed, as the declared child-failure ``policy`` says. Only for
     the child Mission ``mission.create_child`` named, and not while it runs or once it
@@ -204,18 +205,20 @@ def mission_child_failed(ctx: Ctx) -> None:
         )
     ):
         raise Reject(
-            "child_not_failed",
+            RejectionCode.CHILD_NOT_FAILED,
             f"the child Mission is {child['state']}",
             child_mission_id=item["child_mission_id"],
             child_state=child["state"],
         )
     policy = ctx.body.get("policy")
     if policy not in ("stay_blocked", "fail"):
-        raise Reject("invalid_body", "policy must be stay_blocked or fail", field="policy")
+        raise Reject(
+            RejectionCode.INVALID_BODY, "policy must be stay_blocked or fail", field="policy"
+        )
     state = "failed" if policy == "fail" else "blocked"
     set_item(ctx, item, state=state)
     ctx.emit(
-        "mission.child_failed",
+        EventType.MISSION_CHILD_FAILED,
         {"child_mission_id": item["child_mission_id"], "state": state, "policy": policy},
         work_item_id=item["work_item_id"],
     )

@@ -17,7 +17,10 @@ from typing import Any, Literal
 
 from ...protocol import (
     Classification,
+    CommandType,
+    EventType,
     Rejection,
+    RejectionCode,
     Role,
     SignedContextPackage,
     is_hash,
@@ -53,7 +56,7 @@ def may_use_in_mission(
     """
     if store.one("missions.exists_by_group_id_mission_id", group_id, mission_id) is None:
         return Rejection(
-            code="unknown_mission",
+            code=RejectionCode.UNKNOWN_MISSION,
             reason=f"no Mission {mission_id!r}",
             detail={"group_id": group_id, "mission_id": mission_id},
         )
@@ -65,12 +68,12 @@ def may_use_in_mission(
     detail = {"artifact_hash": artifact_hash, "group_id": group_id, "mission_id": mission_id}
     if not homes:
         return Rejection(
-            code="unknown_artifact",
+            code=RejectionCode.UNKNOWN_ARTIFACT,
             detail=detail,
             reason="the artifact was never published on this Authority",
         )
     return Rejection(
-        code="cross_mission_content",
+        code=RejectionCode.CROSS_MISSION_CONTENT,
         detail=detail,
         reason="the artifact belongs to another Mission and is not a promoted Organization "
         "artifact",
@@ -89,7 +92,9 @@ def context_use(
 def _require(ctx: Ctx, role: Role) -> None:
     if role not in ctx.roles:
         raise Reject(
-            "role_not_allowed", f"{ctx.command.type} needs the {role.value} role", needed=role.value
+            RejectionCode.ROLE_NOT_ALLOWED,
+            f"{ctx.command.type} needs the {role.value} role",
+            needed=role.value,
         )
 
 
@@ -115,7 +120,7 @@ def refuse_other_missions(ctx: Ctx, mission_id: str, hashes: Iterable[str]) -> N
         if not is_hash(h):
             continue
         verdict = may_use_in_mission(ctx.store, ctx.group_id, h, mission_id)
-        if verdict is not True and verdict.code != "unknown_artifact":
+        if verdict is not True and verdict.code != RejectionCode.UNKNOWN_ARTIFACT:
             raise Reject(verdict.code, verdict.reason, **verdict.detail)
 
 
@@ -124,12 +129,12 @@ def _signed_package(ctx: Ctx) -> SignedContextPackage:
         SignedContextPackage,
         ctx.body.get("package"),
         "package",
-        code="invalid_context_package",
+        code=RejectionCode.INVALID_CONTEXT_PACKAGE,
         reason="package is not a valid signed Context Package",
     )
 
 
-@command("context.publish")
+@command(CommandType.CONTEXT_PUBLISH)
 def context_publish(ctx: Ctx) -> None:
     """Store a new version of a Context Package (MW-13.3-a, MW-13.3-c).
 
@@ -145,11 +150,13 @@ def context_publish(ctx: Ctx) -> None:
     signed = _signed_package(ctx)
     p = signed.package
     if ctx.one("missions.exists_by_group_id_mission_id", ctx.group_id, p.mission_id) is None:
-        raise Reject("unknown_mission", f"no Mission {p.mission_id!r}", mission_id=p.mission_id)
+        raise Reject(
+            RejectionCode.UNKNOWN_MISSION, f"no Mission {p.mission_id!r}", mission_id=p.mission_id
+        )
     for wid in p.scope:
         if ctx.one("work_items.exists_in_mission", ctx.group_id, wid, p.mission_id) is None:
             raise Reject(
-                "unknown_work_item",
+                RejectionCode.UNKNOWN_WORK_ITEM,
                 f"no WorkItem {wid!r} in the Mission",
                 work_item_id=wid,
                 mission_id=p.mission_id,
@@ -157,7 +164,7 @@ def context_publish(ctx: Ctx) -> None:
     head = _head_seq(ctx)
     if p.source.group_id != ctx.group_id or p.source.to_seq > head:
         raise Reject(
-            "invalid_event_range",
+            RejectionCode.INVALID_EVENT_RANGE,
             "the source range must lie in this Group's log",
             source=p.source.model_dump(),
             group_id=ctx.group_id,
@@ -166,7 +173,7 @@ def context_publish(ctx: Ctx) -> None:
     member = ctx.one("members.active_key", ctx.group_id, p.generator)
     if member is None or not verify_context_package(signed, member["public_key"]):
         raise Reject(
-            "context_signature",
+            RejectionCode.CONTEXT_SIGNATURE,
             "the package is not signed by its generator, an active Group member",
             generator=p.generator,
         )
@@ -179,7 +186,7 @@ def context_publish(ctx: Ctx) -> None:
     want = (latest["version"] + 1, latest["package_hash"]) if latest else (1, None)
     if (p.version, p.previous) != want:
         raise Reject(
-            "context_chain",
+            RejectionCode.CONTEXT_CHAIN,
             "a new version must link the latest stored version",
             version=p.version,
             previous=p.previous,
@@ -200,7 +207,7 @@ def context_publish(ctx: Ctx) -> None:
         ctx.now_ms,
     )
     ctx.emit(
-        "context.published",
+        EventType.CONTEXT_PUBLISHED,
         {
             "mission_id": p.mission_id,
             "scope": p.scope,
@@ -213,7 +220,7 @@ def context_publish(ctx: Ctx) -> None:
     ctx.reply["package_hash"] = h
 
 
-@command("artifact.promote")
+@command(CommandType.ARTIFACT_PROMOTE)
 def artifact_promote(ctx: Ctx) -> None:
     """Approve an Artifact published in this Group as a classified Organization Artifact
     (MW-13.3-d).
@@ -226,12 +233,14 @@ def artifact_promote(ctx: Ctx) -> None:
     _require(ctx, Role.MISSION_OWNER)
     h = need(ctx.body, "artifact_hash")
     if not is_hash(h):
-        raise Reject("invalid_body", "artifact_hash must be SHA-256 hex", field="artifact_hash")
+        raise Reject(
+            RejectionCode.INVALID_BODY, "artifact_hash must be SHA-256 hex", field="artifact_hash"
+        )
     try:
         classification = Classification(need(ctx.body, "classification"))
     except ValueError:
         raise Reject(
-            "invalid_body",
+            RejectionCode.INVALID_BODY,
             "unknown classification",
             field="classification",
             allowed=[c.value for c in Classification],
@@ -243,7 +252,9 @@ def artifact_promote(ctx: Ctx) -> None:
     )
     if not rows:
         raise Reject(
-            "unknown_artifact", "the artifact was not published in this Group", artifact_hash=h
+            RejectionCode.UNKNOWN_ARTIFACT,
+            "the artifact was not published in this Group",
+            artifact_hash=h,
         )
     provenance: list[dict[str, Any]] = [dict(r) for r in rows]
     ctx.run(
@@ -255,7 +266,7 @@ def artifact_promote(ctx: Ctx) -> None:
         ctx.now_ms,
     )
     ctx.emit(
-        "artifact.promoted",
+        EventType.ARTIFACT_PROMOTED,
         {
             "artifact_hash": h,
             "classification": classification.value,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 
-from ...protocol import GraphError, WorkContract, WorkGraph
+from ...protocol import CommandType, EventType, GraphError, RejectionCode, WorkContract, WorkGraph
 from ._command_scope import Ctx, Reject, need
 from ._items import running_mission, set_item
 from ._registry import command
@@ -30,7 +30,7 @@ from ._registry import command
 MAX_ADDED = 1_000
 
 
-@command("work.add_dependencies")
+@command(CommandType.WORK_ADD_DEPENDENCIES)
 def work_add_dependencies(ctx: Ctx) -> None:
     """Body: ``{"work_item_id": str, "dependencies": [str, ...]}``. Emits
     ``work.dependencies_added`` with the ids added, the WorkItem's whole dependency list and its
@@ -42,7 +42,9 @@ def work_add_dependencies(ctx: Ctx) -> None:
         Reject: ``role_not_allowed``, ``invalid_body``, ``unknown_id``, ``not_open``,
             ``self_loop``, ``cycle`` (nothing written)."""
     if "coordinator" not in ctx.roles:
-        raise Reject("role_not_allowed", "work.add_dependencies needs the coordinator role")
+        raise Reject(
+            RejectionCode.ROLE_NOT_ALLOWED, "work.add_dependencies needs the coordinator role"
+        )
     wid = need(ctx.body, "work_item_id")
     deps = ctx.body.get("dependencies")
     if (
@@ -52,18 +54,18 @@ def work_add_dependencies(ctx: Ctx) -> None:
         or not all(isinstance(d, str) for d in deps)
     ):
         raise Reject(
-            "invalid_body",
+            RejectionCode.INVALID_BODY,
             f"dependencies must be a list of 1 to {MAX_ADDED} ids",
             field="dependencies",
         )
     item = ctx.one("work_items.row", ctx.group_id, wid)
     if item is None:
-        raise Reject("unknown_id", f"no WorkItem {wid!r}", work_item_id=wid)
+        raise Reject(RejectionCode.UNKNOWN_ID, f"no WorkItem {wid!r}", work_item_id=wid)
     mid = item["mission_id"]
     running_mission(ctx, mid)
     if item["state"] != "open":
         raise Reject.wrong_state(
-            "not_open",
+            RejectionCode.NOT_OPEN,
             f"WorkItem {wid!r}",
             item["state"],
             "edges only go into an open WorkItem",
@@ -94,7 +96,7 @@ def work_add_dependencies(ctx: Ctx) -> None:
             revision=revision,
         )
     ctx.emit(
-        "work.dependencies_added",
+        EventType.WORK_DEPENDENCIES_ADDED,
         {"mission_id": mid, "added": added, "dependencies": graph[wid], "revision": revision},
         work_item_id=wid,
     )

@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 
 from ...protocol import (
+    CommandType,
+    EventType,
     Evidence,
     ProgressReport,
+    RejectionCode,
     ResourceUsage,
     Role,
     SignedManifest,
@@ -55,16 +58,20 @@ def fence(ctx: Ctx, item: Row) -> Row:
         or lease["work_item_id"] != item["work_item_id"]
         or (lease["group_id"] != item["group_id"])
     ):
-        raise Reject("unknown_lease", "no such lease for this WorkItem", lease_id=lease_id)
+        raise Reject(
+            RejectionCode.UNKNOWN_LEASE, "no such lease for this WorkItem", lease_id=lease_id
+        )
     if lease["agent_id"] != ctx.command.actor:
-        raise Reject("not_owner", "the lease belongs to another agent", lease_id=lease_id)
+        raise Reject(
+            RejectionCode.NOT_OWNER, "the lease belongs to another agent", lease_id=lease_id
+        )
     if (
         epoch != item["ownership_epoch"]
         or lease["ownership_epoch"] != item["ownership_epoch"]
         or (item["owner"] != ctx.command.actor)
     ):
         raise Reject(
-            "stale_ownership_epoch",
+            RejectionCode.STALE_OWNERSHIP_EPOCH,
             "the Command's ownership epoch is not the current one",
             ownership_epoch=epoch,
             current=item["ownership_epoch"],
@@ -76,7 +83,7 @@ def fence(ctx: Ctx, item: Row) -> Row:
         current = None  # a queued ownership lease holds the item; it carries no execution
     if current != lease_id or lease["status"] != "active":
         raise Reject(
-            "stale_lease",
+            RejectionCode.STALE_LEASE,
             "the Command does not carry the current lease id",
             lease_id=lease_id,
             lease_status=lease["status"],
@@ -85,7 +92,9 @@ def fence(ctx: Ctx, item: Row) -> Row:
     refuse_expired(ctx, lease, "lease", lease_id)
     if lease["session_epoch"] != ctx.command.session_epoch:
         raise Reject(
-            "stale_session_epoch", "the lease was granted to another session", lease_id=lease_id
+            RejectionCode.STALE_SESSION_EPOCH,
+            "the lease was granted to another session",
+            lease_id=lease_id,
         )
     return lease
 
@@ -100,17 +109,19 @@ def _charge(ctx: Ctx, item: Row) -> ResourceUsage | None:
     return total
 
 
-@command("work.start", needs_session=True)
+@command(CommandType.WORK_START, needs_session=True)
 def work_start(ctx: Ctx) -> None:
     """Grant an execution lease bound to agent, session epoch, item and ownership epoch
     (MW-11.3-b), with a capability token that expires no later than it (MW-11.3-d)."""
     item = load_item(ctx)
     epoch = need(ctx.body, "ownership_epoch", int)
     if item["owner"] != ctx.command.actor:
-        raise Reject("not_owner", "only the WorkItem's owner may start it", owner=item["owner"])
+        raise Reject(
+            RejectionCode.NOT_OWNER, "only the WorkItem's owner may start it", owner=item["owner"]
+        )
     if epoch != item["ownership_epoch"]:
         raise Reject(
-            "stale_ownership_epoch",
+            RejectionCode.STALE_OWNERSHIP_EPOCH,
             "the Command's ownership epoch is not current",
             ownership_epoch=epoch,
             current=item["ownership_epoch"],
@@ -118,16 +129,18 @@ def work_start(ctx: Ctx) -> None:
     gate(ctx, item)
     if item["start_deadline_ms"] is not None and ctx.now_ms >= item["start_deadline_ms"]:
         raise Reject(
-            "start_deadline_missed",
+            RejectionCode.START_DEADLINE_MISSED,
             "the start deadline has passed",
             start_deadline_ms=item["start_deadline_ms"],
         )
     contract = contract_of(item)
     if contract.approval_required and not item["approved"]:
-        raise Reject("approval_required", "execution needs an approval.grant_execution first")
+        raise Reject(
+            RejectionCode.APPROVAL_REQUIRED, "execution needs an approval.grant_execution first"
+        )
     usage = ResourceUsage.model_validate_json(item["usage"])
     if usage.over(contract.budget):
-        raise Reject("budget_exceeded", "the WorkItem's budget is spent")
+        raise Reject(RejectionCode.BUDGET_EXCEEDED, "the WorkItem's budget is spent")
     lease_id = new_id("lease")
     expires = ctx.now_ms + contract.timeouts.lease_ms
     lease = {
@@ -155,7 +168,7 @@ def work_start(ctx: Ctx) -> None:
     set_item(ctx, item, state="active", lease_id=lease_id, start_deadline_ms=None)
     checkpoint = json.loads(item["checkpoint"]) if item["checkpoint"] else None
     ctx.emit(
-        "work.started",
+        EventType.WORK_STARTED,
         {"lease": lease, "capability_token": public_token(token), "checkpoint": checkpoint},
         work_item_id=item["work_item_id"],
     )
@@ -163,7 +176,7 @@ def work_start(ctx: Ctx) -> None:
     ctx.reply.update(lease=lease, capability_token=token, checkpoint=checkpoint)
 
 
-@command("lease.renew", needs_session=True)
+@command(CommandType.LEASE_RENEW, needs_session=True)
 def lease_renew(ctx: Ctx) -> None:
     """Renew the current lease: an execution lease (usage charged, a new capability token;
     MW-11.3-d) or, for a queued WorkItem, its queued ownership lease (MW-11.3-a)."""
@@ -189,11 +202,11 @@ def lease_renew(ctx: Ctx) -> None:
     }
     if usage is not None:
         body["usage"] = usage.model_dump()
-    ctx.emit("lease.renewed", body, work_item_id=item["work_item_id"])
+    ctx.emit(EventType.LEASE_RENEWED, body, work_item_id=item["work_item_id"])
     ctx.reply.update(expires_at_ms=expires, capability_token=token)
 
 
-@command("progress.report", needs_session=True)
+@command(CommandType.PROGRESS_REPORT, needs_session=True)
 def progress_report(ctx: Ctx) -> None:
     """Structured progress (MW-11.4-a); an optional ``checkpoint`` is stored as the durable
     resume point without releasing the lease (a reassignment resumes from it, MW-11.5-a)."""
@@ -203,7 +216,9 @@ def progress_report(ctx: Ctx) -> None:
     report = parse(ProgressReport, ctx.body.get("report"), "report")
     cp = ctx.body.get("checkpoint")
     if cp is not None and (not isinstance(cp, dict) or not cp):
-        raise Reject("invalid_body", "checkpoint must be a non-empty object", field="checkpoint")
+        raise Reject(
+            RejectionCode.INVALID_BODY, "checkpoint must be a non-empty object", field="checkpoint"
+        )
     _charge(ctx, item)
     body: dict[str, object] = {
         "lease_id": ctx.body["lease_id"],
@@ -212,17 +227,21 @@ def progress_report(ctx: Ctx) -> None:
     if cp is not None:
         set_item(ctx, item, checkpoint=dumps(cp))
         body["checkpoint"] = cp
-    ctx.emit("work.progress_reported", body, work_item_id=item["work_item_id"])
+    ctx.emit(EventType.WORK_PROGRESS_REPORTED, body, work_item_id=item["work_item_id"])
 
 
 def _checkpoint(ctx: Ctx) -> dict[str, object]:
     cp = ctx.body.get("checkpoint")
     if not isinstance(cp, dict) or not cp:
-        raise Reject("checkpoint_required", "a durable checkpoint is required", field="checkpoint")
+        raise Reject(
+            RejectionCode.CHECKPOINT_REQUIRED,
+            "a durable checkpoint is required",
+            field="checkpoint",
+        )
     return cp
 
 
-@command("work.checkpoint", needs_session=True)
+@command(CommandType.WORK_CHECKPOINT, needs_session=True)
 def work_checkpoint(ctx: Ctx) -> None:
     """Durable progress releases the execution lease; ownership stays, bounded by a new start
     deadline (spec 10.2, MW-11.3-e, MW-11.3-g)."""
@@ -237,13 +256,13 @@ def work_checkpoint(ctx: Ctx) -> None:
         ctx, item, state="queued", lease_id=None, checkpoint=dumps(cp), start_deadline_ms=deadline
     )
     ctx.emit(
-        "work.checkpointed",
+        EventType.WORK_CHECKPOINTED,
         {"checkpoint": cp, "state": "queued", "start_deadline_ms": deadline},
         work_item_id=item["work_item_id"],
     )
 
 
-@command("work.block", needs_session=True)
+@command(CommandType.WORK_BLOCK, needs_session=True)
 def work_block(ctx: Ctx) -> None:
     """Checkpoint, name the resolution needed, release the slot, keep a bounded blocked lease
     (MW-11.4-c)."""
@@ -252,7 +271,11 @@ def work_block(ctx: Ctx) -> None:
     gate(ctx, item)
     resolution = ctx.body.get("resolution")
     if not resolution or not isinstance(resolution, (str, dict)):
-        raise Reject("invalid_body", "work.block needs the resolution it needs", field="resolution")
+        raise Reject(
+            RejectionCode.INVALID_BODY,
+            "work.block needs the resolution it needs",
+            field="resolution",
+        )
     cp = _checkpoint(ctx)
     _charge(ctx, item)
     end_leases(ctx, item, "released", "blocked")
@@ -272,7 +295,7 @@ def work_block(ctx: Ctx) -> None:
     )
     set_item(ctx, item, state="blocked", lease_id=None, checkpoint=dumps(cp))
     ctx.emit(
-        "work.blocked",
+        EventType.WORK_BLOCKED,
         {
             "resolution": resolution,
             "checkpoint": cp,
@@ -311,7 +334,7 @@ def _late(ctx: Ctx, item: Row, rejection: Reject) -> bool:
     ctx.status = "recorded"
     ctx.rejection = rejection.rejection
     ctx.emit(
-        "work.late_result_recorded",
+        EventType.WORK_LATE_RESULT_RECORDED,
         {
             "lease_id": lease_id,
             "ownership_epoch": ctx.body.get("ownership_epoch"),
@@ -324,7 +347,7 @@ def _late(ctx: Ctx, item: Row, rejection: Reject) -> bool:
     return True
 
 
-@command("work.submit", needs_session=True)
+@command(CommandType.WORK_SUBMIT, needs_session=True)
 def work_submit(ctx: Ctx) -> None:
     """Submit outputs with Evidence for every acceptance criterion (MW-13.2-a). Artifacts
     published in another Mission and not promoted — as outputs or cited by the Evidence — are
@@ -340,21 +363,25 @@ def work_submit(ctx: Ctx) -> None:
     missing = [c for c in criteria if c not in covered]
     if missing:
         raise Reject(
-            "evidence_missing", "every acceptance criterion needs Evidence", missing=missing
+            RejectionCode.EVIDENCE_MISSING,
+            "every acceptance criterion needs Evidence",
+            missing=missing,
         )
     artifacts = ctx.body.get("artifacts", [])
     if not isinstance(artifacts, list) or not all(is_hash(a) for a in artifacts):
-        raise Reject("invalid_body", "artifacts must be SHA-256 hex hashes", field="artifacts")
+        raise Reject(
+            RejectionCode.INVALID_BODY, "artifacts must be SHA-256 hex hashes", field="artifacts"
+        )
     outputs = ctx.body.get("outputs", {})
     if not isinstance(outputs, dict):
-        raise Reject("invalid_body", "outputs must be an object", field="outputs")
+        raise Reject(RejectionCode.INVALID_BODY, "outputs must be an object", field="outputs")
     refuse_other_missions(ctx, item["mission_id"], [*artifacts, *cited(evidence)])
     _submitted_artifacts_exist(ctx, item, artifacts, evidence)
     _charge(ctx, item)
     end_leases(ctx, item, "released", "submitted")
     set_item(ctx, item, state="submitted", lease_id=None)
     ctx.emit(
-        "work.submitted",
+        EventType.WORK_SUBMITTED,
         {
             "state": "submitted",
             "ownership_epoch": item["ownership_epoch"],
@@ -381,19 +408,19 @@ def _submitted_artifacts_exist(
         if ctx.one("artifacts.published_in_item", ctx.group_id, h, item["work_item_id"]) is None \
                 and ctx.one("promoted_artifacts.in_group", ctx.group_id, h) is None:  # fmt: skip
             raise Reject(
-                "artifact_not_published",
+                RejectionCode.ARTIFACT_NOT_PUBLISHED,
                 "a submitted Artifact must be published in this WorkItem (or promoted)",
                 artifact=h,
             )
         if h not in referenced:
             raise Reject(
-                "artifact_without_evidence",
+                RejectionCode.ARTIFACT_WITHOUT_EVIDENCE,
                 "every submitted Artifact must be referenced by Evidence",
                 artifact=h,
             )
 
 
-@command("work.fail")
+@command(CommandType.WORK_FAIL)
 def work_fail(ctx: Ctx) -> None:
     """Fail with Evidence (MW-11.4-f). A Worker must name its current lease; a Coordinator may
     fail any unfinished item. Control returns to the Coordinator (MW-10.2-b). The Event says
@@ -419,7 +446,7 @@ def work_fail(ctx: Ctx) -> None:
         attempts=item["attempts"] + 1,
     )
     ctx.emit(
-        "work.failed",
+        EventType.WORK_FAILED,
         {
             "state": "failed",
             "owner": item["owner"],
@@ -433,7 +460,7 @@ def work_fail(ctx: Ctx) -> None:
     )
 
 
-@command("artifact.publish", needs_session=True)
+@command(CommandType.ARTIFACT_PUBLISH, needs_session=True)
 def artifact_publish(ctx: Ctx) -> None:
     """Register an Artifact's signed manifest under the current lease (MW-11.3-c, MW-13.1-b).
 
@@ -445,12 +472,12 @@ def artifact_publish(ctx: Ctx) -> None:
     """
     item = load_item(ctx)
     fence(ctx, item)
-    gate(ctx, item, "progress.report")
+    gate(ctx, item, CommandType.PROGRESS_REPORT)
     signed = parse(
         SignedManifest,
         ctx.body.get("manifest"),
         "manifest",
-        code="invalid_manifest",
+        code=RejectionCode.INVALID_MANIFEST,
         reason="manifest is not a valid signed manifest",
     )
     m = signed.manifest
@@ -465,21 +492,21 @@ def artifact_publish(ctx: Ctx) -> None:
     }
     if wrong:
         raise Reject(
-            "invalid_manifest",
+            RejectionCode.INVALID_MANIFEST,
             "the manifest must describe this WorkItem's output, produced by the actor",
             mismatch=wrong,
         )
     agent = ctx.one("agents.card_version_by_agent_id", ctx.command.actor)
     if agent is None or m.agent_card_version > agent["card_version"]:
         raise Reject(
-            "invalid_manifest",
+            RejectionCode.INVALID_MANIFEST,
             "the actor has published no such Agent Card version",
             agent_card_version=m.agent_card_version,
         )
     key = ctx.one("members.key", ctx.group_id, ctx.command.actor)
     if key is None or not verify_manifest(signed, key["public_key"]):
         raise Reject(
-            "manifest_signature",
+            RejectionCode.MANIFEST_SIGNATURE,
             "the manifest's signature does not verify under the actor's key",
             manifest_id=signed.manifest_id,
         )
@@ -496,7 +523,7 @@ def artifact_publish(ctx: Ctx) -> None:
         ctx.now_ms,
     )
     ctx.emit(
-        "artifact.published",
+        EventType.ARTIFACT_PUBLISHED,
         {
             "lease_id": ctx.body["lease_id"],
             "artifact_hash": m.content_hash,

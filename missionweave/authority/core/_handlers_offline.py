@@ -28,8 +28,10 @@ from ...protocol import (
     KNOWN_EXTENSIONS,
     RESOURCE_USAGE_RECORDED,
     Command,
+    EventType,
     OfflineBinding,
     ProgressReport,
+    RejectionCode,
     ResourceUsage,
 )
 from ._budgets import charge_work_item
@@ -61,18 +63,20 @@ def handler_for(cmd: Command) -> Handler:
     for urn in cmd.critical_extensions:
         if urn not in KNOWN_EXTENSIONS:
             raise Reject(
-                "unsupported_extension",
+                RejectionCode.UNSUPPORTED_EXTENSION,
                 "the Command needs an extension this Authority does not know",
                 extension=urn,
             )
         if urn not in cmd.extensions:
             raise Reject(
-                "unsupported_extension", "a critical extension has no value", extension=urn
+                RejectionCode.UNSUPPORTED_EXTENSION,
+                "a critical extension has no value",
+                extension=urn,
             )
     if BOUNDED_OFFLINE_EXECUTION in cmd.extensions:
         if BOUNDED_OFFLINE_EXECUTION not in cmd.critical_extensions:
             raise Reject(
-                "invalid_command",
+                RejectionCode.INVALID_COMMAND,
                 "the bounded-offline binding must be critical",
                 extension=BOUNDED_OFFLINE_EXECUTION,
             )
@@ -97,8 +101,8 @@ def _superseded_by_own_session(ctx: Ctx, lease: Row, item: Row) -> bool:
     ):
         return False
     row = ctx.one(
-        "events.latest_of_item", item["group_id"], "lease.revoked", item["work_item_id"],
-        item["group_id"], "lease.revoked", item["work_item_id"],
+        "events.latest_of_item", item["group_id"], EventType.LEASE_REVOKED, item["work_item_id"],
+        item["group_id"], EventType.LEASE_REVOKED, item["work_item_id"],
     )  # fmt: skip
     revoked = json.loads(row[0])["body"] if row is not None else {}
     return revoked.get("lease_id") == lease["lease_id"] and revoked.get("reason") == (
@@ -125,7 +129,7 @@ def reconcile(ctx: Ctx) -> None:
     cmd = ctx.command
     if cmd.type not in BUFFERABLE_COMMANDS:
         raise Reject(
-            "extension_not_applicable",
+            RejectionCode.EXTENSION_NOT_APPLICABLE,
             f"{cmd.type} cannot be buffered offline",
             type=cmd.type,
             bufferable=sorted(BUFFERABLE_COMMANDS),
@@ -133,7 +137,9 @@ def reconcile(ctx: Ctx) -> None:
     b = parse(OfflineBinding, cmd.extensions[BOUNDED_OFFLINE_EXECUTION], "extensions")
     if "usage" in ctx.body:
         raise Reject(
-            "invalid_body", "a buffered Command charges the binding's usage", field="usage"
+            RejectionCode.INVALID_BODY,
+            "a buffered Command charges the binding's usage",
+            field="usage",
         )
     named = (
         ctx.body.get("work_item_id"),
@@ -146,7 +152,7 @@ def reconcile(ctx: Ctx) -> None:
         b.ownership_epoch,
     ):
         raise Reject(
-            "outside_work_item",
+            RejectionCode.OUTSIDE_WORK_ITEM,
             "the binding does not match the Command",
             binding_work_item_id=b.work_item_id,
             work_item_id=ctx.body.get("work_item_id"),
@@ -162,14 +168,14 @@ def reconcile(ctx: Ctx) -> None:
         or lease["ownership_epoch"] != b.ownership_epoch
     ):
         raise Reject(
-            "outside_work_item",
+            RejectionCode.OUTSIDE_WORK_ITEM,
             "no such execution lease of this agent and WorkItem",
             lease_id=b.lease_id,
             work_item_id=b.work_item_id,
         )
     if item["owner"] != cmd.actor or item["ownership_epoch"] != b.ownership_epoch:
         raise Reject(
-            "owner_changed",
+            RejectionCode.OWNER_CHANGED,
             "the WorkItem changed owner since the lease was granted",
             ownership_epoch=b.ownership_epoch,
             current=item["ownership_epoch"],
@@ -180,7 +186,7 @@ def reconcile(ctx: Ctx) -> None:
         and b.grace_deadline_ms <= grace
     ):
         raise Reject(
-            "outside_grace_window",
+            RejectionCode.OUTSIDE_GRACE_WINDOW,
             "the buffered progress falls outside the lease and its grace period",
             buffered_at_ms=b.buffered_at_ms,
             lease_started_at_ms=lease["started_at_ms"],
@@ -189,7 +195,7 @@ def reconcile(ctx: Ctx) -> None:
     active = lease["status"] == "active" and item["lease_id"] == b.lease_id
     if not active and not _superseded_by_own_session(ctx, lease, item):
         raise Reject(
-            "lease_closed",
+            RejectionCode.LEASE_CLOSED,
             "the lease was closed before the progress arrived",
             lease_id=b.lease_id,
             lease_status=lease["status"],
@@ -200,7 +206,9 @@ def reconcile(ctx: Ctx) -> None:
     report = parse(ProgressReport, ctx.body.get("report"), "report")
     cp = ctx.body.get("checkpoint")
     if cp is not None and (not isinstance(cp, dict) or not cp):
-        raise Reject("invalid_body", "checkpoint must be a non-empty object", field="checkpoint")
+        raise Reject(
+            RejectionCode.INVALID_BODY, "checkpoint must be a non-empty object", field="checkpoint"
+        )
     wid = item["work_item_id"]
     if b.usage != ResourceUsage():
         total, missions = charge_work_item(ctx, item, b.usage)
@@ -234,7 +242,7 @@ def reconcile(ctx: Ctx) -> None:
     if cp is not None:
         set_item(ctx, item, checkpoint=dumps(cp))
         body["checkpoint"] = cp
-    ctx.emit("work.progress_reported", body, work_item_id=wid)
+    ctx.emit(EventType.WORK_PROGRESS_REPORTED, body, work_item_id=wid)
 
 
 __all__ = [

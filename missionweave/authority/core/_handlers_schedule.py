@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...protocol import WorkItemState
+from ...protocol import CommandType, EventType, RejectionCode, WorkItemState
 from ._command_scope import Ctx, Reject, need, need_id
 from ._registry import command
 
@@ -39,14 +39,16 @@ _LIMIT = 2**53
 
 def _int(value: Any, field: str, low: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value < _LIMIT:
-        raise Reject("invalid_body", f"{field} must be an integer >= {low}", field=field)
+        raise Reject(
+            RejectionCode.INVALID_BODY, f"{field} must be an integer >= {low}", field=field
+        )
     return value
 
 
 def _exact(value: Any, keys: set[str], field: str) -> dict[str, Any]:
     if not isinstance(value, dict) or set(value) != keys:
         raise Reject(
-            "invalid_body",
+            RejectionCode.INVALID_BODY,
             f"{field} has exactly {', '.join(sorted(keys))}",
             field=field,
             fields=sorted(keys),
@@ -54,14 +56,14 @@ def _exact(value: Any, keys: set[str], field: str) -> dict[str, Any]:
     return value
 
 
-@command("group.set_priority")
+@command(CommandType.GROUP_SET_PRIORITY)
 def group_set_priority(ctx: Ctx) -> None:
     """Body: ``{"priority_class": "low"|"normal"|"high"|"critical", "weight": 1..1000}``.
     Emits ``group.priority_set`` with both, the effective weight (class factor × weight) and
     who set it. Implements MW-11.1-c/d (priority through policy or the MissionOwner)."""
     if not {"owner", "mission_owner"} & set(ctx.roles):
         raise Reject(
-            "role_not_allowed",
+            RejectionCode.ROLE_NOT_ALLOWED,
             "group.set_priority needs the owner or mission_owner "
             "role (a Coordinator cannot raise its Group's priority)",
         )
@@ -69,15 +71,15 @@ def group_set_priority(ctx: Ctx) -> None:
     cls = need(body, "priority_class")
     if cls not in PRIORITY_CLASSES:
         raise Reject(
-            "invalid_body",
+            RejectionCode.INVALID_BODY,
             f"priority_class is one of {', '.join(PRIORITY_CLASSES)}",
             field="priority_class",
         )
     weight = _int(body["weight"], "weight", 1)
     if weight > MAX_WEIGHT:
-        raise Reject("invalid_body", f"weight is at most {MAX_WEIGHT}", field="weight")
+        raise Reject(RejectionCode.INVALID_BODY, f"weight is at most {MAX_WEIGHT}", field="weight")
     ctx.emit(
-        "group.priority_set",
+        EventType.GROUP_PRIORITY_SET,
         {
             "priority_class": cls,
             "weight": weight,
@@ -92,12 +94,14 @@ def _owned(ctx: Ctx, work_item_id: str) -> tuple[str | None, int, str]:
     row = ctx.one("work_items.row", ctx.group_id, work_item_id)
     if row is None:
         raise Reject(
-            "unknown_work_item", f"no WorkItem {work_item_id!r}", work_item_id=work_item_id
+            RejectionCode.UNKNOWN_WORK_ITEM,
+            f"no WorkItem {work_item_id!r}",
+            work_item_id=work_item_id,
         )
     return row["owner"], int(row["ownership_epoch"]), str(row["state"])
 
 
-@command("work.disclose_schedule", needs_session=True)
+@command(CommandType.WORK_DISCLOSE_SCHEDULE, needs_session=True)
 def work_disclose_schedule(ctx: Ctx) -> None:
     """Body: ``{work_item_id, ownership_epoch, start_window: {earliest_ms, latest_ms},
     completion_estimate_ms, confidence: high|medium|low, capacity: {state:
@@ -115,18 +119,20 @@ def work_disclose_schedule(ctx: Ctx) -> None:
     done = _int(body["completion_estimate_ms"], "completion_estimate_ms")
     if not earliest <= latest <= done:
         raise Reject(
-            "invalid_body",
+            RejectionCode.INVALID_BODY,
             "earliest_ms <= latest_ms <= completion_estimate_ms",
             field="start_window",
         )
     if body["confidence"] not in CONFIDENCE:
         raise Reject(
-            "invalid_body", f"confidence is one of {', '.join(CONFIDENCE)}", field="confidence"
+            RejectionCode.INVALID_BODY,
+            f"confidence is one of {', '.join(CONFIDENCE)}",
+            field="confidence",
         )
     cap = _exact(body["capacity"], {"state", "free_slots", "queue_depth"}, "capacity")
     if cap["state"] not in CAPACITY_STATES:
         raise Reject(
-            "invalid_body",
+            RejectionCode.INVALID_BODY,
             f"capacity.state is one of {', '.join(CAPACITY_STATES)}",
             field="capacity.state",
         )
@@ -136,15 +142,17 @@ def work_disclose_schedule(ctx: Ctx) -> None:
     owner, current, state = _owned(ctx, wid)
     if owner != ctx.command.actor or epoch != current:
         raise Reject(
-            "not_owner",
+            RejectionCode.NOT_OWNER,
             "only the WorkItem's owner under its current ownership epoch discloses its schedule",
             work_item_id=wid,
             ownership_epoch=current,
         )
     if WorkItemState(state) not in DISCLOSABLE:
-        raise Reject.wrong_state("invalid_state", f"WorkItem {wid!r}", state, work_item_id=wid)
+        raise Reject.wrong_state(
+            RejectionCode.INVALID_STATE, f"WorkItem {wid!r}", state, work_item_id=wid
+        )
     ctx.emit(
-        "work.schedule_disclosed",
+        EventType.WORK_SCHEDULE_DISCLOSED,
         {k: v for k, v in body.items() if k != "work_item_id"},
         work_item_id=wid,
     )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ...protocol import CommandType, EventType, RejectionCode
 from ._command_scope import Ctx, Reject
 from ._handlers_lease import fence
 from ._items import gate, load_item
@@ -15,13 +16,15 @@ def _scope(ctx: Ctx) -> list[str] | None:
     if raw is None:
         return None
     if not isinstance(raw, list) or not all(isinstance(s, str) and s for s in raw):
-        raise Reject("invalid_body", "scope must be a list of non-empty strings", field="scope")
+        raise Reject(
+            RejectionCode.INVALID_BODY, "scope must be a list of non-empty strings", field="scope"
+        )
     if len(set(raw)) != len(raw):
-        raise Reject("invalid_body", "scope names an operation twice", field="scope")
+        raise Reject(RejectionCode.INVALID_BODY, "scope names an operation twice", field="scope")
     return sorted(raw)
 
 
-@command("capability_token.rotate", needs_session=True)
+@command(CommandType.CAPABILITY_TOKEN_ROTATE, needs_session=True)
 def capability_token_rotate(ctx: Ctx) -> None:
     """The lease holder replaces its capability token while the lease stays active
     (MW-11.3-d).
@@ -35,10 +38,10 @@ def capability_token_rotate(ctx: Ctx) -> None:
     """
     item = load_item(ctx)
     lease = fence(ctx, item)
-    gate(ctx, item, "lease.renew")  # the same rule: the active WorkItem's owner
+    gate(ctx, item, CommandType.LEASE_RENEW)  # the same rule: the active WorkItem's owner
     token, superseded, narrowed = rotate_token(ctx, lease, item, _scope(ctx))
     ctx.emit(
-        "capability_token.rotated",
+        EventType.CAPABILITY_TOKEN_ROTATED,
         {
             "lease_id": lease["lease_id"],
             "capability_token": public_token(token),

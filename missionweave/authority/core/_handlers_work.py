@@ -14,7 +14,10 @@ from typing import Any
 
 from ...protocol import (
     UNFINISHED_STATES,
+    CommandType,
     DeclineReason,
+    EventType,
+    RejectionCode,
     ResourceUsage,
     Role,
     Transition,
@@ -54,7 +57,7 @@ from ._store import Row
 _REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
-@command("mission.create")
+@command(CommandType.MISSION_CREATE)
 def mission_create(ctx: Ctx) -> None:
     """Create a running Mission (optionally with a ``budget``). A child Mission's ``parent``
     names the parent's Group, Mission and WorkItem and is verified against the parent's
@@ -65,10 +68,14 @@ def mission_create(ctx: Ctx) -> None:
         Reject: ``role_not_allowed``, ``invalid_body``, ``mission_exists``, ``invalid_parent``.
     """
     if "coordinator" not in ctx.roles and "mission_owner" not in ctx.roles:
-        raise Reject("role_not_allowed", "mission.create needs coordinator or mission_owner")
+        raise Reject(
+            RejectionCode.ROLE_NOT_ALLOWED, "mission.create needs coordinator or mission_owner"
+        )
     mid = need_id(ctx.body, "mission_id")
     if ctx.one("missions.exists_by_group_id_mission_id", ctx.group_id, mid):
-        raise Reject("mission_exists", f"Mission {mid!r} already exists", mission_id=mid)
+        raise Reject(
+            RejectionCode.MISSION_EXISTS, f"Mission {mid!r} already exists", mission_id=mid
+        )
     raw = ctx.body.get("parent")
     parent = verify_parent(ctx, mid, raw) if raw is not None else None
     ctx.run(
@@ -84,7 +91,7 @@ def mission_create(ctx: Ctx) -> None:
         body["parent"] = parent
     if ctx.body.get("budget") is not None:
         body["budget"] = ctx.body["budget"]
-    ctx.emit("mission.created", body)
+    ctx.emit(EventType.MISSION_CREATED, body)
 
 
 def _new_item(ctx: Ctx, *, proposed_ok: bool) -> tuple[str, str, Row | None]:
@@ -101,7 +108,7 @@ def _new_item(ctx: Ctx, *, proposed_ok: bool) -> tuple[str, str, Row | None]:
     existing = ctx.one("work_items.row", ctx.group_id, wid)
     if existing is not None and not (proposed_ok and existing["state"] == "proposed"):
         raise Reject(
-            "duplicate_id",
+            RejectionCode.DUPLICATE_ID,
             f"WorkItem {wid!r} already exists in Mission {existing['mission_id']!r}",
             work_item_id=wid,
             mission_id=existing["mission_id"],
@@ -109,7 +116,7 @@ def _new_item(ctx: Ctx, *, proposed_ok: bool) -> tuple[str, str, Row | None]:
     return wid, mid, existing
 
 
-@command("work.propose")
+@command(CommandType.WORK_PROPOSE)
 def work_propose(ctx: Ctx) -> None:
     wid, mid, _ = _new_item(ctx, proposed_ok=False)
     gate(ctx, None)
@@ -126,10 +133,12 @@ def work_propose(ctx: Ctx) -> None:
         "[]",
         ResourceUsage().model_dump_json(),
     )
-    ctx.emit("work.proposed", {"mission_id": mid, "contract": contract.wire()}, work_item_id=wid)
+    ctx.emit(
+        EventType.WORK_PROPOSED, {"mission_id": mid, "contract": contract.wire()}, work_item_id=wid
+    )
 
 
-@command("work.authorize")
+@command(CommandType.WORK_AUTHORIZE)
 def work_authorize(ctx: Ctx) -> None:
     """Create a WorkItem (``open``); its dependencies must already exist in the Mission, so no
     cycle or self-loop can form (MW-10.4-c)."""
@@ -139,17 +148,23 @@ def work_authorize(ctx: Ctx) -> None:
     refuse_other_missions(ctx, mid, contract.inputs)  # MW-13.3-d
     deps = ctx.body.get("dependencies", [])
     if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
-        raise Reject("invalid_body", "dependencies must be a list of ids", field="dependencies")
+        raise Reject(
+            RejectionCode.INVALID_BODY, "dependencies must be a list of ids", field="dependencies"
+        )
     for dep in deps:
         if dep == wid:
-            raise Reject("self_loop", f"WorkItem {wid} depends on itself", work_item_id=wid)
+            raise Reject(
+                RejectionCode.SELF_LOOP, f"WorkItem {wid} depends on itself", work_item_id=wid
+            )
         row = ctx.one(
             "work_items.admitted_mission_id",
             ctx.group_id,
             dep,
         )
         if row is None:
-            raise Reject("unknown_id", f"dependency {dep!r} is not a WorkItem", dependency=dep)
+            raise Reject(
+                RejectionCode.UNKNOWN_ID, f"dependency {dep!r} is not a WorkItem", dependency=dep
+            )
     ctx.run(
         "work_items.upsert",
         ctx.group_id,
@@ -162,13 +177,13 @@ def work_authorize(ctx: Ctx) -> None:
         ResourceUsage().model_dump_json(),
     )
     ctx.emit(
-        "work.authorized",
+        EventType.WORK_AUTHORIZED,
         {"mission_id": mid, "contract": contract.wire(), "dependencies": deps, "state": "open"},
         work_item_id=wid,
     )
 
 
-@command("work.offer")
+@command(CommandType.WORK_OFFER)
 def work_offer(ctx: Ctx) -> None:
     """Offer to one agent or a bounded candidate set (MW-10.3-a/b/c); reserves no ownership.
     Each candidate's selection basis must be complete and true (:func:`checked_basis`,
@@ -177,7 +192,7 @@ def work_offer(ctx: Ctx) -> None:
     reason = owner_expired(ctx, item)
     if item["owner"] is not None and reason is None and item["state"] != "failed":
         raise Reject(
-            "owner_active",
+            RejectionCode.OWNER_ACTIVE,
             "the WorkItem has an active owner",
             owner=item["owner"],
             ownership_epoch=item["ownership_epoch"],
@@ -191,17 +206,19 @@ def work_offer(ctx: Ctx) -> None:
         or not all(isinstance(c, str) and c for c in candidates)
         or len(set(candidates)) != len(candidates)
     ):
-        raise Reject("invalid_body", "candidates must be distinct agent ids", field="candidates")
+        raise Reject(
+            RejectionCode.INVALID_BODY, "candidates must be distinct agent ids", field="candidates"
+        )
     if len(candidates) > ctx.config.max_candidates:
         raise Reject(
-            "too_many_candidates",
+            RejectionCode.TOO_MANY_CANDIDATES,
             "the candidate set is over its bound",
             max_candidates=ctx.config.max_candidates,
         )
     contract = contract_of(item)
     if len(candidates) > 1 and contract.urgency is not Urgency.URGENT:
         raise Reject(
-            "candidate_set_not_allowed",
+            RejectionCode.CANDIDATE_SET_NOT_ALLOWED,
             "a candidate set is for urgent WorkItems; offer sequentially",
             urgency=contract.urgency.value,
         )
@@ -212,12 +229,14 @@ def work_offer(ctx: Ctx) -> None:
             c,
         ):
             raise Reject(
-                "not_a_worker", f"candidate {c!r} is not a worker of the group", candidate=c
+                RejectionCode.NOT_A_WORKER,
+                f"candidate {c!r} is not a worker of the group",
+                candidate=c,
             )
     expires = need(ctx.body, "expires_at_ms", int)
     if not ctx.now_ms < expires <= ctx.now_ms + ctx.config.max_offer_ms:
         raise Reject(
-            "invalid_expiry",
+            RejectionCode.INVALID_EXPIRY,
             "the offer's expiry is in the past or too far ahead",
             expires_at_ms=expires,
             now_ms=ctx.now_ms,
@@ -225,7 +244,7 @@ def work_offer(ctx: Ctx) -> None:
     basis_raw = ctx.body.get("selection_basis", {})
     if not isinstance(basis_raw, dict) or set(basis_raw) != set(candidates):
         raise Reject(
-            "selection_basis_required",
+            RejectionCode.SELECTION_BASIS_REQUIRED,
             "a selection basis is required for every candidate (MW-10.3-f)",
         )
     new_contract = ctx.body.get("contract")
@@ -235,18 +254,18 @@ def work_offer(ctx: Ctx) -> None:
         refuse_other_missions(ctx, item["mission_id"], revised.inputs)  # MW-13.3-d
         if is_material_revision(contract, revised) and revised.revision <= contract.revision:
             raise Reject(
-                "revision_required",
+                RejectionCode.REVISION_REQUIRED,
                 "a material change must increment the revision",
                 current_revision=contract.revision,
             )
         if revised.revision < contract.revision:
-            raise Reject("stale_revision", "the contract revision went backwards")
+            raise Reject(RejectionCode.STALE_REVISION, "the contract revision went backwards")
         revision = revised.revision
         contract = revised
         set_item(ctx, item, contract=revised.model_dump_json(), revision=revision)
         if revision != item["revision"]:
             ctx.emit(
-                "work.contract_revised",
+                EventType.WORK_CONTRACT_REVISED,
                 {"revision": revision, "contract": revised.wire()},
                 work_item_id=item["work_item_id"],
             )
@@ -270,7 +289,7 @@ def work_offer(ctx: Ctx) -> None:
     )
     set_item(ctx, item, state="offered")
     ctx.emit(
-        "work.offered",
+        EventType.WORK_OFFERED,
         {
             "offer_id": offer_id,
             "candidates": candidates,
@@ -297,7 +316,7 @@ def _dependencies_met(ctx: Ctx, item: Row) -> None:
     strategy = contract_of(item).dependency_strategy
     if not dependencies_satisfied(strategy, [states.get(d) for d in deps]):
         raise Reject(
-            "dependencies_unmet",
+            RejectionCode.DEPENDENCIES_UNMET,
             f"dependencies do not satisfy {strategy.value}",
             dependencies={d: str(states.get(d)) for d in deps},
             strategy=strategy.value,
@@ -308,23 +327,34 @@ def _open_offer(ctx: Ctx, item: object) -> dict[str, object]:
     offer_id = need(ctx.body, "offer_id")
     row = ctx.one("offers.row", offer_id, ctx.group_id)
     if row is None or row["work_item_id"] != ctx.body.get("work_item_id"):
-        raise Reject("unknown_offer", f"no offer {offer_id!r} for this WorkItem", offer_id=offer_id)
+        raise Reject(
+            RejectionCode.UNKNOWN_OFFER,
+            f"no offer {offer_id!r} for this WorkItem",
+            offer_id=offer_id,
+        )
     if row["status"] != "open":
         raise Reject(
-            "offer_closed", f"the offer is {row['status']}", offer_id=offer_id, status=row["status"]
+            RejectionCode.OFFER_CLOSED,
+            f"the offer is {row['status']}",
+            offer_id=offer_id,
+            status=row["status"],
         )
     refuse_expired(ctx, row, "offer", offer_id)
     candidates = json.loads(row["candidates"])
     if ctx.command.actor not in candidates:
         raise Reject(
-            "not_a_candidate", "the offer is not addressed to this agent", offer_id=offer_id
+            RejectionCode.NOT_A_CANDIDATE,
+            "the offer is not addressed to this agent",
+            offer_id=offer_id,
         )
     if ctx.command.actor in json.loads(row["declined"]):
-        raise Reject("already_declined", "this agent declined the offer", offer_id=offer_id)
+        raise Reject(
+            RejectionCode.ALREADY_DECLINED, "this agent declined the offer", offer_id=offer_id
+        )
     return dict(row)
 
 
-@command("work.accept_offer", needs_session=True)
+@command(CommandType.WORK_ACCEPT_OFFER, needs_session=True)
 def work_accept_offer(ctx: Ctx) -> None:
     """The first valid acceptance wins a new ownership epoch; losing offers are withdrawn in the
     same transaction (MW-10.3-c). Implements MW-11.3-a: the ownership grant carries the epoch,
@@ -335,7 +365,7 @@ def work_accept_offer(ctx: Ctx) -> None:
     gate(ctx, item)
     if ctx.body.get("revision") != item["revision"] or offer["revision"] != item["revision"]:
         raise Reject(
-            "stale_revision",
+            RejectionCode.STALE_REVISION,
             "acceptance must name the current contract revision",
             revision=ctx.body.get("revision"),
             current_revision=item["revision"],
@@ -343,7 +373,7 @@ def work_accept_offer(ctx: Ctx) -> None:
     contract = contract_of(item)
     if contract.open_questions:
         raise Reject(
-            "contract_ambiguous",
+            RejectionCode.CONTRACT_AMBIGUOUS,
             "essential ambiguities must be resolved first",
             open_questions=contract.open_questions,
         )
@@ -363,7 +393,7 @@ def work_accept_offer(ctx: Ctx) -> None:
     hold = grant_hold(ctx, item, epoch, deadline)
     basis = json.loads(str(offer["selection_basis"]))[ctx.command.actor]
     ctx.emit(
-        "work.offer_accepted",
+        EventType.WORK_OFFER_ACCEPTED,
         {
             "offer_id": offer["offer_id"],
             "owner": ctx.command.actor,
@@ -379,7 +409,7 @@ def work_accept_offer(ctx: Ctx) -> None:
     losers = [c for c in json.loads(str(offer["candidates"])) if c != ctx.command.actor]
     if losers:
         ctx.emit(
-            "offer.withdrawn",
+            EventType.OFFER_WITHDRAWN,
             {"offer_id": offer["offer_id"], "candidates": losers, "reason": "accepted_by_other"},
             work_item_id=item["work_item_id"],
         )
@@ -387,7 +417,7 @@ def work_accept_offer(ctx: Ctx) -> None:
     ctx.reply.update(ownership_epoch=epoch, start_deadline_ms=deadline, hold=hold)
 
 
-@command("work.decline_offer", needs_session=True)
+@command(CommandType.WORK_DECLINE_OFFER, needs_session=True)
 def work_decline_offer(ctx: Ctx) -> None:
     """Decline with a structured reason (MW-10.3-e); the offer stays open for others."""
     item = load_item(ctx)
@@ -396,7 +426,7 @@ def work_decline_offer(ctx: Ctx) -> None:
     reason = need(ctx.body, "reason")
     if not _REASON.match(reason):
         raise Reject(
-            "invalid_body",
+            RejectionCode.INVALID_BODY,
             "reason must be a structured token",
             standard=[r.value for r in DeclineReason],
         )
@@ -411,7 +441,7 @@ def work_decline_offer(ctx: Ctx) -> None:
     )
     detail = ctx.body.get("detail", {})
     ctx.emit(
-        "work.offer_declined",
+        EventType.WORK_OFFER_DECLINED,
         {
             "offer_id": offer["offer_id"],
             "agent_id": ctx.command.actor,
@@ -424,19 +454,19 @@ def work_decline_offer(ctx: Ctx) -> None:
     )
 
 
-@command("approval.grant_execution")
+@command(CommandType.APPROVAL_GRANT_EXECUTION)
 def approval_grant(ctx: Ctx) -> None:
     item = load_item(ctx)
     gate(ctx, item)
     set_item(ctx, item, approved=1)
     ctx.emit(
-        "approval.execution_granted",
+        EventType.APPROVAL_EXECUTION_GRANTED,
         {"ownership_epoch": item["ownership_epoch"]},
         work_item_id=item["work_item_id"],
     )
 
 
-@command("work.unblock")
+@command(CommandType.WORK_UNBLOCK)
 def work_unblock(ctx: Ctx) -> None:
     """Back to the owner's queue while the blocked lease holds; otherwise to ``open``."""
     item = load_item(ctx)
@@ -454,7 +484,7 @@ def work_unblock(ctx: Ctx) -> None:
         set_item(ctx, item, state="open")
         state, extra = "open", {}
     ctx.emit(
-        "work.unblocked",
+        EventType.WORK_UNBLOCKED,
         {"state": state, "resolution": resolution, **extra},
         work_item_id=item["work_item_id"],
     )
@@ -470,30 +500,34 @@ def _result_decision(ctx: Ctx, granted: bool) -> None:
     """
     if Role.MISSION_OWNER not in ctx.roles:
         raise Reject(
-            "role_not_allowed",
+            RejectionCode.ROLE_NOT_ALLOWED,
             f"{ctx.command.type} needs the mission_owner role",
             needed="mission_owner",
         )
     item = load_item(ctx)
     if item["state"] != WorkItemState.SUBMITTED.value:
         raise Reject(
-            "transition_not_allowed",
+            RejectionCode.TRANSITION_NOT_ALLOWED,
             f"{ctx.command.type} needs a submitted WorkItem, not {item['state']}",
             action=ctx.command.type,
             state=item["state"],
         )
     review = need(ctx.body, "review_digest")
     if not is_hash(review):
-        raise Reject("invalid_body", "review_digest must be SHA-256 hex", field="review_digest")
+        raise Reject(
+            RejectionCode.INVALID_BODY, "review_digest must be SHA-256 hex", field="review_digest"
+        )
     reason = ctx.body.get("reason", "")
     if not isinstance(reason, str) or len(reason) > 2000 or (not granted and not reason):
         raise Reject(
-            "invalid_body",
+            RejectionCode.INVALID_BODY,
             "reason is a string of at most 2,000 characters, required to deny",
             field="reason",
         )
     if ctx.command.actor == item["owner"]:
-        raise Reject("self_approval", "the WorkItem's owner may not approve its own result")
+        raise Reject(
+            RejectionCode.SELF_APPROVAL, "the WorkItem's owner may not approve its own result"
+        )
     decided = ctx.one(
         "result_approvals.decision_approver",
         ctx.group_id,
@@ -502,7 +536,7 @@ def _result_decision(ctx: Ctx, granted: bool) -> None:
     )
     if decided is not None:
         raise Reject(
-            "already_decided",
+            RejectionCode.ALREADY_DECIDED,
             f"the result was already {decided['decision']}",
             decision=decided["decision"],
             approver=decided["approver"],
@@ -519,7 +553,7 @@ def _result_decision(ctx: Ctx, granted: bool) -> None:
         ctx.now_ms,
     )
     ctx.emit(
-        f"approval.result_{decision}",
+        EventType.APPROVAL_RESULT_GRANTED if granted else EventType.APPROVAL_RESULT_DENIED,
         {
             "approver": ctx.command.actor,
             "review_digest": review,
@@ -531,13 +565,13 @@ def _result_decision(ctx: Ctx, granted: bool) -> None:
     )
 
 
-@command("approval.grant_result")
+@command(CommandType.APPROVAL_GRANT_RESULT)
 def approval_grant_result(ctx: Ctx) -> None:
     """A MissionOwner approves a reviewed result: ``approval.result_granted``."""
     _result_decision(ctx, True)
 
 
-@command("approval.deny_result")
+@command(CommandType.APPROVAL_DENY_RESULT)
 def approval_deny_result(ctx: Ctx) -> None:
     """A MissionOwner rejects a reviewed result: ``approval.result_denied``."""
     _result_decision(ctx, False)
@@ -556,13 +590,13 @@ def _needs_approval(ctx: Ctx, item: Row) -> None:
     )
     if row is None or row["decision"] != "granted":
         raise Reject(
-            "approval_required",
+            RejectionCode.APPROVAL_REQUIRED,
             "a human acceptance criterion needs a MissionOwner's approval.grant_result",
             decision=row["decision"] if row else None,
         )
 
 
-@command("work.accept_result")
+@command(CommandType.WORK_ACCEPT_RESULT)
 def work_accept_result(ctx: Ctx) -> None:
     item = load_item(ctx)
     gate(ctx, item)
@@ -571,7 +605,7 @@ def work_accept_result(ctx: Ctx) -> None:
     refuse_other_missions(ctx, item["mission_id"], cited(evidence))  # MW-13.3-d
     set_item(ctx, item, state="verified")
     ctx.emit(
-        "work.result_accepted",
+        EventType.WORK_RESULT_ACCEPTED,
         {
             "state": "verified",
             "owner": item["owner"],
@@ -583,19 +617,29 @@ def work_accept_result(ctx: Ctx) -> None:
     )
 
 
-@command("work.cancel")
+@command(CommandType.WORK_CANCEL)
 def work_cancel(ctx: Ctx) -> None:
     item = load_item(ctx)
     gate(ctx, item)
     _terminate(ctx, item, "cancelled", str(ctx.body.get("reason", "cancelled")))
 
 
-def _terminate(ctx: Ctx, item: object, state: str, reason: str) -> None:
-    row = item  # Row
-    end_leases(ctx, row, "revoked", reason)  # type: ignore[arg-type]
-    withdraw_offers(ctx, row, reason)  # type: ignore[arg-type]
-    set_item(ctx, row, state=state, lease_id=None)  # type: ignore[arg-type]
-    ctx.emit(f"work.{state}", {"state": state, "reason": reason}, work_item_id=row["work_item_id"])  # type: ignore[index]
+#: The Event of a WorkItem ended by a cancellation or a failure, by its new state.
+_TERMINATED = {"cancelled": EventType.WORK_CANCELLED, "failed": EventType.WORK_FAILED}
+#: A Mission's end as each WorkItem it ends gives it: its Event and that WorkItem's reason.
+_MISSION_END = {
+    "cancelled": (EventType.MISSION_CANCELLED, "mission_cancelled"),
+    "failed": (EventType.MISSION_FAILED, "mission_failed"),
+}
+
+
+def _terminate(ctx: Ctx, item: Row, state: str, reason: str) -> None:
+    end_leases(ctx, item, "revoked", reason)
+    withdraw_offers(ctx, item, reason)
+    set_item(ctx, item, state=state, lease_id=None)
+    ctx.emit(
+        _TERMINATED[state], {"state": state, "reason": reason}, work_item_id=item["work_item_id"]
+    )
 
 
 def _mission_end(ctx: Ctx, state: str) -> None:
@@ -612,25 +656,25 @@ def _mission_end(ctx: Ctx, state: str) -> None:
         verdict = check_transition(WorkItemState(item["state"]), action, ctx.roles)
         if not isinstance(verdict, Transition):
             raise Reject(verdict.code, verdict.reason, **verdict.detail)
-        _terminate(ctx, item, state, f"mission_{state}")
+        _terminate(ctx, item, state, _MISSION_END[state][1])
     ctx.run("missions.set_state", state, ctx.group_id, mid)
-    ctx.emit(f"mission.{state}", {"mission_id": mid, "reason": str(ctx.body.get("reason", ""))})
+    ctx.emit(_MISSION_END[state][0], {"mission_id": mid, "reason": str(ctx.body.get("reason", ""))})
 
 
-@command("mission.cancel")
+@command(CommandType.MISSION_CANCEL)
 def mission_cancel(ctx: Ctx) -> None:
     _mission_end(ctx, "cancelled")
 
 
-@command("mission.fail")
+@command(CommandType.MISSION_FAIL)
 def mission_fail(ctx: Ctx) -> None:
     _mission_end(ctx, "failed")
 
 
-@command("mission.complete")
+@command(CommandType.MISSION_COMPLETE)
 def mission_complete(ctx: Ctx) -> None:
     if "coordinator" not in ctx.roles:
-        raise Reject("role_not_allowed", "mission.complete needs the coordinator role")
+        raise Reject(RejectionCode.ROLE_NOT_ALLOWED, "mission.complete needs the coordinator role")
     mid = need(ctx.body, "mission_id")
     running_mission(ctx, mid)
     open_items = ctx.all(
@@ -640,9 +684,9 @@ def mission_complete(ctx: Ctx) -> None:
     )
     if open_items:
         raise Reject(
-            "mission_unfinished",
+            RejectionCode.MISSION_UNFINISHED,
             "every WorkItem must be verified or cancelled",
             open=[r["work_item_id"] for r in open_items],
         )
     ctx.run("missions.complete", ctx.group_id, mid)
-    ctx.emit("mission.completed", {"mission_id": mid})
+    ctx.emit(EventType.MISSION_COMPLETED, {"mission_id": mid})

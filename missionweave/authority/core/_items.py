@@ -9,7 +9,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ...protocol import (
+    EventType,
     Evidence,
+    RejectionCode,
     ResourceUsage,
     Transition,
     WorkContract,
@@ -26,8 +28,18 @@ def load_item(ctx: Ctx, work_item_id: str | None = None) -> Row:
     wid = work_item_id or need(ctx.body, "work_item_id")
     row = ctx.one("work_items.row", ctx.group_id, wid)
     if row is None:
-        raise Reject("unknown_work_item", f"no WorkItem {wid!r}", work_item_id=wid)
+        raise Reject(RejectionCode.UNKNOWN_WORK_ITEM, f"no WorkItem {wid!r}", work_item_id=wid)
     return row
+
+
+#: The code refusing an expired grant, by the grant's kind.
+_EXPIRED = {"lease": RejectionCode.LEASE_EXPIRED, "offer": RejectionCode.OFFER_EXPIRED}
+#: The Event closing a lease, by its new status.
+_LEASE_CLOSED = {
+    "released": EventType.LEASE_RELEASED,
+    "expired": EventType.LEASE_EXPIRED,
+    "revoked": EventType.LEASE_REVOKED,
+}
 
 
 def refuse_expired(ctx: Ctx, row: Row, kind: str, row_id: str) -> None:
@@ -38,7 +50,7 @@ def refuse_expired(ctx: Ctx, row: Row, kind: str, row_id: str) -> None:
     """
     if ctx.now_ms >= row["expires_at_ms"]:
         raise Reject(
-            f"{kind}_expired",
+            _EXPIRED[kind],
             f"the {kind} has expired",
             **{f"{kind}_id": row_id},
             expires_at_ms=row["expires_at_ms"],
@@ -53,10 +65,15 @@ def running_mission(ctx: Ctx, mission_id: str) -> None:
     """
     row = ctx.one("missions.state_by_group_id_mission_id", ctx.group_id, mission_id)
     if row is None:
-        raise Reject("unknown_mission", f"no Mission {mission_id!r}", mission_id=mission_id)
+        raise Reject(
+            RejectionCode.UNKNOWN_MISSION, f"no Mission {mission_id!r}", mission_id=mission_id
+        )
     if row["state"] != "running":
         raise Reject.wrong_state(
-            "mission_closed", f"Mission {mission_id!r}", row["state"], mission_id=mission_id
+            RejectionCode.MISSION_CLOSED,
+            f"Mission {mission_id!r}",
+            row["state"],
+            mission_id=mission_id,
         )
 
 
@@ -102,10 +119,10 @@ def parse(
 def parse_evidence(ctx: Ctx, *, required: bool) -> list[Evidence]:
     raw = ctx.body.get("evidence", [])
     if not isinstance(raw, list):
-        raise Reject("invalid_body", "evidence must be a list", field="evidence")
+        raise Reject(RejectionCode.INVALID_BODY, "evidence must be a list", field="evidence")
     out = [parse(Evidence, e, "evidence") for e in raw]
     if required and not out:
-        raise Reject("evidence_required", f"{ctx.command.type} requires Evidence")
+        raise Reject(RejectionCode.EVIDENCE_REQUIRED, f"{ctx.command.type} requires Evidence")
     return out
 
 
@@ -128,7 +145,7 @@ def end_leases(ctx: Ctx, item: Row, status: str, reason: str) -> None:
     ):
         ctx.run("leases.set_status", status, lease["lease_id"])
         ctx.emit(
-            f"lease.{status}",
+            _LEASE_CLOSED[status],
             {"lease_id": lease["lease_id"], "kind": lease["kind"], "reason": reason},
             work_item_id=item["work_item_id"],
         )
@@ -184,23 +201,27 @@ def renew_hold(ctx: Ctx, item: Row) -> None:
         item["group_id"],
         item["work_item_id"],
     ):
-        raise Reject("unknown_lease", "no such lease for this WorkItem", lease_id=lease_id)
+        raise Reject(
+            RejectionCode.UNKNOWN_LEASE, "no such lease for this WorkItem", lease_id=lease_id
+        )
     if lease["agent_id"] != ctx.command.actor:
-        raise Reject("not_owner", "the lease belongs to another agent", lease_id=lease_id)
+        raise Reject(
+            RejectionCode.NOT_OWNER, "the lease belongs to another agent", lease_id=lease_id
+        )
     if (
         epoch != item["ownership_epoch"]
         or lease["ownership_epoch"] != epoch
         or item["owner"] != ctx.command.actor
     ):
         raise Reject(
-            "stale_ownership_epoch",
+            RejectionCode.STALE_OWNERSHIP_EPOCH,
             "the Command's ownership epoch is not the current one",
             ownership_epoch=epoch,
             current=item["ownership_epoch"],
         )
     if item["lease_id"] != lease_id or lease["status"] != "active":
         raise Reject(
-            "stale_lease",
+            RejectionCode.STALE_LEASE,
             "the Command does not carry the current lease id",
             lease_id=lease_id,
             lease_status=lease["status"],
@@ -214,7 +235,7 @@ def renew_hold(ctx: Ctx, item: Row) -> None:
     renewals = [*json.loads(lease["renewals"]), ctx.now_ms]
     ctx.run("leases.set_expires_at_ms_renewals", expires, json.dumps(renewals[-100:]), lease_id)
     ctx.emit(
-        "lease.renewed",
+        EventType.LEASE_RENEWED,
         {"lease_id": lease_id, "kind": "queued", "expires_at_ms": expires,
          "renewal": len(renewals)},
         work_item_id=item["work_item_id"],
@@ -230,7 +251,7 @@ def release_hold(ctx: Ctx, item: Row, reason: str) -> None:
     if lease is not None and lease["kind"] == "queued" and lease["status"] == "active":
         ctx.run("leases.set_status", "released", lease["lease_id"])
         ctx.emit(
-            "lease.released",
+            EventType.LEASE_RELEASED,
             {"lease_id": lease["lease_id"], "kind": "queued", "reason": reason},
             work_item_id=item["work_item_id"],
         )
@@ -274,7 +295,7 @@ def close_owner(ctx: Ctx, item: Row, reason: str) -> None:
         ctx, item, "expired" if "expired" in reason or "missed" in reason else "revoked", reason
     )
     ctx.emit(
-        "ownership.closed",
+        EventType.OWNERSHIP_CLOSED,
         {"owner": item["owner"], "ownership_epoch": item["ownership_epoch"], "reason": reason},
         work_item_id=item["work_item_id"],
     )
@@ -291,7 +312,7 @@ def withdraw_offers(ctx: Ctx, item: Row, reason: str, *, keep: str | None = None
             continue
         ctx.run("offers.withdraw", offer["offer_id"])
         ctx.emit(
-            "offer.withdrawn",
+            EventType.OFFER_WITHDRAWN,
             {
                 "offer_id": offer["offer_id"],
                 "candidates": json.loads(offer["candidates"]),
@@ -314,5 +335,5 @@ def add_usage(used: ResourceUsage, delta: ResourceUsage) -> ResourceUsage:
     try:
         return used.plus(delta)
     except OverflowError as exc:
-        raise Reject("budget_exceeded", "a usage total would pass 2**53 - 1",
+        raise Reject(RejectionCode.BUDGET_EXCEEDED, "a usage total would pass 2**53 - 1",
                      dimensions=exc.args[0]) from None  # fmt: skip

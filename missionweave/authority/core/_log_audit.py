@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from ...protocol import GENESIS_HASH, Event, check_event
+from ...protocol import GENESIS_HASH, CommandType, Event, EventType, check_event
 from ..wire import ChainError, UnknownGroupError
 from ._store import Store
 
@@ -66,14 +66,14 @@ def verify_log(store: Store, group_id: str, authority_public_key: str) -> Verify
         if ev.seq != seq or ev.group_id != group_id:
             raise ChainError(group_id, seq, "hash mismatch")
         actor_key = keys.get(ev.actor or "")
-        if ev.command is not None and ev.command.get("type") == "group.create":
+        if ev.command is not None and ev.command.get("type") == CommandType.GROUP_CREATE:
             actor_key = str((ev.command.get("body") or {}).get("public_key", ""))
         if ev.command is not None and actor_key is None:
             raise ChainError(group_id, seq, "unknown actor")
         problem = check_event(ev, authority_public_key, prev, actor_key)
         if problem:
             raise ChainError(group_id, seq, problem)
-        if ev.type == "member.added":
+        if ev.type == EventType.MEMBER_ADDED:
             keys[str(ev.body["agent_id"])] = str(ev.body["public_key"])
         prev, expected, count = ev.hash, expected + 1, count + 1
     if expected - 1 != head[0] or (count and prev != head[1]):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...metrics import add, observe
 from ...metrics import series as s
-from ...protocol import Command
+from ...protocol import Command, EventType
 from ..wire import SubmitResult
 from ._registry import HANDLERS
 
@@ -54,9 +54,9 @@ def record_transaction(
             continue
         for e in r.events:
             add(s.AUTHORITY_APPENDS, type=e.type)
-            if e.type == "lease.expired":
+            if e.type == EventType.LEASE_EXPIRED:
                 add(s.AUTHORITY_LEASE_EXPIRIES, reason=_reason(e.body))
-            elif e.type == "lease.revoked":
+            elif e.type == EventType.LEASE_REVOKED:
                 add(s.AUTHORITY_LEASE_REVOCATIONS, reason=_reason(e.body))
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...protocol import AgentCard, SelectionBasis, capability_matches
+from ...protocol import AgentCard, RejectionCode, SelectionBasis, capability_matches
 from ._command_scope import Ctx, Reject
 from ._items import parse
 
@@ -53,17 +53,23 @@ def checked_basis(ctx: Ctx, candidate: str, raw: Any, required: list[str]) -> di
             ``selection_basis_untrue`` (a claim the Authority knows false). Implements MW-10.3-f.
     """
     if not isinstance(raw, dict):
-        raise Reject("invalid_body", "a selection basis is an object", field="selection_basis")
+        raise Reject(
+            RejectionCode.INVALID_BODY, "a selection basis is an object", field="selection_basis"
+        )
     extra = sorted(set(raw) - set(SelectionBasis.model_fields))
     if extra:  # free-form rationale (private chain-of-thought) has no field
-        raise Reject("invalid_body", "the selection basis has fields of no MW-10.3-f fact",
-                     field="selection_basis", extra=extra)  # fmt: skip
+        raise Reject(
+            RejectionCode.INVALID_BODY,
+            "the selection basis has fields of no MW-10.3-f fact",
+            field="selection_basis",
+            extra=extra,
+        )
     missing = [f for f in REQUIRED_FIELDS if raw.get(f) is None]
     if not missing:
         basis = parse(SelectionBasis, raw, "selection_basis")
     if missing or not basis.policy_rules:
         raise Reject(
-            "selection_basis_incomplete",
+            RejectionCode.SELECTION_BASIS_INCOMPLETE,
             "the selection basis must state every fact of MW-10.3-f",
             candidate=candidate,
             missing=missing or ["policy_rules"],
@@ -87,7 +93,7 @@ def checked_basis(ctx: Ctx, candidate: str, raw: Any, required: list[str]) -> di
         untrue.append("reliability")
     if untrue:
         raise Reject(
-            "selection_basis_untrue",
+            RejectionCode.SELECTION_BASIS_UNTRUE,
             "the selection basis contradicts what the Authority knows",
             candidate=candidate,
             fields=sorted(set(untrue)),

@@ -19,7 +19,7 @@ import json
 import threading
 from typing import Any, Protocol
 
-from ...protocol import CanonicalizationError, digest, new_id, verify
+from ...protocol import CanonicalizationError, RejectionCode, digest, new_id, verify
 from ..wire import CapabilityToken, TokenCheck
 from ._command_scope import Ctx, Reject
 from ._items import contract_of
@@ -137,7 +137,7 @@ def rotate_token(
         wider = sorted(set(scope) - set(allowed))
         if wider:
             raise Reject(
-                "scope_not_narrower",
+                RejectionCode.SCOPE_NOT_NARROWER,
                 "a token can only be narrowed, never widened",
                 not_allowed=wider,
                 scope=allowed,
@@ -185,7 +185,7 @@ def verify_capability_token(
     t = token if isinstance(token, CapabilityToken) else CapabilityToken.model_validate(token)
     forged = TokenCheck(
         valid=False,
-        code="invalid_token",
+        code=RejectionCode.INVALID_TOKEN,
         operation=operation,
         reason="not a capability token this Authority issued",
     )

@@ -30,7 +30,7 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse
 
 from ...artifacts import ArtifactStore, FilesystemStore, S3Store
-from ...protocol import b64u_decode, b64u_encode, canonical_bytes, is_hash, verify
+from ...protocol import RejectionCode, b64u_decode, b64u_encode, canonical_bytes, is_hash, verify
 from ..core import (
     Authority,
     artifact_read_refusal,
@@ -39,10 +39,10 @@ from ..core import (
 )
 from ..wire import BLOB_PREFIX, GRANT_TTL_MS, ArtifactGrant, Operation
 
-_STATUS = {
-    "invalid_request": 422,
-    "unknown_mission": 404,
-    "unknown_artifact": 404,
+_STATUS: dict[str, int] = {
+    RejectionCode.INVALID_REQUEST: 422,
+    RejectionCode.UNKNOWN_MISSION: 404,
+    RejectionCode.UNKNOWN_ARTIFACT: 404,
 }
 #: Bytes read per step of a blob upload.
 _CHUNK = 1 << 20
@@ -144,7 +144,9 @@ def add_artifact_routes(
         key: str = Depends(member),
     ) -> JSONResponse:
         if store is None:
-            return _error(404, "artifacts_not_served", "this Authority serves no artifact store")
+            return _error(
+                404, RejectionCode.ARTIFACTS_NOT_SERVED, "this Authority serves no artifact store"
+            )
         refusal = await asyncio.to_thread(
             artifact_read_refusal, authority, group_id, artifact_hash, mission_id=mission_id
         )
@@ -163,7 +165,7 @@ def add_artifact_routes(
             if found is None:
                 return _error(
                     404,
-                    "unknown_artifact",
+                    RejectionCode.UNKNOWN_ARTIFACT,
                     "the Group holds no such Artifact",
                     group_id=group_id,
                     artifact_hash=artifact_hash,
@@ -181,18 +183,18 @@ def add_artifact_routes(
     async def get_blob(token: str) -> Any:
         found = _fs_view(token, "read")
         if found is None:
-            return _error(403, "invalid_grant", "no valid read grant for this URL")
+            return _error(403, RejectionCode.INVALID_GRANT, "no valid read grant for this URL")
         view, h = found
         path = view.path(h)
         if not path.is_file():
-            return _error(404, "unknown_artifact", "no such Artifact", artifact_hash=h)
+            return _error(404, RejectionCode.UNKNOWN_ARTIFACT, "no such Artifact", artifact_hash=h)
         return FileResponse(path, media_type="application/octet-stream")
 
     @app.put(BLOB_PREFIX + "{token}", responses=errors)
     async def put_blob(token: str, request: Request) -> JSONResponse:
         found = _fs_view(token, "write")
         if found is None:
-            return _error(403, "invalid_grant", "no valid write grant for this URL")
+            return _error(403, RejectionCode.INVALID_GRANT, "no valid write grant for this URL")
         view, h = found
         tmp_dir = view.root / "tmp"
         await asyncio.to_thread(tmp_dir.mkdir, parents=True, exist_ok=True)
@@ -206,7 +208,7 @@ def add_artifact_routes(
             if sha.hexdigest() != h:  # nothing is stored under a name it does not hash to
                 return _error(
                     422,
-                    "hash_mismatch",
+                    RejectionCode.HASH_MISMATCH,
                     "the bytes sent do not hash to the granted Artifact",
                     artifact_hash=h,
                     actual=sha.hexdigest(),

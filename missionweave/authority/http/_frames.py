@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...protocol import CanonicalizationError, canonical_bytes, verify
+from ...protocol import CanonicalizationError, RejectionCode, canonical_bytes, verify
 from ..core import Authority
 from ..wire import MAX_SKEW_MS, FrameError, UnknownGroupError, is_int
 
@@ -44,14 +44,14 @@ def check_member_frame(
     try:
         signed = canonical_bytes({k: v for k, v in frame.items() if k != "signature"})
     except CanonicalizationError as exc:
-        raise FrameError("invalid_frame", str(exc), group=group) from None
+        raise FrameError(RejectionCode.INVALID_FRAME, str(exc), group=group) from None
     # The signature first, then anything about the Group: one answer for "no such Group",
     # "not a member" and "bad signature", so a stranger learns neither which nor that the
     # Group exists.
     key = authority.member_key(group, agent)
     if key is None or not verify(key, str(frame["signature"]), signed):
         raise FrameError(
-            "unauthorized",
+            RejectionCode.UNAUTHORIZED,
             f"the {kind} is not signed by an active member of the group",
             group=group,
             agent=agent,
@@ -60,13 +60,13 @@ def check_member_frame(
         head_seq, _ = authority.head(group)
     except UnknownGroupError:  # removed between the two reads: still no member of it
         raise FrameError(
-            "unauthorized", f"the {kind} is not signed by an active member of the group"
+            RejectionCode.UNAUTHORIZED, f"the {kind} is not signed by an active member of the group"
         ) from None
     now = authority.clock()
     issued = int(frame["issuedAtMs"])
     if abs(issued - now) > MAX_SKEW_MS:
         raise FrameError(
-            "unauthorized",
+            RejectionCode.UNAUTHORIZED,
             f"issuedAtMs is more than {MAX_SKEW_MS} ms from the Authority's clock",
             group=group,
             issued_at_ms=issued,

@@ -14,6 +14,7 @@ import math
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from ...protocol import RejectionCode
 from ..wire import BLOB_PREFIX
 
 #: Largest request body, bytes, of ``POST /v1/commands/batch`` (1000 Commands with their
@@ -103,18 +104,20 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(obj) != len(pairs):
         seen: set[str] = set()
         twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise JSONProblem("invalid_json", f"the key {twice!r} appears twice in one object")
+        raise JSONProblem(
+            RejectionCode.INVALID_JSON, f"the key {twice!r} appears twice in one object"
+        )
     return obj
 
 
 def _no_constant(name: str) -> Any:
-    raise JSONProblem("invalid_json", f"{name} is not a JSON number")
+    raise JSONProblem(RejectionCode.INVALID_JSON, f"{name} is not a JSON number")
 
 
 def _finite(text: str) -> float:
     value = float(text)
     if value in (math.inf, -math.inf):
-        raise JSONProblem("invalid_json", f"{text} is beyond a finite number")
+        raise JSONProblem(RejectionCode.INVALID_JSON, f"{text} is beyond a finite number")
     return value
 
 
@@ -137,9 +140,11 @@ def parse_json(raw: bytes | str) -> Any:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise JSONProblem("invalid_json", f"the body is not UTF-8: {exc}") from None
+            raise JSONProblem(RejectionCode.INVALID_JSON, f"the body is not UTF-8: {exc}") from None
     if _depth(data) > MAX_JSON_DEPTH:
-        raise JSONProblem("too_deep", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        raise JSONProblem(
+            RejectionCode.TOO_DEEP, f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
+        )
     try:
         return json.loads(
             text,
@@ -150,7 +155,7 @@ def parse_json(raw: bytes | str) -> Any:
     except JSONProblem:
         raise
     except (ValueError, RecursionError) as exc:
-        raise JSONProblem("invalid_json", f"the body is not JSON: {exc}") from None
+        raise JSONProblem(RejectionCode.INVALID_JSON, f"the body is not JSON: {exc}") from None
 
 
 class BodyLimits:
@@ -175,7 +180,7 @@ class BodyLimits:
                 await self._refuse(
                     send,
                     431,
-                    "headers_too_large",
+                    RejectionCode.HEADERS_TOO_LARGE,
                     f"the request's headers are over {MAX_HEADER_BYTES} bytes",
                     bytes=size,
                     max_bytes=MAX_HEADER_BYTES,
@@ -213,7 +218,7 @@ class BodyLimits:
             await self._refuse(
                 send,
                 408,
-                "body_timeout",
+                RejectionCode.BODY_TIMEOUT,
                 f"the body did not arrive within {BODY_TIMEOUT_S:g} s",
                 seconds=BODY_TIMEOUT_S,
             )
@@ -227,9 +232,9 @@ class BodyLimits:
                     parse_json(body)
             except JSONProblem as exc:  # the codes of the app's own 422s, the kind in detail
                 code = (
-                    "invalid_command"
+                    RejectionCode.INVALID_COMMAND
                     if scope["path"].startswith("/v1/commands")
-                    else ("invalid_request")
+                    else (RejectionCode.INVALID_REQUEST)
                 )
                 await self._refuse(send, 422, code, exc.reason, problem=exc.code)
                 return
@@ -246,7 +251,11 @@ class BodyLimits:
 
     async def _too_large(self, send: Send, limit: int) -> None:
         await self._refuse(
-            send, 413, "body_too_large", f"the body is over {limit} bytes", max_bytes=limit
+            send,
+            413,
+            RejectionCode.BODY_TOO_LARGE,
+            f"the body is over {limit} bytes",
+            max_bytes=limit,
         )
 
     async def _refuse(self, send: Send, status: int, code: str, reason: str, **detail: Any) -> None:

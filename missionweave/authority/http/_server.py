@@ -54,7 +54,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ...artifacts import ArtifactStore
 from ...metrics import series, unwatch, watch
-from ...protocol import CanonicalizationError, Command
+from ...protocol import CanonicalizationError, Command, RejectionCode
 from ..core import Authority, credit_on_start, keep_alive, warm_up_verifier
 from ..wire import (
     ACCEPT_SIGNATURE,
@@ -128,11 +128,13 @@ def _unsignable(commands: list[Command]) -> JSONResponse | None:
         try:
             size = len(cmd.signing_bytes())
         except CanonicalizationError as exc:
-            return _error(422, "invalid_command", str(exc), index=i, command_id=cmd.command_id)
+            return _error(
+                422, RejectionCode.INVALID_COMMAND, str(exc), index=i, command_id=cmd.command_id
+            )
         if size > MAX_COMMAND_BYTES:
             return _error(
                 413,
-                "command_too_large",
+                RejectionCode.COMMAND_TOO_LARGE,
                 f"a Command is at most {MAX_COMMAND_BYTES} bytes",
                 index=i,
                 command_id=cmd.command_id,
@@ -169,7 +171,8 @@ class _GatedStream(StreamingResponse):
 
 
 def _frame_error(err: FrameError) -> JSONResponse:
-    status = {"unknown_group": 404, "unauthorized": 403}.get(err.code, 422)
+    statuses: dict[str, int] = {RejectionCode.UNKNOWN_GROUP: 404, RejectionCode.UNAUTHORIZED: 403}
+    status = statuses.get(err.code, 422)
     return _error(status, err.code, err.reason, **err.detail)
 
 
@@ -268,7 +271,7 @@ def create_app(
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         on_commands = request.url.path.startswith("/v1/commands")
-        code = "invalid_command" if on_commands else "invalid_request"
+        code = RejectionCode.INVALID_COMMAND if on_commands else RejectionCode.INVALID_REQUEST
         errors: list[dict[str, Any]] = [
             {
                 "loc": [str(p) for p in e.get("loc", ())],
@@ -285,7 +288,9 @@ def create_app(
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        code = {404: "not_found", 405: "method_not_allowed"}.get(
+            exc.status_code, RejectionCode.HTTP_ERROR
+        )
         response = _error(exc.status_code, code, str(exc.detail))
         response.headers.update(exc.headers or {})  # 405 keeps its Allow
         return response
@@ -312,7 +317,9 @@ def create_app(
 
     def signed(read: SignedRead | None) -> SignedRead:
         if read is None:
-            raise ReadRefused(401, "unauthenticated", "reads need a signed request (RFC 9421)")
+            raise ReadRefused(
+                401, RejectionCode.UNAUTHENTICATED, "reads need a signed request (RFC 9421)"
+            )
         return read
 
     def _may_read(group_id: str, key: str) -> bool:
@@ -332,7 +339,7 @@ def create_app(
             # one answer whether or not the Group exists: a stranger cannot enumerate Groups
             raise ReadRefused(
                 403,
-                "not_a_member",
+                RejectionCode.NOT_A_MEMBER,
                 f"key {key} is no active member's key in group {group_id!r}: only members "
                 "read a Group (an owner adds one with `missionweave group add`)",
                 group_id=group_id,
@@ -345,13 +352,16 @@ def create_app(
     @app.exception_handler(UnknownGroupError)
     async def _unknown_group(_: Request, exc: UnknownGroupError) -> JSONResponse:
         gid = exc.group_id
-        return _error(404, "unknown_group", f"unknown group {gid!r}", group_id=gid)
+        return _error(404, RejectionCode.UNKNOWN_GROUP, f"unknown group {gid!r}", group_id=gid)
 
     @app.exception_handler(Exception)
     async def _internal(_: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error")
         return _error(
-            500, "internal_error", "the Authority failed to answer", type=type(exc).__name__
+            500,
+            RejectionCode.INTERNAL_ERROR,
+            "the Authority failed to answer",
+            type=type(exc).__name__,
         )
 
     @app.post(
@@ -394,11 +404,11 @@ def create_app(
 
     def _busy(refused: dict[str, Any]) -> JSONResponse:
         """429 ``too_many_reads``: a bound on large reads in flight (:mod:`._read_gate`)."""
-        read_refused("too_many_reads")
+        read_refused(RejectionCode.TOO_MANY_READS)
         scope = "this key's" if refused["scope"] == "key" else "the server's"
         response = _error(
             429,
-            "too_many_reads",
+            RejectionCode.TOO_MANY_READS,
             f"{scope} large reads in flight are at their bound ({refused['max']}): "
             f"retry after {refused['retry_after_s']} s",
             **refused,
@@ -463,7 +473,7 @@ def create_app(
         if snap is None:
             return _error(
                 404,
-                "unknown_snapshot",
+                RejectionCode.UNKNOWN_SNAPSHOT,
                 f"no snapshot of group {group_id!r} at {seq}",
                 group_id=group_id,
                 seq=seq,
@@ -482,10 +492,14 @@ def create_app(
             else bool(await asyncio.to_thread(authority.member_groups, key))
         )
         if not allowed:  # one answer: a stranger learns neither the lease nor its Group
-            raise ReadRefused(403, "not_a_member", "only members of a lease's Group read it")
+            raise ReadRefused(
+                403, RejectionCode.NOT_A_MEMBER, "only members of a lease's Group read it"
+            )
         reads.remember(key, read.nonce, read.created_ms, operator=key in operators)
         if row is None:
-            return _error(404, "unknown_lease", f"no lease {lease_id!r}", lease_id=lease_id)
+            return _error(
+                404, RejectionCode.UNKNOWN_LEASE, f"no lease {lease_id!r}", lease_id=lease_id
+            )
         return JSONResponse(row)
 
     add_token_routes(app, authority, _responses(413))

@@ -28,6 +28,7 @@ from typing import Any
 
 from fastapi import WebSocket
 
+from ...protocol import EventType, RejectionCode
 from ..core import Authority
 from ..wire import CursorTooOldError, FrameError, ReadRefused, ReadVerifier, is_int
 from ._batch import Notifier
@@ -101,7 +102,7 @@ class StreamSession:
                 try:
                     await self._handle(raw)
                 except FrameError as err:
-                    if err.code == "unauthorized":  # a SUBSCRIBE (a read) refused
+                    if err.code == RejectionCode.UNAUTHORIZED:  # a SUBSCRIBE (a read) refused
                         read_refused(err.code)
                     await self._error(err.code, err.reason, err.detail)
         finally:
@@ -114,16 +115,18 @@ class StreamSession:
     async def _handle(self, raw: str | bytes) -> None:
         if len(raw) > MAX_FRAME_BYTES:
             raise FrameError(
-                "invalid_frame",
+                RejectionCode.INVALID_FRAME,
                 f"a frame is at most {MAX_FRAME_BYTES} bytes",
                 max_bytes=MAX_FRAME_BYTES,
             )
         try:
             frame = parse_json(raw)
         except JSONProblem as exc:
-            raise FrameError("invalid_frame", f"a frame is one JSON object: {exc.reason}") from None
+            raise FrameError(
+                RejectionCode.INVALID_FRAME, f"a frame is one JSON object: {exc.reason}"
+            ) from None
         if not isinstance(frame, dict):
-            raise FrameError("invalid_frame", "a frame is one JSON object")
+            raise FrameError(RejectionCode.INVALID_FRAME, "a frame is one JSON object")
         kind = frame.get("type")
         if kind == "SUBSCRIBE":
             await self._subscribe(frame)
@@ -131,7 +134,9 @@ class StreamSession:
             await self._ack(frame)
         else:
             raise FrameError(
-                "invalid_frame", f"unknown frame type {kind!r}", allowed=["SUBSCRIBE", "ACK"]
+                RejectionCode.INVALID_FRAME,
+                f"unknown frame type {kind!r}",
+                allowed=["SUBSCRIBE", "ACK"],
             )
 
     async def _subscribe(self, frame: dict[str, Any]) -> None:
@@ -149,7 +154,7 @@ class StreamSession:
             and after >= 0
         ):
             raise FrameError(
-                "invalid_frame",
+                RejectionCode.INVALID_FRAME,
                 "SUBSCRIBE needs group, agent, afterSequence >= 0, issuedAtMs and signature",
                 fields=["group", "agent", "afterSequence", "issuedAtMs", "signature"],
             )
@@ -160,10 +165,12 @@ class StreamSession:
             self.reads.check_fresh(issued, frame.get("nonce"))
             self.reads.remember(f"agent:{agent}", str(frame["nonce"]), issued)
         except ReadRefused as exc:
-            raise FrameError("unauthorized", exc.reason, group=group, agent=agent) from None
+            raise FrameError(
+                RejectionCode.UNAUTHORIZED, exc.reason, group=group, agent=agent
+            ) from None
         if after > head_seq:
             raise FrameError(
-                "invalid_frame",
+                RejectionCode.INVALID_FRAME,
                 f"afterSequence {after} is beyond the group's head {head_seq}",
                 group=group,
                 head_seq=head_seq,
@@ -201,12 +208,12 @@ class StreamSession:
         """Record cursors (MW-16-c). Only ``cursors`` rows change: history is never deleted."""
         cursors = frame.get("cursors")
         if not isinstance(cursors, dict) or not all(is_int(v) for v in cursors.values()):
-            raise FrameError("invalid_frame", "ACK needs cursors: {group: seq}")
+            raise FrameError(RejectionCode.INVALID_FRAME, "ACK needs cursors: {group: seq}")
         for group, seq in cursors.items():
             sub = self._subs.get(group)
             if sub is None:
                 await self._error(
-                    "invalid_frame",
+                    RejectionCode.INVALID_FRAME,
                     "ACK for a group this socket has not subscribed to",
                     {"group": group},
                 )
@@ -214,7 +221,9 @@ class StreamSession:
             try:
                 await asyncio.to_thread(self.authority.ack, group, sub.agent, seq)
             except ValueError as exc:
-                await self._error("invalid_frame", str(exc), {"group": group, "seq": seq})
+                await self._error(
+                    RejectionCode.INVALID_FRAME, str(exc), {"group": group, "seq": seq}
+                )
 
     async def _pump(self, group: str, agent: str, after: int) -> None:
         """Replay Events after ``after`` in order, then follow the log live (MW-16-d), until
@@ -248,7 +257,7 @@ class StreamSession:
                     if '"member.removed"' in row and _removes(row, agent):
                         ev = json.loads(row)
                         await self._error(
-                            "unauthorized",
+                            RejectionCode.UNAUTHORIZED,
                             "the subscriber was removed from the group",
                             {"group": group, "agent": agent, "seq": ev["seq"]},
                         )
@@ -275,7 +284,7 @@ def _removes(row: str, agent: str) -> bool:
     """Whether the stored Event ``row`` is ``agent``'s own ``member.removed``."""
     ev = json.loads(row)
     body = ev.get("body") or {}
-    return bool(ev.get("type") == "member.removed" and body.get("agent_id") == agent)
+    return bool(ev.get("type") == EventType.MEMBER_REMOVED and body.get("agent_id") == agent)
 
 
 __all__ = ["MAX_REPLAY_EVENTS", "MAX_SKEW_MS", "WS_IDLE_TIMEOUT_S", "StreamSession"]

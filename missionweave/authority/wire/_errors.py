@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...protocol import MissionWeaveError
+from ...protocol import MissionWeaveError, RejectionCode
 
 
 class AuthorityError(MissionWeaveError):
@@ -40,7 +40,7 @@ class CursorTooOldError(AuthorityError):
         snapshot: the signed snapshot reference (``group_id``, ``seq``, ``hash``, ``signature``).
     """
 
-    code = "CURSOR_TOO_OLD"
+    code: str = RejectionCode.CURSOR_TOO_OLD
 
     def __init__(
         self, group_id: str, after_sequence: int, first_online_seq: int, snapshot: dict[str, Any]

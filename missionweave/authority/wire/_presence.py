@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...protocol import Actor, canonical_bytes
+from ...protocol import Actor, RejectionCode, canonical_bytes
 from ._frames import FrameError, is_int
 
 #: A presence report is shown for this long after it was received, in milliseconds.
@@ -88,14 +88,14 @@ def check_presence_shape(frame: dict[str, Any], group_id: str) -> None:
         and 0 <= frame["queue_depth"] <= MAX_PRESENCE_COUNT
     ):
         raise FrameError(
-            "invalid_frame",
+            RejectionCode.INVALID_FRAME,
             f"a presence report is exactly {', '.join(_FIELDS)}; counts are integers "
             f"0..{MAX_PRESENCE_COUNT}",
             fields=list(_FIELDS),
         )
     if frame["group"] != group_id:
         raise FrameError(
-            "invalid_frame",
+            RejectionCode.INVALID_FRAME,
             "the report's group is not the group of the URL",
             group=frame["group"],
             url_group=group_id,

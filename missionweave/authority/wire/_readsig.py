@@ -35,7 +35,14 @@ from http_message_signatures import (
 )
 from http_message_signatures.exceptions import HTTPMessageSignaturesException
 
-from ...protocol import SignatureError, SigningKey, b64u_decode, b64u_encode, load_public_key
+from ...protocol import (
+    RejectionCode,
+    SignatureError,
+    SigningKey,
+    b64u_decode,
+    b64u_encode,
+    load_public_key,
+)
 
 #: How far a signed frame's or read's creation time may be from the Authority's clock, in
 #: milliseconds (5 minutes); the replay window of signed reads is as long.
@@ -218,13 +225,15 @@ class ReadVerifier:
         except (HTTPMessageSignaturesException, ValueError) as exc:
             raise ReadRefused(
                 401,
-                "unauthenticated",
+                RejectionCode.UNAUTHENTICATED,
                 f"the read's signature does not verify ({str(exc) or type(exc).__name__})",
             ) from None
         params = result.parameters
         created, nonce, key = params.get("created"), params.get("nonce"), params.get("keyid")
         if not isinstance(created, int):
-            raise ReadRefused(401, "unauthenticated", "the read's signature needs created")
+            raise ReadRefused(
+                401, RejectionCode.UNAUTHENTICATED, "the read's signature needs created"
+            )
         self.check_fresh(created * 1000, nonce)
         assert isinstance(nonce, str)
         return SignedRead(str(key), nonce, created * 1000)
@@ -239,14 +248,16 @@ class ReadVerifier:
         if abs(created_ms - now) > self._skew:
             raise ReadRefused(
                 401,
-                "unauthenticated",
+                RejectionCode.UNAUTHENTICATED,
                 f"the signature was created more than {self._skew} ms from the Authority's clock",
                 created_ms=created_ms,
                 server_time_ms=now,
             )
         if not isinstance(nonce, str) or not 16 <= len(nonce) <= 64:
             raise ReadRefused(
-                401, "unauthenticated", "a signature needs a nonce of 16 to 64 characters"
+                401,
+                RejectionCode.UNAUTHENTICATED,
+                "a signature needs a nonce of 16 to 64 characters",
             )
 
     def remember(self, key: str, nonce: str, created_ms: int, *, operator: bool = False) -> None:
@@ -269,12 +280,14 @@ class ReadVerifier:
         self._forget(now)
         if (key, nonce) in self._nonces:
             raise ReadRefused(
-                401, "unauthenticated", "this signed request was seen before (a replay)"
+                401, RejectionCode.UNAUTHENTICATED, "this signed request was seen before (a replay)"
             )
         full = not operator and len(self._nonces) - self._operators >= self._max
         if full or self._per_key.get(key, 0) >= self._max_per_key:
             raise ReadRefused(
-                429, "too_many_requests", "too many signed requests in the replay window"
+                429,
+                RejectionCode.TOO_MANY_REQUESTS,
+                "too many signed requests in the replay window",
             )
         until = max(created_ms + self._skew, now) + 1
         self._nonces[(key, nonce)] = operator

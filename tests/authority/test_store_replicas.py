@@ -160,3 +160,60 @@ async def _recv(ws: object) -> str:
     import asyncio
 
     return str(await asyncio.wait_for(ws.recv(), 10))  # type: ignore[attr-defined]
+
+
+def test_two_replicas_racing_session_open_for_one_agent_open_one_session_each_in_turn(
+    tmp_path: Path,
+) -> None:
+    """Issue 27: ``session.*`` of one agent is serialized across replicas. Rounds of two
+    ``session.open`` of ``worker-0``, each sent through its own replica at the same instant (a
+    restarted worker and the process it replaces, each reaching a different replica): every
+    open gets its own epoch, one above the other — never two sessions at one epoch — the
+    agent's row holds the last, the log names each once in order and verifies (MW-11.3-f)."""
+    w = make_world(tmp_path / "a.db", n_workers=1)
+    first = w.authority
+    second = Authority(first.db_path, first.key, first.config, clock=first.clock)
+    (worker,) = w.workers
+    start = worker.session_epoch
+    rounds = 12
+    replies: list[int] = []
+    errors: list[BaseException] = []
+    try:
+        for _ in range(rounds):
+            pair = [
+                worker.command("session.open", None, {}, issued_at_ms=w.clock.now) for _ in "ab"
+            ]
+            barrier = threading.Barrier(2)
+
+            def open_through(auth: Authority, cmd: Command, barrier: threading.Barrier) -> None:
+                try:
+                    barrier.wait()
+                    r = auth.submit(cmd)
+                    assert r.accepted, r.rejection
+                    replies.append(r.reply["session_epoch"])
+                except BaseException as exc:  # reported below
+                    errors.append(exc)
+
+            threads = [
+                threading.Thread(target=open_through, args=(a, c, barrier))
+                for a, c in zip((first, second), pair, strict=True)
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        assert not errors, errors
+        expected = list(range(start + 1, start + 2 * rounds + 1))
+        assert sorted(replies) == expected  # each open its own epoch
+        opened = [
+            e.body["session_epoch"]
+            for e in second.all_events(w.group)
+            if e.type == "agent.session_opened" and e.body["agent_id"] == worker.agent_id
+        ]
+        assert opened[-2 * rounds :] == expected  # in order, each once
+        row = first.store.one("agents.session_epoch_by_agent_id", worker.agent_id)
+        assert row is not None and row["session_epoch"] == expected[-1]
+        events = first.all_events(w.group)
+        assert verify_log(first.store, w.group, first.public_key).events == len(events)
+    finally:
+        second.close()

@@ -520,6 +520,10 @@ SET_WORK_ITEM = "UPDATE work_items SET {assigns} WHERE group_id=? AND work_item_
 
 #: PostgreSQL text where the dialects differ (``?`` placeholders still; translated on load).
 POSTGRES_OVERRIDES: dict[str, str] = {
+    # session.* of one agent serialized across replicas by its row (issue 27): a second
+    # session.open waits for the first to commit, then reads its epoch
+    "agents.session_epoch_by_agent_id": STATEMENTS["agents.session_epoch_by_agent_id"]
+    + " FOR UPDATE",
     "meta.pin_key": "INSERT INTO meta (key, value) VALUES ('authority_public_key', ?) "
     "ON CONFLICT DO NOTHING",
     "artifacts.insert_ignore": STATEMENTS["artifacts.insert_ignore"].replace(

@@ -45,13 +45,15 @@ class Plan:
 
 
 def retries_left(item: ItemState, now_ms: int) -> bool:
-    """Whether the contract's retry policy still allows an attempt (MW-11.4-d): never after a
+    """Whether another attempt may be offered (MW-11.4-d). The retry bound is decided once, by
+    the Authority as it records the failure: ``work.failed``'s ``retryable`` is false after a
     failure its agent reported as not retryable (``PermanentFailure``, budget exceeded) or one
-    the Authority recorded as past a retry bound — attempts, total wait, deadline, cost cap or
-    remaining budget (``work.failed``'s ``retry_exhausted``, decided by
-    :func:`~missionweave.protocol.exhausted_retry_bound`); nor once the deadline has passed."""
+    past a retry bound — attempts, total wait, deadline, cost cap or remaining budget
+    (``retry_exhausted``, :func:`~missionweave.protocol.exhausted_retry_bound`). The workflow
+    only adds that a retry waiting out its backoff is not offered once the deadline has come
+    (``now_ms``, epoch milliseconds, the workflow's clock)."""
     c = item.spec.contract
-    if not item.w.retryable or item.attempts >= c.retry.max_attempts:
+    if not item.w.retryable:
         return False
     return not (c.deadline_ms is not None and now_ms >= c.deadline_ms)
 
@@ -166,7 +168,6 @@ def plan(
                         c.deadline_ms is not None
                         and it.spec.child_mission is None
                         and it.w.retryable
-                        and it.attempts < c.retry.max_attempts
                     ):
                         p.reasons[wid] = deadline_reason(it, c.deadline_ms)
                 else:

@@ -5,6 +5,7 @@ failure's Evidence (MW-11.4-f), and the Mission's plan does not retry it. A real
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,26 @@ def test_mw_11_4_d_attempts_bound_retries(tmp_path: Path) -> None:
     assert not _plan_retries(w, **over)
     facts = reduce_events(w.authority.all_events(w.group))["a"]
     assert facts.state is WorkItemState.FAILED and facts.retry_exhausted == "max_attempts"
+
+
+def test_mw_11_4_d_the_plan_takes_the_retry_bound_from_the_authority_alone(
+    tmp_path: Path,
+) -> None:
+    """Issue 27 item 3: the bound is decided once, in ``work.failed``'s ``retryable``; the plan
+    does not count attempts against the contract again. Facts whose attempts are past the
+    contract's bound but whose last failure the Authority called retryable are retried; a
+    failure it called past the bound is not, whatever the count."""
+    over: dict[str, Any] = {"retry": {"max_attempts": 2, "initial_backoff_ms": 0}}
+    w = _failing(tmp_path, **over)
+    assert _fail(w)["retryable"] is True
+    spec = WorkItemSpec(work_item_id="a", contract=contract(**over))
+    facts = reduce_events(w.authority.all_events(w.group))["a"]
+    miscounted = ItemState(spec=spec, w=dataclasses.replace(facts, attempts=5), authorized=True)
+    assert retries_left(miscounted, w.clock.now)
+    assert _fail(w)["retryable"] is False
+    facts = reduce_events(w.authority.all_events(w.group))["a"]
+    recounted = ItemState(spec=spec, w=dataclasses.replace(facts, attempts=0), authorized=True)
+    assert not retries_left(recounted, w.clock.now)
 
 
 def test_mw_11_4_d_max_total_wait_ms_bounds_retries(tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ from . import (  # noqa: F401
 )
 from ._agents import AgentReads
 from ._command_scope import Ctx, Reject, dumps
-from ._handlers_offline import handler_for
+from ._dispatch import handler_for
 from ._metrics import live_leases, record_transaction
 from ._outages import StallWatch
 from ._reads import LogReader

@@ -1,14 +1,12 @@
 """Bounded offline execution on the Authority (spec 11.5, MW-11.5-f to j).
 
-* :func:`handler_for` decides how a Command is applied: one naming a critical extension this
-  Authority does not know is rejected (``unsupported_extension``); one carrying the
-  bounded-offline binding goes to :func:`reconcile`; any other to its ordinary handler.
-* :func:`reconcile` applies one buffered, rebased progress Command as one authoritative
-  transaction (MW-11.5-h/i/j): check the binding against the historical lease, charge the
-  offline resource delta to the WorkItem and its whole budget ancestry (WorkItem → Mission →
-  parent Missions) with a ``resource_usage_recorded`` Event naming both sessions, then apply
-  the report and checkpoint (the charging itself: :mod:`._budgets`). Any refusal — a budget
-  overrun included — writes nothing.
+Which Commands come here is decided by :func:`._dispatch.handler_for` (those carrying the
+bounded-offline binding). :func:`reconcile` applies one buffered, rebased progress Command as
+one authoritative transaction (MW-11.5-h/i/j): check the binding against the historical lease,
+charge the offline resource delta to the WorkItem and its whole budget ancestry (WorkItem →
+Mission → parent Missions) with a ``resource_usage_recorded`` Event naming both sessions, then
+apply the report and checkpoint (the charging itself, shared with online submissions:
+:mod:`._budgets`). Any refusal — a budget overrun included — writes nothing.
 
 The rule that an outage of the Authority never costs an owner its lease lives in
 :mod:`._outages`.
@@ -25,9 +23,7 @@ from typing import Any
 from ...protocol import (
     BOUNDED_OFFLINE_EXECUTION,
     BUFFERABLE_COMMANDS,
-    KNOWN_EXTENSIONS,
     RESOURCE_USAGE_RECORDED,
-    Command,
     EventType,
     OfflineBinding,
     ProgressReport,
@@ -37,7 +33,6 @@ from ...protocol import (
 from ._budgets import charge_work_item
 from ._command_scope import Ctx, Reject, dumps
 from ._items import contract_of, gate, load_item, parse, set_item
-from ._registry import HANDLERS, Handler
 from ._store import Row
 
 log = logging.getLogger(__name__)
@@ -47,41 +42,6 @@ log = logging.getLogger(__name__)
 
 def _lease_row(ctx: Ctx, lease_id: str) -> Row | None:
     return ctx.one("leases.row", lease_id)
-
-
-# ------------------------------------------------------------------------- extensions
-
-
-def handler_for(cmd: Command) -> Handler:
-    """The function that applies ``cmd``: :func:`reconcile` for a Command carrying the
-    bounded-offline binding, else the registered handler of its type.
-
-    Raises:
-        Reject: ``unsupported_extension`` — a critical extension this Authority does not know
-            (MW-11.5-f), or one named critical but absent from ``extensions``.
-    """
-    for urn in cmd.critical_extensions:
-        if urn not in KNOWN_EXTENSIONS:
-            raise Reject(
-                RejectionCode.UNSUPPORTED_EXTENSION,
-                "the Command needs an extension this Authority does not know",
-                extension=urn,
-            )
-        if urn not in cmd.extensions:
-            raise Reject(
-                RejectionCode.UNSUPPORTED_EXTENSION,
-                "a critical extension has no value",
-                extension=urn,
-            )
-    if BOUNDED_OFFLINE_EXECUTION in cmd.extensions:
-        if BOUNDED_OFFLINE_EXECUTION not in cmd.critical_extensions:
-            raise Reject(
-                RejectionCode.INVALID_COMMAND,
-                "the bounded-offline binding must be critical",
-                extension=BOUNDED_OFFLINE_EXECUTION,
-            )
-        return reconcile
-    return HANDLERS[cmd.type].fn
 
 
 # ----------------------------------------------------------------------- reconciliation
@@ -245,7 +205,4 @@ def reconcile(ctx: Ctx) -> None:
     ctx.emit(EventType.WORK_PROGRESS_REPORTED, body, work_item_id=wid)
 
 
-__all__ = [
-    "handler_for",
-    "reconcile",
-]
+__all__ = ["reconcile"]

@@ -121,9 +121,12 @@ def setup_cli_tracing(service_name: str) -> None:
         raise CliError(str(exc)) from None
 
 
-def start_metrics(port: int | None, host: str, default: int = 0) -> str | None:
+def start_metrics(
+    port: int | None, host: str, default: int = 0, *, announce: bool = True
+) -> str | None:
     """Serve ``GET /metrics`` on ``host:port`` (0: not at all; ``None``, not given:
-    ``default``) and say where on stderr; its URL, or ``None``.
+    ``default``) and, when ``announce``, say where on stderr (``dev up`` prints it in its
+    banner instead, once the stack is up); its URL, or ``None``.
 
     Raises:
         CliError: the port given cannot be bound. A ``default`` port that is taken (another
@@ -141,7 +144,8 @@ def start_metrics(port: int | None, host: str, default: int = 0) -> str | None:
             raise CliError(f"{exc} (give another --metrics-port, or 0 for none)") from None
         typer.echo(f"warning: {exc}: no metrics endpoint (give --metrics-port)", err=True)
         return None
-    typer.echo(f"metrics at {url}", err=True)
+    if announce:
+        typer.echo(f"metrics at {url}", err=True)
     return url
 
 

@@ -115,7 +115,7 @@ async def _up(stack: EmbeddedStack, metrics_port: int | None = 0) -> None:
 
     setup_cli_tracing("missionweave-dev")  # from OTEL_*; off unless configured
     # before the stack's Temporal client: the SDK's metrics are served too
-    metrics_url = start_metrics(metrics_port, stack.host, COORDINATOR_METRICS_PORT)
+    metrics_url = start_metrics(metrics_port, stack.host, COORDINATOR_METRICS_PORT, announce=False)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

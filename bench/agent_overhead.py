@@ -75,7 +75,7 @@ async def _in_work_item(steps: int, step_s: float, tmp: Path) -> float:
     try:
         fn = agent_handler(_agent(steps, step_s), prompt="go")
         start = time.perf_counter()
-        out = await execute(server.url, worker, work, fn, tmp / "artifacts")
+        out = await execute(server.url, worker, work, fn)  # Artifacts: beside the db
         elapsed = time.perf_counter() - start
         assert out.kind is OutcomeKind.SUBMITTED, out.error
         return elapsed

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import os
+import ssl
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -29,6 +31,13 @@ from ._store import CHUNK_BYTES, ArtifactRef, check_hash
 GrantFn = Callable[[str, Operation], Awaitable[ArtifactGrant]]
 
 
+@functools.lru_cache(maxsize=8)
+def _tls(verify: bool | str) -> ssl.SSLContext:
+    """The TLS context of ``verify`` (as ``httpx`` takes it), made once per process: loading
+    the CA bundle costs ~25 ms, which every transfer paid when each made its own."""
+    return httpx.create_ssl_context(verify=verify)
+
+
 class GatedArtifacts:
     """One Group's Artifacts, reached only through grants of the Authority.
 
@@ -40,6 +49,10 @@ class GatedArtifacts:
         group_id: the Group.
         timeout: seconds per transfer step (connect, read a chunk, write a chunk).
         verify: TLS verification for ``https://`` URLs (as ``httpx`` takes it).
+        http: a connection pool to move the bytes with, kept open by its owner (e.g.
+            :attr:`AuthorityClient.transfers <missionweave.authority.client.AuthorityClient.
+            transfers>`); without it each transfer opens and closes its own (``timeout`` and
+            ``verify`` apply to those only).
     """
 
     def __init__(
@@ -50,12 +63,14 @@ class GatedArtifacts:
         *,
         timeout: float = 60.0,
         verify: bool | str = True,
+        http: httpx.AsyncClient | None = None,
     ) -> None:
         self._grant = grant
         self.authority_url = authority_url.rstrip("/") + "/"
         self.group_id = group_id
         self._timeout = timeout
         self._verify = verify
+        self._pool = http
 
     def __repr__(self) -> str:
         return f"GatedArtifacts({self.authority_url!r}, group={self.group_id!r})"
@@ -77,7 +92,12 @@ class GatedArtifacts:
     @contextlib.asynccontextmanager
     async def _http(self) -> AsyncIterator[httpx.AsyncClient]:
         # no auth, no cookies: a grant URL is its own credential, and nothing else is sent
-        async with httpx.AsyncClient(timeout=self._timeout, verify=self._verify) as http:
+        async with contextlib.AsyncExitStack() as stack:
+            http = self._pool
+            if http is None:
+                http = await stack.enter_async_context(
+                    httpx.AsyncClient(timeout=self._timeout, verify=_tls(self._verify))
+                )
             try:
                 yield http
             except httpx.TransportError as exc:

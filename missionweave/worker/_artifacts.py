@@ -54,4 +54,4 @@ def authority_artifacts(
             rejection = Rejection(code=exc.code, reason=exc.reason, detail=exc.detail)
             raise ArtifactAccessDenied(rejection, content_hash) from None
 
-    return GatedArtifacts(grant, client.base_url, group_id)
+    return GatedArtifacts(grant, client.base_url, group_id, http=client.transfers)

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from ..artifacts import (
+    ArtifactAccessDenied,
     ArtifactRef,
     ArtifactStore,
     GatedArtifacts,
@@ -334,12 +335,13 @@ class WorkContext(FencedActions):
             The reference: hash (the identity), size in bytes, media type, retrieval URI.
 
         Raises:
-            LeaseLost: the Authority refused because the lease is no longer this slot's, or
-                stayed unreachable until the lease's grace deadline (publishing is externally
-                visible: it waits for a confirmed lease, MW-11.5-d).
+            LeaseLost: the Authority refused because the lease is no longer this slot's — the
+                write grant or the registration — or stayed unreachable until the lease's
+                grace deadline (publishing is externally visible: it waits for a confirmed
+                lease, MW-11.5-d).
             PublishRejected: any other refusal (``invalid_manifest``, ``cross_mission_content``,
                 …); the bytes stay in the store.
-            ArtifactAccessDenied: the Authority granted no write (``stale_lease``, …).
+            ArtifactAccessDenied: the Authority granted no write for another reason.
             AuthorityUnavailable: only for a stream (``BinaryIO``, read once) whose
                 registration did not reach the Authority (publishing again is safe); bytes and
                 paths are published again until the grace deadline.
@@ -347,10 +349,17 @@ class WorkContext(FencedActions):
             ValueError: ``classification`` is unknown or a source is not a SHA-256 hex hash.
         """
         store = self._artifacts()
+        # Externally visible: the fence is mandatory (MW-11.5-d). The write grant is that
+        # fence — the Authority grants it only under this agent's active, unexpired lease — so
+        # while nothing is buffered, nothing is known lost and the capability token holds, no
+        # separate confirmation is asked first (one round trip a publish). After an outage the
+        # full confirmation runs: it reconciles the buffer, and waits for the Authority within
+        # the lease's grace period, as report/save buffer meanwhile.
+        fenced_by_grant = self._session.confirmed_by_next_request()
         while True:
-            # externally visible: the fence is mandatory (MW-11.5-d); it waits for the
-            # Authority within the lease's grace period, as report/save buffer meanwhile
-            await self._session.confirm()
+            if not fenced_by_grant:
+                await self._session.confirm()
+            fenced_by_grant = False
             try:
                 done = await self._publish_once(
                     store,
@@ -419,9 +428,10 @@ class WorkContext(FencedActions):
                 ),
                 created_at_ms=self._session.clock(),
             )
-        except PublishRejected as exc:
-            if exc.code in FENCE_CODES:
-                self._session.lost = self._session.lost or LeaseLost(exc.code, str(exc))
+        except (PublishRejected, ArtifactAccessDenied) as exc:
+            code = exc.code if isinstance(exc, PublishRejected) else exc.rejection.code
+            if code in FENCE_CODES:
+                self._session.lost = self._session.lost or LeaseLost(code, str(exc))
                 raise self._session.lost from exc
             raise
 

@@ -224,6 +224,19 @@ class LeaseSession:
         if self.disconnected_at_ms is None:
             self.disconnected_at_ms = self.clock()
 
+    def confirmed_by_next_request(self) -> bool:
+        """Whether a request the Authority itself fences (an Artifact's write grant, which it
+        gives only under this agent's active, unexpired lease) may stand for :meth:`confirm`:
+        nothing is known lost, the last request reached the Authority, no Command waits in the
+        offline buffer, and the capability token is unexpired."""
+        expiry = self.lease.capability_token.get("expires_at_ms")
+        return (
+            self.lost is None
+            and not self.offline
+            and (self.buffer is None or not len(self.buffer))
+            and not (isinstance(expiry, int) and expiry <= self.clock())
+        )
+
     async def confirm(self, *, poll_s: float = 0.5) -> None:
         """The mandatory fence before a high-risk, irreversible or externally visible action
         (MW-11.5-d): reconcile, then confirm the lease with the Authority (:meth:`check`);

@@ -243,3 +243,24 @@ async def test_each_tool_call_has_its_own_key_stable_across_a_resume(
         assert again.checkpoint == {"step": 1}
         assert await again.tool_call("search") == after
         assert after not in first
+
+
+async def test_a_publish_is_fenced_by_its_write_grant__MW_11_5_d(
+    world: World, proxy: DroppingProxy, tmp_path: Path
+) -> None:
+    """While nothing is buffered and the Authority answers, the write grant is the publish's
+    fence (one round trip less than a separate confirmation): a lease the Authority closed
+    behind the agent's back — here the WorkItem cancelled — makes the publish ``LeaseLost``
+    with the grant's code, and no byte reaches the store."""
+    work = grant(world, "a", world.workers[0], risk_class="low")
+    ctx, client = await _context(world, proxy, work, OfflineBuffer())
+    async with client:
+        ref = await ctx.publish(b"while the lease stands", "text/plain", deliverable=False)
+        assert ref.size == 22
+        world.ok(world.coordinator, "work.cancel", {"work_item_id": "a", "reason": "test"})
+        with pytest.raises(LeaseLost) as lost:
+            await ctx.publish(b"after the lease closed", "text/plain", deliverable=False)
+    assert lost.value.code == "stale_lease"
+    blobs = [p.read_bytes() for p in (tmp_path / "artifacts").rglob("*") if p.is_file()]
+    assert b"while the lease stands" in blobs
+    assert b"after the lease closed" not in blobs

@@ -184,6 +184,18 @@ class AuthorityClient:
             event_hooks={"request": [inject_trace_headers]},  # W3C traceparent of the caller
         )
         self._public_key = authority_public_key
+        self._transfers: httpx.AsyncClient | None = None
+
+    @property
+    def transfers(self) -> httpx.AsyncClient:
+        """The connection pool for grant URLs — an Artifact's bytes to or from the Authority's
+        blob route or an S3 presigned URL — kept open between transfers: no signature, no
+        cookies, no trace hook (a grant URL is its own credential and nothing else is sent);
+        60 s per transfer step; TLS verified against the system's CAs (``SSL_CERT_FILE``).
+        Opened on first use, closed by :meth:`aclose`."""
+        if self._transfers is None:
+            self._transfers = httpx.AsyncClient(timeout=60.0)
+        return self._transfers
 
     async def __aenter__(self) -> AuthorityClient:
         return self
@@ -192,8 +204,10 @@ class AuthorityClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pools."""
         await self._http.aclose()
+        if self._transfers is not None:
+            await self._transfers.aclose()
 
     async def _request(
         self, method: str, path: str, *, ok: tuple[int, ...] = (200,), **kw: Any

@@ -20,9 +20,7 @@ from ..protocol.temporal_contract import (
 )
 
 #: The reasons of ``ownership.closed`` exported as they are (others: ``owner_closed``).
-OWNER_CLOSED = frozenset(
-    {"lease_expired", "blocked_lease_expired", "ownership_lease_expired", "start_deadline_missed"}
-)
+OWNER_CLOSED = frozenset(s.EXPIRY_REASONS)
 
 
 def reassignment_cause(verdict: CommandVerdict) -> str | None:

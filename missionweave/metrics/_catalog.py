@@ -51,6 +51,13 @@ class Series:
         return name + ("_total" if self.kind == "counter" else "")
 
 
+#: The reasons a lease or an ownership closes as expired (``lease.expired``, and an owner's
+#: ``ownership.closed`` when the Authority judged it gone): label values of the lease-expiry
+#: and reassignment series.
+EXPIRY_REASONS = (
+    "lease_expired", "start_deadline_missed", "ownership_lease_expired", "blocked_lease_expired",
+)  # fmt: skip
+
 # ------------------------------------------------------------------------------ Authority
 AUTHORITY_COMMANDS = Series(
     "missionweave_authority_commands", "counter", "{command}",
@@ -80,8 +87,7 @@ AUTHORITY_LEASE_EXPIRIES = Series(
     "missionweave_authority_lease_expiries", "counter", "{lease}",
     "Leases closed as expired, by reason (lease_expired, start_deadline_missed, …).",
     ("reason",),
-    (("lease_expired",), ("start_deadline_missed",), ("ownership_lease_expired",),
-     ("blocked_lease_expired",)),
+    tuple((r,) for r in EXPIRY_REASONS),
 )  # fmt: skip
 AUTHORITY_LEASE_REVOCATIONS = Series(
     "missionweave_authority_lease_revocations", "counter", "{lease}",
@@ -220,6 +226,7 @@ __all__ = [
     "AUTHORITY",
     "BATCH_BUCKETS",
     "COORDINATOR",
+    "EXPIRY_REASONS",
     "SECONDS_BUCKETS",
     "TEMPORAL_PREFIX",
     "Kind",

@@ -37,11 +37,9 @@ def watch_runtime(rt: AgentRuntime) -> None:
 
 def unwatch_runtime(rt: AgentRuntime) -> None:
     """Stop reporting ``rt`` (it stopped)."""
-    for series in (
-        s.AGENT_SLOTS, s.AGENT_SLOTS_BUSY, s.AGENT_QUEUE_DEPTH, s.AGENT_QUEUE_DEPTH_MAX,
-        s.AGENT_OFFLINE_BUFFER,
-    ):  # fmt: skip
-        unwatch(series, rt)
+    for series in s.AGENT:
+        if series.kind == "gauge":  # the ones watch_runtime watches
+            unwatch(series, rt)
 
 
 def record_decline(reason: str) -> None:

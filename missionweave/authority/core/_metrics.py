@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 #: The reasons a lease's end names that are exported as they are.
 LEASE_REASONS = frozenset(
     {
-        "lease_expired", "blocked_lease_expired", "ownership_lease_expired",
-        "start_deadline_missed", "session_replaced", "failed", "child_mission", "cancelled",
+        *s.EXPIRY_REASONS, "session_replaced", "failed", "child_mission", "cancelled",
         "mission_cancelled", "mission_failed",
     }
 )  # fmt: skip

@@ -56,8 +56,8 @@ async def heartbeating() -> AsyncIterator[None]:
     """Heartbeat the current activity every :data:`HEARTBEAT_EVERY` while the block runs
     (the workflow sets :data:`HEARTBEAT_TIMEOUT` on every coordinator activity); outside an
     activity (the methods called directly) it does nothing."""
-    if not activity.in_activity():
-        yield
+    if not activity.in_activity() or activity.info().is_local:
+        yield  # a local activity has no heartbeat: the workflow task bounds it
         return
 
     async def beat() -> None:
@@ -285,13 +285,27 @@ class CoordinatorActivities:
             return await self._select_candidates(inp)
 
     async def _select_candidates(self, inp: SelectCandidatesBatch) -> SelectCandidatesBatchResult:
+        out, offers = await self._rank(inp.requests)
+        for n, verdict in await self._submit_by_group(offers):
+            out[n] = out[n].model_copy(update={"verdict": verdict})
+        for res in out:
+            record_ranking(res)
+        return SelectCandidatesBatchResult(results=out)
+
+    async def _rank(
+        self, requests: list[SelectCandidatesInput]
+    ) -> tuple[list[SelectCandidatesResult], dict[str, list[tuple[int, CoordinatorIntent]]]]:
+        """Rank each request against its Group's agents and Presence (read once per Group);
+        the ``work.offer`` intents of the requests with an offer slot and candidates, by Group,
+        with their positions."""
         by_group: dict[str, Any] = {}
         out: list[SelectCandidatesResult] = []
         offers: dict[str, list[tuple[int, CoordinatorIntent]]] = {}
-        for req in inp.requests:
+        for req in requests:
             if req.group_id not in by_group:
-                agents = await self.authority.agents(req.group_id)
-                presence = await self.authority.presence(req.group_id)
+                agents, presence = await asyncio.gather(
+                    self.authority.agents(req.group_id), self.authority.presence(req.group_id)
+                )
                 by_group[req.group_id] = (agents, capacities(agents, presence))
             agents, capacity = by_group[req.group_id]
             res = rank(req, agents, capacity)
@@ -301,11 +315,7 @@ class CoordinatorActivities:
             if req.offer is not None and res.candidates:
                 offers.setdefault(req.group_id, []).append((len(out), _offer_intent(req, res)))
             out.append(res)
-        for n, verdict in await self._submit_by_group(offers):
-            out[n] = out[n].model_copy(update={"verdict": verdict})
-        for res in out:
-            record_ranking(res)
-        return SelectCandidatesBatchResult(results=out)
+        return out, offers
 
     @activity.defn(name="review_submissions")
     async def review_submissions(self, inp: ReviewBatch) -> ReviewBatchResult:
@@ -320,6 +330,11 @@ class CoordinatorActivities:
         ``work.fail`` under the workflow's fixed id; the decisions of the batch go to the
         Authority in one request (``ReviewResult.verdict``).
 
+        The same request carries the hop's next offers (issue 26): each ``then_offer`` entry
+        whose reviews all end in ``work.accept_result`` is ranked like ``select_candidates``
+        and its ``work.offer`` follows the decisions (``ReviewBatchResult.offers``); the others
+        are not offered (``None``) and the workflow plans them again.
+
         Raises:
             ApplicationError: a criterion names a check that is not registered (non-retryable).
             ArtifactStoreError: the artifact store failed (retried).
@@ -331,6 +346,7 @@ class CoordinatorActivities:
     async def _review_submissions(self, inp: ReviewBatch) -> ReviewBatchResult:
         results: list[ReviewResult] = []
         decided: dict[str, list[tuple[int, CoordinatorIntent]]] = {}
+        accepting: set[str] = set()  # reviews whose decision is work.accept_result
         for r in inp.reviews:
             steps = [await self.review.integrity(r), self.review.deterministic(r)]
             passed = all(s.passed for s in steps)
@@ -345,9 +361,27 @@ class CoordinatorActivities:
                     issued_at_ms=slot.issued_at_ms,
                 )
                 decided.setdefault(r.group_id, []).append((len(results), intent))
+                if passed:
+                    accepting.add(r.work_item_id)
             results.append(ReviewResult(steps=steps, passed=passed))
+        # the dependents the accepted results make eligible: ranked now, offered in the same
+        # request as the decisions, after them (the Authority checks the dependencies in order)
+        due = [k for k, o in enumerate(inp.then_offer) if set(o.after) <= accepting]
+        ranked, offers = await self._rank([inp.then_offer[k].request for k in due])
+        n_reviews = len(results)
+        for group_id, entries in offers.items():
+            decided.setdefault(group_id, []).extend((n_reviews + n, i) for n, i in entries)
         for n, verdict in await self._submit_by_group(decided):
-            results[n] = results[n].model_copy(update={"verdict": verdict})
+            if n < n_reviews:
+                results[n] = results[n].model_copy(update={"verdict": verdict})
+            else:
+                k = n - n_reviews
+                ranked[k] = ranked[k].model_copy(update={"verdict": verdict})
         for result in results:
             record_review(result)
-        return ReviewBatchResult(results=results)
+        for res in ranked:
+            record_ranking(res)
+        made: list[SelectCandidatesResult | None] = [None] * len(inp.then_offer)
+        for k, res in zip(due, ranked, strict=True):
+            made[k] = res
+        return ReviewBatchResult(results=results, offers=made)

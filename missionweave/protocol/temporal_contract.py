@@ -843,19 +843,34 @@ class ReviewResult(BaseModel):
     )
 
 
+class OfferAfter(BaseModel):
+    """An offer the hop's coordinator step makes once the reviews it names are decided and
+    accepted: a dependent that becomes eligible when they are verified (issue 26)."""
+
+    model_config = _MODEL
+    after: list[str] = Field(
+        min_length=1, description="WorkItems of the same batch whose review must pass"
+    )
+    request: SelectCandidatesInput
+
+
 class ReviewBatch(BaseModel):
     """Input of ``review_submissions``: the submissions that arrived together, reviewed in one
-    activity whose decisions go to the Authority in one request."""
+    activity whose decisions go to the Authority in one request — with the offers of
+    ``then_offer`` whose reviews all passed, after the decisions, in the same request."""
 
     model_config = _MODEL
     reviews: list[ReviewInput]
+    then_offer: list[OfferAfter] = Field(default_factory=list)
 
 
 class ReviewBatchResult(BaseModel):
-    """One :class:`ReviewResult` per review, in input order."""
+    """One :class:`ReviewResult` per review, in input order; one ranking per ``then_offer``
+    entry, in input order (``None``: a review it waited for did not pass, nothing offered)."""
 
     model_config = _MODEL
     results: list[ReviewResult]
+    offers: list[SelectCandidatesResult | None] = Field(default_factory=list)
 
 
 WorkItemSpec.model_rebuild()

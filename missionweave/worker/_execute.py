@@ -80,9 +80,14 @@ LATE_RESULT_GRACE_S = 1.0
 
 #: ``async (work, report)``: where progress reports go besides the Authority (the workflow).
 ProgressSink = Callable[[ExecuteWorkItemInput, ProgressReport], Awaitable[None]]
-#: The phase of the progress sent to the Mission (not the Authority) as the handler starts: the
-#: workflow then reads the start from the Authority's log (the status shows ``active``).
+#: The phase of the progress sent to the Mission (not the Authority) once the handler has run
+#: for :data:`STARTED_SIGNAL_AFTER_S`: the workflow then reads the start from the Authority's
+#: log (the status shows ``active``).
 STARTED_PHASE = "started"
+#: Seconds a handler runs before the Mission is told it started. A handler done sooner is never
+#: announced: its outcome tells the workflow within that time anyway, and a Mission of quick
+#: WorkItems is spared a signal, a workflow task and a read of the log per WorkItem (issue 26).
+STARTED_SIGNAL_AFTER_S = 0.5
 
 
 def _worker_shutdown() -> bool:
@@ -265,11 +270,12 @@ class _Run:
         self.ctx.capability_versions = self.ctx.capability_versions or {spec.name: spec.version}
         self.ctx.set_estimate(spec.estimate_ms)  # the expected end (MW-11.4-b)
         heartbeat(self.ctx.heartbeat_details())
-        if self.ex.progress_sink is not None:  # the Mission learns of the start now (issue 29)
-            await self.ex.progress_sink(self.work, ProgressReport(phase=STARTED_PHASE))
         task: asyncio.Task[Any] = asyncio.create_task(
             spec.fn(self.ctx, arg), name=f"handler {self.work.work_item_id}"
         )
+        if self.ex.progress_sink is not None:  # the Mission learns of a long start (issue 29)
+            announce = asyncio.create_task(self._announce_start(task), name="announce start")
+            task.add_done_callback(lambda _: announce.cancel())
         stop = asyncio.Event()
         beats = asyncio.create_task(self._heartbeats(task, stop), name="heartbeats")
         # Temporal's heartbeats have their own loop: a renewal held up by a stalled Authority
@@ -321,6 +327,13 @@ class _Run:
             return outcome
         finally:
             pulse.cancel()
+
+    async def _announce_start(self, handler: asyncio.Task[Any]) -> None:
+        """Tell the Mission the handler started, once it has run :data:`STARTED_SIGNAL_AFTER_S`
+        (cancelled when it ends first)."""
+        await asyncio.wait({handler}, timeout=STARTED_SIGNAL_AFTER_S)
+        if not handler.done() and self.ex.progress_sink is not None:
+            await self.ex.progress_sink(self.work, ProgressReport(phase=STARTED_PHASE))
 
     async def _lease_holds(self) -> bool:
         """Whether the Authority confirms this slot's lease (MW-11.3), or cannot be reached

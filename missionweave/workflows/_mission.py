@@ -318,7 +318,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 return
             # Temporal suggests continuing as new: start nothing more, let what is in flight
             # finish, then continue as new (an activity of a closed run would be lost)
-            draining = workflow.info().is_continue_as_new_suggested()
+            draining = self._draining()
             if not draining:
                 for wid in p.children:
                     self._create_child(self.state.items[wid])
@@ -359,8 +359,14 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
             if p.next_deadline_ms is not None:
                 timeout = timedelta(milliseconds=max(1, p.next_deadline_ms - self._now()))
             try:
+                # every reason to act: a change, a Command to send, reviews to start, or a
+                # continue-as-new Temporal suggests that nothing in flight holds back any more
                 await workflow.wait_condition(
-                    lambda: self.wake or bool(self.queue) or self._reviews_due(), timeout=timeout
+                    lambda: self.wake
+                    or bool(self.queue)
+                    or self._reviews_due()
+                    or self._can_continue_as_new(),
+                    timeout=timeout,
                 )
             except TimeoutError:
                 pass
@@ -428,7 +434,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 result = await coordinator_activity(
                     CoordinatorActivities.submit_commands,
                     SubmitCommandsInput(group_id=self.state.spec.group_id, entries=batch),
-                    start_to_close=timedelta(seconds=60),
+                    start_to_close=timedelta(seconds=30),
                     summary=f"{len(batch)} command(s) to the Authority"
                     + (f" for {named}" if (named := name_items(_item_ids(batch))) else ""),
                 )
@@ -738,6 +744,10 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         await self._flush()
         self.state.status, self.state.end_reason = self.ending
         self._publish_status()
+
+    def _draining(self) -> bool:
+        """Temporal suggests continuing as new: nothing more is started."""
+        return workflow.info().is_continue_as_new_suggested() or self.ending is not None
 
     def _can_continue_as_new(self) -> bool:
         return (

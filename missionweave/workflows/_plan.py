@@ -213,6 +213,54 @@ def plan(
     return p
 
 
+class _Verified(_States):
+    """The states as they will be once ``verified`` are: what a hop's coordinator step may
+    offer after its decisions (:func:`offers_after`)."""
+
+    def __init__(self, state: MissionState, verified: Container[str]) -> None:
+        super().__init__(state)
+        self._verified = verified
+
+    def __getitem__(self, wid: str) -> WorkItemState:
+        return WorkItemState.VERIFIED if wid in self._verified else super().__getitem__(wid)
+
+
+def offers_after(
+    state: MissionState, graph: WorkGraph, now_ms: int, accepting: list[str]
+) -> list[tuple[str, list[str]]]:
+    """The dependents that :func:`plan` would offer at ``now_ms`` once every WorkItem of
+    ``accepting`` is verified, and are not eligible before: ``(dependent, the WorkItems of
+    accepting it waits for)``, in authorization order, each once. The hop's coordinator step
+    offers them in the request that accepts the results (issue 26); one whose result is not
+    accepted is planned again as usual."""
+    verified = frozenset(accepting)
+    after = _Verified(state, verified)
+    now = _States(state)
+    found: dict[str, list[str]] = {}
+    for wid in accepting:
+        for dep in graph.dependents(wid):
+            it = state.items.get(dep)
+            if it is None or dep in found:
+                continue
+            if (
+                not it.authorized
+                or it.state is not WorkItemState.OPEN
+                or it.spec.child_mission is not None
+                or it.running
+                or it.offer_pending
+                or it.selecting
+                or it.syncing
+                or it.reviewing
+                or (it.retry_at_ms is not None and now_ms < it.retry_at_ms)
+                or ((deadline := it.spec.contract.deadline_ms) is not None and now_ms >= deadline)
+            ):
+                continue
+            if graph.is_eligible(dep, after) and not graph.is_eligible(dep, now):
+                found[dep] = [d for d in graph.dependencies(dep) if d in verified]
+    order = {w: n for n, w in enumerate(state.items)}
+    return sorted(found.items(), key=lambda kv: order[kv[0]])
+
+
 def open_count(state: MissionState) -> int:
     """WorkItems not yet verified or cancelled (an archived one is)."""
     return sum(1 for it in state.items.values() if it.state not in TERMINAL_STATES)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         ApprovalInput,
         CommandVerdict,
         DecisionSlot,
+        OfferAfter,
         ReviewBatch,
         ReviewInput,
         ReviewRequest,
@@ -58,11 +60,13 @@ with workflow.unsafe.imports_passed_through():
         ReviewStep,
         WorkItemSpec,
     )
+    from ._plan import offers_after
     from ._state import ItemState, name_items
     from ._work import coordinator_activity
 
 if TYPE_CHECKING:
     from ..protocol import WorkGraph
+    from ..protocol.temporal_contract import SelectCandidatesInput, SelectCandidatesResult
     from ._state import MissionState
 
 #: Criterion kinds a reviewer agent judges (step 3).
@@ -114,6 +118,20 @@ class ReviewMixin:
 
         async def _forward(self, command: Command) -> CommandVerdict: ...
 
+        def _draining(self) -> bool: ...
+
+        def _offer_requests(
+            self, wanted: list[tuple[str, list[str]]]
+        ) -> list[SelectCandidatesInput]: ...
+
+        def _offers_done(self, wanted: list[tuple[str, list[str]]]) -> None: ...
+
+        async def _offered(
+            self,
+            wanted: list[tuple[str, list[str]]],
+            results: Sequence[SelectCandidatesResult | None],
+        ) -> None: ...
+
     # ------------------------------------------------------------------ steps 1 and 2
 
     async def _review(self, item: ItemState) -> None:
@@ -143,11 +161,9 @@ class ReviewMixin:
         )
         await workflow.wait_condition(lambda: wid in self.review_results)
         result = self.review_results.pop(wid)
-        item.review = list(result.steps)
-        if result.verdict is not None:  # the activity issued the decision (steps 1–4)
-            item.review_stage = None
-            self._applied_intent(result.verdict, ("review", item.work_item_id))
+        if result.verdict is not None:  # the step issued the decision (steps 1–4), applied
             return
+        item.review = list(result.steps)
         if result.passed and item.review_of is None and criteria(item, SEMANTIC_KINDS):
             self._request_review(item)
         else:
@@ -155,21 +171,49 @@ class ReviewMixin:
 
     def _start_reviews(self) -> None:
         """Review what was submitted since the last batch, in one ``review_submissions``
-        activity (one at a time: submissions arriving meanwhile make the next batch)."""
+        local activity (one at a time: submissions arriving meanwhile make the next batch).
+        The same step offers the dependents whose results it accepts (issue 26): a
+        dependency hop costs one coordinator step, not a review and then a ranking."""
         if self.review_queue and "reviews" not in self.tasks:
             batch, self.review_queue = self.review_queue, []
-            self.tasks["reviews"] = asyncio.create_task(self._review_batch(batch))
+            follow: list[tuple[str, list[str]]] = []
+            if not self._draining():
+                accepting = [
+                    r.work_item_id for r in batch if r.decision and r.decision.final_if_passed
+                ]
+                follow = offers_after(self.state, self.graph, self._now(), accepting)
+            self.tasks["reviews"] = asyncio.create_task(self._review_batch(batch, follow))
 
-    async def _review_batch(self, batch: list[ReviewInput]) -> None:
+    async def _review_batch(
+        self, batch: list[ReviewInput], follow: list[tuple[str, list[str]]]
+    ) -> None:
+        requests = self._offer_requests(follow)
         try:
-            done = await coordinator_activity(
-                CoordinatorActivities.review_submissions,
-                ReviewBatch(reviews=batch),
-                start_to_close=timedelta(minutes=5),
-                summary="review " + name_items([r.work_item_id for r in batch]),
-            )
+            try:
+                done = await coordinator_activity(
+                    CoordinatorActivities.review_submissions,
+                    ReviewBatch(
+                        reviews=batch,
+                        then_offer=[
+                            OfferAfter(after=after, request=req)
+                            for (_, after), req in zip(follow, requests, strict=True)
+                        ],
+                    ),
+                    start_to_close=timedelta(minutes=5),
+                    summary="review "
+                    + name_items([r.work_item_id for r in batch])
+                    + (f", offer {name_items([w for w, _ in follow])}" if follow else ""),
+                )
+            except BaseException:
+                self._offers_done(follow)
+                raise
             for r, res in zip(batch, done.results, strict=True):
                 self.review_results[r.work_item_id] = res
+                if res.verdict is not None:  # the step decided: its Events before the offers'
+                    item = self.state.items[r.work_item_id]
+                    item.review, item.review_stage = list(res.steps), None
+                    self._applied_intent(res.verdict, ("review", r.work_item_id))
+            await self._offered(follow, done.offers or [None] * len(follow))
         finally:
             self.tasks.pop("reviews", None)
             self.wake = True

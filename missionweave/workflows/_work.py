@@ -14,16 +14,22 @@ rather than guess: a submission the Authority holds is reviewed, never re-offere
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, CancelledError, TimeoutError, TimeoutType
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    TimeoutError,
+    TimeoutType,
+)
 
 with workflow.unsafe.imports_passed_through():
-    from ..activities import HEARTBEAT_TIMEOUT, CoordinatorActivities
+    from ..activities import CoordinatorActivities
     from ..outcome import error_line
     from ..protocol import EventType, RejectionCode, WorkItemState
     from ..protocol.temporal_contract import (
@@ -35,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         OutcomeKind,
         SelectCandidatesBatch,
         SelectCandidatesInput,
+        SelectCandidatesResult,
         WorkItemEventsInput,
         WorkOutcome,
         agent_task_queue,
@@ -47,9 +54,16 @@ if TYPE_CHECKING:
 
 #: The longest wait between two rankings of a WorkItem nobody could take, milliseconds.
 MAX_IDLE_BACKOFF_MS = 30_000
-#: Retries of the coordinator's own activities (the Authority may be briefly unreachable).
-SUBMIT_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
-                           maximum_interval=timedelta(seconds=10))  # fmt: skip
+#: One try of a coordinator step: its local activity's attempts, retried in the Worker with
+#: this backoff while the Authority is briefly unreachable, within the step's
+#: ``schedule_to_close`` (:func:`coordinator_activity`).
+STEP_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200),
+                         maximum_interval=timedelta(seconds=5))  # fmt: skip
+#: After a try that did not finish, a durable timer this long (doubling up to
+#: :data:`MAX_STEP_PAUSE`) before the next: an outage of hours costs a few history events per
+#: pause, not a local activity spinning in the Worker.
+FIRST_STEP_PAUSE = timedelta(seconds=5)
+MAX_STEP_PAUSE = timedelta(minutes=5)
 #: ``execute_work_item`` is never retried by Temporal: a new attempt is a new offer.
 _ONCE = RetryPolicy(maximum_attempts=1)
 
@@ -64,17 +78,43 @@ async def coordinator_activity(
     start_to_close: timedelta,
     summary: str,
 ) -> _Out:
-    """Run one of the coordinator's own activities from the workflow: retried by
-    :data:`SUBMIT_RETRY`, heartbeating within ``HEARTBEAT_TIMEOUT``, done within ``start_to_close``;
-    ``summary`` is what the Temporal UI shows."""
-    return await workflow.execute_activity_method(
-        activity,
-        arg,
-        start_to_close_timeout=start_to_close,
-        retry_policy=SUBMIT_RETRY,
-        heartbeat_timeout=HEARTBEAT_TIMEOUT,
-        summary=summary,
-    )
+    """Run one of the coordinator's steps from the workflow as a *local* activity (issue 26):
+    it runs in this Worker, in the workflow task that asked for it, and costs one marker in
+    the history and no round trip through Temporal's task queues. Every step is idempotent
+    (each Command carries the id the workflow fixed), so a try cut short by a crash runs again
+    safely.
+
+    A try is bounded: ``start_to_close`` per attempt, attempts retried by :data:`STEP_RETRY`
+    within twice that. A try that fails (the Authority unreachable for that long) is followed
+    by a durable timer (:data:`FIRST_STEP_PAUSE`, doubling to :data:`MAX_STEP_PAUSE`) and
+    another try. ``summary`` is what the Temporal UI shows.
+
+    Raises:
+        ActivityError: the step failed with a non-retryable error (a bug or a refusal the
+            workflow must see), or it was cancelled (the Mission is ending).
+    """
+    pause = FIRST_STEP_PAUSE
+    while True:
+        try:
+            return await workflow.execute_local_activity_method(
+                activity,
+                arg,
+                start_to_close_timeout=start_to_close,
+                schedule_to_close_timeout=start_to_close * 2,
+                retry_policy=STEP_RETRY,
+                summary=summary,
+            )
+        except ActivityError as exc:
+            cause = exc.cause
+            if isinstance(cause, CancelledError) or (
+                isinstance(cause, ApplicationError) and cause.non_retryable
+            ):
+                raise
+            workflow.logger.warning(
+                "%s did not finish (%s); next try in %s", summary, cause or exc, pause
+            )
+        await workflow.sleep(pause)
+        pause = min(pause * 2, MAX_STEP_PAUSE)
 
 
 def _exec_key(work_item_id: str, agent_id: str) -> str:
@@ -91,6 +131,7 @@ class WorkMixin:
         tasks: dict[str, asyncio.Task[None]]
         wake: bool
         changes: int
+        attention: set[str]
 
         def _now(self) -> int: ...
 
@@ -104,8 +145,24 @@ class WorkMixin:
 
     async def _select_and_offer(self, wanted: list[tuple[str, list[str]]]) -> None:
         """Rank agents for the wanted WorkItems and offer each to its best-ranked (or, urgent,
-        to a bounded candidate set; MW-10.3-b/c) in one activity, ``select_candidates``; then
-        one ``execute_work_item`` per candidate."""
+        to a bounded candidate set; MW-10.3-b/c) in one local activity, ``select_candidates``;
+        then one ``execute_work_item`` per candidate."""
+        requests = self._offer_requests(wanted)
+        try:
+            ranked = await coordinator_activity(
+                CoordinatorActivities.select_candidates,
+                SelectCandidatesBatch(requests=requests),
+                start_to_close=timedelta(seconds=30),
+                summary=f"rank agents for and offer {name_items([w for w, _ in wanted])}",
+            )
+        except BaseException:
+            self._offers_done(wanted)
+            raise
+        await self._offered(wanted, ranked.results)
+
+    def _offer_requests(self, wanted: list[tuple[str, list[str]]]) -> list[SelectCandidatesInput]:
+        """The ranking requests, each with the id, issue time and expiry of its offer; the
+        items are marked as being offered until :meth:`_offers_done`."""
         policy = self.state.spec.offer_policy
         now = self._now()
         requests = []
@@ -128,20 +185,28 @@ class WorkMixin:
                     ),
                 )
             )
-        try:
-            ranked = await coordinator_activity(
-                CoordinatorActivities.select_candidates,
-                SelectCandidatesBatch(requests=requests),
-                start_to_close=timedelta(seconds=30),
-                summary=f"rank agents for and offer {name_items([w for w, _ in wanted])}",
-            )
-        finally:
-            for wid, _ in wanted:
-                self.state.items[wid].selecting = False
-                self.state.items[wid].offer_pending = False
+        return requests
+
+    def _offers_done(self, wanted: list[tuple[str, list[str]]]) -> None:
+        for wid, _ in wanted:
+            self.state.items[wid].selecting = False
+            self.state.items[wid].offer_pending = False
+
+    async def _offered(
+        self,
+        wanted: list[tuple[str, list[str]]],
+        results: Sequence[SelectCandidatesResult | None],
+    ) -> None:
+        """Take the rankings and offers of ``wanted`` (``None``: not offered, planned again)
+        and start one ``execute_work_item`` per candidate of each offer made."""
+        self._offers_done(wanted)
+        policy = self.state.spec.offer_policy
         now = self._now()
-        for (wid, _), res in zip(wanted, ranked.results, strict=True):
+        for (wid, _), res in zip(wanted, results, strict=True):
             item = self.state.items[wid]
+            if res is None:
+                self.attention.add(wid)
+                continue
             cands = [c.agent_id for c in res.candidates]
             if not cands and item.tried:  # everyone tried: start over after a pause
                 item.tried = []
@@ -299,7 +364,7 @@ class WorkMixin:
                     work_item_id=item.work_item_id,
                     after_sequence=item.w.seq,
                 ),
-                start_to_close=timedelta(seconds=60),
+                start_to_close=timedelta(seconds=30),
                 summary=f"read {item.work_item_id} from the Authority",
             )
         finally:
@@ -307,4 +372,4 @@ class WorkMixin:
         self._apply(events)
 
 
-__all__ = ["SUBMIT_RETRY", "WorkMixin", "coordinator_activity"]
+__all__ = ["STEP_RETRY", "WorkMixin", "coordinator_activity"]

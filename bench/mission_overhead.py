@@ -218,8 +218,6 @@ async def history_events(client: Client, workflow_id: str) -> tuple[int, int, fl
         hist = await client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
         total += len(hist.events)
         runs += 1
-        if os.environ.get("MW_DUMP"):
-            Path(os.environ["MW_DUMP"]).write_text(hist.to_json())
         started = None
         for e in hist.events:
             if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:

@@ -288,15 +288,21 @@ async def mission_stack(
     schemas: dict[str, dict[str, Any]] | None = None,
     authority_process: bool = False,
     artifact_store: ArtifactStore | None = None,
+    authority_metrics_port: int | None = None,
 ) -> AsyncIterator[MissionStack]:
     """Authority (on ``clock``), coordinator Worker (with ``interceptors``, review ``checks``
     and ``schemas``) and, through :meth:`MissionStack.agent`, agent runtimes on the same clock
     and interceptors, all sharing one artifact store; every runtime and Worker is stopped on
     exit. ``authority_process``: the Authority runs as its own process (see
     :func:`~tests.temporal_env.authority_stack`); ``artifact_store``: the store it serves (an
-    S3 bucket, say; default ``tmp/artifacts``)."""
+    S3 bucket, say; default ``tmp/artifacts``); ``authority_metrics_port``: the Authority
+    process's ``GET /metrics`` port."""
     async with authority_stack(
-        tmp, clock=clock, process=authority_process, artifact_store=artifact_store
+        tmp,
+        clock=clock,
+        process=authority_process,
+        artifact_store=artifact_store,
+        metrics_port=authority_metrics_port,
     ) as stack:
         tq = new_task_queue()
         store = stack.artifacts  # the Authority's; the coordinator reads it as the operator

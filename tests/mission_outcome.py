@@ -10,11 +10,13 @@ it waited for.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowHistory
 from temporalio.exceptions import ApplicationError
 
 from missionweave.outcome import MISSION_STATUS, OPEN_WORK_ITEMS, mission_result
@@ -113,3 +115,22 @@ async def ending(handle: WorkflowHandle[Any, Any], timeout_s: float = 25.0) -> E
         mission_status=attrs.get(MISSION_STATUS),
         open_items=attrs.get(OPEN_WORK_ITEMS),
     )
+
+
+#: The marker of a local activity's result in a workflow's history (the SDK core's name).
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
+
+
+def coordinator_steps(history: WorkflowHistory, activity_type: str) -> list[bytes]:
+    """The JSON results of the coordinator's ``activity_type`` steps in ``history``, in order:
+    each a local activity (issue 26), its result recorded in a marker."""
+    out = []
+    for e in history.events:
+        if e.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
+            continue
+        m = e.marker_recorded_event_attributes
+        if m.marker_name != LOCAL_ACTIVITY_MARKER or "result" not in m.details:
+            continue
+        if json.loads(m.details["data"].payloads[0].data)["activity_type"] == activity_type:
+            out.append(m.details["result"].payloads[0].data)
+    return out

@@ -14,7 +14,11 @@ Authority and real agent runtimes, and writes two histories:
 * ``tests/histories/mission_small.json`` — a one-WorkItem Mission to completion;
 * ``tests/histories/mission_review.json`` — one WorkItem reviewed in all five steps
   (MW-13.2-b): a semantic criterion judged by a reviewer agent through the review WorkItem
-  ``a:review``, then a MissionOwner's ``approve`` update.
+  ``a:review``, then a MissionOwner's ``approve`` update;
+* ``tests/histories/mission_large.json.gz`` — every run (continue-as-new included) of a Mission
+  of more than 1,000 WorkItems on three agents, with Updates arriving throughout
+  (``authorize_work`` batches, ``approve`` of the items with a human criterion, and ``cancel``
+  at the end while work is still in flight): the replay test of issue 26's local activities.
 
 Commit the new files with the workflow change.
 """
@@ -22,17 +26,25 @@ Commit the new files with the workflow change.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gzip
 import json
 import sys
 import tempfile
 from pathlib import Path
 
-from temporalio.client import WorkflowHistory
+from temporalio.client import WorkflowFailureError, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.dev import SEARCH_ATTRIBUTES, find_temporal_cli
-from missionweave.protocol.temporal_contract import ApprovalInput, CommandVerdict, ReviewRequest
+from missionweave.protocol.temporal_contract import (
+    ApprovalInput,
+    AuthorizeWorkInput,
+    CancelInput,
+    CommandVerdict,
+    ReviewRequest,
+)
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
@@ -45,6 +57,11 @@ MISSION_SMALL_ID = "mission-replay-small"
 #: The stored reviewed Mission (all five review steps) and its workflow id.
 MISSION_REVIEW = HISTORIES / "mission_review.json"
 MISSION_REVIEW_ID = "mission-replay-review"
+#: The stored large Mission (every run, gzipped JSON list) and its workflow id.
+MISSION_LARGE = HISTORIES / "mission_large.json.gz"
+MISSION_LARGE_ID = "mission-replay-large"
+#: WorkItems of the large Mission: at its start, and added by each ``authorize_work``.
+LARGE_INITIAL, LARGE_ADDED, LARGE_BATCHES = 600, 50, 9
 
 
 async def record_mission_small(env: WorkflowEnvironment, tmp: Path) -> WorkflowHistory:
@@ -120,6 +137,79 @@ async def record_mission_review(env: WorkflowEnvironment, tmp: Path) -> Workflow
         return await handle.fetch_history()
 
 
+async def record_mission_large(env: WorkflowEnvironment, tmp: Path) -> list[WorkflowHistory]:
+    """Run a Mission of :data:`LARGE_INITIAL` WorkItems in 20 layers (every 50th with a human
+    criterion) on three agents; while it runs, add :data:`LARGE_BATCHES` batches of
+    :data:`LARGE_ADDED` WorkItems with ``authorize_work`` (each depending on an initial one by
+    an edge), approve each WorkItem awaiting a MissionOwner's Approval as it comes, and once
+    all but one are verified (the last batch holds one nobody can take), ``cancel`` it.
+    Returns the history of every run."""
+    human = [
+        {"id": "done", "description": "done", "evidence_required": "a check"},
+        {"id": "signoff", "kind": "human", "description": "signed off", "evidence_required": "y"},
+    ]
+    width = LARGE_INITIAL // 20
+
+    def item(n: int, deps: list[str]) -> dict[str, object]:
+        c = contract(acceptance_criteria=human) if n % 50 == 49 else contract()
+        return {"work_item_id": f"i{n}", "contract": c.wire(), "dependencies": deps}
+
+    async with mission_stack(env, tmp) as ms:
+        owner = await ms.stack.add_agent(
+            "olivia", ("mission_owner",), open_session=False, publish_card=False
+        )
+        for name in ("ada", "bob", "cyd"):
+            await ms.agent(name, _reviewed(), max_concurrency=16)
+        items = [item(n, [f"i{n - width}"] if n >= width else []) for n in range(LARGE_INITIAL)]
+        handle = await ms.start(ms.spec("replay-large", items))
+        assert handle.id == MISSION_LARGE_ID
+        approved: set[str] = set()
+        added = 0
+        total = LARGE_INITIAL + LARGE_ADDED * LARGE_BATCHES
+        while True:
+            st = await handle.query(MissionWorkflow.status)
+            verified = sum(1 for i in st.items if i.state.value == "verified")
+            for i in st.items:
+                if i.review_stage == "approval" and i.work_item_id not in approved:
+                    cmd = owner.command(
+                        "approval.grant_result",
+                        ms.group,
+                        {"work_item_id": i.work_item_id, "review_digest": i.review_digest},
+                    )
+                    await handle.execute_update(
+                        MissionWorkflow.approve, ApprovalInput(command=cmd), id=cmd.command_id
+                    )
+                    approved.add(i.work_item_id)
+            if added < LARGE_BATCHES and verified >= added * LARGE_INITIAL // LARGE_BATCHES:
+                first = LARGE_INITIAL + added * LARGE_ADDED
+                batch = [item(n, []) for n in range(first, first + LARGE_ADDED)]
+                if added == LARGE_BATCHES - 1:  # one nobody can take: the Mission stays open
+                    batch[-1]["contract"] = contract(("demo.none@1.0",)).wire()
+                edges = [(f"i{(n * 7) % LARGE_INITIAL}", f"i{n}") for n in range(first, first + 10)]
+                await handle.execute_update(
+                    MissionWorkflow.authorize_work,
+                    AuthorizeWorkInput.model_validate({"items": batch, "edges": edges}),
+                )
+                added += 1
+            if added == LARGE_BATCHES and verified >= total - 1:
+                break
+            await asyncio.sleep(0.3)
+        await handle.execute_update(MissionWorkflow.cancel, CancelInput(reason="recorded"))
+        with contextlib.suppress(WorkflowFailureError):
+            await asyncio.wait_for(handle.result(), 60)
+        runs = [r async for r in env.client.list_workflows(f'WorkflowId = "{MISSION_LARGE_ID}"')]
+        return [
+            await env.client.get_workflow_handle(r.id, run_id=r.run_id).fetch_history()
+            for r in sorted(runs, key=lambda r: r.start_time)
+        ]
+
+
+def load_large() -> list[WorkflowHistory]:
+    """The stored runs of the large Mission, first run first."""
+    runs = json.loads(gzip.decompress(MISSION_LARGE.read_bytes()))
+    return [WorkflowHistory.from_json(MISSION_LARGE_ID, r) for r in runs]
+
+
 async def main() -> None:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(find_temporal_cli()),
@@ -130,12 +220,17 @@ async def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             small = await record_mission_small(env, Path(tmp) / "small")
             review = await record_mission_review(env, Path(tmp) / "review")
+            large = await record_mission_large(env, Path(tmp) / "large")
     finally:
         await env.shutdown()
     HISTORIES.mkdir(exist_ok=True)
     for path, history in ((MISSION_SMALL, small), (MISSION_REVIEW, review)):
         path.write_text(json.dumps(history.to_json_dict(), indent=1) + "\n")
         print(f"wrote {path} ({len(history.events)} events)", file=sys.stderr)
+    text = json.dumps([h.to_json_dict() for h in large], separators=(",", ":"))
+    MISSION_LARGE.write_bytes(gzip.compress(text.encode(), mtime=0))
+    events = sum(len(h.events) for h in large)
+    print(f"wrote {MISSION_LARGE} ({len(large)} runs, {events} events)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -45,17 +45,24 @@ LiveServer = AuthorityServer
 
 
 def authority_serve_command(
-    db: Path, port: int, *, key: Path | None = None, operator_keys: Sequence[str] = ()
+    db: Path,
+    port: int,
+    *,
+    key: Path | None = None,
+    operator_keys: Sequence[str] = (),
+    metrics_port: int | None = None,
 ) -> list[str]:
     """The command line of ``missionweave authority serve`` (this interpreter's) over ``db``
     on 127.0.0.1:``port``; the key beside ``db`` unless ``key``; ``operator_keys`` are public
-    keys or PEM files."""
+    keys or PEM files; ``metrics_port``: serve ``GET /metrics`` there (default: the
+    command's own default)."""
     cli = Path(sys.executable).with_name("missionweave")
     return [
         str(cli),
         *("authority", "serve", "--db", str(db), "--port", str(port)),
         *(["--key", str(key)] if key is not None else []),
         *(a for k in operator_keys for a in ("--operator-key", k)),
+        *(["--metrics-port", str(metrics_port)] if metrics_port is not None else []),
     ]
 
 
@@ -65,8 +72,15 @@ class ProcessServer:
     :class:`LiveServer` (``url``, ``ws_url``, ``start``, ``stop``), plus :meth:`kill`; a
     start after a stop or kill serves on the same port again."""
 
-    def __init__(self, db: Path, key: Path, operator_keys: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        db: Path,
+        key: Path,
+        operator_keys: tuple[str, ...] = (),
+        metrics_port: int | None = None,
+    ) -> None:
         self.db, self.key, self.operator_keys = db, key, operator_keys
+        self.metrics_port = metrics_port
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}/v1/stream"
@@ -81,7 +95,11 @@ class ProcessServer:
 
     async def start(self) -> None:
         cmd = authority_serve_command(
-            self.db, self.port, key=self.key, operator_keys=self.operator_keys
+            self.db,
+            self.port,
+            key=self.key,
+            operator_keys=self.operator_keys,
+            metrics_port=self.metrics_port,
         )
         proc = self._proc = await asyncio.create_subprocess_exec(
             *cmd,

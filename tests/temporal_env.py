@@ -350,6 +350,7 @@ async def authority_stack(
     config: AuthorityConfig | None = None,
     process: bool = False,
     artifact_store: ArtifactStore | None = None,
+    metrics_port: int | None = None,
 ) -> AsyncIterator[AuthorityStack]:
     """A running :class:`AuthorityStack` under ``tmp_path``; everything is closed on exit.
 
@@ -365,6 +366,7 @@ async def authority_stack(
         artifact_store: the store the Authority serves (in this process only); default the
             filesystem store ``artifacts/`` of the data directory (``authority serve``'s
             default beside its database).
+        metrics_port: with ``process``, the port of its ``GET /metrics``.
     """
     if process and (clock is not None or config is not None or artifact_store is not None):
         raise ValueError("an Authority process runs on the wall clock with default settings")
@@ -380,7 +382,9 @@ async def authority_stack(
     store = artifact_store or FilesystemStore(files.artifacts)
     server: LiveServer | ProcessServer
     if process:
-        server = ProcessServer(files.authority_db, files.authority_key, (coordinator.public_key,))
+        server = ProcessServer(
+            files.authority_db, files.authority_key, (coordinator.public_key,), metrics_port
+        )
     else:
         # the Authority alone holds the artifact store (files.artifacts; `authority serve`
         # defaults to it too): agents reach it through its grants

@@ -362,10 +362,12 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
                 # every reason to act: a change, a Command to send, reviews to start, or a
                 # continue-as-new Temporal suggests that nothing in flight holds back any more
                 await workflow.wait_condition(
-                    lambda: self.wake
-                    or bool(self.queue)
-                    or self._reviews_due()
-                    or self._can_continue_as_new(),
+                    lambda: (
+                        self.wake
+                        or bool(self.queue)
+                        or self._reviews_due()
+                        or self._can_continue_as_new()
+                    ),
                     timeout=timeout,
                 )
             except TimeoutError:

@@ -126,7 +126,8 @@ async def test_continue_as_new_never_leaves_an_offer_or_execution_behind__MW_10_
     async with mission_stack(env, tmp_path) as ms:
         await ms.agent("ada", _step_registry(), max_concurrency=2)
         c = contract().wire()
-        ids = ["a", "b", "c", "d", "e"]
+        # a hop costs about 8 events (issue 26): 8 hops pass the 20-event suggestion 3 times
+        ids = ["a", "b", "c", "d", "e", "f", "g", "h"]
         spec = ms.spec(
             "can-1",
             [
@@ -164,7 +165,7 @@ async def test_contracts_by_name_travel_once_through_continue_as_new__MW_10_4_a(
     env = dev_env_small_history
     async with mission_stack(env, tmp_path) as ms:
         await ms.agent("ada", _step_registry(), max_concurrency=2)
-        ids = ["a", "b", "c", "d"]
+        ids = ["a", "b", "c", "d", "e", "f", "g"]
         spec = ms.spec(
             "can-ref",
             [

@@ -13,7 +13,7 @@ from missionweave.authority import verify_log
 from missionweave.protocol.temporal_contract import SelectCandidatesBatchResult
 from missionweave.worker import AdmissionPolicy
 from tests.mission_harness import MissionStack, contract, mission_stack, step_registry, work_items
-from tests.mission_outcome import states, until
+from tests.mission_outcome import coordinator_steps, states, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -92,12 +92,7 @@ async def test_work_waits_at_the_coordinator_not_in_declines__MW_10_3_b__MW_10_3
         history = await handle.fetch_history()
     assert result.status == "completed"
     assert [i.state.value for i in result.items] == ["verified"] * 6
-    first = next(
-        e.activity_task_completed_event_attributes.result.payloads[0].data
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-        and b'"saturated"' in e.activity_task_completed_event_attributes.result.payloads[0].data
-    )
+    first = next(r for r in coordinator_steps(history, "select_candidates") if b'"saturated"' in r)
     ranked = SelectCandidatesBatchResult.model_validate_json(first).results
     assert [bool(r.candidates) for r in ranked] == [True, True, False, False, False, False]
     assert [r.saturated for r in ranked] == [False, False, True, True, True, True]

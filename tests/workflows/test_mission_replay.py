@@ -18,6 +18,8 @@ When the workflow changes on purpose (and running Missions are safe), re-record 
 
 from __future__ import annotations
 
+import json
+
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -30,6 +32,7 @@ from tests.record_histories import (
     MISSION_REVIEW_ID,
     MISSION_SMALL,
     MISSION_SMALL_ID,
+    load_large,
 )
 
 
@@ -50,13 +53,11 @@ def test_stored_history_is_a_whole_mission() -> None:
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
-    assert activities == [
-        "submit_commands",
-        "select_candidates",
-        "execute_work_item",
-        "review_submissions",
-        "submit_commands",
-    ]
+    # the coordinator's steps are local activities (markers): the one regular activity is
+    # the offer itself, the agent's execute_work_item (issue 26)
+    assert activities == ["execute_work_item"]
+    markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert len(markers) == 4  # create and authorize, rank and offer, review, complete
 
 
 async def test_stored_mission_history_replays() -> None:
@@ -83,3 +84,36 @@ async def test_stored_review_history_replays__MW_13_2_b() -> None:
     replayer = Replayer(workflows=[MissionWorkflow], data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(history)
     assert result.replay_failure is None
+
+
+async def test_stored_large_history_with_updates_throughout_replays() -> None:
+    """Issue 26: the coordinator's steps run as local activities while Updates arrive. Every
+    run (continue-as-new included) of a Mission of more than 1,000 WorkItems, with
+    ``authorize_work``, ``approve`` and ``cancel`` accepted between its steps, replays through
+    the current code: the commands it issues do not depend on *when* a local activity's
+    result or an Update arrived."""
+    runs = load_large()
+    items = {
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)[
+            "work_item_id"
+        ]
+        for h in runs
+        for e in h.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    }
+    assert len(items) >= 1000
+    updates = [u for h in runs for u in _updates(h)]
+    assert {"authorize_work", "approve", "cancel"} <= set(updates)
+    assert len(runs) >= 2  # it continued as new on the way
+    # no regular activity but the agents' execute_work_item: the coordinator's are local
+    scheduled = {
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for h in runs
+        for e in h.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    }
+    assert scheduled == {"execute_work_item"}
+    replayer = Replayer(workflows=[MissionWorkflow], data_converter=pydantic_data_converter)
+    for run in runs:
+        result = await replayer.replay_workflow(run, raise_on_replay_failure=False)
+        assert result.replay_failure is None, result.replay_failure

@@ -31,7 +31,7 @@ from missionweave.protocol import Actor, Event
 from missionweave.protocol.temporal_contract import MissionResult, MissionSpec, MissionStatus
 from missionweave.workflows import MissionWorkflow
 from tests.mission_harness import MissionStack, contract, mission_stack, step_registry, work_items
-from tests.mission_outcome import until
+from tests.mission_outcome import coordinator_steps, until
 from tests.temporal_env import FollowTemporalTime, VirtualClock
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -227,10 +227,8 @@ async def test_an_item_nobody_can_take_is_ranked_ever_less_often(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     """Nobody holds the capability: the workflow ranks again after 1 s, 2 s, 4 s … at most
-    every 30 s — ten unattended minutes cost a few dozen activities, not six hundred — and
-    the Mission still ends when cancelled."""
-    from temporalio.api.enums.v1 import EventType
-
+    every 30 s — ten unattended minutes cost a few dozen local activities, not six hundred —
+    and the Mission still ends when cancelled."""
     from missionweave.protocol.temporal_contract import CancelInput
 
     async with _skipping_stack(time_env, tmp_path) as (ms, _):  # ada holds demo.step only
@@ -246,12 +244,7 @@ async def test_an_item_nobody_can_take_is_ranked_ever_less_often(
         assert await handle.execute_update(MissionWorkflow.cancel, CancelInput(reason="x"))
         result = await _finish(handle)
         history = await handle.fetch_history()
-    rankings = [
-        e
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and e.activity_task_scheduled_event_attributes.activity_type.name == "select_candidates"
-    ]
+    rankings = coordinator_steps(history, "select_candidates")
     assert result.status == "cancelled"
     # 1+2+4+8+16+32(capped to 30) s, then every 30 s: about 25 in 600 s
     assert 15 <= len(rankings) <= 30, len(rankings)

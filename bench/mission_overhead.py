@@ -20,7 +20,9 @@ variant ``*_history_events_per_item`` (every run of the workflow, continue-as-ne
 tasks (``mission_longest_workflow_task_s``, ``mission_failed_workflow_tasks``: a large Mission
 must keep every task short), and for a chain (``--layers`` equal to ``--items``) ``hop_ms``:
 the latency the protocol adds per dependency hop, (mission − bare) ÷ hops, milliseconds.
-``--mission-only`` skips the bare run (for sizes where only completion and wall time matter).
+``--breakdown`` (a chain, the Authority a process) also prints where each hop's milliseconds go
+(:mod:`_hop_breakdown`). ``--mission-only`` skips the bare run (for sizes where only completion
+and wall time matter).
 ``--work-ms`` makes the handler body sleep that long in both variants (default 0: trivial
 handlers, the worst case for the ratio); real agent work — a tool call, a model call — takes
 seconds, and the protocol's cost per WorkItem is then a small part of it.
@@ -54,6 +56,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _figures import parser
+from _hop_breakdown import StepTimer, breakdown, scrape
 from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -248,16 +251,26 @@ class Setup:
     authority_process: bool
     agents_process: bool
     mission_only: bool
+    breakdown: bool = False
 
 
 async def run_mission(
     env: WorkflowEnvironment, n: int, setup: Setup
-) -> tuple[float, int, int, float, int]:
+) -> tuple[float, int, int, float, int, dict[str, float] | None]:
     layers, agents, agents_process = setup.layers, setup.agents, setup.agents_process
     slots = agent_slots(n, layers, agents)
+    probe = setup.breakdown and setup.authority_process
+    timer, metrics_port = StepTimer(), free_port()
+    metrics = f"http://127.0.0.1:{metrics_port}/metrics"
     with tempfile.TemporaryDirectory() as d:
         async with (
-            mission_stack(env, Path(d), authority_process=setup.authority_process) as ms,
+            mission_stack(
+                env,
+                Path(d),
+                [timer] if probe else (),
+                authority_process=setup.authority_process,
+                authority_metrics_port=metrics_port if probe else None,
+            ) as ms,
             contextlib.AsyncExitStack() as up,
         ):
             if agents_process:
@@ -282,10 +295,17 @@ async def run_mission(
                     "offer_policy": {"offer_ttl_ms": 30_000, "reoffer_backoff_ms": 200},
                 }
             )
+            before = await scrape(metrics) if probe else {}
+            timer.seconds.clear()  # the agents' start-up is not the Mission's
             t0 = time.perf_counter()
             handle = await ms.start(spec)
             result = await mission_result(handle)  # a failed Mission's too: it says why
             elapsed = time.perf_counter() - t0
+            parts = None
+            if probe:
+                parts = breakdown(
+                    await handle.fetch_history(), timer, before, await scrape(metrics), n - 1
+                )
             states = {**result.archived, **{i.work_item_id: i.state for i in result.items}}
             bad = [w for w, st in states.items() if st.value != "verified"]
             if len(states) != n:
@@ -295,7 +315,7 @@ async def run_mission(
                     f"mission {result.status} ({result.reason}); not verified: {bad[:5]}"
                 )
             events, runs, longest, failed_tasks = await history_events(env.client, handle.id)
-    return elapsed, events, runs, longest, failed_tasks
+    return elapsed, events, runs, longest, failed_tasks, parts
 
 
 async def run_bare(
@@ -354,7 +374,7 @@ async def one_size(env: WorkflowEnvironment, n: int, setup: Setup) -> dict[str, 
     bare = bare_events = None
     if not setup.mission_only:
         bare, bare_events = await run_bare(env, n, layers, agents)
-    mission, events, runs, longest, failed_tasks = await run_mission(env, n, setup)
+    mission, events, runs, longest, failed_tasks, parts = await run_mission(env, n, setup)
     out: dict[str, Any] = {
         "items": n,
         "layers": layers,
@@ -373,6 +393,9 @@ async def one_size(env: WorkflowEnvironment, n: int, setup: Setup) -> dict[str, 
     }
     if layers == n and bare is not None and n > 1:
         out["hop_ms"] = round((mission - bare) * 1000 / (n - 1), 1)
+        out["bare_hop_ms"] = round(bare * 1000 / (n - 1), 1)
+    if parts is not None:
+        out["breakdown_ms_per_hop"] = parts
     print(json.dumps(out), file=sys.stderr, flush=True)
     return out
 
@@ -402,12 +425,21 @@ def main() -> None:
         help="run each agent as its own `missionweave worker` process, as deployed",
     )
     p.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="for a chain (--layers = --items, Authority process): print the mean per hop of "
+        "each step — agent schedule-to-start and activity, workflow task wait and run, each "
+        "coordinator step, each Authority route (server side)",
+    )
+    p.add_argument(
         "--mission-only",
         action="store_true",
         help="run only the Mission (no bare run, no ratio): completion and wall time",
     )
     args = p.parse_args()
     sizes = args.items or [200, 1000]
+    if args.breakdown and (args.authority != "process" or any(n != args.layers for n in sizes)):
+        p.error("--breakdown is for a chain (--items equal to --layers) with --authority process")
     if any(n < 1 for n in sizes) or args.layers < 1 or args.agents < 1:
         p.error("--items, --layers and --agents must be >= 1")
     if args.work_ms < 0:
@@ -424,6 +456,7 @@ def main() -> None:
                 authority_process=args.authority == "process",
                 agents_process=args.agent_processes,
                 mission_only=args.mission_only,
+                breakdown=args.breakdown,
             ),
         )
     )
@@ -439,6 +472,8 @@ def main() -> None:
                 f"events/item {r['mission_history_events_per_item']} "
                 f"({r['mission_runs']} run(s))"
             )
+            for k, v in (r.get("breakdown_ms_per_hop") or {}).items():
+                print(f"    {k:<60} {v:>9}")
 
 
 if __name__ == "__main__":

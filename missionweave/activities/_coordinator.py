@@ -2,16 +2,17 @@
 
 Activities are methods on :class:`CoordinatorActivities`, which holds the Authority client, the
 coordinator's signing identity and the review checks. Signing happens here, never in the
-workflow (docs/design.md §5).
+workflow (docs/design.md §5). The workflow runs each as a *local* activity in the coordinator's
+own Worker (``workflows._work.coordinator_activity``, issue 26): short, idempotent steps (every
+Command carries the id the workflow fixed) that cost a marker in the history, not a round trip
+through a task queue. A step that raises is retried in the Worker, then after a durable timer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
-from datetime import timedelta
+from collections.abc import Mapping
 from typing import Any
 
 from temporalio import activity
@@ -42,36 +43,6 @@ from ._ranking import capacities, rank
 from ._review import Check, SubmissionReview
 
 log = logging.getLogger(__name__)
-
-#: How long the Mission workflow waits for a heartbeat of a coordinator activity before it
-#: schedules the activity again: a dead or frozen coordinator costs this, not the activity's
-#: start-to-close timeout (minutes for a review).
-HEARTBEAT_TIMEOUT = timedelta(seconds=10)
-#: How often a running coordinator activity heartbeats.
-HEARTBEAT_EVERY = HEARTBEAT_TIMEOUT / 5
-
-
-@contextlib.asynccontextmanager
-async def heartbeating() -> AsyncIterator[None]:
-    """Heartbeat the current activity every :data:`HEARTBEAT_EVERY` while the block runs
-    (the workflow sets :data:`HEARTBEAT_TIMEOUT` on every coordinator activity); outside an
-    activity (the methods called directly) it does nothing."""
-    if not activity.in_activity() or activity.info().is_local:
-        yield  # a local activity has no heartbeat: the workflow task bounds it
-        return
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(HEARTBEAT_EVERY.total_seconds())
-
-    task = asyncio.create_task(beat(), name="coordinator-heartbeat")
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def _offer_intent(req: SelectCandidatesInput, res: SelectCandidatesResult) -> CoordinatorIntent:
@@ -157,10 +128,9 @@ class CoordinatorActivities:
         verdict the Authority actually gave (:meth:`_originals`).
 
         Raises:
-            AuthorityUnavailable: the Authority cannot be reached (Temporal retries).
+            AuthorityUnavailable: the Authority cannot be reached (the step is retried).
         """
-        async with heartbeating():
-            return await self._submit(inp)
+        return await self._submit(inp)
 
     async def _submit(self, inp: SubmitCommandsInput) -> SubmitCommandsResult:
         cmds = [
@@ -254,18 +224,17 @@ class CoordinatorActivities:
         (a killed agent, a timed-out execution). Reads the Group log onward in pages.
 
         Raises:
-            AuthorityUnavailable: the Authority cannot be reached (Temporal retries).
+            AuthorityUnavailable: the Authority cannot be reached (the step is retried).
         """
         out: list[EventSummary] = []
         after = inp.after_sequence
-        async with heartbeating():
-            head, _ = await self.authority.head(inp.group_id)
-            while after < head:
-                page = await self.authority.events(inp.group_id, after, 1000)
-                if not page:
-                    break
-                out += [EventSummary.of(e) for e in page if e.work_item_id == inp.work_item_id]
-                after = page[-1].seq
+        head, _ = await self.authority.head(inp.group_id)
+        while after < head:
+            page = await self.authority.events(inp.group_id, after, 1000)
+            if not page:
+                break
+            out += [EventSummary.of(e) for e in page if e.work_item_id == inp.work_item_id]
+            after = page[-1].seq
         return out
 
     @activity.defn(name="select_candidates")
@@ -279,10 +248,9 @@ class CoordinatorActivities:
         request, and each result carries its verdict.
 
         Raises:
-            AuthorityUnavailable: the Authority cannot be reached (Temporal retries).
+            AuthorityUnavailable: the Authority cannot be reached (the step is retried).
         """
-        async with heartbeating():
-            return await self._select_candidates(inp)
+        return await self._select_candidates(inp)
 
     async def _select_candidates(self, inp: SelectCandidatesBatch) -> SelectCandidatesBatchResult:
         out, offers = await self._rank(inp.requests)
@@ -340,8 +308,7 @@ class CoordinatorActivities:
             ArtifactStoreError: the artifact store failed (retried).
             AuthorityUnavailable: the Authority cannot be reached (retried).
         """
-        async with heartbeating():
-            return await self._review_submissions(inp)
+        return await self._review_submissions(inp)
 
     async def _review_submissions(self, inp: ReviewBatch) -> ReviewBatchResult:
         results: list[ReviewResult] = []

@@ -79,7 +79,12 @@ with workflow.unsafe.imports_passed_through():
         name_items,
         trim,
     )
-    from ._status import mission_status, note_blocked_dependents, waiting_lines
+    from ._status import (
+        mission_status,
+        note_blocked_dependents,
+        search_attributes_due,
+        waiting_lines,
+    )
     from ._work import WorkMixin, coordinator_activity
 
 _TRANSITION_UNBLOCK = transition_for(CommandType.WORK_UNBLOCK)
@@ -220,6 +225,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         self.changes = 0
         self.counted: tuple[int, str, int] | None = None
         self.published: tuple[str, int] | None = None  # MissionStatus, OpenWorkItems
+        self.published_at = 0  # when (epoch ms, workflow time)
         self.exists: str | None = None  # the Authority holds this Mission already
         self.ending: tuple[str, str] | None = None  # the status and reason being sent
 
@@ -766,8 +772,9 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         self.counted = key
         # a Mission that ended has nothing open: its failed items are failed for good
         n = open_count(self.state) if self.state.status == "running" else 0
-        if (self.state.status, n) != self.published:
-            self.published = (self.state.status, n)
+        now = self._now()
+        if search_attributes_due(self.published, self.published_at, self.state.status, n, now):
+            self.published, self.published_at = (self.state.status, n), now
             workflow.upsert_search_attributes(
                 [
                     MISSION_ID.value_set(self.state.spec.mission_id),
@@ -780,7 +787,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         workflow.set_current_details(
             f"**{self.state.status}** — "
             + ", ".join(f"{k}: {v}" for k, v in sorted(c.items()))
-            + waiting_lines(self.state, self._now())
+            + waiting_lines(self.state, now)
         )
 
     def _result(self) -> MissionResult:

@@ -31,6 +31,28 @@ _DONE_WITH = (*_BEFORE_TAKEN, *(k.value for k in OutcomeKind), "awaiting ")
 WAITING_LINES = 5
 
 
+#: Milliseconds of the Mission's own time between two refreshes of the ``OpenWorkItems`` search
+#: attribute while its ``MissionStatus`` stays the same (issue 26). Each refresh is an event in
+#: the history; a chain of quick WorkItems would otherwise write one per hop.
+OPEN_COUNT_EVERY_MS = 2_000
+
+
+def search_attributes_due(
+    published: tuple[str, int] | None, published_at_ms: int, status: str, n: int, now_ms: int
+) -> bool:
+    """Whether to upsert ``MissionStatus`` = ``status`` and ``OpenWorkItems`` = ``n`` at
+    ``now_ms`` (epoch ms, the workflow's clock), given the values ``published`` at
+    ``published_at_ms``: always when the status changes, the first time, or the count reaches
+    0; a new count otherwise at most every :data:`OPEN_COUNT_EVERY_MS`. A count held back is
+    published with the next change after that: ``OpenWorkItems`` may lag by the WorkItems of
+    the last two seconds; the ``status`` query is always exact."""
+    if published == (status, n):
+        return False
+    if published is None or published[0] != status or n == 0:
+        return True
+    return now_ms - published_at_ms >= OPEN_COUNT_EVERY_MS
+
+
 def current_detail(item: ItemState, now_ms: int | None = None) -> str:
     """The detail shown for ``item``: the last thing the workflow noted, unless its state has
     moved on since (``offered to wc-1`` for an item now active reads ``active at wc-1``).

@@ -168,3 +168,17 @@ def test_a_deadline_passing_while_no_agent_can_take_it_fails_it() -> None:
     # without a deadline it only waits
     forever = _waiting("a", T0)
     assert plan(_mission(forever), graph, T0 + 10**9).exhausted == []
+
+
+def test_open_work_items_is_refreshed_at_most_every_two_seconds_status_at_once() -> None:
+    """``OpenWorkItems`` is an event in the history per refresh (issue 26): a new count waits
+    :data:`OPEN_COUNT_EVERY_MS`; a new status, the first publication and a count of 0 do not."""
+    from missionweave.workflows._status import OPEN_COUNT_EVERY_MS, search_attributes_due
+
+    t = 1_000_000
+    assert search_attributes_due(None, 0, "running", 5, t)  # the first
+    assert not search_attributes_due(("running", 5), t, "running", 5, t + 10**6)  # unchanged
+    assert not search_attributes_due(("running", 5), t, "running", 4, t + 1)  # too soon
+    assert search_attributes_due(("running", 5), t, "running", 4, t + OPEN_COUNT_EVERY_MS)
+    assert search_attributes_due(("running", 5), t, "running", 0, t + 1)  # nothing open
+    assert search_attributes_due(("running", 5), t, "failed", 0, t + 1)  # a new status

@@ -198,8 +198,10 @@ async def test_runtime_answers_offers_starts_and_executes__MW_10_3_d(
     # every Event the agent's Commands produced, for the workflow's one reducer
     types = [e.type for e in out.events]
     assert types[:2] == ["work.offer_accepted", "work.started"] and "work.submitted" in types
-    # the report_progress signal: the agent's own "started" phase, then its handler's
-    assert seen["progress"] == ["started", "verifying"]
+    # the report_progress signal: the handler's own report; it ended before the runtime's
+    # "started" announcement was due (STARTED_SIGNAL_AFTER_S: a quick WorkItem costs the
+    # Mission no signal of its own, issue 26)
+    assert seen["progress"] == ["verifying"]
     started = events_of(world, "work.started")[0].body["lease"]
     assert started["agent_id"] == "worker-0" and started["session_epoch"] == 2
     assert [w["work_item_id"] for w in before] == ["a"]  # only its own WorkItems

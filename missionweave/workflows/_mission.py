@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.exceptions import ApplicationError, CancelledError, FailureError
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
@@ -718,7 +718,7 @@ class MissionWorkflow(WorkMixin, ChildMissionsMixin, ReviewMixin):
         its progress if the Authority names it the active owner (:mod:`._started`)."""
         try:
             await self._sync(item)
-        except ActivityError:  # cancelled as the Mission ends: the claim stays unconfirmed
+        except FailureError:  # cancelled as the Mission ends: the claim stays unconfirmed
             return
         else:
             if confirmed(item, sig) and item.last_progress is None:

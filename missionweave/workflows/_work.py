@@ -24,6 +24,7 @@ from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
     CancelledError,
+    FailureError,
     TimeoutError,
     TimeoutType,
 )
@@ -55,10 +56,11 @@ if TYPE_CHECKING:
 #: The longest wait between two rankings of a WorkItem nobody could take, milliseconds.
 MAX_IDLE_BACKOFF_MS = 30_000
 #: One try of a coordinator step: its local activity's attempts, retried in the Worker with
-#: this backoff while the Authority is briefly unreachable, within the step's
-#: ``schedule_to_close`` (:func:`coordinator_activity`).
+#: this backoff while the Authority is briefly unreachable — five attempts in about 3 s
+#: (:func:`coordinator_activity`). A bound by count, not by ``schedule_to_close``: the SDK core
+#: keeps retrying a local activity past its ``schedule_to_close`` (seen with temporalio 1.35).
 STEP_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200),
-                         maximum_interval=timedelta(seconds=5))  # fmt: skip
+                         maximum_interval=timedelta(seconds=2), maximum_attempts=5)  # fmt: skip
 #: After a try that did not finish, a durable timer this long (doubling up to
 #: :data:`MAX_STEP_PAUSE`) before the next: an outage of hours costs a few history events per
 #: pause, not a local activity spinning in the Worker.
@@ -77,6 +79,7 @@ async def coordinator_activity(
     *,
     start_to_close: timedelta,
     summary: str,
+    first_pause: timedelta = FIRST_STEP_PAUSE,
 ) -> _Out:
     """Run one of the coordinator's steps from the workflow as a *local* activity (issue 26):
     it runs in this Worker, in the workflow task that asked for it, and costs one marker in
@@ -84,28 +87,30 @@ async def coordinator_activity(
     (each Command carries the id the workflow fixed), so a try cut short by a crash runs again
     safely.
 
-    A try is bounded: ``start_to_close`` per attempt, attempts retried by :data:`STEP_RETRY`
-    within twice that. A try that fails (the Authority unreachable for that long) is followed
-    by a durable timer (:data:`FIRST_STEP_PAUSE`, doubling to :data:`MAX_STEP_PAUSE`) and
-    another try. ``summary`` is what the Temporal UI shows.
+    A try is bounded: ``start_to_close`` per attempt, at most five attempts
+    (:data:`STEP_RETRY`). A try that fails (the Authority unreachable for that long) is followed
+    by a durable timer (``first_pause``, :data:`FIRST_STEP_PAUSE` by default, doubling to
+    :data:`MAX_STEP_PAUSE`) and another try. ``summary`` is what the Temporal UI shows.
 
     Raises:
-        ActivityError: the step failed with a non-retryable error (a bug or a refusal the
-            workflow must see), or it was cancelled (the Mission is ending).
+        FailureError: the step failed with a non-retryable ``ApplicationError`` (a bug or a
+            refusal the workflow must see), or it was cancelled (``CancelledError``: the
+            Mission is ending).
     """
-    pause = FIRST_STEP_PAUSE
+    pause = first_pause
     while True:
         try:
             return await workflow.execute_local_activity_method(
                 activity,
                 arg,
                 start_to_close_timeout=start_to_close,
-                schedule_to_close_timeout=start_to_close * 2,
                 retry_policy=STEP_RETRY,
                 summary=summary,
             )
-        except ActivityError as exc:
-            cause = exc.cause
+        except FailureError as exc:
+            # a local activity's failure arrives as itself (an ApplicationError, a
+            # CancelledError), not wrapped in an ActivityError as a regular one's
+            cause = exc.cause if isinstance(exc, ActivityError) else exc
             if isinstance(cause, CancelledError) or (
                 isinstance(cause, ApplicationError) and cause.non_retryable
             ):

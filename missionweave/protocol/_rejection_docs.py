@@ -52,8 +52,8 @@ artifact_not_published
     a submitted Artifact was not published in this WorkItem (nor promoted)
     → publish it with `artifact.publish` under the lease, then resubmit
 artifact_not_submitted
-    Evidence cites (`artifacts`), or an output names, an Artifact that is not among the
-    submission's `artifacts` (detail: `artifact`, and `criterion` or `output`)
+    an Evidence cites (`artifacts`) an Artifact that is not among the submission's
+    `artifacts` (detail: `artifact`, `criterion`)
     → add it to `artifacts` (published in this WorkItem) or cite only submitted Artifacts
 artifact_without_evidence
     a submitted Artifact is referenced by no Evidence

@@ -4,8 +4,8 @@
 submission and for a former owner's late one alike (that one is recorded for audit only if its
 content passes, MW-11.5-b): Evidence for every acceptance criterion; ``artifacts`` each
 published in this WorkItem's conversation (an ``artifact.published`` Event of this WorkItem)
-or promoted into the Group, and cited by some Evidence; every Artifact that Evidence cites or an
-output names among ``artifacts``; every deliverable of the contract present.
+or promoted into the Group, and cited by some Evidence; every Artifact that Evidence cites
+among ``artifacts``; every deliverable of the contract present.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def checked_submission(ctx: Ctx, item: Row) -> CheckedSubmission:
             object); ``cross_mission_content`` (another Mission's Artifact, MW-13.3-d);
             ``artifact_not_published`` (``artifact``: not published in this WorkItem nor
             promoted); ``artifact_without_evidence`` (``artifact``: cited by no Evidence);
-            ``artifact_not_submitted`` (``artifact`` and ``criterion`` or ``output``: cited or
-            named but not among ``artifacts``); ``deliverable_missing`` (``deliverable``: a
+            ``artifact_not_submitted`` (``artifact`` and ``criterion``: cited by Evidence but
+            not among ``artifacts``); ``deliverable_missing`` (``deliverable``: a
             contract deliverable with neither an output of its name nor a submitted Artifact
             whose manifest has its schema id, or media type when it names none).
     """
@@ -62,7 +62,7 @@ def checked_submission(ctx: Ctx, item: Row) -> CheckedSubmission:
         raise Reject(RejectionCode.INVALID_BODY, "outputs must be an object", field="outputs")
     refuse_other_missions(ctx, item["mission_id"], [*artifacts, *cited(evidence)])
     _published_and_cited(ctx, item, artifacts, evidence)
-    _named_are_submitted(artifacts, evidence, outputs)
+    _cited_are_submitted(artifacts, evidence)
     named = {n for n, v in outputs.items() if v is not None}
     absent = [d for d in contract.deliverables if d.name not in named]
     if absent:
@@ -105,11 +105,9 @@ def _published_and_cited(
             )
 
 
-def _named_are_submitted(
-    artifacts: list[str], evidence: list[Evidence], outputs: dict[str, Any]
-) -> None:
-    """Every Artifact an Evidence cites (its ``artifacts``) and every output that is a
-    SHA-256 hash is among the submission's ``artifacts``."""
+def _cited_are_submitted(artifacts: list[str], evidence: list[Evidence]) -> None:
+    """Every Artifact an Evidence cites (its ``artifacts``) is among the submission's
+    ``artifacts`` (an output may still name another Artifact, an input say, as data)."""
     submitted = set(artifacts)
     for e in evidence:
         for h in e.artifacts:
@@ -120,14 +118,6 @@ def _named_are_submitted(
                     artifact=h,
                     criterion=e.criterion,
                 )
-    for name, v in outputs.items():
-        if isinstance(v, str) and is_hash(v) and v not in submitted:
-            raise Reject(
-                RejectionCode.ARTIFACT_NOT_SUBMITTED,
-                "an output naming an Artifact must name one of this submission",
-                artifact=v,
-                output=name,
-            )
 
 
 def _manifests(ctx: Ctx, item: Row, artifacts: list[str]) -> list[dict[str, Any]]:

@@ -75,7 +75,8 @@ async def charge_parent_usage(
     """Charge every forwarded usage of child Mission ``inp`` to its parent Mission with one
     ``mission.charge_child_usage`` each, in the parent's Group. Safe to repeat: an Event charged
     before answers ``already_charged``. A refusal (``budget_exceeded``: the parent's budget
-    cannot take it) writes nothing and is logged and returned, not raised.
+    cannot take it) writes nothing and is logged and returned, not raised. Implements MW-11.5-i
+    and MW-10.4-d across Groups.
 
     Raises:
         AuthorityUnavailable: the Authority cannot be reached (the activity is retried).

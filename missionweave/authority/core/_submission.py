@@ -30,6 +30,7 @@ class CheckedSubmission(NamedTuple):
 
 def checked_submission(ctx: Ctx, item: Row) -> CheckedSubmission:
     """The ``outputs``, ``artifacts`` and ``evidence`` of ``ctx.body``, checked for ``item``.
+    (MW-13.2-a/c).
 
     Raises:
         Reject: ``evidence_required`` / ``evidence_missing`` (a criterion without Evidence);

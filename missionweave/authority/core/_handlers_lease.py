@@ -361,8 +361,8 @@ def work_submit(ctx: Ctx) -> None:
     is checked by :func:`._submission.checked_submission` before anything is written — on the
     owner's submission and on a former owner's late one, recorded only if it passes: the
     Artifacts exist in this WorkItem (published in its conversation, or promoted) and Evidence
-    cites them, Evidence and outputs name only submitted Artifacts, every deliverable is
-    present, and no other Mission's Artifact enters (``cross_mission_content``, MW-13.3-d)."""
+    cites them, Evidence cites only submitted Artifacts, every deliverable is present, and no
+    other Mission's Artifact enters (``cross_mission_content``, MW-13.3-d)."""
     item = load_item(ctx)
     if not _fenced_or_late(ctx, item, lambda: checked_submission(ctx, item)):
         return

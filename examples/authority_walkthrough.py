@@ -70,6 +70,11 @@ def evidence(agent: Actor, wid: str, result: str = "pass") -> list[dict[str, Any
     ]
 
 
+def submission(agent: Actor, wid: str) -> dict[str, Any]:
+    """A ``work.submit``'s content: the deliverable ``report`` (inline) and its Evidence."""
+    return {"outputs": {"report": {"item": wid, "ok": True}}, "evidence": evidence(agent, wid)}
+
+
 class Walk:
     def __init__(self, client: AuthorityClient, coordinator: Actor) -> None:
         self.client = client
@@ -189,7 +194,7 @@ class Walk:
         stale = self.leased("fetch")
         await self.start(b, "fetch", 1)  # resume: same epoch, new lease id
         await self.send(b, "lease.renew", stale, expect="rejected")
-        await self.send(b, "work.submit", self.leased("fetch", evidence=evidence(b, "fetch")))
+        await self.send(b, "work.submit", self.leased("fetch", **submission(b, "fetch")))
         await self.send(self.coord, "work.accept_result", {"work_item_id": "fetch"})
 
         console.rule("Urgent: one offer to a candidate set, two accept at once")
@@ -230,10 +235,10 @@ class Walk:
         await self.send(
             winner,
             "work.submit",
-            {**frozen, "evidence": evidence(winner, "hash")},
+            {**frozen, **submission(winner, "hash")},
             expect="recorded",
         )
-        await self.send(loser, "work.submit", self.leased("hash", evidence=evidence(loser, "hash")))
+        await self.send(loser, "work.submit", self.leased("hash", **submission(loser, "hash")))
         await self.send(self.coord, "work.accept_result", {"work_item_id": "hash"})
 
         console.rule("Last step and the Mission's end")
@@ -242,7 +247,7 @@ class Walk:
             c, "work.accept_offer", {"work_item_id": "report", "offer_id": off, "revision": 1}
         )
         await self.start(c, "report", 1)
-        await self.send(c, "work.submit", self.leased("report", evidence=evidence(c, "report")))
+        await self.send(c, "work.submit", self.leased("report", **submission(c, "report")))
         await self.send(self.coord, "work.accept_result", {"work_item_id": "report"})
         await self.send(self.coord, "mission.complete", {"mission_id": "m1"})
 

@@ -90,7 +90,7 @@ def _reviewed() -> HandlerRegistry:
     @reg.handler("review.semantic", version="1.0")
     async def review(ctx: WorkContext, req: ReviewRequest) -> Submission:
         found = [ctx.evidence(c.id, method="read", subject=req.subject) for c in req.criteria]
-        return Submission(evidence=found)
+        return Submission(outputs={"review": {"criteria": len(found)}}, evidence=found)
 
     return reg
 

@@ -18,7 +18,7 @@ async def verify(ctx: WorkContext, input: VerifyInput) -> Submission:
     await ctx.report("verifying", milestones=["listed"])
     await ctx.guard()
     return Submission(
-        outputs={"files": len(input.files)},
+        outputs={"report": {"files": len(input.files)}},  # the deliverable, inline
         evidence=[ctx.evidence(c.id, method="test") for c in ctx.contract.acceptance_criteria],
     )
 

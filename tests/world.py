@@ -7,6 +7,7 @@ reviewer, opens the workers' sessions and offers helpers that walk a WorkItem th
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -78,6 +79,7 @@ class World:
     reviewer: Actor
     mission: str = "m1"
     leases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _reports: int = 0  # report Artifacts published so far (each a distinct hash)
 
     def submit(
         self, actor: Actor, type: str, body: dict[str, Any] | None = None, **kw: Any
@@ -154,9 +156,29 @@ class World:
         lease = self.leases[wid]
         return {"work_item_id": wid, **{k: lease[k] for k in LEASE_BINDING}, **body}
 
+    def report(self, wid: str, worker: Actor, result: str = "pass") -> dict[str, Any]:
+        """Publish a report Artifact of ``wid`` under its current lease (``artifact.publish``,
+        a manifest signed by ``worker``); the submission's fields that name it: ``outputs``
+        (the deliverable ``report``: its hash), ``artifacts`` and Evidence with ``result``
+        for every acceptance criterion of the contract, each citing it."""
+        from .artifact_servers import signed  # it imports this module
+
+        row = self.item(wid)
+        self._reports += 1
+        h = hashlib.sha256(f"{self.group}/{wid}/{self._reports}".encode()).hexdigest()
+        m = signed(worker, h, group_id=self.group, mission_id=row["mission_id"], work_item_id=wid)
+        self.ok(worker, "artifact.publish", self.leased(wid, manifest=m.wire()))
+        criteria = tuple(c["id"] for c in json.loads(row["contract"])["acceptance_criteria"])
+        ev = evidence(worker.agent_id, wid, criteria, result)
+        return {
+            "outputs": {"report": h},
+            "artifacts": [h],
+            "evidence": [{**e, "artifacts": [h]} for e in ev],
+        }
+
     def run_to_verified(self, wid: str, worker: Actor) -> None:
         self.lease(wid, worker)
-        self.ok(worker, "work.submit", self.leased(wid, evidence=evidence(worker.agent_id, wid)))
+        self.ok(worker, "work.submit", self.leased(wid, **self.report(wid, worker)))
         self.ok(self.coordinator, "work.accept_result", {"work_item_id": wid})
 
 

@@ -24,6 +24,8 @@ from ..protocol import Actor, Command, CommandType, RejectionCode, sign_command
 from ..protocol.review_decision import decision_command, verdict_step
 from ..protocol.temporal_contract import (
     BatchEntry,
+    ChargeParentUsageInput,
+    ChargeParentUsageResult,
     CommandVerdict,
     CoordinatorIntent,
     EventSummary,
@@ -38,6 +40,7 @@ from ..protocol.temporal_contract import (
     SubmitCommandsResult,
     WorkItemEventsInput,
 )
+from ._child_usage import charge_parent_usage
 from ._metrics import record_ranking, record_review
 from ._ranking import capacities, rank
 from ._review import Check, SubmissionReview
@@ -216,6 +219,18 @@ class CoordinatorActivities:
         if len(found) < len(wanted):
             log.warning("idempotency conflict unresolved: %s", sorted(set(wanted) - set(found)))
         return found
+
+    @activity.defn(name="charge_parent_usage")
+    async def charge_parent_usage(self, inp: ChargeParentUsageInput) -> ChargeParentUsageResult:
+        """Charge a child Mission's forwarded usage to its parent in another Group, once per
+        ``mission.usage_forwarded`` Event (:func:`._child_usage.charge_parent_usage`;
+        MW-11.5-i, MW-10.4-d).
+
+        Raises:
+            AuthorityUnavailable: the Authority cannot be reached (Temporal retries).
+        """
+        async with heartbeating():
+            return await charge_parent_usage(self.authority, self._submit, inp)
 
     @activity.defn(name="work_item_events")
     async def work_item_events(self, inp: WorkItemEventsInput) -> list[EventSummary]:

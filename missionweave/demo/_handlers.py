@@ -360,8 +360,17 @@ async def review(ctx: WorkContext, req: ReviewRequest) -> Submission:
             )
     verdict = "fail" if problems else "pass"
     text_ = "; ".join(problems)[:2000] if problems else summary
-    arts = [h for h in (inv_hash, sbom_hash) if isinstance(h, str)]
+    # the review's deliverable names what it read; its Evidence cites only Artifacts it
+    # submits itself (none), so the reviewed ones are in the output, not in ``artifacts``
     return Submission(
+        outputs={
+            "review": {
+                "verdict": verdict,
+                "inventory": inv_hash,
+                "sbom": sbom_hash,
+                "problems": problems[:50],
+            }
+        },
         evidence=[
             ctx.evidence(
                 c.id,
@@ -369,10 +378,9 @@ async def review(ctx: WorkContext, req: ReviewRequest) -> Submission:
                 method="inventory and SBOM comparison",
                 summary=text_,
                 subject=req.subject,
-                artifacts=arts,
             )
             for c in req.criteria
-        ]
+        ],
     )
 
 

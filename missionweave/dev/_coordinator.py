@@ -118,6 +118,7 @@ def coordinator_worker(
             acts.select_candidates,
             acts.review_submissions,
             acts.work_item_events,
+            acts.charge_parent_usage,
         ],
         interceptors=worker_interceptors(client, interceptors or [], tracing=tracing),
         max_concurrent_activities=max_concurrent_activities,

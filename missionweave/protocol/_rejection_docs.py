@@ -51,6 +51,10 @@ approval_required
 artifact_not_published
     a submitted Artifact was not published in this WorkItem (nor promoted)
     → publish it with `artifact.publish` under the lease, then resubmit
+artifact_not_submitted
+    an Evidence cites (`artifacts`) an Artifact that is not among the submission's
+    `artifacts` (detail: `artifact`, `criterion`)
+    → add it to `artifacts` (published in this WorkItem) or cite only submitted Artifacts
 artifact_without_evidence
     a submitted Artifact is referenced by no Evidence
     → cite every Artifact from Evidence and resubmit
@@ -109,6 +113,10 @@ CURSOR_TOO_OLD
 cycle
     the change would create a dependency cycle (`detail.cycle`)
     → remove an edge of the cycle
+deliverable_missing
+    a deliverable of the contract has neither an output of its name nor a submitted Artifact
+    whose manifest has its schema id (or media type) (detail: `deliverable`)
+    → publish the deliverable (or put it in `outputs` under its name) and resubmit
 dependencies_unmet
     the WorkItem's dependencies do not satisfy its dependency strategy
     → wait for the dependencies' Events, then retry

@@ -736,6 +736,33 @@ class WorkItemEventsInput(BaseModel):
     after_sequence: int = Field(default=0, ge=0)
 
 
+class ChargeParentUsageInput(BaseModel):
+    """Input of ``charge_parent_usage``: a child Mission whose parent is in another Group.
+
+    Attributes:
+        group_id / mission_id: the child Mission.
+        parent: its link to the parent (Group, Mission, WorkItem).
+        after_sequence: read the child's Group log after this sequence (before the child's
+            first Event).
+    """
+
+    model_config = _MODEL
+    group_id: str
+    mission_id: str
+    parent: ParentLink
+    after_sequence: int = Field(default=0, ge=0)
+
+
+class ChargeParentUsageResult(BaseModel):
+    """What ``charge_parent_usage`` did: per ``mission.usage_forwarded`` Event of the child
+    (by its sequence in the child's Group) the verdict's outcome — ``charged``,
+    ``already_charged`` or another rejection code (``budget_exceeded``: the parent's budget
+    refused it, nothing was written)."""
+
+    model_config = _MODEL
+    outcomes: dict[int, str] = Field(default_factory=dict)
+
+
 class SubmitCommandsResult(BaseModel):
     """The Authority's verdicts, in input order."""
 

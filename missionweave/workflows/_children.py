@@ -1,26 +1,43 @@
 """Child Missions of the Mission workflow, as a mixin: ``mission.create_child`` starts a child
 ``Mission`` workflow (``ParentClosePolicy.ABANDON``: any other policy kills the child when the
 parent continues as new), which reports back with the ``child_finished`` signal; the parent
-item follows the child's outcome and the Mission's child-failure policy (spec 10.2).
+item follows the child's outcome and the Mission's child-failure policy (spec 10.2). A child in
+another Group first has its usage charged to the parent in the parent's Group
+(``charge_parent_usage``, MW-11.5-i, MW-10.4-d).
 """
 
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from ..activities import HEARTBEAT_TIMEOUT, CoordinatorActivities
     from ..protocol import CommandType, WorkItemState
     from ..protocol.temporal_contract import (
         MISSION_WORKFLOW_TYPE,
+        ChargeParentUsageInput,
         ChildOutcome,
         MissionResult,
         ParentLink,
         mission_workflow_id,
     )
     from ._state import ItemState
+
+#: ``workflow.patched`` id of the parent's charge before a child reports (older histories of
+#: a child in another Group signalled at once).
+CHARGE_PARENT_PATCH = "child-usage-charged-to-parent"
+#: Retries of ``charge_parent_usage``: bounded, so that an Authority down for long delays the
+#: child's report by minutes, never for good (its forwarded Events stay in its Group's log).
+CHARGE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
+    maximum_attempts=20,
+)  # fmt: skip
 
 if TYPE_CHECKING:
     from ._state import MissionState
@@ -118,7 +135,32 @@ class ChildMissionsMixin:
 
         self.tasks[key] = asyncio.create_task(start())
 
+    async def _charge_parent(self, parent: ParentLink, result: MissionResult) -> None:
+        """A child in another Group: its usage forwarded out of its Group is charged to the
+        parent Mission in the parent's Group (``charge_parent_usage``; MW-11.5-i, MW-10.4-d)
+        before the parent hears of the outcome. A charge that cannot be made is logged."""
+        first = result.event_range[0] if result.event_range else 1
+        try:
+            await workflow.execute_activity_method(
+                CoordinatorActivities.charge_parent_usage,
+                ChargeParentUsageInput(
+                    group_id=result.group_id,
+                    mission_id=result.mission_id,
+                    parent=parent,
+                    after_sequence=max(0, first - 1),
+                ),
+                start_to_close_timeout=timedelta(minutes=2),
+                retry_policy=CHARGE_RETRY,
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                summary=f"charge {result.mission_id}'s usage to {parent.mission_id}",
+            )
+        except ActivityError as exc:
+            workflow.logger.warning("usage of %s not charged to its parent: %s",
+                                    result.mission_id, exc.cause or exc)  # fmt: skip
+
     async def _report_to_parent(self, parent: ParentLink, result: MissionResult) -> None:
+        if parent.group_id != result.group_id and workflow.patched(CHARGE_PARENT_PATCH):
+            await self._charge_parent(parent, result)
         evidence = [e for it in result.items for e in it.evidence]
         why = result.reason or f"{len(result.items)} WorkItem(s)"
         handle = workflow.get_external_workflow_handle(parent.workflow_id)

@@ -82,7 +82,7 @@ def _client(url: str, actor: Actor, w: World) -> AuthorityClient:
 
 def _done(ctx: WorkContext, *hashes: str) -> Submission:
     return Submission(
-        outputs={},
+        outputs={"report": {"artifacts": len(hashes)}},  # the contract's deliverable, inline
         evidence=[ctx.evidence(c, method="test", artifacts=hashes) for c in ("hashes", "schema")],
     )
 

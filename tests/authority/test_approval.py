@@ -37,11 +37,7 @@ def _submitted(tmp_path: Path, wid: str = "a") -> tuple[World, Actor]:
     w.authorize(wid, acceptance_criteria=CRITERIA)
     worker = w.workers[0]
     w.lease(wid, worker)
-    w.ok(
-        worker,
-        "work.submit",
-        w.leased(wid, evidence=evidence("worker-0", wid, ("hashes", "signoff"))),
-    )
+    w.ok(worker, "work.submit", w.leased(wid, **w.report(wid, worker)))
     return w, olivia
 
 

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from missionweave.authority import Authority, TokenCheck, verify_capability_token, verify_log
 from missionweave.protocol import SigningKey, digest, reduce_events
-from tests.world import World, evidence, make_world
+from tests.world import World, make_world
 
 TOOLS = ["search", "fetch"]
 OPERATIONS = ["publish"]
@@ -115,7 +115,7 @@ def test_mw_11_3_d_only_the_lease_holder_rotates_under_its_current_lease(tmp_pat
 def test_mw_11_3_d_a_token_never_outlives_its_lease(tmp_path: Path) -> None:
     # released by a submission
     w, token = _leased(tmp_path / "submit")
-    w.ok(w.workers[0], "work.submit", w.leased("a", evidence=evidence("worker-0", "a")))
+    w.ok(w.workers[0], "work.submit", w.leased("a", **w.report("a", w.workers[0])))
     ended = _check(w, token, "search")
     assert not ended.valid and ended.code == "lease_ended"
     # expired by time, though nothing marked it yet

@@ -152,6 +152,7 @@ def test_child_in_another_group_charges_its_real_parent__MW_11_5_i__MW_10_4_d(
     r = in_g2(w, worker, "work.submit", {
         "work_item_id": "c", "lease_id": lease["lease_id"], "ownership_epoch": 1,
         "usage": {"tool_calls": 7}, "evidence": evidence(worker.agent_id, "c"),
+        "outputs": {"report": {"files": 1, "mismatches": 0}},
     })  # fmt: skip
     assert r.accepted, r.rejection
 
@@ -183,5 +184,5 @@ def test_child_charge_reaches_its_parent_in_the_same_group__MW_11_5_i(tmp_path: 
     w.ok(w.coordinator, "work.authorize", w.authorization("c", mission="kid"))
     w.lease("c", w.workers[0])
     w.ok(w.workers[0], "work.submit", w.leased("c", usage={"tool_calls": 9},
-         evidence=evidence(w.workers[0].agent_id, "c")))  # fmt: skip
+         **w.report("c", w.workers[0])))  # fmt: skip
     assert _usage(w, w.group, "root")["tool_calls"] == 9  # type: ignore[index]

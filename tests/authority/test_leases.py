@@ -14,6 +14,8 @@ from tests.artifact_servers import signed
 from tests.world import evidence, make_leased_world, make_world
 
 CP = {"checkpoint": {"ref": "step-3", "files_done": 3}}
+#: The contract's deliverable ``report``, inline.
+REPORT = {"report": {"files": 3, "mismatches": 0}}
 
 
 def test_lease_is_bound_to_agent_session_item_epoch__MW_11_3_b(tmp_path: Path) -> None:
@@ -37,7 +39,7 @@ OLD_LEASE_COMMANDS = [
     ("work.checkpoint", CP),
     ("work.block", {"resolution": "need credentials", **CP}),
     ("artifact.publish", {"manifest": {"hash": "ab" * 32}}),
-    ("work.submit", {"evidence": evidence("worker-0", "a")}),
+    ("work.submit", {"evidence": evidence("worker-0", "a"), "outputs": REPORT}),
     ("work.fail", {"evidence": evidence("worker-0", "a", ("hashes",), "fail")}),
     ("progress.report", {"report": ProgressReport(phase="hashing").model_dump()}),
 ]
@@ -84,7 +86,7 @@ def test_checkpoint_block_submit_release_the_lease__MW_11_3_e(tmp_path: Path) ->
     for ctype, extra, state in (
         ("work.checkpoint", CP, "queued"),
         ("work.block", {"resolution": {"needs": "api key"}, **CP}, "blocked"),
-        ("work.submit", {"evidence": evidence("worker-0", "a")}, "submitted"),
+        ("work.submit", {"evidence": evidence("worker-0", "a"), "outputs": REPORT}, "submitted"),
     ):
         w = make_leased_world(tmp_path / ctype / "a.db")
         lease_id = w.leases["a"]["lease_id"]
@@ -192,12 +194,14 @@ def test_lease_timeout_reassign_and_late_result_only_audited__MW_11_5_a__MW_11_5
     assert started.body["checkpoint"] == CP["checkpoint"]  # resumes from the last checkpoint
     for stale in (frozen, old):
         late = w.submit(
-            w.workers[0], "work.submit", {**stale, "evidence": evidence("worker-0", "a")}
+            w.workers[0],
+            "work.submit",
+            {**stale, "evidence": evidence("worker-0", "a"), "outputs": REPORT},
         )
         assert late.status == "recorded"
         assert [e.type for e in late.events] == ["work.late_result_recorded"]
         assert w.item("a")["state"] == "active" and w.item("a")["owner"] == "worker-1"
-    w.ok(w.workers[1], "work.submit", w.leased("a", evidence=evidence("worker-1", "a")))
+    w.ok(w.workers[1], "work.submit", w.leased("a", **w.report("a", w.workers[1])))
     assert w.item("a")["state"] == "submitted"
     verify_log(w.authority.store, w.group, w.authority.public_key)
 
@@ -265,7 +269,7 @@ def test_submission_needs_evidence_for_every_criterion__MW_13_2_a(tmp_path: Path
         w.workers[0], "work.submit", w.leased("a", evidence=evidence("worker-0", "a", ("hashes",)))
     )
     assert r.rejection is not None and r.rejection.detail["missing"] == ["schema"]
-    w.ok(w.workers[0], "work.submit", w.leased("a", evidence=evidence("worker-0", "a")))
+    w.ok(w.workers[0], "work.submit", w.leased("a", **w.report("a", w.workers[0])))
 
 
 def test_failure_needs_evidence__MW_11_4_f(tmp_path: Path) -> None:

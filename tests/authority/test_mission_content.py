@@ -70,4 +70,4 @@ def test_outputs_of_another_mission_refused__MW_13_3_d(tmp_path: Path) -> None:
     _refused(w, r, head)
     # promoted, it may enter: the transfer is the verifiable artifact.promoted Event
     w.ok(w.coordinator, "artifact.promote", {"artifact_hash": X, "classification": "internal"})
-    w.ok(worker, "work.submit", w.leased("b", evidence=cited, artifacts=[X]))
+    w.ok(worker, "work.submit", w.leased("b", evidence=cited, artifacts=[X], outputs={"report": X}))

@@ -28,7 +28,7 @@ from missionweave.protocol import (
     ResourceUsage,
 )
 from missionweave.worker._offline import OfflineBuffer, bind, rebase, reconcile
-from tests.world import World, evidence, make_leased_world, make_world
+from tests.world import World, make_leased_world, make_world
 
 REPORT = ProgressReport(phase="hashing").model_dump(mode="json")
 CP = {"files_done": 7}
@@ -197,7 +197,7 @@ def test_progress_buffered_past_the_grace_deadline_rejected__MW_11_5_h(tmp_path:
 def test_progress_after_the_lease_was_closed_rejected__MW_11_5_h(tmp_path: Path) -> None:
     w = make_leased_world(tmp_path / "a.db")
     cmd = _buffered(w, w.workers[0], usage=ResourceUsage(tool_calls=1))
-    w.ok(w.workers[0], "work.submit", w.leased("a", evidence=evidence("worker-0", "a")))
+    w.ok(w.workers[0], "work.submit", w.leased("a", **w.report("a", w.workers[0])))
     before = _before(w)
     _writes_nothing(w, _reconciled(w, w.workers[0], cmd), "lease_closed", before)
 
@@ -284,7 +284,7 @@ def test_mw_11_5_c_authority_downtime_is_credited_to_live_leases(tmp_path: Path)
     expired = w.authority.lease(gone["lease_id"])
     assert expired is not None and expired["expires_at_ms"] == gone["expires_at_ms"]
     # the owner's result is accepted under its original lease and epoch
-    r = w.submit(w.workers[0], "work.submit", w.leased("a", evidence=evidence("worker-0", "a")))
+    r = w.submit(w.workers[0], "work.submit", w.leased("a", **w.report("a", w.workers[0])))
     assert r.accepted, r.rejection
     assert credit_on_start(w.authority) == (0, 0)  # a second start without downtime
 

@@ -11,7 +11,7 @@ import pytest
 
 from missionweave.authority import verify_log
 from missionweave.protocol import Actor
-from tests.world import World, evidence, make_world
+from tests.world import World, make_world
 
 
 def _disclosure(w: World, wid: str, epoch: int, **over: Any) -> dict[str, Any]:
@@ -163,7 +163,7 @@ def test_a_started_item_discloses_its_schedule__MW_11_2_a(tmp_path: Path) -> Non
     assert w.item("w1")["state"] == "active"
     r = w.submit(ada, "work.disclose_schedule", _disclosure(w, "w1", epoch))
     assert r.accepted, r.rejection
-    body = w.leased("w1", evidence=evidence(ada.agent_id, "w1"))
+    body = w.leased("w1", **w.report("w1", ada))
     w.ok(ada, "work.submit", body)
     r = w.submit(ada, "work.disclose_schedule", _disclosure(w, "w1", epoch))
     assert r.rejection is not None and r.rejection.code == "invalid_state"

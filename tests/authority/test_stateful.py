@@ -679,6 +679,11 @@ class AuthorityMachine(RuleBasedStateMachine):
                 why.add("evidence_required")
             elif not complete and kind == "submit":
                 why.add("evidence_missing")  # MW-13.2-a: Evidence for every criterion
+        if kind == "submit":  # the contract's deliverable, inline (its Artifact: elsewhere)
+            if self.pick(data, "with its deliverable", (True, 6), (False, 1)) is True:
+                body["outputs"] = {"report": {"item": item.wid}}
+            else:
+                why.add("deliverable_missing")
         type_ = {
             "renew": "lease.renew",
             "checkpoint": "work.checkpoint",
@@ -707,7 +712,10 @@ class AuthorityMachine(RuleBasedStateMachine):
             if fenced:
                 lease = self.leases.get(lease_id)
                 held = lease is not None and lease.wid == item.wid and lease.agent == actor.agent_id
-                expect = refuse(fenced, may_record=held and kind in ("submit", "fail"))
+                if held and kind == "submit" and why:  # a late result is checked like any
+                    expect = refuse(why)
+                else:
+                    expect = refuse(fenced, may_record=held and kind in ("submit", "fail"))
             elif item.state != "active":
                 expect = refuse({"transition_not_allowed"})
             else:

@@ -30,6 +30,9 @@ from tests.mission_outcome import until
 from tests.serving import LiveServer
 from tests.world import World
 
+#: The contract's deliverable ``report``, inline.
+REPORT = {"report": {"files": 1}}
+
 
 @pytest_asyncio.fixture
 async def client(live: LiveServer, world: World) -> AsyncIterator[AuthorityClient]:
@@ -85,7 +88,7 @@ async def test_submission_is_reported_and_accepted__MW_11_3_c(
         ctx.usage.add(tool_calls=2)
         await ctx.report("hashing", milestones=["listed"], estimate_remaining_ms=1000)
         return Submission(
-            outputs={"files": len(inp.files)},
+            outputs={"report": {"files": len(inp.files)}},
             evidence=[
                 ctx.evidence("hashes", method="sha256 compare"),
                 ctx.evidence("schema", method="json-schema"),
@@ -97,7 +100,7 @@ async def test_submission_is_reported_and_accepted__MW_11_3_c(
     assert out.kind is OutcomeKind.SUBMITTED
     assert out.verdict is not None and out.verdict.status == "accepted"
     assert [e.type for e in out.verdict.events] == ["lease.released", "work.submitted"]
-    assert out.outputs == {"files": 2} and len(out.evidence) == 2
+    assert out.outputs == {"report": {"files": 2}} and len(out.evidence) == 2
     assert seen == [VerifyInput(files=["a.tar", "b.tar"])]  # validated into the handler's model
     assert world.item("a")["state"] == "submitted"
     assert world.item("a")["usage"].count('"tool_calls":2') == 1  # charged once
@@ -254,7 +257,8 @@ async def test_late_result_is_recorded_not_applied__MW_11_5_b(
         offer_id = world.offer("a", new)
         assert world.accept(new, "a", offer_id).accepted
         return Submission(
-            evidence=[ctx.evidence("hashes", method="m"), ctx.evidence("schema", method="m")]
+            outputs=REPORT,
+            evidence=[ctx.evidence("hashes", method="m"), ctx.evidence("schema", method="m")],
         )
 
     out = await run(client, old, work, verify)
@@ -370,7 +374,8 @@ async def test_a_temporal_timeout_of_an_owner_whose_lease_is_live_never_drops_it
             cancelled.set()
             raise
         return Submission(
-            evidence=[ctx.evidence("hashes", method="m"), ctx.evidence("schema", method="m")]
+            outputs=REPORT,
+            evidence=[ctx.evidence("hashes", method="m"), ctx.evidence("schema", method="m")],
         )
 
     exc = await _timed_out_by_temporal(world, client, worker, work, verify)
@@ -394,7 +399,8 @@ async def test_a_temporal_timeout_then_a_lost_lease_records_the_result_as_late__
         world.clock.advance(31_000)  # the owner stalled past its lease: reassigned
         assert world.accept(new, "a", world.offer("a", new)).accepted
         return Submission(
-            evidence=[ctx.evidence("hashes", method="m"), ctx.evidence("schema", method="m")]
+            outputs=REPORT,
+            evidence=[ctx.evidence("hashes", method="m"), ctx.evidence("schema", method="m")],
         )
 
     exc = await _timed_out_by_temporal(world, client, old, work, verify)

@@ -33,7 +33,7 @@ async def test_runtime_reports_checkpoints_and_estimate_changes_by_itself__MW_11
         await ctx.save({"listed": len(inp.files)}, phase="listed")
         await asyncio.sleep(2.5)  # far beyond the declared estimate, silent
         return Submission(
-            outputs={"files": len(inp.files)},
+            outputs={"report": {"files": len(inp.files)}},
             evidence=[ctx.evidence(c, method="test") for c in ("hashes", "schema")],
         )
 

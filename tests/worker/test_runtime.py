@@ -193,7 +193,7 @@ async def test_runtime_answers_offers_starts_and_executes__MW_10_3_d(
     assert outcomes["b"].kind is OutcomeKind.DECLINED
     assert [e.type for e in outcomes["b"].events] == ["work.offer_declined"]
     out = outcomes["a"]
-    assert out.kind is OutcomeKind.SUBMITTED and out.outputs == {"files": 3}
+    assert out.kind is OutcomeKind.SUBMITTED and out.outputs == {"report": {"files": 3}}
     assert out.verdict is not None and out.verdict.accepted
     # every Event the agent's Commands produced, for the workflow's one reducer
     types = [e.type for e in out.events]

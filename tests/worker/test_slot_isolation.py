@@ -83,7 +83,7 @@ async def test_two_slots_running_at_once_share_nothing__MW_11_1_e(
             ctx.evidence("hashes", method="compare"),
             ctx.evidence("schema", method="schema"),
         ]
-        return Submission(outputs={"n": len(inp.files)}, evidence=evidence)
+        return Submission(outputs={"report": {"n": len(inp.files)}}, evidence=evidence)
 
     registry = HandlerRegistry()
     registry.handler("dist.verify", version="1.0")(handler)

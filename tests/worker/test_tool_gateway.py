@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 
 from missionweave.authority.client import AuthorityClient
 from tests.serving import LiveServer, _Server
-from tests.world import World, evidence
+from tests.world import World
 
 TOOLS = ["search", "fetch"]
 
@@ -111,7 +111,7 @@ async def test_mw_11_3_d_tool_gateway_honours_rotation_narrowing_and_lease_end(
         status, body = await call("fetch", narrow)  # outside the narrowed scope
         assert (status, body["code"]) == (403, "operation_not_in_scope")
         assert (await call("fetch", rotated))[1]["code"] == "token_superseded"
-        await _send(world, live, "work.submit", evidence=evidence("worker-0", "a"))
+        await _send(world, live, "work.submit", **world.report("a", world.workers[0]))
         status, body = await call("search", narrow)  # the lease ended with the submission
         assert (status, body["code"]) == (403, "lease_ended")
 
@@ -167,10 +167,11 @@ async def test_mw_11_3_d_a_handler_narrows_its_token_before_handing_it_to_a_tool
                 resp = await tools.post(f"/tools/{op}", json={"token": token})
                 seen.append((op, resp.status_code, resp.json().get("code")))
         return Submission(
+            outputs={"report": {"tools": len(seen)}},  # the contract's deliverable, inline
             evidence=[
                 ctx.evidence("hashes", method="sha256 compare"),
                 ctx.evidence("schema", method="json-schema"),
-            ]
+            ],
         )
 
     async with AuthorityClient(live.url, signing_key=worker.key) as client:

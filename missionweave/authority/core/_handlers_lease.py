@@ -10,18 +10,17 @@ that changes no state (MW-11.5-b).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from ...protocol import (
     CommandType,
     EventType,
-    Evidence,
     ProgressReport,
     RejectionCode,
     ResourceUsage,
     Role,
     SignedManifest,
     digest,
-    is_hash,
     new_id,
     verify_manifest,
 )
@@ -45,6 +44,7 @@ from ._items import (
 from ._registry import command
 from ._retries import retry_fields
 from ._store import Row
+from ._submission import checked_submission
 from ._tokens import issue_token, public_token
 
 
@@ -307,36 +307,45 @@ def work_block(ctx: Ctx) -> None:
     )
 
 
-def _fenced_or_late(ctx: Ctx, item: Row) -> bool:
+def _fenced_or_late(ctx: Ctx, item: Row, check: Callable[[], object] | None = None) -> bool:
     """:func:`fence` the Command: ``True`` if it holds the current lease; ``False`` if it was a
-    former owner's late result, now recorded (:func:`_late`). Any other refusal is raised."""
+    former owner's late result, now recorded (:func:`_late`) once ``check`` (the content
+    check of that result, run before anything is written) passed. Any other refusal is
+    raised."""
     try:
         fence(ctx, item)
     except Reject as r:
-        if _late(ctx, item, r):
+        if _held(ctx, item):
+            if check is not None:
+                check()
+            _late(ctx, item, r)
             return False
         raise
     return True
 
 
-def _late(ctx: Ctx, item: Row, rejection: Reject) -> bool:
-    """Record a former owner's result for audit (MW-11.5-b) if the actor ever held a lease."""
-    lease_id = ctx.body.get("lease_id")
-    held = ctx.one(
-        "leases.exists_by_lease_id_agent_id_group_id_work_item_id",
-        lease_id,
-        ctx.command.actor,
-        item["group_id"],
-        item["work_item_id"],
+def _held(ctx: Ctx, item: Row) -> bool:
+    """The actor ever held the lease the Command names, on this WorkItem."""
+    return (
+        ctx.one(
+            "leases.exists_by_lease_id_agent_id_group_id_work_item_id",
+            ctx.body.get("lease_id"),
+            ctx.command.actor,
+            item["group_id"],
+            item["work_item_id"],
+        )
+        is not None
     )
-    if held is None:
-        return False
+
+
+def _late(ctx: Ctx, item: Row, rejection: Reject) -> None:
+    """Record a former owner's result for audit (MW-11.5-b); it changes no state."""
     ctx.status = "recorded"
     ctx.rejection = rejection.rejection
     ctx.emit(
         EventType.WORK_LATE_RESULT_RECORDED,
         {
-            "lease_id": lease_id,
+            "lease_id": ctx.body.get("lease_id"),
             "ownership_epoch": ctx.body.get("ownership_epoch"),
             "reason": rejection.rejection.code,
             "state": item["state"],
@@ -344,39 +353,21 @@ def _late(ctx: Ctx, item: Row, rejection: Reject) -> bool:
         },
         work_item_id=item["work_item_id"],
     )
-    return True
 
 
 @command(CommandType.WORK_SUBMIT, needs_session=True)
 def work_submit(ctx: Ctx) -> None:
-    """Submit outputs with Evidence for every acceptance criterion (MW-13.2-a). Artifacts
-    published in another Mission and not promoted — as outputs or cited by the Evidence — are
-    refused (``cross_mission_content``, MW-13.3-d); the Artifacts it names exist in this
-    WorkItem and Evidence references them (:func:`_submitted_artifacts_exist`)."""
+    """Submit outputs with Evidence for every acceptance criterion (MW-13.2-a). What it names
+    is checked by :func:`._submission.checked_submission` before anything is written — on the
+    owner's submission and on a former owner's late one, recorded only if it passes: the
+    Artifacts exist in this WorkItem (published in its conversation, or promoted) and Evidence
+    cites them, Evidence cites only submitted Artifacts, every deliverable is present, and no
+    other Mission's Artifact enters (``cross_mission_content``, MW-13.3-d)."""
     item = load_item(ctx)
-    if not _fenced_or_late(ctx, item):
+    if not _fenced_or_late(ctx, item, lambda: checked_submission(ctx, item)):
         return
     gate(ctx, item)
-    evidence = parse_evidence(ctx, required=True)
-    criteria = [c.id for c in contract_of(item).acceptance_criteria]
-    covered = {e.criterion for e in evidence}
-    missing = [c for c in criteria if c not in covered]
-    if missing:
-        raise Reject(
-            RejectionCode.EVIDENCE_MISSING,
-            "every acceptance criterion needs Evidence",
-            missing=missing,
-        )
-    artifacts = ctx.body.get("artifacts", [])
-    if not isinstance(artifacts, list) or not all(is_hash(a) for a in artifacts):
-        raise Reject(
-            RejectionCode.INVALID_BODY, "artifacts must be SHA-256 hex hashes", field="artifacts"
-        )
-    outputs = ctx.body.get("outputs", {})
-    if not isinstance(outputs, dict):
-        raise Reject(RejectionCode.INVALID_BODY, "outputs must be an object", field="outputs")
-    refuse_other_missions(ctx, item["mission_id"], [*artifacts, *cited(evidence)])
-    _submitted_artifacts_exist(ctx, item, artifacts, evidence)
+    sub = checked_submission(ctx, item)
     _charge(ctx, item)
     end_leases(ctx, item, "released", "submitted")
     set_item(ctx, item, state="submitted", lease_id=None)
@@ -385,39 +376,12 @@ def work_submit(ctx: Ctx) -> None:
         {
             "state": "submitted",
             "ownership_epoch": item["ownership_epoch"],
-            "outputs": outputs,
-            "artifacts": artifacts,
-            "evidence": [e.model_dump() for e in evidence],
+            "outputs": sub.outputs,
+            "artifacts": sub.artifacts,
+            "evidence": [e.model_dump() for e in sub.evidence],
         },
         work_item_id=item["work_item_id"],
     )
-
-
-def _submitted_artifacts_exist(
-    ctx: Ctx, item: Row, artifacts: list[str], evidence: list[Evidence]
-) -> None:
-    """Each Artifact a submission names was published in this WorkItem's conversation
-    (``artifact.publish`` under one of its leases) or promoted in this Group, and some
-    Evidence references it (its ``artifacts`` or ``subject``, MW-13.2-a/c).
-
-    Raises:
-        Reject: ``artifact_not_published`` (naming the hash); ``artifact_without_evidence``.
-    """
-    referenced = {h for e in evidence for h in e.artifacts} | {e.subject for e in evidence}
-    for h in artifacts:
-        if ctx.one("artifacts.published_in_item", ctx.group_id, h, item["work_item_id"]) is None \
-                and ctx.one("promoted_artifacts.in_group", ctx.group_id, h) is None:  # fmt: skip
-            raise Reject(
-                RejectionCode.ARTIFACT_NOT_PUBLISHED,
-                "a submitted Artifact must be published in this WorkItem (or promoted)",
-                artifact=h,
-            )
-        if h not in referenced:
-            raise Reject(
-                RejectionCode.ARTIFACT_WITHOUT_EVIDENCE,
-                "every submitted Artifact must be referenced by Evidence",
-                artifact=h,
-            )
 
 
 @command(CommandType.WORK_FAIL)

@@ -287,6 +287,11 @@ STATEMENTS: dict[str, str] = {
         "AND work_item_id=? UNION ALL SELECT seq, data FROM archived_events WHERE group_id=? "
         "AND type=? AND work_item_id=?) AS e ORDER BY seq DESC LIMIT 1"
     ),
+    # one WorkItem's Events of one type, online or archived (a submission's manifests)
+    "events.of_item_type": (
+        "SELECT data FROM events WHERE group_id=? AND type=? AND work_item_id=? UNION ALL "
+        "SELECT data FROM archived_events WHERE group_id=? AND type=? AND work_item_id=?"
+    ),
     "events.of_type": (
         "SELECT data FROM events WHERE group_id=? AND type=? UNION ALL "
         "SELECT data FROM archived_events WHERE group_id=? AND type=?"

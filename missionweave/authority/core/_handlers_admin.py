@@ -25,10 +25,11 @@ from ...protocol import (
     b64u_encode,
     load_public_key,
 )
-from ._command_scope import Ctx, Reject, dumps, need, need_id, need_label
+from ._command_scope import Ctx, Reject, need, need_id, need_label
 from ._confusables import confusable_with, is_mixed_script, resolved_scripts
 from ._items import parse
 from ._registry import command
+from ._store import dumps
 
 
 def _roles(value: object) -> list[str]:
@@ -272,12 +273,6 @@ def session_open(ctx: Ctx) -> None:
     ):
         ctx.run("leases.revoke", lease["lease_id"])
         deadline = ctx.now_ms + _start_ms(ctx, lease["group_id"], lease["work_item_id"])
-        ctx.run(
-            "work_items.requeue_active",
-            deadline,
-            lease["group_id"],
-            lease["work_item_id"],
-        )
         ctx.emit(
             EventType.LEASE_REVOKED,
             {

@@ -72,7 +72,7 @@ def test_a_work_item_event_the_reducer_does_not_know_is_a_handler_bug(tmp_path: 
     w = make_world(tmp_path / "a.db")
     w.authorize("a")
     ctx = _ctx(w)
-    with pytest.raises(UnknownWorkItemEvent, match="does not know 'work.invented'"):
+    with pytest.raises(UnknownWorkItemEvent, match=r"does not know 'work\.invented'"):
         ctx.emit("work.invented", {}, work_item_id="a")
     # a known Event for a WorkItem that has no row (and does not create one)
     with pytest.raises(UnknownWorkItemEvent, match="has no row"):
@@ -163,4 +163,3 @@ def _ctx(w: World) -> Ctx:
     cmd = w.coordinator.command("work.offer", w.group, {}, issued_at_ms=w.clock.now)
     a = w.authority
     return Ctx(a.store, w.clock.now, cmd, frozenset(), a.config, a.key)
-

@@ -88,8 +88,9 @@ def facts_of(row: Row) -> WorkItemFacts:
     )  # fmt: skip
 
 
-def columns_of(f: WorkItemFacts) -> dict[str, Any]:
-    """The folded columns of facts ``f`` (:data:`FOLDED_COLUMNS`), as stored."""
+def columns_of(f: WorkItemFacts, checkpoint: str | None = None) -> dict[str, Any]:
+    """The folded columns of facts ``f`` (:data:`FOLDED_COLUMNS`), as stored; ``checkpoint``:
+    the text of ``f.checkpoint`` when the caller has it (not encoded again)."""
     lease_id = (
         f.lease_id if f.state is WorkItemState.ACTIVE
         else f.hold_id if f.state is WorkItemState.QUEUED
@@ -104,14 +105,14 @@ def columns_of(f: WorkItemFacts) -> dict[str, Any]:
         "start_deadline_ms": f.start_deadline_ms,
         "lease_id": lease_id,
         "approved": int(f.approved),
-        "checkpoint": None if f.checkpoint is None else dumps(f.checkpoint),
+        "checkpoint": None if f.checkpoint is None else checkpoint or dumps(f.checkpoint),
         "attempts": f.attempts,
     }
 
 
 def fold_event(
     store: Store,
-    facts: dict[tuple[str, str], WorkItemFacts],
+    facts: dict[tuple[str, str], tuple[WorkItemFacts, dict[str, Any]]],
     draft: Draft,
     new_row: dict[str, Any] | None,
     read: Callable[..., Row | None],
@@ -122,8 +123,9 @@ def fold_event(
 
     Args:
         store: the Store, inside the Command's write transaction.
-        facts: the transaction's facts per ``(group_id, work_item_id)``, read from the row on
-            first use and kept current here (the engine forgets them on a rollback).
+        facts: the transaction's facts and folded columns per ``(group_id, work_item_id)``,
+            read from the row on first use and kept current here (the engine forgets them on a
+            rollback).
         draft: the Event, not yet sequenced.
         new_row: for a creating Event (``work.proposed``, ``work.authorized``), the columns the
             fold does not own: ``contract``, ``dependencies`` (JSON text), ``usage``.
@@ -138,17 +140,22 @@ def fold_event(
         raise UnknownWorkItemEvent(f"the reducer does not know {draft.type!r}")
     assert draft.work_item_id is not None
     key = (draft.group_id, draft.work_item_id)
-    before = facts.get(key)
-    if before is None:
+    known = facts.get(key)
+    if known is None:
         row = read("work_items.row", *key)
         if row is None and draft.type not in CREATING:
             raise UnknownWorkItemEvent(f"{draft.type} names WorkItem {key[1]!r}, which has no row")
         before = WorkItemFacts() if row is None else facts_of(row)
-    after = facts[key] = reduce_work_item(before, _Step(draft))
+        old = columns_of(before, None if row is None else row["checkpoint"])
+    else:
+        before, old = known
+    after = reduce_work_item(before, _Step(draft))
+    # the checkpoint's text is kept while the Event keeps the checkpoint
+    cols = columns_of(after, old["checkpoint"] if after.checkpoint is before.checkpoint else None)
+    facts[key] = (after, cols)
     if draft.type in CREATING:
         if new_row is None:
             raise UnknownWorkItemEvent(f"{draft.type} needs the new row's other columns")
-        cols = columns_of(after)
         before_write()
         store.run(
             "work_items.upsert",
@@ -162,19 +169,10 @@ def fold_event(
         )
         changed = {k: v for k, v in cols.items() if k in _DEFAULTS and v != _DEFAULTS[k]}
     else:
-        changed = _changed(before, after)
+        changed = {k: v for k, v in cols.items() if v != old[k]}
     if changed:
         before_write()
         store.set_work_item(*key, changed)
-
-
-def _changed(before: WorkItemFacts, after: WorkItemFacts) -> dict[str, Any]:
-    """The folded columns that differ between ``before`` and ``after``."""
-    if before.checkpoint is after.checkpoint:  # not encoded again when the Event kept it
-        before = dataclasses.replace(before, checkpoint=None)
-        after = dataclasses.replace(after, checkpoint=None)
-    old, new = columns_of(before), columns_of(after)
-    return {k: v for k, v in new.items() if v != old[k]}
 
 
 #: The folded columns a new row starts with (the table's defaults).

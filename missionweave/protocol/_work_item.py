@@ -6,9 +6,10 @@ test checking the Authority — folds the Group's Events through :func:`reduce_w
 gets the same answer. It reads only the Event (type, body, sequence, ``recorded_at_ms``),
 never a clock, so a replay rebuilds the same facts (MW-10.2-a, MW-11.1-b).
 
-The stateful test (``tests/authority/test_stateful.py``) checks after every step that the
-facts reduced from the log equal the Authority's rows: state, owner, ownership epoch, lease
-and revision.
+The Authority's rows are themselves this fold: its engine applies each WorkItem Event through
+:func:`reduce_work_item` as it is emitted and writes the columns that changed
+(``authority/core/_fold.py``). The stateful test (``tests/authority/test_stateful.py``) checks
+after every step that every folded column of every row equals the fold of the log.
 """
 
 from __future__ import annotations

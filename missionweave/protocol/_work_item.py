@@ -263,7 +263,20 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
             new["approval"] = {**b, "type": t, "seq": e.seq}
         case _:
             pass
-    return dataclasses.replace(f, **new)
+    return _replaced(f, new)
+
+
+_FIELDS = tuple(fd.name for fd in dataclasses.fields(WorkItemFacts))
+_set = object.__setattr__
+
+
+def _replaced(f: WorkItemFacts, new: dict[str, Any]) -> WorkItemFacts:
+    """``dataclasses.replace(f, **new)`` at a third of its cost (it runs for every WorkItem
+    Event the Authority appends; ``new`` names only fields, built above)."""
+    out = object.__new__(WorkItemFacts)
+    for name in _FIELDS:
+        _set(out, name, new[name] if name in new else getattr(f, name))
+    return out
 
 
 #: The Event types :func:`reduce_work_item` folds into a WorkItem's facts.

@@ -4,9 +4,11 @@ are written only by the engine's fold (``Ctx.emit`` → ``_fold.fold_event``), n
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -22,7 +24,8 @@ from missionweave.authority.core._fold import (
     fold_event,
 )
 from missionweave.authority.core._store_sql import SET_WORK_ITEM, STATEMENTS
-from missionweave.protocol import reduce_events
+from missionweave.protocol import WorkItemFacts, WorkItemState, reduce_events, reduce_work_item
+from missionweave.protocol._work_item import FOLDED_EVENT_TYPES, INERT_EVENT_TYPES
 from tests.world import World, evidence, make_world
 
 CP = {"checkpoint": {"ref": "step-3", "files_done": 3}}
@@ -163,3 +166,16 @@ def _ctx(w: World) -> Ctx:
     cmd = w.coordinator.command("work.offer", w.group, {}, issued_at_ms=w.clock.now)
     a = w.authority
     return Ctx(a.store, w.clock.now, cmd, frozenset(), a.config, a.key)
+
+
+def test_the_inert_event_types_change_no_fact_and_are_not_folded_ones() -> None:
+    """What the fold lets pass without a column change is what the reducer passes: an inert
+    type (it names a WorkItem but changes nothing) leaves every fact but the sequence."""
+    assert not INERT_EVENT_TYPES & FOLDED_EVENT_TYPES
+    facts = WorkItemFacts(
+        state=WorkItemState.ACTIVE, mission_id="m1", owner="worker-0", ownership_epoch=2,
+        lease={"lease_id": "lease_1"}, checkpoint={"ref": "x"}, attempts=1,
+    )  # fmt: skip
+    for type in sorted(INERT_EVENT_TYPES):
+        event = SimpleNamespace(type=type, seq=9, body={"lease_id": "lease_1", "state": "failed"})
+        assert reduce_work_item(facts, event) == dataclasses.replace(facts, seq=9), type

@@ -15,8 +15,8 @@ from ...protocol import (
     identifier_problem,
     label_problem,
 )
-from ._fold import FOLDED_COLUMNS, Draft, fold_event
-from ._store import Row, Store
+from ._fold import FOLDED_COLUMNS, Draft, fold_event, known_row
+from ._store import Row, Store, dumps
 
 #: Reads a transaction may answer from memory until its next write: the rows every fenced
 #: Command loads (a batch often holds several Commands of one WorkItem). Any write, or the undo
@@ -120,6 +120,10 @@ class Ctx:
             row: Row | None = self.cache[key]
             return row
         row = self.cache[key] = self.store.one(name, *args)
+        if name == "work_items.row" and row is not None and args not in self.facts:
+            # kept for the fold: the Command's writes (usage …) do not change these columns,
+            # so its Events need not read the row again
+            self.facts[args] = known_row(row)
         return row
 
     def all(self, name: str, *args: Any) -> list[Row]:
@@ -179,3 +183,15 @@ def need(body: dict[str, Any], key: str, kind: type | tuple[type, ...] = str) ->
             RejectionCode.INVALID_BODY, f"{key!r} has the wrong type or is empty", field=key
         )
     return value
+
+
+__all__ = [
+    "CACHED_READS",
+    "Ctx",
+    "Draft",
+    "Reject",
+    "dumps",
+    "need",
+    "need_id",
+    "need_label",
+]

@@ -53,13 +53,13 @@ from . import (  # noqa: F401
     _signature_process,
 )
 from ._agents import AgentReads
-from ._command_scope import Ctx, Reject
+from ._command_scope import Ctx, Reject, dumps
 from ._dispatch import handler_for
 from ._metrics import live_leases, record_transaction
 from ._outages import StallWatch
 from ._reads import LogReader
 from ._registry import HANDLERS
-from ._store import Store, dumps, open_store
+from ._store import Store, open_store
 from ._tokens import public_token
 
 

@@ -88,6 +88,14 @@ def facts_of(row: Row) -> WorkItemFacts:
     )  # fmt: skip
 
 
+def known_row(row: Row) -> tuple[WorkItemFacts, dict[str, Any]]:
+    """What the fold keeps of a WorkItem's row: its facts and folded columns. A row read at any
+    point of the transaction will do: nothing but the fold writes these columns, and the fold
+    keeps what it wrote (the engine forgets it all when a Command is undone)."""
+    f = facts_of(row)
+    return f, columns_of(f, row["checkpoint"])
+
+
 def columns_of(f: WorkItemFacts, checkpoint: str | None = None) -> dict[str, Any]:
     """The folded columns of facts ``f`` (:data:`FOLDED_COLUMNS`), as stored; ``checkpoint``:
     the text of ``f.checkpoint`` when the caller has it (not encoded again)."""
@@ -145,8 +153,9 @@ def fold_event(
         row = read("work_items.row", *key)
         if row is None and draft.type not in CREATING:
             raise UnknownWorkItemEvent(f"{draft.type} names WorkItem {key[1]!r}, which has no row")
-        before = WorkItemFacts() if row is None else facts_of(row)
-        old = columns_of(before, None if row is None else row["checkpoint"])
+        before, old = (
+            (WorkItemFacts(), columns_of(WorkItemFacts())) if row is None else known_row(row)
+        )
     else:
         before, old = known
     after = reduce_work_item(before, _Step(draft))
@@ -213,4 +222,5 @@ __all__ = [
     "columns_of",
     "facts_of",
     "fold_event",
+    "known_row",
 ]

@@ -25,11 +25,10 @@ from ...protocol import (
     b64u_encode,
     load_public_key,
 )
-from ._command_scope import Ctx, Reject, need, need_id, need_label
+from ._command_scope import Ctx, Reject, dumps, need, need_id, need_label
 from ._confusables import confusable_with, is_mixed_script, resolved_scripts
 from ._items import parse
 from ._registry import command
-from ._store import dumps
 
 
 def _roles(value: object) -> list[str]:

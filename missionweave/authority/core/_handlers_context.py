@@ -26,11 +26,11 @@ from ...protocol import (
     is_hash,
     verify_context_package,
 )
-from ._command_scope import Ctx, Reject, need
+from ._command_scope import Ctx, Reject, dumps, need
 from ._items import parse
 from ._reads import LogReader
 from ._registry import command
-from ._store import Store, dumps
+from ._store import Store
 
 
 def may_use_in_mission(

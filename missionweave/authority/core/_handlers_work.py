@@ -31,7 +31,7 @@ from ...protocol import (
     new_id,
 )
 from ._budgets import record_mission_budget
-from ._command_scope import Ctx, Reject, need, need_id, need_label
+from ._command_scope import Ctx, Reject, dumps, need, need_id, need_label
 from ._handlers_children import verify_parent
 from ._handlers_context import refuse_other_missions
 from ._items import (
@@ -52,7 +52,7 @@ from ._items import (
 )
 from ._registry import command
 from ._selection import AUTHORITY_CHECKS, checked_basis
-from ._store import Row, dumps
+from ._store import Row
 
 _REASON = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 

@@ -19,8 +19,8 @@ from ...protocol import (
     check_transition,
     new_id,
 )
-from ._command_scope import Ctx, Reject, need
-from ._store import Row, dumps
+from ._command_scope import Ctx, Reject, dumps, need
+from ._store import Row
 
 
 def load_item(ctx: Ctx, work_item_id: str | None = None) -> Row:

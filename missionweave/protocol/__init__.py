@@ -105,7 +105,12 @@ from ._work_input import (
     input_reference,
     referenced_input,
 )
-from ._work_item import WorkItemFacts, reduce_events, reduce_work_item
+from ._work_item import (
+    WORK_ITEM_EVENT_TYPES,
+    WorkItemFacts,
+    reduce_events,
+    reduce_work_item,
+)
 
 __all__ = [
     "BOUNDED_OFFLINE_EXECUTION",
@@ -126,6 +131,7 @@ __all__ = [
     "TRANSITIONS",
     "UNFINISHED_STATES",
     "WORK_ACTIONS",
+    "WORK_ITEM_EVENT_TYPES",
     "AcceptanceCriterion",
     "Actor",
     "AgentCard",

@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import sqlite3
 from pathlib import Path
 
 import httpx
 import pytest
 
-from missionweave.authority import CursorTooOldError, UnknownGroupError, verify_snapshot
+from missionweave.authority import (
+    CursorTooOldError,
+    UnknownGroupError,
+    open_store,
+    verify_snapshot,
+)
 from missionweave.authority.client import (
     AuthorityClient,
     AuthorityRequestError,
@@ -20,11 +24,19 @@ from missionweave.authority.client import (
 )
 from missionweave.authority.http import create_app
 from missionweave.protocol import GENESIS_HASH, check_event
-from tests.serving import LiveServer, eventually, mission_cmd, signed_http, windowed_world
+from tests.serving import (
+    LiveServer,
+    eventually,
+    mission_cmd,
+    signed_http,
+    tamper,
+    windowed_world,
+)
 from tests.surface import assert_surface
 from tests.world import World
 
 
+@pytest.mark.both_backends
 async def test_post_command_accepted_rejected_and_repeated(live: LiveServer, world: World) -> None:
     cmd = mission_cmd(world, "m-http")
     async with signed_http(live.url, world.coordinator) as http:
@@ -74,6 +86,7 @@ async def test_client_submit_and_submit_many(live: LiveServer, world: World) -> 
     assert seqs == list(range(seqs[0], seqs[0] + 5))
 
 
+@pytest.mark.both_backends
 async def test_events_paging_and_head(live: LiveServer, world: World) -> None:
     head, head_hash = world.authority.head(world.group)
     async with signed_http(live.url, world.coordinator) as http:
@@ -172,6 +185,7 @@ async def test_lease_info_and_health(live: LiveServer, world: World) -> None:
         assert (await http.get("/v1/leases/lease_unknown")).json()["code"] == "unknown_lease"
 
 
+@pytest.mark.both_backends
 async def test_concurrent_posts_share_transactions(live: LiveServer, world: World) -> None:
     """Many concurrent POSTs: every Command lands once, sequences stay contiguous, and the one
     BatchWriter commits them in fewer transactions than Commands (group commit)."""
@@ -179,9 +193,11 @@ async def test_concurrent_posts_share_transactions(live: LiveServer, world: Worl
     n = 60
     cmds = [mission_cmd(world, f"m-c{i}") for i in range(n)]
     start, _ = world.authority.head(world.group)
-    # Hold SQLite's write lock so the first transaction waits and the rest queue behind it.
-    blocker = sqlite3.connect(world.authority.db_path, isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")
+    # Hold the Group's write lock (SQLite's file lock, PostgreSQL's advisory lock) from a
+    # second Store so the first transaction waits and the rest queue behind it.
+    blocker = open_store(world.db)
+    blocker.begin()
+    blocker.lock_groups([world.group])
     async with signed_http(live.url, world.coordinator) as http:
 
         async def post(i: int) -> httpx.Response:
@@ -191,7 +207,7 @@ async def test_concurrent_posts_share_transactions(live: LiveServer, world: Worl
         try:
             await eventually(lambda: writer.queued + writer.in_flight == n)
         finally:
-            blocker.execute("COMMIT")
+            blocker.commit()
             blocker.close()
         responses = await asyncio.gather(*tasks)
     assert all(r.status_code == 200 for r in responses)
@@ -202,6 +218,7 @@ async def test_concurrent_posts_share_transactions(live: LiveServer, world: Worl
     assert world.authority.head(world.group)[0] == start + n
 
 
+@pytest.mark.both_backends
 async def test_cursor_too_old_410_and_snapshot_verification(tmp_path: Path) -> None:
     """MW-16-e over HTTP: 410 CURSOR_TOO_OLD names a signed snapshot that verifies."""
     w = windowed_world(tmp_path / "a.db", window=3)
@@ -229,13 +246,13 @@ async def test_cursor_too_old_410_and_snapshot_verification(tmp_path: Path) -> N
             assert snap["head_hash"] == full["head_hash"]
             # a tampered snapshot row is refused by the client
             tampered = dict(full, state={**full["state"], "members": []})
-            con = sqlite3.connect(w.authority.db_path)
-            with con:
-                con.execute(
-                    "UPDATE snapshots SET data=? WHERE group_id=? AND seq=?",
-                    (json.dumps(tampered), w.group, ref["seq"]),
-                )
-            con.close()
+            tamper(
+                w,
+                "UPDATE snapshots SET data=? WHERE group_id=? AND seq=?",
+                json.dumps(tampered),
+                w.group,
+                ref["seq"],
+            )
             with pytest.raises(SnapshotVerificationError):
                 await client.snapshot(w.group, ref["seq"])
             with pytest.raises(SnapshotVerificationError):  # a key that is not the Authority's

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from missionweave.authority import verify_log, verify_snapshot
@@ -38,6 +39,7 @@ async def barrier(ws: ClientConnection) -> None:
         pass
 
 
+@pytest.mark.both_backends
 async def test_subscribe_replays_then_streams_live__MW_16_d(live: LiveServer, world: World) -> None:
     head, _ = world.authority.head(world.group)
     worker = world.workers[0]
@@ -108,6 +110,7 @@ async def test_bad_subscribe_gets_structured_errors_and_socket_stays_open(
         assert (await recv(ws))["type"] == "EVENT"
 
 
+@pytest.mark.both_backends
 async def test_ack_records_cursor_and_keeps_history__MW_16_c(
     live: LiveServer, world: World
 ) -> None:
@@ -136,6 +139,7 @@ async def test_ack_records_cursor_and_keeps_history__MW_16_c(
     assert verify_log(world.authority.store, world.group, world.authority.public_key).events == head
 
 
+@pytest.mark.both_backends
 async def test_several_groups_on_one_socket(live: LiveServer, world: World) -> None:
     owner = world.coordinator
     r = world.authority.submit(
@@ -153,6 +157,7 @@ async def test_several_groups_on_one_socket(live: LiveServer, world: World) -> N
     assert by_group == {world.group: [head1], "g2": [1, 2]}
 
 
+@pytest.mark.both_backends
 async def test_cursor_too_old_error_frame_carries_snapshot__MW_16_e(tmp_path: Path) -> None:
     w = windowed_world(tmp_path / "a.db", window=2)
     for i in range(4):

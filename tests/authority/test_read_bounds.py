@@ -10,6 +10,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -42,6 +43,7 @@ def _padded(world: World, n: int, pad: int) -> None:
         )
 
 
+@pytest.mark.both_backends
 async def test_large_reads_past_their_bounds_get_429_with_retry_after(
     live: LiveServer, world: World
 ) -> None:
@@ -80,6 +82,7 @@ async def test_large_reads_past_their_bounds_get_429_with_retry_after(
     assert gate.in_flight == 0 and gate.refused == 3
 
 
+@pytest.mark.both_backends
 async def test_a_page_is_streamed_in_chunks_and_reads_as_before(
     live: LiveServer, world: World
 ) -> None:
@@ -100,6 +103,7 @@ async def test_a_page_is_streamed_in_chunks_and_reads_as_before(
     assert live.app.state.read_gate.in_flight == 0
 
 
+@pytest.mark.both_backends
 async def test_a_far_behind_subscriber_gets_a_recent_snapshot__MW_16_e(tmp_path: Path) -> None:
     w = make_world(tmp_path / "a.db")
     w.clock.now = now_ms()

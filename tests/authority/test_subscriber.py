@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from missionweave.authority.client import (
 )
 from missionweave.dev import free_port
 from missionweave.protocol import Actor, Event, SigningKey, seal_event
-from tests.serving import LiveServer, eventually, mission_cmd, windowed_world
+from tests.serving import LiveServer, eventually, mission_cmd, tamper, windowed_world
 from tests.world import World
 
 # ------------------------------------------------------------------ the ordering core
@@ -171,6 +170,7 @@ def subscriber(
     )
 
 
+@pytest.mark.both_backends
 async def test_subscriber_delivers_acks_and_resumes_after_restart__MW_16_c(
     live: LiveServer, world: World, tmp_path: Path
 ) -> None:
@@ -211,6 +211,7 @@ async def test_subscriber_delivers_acks_and_resumes_after_restart__MW_16_c(
     assert rec2.events[0].prev_hash == rec.events[-1].hash
 
 
+@pytest.mark.both_backends
 async def test_reconnect_replays_duplicates_delivered_once__MW_16_a__MW_16_d(
     world: World,
 ) -> None:
@@ -267,6 +268,7 @@ async def test_reconnect_replays_duplicates_delivered_once__MW_16_a__MW_16_d(
     assert store.get(world.group) == head + 2
 
 
+@pytest.mark.both_backends
 async def test_cursor_too_old_restores_verified_snapshot_and_resumes__MW_16_e(
     tmp_path: Path,
 ) -> None:
@@ -333,23 +335,21 @@ async def test_snapshot_fetch_failure_is_retried_not_fatal__MW_16_e(tmp_path: Pa
     assert rec.snapshots == [] and rec.events == [] and store.get(w.group) == 0
 
 
+@pytest.mark.both_backends
 async def test_tampered_snapshot_is_refused__MW_16_e(tmp_path: Path) -> None:
     w = windowed_world(tmp_path / "a.db", window=3)
     for i in range(6):
         w.ok(w.coordinator, "mission.create", {"mission_id": f"w{i}", "title": "t"})
     w.authority.maybe_archive(w.group, force=True)
-    con = sqlite3.connect(w.authority.db_path)
-    with con:
-        (data,) = con.execute(
-            "SELECT data FROM snapshots WHERE group_id=? ORDER BY seq DESC LIMIT 1", (w.group,)
-        ).fetchone()
-        snap = json.loads(data)
-        snap["state"]["members"] = []  # drop the members, keep the old hash and signature
-        con.execute(
-            "UPDATE snapshots SET data=? WHERE group_id=? AND seq=?",
-            (json.dumps(snap), w.group, snap["seq"]),
-        )
-    con.close()
+    (row,) = w.authority.query(
+        "SELECT data FROM snapshots WHERE group_id=? ORDER BY seq DESC LIMIT 1", w.group
+    )
+    snap = json.loads(row["data"])
+    snap["state"]["members"] = []  # drop the members, keep the old hash and signature
+    tamper(
+        w, "UPDATE snapshots SET data=? WHERE group_id=? AND seq=?", json.dumps(snap), w.group,
+        snap["seq"],
+    )  # fmt: skip
     server = LiveServer(w.authority)
     await server.start()
     rec = Recorder()
@@ -363,6 +363,7 @@ async def test_tampered_snapshot_is_refused__MW_16_e(tmp_path: Path) -> None:
     assert rec.snapshots == [] and rec.events == [] and store.get(w.group) == 0
 
 
+@pytest.mark.both_backends
 async def test_tampered_event_is_never_delivered_until_replay_heals(
     live: LiveServer, world: World
 ) -> None:
@@ -375,24 +376,17 @@ async def test_tampered_event_is_never_delivered_until_replay_heals(
     )
     altered = json.loads(good["data"])
     altered["body"]["injected"] = True
-    con = sqlite3.connect(world.authority.db_path, isolation_level=None)
-    con.execute(
-        "UPDATE events SET data=? WHERE group_id=? AND seq=?",
-        (json.dumps(altered), world.group, bad),
-    )
+    change = "UPDATE events SET data=? WHERE group_id=? AND seq=?"
+    tamper(world, change, json.dumps(altered), world.group, bad)
     rec = Recorder()
     sub = subscriber(live.ws_url, world, MemoryCursorStore(), rec)
     task = asyncio.create_task(sub.run())
     try:
         await eventually(lambda: sub.connections >= 2)  # dropped and reconnected at least once
         assert sub.cursor(world.group) == bad - 1
-        con.execute(
-            "UPDATE events SET data=? WHERE group_id=? AND seq=?",
-            (good["data"], world.group, bad),
-        )
+        tamper(world, change, good["data"], world.group, bad)  # repaired
         await eventually(lambda: sub.cursor(world.group) == head)
     finally:
-        con.close()
         await sub.stop()
         await task
     assert [e.seq for e in rec.events] == list(range(1, head + 1))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +15,8 @@ from ...protocol import (
     identifier_problem,
     label_problem,
 )
-from ._store import Row, Store
+from ._fold import FOLDED_COLUMNS, Draft, fold_event, known_row
+from ._store import Row, Store, dumps
 
 #: Reads a transaction may answer from memory until its next write: the rows every fenced
 #: Command loads (a batch often holds several Commands of one WorkItem). Any write, or the undo
@@ -39,16 +39,6 @@ class Reject(Exception):
 
 
 @dataclass(slots=True)
-class Draft:
-    """An Event not yet sequenced or sealed."""
-
-    group_id: str
-    type: str
-    work_item_id: str | None
-    body: dict[str, Any]
-
-
-@dataclass(slots=True)
 class Ctx:
     """Handler context for one Command inside one savepoint.
 
@@ -67,6 +57,7 @@ class Ctx:
         head_seq: a Group's current head sequence, this batch's appends included.
         rows: the Event rows of this Command, filled by the engine.
         cache: the transaction's cached reads (:data:`CACHED_READS`), cleared on every write.
+        facts: the transaction's WorkItem facts, kept by the fold (:mod:`._fold`).
     """
 
     store: Store
@@ -83,6 +74,7 @@ class Ctx:
     head_seq: Callable[[str], int] = field(default=lambda group_id: 0)
     rows: list[tuple[str, int, str, str, str | None, str]] = field(default_factory=list)
     cache: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    facts: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     @property
     def body(self) -> dict[str, Any]:
@@ -100,9 +92,24 @@ class Ctx:
         *,
         work_item_id: str | None = None,
         group_id: str | None = None,
+        new_row: dict[str, Any] | None = None,
     ) -> None:
-        """Queue an Event for this Command."""
-        self.drafts.append(Draft(group_id or self.group_id, type, work_item_id, body))
+        """Queue an Event for this Command; an Event naming a WorkItem is folded into its row
+        at once (:func:`._fold.fold_event`: the row's state, owner, lease … are only ever
+        written here). ``new_row``: with ``work.proposed`` / ``work.authorized``, the new row's
+        ``contract``, ``dependencies`` and ``usage``.
+
+        Raises:
+            UnknownWorkItemEvent: a WorkItem Event the reducer does not know (a handler bug).
+        """
+        draft = Draft(group_id or self.group_id, type, work_item_id, body)
+        if work_item_id is not None:
+            fold_event(self.store, self.facts, draft, new_row, self.one, self._write)
+        self.drafts.append(draft)
+
+    def _write(self) -> None:
+        self.before_write()
+        self.cache.clear()
 
     def one(self, name: str, *args: Any) -> Row | None:
         """The first row of the Store's statement ``name``, or ``None``."""
@@ -113,6 +120,10 @@ class Ctx:
             row: Row | None = self.cache[key]
             return row
         row = self.cache[key] = self.store.one(name, *args)
+        if name == "work_items.row" and row is not None and args not in self.facts:
+            # kept for the fold: the Command's writes (usage …) do not change these columns,
+            # so its Events need not read the row again
+            self.facts[args] = known_row(row)
         return row
 
     def all(self, name: str, *args: Any) -> list[Row]:
@@ -126,15 +137,19 @@ class Ctx:
         self.store.run(name, *args)
 
     def set_work_item(self, group_id: str, work_item_id: str, cols: dict[str, Any]) -> None:
-        """Update columns of one WorkItem (see :meth:`Store.set_work_item`)."""
+        """Update columns of one WorkItem that the fold does not own (see
+        :meth:`Store.set_work_item`).
+
+        Raises:
+            ValueError: ``cols`` names a folded column (:data:`._fold.FOLDED_COLUMNS`): those
+                change only by emitting the Event.
+        """
+        folded = FOLDED_COLUMNS & cols.keys()
+        if folded:
+            raise ValueError(f"{sorted(folded)} are folded from Events: emit the Event")
         self.before_write()
         self.cache.clear()
         self.store.set_work_item(group_id, work_item_id, cols)
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON text for a stored column."""
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
 def need_id(body: dict[str, Any], key: str) -> str:
@@ -168,3 +183,15 @@ def need(body: dict[str, Any], key: str, kind: type | tuple[type, ...] = str) ->
             RejectionCode.INVALID_BODY, f"{key!r} has the wrong type or is empty", field=key
         )
     return value
+
+
+__all__ = [
+    "CACHED_READS",
+    "Ctx",
+    "Draft",
+    "Reject",
+    "dumps",
+    "need",
+    "need_id",
+    "need_label",
+]

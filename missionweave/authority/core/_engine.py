@@ -100,6 +100,8 @@ class _Tx:
     events: dict[tuple[str, int], Event] = field(default_factory=dict)
     #: rows of the cacheable reads (:data:`._context.CACHED_READS`) since the last write
     reads: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    #: WorkItem facts the fold keeps (:mod:`._fold`), as the transaction's writes left them
+    facts: dict[tuple[str, str], Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -421,6 +423,7 @@ class Authority(LogReader, AgentReads):
             tx.event_rows.extend(ctx.rows)
             tx.events.update({(e.group_id, e.seq): e for e in events})
         except Reject as r:
+            self._tx.facts.clear()  # folded from the undone Events
             if opened:
                 self.store.rollback_to()
                 self._tx.reads.clear()  # rows read after the undone writes are stale
@@ -429,6 +432,7 @@ class Authority(LogReader, AgentReads):
             heads.update({g: _Head(*v) for g, v in saved.items()})
             return SubmitResult(command_id=cmd.command_id, status="rejected", rejection=r.rejection)
         except BaseException:
+            self._tx.facts.clear()
             if opened:
                 self.store.rollback_to()
                 self._tx.reads.clear()
@@ -580,6 +584,7 @@ class Authority(LogReader, AgentReads):
             before_write=savepoint,
             head_seq=head_seq,
             cache=self._tx.reads,
+            facts=self._tx.facts,
         )
 
     def _append(self, ctx: Ctx, heads: dict[str, _Head]) -> list[Event]:

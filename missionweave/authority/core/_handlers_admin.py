@@ -272,12 +272,6 @@ def session_open(ctx: Ctx) -> None:
     ):
         ctx.run("leases.revoke", lease["lease_id"])
         deadline = ctx.now_ms + _start_ms(ctx, lease["group_id"], lease["work_item_id"])
-        ctx.run(
-            "work_items.requeue_active",
-            deadline,
-            lease["group_id"],
-            lease["work_item_id"],
-        )
         ctx.emit(
             EventType.LEASE_REVOKED,
             {

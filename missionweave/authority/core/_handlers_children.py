@@ -101,15 +101,7 @@ def mission_create_child(ctx: Ctx) -> None:
     child_group = need_id(ctx.body, "child_group_id") if "child_group_id" in ctx.body else None
     end_leases(ctx, item, "revoked", "child_mission")
     withdraw_offers(ctx, item, "child_mission")
-    set_item(
-        ctx,
-        item,
-        state="blocked",
-        owner=None,
-        lease_id=None,
-        start_deadline_ms=None,
-        child_mission_id=child,
-    )
+    set_item(ctx, item, child_mission_id=child)
     ctx.emit(
         CHILD_CREATED,
         {
@@ -172,7 +164,6 @@ def mission_child_approved(ctx: Ctx) -> None:
             child_state=child["state"] if child else None,
         )
     evidence = parse_evidence(ctx, required=True)
-    set_item(ctx, item, state="verified")
     ctx.emit(
         EventType.MISSION_CHILD_APPROVED,
         {
@@ -216,7 +207,6 @@ def mission_child_failed(ctx: Ctx) -> None:
             RejectionCode.INVALID_BODY, "policy must be stay_blocked or fail", field="policy"
         )
     state = "failed" if policy == "fail" else "blocked"
-    set_item(ctx, item, state=state)
     ctx.emit(
         EventType.MISSION_CHILD_FAILED,
         {"child_mission_id": item["child_mission_id"], "state": state, "policy": policy},

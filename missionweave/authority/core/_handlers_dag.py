@@ -93,7 +93,6 @@ def work_add_dependencies(ctx: Ctx) -> None:
             ctx,
             item,
             contract=contract.model_copy(update={"revision": revision}).model_dump_json(),
-            revision=revision,
         )
     ctx.emit(
         EventType.WORK_DEPENDENCIES_ADDED,

@@ -25,7 +25,7 @@ from ...protocol import (
     verify_manifest,
 )
 from ._budgets import charge_work_item
-from ._command_scope import Ctx, Reject, dumps, need
+from ._command_scope import Ctx, Reject, need
 from ._handlers_context import refuse_other_missions
 from ._items import (
     cited,
@@ -38,7 +38,6 @@ from ._items import (
     refuse_expired,
     release_hold,
     renew_hold,
-    set_item,
     withdraw_offers,
 )
 from ._registry import command
@@ -165,7 +164,6 @@ def work_start(ctx: Ctx) -> None:
         expires,
     )
     token = issue_token(ctx, lease_id, item, expires)
-    set_item(ctx, item, state="active", lease_id=lease_id, start_deadline_ms=None)
     checkpoint = json.loads(item["checkpoint"]) if item["checkpoint"] else None
     ctx.emit(
         EventType.WORK_STARTED,
@@ -225,7 +223,6 @@ def progress_report(ctx: Ctx) -> None:
         "report": report.model_dump(mode="json"),
     }
     if cp is not None:
-        set_item(ctx, item, checkpoint=dumps(cp))
         body["checkpoint"] = cp
     ctx.emit(EventType.WORK_PROGRESS_REPORTED, body, work_item_id=item["work_item_id"])
 
@@ -252,9 +249,6 @@ def work_checkpoint(ctx: Ctx) -> None:
     _charge(ctx, item)
     end_leases(ctx, item, "released", "checkpoint")
     deadline = ctx.now_ms + contract_of(item).timeouts.start_deadline_ms
-    set_item(
-        ctx, item, state="queued", lease_id=None, checkpoint=dumps(cp), start_deadline_ms=deadline
-    )
     ctx.emit(
         EventType.WORK_CHECKPOINTED,
         {"checkpoint": cp, "state": "queued", "start_deadline_ms": deadline},
@@ -293,7 +287,6 @@ def work_block(ctx: Ctx) -> None:
         ctx.now_ms,
         expires,
     )
-    set_item(ctx, item, state="blocked", lease_id=None, checkpoint=dumps(cp))
     ctx.emit(
         EventType.WORK_BLOCKED,
         {
@@ -370,7 +363,6 @@ def work_submit(ctx: Ctx) -> None:
     sub = checked_submission(ctx, item)
     _charge(ctx, item)
     end_leases(ctx, item, "released", "submitted")
-    set_item(ctx, item, state="submitted", lease_id=None)
     ctx.emit(
         EventType.WORK_SUBMITTED,
         {
@@ -400,15 +392,6 @@ def work_fail(ctx: Ctx) -> None:
     retry = retry_fields(ctx, item, _charge(ctx, item))  # MW-11.4-d
     end_leases(ctx, item, "released" if by_worker else "revoked", "failed")
     withdraw_offers(ctx, item, "failed")
-    set_item(
-        ctx,
-        item,
-        state="failed",
-        owner=None,
-        lease_id=None,
-        start_deadline_ms=None,
-        attempts=item["attempts"] + 1,
-    )
     ctx.emit(
         EventType.WORK_FAILED,
         {

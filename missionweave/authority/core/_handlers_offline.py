@@ -31,8 +31,8 @@ from ...protocol import (
     ResourceUsage,
 )
 from ._budgets import charge_work_item
-from ._command_scope import Ctx, Reject, dumps
-from ._items import contract_of, gate, load_item, parse, set_item
+from ._command_scope import Ctx, Reject
+from ._items import contract_of, gate, load_item, parse
 from ._store import Row
 
 log = logging.getLogger(__name__)
@@ -200,7 +200,6 @@ def reconcile(ctx: Ctx) -> None:
         "reconciled": {"buffered_at_ms": b.buffered_at_ms, "session_epoch": b.session_epoch},
     }
     if cp is not None:
-        set_item(ctx, item, checkpoint=dumps(cp))
         body["checkpoint"] = cp
     ctx.emit(EventType.WORK_PROGRESS_REPORTED, body, work_item_id=wid)
 

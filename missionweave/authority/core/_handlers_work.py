@@ -122,19 +122,11 @@ def work_propose(ctx: Ctx) -> None:
     gate(ctx, None)
     contract = parse(WorkContract, ctx.body.get("contract"), "contract")
     refuse_other_missions(ctx, mid, contract.inputs)  # MW-13.3-d
-    ctx.run(
-        "work_items.insert",
-        ctx.group_id,
-        wid,
-        mid,
-        "proposed",
-        contract.revision,
-        contract.model_dump_json(),
-        "[]",
-        ResourceUsage().model_dump_json(),
-    )
     ctx.emit(
-        EventType.WORK_PROPOSED, {"mission_id": mid, "contract": contract.wire()}, work_item_id=wid
+        EventType.WORK_PROPOSED,
+        {"mission_id": mid, "contract": contract.wire()},
+        work_item_id=wid,
+        new_row=_new_row(contract, []),
     )
 
 
@@ -165,22 +157,21 @@ def work_authorize(ctx: Ctx) -> None:
             raise Reject(
                 RejectionCode.UNKNOWN_ID, f"dependency {dep!r} is not a WorkItem", dependency=dep
             )
-    ctx.run(
-        "work_items.upsert",
-        ctx.group_id,
-        wid,
-        mid,
-        "open",
-        contract.revision,
-        contract.model_dump_json(),
-        json.dumps(deps),
-        ResourceUsage().model_dump_json(),
-    )
     ctx.emit(
         EventType.WORK_AUTHORIZED,
         {"mission_id": mid, "contract": contract.wire(), "dependencies": deps, "state": "open"},
         work_item_id=wid,
+        new_row=_new_row(contract, deps),
     )
+
+
+def _new_row(contract: WorkContract, dependencies: list[str]) -> dict[str, str]:
+    """The columns of a new WorkItem's row that the fold does not own."""
+    return {
+        "contract": contract.model_dump_json(),
+        "dependencies": json.dumps(dependencies),
+        "usage": ResourceUsage().model_dump_json(),
+    }
 
 
 @command(CommandType.WORK_OFFER)
@@ -262,7 +253,7 @@ def work_offer(ctx: Ctx) -> None:
             raise Reject(RejectionCode.STALE_REVISION, "the contract revision went backwards")
         revision = revised.revision
         contract = revised
-        set_item(ctx, item, contract=revised.model_dump_json(), revision=revision)
+        set_item(ctx, item, contract=revised.model_dump_json())
         if revision != item["revision"]:
             ctx.emit(
                 EventType.WORK_CONTRACT_REVISED,
@@ -287,7 +278,6 @@ def work_offer(ctx: Ctx) -> None:
         expires,
         revision,
     )
-    set_item(ctx, item, state="offered")
     ctx.emit(
         EventType.WORK_OFFERED,
         {
@@ -380,16 +370,6 @@ def work_accept_offer(ctx: Ctx) -> None:
     epoch = item["ownership_epoch"] + 1
     deadline = ctx.now_ms + contract.timeouts.start_deadline_ms
     ctx.run("offers.accept", offer["offer_id"])
-    set_item(
-        ctx,
-        item,
-        state="queued",
-        owner=ctx.command.actor,
-        ownership_epoch=epoch,
-        start_deadline_ms=deadline,
-        lease_id=None,
-        approved=0,
-    )
     hold = grant_hold(ctx, item, epoch, deadline)
     basis = json.loads(str(offer["selection_basis"]))[ctx.command.actor]
     ctx.emit(
@@ -458,7 +438,6 @@ def work_decline_offer(ctx: Ctx) -> None:
 def approval_grant(ctx: Ctx) -> None:
     item = load_item(ctx)
     gate(ctx, item)
-    set_item(ctx, item, approved=1)
     ctx.emit(
         EventType.APPROVAL_EXECUTION_GRANTED,
         {"ownership_epoch": item["ownership_epoch"]},
@@ -476,12 +455,10 @@ def work_unblock(ctx: Ctx) -> None:
     if expired is None:
         end_leases(ctx, item, "released", "unblocked")
         deadline = ctx.now_ms + contract_of(item).timeouts.start_deadline_ms
-        set_item(ctx, item, state="queued", start_deadline_ms=deadline)
         state, extra = "queued", {"start_deadline_ms": deadline}
     else:
         if item["owner"] is not None:
             close_owner(ctx, item, expired)
-        set_item(ctx, item, state="open")
         state, extra = "open", {}
     ctx.emit(
         EventType.WORK_UNBLOCKED,
@@ -603,7 +580,6 @@ def work_accept_result(ctx: Ctx) -> None:
     _needs_approval(ctx, item)
     evidence = parse_evidence(ctx, required=False)
     refuse_other_missions(ctx, item["mission_id"], cited(evidence))  # MW-13.3-d
-    set_item(ctx, item, state="verified")
     ctx.emit(
         EventType.WORK_RESULT_ACCEPTED,
         {
@@ -636,7 +612,6 @@ _MISSION_END = {
 def _terminate(ctx: Ctx, item: Row, state: str, reason: str) -> None:
     end_leases(ctx, item, "revoked", reason)
     withdraw_offers(ctx, item, reason)
-    set_item(ctx, item, state=state, lease_id=None)
     ctx.emit(
         _TERMINATED[state], {"state": state, "reason": reason}, work_item_id=item["work_item_id"]
     )

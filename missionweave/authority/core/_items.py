@@ -132,7 +132,13 @@ def cited(evidence: Iterable[Evidence]) -> list[str]:
 
 
 def set_item(ctx: Ctx, item: Row, **cols: Any) -> None:
-    """Update columns of ``item``'s row."""
+    """Update columns of ``item``'s row that the fold does not own (``contract``, ``usage``,
+    ``child_mission_id``); the others change only with the Event that changes them
+    (:mod:`._fold`).
+
+    Raises:
+        ValueError: ``cols`` names a folded column.
+    """
     ctx.set_work_item(item["group_id"], item["work_item_id"], cols)
 
 
@@ -174,7 +180,6 @@ def grant_hold(ctx: Ctx, item: Row, epoch: int, start_deadline_ms: int) -> dict[
         ctx.now_ms,
         expires,
     )
-    set_item(ctx, item, lease_id=lease_id)
     return {
         "lease_id": lease_id,
         "kind": "queued",
@@ -299,7 +304,6 @@ def close_owner(ctx: Ctx, item: Row, reason: str) -> None:
         {"owner": item["owner"], "ownership_epoch": item["ownership_epoch"], "reason": reason},
         work_item_id=item["work_item_id"],
     )
-    set_item(ctx, item, owner=None, lease_id=None, start_deadline_ms=None)
 
 
 def withdraw_offers(ctx: Ctx, item: Row, reason: str, *, keep: str | None = None) -> None:

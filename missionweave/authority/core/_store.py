@@ -12,6 +12,7 @@ Authority, its handlers and the tools outside it call :class:`Store` methods onl
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -243,3 +244,8 @@ def redact(db: str | Path) -> str:
 def is_url(db: str | Path) -> bool:
     """Whether ``db`` names a server database rather than a file."""
     return str(db).startswith(("postgresql://", "postgres://"))
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text for a stored column."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)

@@ -302,10 +302,6 @@ STATEMENTS: dict[str, str] = {
     "missions.insert": (
         "INSERT INTO missions (group_id, mission_id, state, parent) VALUES (?,?,?,?)"
     ),
-    "work_items.insert": (
-        "INSERT INTO work_items (group_id, work_item_id, mission_id, state, revision, "
-        "contract, dependencies, usage) VALUES (?,?,?,?,?,?,?,?)"
-    ),
     "work_items.row": "SELECT * FROM work_items WHERE group_id=? AND work_item_id=?",
     "work_items.upsert": (
         "INSERT OR REPLACE INTO work_items (group_id, work_item_id, mission_id, state, "
@@ -431,10 +427,6 @@ STATEMENTS: dict[str, str] = {
     ),
     "agents.insert": "INSERT INTO agents (agent_id, public_key) VALUES (?,?)",
     "leases.revoke": "UPDATE leases SET status='revoked' WHERE lease_id=?",
-    "work_items.requeue_active": (
-        "UPDATE work_items SET state='queued', lease_id=NULL, start_deadline_ms=? WHERE "
-        "group_id=? AND work_item_id=? AND state='active'"
-    ),
     "members.group_id_by_agent_id": (
         "SELECT group_id FROM members WHERE agent_id=? AND active=1 ORDER BY 1"
     ),

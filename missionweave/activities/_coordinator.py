@@ -227,10 +227,9 @@ class CoordinatorActivities:
         MW-11.5-i, MW-10.4-d).
 
         Raises:
-            AuthorityUnavailable: the Authority cannot be reached (Temporal retries).
+            AuthorityUnavailable: the Authority cannot be reached (the step is retried).
         """
-        async with heartbeating():
-            return await charge_parent_usage(self.authority, self._submit, inp)
+        return await charge_parent_usage(self.authority, self._submit, inp)
 
     @activity.defn(name="work_item_events")
     async def work_item_events(self, inp: WorkItemEventsInput) -> list[EventSummary]:

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, FailureError
 
 with workflow.unsafe.imports_passed_through():
-    from ..activities import HEARTBEAT_TIMEOUT, CoordinatorActivities
+    from ..activities import CoordinatorActivities
     from ..protocol import CommandType, WorkItemState
     from ..protocol.temporal_contract import (
         MISSION_WORKFLOW_TYPE,
@@ -141,7 +141,7 @@ class ChildMissionsMixin:
         before the parent hears of the outcome. A charge that cannot be made is logged."""
         first = result.event_range[0] if result.event_range else 1
         try:
-            await workflow.execute_activity_method(
+            await workflow.execute_local_activity_method(  # a coordinator step (issue 26)
                 CoordinatorActivities.charge_parent_usage,
                 ChargeParentUsageInput(
                     group_id=result.group_id,
@@ -151,12 +151,12 @@ class ChildMissionsMixin:
                 ),
                 start_to_close_timeout=timedelta(minutes=2),
                 retry_policy=CHARGE_RETRY,
-                heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 summary=f"charge {result.mission_id}'s usage to {parent.mission_id}",
             )
-        except ActivityError as exc:
+        except FailureError as exc:  # a local activity's failure comes unwrapped
+            cause = exc.cause if isinstance(exc, ActivityError) else exc
             workflow.logger.warning("usage of %s not charged to its parent: %s",
-                                    result.mission_id, exc.cause or exc)  # fmt: skip
+                                    result.mission_id, cause)  # fmt: skip
 
     async def _report_to_parent(self, parent: ParentLink, result: MissionResult) -> None:
         if parent.group_id != result.group_id and workflow.patched(CHARGE_PARENT_PATCH):

@@ -147,7 +147,7 @@ def _life(w: World) -> None:
     w.ok(worker, "work.block", w.leased("a", resolution="need credentials", **CP))
     w.ok(w.coordinator, "work.unblock", {"work_item_id": "a"})
     w.start(worker, "a")
-    w.ok(worker, "work.submit", w.leased("a", evidence=evidence(worker.agent_id, "a")))
+    w.ok(worker, "work.submit", w.leased("a", **w.report("a", worker)))
     w.ok(w.coordinator, "work.accept_result", {"work_item_id": "a"})
     w.authorize("b")
     w.lease("b", worker)

@@ -12,9 +12,18 @@ Authority names that agent as the active owner. Pure helpers; no clocks, no I/O.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..protocol import WorkItemState
 from ..protocol.temporal_contract import ProgressSignal
 from ._state import ItemState
+
+
+@dataclass(frozen=True)
+class StartCheck:
+    """In flight: the read of a WorkItem's Events after an agent said it started."""
+
+    work_item_id: str
 
 
 def needs_confirmation(item: ItemState, sig: ProgressSignal) -> bool:
@@ -42,4 +51,4 @@ def started_at_ms(item: ItemState) -> int | None:
     return int(at) if isinstance(at, int) else None
 
 
-__all__ = ["confirmed", "needs_confirmation", "started_at_ms"]
+__all__ = ["StartCheck", "confirmed", "needs_confirmation", "started_at_ms"]

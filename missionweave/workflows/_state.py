@@ -7,6 +7,7 @@ Authority's verdicts (:func:`apply_events`), never by guessing.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -29,6 +30,13 @@ from ..protocol.temporal_contract import (
 )
 
 _MODEL = ConfigDict(extra="forbid")
+
+
+class ReviewStage(enum.StrEnum):
+    """What a submitted WorkItem's review waits for, across continue-as-new (MW-13.2-b)."""
+
+    SEMANTIC = "semantic"  # step 3: its review WorkItem verified
+    APPROVAL = "approval"  # step 5: a MissionOwner's decision
 
 
 class ItemState(BaseModel):
@@ -57,8 +65,11 @@ class ItemState(BaseModel):
         review: the results of the review steps so far (MW-13.2-b), kept for the Approval.
         review_of: on a review WorkItem, the WorkItem it reviews.
         excluded: agents never offered this item (a review's subject's owner).
-        review_stage: ``semantic`` (waiting for the review WorkItem) or ``approval`` (waiting
-            for a MissionOwner's decision); ``None`` otherwise.
+        review_stage: :class:`ReviewStage` (waiting for the review WorkItem or a
+            MissionOwner's decision); ``None`` otherwise.
+        review_since_seq: the item's last Event when its current review began: only an
+            Approval recorded after it decides step 5 (``None``: any, as a state from before
+            this field carried none but the current review's).
         review_item: the current review WorkItem's id.
         reviews: review WorkItems created for this item so far.
         review_digest: digest of the review record a MissionOwner approves.
@@ -87,7 +98,8 @@ class ItemState(BaseModel):
     detail: str = ""
     review_of: str | None = None
     excluded: list[str] = Field(default_factory=list)
-    review_stage: str | None = None
+    review_stage: ReviewStage | None = None
+    review_since_seq: int | None = None
     review_item: str | None = None
     reviews: int = 0
     review_digest: str | None = None

@@ -9,7 +9,12 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ..protocol import CommandType, GraphError, RejectionCode, WorkGraph, WorkItemState
-    from ..protocol.temporal_contract import AuthorizeWorkInput, CommandVerdict, first_duplicate
+    from ..protocol.temporal_contract import (
+        AuthorizeWorkInput,
+        CommandVerdict,
+        SubmitCommandsResult,
+        first_duplicate,
+    )
     from ._board import Board
     from ._commands import Commands, OnVerdict
     from ._input_bounds import check_new_inputs
@@ -72,6 +77,26 @@ class Authorizations:
                 state.cancel_reason = state.cancel_reason or f"{wid} not authorized: {why}"
 
         return answered
+
+    async def authorize_work(self, inp: AuthorizeWorkInput) -> SubmitCommandsResult:
+        """The ``authorize_work`` update (MW-10.4-a): once the Authority holds the Mission,
+        :meth:`add`, then the verdicts on its Commands.
+
+        Raises:
+            ApplicationError: ``mission_closed``, the run ended without creating the Mission;
+                or as :meth:`check`.
+        """
+        state = self._board.state
+        # an update sent with the workflow's start runs before ``run`` sent ``mission.create``
+        await workflow.wait_condition(lambda: state.created or state.status != "running")
+        if not state.created:
+            raise refuse(
+                RejectionCode.MISSION_CLOSED, f"the Mission is {state.status}: {state.end_reason}"
+            )
+        cids = self.add(inp)
+        answered = self._commands.answered
+        await workflow.wait_condition(lambda: all(c in answered for c in cids))
+        return SubmitCommandsResult(verdicts=[answered[c] for c in cids])
 
     def add(self, inp: AuthorizeWorkInput) -> list[str]:
         """Add ``inp``'s WorkItems and edges (checked again: another update that waited too

@@ -25,29 +25,13 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.exceptions import ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from ..outcome import (
-        GROUP_ID,
-        INVALID_MISSION,
-        MISSION_EXISTS,
-        MISSION_ID,
-        MISSION_STATUS,
-        OPEN_WORK_ITEMS,
-        all_errors,
-        error_line,
-        mission_failure,
-    )
-    from ..protocol import (
-        CommandType,
-        GraphError,
-        RejectionCode,
-        WorkGraph,
-        transition_for,
-    )
+    from ..outcome import INVALID_MISSION, MISSION_EXISTS, all_errors, mission_failure
+    from ..protocol import CommandType, GraphError, RejectionCode, WorkGraph, transition_for
     from ..protocol.temporal_contract import (
         AUTHORIZE_WORK_UPDATE,
         MISSION_WORKFLOW_TYPE,
@@ -69,13 +53,14 @@ with workflow.unsafe.imports_passed_through():
     from ._children import CHILD_FINISHED_SIGNAL, Children, ChildStart
     from ._commands import Commands
     from ._input_bounds import spec_input_problem
-    from ._plan import counts, finished, open_count, plan
+    from ._plan import finished, plan
+    from ._publish import Publisher
     from ._result import RESULT_BUDGET, mission_result
     from ._review import Reviews
     from ._review import refuse as _refuse
-    from ._started import StartCheck, confirmed, needs_confirmation
-    from ._state import ItemState, MissionState, compact, trim
-    from ._status import mission_status, note_blocked_dependents, waiting_lines
+    from ._started import StartCheck, needs_confirmation
+    from ._state import ItemState, MissionState, continue_as_new_args, stand_in_spec
+    from ._status import failure_reason, mission_status
     from ._work import Offers
 
 _TRANSITION_UNBLOCK = transition_for(CommandType.WORK_UNBLOCK)
@@ -83,20 +68,6 @@ assert _TRANSITION_UNBLOCK is not None
 
 #: The states ``unblock`` may be asked in: the state table's (spec 10.2), not a copy of it.
 _UNBLOCK_FROM = frozenset(s for s in _TRANSITION_UNBLOCK.sources if s is not None)
-
-
-def _failed_for_good(item: ItemState) -> str:
-    """``failed after 3 attempt(s) at ada: RuntimeError: kaboom`` (the error's first line)."""
-    text = f"failed after {item.attempts} attempt(s)"
-    bound = item.w.retry_exhausted
-    if bound is not None and bound != "max_attempts":
-        text += f" (retry bound {bound} reached)"
-    elif not item.w.retryable and item.attempts < item.spec.contract.retry.max_attempts:
-        text += " (not retryable)"
-    if item.w.failed_owner:
-        text += f" at {item.w.failed_owner}"
-    why = error_line(item.error)
-    return text + (f": {why}" if why else "")
 
 
 async def _despite_cancel(step: Callable[[], Awaitable[object]]) -> None:
@@ -112,25 +83,6 @@ def _chain() -> str:
     """This chain of runs (continue-as-new keeps it; a new start under the same workflow id
     does not): the random end of its first run id (a UUIDv7 begins with its time)."""
     return workflow.info().first_execution_run_id.replace("-", "")[-12:]
-
-
-def _stub(raw: Any) -> MissionSpec:
-    """A spec with no items standing in for one that does not validate, so that the status
-    query, the search attributes and the failure can still name the Mission: the group and
-    mission ids when they read as text (else empty: the mission id from the workflow id)."""
-    data = raw if isinstance(raw, dict) else {}
-
-    def text(key: str, default: str = "") -> str:
-        v = data.get(key)
-        return v if isinstance(v, str) and 0 < len(v) <= 128 else default
-
-    wid = workflow.info().workflow_id
-    return MissionSpec.model_construct(
-        group_id=text("group_id"),
-        mission_id=text("mission_id", wid.removeprefix("mission-")),
-        title=text("title"),
-        items=[],
-    )
 
 
 @workflow.defn(name=MISSION_WORKFLOW_TYPE)
@@ -162,7 +114,8 @@ class MissionWorkflow:
                 resume = MissionState.model_validate(resume)
         except ValidationError as exc:
             self.invalid = f"invalid MissionSpec: {all_errors(exc, MissionSpec)}"
-            self.readable, spec, resume = False, _stub(spec), None
+            stand_in = stand_in_spec(spec, workflow.info().workflow_id)
+            self.readable, spec, resume = False, stand_in, None
         for it in resume.items.values() if resume is not None else ():
             it.syncing = it.selecting = it.offer_pending = False  # no coroutine of the last run
         self.state = resume or MissionState(
@@ -188,9 +141,7 @@ class MissionWorkflow:
         self.offers = Offers(board, self.commands, review=lambda it: self.reviews.review(it))
         self.reviews = Reviews(board, self.commands, self.offers, self.authorizations.authorize)
         self.children = Children(board, self.commands)
-        #: Changes applied at the last status counted (count only on change).
-        self.counted: tuple[int, str, int] | None = None
-        self.published: tuple[str, int] | None = None  # MissionStatus, OpenWorkItems
+        self.publisher = Publisher()
         self.exists: str | None = None  # the Authority holds this Mission already
 
     # ------------------------------------------------------------------------------ run
@@ -210,7 +161,7 @@ class MissionWorkflow:
         """
         if self.invalid:
             await self._refuse_start(INVALID_MISSION, self.invalid, with_result=self.readable)
-        self._publish_status()
+        self.publisher.publish(self.state, self.board)
         if not self.state.created:
             # Under an id of this chain of runs: another run started later with the same
             # workflow id (a finished Mission's) is answered `mission_exists`, not this
@@ -274,19 +225,8 @@ class MissionWorkflow:
                 return
             p = plan(state, board.graph, board.now(), board.attention)
             board.attention.difference_update(p.settled)
-            for wid in p.exhausted:
-                item = state.items[wid]
-                if item.spec.child_mission is None:  # a child's item says what its child did
-                    item.detail = p.reasons.get(wid) or _failed_for_good(item)
-            if p.exhausted and state.status == "running":
-                first = state.items[p.exhausted[0]]
-                why = (
-                    p.reasons.get(first.work_item_id)
-                    or error_line(first.error)
-                    or (first.detail if first.spec.child_mission is not None else "")
-                )
-                reason = f"{first.work_item_id} failed for good" + (f": {why}" if why else "")
-                note_blocked_dependents(state, p.exhausted)
+            reason = failure_reason(state, p)
+            if reason is not None:
                 await self._end("failed", CommandType.MISSION_FAIL, reason)
                 return
             # Temporal suggests continuing as new: start nothing more, let what is in flight
@@ -315,9 +255,9 @@ class MissionWorkflow:
                 # A handler that finished meanwhile may have queued a Command: continuing as
                 # new now would orphan it.
                 if self._can_continue_as_new():
-                    self._continue_as_new()
+                    workflow.continue_as_new(args=continue_as_new_args(self.state))
                 continue
-            self._publish_status()
+            self.publisher.publish(self.state, self.board)
             board.wake = False
             timeout = None
             if p.next_deadline_ms is not None:
@@ -337,38 +277,18 @@ class MissionWorkflow:
             except TimeoutError:
                 pass
 
-    def _continue_as_new(self) -> None:
-        # The items live in the state: the spec travels without them, so the continue-as-new
-        # input stays well under Temporal's 2 MiB payload limit.
-        slim = self.state.spec.model_copy(update={"items": []})
-        trim(self.state)
-        # without default values (a WorkContract is mostly defaults): about a quarter of the
-        # bytes; the next run's validation restores them. The state's spec has the named
-        # contracts; the first argument (ignored when a state is given) need not carry them
-        bare = slim.model_copy(update={"contracts": {}})
-        workflow.continue_as_new(args=[bare, compact(self.state, slim)])
-
     async def _refuse_start(self, kind: str, why: str, *, with_result: bool) -> None:
         """End a run that must not go on before anything started (an invalid spec, a Mission
         the Authority holds already): status ``failed`` in the query and search attributes,
         then a non-retryable ``ApplicationError`` of type ``kind`` naming ``why``, with the
         Mission's result in its details when ``with_result``."""
         self.state.status, self.state.end_reason = "failed", why
-        if kind == MISSION_EXISTS:
-            # this run is not the Mission: the Mission's own run keeps its status in the list
-            # (`MissionStatus="failed"` must not find a completed Mission) and in the CLI
-            workflow.upsert_search_attributes(
-                [
-                    MISSION_ID.value_unset(),
-                    GROUP_ID.value_unset(),
-                    MISSION_STATUS.value_unset(),
-                    OPEN_WORK_ITEMS.value_unset(),
-                ]
-            )
+        if kind == MISSION_EXISTS:  # this run is not the Mission
+            self.publisher.withdraw()
         else:
             for item in self.state.items.values():
                 item.detail = item.detail or f"not authorized: {why}"
-            self._publish_status()
+            self.publisher.publish(self.state, self.board)
         await workflow.wait_condition(workflow.all_handlers_finished)
         details = [self._result().model_dump(mode="json")] if with_result else []
         raise ApplicationError(why, *details, type=kind, non_retryable=True)
@@ -409,28 +329,11 @@ class MissionWorkflow:
     @workflow.update(name=AUTHORIZE_WORK_UPDATE)
     async def authorize_work(self, inp: AuthorizeWorkInput) -> SubmitCommandsResult:
         """Add WorkItems and edges while the Mission runs (MW-10.4-a)."""
-        await self._until_created()
-        cids = self.authorizations.add(inp)
-        answered = self.commands.answered
-        await workflow.wait_condition(lambda: all(c in answered for c in cids))
-        return SubmitCommandsResult(verdicts=[answered[c] for c in cids])
+        return await self.authorizations.authorize_work(inp)
 
     @authorize_work.validator
     def _check_authorize(self, inp: AuthorizeWorkInput) -> None:
         self.authorizations.check(inp)
-
-    async def _until_created(self) -> None:
-        """Wait until the Authority holds the Mission (an update sent with the workflow's
-        start runs before ``run`` has sent ``mission.create``).
-
-        Raises:
-            ApplicationError: ``mission_closed``, the run ended without creating it."""
-        await workflow.wait_condition(lambda: self.state.created or self.state.status != "running")
-        if not self.state.created:
-            raise _refuse(
-                RejectionCode.MISSION_CLOSED,
-                f"the Mission is {self.state.status}: {self.state.end_reason}",
-            )
 
     @workflow.update
     async def approve(self, inp: ApprovalInput) -> CommandVerdict:
@@ -454,22 +357,7 @@ class MissionWorkflow:
         elif needs_confirmation(item, sig):  # a claim: the Authority's log decides (issue 29)
             key = StartCheck(item.work_item_id)
             if key not in self.board.in_flight:
-                self.board.spawn(key, lambda: self._confirm_start(item, sig))
-
-    async def _confirm_start(self, item: ItemState, sig: ProgressSignal) -> None:
-        """Read ``item``'s Events from the Authority after an agent said it started, and show
-        its progress if the Authority names it the active owner (:mod:`._started`)."""
-        try:
-            await self.offers.sync(item)
-        except ActivityError:  # cancelled as the Mission ends: the claim stays unconfirmed
-            return
-        else:
-            if confirmed(item, sig) and item.last_progress is None:
-                item.last_progress = sig.report
-        finally:
-            # the plan skipped the item while it was being read: look at it again
-            self.board.attention.add(item.work_item_id)
-            self.board.wake = True
+                self.board.spawn(key, lambda: self.offers.confirm_start(item, sig))
 
     @workflow.signal(name=CHILD_FINISHED_SIGNAL)
     def child_finished(self, out: ChildOutcome) -> None:
@@ -498,7 +386,7 @@ class MissionWorkflow:
             self.commands.intent(command, body)
         await self.commands.flush()
         self.state.status, self.state.end_reason = self.board.ending
-        self._publish_status()
+        self.publisher.publish(self.state, self.board)
 
     def _can_continue_as_new(self) -> bool:
         return (
@@ -506,31 +394,6 @@ class MissionWorkflow:
             and not self.board.in_flight
             and not self.commands.queue
             and not any(it.running or it.reviewing for it in self.state.items.values())
-        )
-
-    def _publish_status(self) -> None:
-        size = len(self.state.items) + len(self.state.archived)
-        key = (self.board.changes, self.state.status, size)
-        if self.counted == key:
-            return  # nothing changed: counting 10,000 WorkItems in every task is not free
-        self.counted = key
-        # a Mission that ended has nothing open: its failed items are failed for good
-        n = open_count(self.state) if self.state.status == "running" else 0
-        if (self.state.status, n) != self.published:
-            self.published = (self.state.status, n)
-            workflow.upsert_search_attributes(
-                [
-                    MISSION_ID.value_set(self.state.spec.mission_id),
-                    GROUP_ID.value_set(self.state.spec.group_id),
-                    MISSION_STATUS.value_set(self.state.status),
-                    OPEN_WORK_ITEMS.value_set(n),
-                ]
-            )
-        c = counts(self.state)
-        workflow.set_current_details(
-            f"**{self.state.status}** — "
-            + ", ".join(f"{k}: {v}" for k, v in sorted(c.items()))
-            + waiting_lines(self.state, self.board.now())
         )
 
     def _result(self) -> MissionResult:

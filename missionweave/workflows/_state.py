@@ -339,3 +339,34 @@ def name_items(ids: list[str], most: int = 3) -> str:
     if len(ids) <= most:
         return ", ".join(ids)
     return f"{', '.join(ids[:most])} … ({len(ids)} WorkItems)"
+
+
+def stand_in_spec(raw: Any, workflow_id: str) -> MissionSpec:
+    """A spec with no items standing in for one that does not validate, so that the status
+    query, the search attributes and the failure can still name the Mission: the group and
+    mission ids when they read as text (else empty: the mission id from ``workflow_id``)."""
+    data = raw if isinstance(raw, dict) else {}
+
+    def text(key: str, default: str = "") -> str:
+        v = data.get(key)
+        return v if isinstance(v, str) and 0 < len(v) <= 128 else default
+
+    return MissionSpec.model_construct(
+        group_id=text("group_id"),
+        mission_id=text("mission_id", workflow_id.removeprefix("mission-")),
+        title=text("title"),
+        items=[],
+    )
+
+
+def continue_as_new_args(state: MissionState) -> list[Any]:
+    """The next run's arguments: a spec without items or contracts, and the state
+    (:func:`trim` first, then :func:`compact`). The items live in the state: the spec travels
+    without them, so the input stays well under Temporal's 2 MiB payload limit; without
+    default values (a WorkContract is mostly defaults) it is about a quarter of the bytes, and
+    the next run's validation restores them. The state's spec has the named contracts; the
+    first argument (ignored when a state is given) need not carry them twice."""
+    slim = state.spec.model_copy(update={"items": []})
+    trim(state)
+    bare = slim.model_copy(update={"contracts": {}})
+    return [bare, compact(state, slim)]

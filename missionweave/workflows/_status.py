@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..outcome import error_line
 from ..protocol import WorkItemState
 from ..protocol.temporal_contract import MissionStatus, OutcomeKind, WorkItemStatus
-from ._plan import counts, format_duration
+from ._plan import Plan, counts, format_duration
 from ._started import started_at_ms
 from ._state import ItemState, MissionState
 
@@ -73,6 +74,41 @@ def current_detail(item: ItemState, now_ms: int | None = None) -> str:
     elif state is WorkItemState.VERIFIED and (not d or d.startswith(_DONE_WITH)):
         d = "verified"
     return d
+
+
+def failed_for_good(item: ItemState) -> str:
+    """``failed after 3 attempt(s) at ada: RuntimeError: kaboom`` (the error's first line)."""
+    text = f"failed after {item.attempts} attempt(s)"
+    bound = item.w.retry_exhausted
+    if bound is not None and bound != "max_attempts":
+        text += f" (retry bound {bound} reached)"
+    elif not item.w.retryable and item.attempts < item.spec.contract.retry.max_attempts:
+        text += " (not retryable)"
+    if item.w.failed_owner:
+        text += f" at {item.w.failed_owner}"
+    why = error_line(item.error)
+    return text + (f": {why}" if why else "")
+
+
+def failure_reason(state: MissionState, p: Plan) -> str | None:
+    """Say why each WorkItem of ``p.exhausted`` failed for good (a child's item says what its
+    child did already); if the Mission runs, it fails: its reason (the first one's failure),
+    the dependents that never start told why (:func:`note_blocked_dependents`). ``None``:
+    nothing failed for good, or the Mission has ended already."""
+    for wid in p.exhausted:
+        item = state.items[wid]
+        if item.spec.child_mission is None:
+            item.detail = p.reasons.get(wid) or failed_for_good(item)
+    if not p.exhausted or state.status != "running":
+        return None
+    first = state.items[p.exhausted[0]]
+    why = (
+        p.reasons.get(first.work_item_id)
+        or error_line(first.error)
+        or (first.detail if first.spec.child_mission is not None else "")
+    )
+    note_blocked_dependents(state, p.exhausted)
+    return f"{first.work_item_id} failed for good" + (f": {why}" if why else "")
 
 
 def note_blocked_dependents(state: MissionState, failed: list[str]) -> None:
@@ -170,6 +206,8 @@ __all__ = [
     "OUTPUTS_SHOWN_BYTES",
     "STATUS_OUTPUTS_BUDGET",
     "current_detail",
+    "failed_for_good",
+    "failure_reason",
     "mission_status",
     "note_blocked_dependents",
     "waiting_lines",

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         OfferSlot,
         OfferTerms,
         OutcomeKind,
+        ProgressSignal,
         SelectCandidatesBatch,
         SelectCandidatesInput,
         SelectCandidatesResult,
@@ -41,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from ._board import Board
     from ._commands import Commands, OnVerdict
     from ._edges import execute_work_item
+    from ._started import confirmed
     from ._state import ItemState, name_items
     from ._steps import coordinator_activity
 
@@ -188,6 +190,21 @@ class Offers:
             )
             for agent in cands:
                 self._spawn(item, agent, terms)
+
+    async def confirm_start(self, item: ItemState, sig: ProgressSignal) -> None:
+        """Read ``item``'s Events from the Authority after an agent said it started, and show
+        its progress if the Authority names it the active owner (:mod:`._started`)."""
+        try:
+            await self.sync(item)
+        except ActivityError:  # cancelled as the Mission ends: the claim stays unconfirmed
+            return
+        else:
+            if confirmed(item, sig) and item.last_progress is None:
+                item.last_progress = sig.report
+        finally:
+            # the plan skipped the item while it was being read: look at it again
+            self._board.attention.add(item.work_item_id)
+            self._board.wake = True
 
     def _offer_answered(self, wid: str) -> OnVerdict:
         """What an offer's verdict means for ``wid``: a refused one is tried again later."""

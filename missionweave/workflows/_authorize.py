@@ -190,7 +190,7 @@ class Authorizations:
             if (
                 item is not None
                 and dep not in item.spec.dependencies
-                and (item.state is not WorkItemState.OPEN or item.offer_pending or item.selecting)
+                and (item.state is not WorkItemState.OPEN or item.offer_pending)
             ):  # no agent may hold work that a new edge says cannot start yet
                 raise refuse(
                     RejectionCode.NOT_OPEN,

@@ -117,7 +117,7 @@ class MissionWorkflow:
             stand_in = stand_in_spec(spec, workflow.info().workflow_id)
             self.readable, spec, resume = False, stand_in, None
         for it in resume.items.values() if resume is not None else ():
-            it.syncing = it.selecting = it.offer_pending = False  # no coroutine of the last run
+            it.syncing = it.offer_pending = False  # no coroutine of the last run
         self.state = resume or MissionState(
             spec=spec, items={i.work_item_id: ItemState(spec=i) for i in spec.items}
         )

@@ -132,7 +132,7 @@ def plan(
             continue
         if not it.authorized or it.state in TERMINAL_STATES or it.running:
             continue
-        if it.offer_pending or it.selecting or it.reviewing or it.syncing:
+        if it.offer_pending or it.reviewing or it.syncing:
             continue
         deadline = it.spec.contract.deadline_ms
         if deadline is not None and _awaits_an_agent(it, graph, states):
@@ -248,7 +248,6 @@ def offers_after(
                 or it.spec.child_mission is not None
                 or it.running
                 or it.offer_pending
-                or it.selecting
                 or it.syncing
                 or it.reviewing
                 or (it.retry_at_ms is not None and now_ms < it.retry_at_ms)

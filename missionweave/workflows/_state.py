@@ -58,8 +58,8 @@ class ItemState(BaseModel):
             ``None`` once it is offered.
         running: ``execute_work_item`` activities in flight (one per candidate of an offer,
             or the owner's resume).
-        selecting: candidates are being ranked.
-        offer_pending: a ``work.offer`` is queued or in flight.
+        offer_pending: candidates are being ranked, a ``work.offer`` is in flight, or a child
+            Mission is being created.
         syncing: its Events are being read from the Authority (an activity's result was lost).
         child_workflow_id: the child Mission carrying the item out.
         review: the results of the review steps so far (MW-13.2-b), kept for the Approval.
@@ -85,7 +85,6 @@ class ItemState(BaseModel):
     tried: list[str] = Field(default_factory=list)
     retry_at_ms: int | None = None
     running: int = 0
-    selecting: bool = False
     offer_pending: bool = False
     syncing: bool = False
     reviewing: bool = False
@@ -188,7 +187,8 @@ class MissionState(BaseModel):
     @classmethod
     def _resolve(cls, data: Any) -> Any:
         """The items travel with their contracts by reference (``WorkItemSpec.contract_ref``)
-        and without their id and Mission (:func:`compact`): put them back."""
+        and without their id and Mission (:func:`compact`): put them back. A state written
+        before may carry ``selecting`` on an item: read, dropped (``offer_pending`` covers it)."""
         if not isinstance(data, dict) or not isinstance(data.get("items"), dict):
             return data
         spec = data.get("spec")
@@ -203,6 +203,7 @@ class MissionState(BaseModel):
         for wid, it in items.items():  # what :func:`compact` leaves out
             if isinstance(it, dict) and isinstance(it.get("spec"), dict):
                 it = items[wid] = {**it, "spec": {"work_item_id": wid, **it["spec"]}}
+                it.pop("selecting", None)  # a state of before: ``offer_pending`` says it too
                 w = it.get("w")
                 if isinstance(w, dict) and "state" in w and "mission_id" not in w:
                     it["w"] = {**w, "mission_id": mission_id}
@@ -281,7 +282,9 @@ def trim(state: MissionState, budget: int = STATE_BUDGET) -> bool:
     """
     if _size(state) <= budget:
         return False
-    waited_on = {it.review_item for it in state.items.values() if it.review_stage == "semantic"}
+    waited_on = {
+        it.review_item for it in state.items.values() if it.review_stage is ReviewStage.SEMANTIC
+    }
     done = [
         it
         for it in state.items.values()

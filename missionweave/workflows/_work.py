@@ -104,7 +104,7 @@ class Offers:
         requests = []
         for wid, exclude in wanted:
             item = self._board.state.items[wid]
-            item.selecting = item.offer_pending = True
+            item.offer_pending = True
             urgent = item.spec.contract.urgency.value == "urgent"
             requests.append(
                 SelectCandidatesInput(
@@ -125,7 +125,6 @@ class Offers:
 
     def done(self, wanted: Wanted) -> None:
         for wid, _ in wanted:
-            self._board.state.items[wid].selecting = False
             self._board.state.items[wid].offer_pending = False
 
     async def offered(

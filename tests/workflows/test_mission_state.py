@@ -25,6 +25,7 @@ from missionweave.workflows._state import (
     STATE_BUDGET,
     ItemState,
     MissionState,
+    ReviewStage,
     compact,
     trim,
 )
@@ -107,7 +108,7 @@ def test_outputs_go_too_when_details_are_not_enough() -> None:
 def test_a_review_item_awaited_by_its_subject_keeps_its_evidence() -> None:
     s = _state(1500, "x" * 1000)
     subject = _item("subject", WorkItemState.SUBMITTED, "s")
-    subject.review_stage, subject.review_item = "semantic", "v7"
+    subject.review_stage, subject.review_item = ReviewStage.SEMANTIC, "v7"
     s.items["subject"] = subject
     trim(s)
     assert s.items["v7"].evidence and not s.items["v7"].trimmed

@@ -2,9 +2,9 @@
 Mission workflow. Every step's result is kept in ``ItemState.review`` and shown in the Mission's
 result.
 
-1. ``integrity`` and 2. ``deterministic`` — the coordinator's ``review_submission`` activity
-   (:mod:`missionweave.activities._review`): Artifact integrity and output schemas, then
-   Evidence for every criterion and the registered checks.
+1. ``integrity`` and 2. ``deterministic`` — the coordinator's ``review_submissions`` step
+   (a local activity, :mod:`missionweave.activities._review`): Artifact integrity and output
+   schemas, then Evidence for every criterion and the registered checks.
 3. ``semantic`` — when the contract has ``semantic`` or ``qualitative`` criteria, the workflow
    authorizes a review WorkItem ``<item>:review`` whose input is a :class:`ReviewRequest` and
    whose criteria carry the same ids; it is offered only to agents holding the Mission's reviewer
@@ -21,7 +21,7 @@ Then ``work.accept_result`` (every step passed) or ``work.fail`` (with every ste
 Steps 1–2 of each submission are a :class:`ReviewCase` (queued, in the coordinator's step,
 answered), sent in rounds of one ``review_submissions`` step. Waiting (steps 3 and 5) is plain
 state in :class:`ItemState` (``review_stage``), advanced by the main loop, so a Mission waiting
-days for an Approval may continue as new.
+days for an Approval may continue as new. Steps 3–5 as data: :mod:`._review_steps`.
 """
 
 from __future__ import annotations
@@ -30,25 +30,13 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..activities import CoordinatorActivities
-    from ..protocol import (
-        AcceptanceCriterion,
-        Budget,
-        CommandType,
-        Deliverable,
-        EventType,
-        Evidence,
-        RejectionCode,
-        WorkContract,
-        WorkItemState,
-        digest,
-    )
+    from ..protocol import RejectionCode, WorkItemState
     from ..protocol.review_decision import decision_command, verdict_step
     from ..protocol.temporal_contract import (
         ApprovalInput,
@@ -57,41 +45,32 @@ with workflow.unsafe.imports_passed_through():
         OfferAfter,
         ReviewBatch,
         ReviewInput,
-        ReviewRequest,
         ReviewResult,
-        ReviewStep,
-        WorkItemSpec,
     )
     from ._board import Board
     from ._commands import Commands
     from ._plan import offers_after
+    from ._review_steps import (
+        APPROVAL_COMMANDS,
+        SEMANTIC_KINDS,
+        approval_since_review,
+        approval_step,
+        awaits_approval,
+        criteria,
+        final_if_passed,
+        review_digest,
+        review_id,
+        review_work_item,
+        semantic_step,
+    )
     from ._state import ItemState, ReviewStage, name_items
     from ._steps import coordinator_activity
     from ._work import Offers, Wanted
-
-#: Criterion kinds a reviewer agent judges (step 3).
-SEMANTIC_KINDS = frozenset({"semantic", "qualitative"})
-#: The MissionOwner's Commands on a reviewed result (step 5) → whether they grant it.
-APPROVAL_COMMANDS = {
-    CommandType.APPROVAL_GRANT_RESULT: True,
-    CommandType.APPROVAL_DENY_RESULT: False,
-}
-_MAX_ID = 128
 
 
 def refuse(code: str, message: str) -> ApplicationError:
     """An update validator's refusal; agents see ``code`` as the rejection code."""
     return ApplicationError(message, type=code, non_retryable=True)
-
-
-def review_digest(steps: list[ReviewStep]) -> str:
-    """SHA-256 hex of the canonical review record (steps 1–4) a MissionOwner approves."""
-    return digest([st.model_dump(mode="json") for st in steps])
-
-
-def criteria(item: ItemState, kinds: frozenset[str]) -> list[AcceptanceCriterion]:
-    """The item's acceptance criteria of the given kinds."""
-    return [c for c in item.spec.contract.acceptance_criteria if c.kind in kinds]
 
 
 class Checks(enum.Enum):
@@ -150,14 +129,15 @@ class Reviews:
     async def review(self, item: ItemState) -> None:
         """Review a submission (MW-13.2-b): steps 1–2 in the coordinator's activity, then a
         review WorkItem for semantic criteria (step 3) or straight to the verdict (step 4).
-        Only an Approval recorded from now on decides step 5 (:meth:`_approval`)."""
+        Only an Approval recorded from now on decides step 5
+        (:func:`~._review_steps.approval_since_review`)."""
         item.reviewing = True
         item.review_stage = item.review_item = item.review_digest = None
         item.review_since_seq = item.w.seq
         slot = DecisionSlot(
             command_id=self._commands.new_id(),
             issued_at_ms=self._board.now(),
-            final_if_passed=self._final_if_passed(item),
+            final_if_passed=final_if_passed(item),
         )
         wid = item.work_item_id
         case = self._cases[wid] = ReviewCase(
@@ -257,151 +237,29 @@ class Reviews:
 
     # ------------------------------------------------------------------------- step 3
 
-    def _review_id(self, item: ItemState) -> str:
-        n = item.reviews + 1
-        while True:
-            rid = f"{item.work_item_id}:review" + (str(n) if n > 1 else "")
-            if len(rid) > _MAX_ID:
-                rid = f"review-{digest(item.work_item_id)[:32]}-{n}"
-            if self._board.state.state_of(rid) is None:
-                item.reviews = n
-                return rid
-            n += 1
-
     def _request_review(self, item: ItemState) -> None:
         """Authorize the review WorkItem of ``item`` and wait for it (step 3)."""
-        c = item.spec.contract
-        semantic = criteria(item, SEMANTIC_KINDS)
-        ids = {k.id for k in semantic}
-        rid = self._review_id(item)
-        contract = WorkContract(
-            objective=f"Review WorkItem {item.work_item_id} of Mission "
-            f"{self._board.state.spec.mission_id} against its semantic and qualitative criteria",
-            deliverables=[Deliverable(name="review")],
-            # same ids; kind deterministic: a review WorkItem is never itself reviewed by
-            # another reviewer (its Evidence is checked for presence only)
-            acceptance_criteria=[
-                AcceptanceCriterion(
-                    id=k.id,
-                    description=k.description,
-                    kind="deterministic",
-                    evidence_required=k.evidence_required,
-                )
-                for k in semantic
-            ],
-            required_capabilities=[self._board.state.spec.review.reviewer_capability],
-            deadline_ms=c.deadline_ms,
-            urgency=c.urgency,
-            business_impact=c.business_impact,
-            budget=Budget(wall_clock_ms=c.budget.wall_clock_ms),
-            retry=c.retry,
-            timeouts=c.timeouts,
-            risk_class=c.risk_class,
-            allowed_data=c.allowed_data,
-            notes=f"review of {item.work_item_id}",
-        )
-        request = ReviewRequest(
-            subject=item.work_item_id,
-            mission_id=self._board.state.spec.mission_id,
-            objective=c.objective,
-            criteria=semantic,
-            outputs=item.outputs,
-            artifacts=item.artifacts,
-            evidence=[e for e in item.evidence if e.criterion in ids],
-        )
-        review = ItemState(
-            spec=WorkItemSpec(
-                work_item_id=rid, contract=contract, input=request.model_dump(mode="json")
-            ),
-            review_of=item.work_item_id,
-            excluded=[item.owner] if item.owner else [],
-        )
-        self._board.graph.add({rid: []}, {rid: contract.dependency_strategy})
-        self._board.state.items[rid] = review
-        self._board.attention.add(rid)
+        board = self._board
+        rid = review_id(board.state, item)
+        review = review_work_item(item, rid, board.state.spec)
+        board.graph.add({rid: []}, {rid: review.spec.contract.dependency_strategy})
+        board.state.items[rid] = review
+        board.attention.add(rid)
         self._authorize(review)
         item.review_item, item.review_stage, item.reviewing = rid, ReviewStage.SEMANTIC, False
         item.detail = f"awaiting reviewer Evidence from {rid}"
-
-    def _semantic_step(self, item: ItemState, review: ItemState) -> ReviewStep:
-        by: dict[str, list[Evidence]] = {}
-        for e in review.evidence:
-            by.setdefault(e.criterion, []).append(e)
-        problems: list[str] = []
-        evidence: list[Evidence] = []
-        for k in criteria(item, SEMANTIC_KINDS):
-            found = by.get(k.id, [])
-            if not found:
-                problems.append(f"{k.id}: no reviewer Evidence")
-            for e in found:
-                evidence.append(e)
-                if e.result != "pass":
-                    problems.append(
-                        f"{k.id}: reviewer {e.producer} says {e.result}"
-                        + (f" ({e.summary[:200]})" if e.summary else "")
-                    )
-        return ReviewStep(
-            step="semantic",
-            passed=not problems,
-            evidence=evidence,
-            detail="; ".join(problems)
-            or f"reviewer {review.owner} passed every criterion ({review.work_item_id})",
-        )
 
     # ------------------------------------------------------------------ steps 4 and 5
 
     def _verdict(self, item: ItemState) -> None:
         """Step 4: the combined verdict; then the Approval when a criterion is ``human``."""
         item.review.append(verdict_step(item.review))
-        if item.review[-1].passed and self._awaits_approval(item):
+        if item.review[-1].passed and awaits_approval(item):
             item.review_stage, item.reviewing = ReviewStage.APPROVAL, False
             item.review_digest = review_digest(item.review)
             item.detail = f"awaiting a MissionOwner's approval of review {item.review_digest[:16]}"
             return
         self._decide(item, item.review[-1].passed)
-
-    def _awaits_approval(self, item: ItemState) -> bool:
-        return item.review_of is None and bool(criteria(item, frozenset({"human"})))
-
-    def _final_if_passed(self, item: ItemState) -> bool:
-        """Whether steps 1–2 passing decide the WorkItem (no reviewer, no Approval to wait
-        for): the review activity then issues the decision itself."""
-        return item.review_of is not None or not (
-            criteria(item, SEMANTIC_KINDS) or self._awaits_approval(item)
-        )
-
-    def _approval_step(self, item: ItemState) -> ReviewStep:
-        a = self._approval(item) or {}
-        granted = a.get("type") == EventType.APPROVAL_RESULT_GRANTED
-        approver = str(a.get("approver") or "?")
-        reason = str(a.get("reason") or "")
-        what = f"{a.get('type')} by {approver} (seq {a.get('seq')})" + (
-            f": {reason}" if reason else ""
-        )
-        at = a.get("decided_at_ms")
-        evidence = [
-            Evidence(
-                subject=item.work_item_id,
-                criterion=k.id,
-                method="MissionOwner approval",
-                result="pass" if granted else "fail",
-                producer=approver,
-                timestamp_ms=at if isinstance(at, int) else self._board.now(),
-                summary=f"{what}; review {item.review_digest}"[:2000],
-            )
-            for k in criteria(item, frozenset({"human"}))
-        ]
-        return ReviewStep(step="approval", passed=granted, detail=what[:2000], evidence=evidence)
-
-    @staticmethod
-    def _approval(item: ItemState) -> dict[str, Any] | None:
-        """The MissionOwner's decision recorded since the item's review began (the reducer's
-        ``approval``; one recorded before it was on an earlier submission)."""
-        a = item.w.approval
-        since = item.review_since_seq
-        if a is None or since is None or int(a.get("seq") or 0) > since:
-            return a
-        return None
 
     def _decide(self, item: ItemState, passed: bool) -> None:
         """``work.accept_result`` or ``work.fail`` with every step's Evidence."""
@@ -420,13 +278,13 @@ class Reviews:
             elif item.review_stage is ReviewStage.SEMANTIC:
                 review = self._board.state.items.get(item.review_item or "")
                 if review is not None and review.state is WorkItemState.VERIFIED:
-                    item.review.append(self._semantic_step(item, review))
+                    item.review.append(semantic_step(item, review))
                     item.review_stage = None
                     self._verdict(item)
-            elif (a := self._approval(item)) is not None and (
+            elif (a := approval_since_review(item)) is not None and (
                 a.get("ownership_epoch") == item.ownership_epoch
             ):
-                item.review.append(self._approval_step(item))
+                item.review.append(approval_step(item, a, self._board.now()))
                 self._decide(item, item.review[-1].passed)
 
     # ------------------------------------------------------------------ the approve update
@@ -479,12 +337,9 @@ def _decided(board: Board, wid: str) -> Callable[[CommandVerdict], None]:
 
 
 __all__ = [
-    "APPROVAL_COMMANDS",
-    "SEMANTIC_KINDS",
     "LostReview",
     "ReviewCase",
     "ReviewRound",
     "Reviews",
     "refuse",
-    "review_digest",
 ]

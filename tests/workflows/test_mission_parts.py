@@ -9,7 +9,7 @@ from pathlib import Path
 from missionweave.protocol import WorkItemFacts, WorkItemState
 from missionweave.protocol.temporal_contract import MissionSpec, WorkItemSpec
 from missionweave.workflows import MissionWorkflow
-from missionweave.workflows._review import Reviews
+from missionweave.workflows._review_steps import approval_since_review
 from missionweave.workflows._state import ItemState, MissionState, ReviewStage, compact
 from tests.mission_harness import contract
 
@@ -78,7 +78,7 @@ def _awaiting(approval_seq: int, since: int | None) -> ItemState:
 def test_only_an_approval_recorded_since_the_review_began_decides__MW_13_2_b() -> None:
     """The review leaves the reducer's facts alone: an Approval of an earlier submission is
     still in them, and is not this review's (step 5)."""
-    assert Reviews._approval(_awaiting(approval_seq=5, since=7)) is None
-    assert Reviews._approval(_awaiting(approval_seq=8, since=7)) is not None
+    assert approval_since_review(_awaiting(approval_seq=5, since=7)) is None
+    assert approval_since_review(_awaiting(approval_seq=8, since=7)) is not None
     # a state written before the field: its review had reset the Approval, so any counts
-    assert Reviews._approval(_awaiting(approval_seq=5, since=None)) is not None
+    assert approval_since_review(_awaiting(approval_seq=5, since=None)) is not None

@@ -98,7 +98,7 @@ class Offers:
 
     def requests(self, wanted: Wanted) -> list[SelectCandidatesInput]:
         """The ranking requests, each with the id, issue time and expiry of its offer; the
-        items are marked as being offered until :meth:`_offers_done`."""
+        items are marked as being offered (``offer_pending``) until :meth:`done`."""
         policy = self._board.state.spec.offer_policy
         now = self._board.now()
         requests = []
@@ -124,6 +124,7 @@ class Offers:
         return requests
 
     def done(self, wanted: Wanted) -> None:
+        """The offers of ``wanted`` are made or given up: they may be planned again."""
         for wid, _ in wanted:
             self._board.state.items[wid].offer_pending = False
 

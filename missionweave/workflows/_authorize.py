@@ -17,6 +17,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._board import Board
     from ._commands import Commands, OnVerdict
+    from ._inflight import IDLE
     from ._input_bounds import check_new_inputs
     from ._review import refuse
     from ._state import ItemState
@@ -190,7 +191,10 @@ class Authorizations:
             if (
                 item is not None
                 and dep not in item.spec.dependencies
-                and (item.state is not WorkItemState.OPEN or item.offer_pending)
+                and (
+                    item.state is not WorkItemState.OPEN
+                    or self._board.flights.get(dependent, IDLE).offer_pending
+                )
             ):  # no agent may hold work that a new edge says cannot start yet
                 raise refuse(
                     RejectionCode.NOT_OPEN,

@@ -16,6 +16,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ..protocol import WorkGraph
     from ..protocol.temporal_contract import EventSummary
+    from ._inflight import Flights
     from ._state import MissionState, apply_events
 
 
@@ -33,6 +34,7 @@ class Board:
         changes: changes applied so far (the status is counted again only on change).
         wake: something happened that the main loop must look at.
         ending: the Mission's end being sent (status, reason), ``None`` while it runs on.
+        flights: what is under way for each WorkItem (:class:`~._inflight.InFlight`).
         in_flight: the coroutines of the parts that are under way, by what they do (a typed
             key: an execution, a review round, a child's start …), in the order they began:
             a continue-as-new waits until none is left, and the Mission's end cancels them
@@ -46,6 +48,7 @@ class Board:
         self.changes = 0
         self.wake = False
         self.ending: tuple[str, str] | None = None
+        self.flights = Flights()
         self.in_flight: dict[Hashable, asyncio.Task[None]] = {}
 
     def spawn(self, key: Hashable, work: Callable[[], Coroutine[Any, Any, None]]) -> None:

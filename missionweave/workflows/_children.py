@@ -72,7 +72,7 @@ class Children:
     def create(self, item: ItemState) -> None:
         """Ask the Authority for ``item``'s child Mission; started once it is recorded."""
         assert item.spec.child_mission is not None
-        item.offer_pending = True  # nothing else may be planned for it meanwhile
+        self._board.flights.of(item.work_item_id).offer_pending = True  # nothing else planned
         wid = item.work_item_id
 
         def created(v: CommandVerdict) -> None:
@@ -104,7 +104,7 @@ class Children:
             }
         )
         item.child_workflow_id = mission_workflow_id(child.mission_id)
-        item.offer_pending = False
+        self._board.flights.of(item.work_item_id).offer_pending = False
 
         async def start() -> None:
             # ABANDON: any other policy kills the child when this run continues-as-new

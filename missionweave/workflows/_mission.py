@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from ._board import Board
     from ._children import CHILD_FINISHED_SIGNAL, Children, ChildStart
     from ._commands import Commands
+    from ._inflight import IDLE
     from ._input_bounds import spec_input_problem
     from ._plan import finished, plan
     from ._publish import Publisher
@@ -116,8 +117,6 @@ class MissionWorkflow:
             self.invalid = f"invalid MissionSpec: {all_errors(exc, MissionSpec)}"
             stand_in = stand_in_spec(spec, workflow.info().workflow_id)
             self.readable, spec, resume = False, stand_in, None
-        for it in resume.items.values() if resume is not None else ():
-            it.syncing = it.offer_pending = False  # no coroutine of the last run
         self.state = resume or MissionState(
             spec=spec, items={i.work_item_id: ItemState(spec=i) for i in spec.items}
         )
@@ -223,7 +222,7 @@ class MissionWorkflow:
             if state.cancel_reason is not None and state.status == "running":
                 await self._end("cancelled", CommandType.MISSION_CANCEL, state.cancel_reason)
                 return
-            p = plan(state, board.graph, board.now(), board.attention)
+            p = plan(state, board.graph, board.now(), board.attention, board.flights)
             board.attention.difference_update(p.settled)
             reason = failure_reason(state, p)
             if reason is not None:
@@ -352,9 +351,10 @@ class MissionWorkflow:
         item = self.state.items.get(sig.work_item_id)
         if item is None:
             return
+        flight = self.board.flights.get(item.work_item_id, IDLE)
         if item.owner == sig.agent_id:
             item.last_progress = sig.report
-        elif needs_confirmation(item, sig):  # a claim: the Authority's log decides (issue 29)
+        elif needs_confirmation(item, flight, sig):  # a claim: the Authority's log decides
             key = StartCheck(item.work_item_id)
             if key not in self.board.in_flight:
                 self.board.spawn(key, lambda: self.offers.confirm_start(item, sig))
@@ -393,7 +393,7 @@ class MissionWorkflow:
             workflow.info().is_continue_as_new_suggested()
             and not self.board.in_flight
             and not self.commands.queue
-            and not any(it.running or it.reviewing for it in self.state.items.values())
+            and not any(f.running or f.reviewing for f in self.board.flights.values())
         )
 
     def _result(self) -> MissionResult:

@@ -131,7 +131,7 @@ class Reviews:
         review WorkItem for semantic criteria (step 3) or straight to the verdict (step 4).
         Only an Approval recorded from now on decides step 5
         (:func:`~._review_steps.approval_since_review`)."""
-        item.reviewing = True
+        self._board.flights.of(item.work_item_id).reviewing = True
         item.review_stage = item.review_item = item.review_digest = None
         item.review_since_seq = item.w.seq
         slot = DecisionSlot(
@@ -190,7 +190,7 @@ class Reviews:
                 if c.input.decision and c.input.decision.final_if_passed
             ]
             board = self._board
-            follow = offers_after(board.state, board.graph, board.now(), accepting)
+            follow = offers_after(board.state, board.graph, board.now(), accepting, board.flights)
         self._board.spawn(ReviewRound(), lambda: self._round(batch, follow))
 
     async def _round(self, batch: list[ReviewCase], follow: Wanted) -> None:
@@ -246,7 +246,8 @@ class Reviews:
         board.state.items[rid] = review
         board.attention.add(rid)
         self._authorize(review)
-        item.review_item, item.review_stage, item.reviewing = rid, ReviewStage.SEMANTIC, False
+        item.review_item, item.review_stage = rid, ReviewStage.SEMANTIC
+        self._board.flights.of(item.work_item_id).reviewing = False
         item.detail = f"awaiting reviewer Evidence from {rid}"
 
     # ------------------------------------------------------------------ steps 4 and 5
@@ -255,7 +256,8 @@ class Reviews:
         """Step 4: the combined verdict; then the Approval when a criterion is ``human``."""
         item.review.append(verdict_step(item.review))
         if item.review[-1].passed and awaits_approval(item):
-            item.review_stage, item.reviewing = ReviewStage.APPROVAL, False
+            item.review_stage = ReviewStage.APPROVAL
+            self._board.flights.of(item.work_item_id).reviewing = False
             item.review_digest = review_digest(item.review)
             item.detail = f"awaiting a MissionOwner's approval of review {item.review_digest[:16]}"
             return
@@ -263,7 +265,8 @@ class Reviews:
 
     def _decide(self, item: ItemState, passed: bool) -> None:
         """``work.accept_result`` or ``work.fail`` with every step's Evidence."""
-        item.review_stage, item.reviewing = None, True
+        item.review_stage = None
+        self._board.flights.of(item.work_item_id).reviewing = True
         type_, body = decision_command(item.work_item_id, item.review, passed, self._board.now())
         self._commands.intent(type_, body, _decided(self._board, item.work_item_id))
 
@@ -329,9 +332,8 @@ def _decided(board: Board, wid: str) -> Callable[[CommandVerdict], None]:
     """The verdict on a review's decision (``work.accept_result`` or ``work.fail``) ends it."""
 
     def then(v: CommandVerdict) -> None:
-        item = board.state.items.get(wid)
-        if item is not None:
-            item.reviewing = False
+        if wid in board.state.items:
+            board.flights.of(wid).reviewing = False
 
     return then
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..protocol import WorkItemState
 from ..protocol.temporal_contract import ProgressSignal
+from ._inflight import InFlight
 from ._state import ItemState
 
 
@@ -26,14 +27,14 @@ class StartCheck:
     work_item_id: str
 
 
-def needs_confirmation(item: ItemState, sig: ProgressSignal) -> bool:
+def needs_confirmation(item: ItemState, flight: InFlight, sig: ProgressSignal) -> bool:
     """Whether ``sig`` claims a start the workflow has not seen: its agent is not the owner,
     an ``execute_work_item`` on it is in flight (the workflow offered or resumed the item there)
     and no read of the Authority's log for the item is under way."""
     return (
         item.owner != sig.agent_id
-        and item.running > 0
-        and not item.syncing
+        and flight.running > 0
+        and not flight.syncing
         and item.state in (WorkItemState.OPEN, WorkItemState.OFFERED, WorkItemState.QUEUED)
     )
 

@@ -30,6 +30,8 @@ from ..protocol.temporal_contract import (
 )
 
 _MODEL = ConfigDict(extra="forbid")
+#: What an item of a state written before :mod:`._inflight` carried of its run's work.
+_IN_FLIGHT_BEFORE = ("running", "selecting", "offer_pending", "syncing", "reviewing")
 
 
 class ReviewStage(enum.StrEnum):
@@ -42,7 +44,8 @@ class ReviewStage(enum.StrEnum):
 class ItemState(BaseModel):
     """What the Mission knows of one WorkItem: the facts reduced from the Authority's Events
     (:attr:`w`, the one reducer :func:`~missionweave.protocol.reduce_work_item`) and the
-    workflow's own bookkeeping.
+    workflow's own bookkeeping that crosses continue-as-new (what a run has under way is not
+    here: :mod:`._inflight`).
 
     Attributes:
         spec: the WorkItem as authorized.
@@ -56,11 +59,6 @@ class ItemState(BaseModel):
         no_agent_since_ms: when the rankings in a row that found nobody began (epoch ms):
             since then no agent could take it (none eligible, or every capable one busy);
             ``None`` once it is offered.
-        running: ``execute_work_item`` activities in flight (one per candidate of an offer,
-            or the owner's resume).
-        offer_pending: candidates are being ranked, a ``work.offer`` is in flight, or a child
-            Mission is being created.
-        syncing: its Events are being read from the Authority (an activity's result was lost).
         child_workflow_id: the child Mission carrying the item out.
         review: the results of the review steps so far (MW-13.2-b), kept for the Approval.
         review_of: on a review WorkItem, the WorkItem it reviews.
@@ -84,10 +82,6 @@ class ItemState(BaseModel):
     authorized: bool = False
     tried: list[str] = Field(default_factory=list)
     retry_at_ms: int | None = None
-    running: int = 0
-    offer_pending: bool = False
-    syncing: bool = False
-    reviewing: bool = False
     outputs: dict[str, Any] = Field(default_factory=dict)
     artifacts: list[str] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
@@ -188,7 +182,8 @@ class MissionState(BaseModel):
     def _resolve(cls, data: Any) -> Any:
         """The items travel with their contracts by reference (``WorkItemSpec.contract_ref``)
         and without their id and Mission (:func:`compact`): put them back. A state written
-        before may carry ``selecting`` on an item: read, dropped (``offer_pending`` covers it)."""
+        before may carry on an item what was under way in its run (``running``, ``selecting``
+        …): read, dropped — the new run has nothing under way (:mod:`._inflight`)."""
         if not isinstance(data, dict) or not isinstance(data.get("items"), dict):
             return data
         spec = data.get("spec")
@@ -203,7 +198,8 @@ class MissionState(BaseModel):
         for wid, it in items.items():  # what :func:`compact` leaves out
             if isinstance(it, dict) and isinstance(it.get("spec"), dict):
                 it = items[wid] = {**it, "spec": {"work_item_id": wid, **it["spec"]}}
-                it.pop("selecting", None)  # a state of before: ``offer_pending`` says it too
+                for key in _IN_FLIGHT_BEFORE:  # a state of before: none of it is under way
+                    it.pop(key, None)
                 w = it.get("w")
                 if isinstance(w, dict) and "state" in w and "mission_id" not in w:
                     it["w"] = {**w, "mission_id": mission_id}

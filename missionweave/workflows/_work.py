@@ -104,7 +104,7 @@ class Offers:
         requests = []
         for wid, exclude in wanted:
             item = self._board.state.items[wid]
-            item.offer_pending = True
+            self._board.flights.of(wid).offer_pending = True
             urgent = item.spec.contract.urgency.value == "urgent"
             requests.append(
                 SelectCandidatesInput(
@@ -126,7 +126,7 @@ class Offers:
     def done(self, wanted: Wanted) -> None:
         """The offers of ``wanted`` are made or given up: they may be planned again."""
         for wid, _ in wanted:
-            self._board.state.items[wid].offer_pending = False
+            self._board.flights.of(wid).offer_pending = False
 
     async def offered(
         self,
@@ -213,7 +213,7 @@ class Offers:
             item = self._board.state.items.get(wid)
             if item is None:
                 return
-            item.offer_pending = False
+            self._board.flights.of(wid).offer_pending = False
             if not v.accepted:  # e.g. owner_active: the lease has not expired yet
                 backoff = self._board.state.spec.offer_policy.reoffer_backoff_ms
                 item.retry_at_ms = self._board.now() + max(1000, backoff)
@@ -232,13 +232,14 @@ class Offers:
         of the Authority's log and the review that may follow the activity included: a
         continue-as-new waits for nothing in flight, and one that cut a read short left its
         WorkItem ``syncing``, never offered again (seen with 10,000 WorkItems)."""
-        item.running += 1
+        self._board.flights.of(item.work_item_id).running += 1
         self._board.spawn(
             Execution(item.work_item_id, agent), lambda: self._execute(item, agent, offer)
         )
 
     async def _execute(self, item: ItemState, agent: str, offer: OfferTerms | None) -> None:
         """One ``execute_work_item`` on ``agent``'s task queue, and what its outcome means."""
+        flight = self._board.flights.of(item.work_item_id)
         c = item.spec.contract
         wid = item.work_item_id
         doubt = False  # the outcome is unknown: read what the Authority holds
@@ -286,7 +287,7 @@ class Offers:
                 outcome = WorkOutcome(kind=OutcomeKind.LEASE_LOST, error=str(cause or exc))
                 doubt = True
         finally:
-            item.running -= 1
+            flight.running -= 1
             for w in self._board.state.awaiting_room:  # a slot is free: offer those waiting for one
                 self._board.state.items[w].retry_at_ms = None
             self._board.state.awaiting_room.clear()
@@ -301,16 +302,17 @@ class Offers:
         if (
             doubt
             or outcome.kind is OutcomeKind.LEASE_LOST
-            or (outcome.kind is OutcomeKind.NOT_TAKEN and not item.running)
+            or (outcome.kind is OutcomeKind.NOT_TAKEN and not flight.running)
         ):  # e.g. taken by an acceptance this workflow has not seen
             await self.sync(item)
-        if item.state is WorkItemState.SUBMITTED and not item.running and not item.reviewing:
+        if item.state is WorkItemState.SUBMITTED and not flight.running and not flight.reviewing:
             await self._review(item)
         self._board.wake = True
 
     async def sync(self, item: ItemState) -> None:
         """Read the WorkItem's Events since the last one applied and fold them in."""
-        item.syncing = True
+        flight = self._board.flights.of(item.work_item_id)
+        flight.syncing = True
         try:
             events = await coordinator_activity(
                 CoordinatorActivities.work_item_events,
@@ -323,7 +325,7 @@ class Offers:
                 summary=f"read {item.work_item_id} from the Authority",
             )
         finally:
-            item.syncing = False
+            flight.syncing = False
         self._board.apply(events)
 
 

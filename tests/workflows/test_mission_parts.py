@@ -1,5 +1,6 @@
-"""The Mission workflow is made of parts it holds (issue 26 item 2): plain classes, no mixins,
-and the state they carry across continue-as-new reads a state written before them."""
+"""The Mission workflow is made of parts it holds (issue 26 item 2): plain classes, no mixins;
+what a run has under way is not state, and the state they carry across continue-as-new reads
+a state written before them."""
 
 from __future__ import annotations
 
@@ -28,15 +29,15 @@ def test_the_workflow_is_one_class_holding_parts_not_mixins() -> None:
 
 
 def _old_shape() -> dict[str, object]:
-    """A continue-as-new input as the workflow wrote it before its parts: an item being
-    ranked (``selecting``) and one awaiting an Approval (``review_stage`` a string)."""
+    """A continue-as-new input as the workflow wrote it before its parts: an item marked as
+    being ranked (``selecting``, ``offer_pending``: what its run had under way) and one
+    awaiting an Approval (``review_stage`` a string)."""
     spec = MissionSpec(group_id="g", mission_id="m")
     items = {
         "a": ItemState(
             spec=WorkItemSpec(work_item_id="a", contract=C),
             w=WorkItemFacts(state=WorkItemState.OPEN, mission_id="m"),
             authorized=True,
-            offer_pending=True,
         ),
         "b": ItemState(
             spec=WorkItemSpec(work_item_id="b", contract=C),
@@ -47,7 +48,7 @@ def _old_shape() -> dict[str, object]:
         ),
     }
     data = compact(MissionState(spec=spec, items=items), spec)
-    data["items"]["a"]["selecting"] = True  # type: ignore[index]
+    data["items"]["a"].update(selecting=True, offer_pending=True, syncing=False)  # type: ignore[union-attr]
     data["items"]["b"].pop("review_since_seq", None)  # type: ignore[union-attr]
     return data
 
@@ -55,7 +56,8 @@ def _old_shape() -> dict[str, object]:
 def test_a_state_written_before_the_parts_is_read() -> None:
     state = MissionState.model_validate(_old_shape())
     a, b = state.items["a"], state.items["b"]
-    assert a.offer_pending is True  # ``selecting`` is part of it now
+    assert a.authorized and a.state is WorkItemState.OPEN  # planned afresh by the new run
+    assert "offer_pending" not in a.model_dump() and "selecting" not in a.model_dump()
     assert b.review_stage is ReviewStage.APPROVAL and b.review_digest == "d" * 64
     assert b.review_since_seq is None
 

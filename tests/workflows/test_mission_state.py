@@ -20,6 +20,7 @@ from missionweave.protocol.temporal_contract import (
     ReviewStep,
     WorkItemSpec,
 )
+from missionweave.workflows._inflight import Flights
 from missionweave.workflows._plan import counts, finished, open_count, plan
 from missionweave.workflows._state import (
     STATE_BUDGET,
@@ -262,7 +263,8 @@ def test_a_plan_settles_what_waits_on_dependencies_and_looks_only_where_told() -
     g.add({w: it.spec.dependencies for w, it in s.items.items()})
     p = plan(s, g, now_ms=0)
     assert p.offer == [("i1", [])] and p.settled == ["i0", "i2", "i3"]
-    s.items["i2"].running = 1  # in flight: looked at again, never settled
-    assert plan(s, g, now_ms=0).settled == ["i0", "i3"]
+    flights = Flights()
+    flights.of("i2").running = 1  # in flight: looked at again, never settled
+    assert plan(s, g, now_ms=0, flights=flights).settled == ["i0", "i3"]
     assert plan(s, g, now_ms=0, only={"i3"}) == type(p)(settled=["i3"])
     assert g.dependents("i1") == ["i2"]  # whom an Event on i1 puts back in view

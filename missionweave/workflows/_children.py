@@ -7,6 +7,7 @@ item follows the child's outcome and the Mission's child-failure policy (spec 10
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,10 +16,10 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ..protocol import CommandType, WorkItemState
     from ..protocol.temporal_contract import (
-        MISSION_WORKFLOW_TYPE,
         ChildOutcome,
         CommandVerdict,
         MissionResult,
+        MissionSpec,
         ParentLink,
         mission_workflow_id,
     )
@@ -40,9 +41,17 @@ class ChildStart:
 class Children:
     """The child Missions of one Mission: created with the Authority, started, followed."""
 
-    def __init__(self, board: Board, commands: Commands) -> None:
+    def __init__(
+        self,
+        board: Board,
+        commands: Commands,
+        mission: Callable[[Any, MissionSpec, None], Awaitable[MissionResult]],
+    ) -> None:
+        """``mission`` is the ``Mission`` workflow's run method (``MissionWorkflow.run``): the
+        typed reference a child is started by."""
         self._board = board
         self._commands = commands
+        self._mission = mission
 
     def finished(self, out: ChildOutcome) -> None:
         """A child Mission reports its outcome; the parent item follows (spec 10.2)."""
@@ -109,7 +118,7 @@ class Children:
         async def start() -> None:
             # ABANDON: any other policy kills the child when this run continues-as-new
             child_run = await workflow.start_child_workflow(
-                MISSION_WORKFLOW_TYPE,
+                self._mission,
                 args=[spec, None],
                 id=mission_workflow_id(child.mission_id),
                 task_queue=workflow.info().task_queue,  # the coordinator's, whatever its name

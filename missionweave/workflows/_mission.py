@@ -139,7 +139,7 @@ class MissionWorkflow:
         self.authorizations = Authorizations(board, self.commands)
         self.offers = Offers(board, self.commands, review=lambda it: self.reviews.review(it))
         self.reviews = Reviews(board, self.commands, self.offers, self.authorizations.authorize)
-        self.children = Children(board, self.commands)
+        self.children = Children(board, self.commands, mission=MissionWorkflow.run)
         self.publisher = Publisher()
         self.exists: str | None = None  # the Authority holds this Mission already
 

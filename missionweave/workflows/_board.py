@@ -35,7 +35,7 @@ class Board:
         wake: something happened that the main loop must look at.
         ending: the Mission's end being sent (status, reason), ``None`` while it runs on.
         flights: what is under way for each WorkItem (:class:`~._inflight.InFlight`).
-        in_flight: the coroutines of the parts that are under way, by what they do (a typed
+        tasks: the coroutines of the parts that are under way, by what they do (a typed
             key: an execution, a review round, a child's start …), in the order they began:
             a continue-as-new waits until none is left, and the Mission's end cancels them
             in that order.
@@ -49,10 +49,10 @@ class Board:
         self.wake = False
         self.ending: tuple[str, str] | None = None
         self.flights = Flights()
-        self.in_flight: dict[Hashable, asyncio.Task[None]] = {}
+        self.tasks: dict[Hashable, asyncio.Task[None]] = {}
 
     def spawn(self, key: Hashable, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Run ``work()`` as a task listed under ``key`` in :attr:`in_flight` until it is over
+        """Run ``work()`` as a task listed under ``key`` in :attr:`tasks` until it is over
         (then woken or not as ``work`` says). A later task under the same key takes its place;
         the earlier one, still running, is then no longer listed. ``work`` is called in the
         task: a task cancelled before it ran leaves no coroutine never awaited."""
@@ -64,10 +64,10 @@ class Board:
             try:
                 await work()
             finally:
-                if self.in_flight.get(key) is me:
-                    del self.in_flight[key]
+                if self.tasks.get(key) is me:
+                    del self.tasks[key]
 
-        self.in_flight[key] = asyncio.create_task(tracked())
+        self.tasks[key] = asyncio.create_task(tracked())
 
     def now(self) -> int:
         """The workflow's clock, epoch milliseconds (deterministic on replay)."""

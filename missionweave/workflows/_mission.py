@@ -356,7 +356,7 @@ class MissionWorkflow:
             item.last_progress = sig.report
         elif needs_confirmation(item, flight, sig):  # a claim: the Authority's log decides
             key = StartCheck(item.work_item_id)
-            if key not in self.board.in_flight:
+            if key not in self.board.tasks:
                 self.board.spawn(key, lambda: self.offers.confirm_start(item, sig))
 
     @workflow.signal(name=CHILD_FINISHED_SIGNAL)
@@ -377,7 +377,7 @@ class MissionWorkflow:
         way (Temporal's cancel request arrived meanwhile) is finished instead."""
         if self.board.ending is None:
             self.board.ending = (status, reason)
-            for key, task in list(self.board.in_flight.items()):
+            for key, task in list(self.board.tasks.items()):
                 if not isinstance(key, ChildStart):
                     task.cancel()  # offers and executions in flight: the Authority ends them
             body: dict[str, Any] = {"mission_id": self.state.spec.mission_id}
@@ -391,7 +391,7 @@ class MissionWorkflow:
     def _can_continue_as_new(self) -> bool:
         return (
             workflow.info().is_continue_as_new_suggested()
-            and not self.board.in_flight
+            and not self.board.tasks
             and not self.commands.queue
             and not any(f.running or f.reviewing for f in self.board.flights.values())
         )

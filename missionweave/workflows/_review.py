@@ -168,7 +168,7 @@ class Reviews:
 
     def due(self) -> bool:
         """Submissions wait for a round, and none is under way."""
-        return ReviewRound() not in self._board.in_flight and any(
+        return ReviewRound() not in self._board.tasks and any(
             c.checks is Checks.QUEUED for c in self._cases.values()
         )
 

@@ -293,7 +293,7 @@ class Offers:
             self._board.state.awaiting_room.clear()
         self._board.apply(outcome.events)
         if any(e.type == EventType.WORK_OFFER_ACCEPTED for e in outcome.events):
-            for key, task in list(self._board.in_flight.items()):  # the others lost (10.3-c)
+            for key, task in list(self._board.tasks.items()):  # the others lost (10.3-c)
                 if isinstance(key, Execution) and key.work_item_id == wid and key.agent_id != agent:
                     task.cancel()
         if outcome.kind is not OutcomeKind.NOT_TAKEN or not item.detail.startswith("offered"):

@@ -215,7 +215,7 @@ def plan(
                     p.wake_at(int(lease["expires_at_ms"]))
                 else:
                     p.offer.append((wid, []))
-            case WorkItemState.SUBMITTED if it.review_stage is None:
+            case WorkItemState.SUBMITTED if state.stage_of(wid) is None:
                 p.review.append(wid)
             case _:
                 pass

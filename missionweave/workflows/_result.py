@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..protocol.temporal_contract import ItemResult, MissionResult
+from ..protocol.temporal_contract import ItemResult, MissionResult, ReviewStep
 from ._state import STATE_BUDGET, ItemState, MissionState, trim
 
 #: Bytes of JSON the Mission's result may have (Temporal fails a completion over 2 MiB).
@@ -26,6 +26,12 @@ def mission_result(state: MissionState) -> MissionResult:
     if len(result.model_dump_json()) <= RESULT_BUDGET:
         return result
     return _result_of_state(state, lambda it: True)
+
+
+def review_steps(state: MissionState, work_item_id: str) -> list[ReviewStep]:
+    """The WorkItem's review steps so far (none: never reviewed, or trimmed)."""
+    record = state.reviews.get(work_item_id)
+    return record.steps if record is not None else []
 
 
 def _result_of_state(
@@ -50,7 +56,7 @@ def _result_of_state(
                 outputs=it.outputs,
                 artifacts=it.artifacts,
                 evidence=it.evidence,
-                review=[st.model_dump(mode="json") for st in it.review],
+                review=[st.model_dump(mode="json") for st in review_steps(state, w)],
                 review_of=it.review_of,
                 detail=it.detail,
                 error=it.error,

@@ -1,6 +1,6 @@
 """Review of submitted WorkItems in the spec's order (MW-13.2-b): :class:`Reviews`, a part of the
-Mission workflow. Every step's result is kept in ``ItemState.review`` and shown in the Mission's
-result.
+Mission workflow. Every step's result is kept in the item's :class:`ReviewRecord`
+(``MissionState.reviews``) and shown in the Mission's result.
 
 1. ``integrity`` and 2. ``deterministic`` — the coordinator's ``review_submissions`` step
    (a local activity, :mod:`missionweave.activities._review`): Artifact integrity and output
@@ -20,8 +20,8 @@ result.
 Then ``work.accept_result`` (every step passed) or ``work.fail`` (with every step's Evidence).
 Steps 1–2 of each submission are a :class:`ReviewCase` (queued, in the coordinator's step,
 answered), sent in rounds of one ``review_submissions`` step. Waiting (steps 3 and 5) is plain
-state in :class:`ItemState` (``review_stage``), advanced by the main loop, so a Mission waiting
-days for an Approval may continue as new. Steps 3–5 as data: :mod:`._review_steps`.
+state in the :class:`ReviewRecord` (its ``stage``), advanced by the main loop, so a Mission
+waiting days for an Approval may continue as new. Steps 3–5 as data: :mod:`._review_steps`.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ with workflow.unsafe.imports_passed_through():
         review_work_item,
         semantic_step,
     )
-    from ._state import ItemState, ReviewStage, name_items
+    from ._state import ItemState, ReviewRecord, ReviewStage, name_items
     from ._steps import coordinator_activity
     from ._work import Offers, Wanted
 
@@ -124,6 +124,10 @@ class Reviews:
         #: Steps 1–2 under way, by WorkItem, in the order they were asked for.
         self._cases: dict[str, ReviewCase] = {}
 
+    def _record(self, item: ItemState) -> ReviewRecord:
+        """``item``'s review record, made on its first review."""
+        return self._board.state.reviews.setdefault(item.work_item_id, ReviewRecord())
+
     # ------------------------------------------------------------------ steps 1 and 2
 
     async def review(self, item: ItemState) -> None:
@@ -132,8 +136,9 @@ class Reviews:
         Only an Approval recorded from now on decides step 5
         (:func:`~._review_steps.approval_since_review`)."""
         self._board.flights.of(item.work_item_id).reviewing = True
-        item.review_stage = item.review_item = item.review_digest = None
-        item.review_since_seq = item.w.seq
+        record = self._record(item)
+        record.stage = record.review_item = record.digest = None
+        record.since_seq = item.w.seq
         slot = DecisionSlot(
             command_id=self._commands.new_id(),
             issued_at_ms=self._board.now(),
@@ -160,7 +165,7 @@ class Reviews:
         assert result is not None
         if result.verdict is not None:  # the step issued the decision (steps 1–4), applied
             return
-        item.review = list(result.steps)
+        self._record(item).steps = list(result.steps)
         if result.passed and item.review_of is None and criteria(item, SEMANTIC_KINDS):
             self._request_review(item)
         else:
@@ -218,7 +223,8 @@ class Reviews:
                 case.result, case.checks = res, Checks.ANSWERED
                 if res.verdict is not None:  # the step decided: its Events before the offers'
                     item = self._board.state.items[case.input.work_item_id]
-                    item.review, item.review_stage = list(res.steps), None
+                    record = self._record(item)
+                    record.steps, record.stage = list(res.steps), None
                     self._commands.issued(res.verdict, _decided(self._board, item.work_item_id))
             await self._offers.offered(follow, done.offers or [None] * len(follow))
         finally:
@@ -240,13 +246,14 @@ class Reviews:
     def _request_review(self, item: ItemState) -> None:
         """Authorize the review WorkItem of ``item`` and wait for it (step 3)."""
         board = self._board
-        rid = review_id(board.state, item)
+        record = self._record(item)
+        rid = review_id(board.state, item, record)
         review = review_work_item(item, rid, board.state.spec)
         board.graph.add({rid: []}, {rid: review.spec.contract.dependency_strategy})
         board.state.items[rid] = review
         board.attention.add(rid)
         self._authorize(review)
-        item.review_item, item.review_stage = rid, ReviewStage.SEMANTIC
+        record.review_item, record.stage = rid, ReviewStage.SEMANTIC
         self._board.flights.of(item.work_item_id).reviewing = False
         item.detail = f"awaiting reviewer Evidence from {rid}"
 
@@ -254,41 +261,45 @@ class Reviews:
 
     def _verdict(self, item: ItemState) -> None:
         """Step 4: the combined verdict; then the Approval when a criterion is ``human``."""
-        item.review.append(verdict_step(item.review))
-        if item.review[-1].passed and awaits_approval(item):
-            item.review_stage = ReviewStage.APPROVAL
+        record = self._record(item)
+        record.steps.append(verdict_step(record.steps))
+        if record.steps[-1].passed and awaits_approval(item):
+            record.stage = ReviewStage.APPROVAL
             self._board.flights.of(item.work_item_id).reviewing = False
-            item.review_digest = review_digest(item.review)
-            item.detail = f"awaiting a MissionOwner's approval of review {item.review_digest[:16]}"
+            record.digest = review_digest(record.steps)
+            item.detail = f"awaiting a MissionOwner's approval of review {record.digest[:16]}"
             return
-        self._decide(item, item.review[-1].passed)
+        self._decide(item, record.steps[-1].passed)
 
     def _decide(self, item: ItemState, passed: bool) -> None:
         """``work.accept_result`` or ``work.fail`` with every step's Evidence."""
-        item.review_stage = None
+        record = self._record(item)
+        record.stage = None
         self._board.flights.of(item.work_item_id).reviewing = True
-        type_, body = decision_command(item.work_item_id, item.review, passed, self._board.now())
+        type_, body = decision_command(item.work_item_id, record.steps, passed, self._board.now())
         self._commands.intent(type_, body, _decided(self._board, item.work_item_id))
 
     def advance(self) -> None:
         """Move waiting reviews on (called by the main loop after every batch): a verified
         review WorkItem gives step 3, a MissionOwner's recorded decision gives step 5."""
-        for item in list(self._board.state.items.values()):
-            if item.review_stage is None:
+        state = self._board.state
+        for item in list(state.items.values()):  # in authorization order: Command ids follow it
+            record = state.reviews.get(item.work_item_id)
+            if record is None or record.stage is None:
                 continue
             if item.state is not WorkItemState.SUBMITTED:  # cancelled or failed meanwhile
-                item.review_stage = None
-            elif item.review_stage is ReviewStage.SEMANTIC:
-                review = self._board.state.items.get(item.review_item or "")
+                record.stage = None
+            elif record.stage is ReviewStage.SEMANTIC:
+                review = state.items.get(record.review_item or "")
                 if review is not None and review.state is WorkItemState.VERIFIED:
-                    item.review.append(semantic_step(item, review))
-                    item.review_stage = None
+                    record.steps.append(semantic_step(item, review))
+                    record.stage = None
                     self._verdict(item)
-            elif (a := approval_since_review(item)) is not None and (
+            elif (a := approval_since_review(item, record)) is not None and (
                 a.get("ownership_epoch") == item.ownership_epoch
             ):
-                item.review.append(approval_step(item, a, self._board.now()))
-                self._decide(item, item.review[-1].passed)
+                record.steps.append(approval_step(item, record, a, self._board.now()))
+                self._decide(item, record.steps[-1].passed)
 
     # ------------------------------------------------------------------ the approve update
 
@@ -318,13 +329,14 @@ class Reviews:
         item = self._board.state.items.get(str(cmd.body.get("work_item_id")))
         if item is None:
             raise refuse(RejectionCode.UNKNOWN_WORK_ITEM, "unknown WorkItem")
-        if item.review_stage is not ReviewStage.APPROVAL:
+        record = self._board.state.reviews.get(item.work_item_id)
+        if record is None or record.stage is not ReviewStage.APPROVAL:
             raise refuse(
                 "not_awaiting_approval", f"WorkItem {item.work_item_id} is not awaiting approval"
             )
-        if cmd.body.get("review_digest") != item.review_digest:
+        if cmd.body.get("review_digest") != record.digest:
             raise refuse(
-                "stale_review", f"the review record of {item.work_item_id} is {item.review_digest}"
+                "stale_review", f"the review record of {item.work_item_id} is {record.digest}"
             )
 
 

@@ -18,7 +18,7 @@ from ..protocol import (
     digest,
 )
 from ..protocol.temporal_contract import MissionSpec, ReviewRequest, ReviewStep, WorkItemSpec
-from ._state import ItemState, MissionState
+from ._state import ItemState, MissionState, ReviewRecord
 
 #: Criterion kinds a reviewer agent judges (step 3).
 SEMANTIC_KINDS = frozenset({"semantic", "qualitative"})
@@ -53,16 +53,16 @@ def final_if_passed(item: ItemState) -> bool:
     )
 
 
-def review_id(state: MissionState, item: ItemState) -> str:
+def review_id(state: MissionState, item: ItemState, record: ReviewRecord) -> str:
     """The id of ``item``'s next review WorkItem (``<item>:review``, ``<item>:review2`` …),
-    one no WorkItem of the Mission has; counted in ``item.reviews``."""
-    n = item.reviews + 1
+    one no WorkItem of the Mission has; counted in ``record.count``."""
+    n = record.count + 1
     while True:
         rid = f"{item.work_item_id}:review" + (str(n) if n > 1 else "")
         if len(rid) > _MAX_ID:
             rid = f"review-{digest(item.work_item_id)[:32]}-{n}"
         if state.state_of(rid) is None:
-            item.reviews = n
+            record.count = n
             return rid
         n += 1
 
@@ -146,18 +146,20 @@ def semantic_step(item: ItemState, review: ItemState) -> ReviewStep:
     )
 
 
-def approval_since_review(item: ItemState) -> dict[str, Any] | None:
+def approval_since_review(item: ItemState, record: ReviewRecord) -> dict[str, Any] | None:
     """The MissionOwner's decision recorded since the item's review began (the reducer's
     ``approval``; one recorded before was on an earlier submission and is not this review's).
     The review leaves the reducer's facts as they are."""
     a = item.w.approval
-    since = item.review_since_seq
+    since = record.since_seq
     if a is None or since is None or int(a.get("seq") or 0) > since:
         return a
     return None
 
 
-def approval_step(item: ItemState, approval: dict[str, Any], now_ms: int) -> ReviewStep:
+def approval_step(
+    item: ItemState, record: ReviewRecord, approval: dict[str, Any], now_ms: int
+) -> ReviewStep:
     """Step 5 from a MissionOwner's recorded decision: one Evidence per ``human`` criterion,
     stamped with the decision's time (``now_ms`` when it has none)."""
     granted = approval.get("type") == EventType.APPROVAL_RESULT_GRANTED
@@ -175,7 +177,7 @@ def approval_step(item: ItemState, approval: dict[str, Any], now_ms: int) -> Rev
             result="pass" if granted else "fail",
             producer=approver,
             timestamp_ms=at if isinstance(at, int) else now_ms,
-            summary=f"{what}; review {item.review_digest}"[:2000],
+            summary=f"{what}; review {record.digest}"[:2000],
         )
         for k in criteria(item, frozenset({"human"}))
     ]

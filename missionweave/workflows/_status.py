@@ -11,7 +11,7 @@ from ..protocol import WorkItemState
 from ..protocol.temporal_contract import MissionStatus, OutcomeKind, WorkItemStatus
 from ._plan import Plan, counts, format_duration
 from ._started import started_at_ms
-from ._state import ItemState, MissionState
+from ._state import ItemState, MissionState, ReviewRecord
 
 #: Bytes of JSON above which a WorkItem's outputs are left out of the ``status`` answer.
 OUTPUTS_SHOWN_BYTES = 4096
@@ -153,9 +153,16 @@ def _json_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def item_status(item: ItemState, outputs_room: int, now_ms: int | None = None) -> WorkItemStatus:
-    """One WorkItem as the ``status`` query shows it; its outputs only if their JSON is at most
-    :data:`OUTPUTS_SHOWN_BYTES` and ``outputs_room`` bytes (else ``outputs_omitted_bytes``)."""
+def item_status(
+    item: ItemState,
+    outputs_room: int,
+    now_ms: int | None = None,
+    review: ReviewRecord | None = None,
+) -> WorkItemStatus:
+    """One WorkItem as the ``status`` query shows it, with its ``review``; its outputs only if
+    their JSON is at most :data:`OUTPUTS_SHOWN_BYTES` and ``outputs_room`` bytes (else
+    ``outputs_omitted_bytes``)."""
+    r = review or ReviewRecord()
     size = _json_size(item.outputs) if item.outputs else 0
     shown = size <= min(OUTPUTS_SHOWN_BYTES, outputs_room)
     return WorkItemStatus(
@@ -170,10 +177,10 @@ def item_status(item: ItemState, outputs_room: int, now_ms: int | None = None) -
         last_progress=item.last_progress,
         detail=current_detail(item, now_ms),
         error=item.error,
-        review_stage=item.review_stage,
-        review_item=item.review_item,
-        review_digest=item.review_digest,
-        review=[st.model_dump(mode="json") for st in item.review],
+        review_stage=r.stage.value if r.stage is not None else None,
+        review_item=r.review_item,
+        review_digest=r.digest,
+        review=[st.model_dump(mode="json") for st in r.steps],
         outputs=dict(item.outputs) if shown else {},
         outputs_omitted_bytes=0 if shown else size,
     )
@@ -186,7 +193,7 @@ def mission_status(state: MissionState, now_ms: int | None = None) -> MissionSta
     room = STATUS_OUTPUTS_BUDGET
     items = []
     for it in state.items.values():
-        shown = item_status(it, room, now_ms)
+        shown = item_status(it, room, now_ms, state.reviews.get(it.work_item_id))
         room -= _json_size(shown.outputs) if shown.outputs else 0
         items.append(shown)
     return MissionStatus(

@@ -3,7 +3,7 @@
 Activities are methods on :class:`CoordinatorActivities`, which holds the Authority client, the
 coordinator's signing identity and the review checks. Signing happens here, never in the
 workflow (docs/design.md §5). The workflow runs each as a *local* activity in the coordinator's
-own Worker (``workflows._work.coordinator_activity``, issue 26): short, idempotent steps (every
+own Worker (``workflows._steps.coordinator_activity``, issue 26): short, idempotent steps (every
 Command carries the id the workflow fixed) that cost a marker in the history, not a round trip
 through a task queue. A step that raises is retried in the Worker, then after a durable timer.
 """

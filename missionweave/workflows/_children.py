@@ -1,5 +1,5 @@
-"""Child Missions of the Mission workflow, as a mixin: ``mission.create_child`` starts a child
-``Mission`` workflow (``ParentClosePolicy.ABANDON``: any other policy kills the child when the
+"""Child Missions of the Mission workflow (:class:`Children`): ``mission.create_child`` starts a
+child ``Mission`` workflow (``ParentClosePolicy.ABANDON``: any other policy kills the child when the
 parent continues as new), which reports back with the ``child_finished`` signal; the parent
 item follows the child's outcome and the Mission's child-failure policy (spec 10.2). A child in
 another Group first has its usage charged to the parent in the parent's Group
@@ -9,8 +9,10 @@ another Group first has its usage charged to the parent in the parent's Group
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -20,15 +22,20 @@ with workflow.unsafe.imports_passed_through():
     from ..activities import CoordinatorActivities
     from ..protocol import CommandType, WorkItemState
     from ..protocol.temporal_contract import (
-        MISSION_WORKFLOW_TYPE,
         ChargeParentUsageInput,
         ChildOutcome,
+        CommandVerdict,
         MissionResult,
+        MissionSpec,
         ParentLink,
         mission_workflow_id,
     )
+    from ._board import Board
+    from ._commands import Commands
     from ._state import ItemState
 
+#: The signal a child Mission reports its outcome with (``MissionWorkflow.child_finished``).
+CHILD_FINISHED_SIGNAL = "child_finished"
 #: ``workflow.patched`` id of the parent's charge before a child reports (older histories of
 #: a child in another Group signalled at once).
 CHARGE_PARENT_PATCH = "child-usage-charged-to-parent"
@@ -39,101 +46,107 @@ CHARGE_RETRY = RetryPolicy(
     maximum_attempts=20,
 )  # fmt: skip
 
-if TYPE_CHECKING:
-    from ._state import MissionState
+
+@dataclass(frozen=True)
+class ChildStart:
+    """In flight: the start of the child Mission carrying out a WorkItem."""
+
+    work_item_id: str
 
 
-class ChildMissionsMixin:
-    """The child-Mission part of :class:`~missionweave.workflows.MissionWorkflow`."""
+class Children:
+    """The child Missions of one Mission: created with the Authority, started, followed."""
 
-    if TYPE_CHECKING:
-        state: MissionState
-        tasks: dict[str, asyncio.Task[None]]
+    def __init__(
+        self,
+        board: Board,
+        commands: Commands,
+        mission: Callable[[Any, MissionSpec, None], Awaitable[MissionResult]],
+    ) -> None:
+        """``mission`` is the ``Mission`` workflow's run method (``MissionWorkflow.run``): the
+        typed reference a child is started by."""
+        self._board = board
+        self._commands = commands
+        self._mission = mission
 
-        def _intent(self, type: str, body: dict[str, Any], purpose: tuple[str, str]) -> str: ...
-
-    @workflow.signal
-    def child_finished(self, out: ChildOutcome) -> None:
+    def finished(self, out: ChildOutcome) -> None:
         """A child Mission reports its outcome; the parent item follows (spec 10.2)."""
-        item = self.state.items.get(out.work_item_id)
+        item = self._board.state.items.get(out.work_item_id)
         if item is None or item.state is not WorkItemState.BLOCKED:
             return
         if out.approved:
-            self._intent(
+            self._commands.intent(
                 CommandType.MISSION_CHILD_APPROVED,
                 {
                     "work_item_id": out.work_item_id,
                     "child_mission_id": out.child_mission_id,
                     "evidence": [e.model_dump(mode="json") for e in out.evidence],
                 },
-                ("child_result", out.work_item_id),
             )
         else:
-            self._intent(
+            self._commands.intent(
                 CommandType.MISSION_CHILD_FAILED,
                 {
                     "work_item_id": out.work_item_id,
                     "child_mission_id": out.child_mission_id,
-                    "policy": self.state.spec.child_failure_policy.value,
+                    "policy": self._board.state.spec.child_failure_policy.value,
                 },
-                ("child_result", out.work_item_id),
             )
         item.detail = f"child Mission {out.child_mission_id}: {out.summary}"
 
-    def _create_child(self, item: ItemState) -> None:
+    def create(self, item: ItemState) -> None:
+        """Ask the Authority for ``item``'s child Mission; started once it is recorded."""
         assert item.spec.child_mission is not None
-        item.offer_pending = True  # nothing else may be planned for it meanwhile
-        self._intent(
+        self._board.flights.of(item.work_item_id).offer_pending = True  # nothing else planned
+        wid = item.work_item_id
+
+        def created(v: CommandVerdict) -> None:
+            it = self._board.state.items.get(wid)
+            if it is not None and v.accepted:
+                self._start(it)
+
+        self._commands.intent(
             CommandType.MISSION_CREATE_CHILD,
             {
                 "work_item_id": item.work_item_id,
                 "child_mission_id": item.spec.child_mission.mission_id,
                 "child_group_id": item.spec.child_mission.group_id,
             },
-            ("child", item.work_item_id),
+            created,
         )
 
-    def _start_child(self, item: ItemState) -> None:
+    def _start(self, item: ItemState) -> None:
         child = item.spec.child_mission
         assert child is not None
         spec = child.model_copy(
             update={
                 "parent": ParentLink(
                     workflow_id=workflow.info().workflow_id,
-                    group_id=self.state.spec.group_id,
-                    mission_id=self.state.spec.mission_id,
+                    group_id=self._board.state.spec.group_id,
+                    mission_id=self._board.state.spec.mission_id,
                     work_item_id=item.work_item_id,
                 )
             }
         )
         item.child_workflow_id = mission_workflow_id(child.mission_id)
-        item.offer_pending = False
-
-        key = f"child:{item.work_item_id}"
+        self._board.flights.of(item.work_item_id).offer_pending = False
 
         async def start() -> None:
-            me = asyncio.current_task()  # not in ``finally``: see WorkMixin._execution
-            try:
-                await started()
-            finally:  # started: nothing of it is in flight (a continue-as-new may come)
-                if self.tasks.get(key) is me:
-                    del self.tasks[key]
-
-        async def started() -> None:
             # ABANDON: any other policy kills the child when this run continues-as-new
             child_run = await workflow.start_child_workflow(
-                MISSION_WORKFLOW_TYPE,
+                self._mission,
                 args=[spec, None],
                 id=mission_workflow_id(child.mission_id),
                 task_queue=workflow.info().task_queue,  # the coordinator's, whatever its name
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                static_summary=f"child of {self.state.spec.mission_id}: {child.title}",
+                static_summary=f"child of {self._board.state.spec.mission_id}: {child.title}",
             )
             # The child reports by signal (``child_finished``), before it fails its execution
             # if it did not complete: its result is not awaited, and its failure is no error.
             child_run.add_done_callback(_retrieved)
 
-        self.tasks[key] = asyncio.create_task(start())
+        # started: nothing of it is in flight (a continue-as-new may come)
+        self._board.spawn(ChildStart(item.work_item_id), start)
 
     async def _charge_parent(self, parent: ParentLink, result: MissionResult) -> None:
         """A child in another Group: its usage forwarded out of its Group is charged to the
@@ -158,17 +171,19 @@ class ChildMissionsMixin:
             workflow.logger.warning("usage of %s not charged to its parent: %s",
                                     result.mission_id, cause)  # fmt: skip
 
-    async def _report_to_parent(self, parent: ParentLink, result: MissionResult) -> None:
+    async def report_to_parent(self, parent: ParentLink, result: MissionResult) -> None:
+        """Signal this Mission's outcome to the parent Mission's item (after charging a
+        parent in another Group, :meth:`_charge_parent`)."""
         if parent.group_id != result.group_id and workflow.patched(CHARGE_PARENT_PATCH):
             await self._charge_parent(parent, result)
         evidence = [e for it in result.items for e in it.evidence]
         why = result.reason or f"{len(result.items)} WorkItem(s)"
         handle = workflow.get_external_workflow_handle(parent.workflow_id)
         await handle.signal(
-            ChildMissionsMixin.child_finished,
+            CHILD_FINISHED_SIGNAL,
             ChildOutcome(
                 work_item_id=parent.work_item_id,
-                child_mission_id=self.state.spec.mission_id,
+                child_mission_id=self._board.state.spec.mission_id,
                 approved=result.status == "completed",
                 evidence=evidence[:50],
                 summary=f"{result.status}: {why}",
@@ -182,4 +197,4 @@ def _retrieved(run: asyncio.Future[Any]) -> None:
         run.exception()
 
 
-__all__ = ["ChildMissionsMixin"]
+__all__ = ["CHARGE_PARENT_PATCH", "CHILD_FINISHED_SIGNAL", "ChildStart", "Children"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ..protocol import TERMINAL_STATES, WorkGraph, WorkItemState
+from ._inflight import IDLE, InFlight
 from ._state import ItemState, MissionState
 
 
@@ -114,25 +115,33 @@ class _States(Mapping[str, WorkItemState]):
 
 
 def plan(
-    state: MissionState, graph: WorkGraph, now_ms: int, only: Container[str] | None = None
+    state: MissionState,
+    graph: WorkGraph,
+    now_ms: int,
+    only: Container[str] | None = None,
+    flights: Mapping[str, InFlight] | None = None,
 ) -> Plan:
     """Decide, from the state alone, what needs doing at ``now_ms``.
 
     Args:
         only: look at these WorkItems alone (the others are settled, :attr:`Plan.settled`);
             ``None``: at all of them. Either way in authorization order.
+        flights: what is under way for each WorkItem (none when not given): a WorkItem with
+            anything under way is left alone.
     """
     p = Plan()
+    flights = flights or {}
     states = _States(state)
     for wid, it in state.items.items():
         if only is not None and wid not in only:
             continue
-        if it.state in TERMINAL_STATES and not (it.running or it.reviewing or it.syncing):
+        f = flights.get(wid, IDLE)
+        if it.state in TERMINAL_STATES and not (f.running or f.reviewing or f.syncing):
             p.settled.append(wid)
             continue
-        if not it.authorized or it.state in TERMINAL_STATES or it.running:
+        if not it.authorized or it.state in TERMINAL_STATES or f.running:
             continue
-        if it.offer_pending or it.selecting or it.reviewing or it.syncing:
+        if f.offer_pending or f.reviewing or f.syncing:
             continue
         deadline = it.spec.contract.deadline_ms
         if deadline is not None and _awaits_an_agent(it, graph, states):
@@ -206,7 +215,7 @@ def plan(
                     p.wake_at(int(lease["expires_at_ms"]))
                 else:
                     p.offer.append((wid, []))
-            case WorkItemState.SUBMITTED if it.review_stage is None:
+            case WorkItemState.SUBMITTED if state.stage_of(wid) is None:
                 p.review.append(wid)
             case _:
                 pass
@@ -226,7 +235,11 @@ class _Verified(_States):
 
 
 def offers_after(
-    state: MissionState, graph: WorkGraph, now_ms: int, accepting: list[str]
+    state: MissionState,
+    graph: WorkGraph,
+    now_ms: int,
+    accepting: list[str],
+    flights: Mapping[str, InFlight],
 ) -> list[tuple[str, list[str]]]:
     """The dependents that :func:`plan` would offer at ``now_ms`` once every WorkItem of
     ``accepting`` is verified, and are not eligible before: ``(dependent, the WorkItems of
@@ -242,15 +255,15 @@ def offers_after(
             it = state.items.get(dep)
             if it is None or dep in found:
                 continue
+            f = flights.get(dep, IDLE)
             if (
                 not it.authorized
                 or it.state is not WorkItemState.OPEN
                 or it.spec.child_mission is not None
-                or it.running
-                or it.offer_pending
-                or it.selecting
-                or it.syncing
-                or it.reviewing
+                or f.running
+                or f.offer_pending
+                or f.syncing
+                or f.reviewing
                 or (it.retry_at_ms is not None and now_ms < it.retry_at_ms)
                 or ((deadline := it.spec.contract.deadline_ms) is not None and now_ms >= deadline)
             ):

@@ -12,19 +12,29 @@ Authority names that agent as the active owner. Pure helpers; no clocks, no I/O.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..protocol import WorkItemState
 from ..protocol.temporal_contract import ProgressSignal
+from ._inflight import InFlight
 from ._state import ItemState
 
 
-def needs_confirmation(item: ItemState, sig: ProgressSignal) -> bool:
+@dataclass(frozen=True)
+class StartCheck:
+    """In flight: the read of a WorkItem's Events after an agent said it started."""
+
+    work_item_id: str
+
+
+def needs_confirmation(item: ItemState, flight: InFlight, sig: ProgressSignal) -> bool:
     """Whether ``sig`` claims a start the workflow has not seen: its agent is not the owner,
     an ``execute_work_item`` on it is in flight (the workflow offered or resumed the item there)
     and no read of the Authority's log for the item is under way."""
     return (
         item.owner != sig.agent_id
-        and item.running > 0
-        and not item.syncing
+        and flight.running > 0
+        and not flight.syncing
         and item.state in (WorkItemState.OPEN, WorkItemState.OFFERED, WorkItemState.QUEUED)
     )
 
@@ -42,4 +52,4 @@ def started_at_ms(item: ItemState) -> int | None:
     return int(at) if isinstance(at, int) else None
 
 
-__all__ = ["confirmed", "needs_confirmation", "started_at_ms"]
+__all__ = ["StartCheck", "confirmed", "needs_confirmation", "started_at_ms"]

@@ -7,6 +7,7 @@ Authority's verdicts (:func:`apply_events`), never by guessing.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -29,12 +30,57 @@ from ..protocol.temporal_contract import (
 )
 
 _MODEL = ConfigDict(extra="forbid")
+#: What an item of a state written before :mod:`._inflight` carried of its run's work.
+_IN_FLIGHT_BEFORE = ("running", "selecting", "offer_pending", "syncing", "reviewing")
+
+
+class ReviewStage(enum.StrEnum):
+    """What a submitted WorkItem's review waits for, across continue-as-new (MW-13.2-b)."""
+
+    SEMANTIC = "semantic"  # step 3: its review WorkItem verified
+    APPROVAL = "approval"  # step 5: a MissionOwner's decision
+
+
+class ReviewRecord(BaseModel):
+    """One WorkItem's review as it crosses continue-as-new (MW-13.2-b); written by
+    :class:`~._review.Reviews` alone.
+
+    Attributes:
+        steps: the results of the review steps so far, kept for the Approval and the result.
+        stage: what the review waits for (:class:`ReviewStage`); ``None``: nothing.
+        review_item: the current review WorkItem's id (step 3).
+        count: review WorkItems created for the item so far.
+        digest: digest of the review record a MissionOwner approves (step 5).
+        since_seq: the item's last Event when the current review began: only an Approval
+            recorded after it decides step 5 (``None``: any, as a state written before this
+            field carried none but the current review's).
+    """
+
+    model_config = _MODEL
+    steps: list[ReviewStep] = Field(default_factory=list)
+    stage: ReviewStage | None = None
+    review_item: str | None = None
+    count: int = 0
+    digest: str | None = None
+    since_seq: int | None = None
+
+
+#: An item's review fields in a state written before :class:`ReviewRecord` → the record's.
+_REVIEW_BEFORE = {
+    "review": "steps",
+    "review_stage": "stage",
+    "review_item": "review_item",
+    "reviews": "count",
+    "review_digest": "digest",
+    "review_since_seq": "since_seq",
+}
 
 
 class ItemState(BaseModel):
     """What the Mission knows of one WorkItem: the facts reduced from the Authority's Events
     (:attr:`w`, the one reducer :func:`~missionweave.protocol.reduce_work_item`) and the
-    workflow's own bookkeeping.
+    workflow's own bookkeeping that crosses continue-as-new (what a run has under way is not
+    here: :mod:`._inflight`).
 
     Attributes:
         spec: the WorkItem as authorized.
@@ -48,20 +94,9 @@ class ItemState(BaseModel):
         no_agent_since_ms: when the rankings in a row that found nobody began (epoch ms):
             since then no agent could take it (none eligible, or every capable one busy);
             ``None`` once it is offered.
-        running: ``execute_work_item`` activities in flight (one per candidate of an offer,
-            or the owner's resume).
-        selecting: candidates are being ranked.
-        offer_pending: a ``work.offer`` is queued or in flight.
-        syncing: its Events are being read from the Authority (an activity's result was lost).
         child_workflow_id: the child Mission carrying the item out.
-        review: the results of the review steps so far (MW-13.2-b), kept for the Approval.
         review_of: on a review WorkItem, the WorkItem it reviews.
         excluded: agents never offered this item (a review's subject's owner).
-        review_stage: ``semantic`` (waiting for the review WorkItem) or ``approval`` (waiting
-            for a MissionOwner's decision); ``None`` otherwise.
-        review_item: the current review WorkItem's id.
-        reviews: review WorkItems created for this item so far.
-        review_digest: digest of the review record a MissionOwner approves.
         trimmed: its Evidence, review steps and input (and maybe outputs) were dropped from
             the state to keep it under Temporal's payload limit (:func:`trim`); the Group log
             has them.
@@ -73,24 +108,14 @@ class ItemState(BaseModel):
     authorized: bool = False
     tried: list[str] = Field(default_factory=list)
     retry_at_ms: int | None = None
-    running: int = 0
-    selecting: bool = False
-    offer_pending: bool = False
-    syncing: bool = False
-    reviewing: bool = False
     outputs: dict[str, Any] = Field(default_factory=dict)
     artifacts: list[str] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
-    review: list[ReviewStep] = Field(default_factory=list)
     last_progress: ProgressReport | None = None
     child_workflow_id: str | None = None
     detail: str = ""
     review_of: str | None = None
     excluded: list[str] = Field(default_factory=list)
-    review_stage: str | None = None
-    review_item: str | None = None
-    reviews: int = 0
-    review_digest: str | None = None
     trimmed: bool = False
     empty_rankings: int = 0
     no_agent_since_ms: int | None = None
@@ -156,6 +181,7 @@ class MissionState(BaseModel):
             only their final state stays), by id; none of them is in ``items``. A Mission of
             thousands of WorkItems stays under Temporal's 2 MiB payload limit this way; the
             Group log keeps everything.
+        reviews: the review of each WorkItem reviewed so far (:class:`ReviewRecord`), by id.
     """
 
     model_config = _MODEL
@@ -171,12 +197,16 @@ class MissionState(BaseModel):
     first_seq: int | None = None
     last_seq: int | None = None
     archived: dict[str, WorkItemState] = Field(default_factory=dict)
+    reviews: dict[str, ReviewRecord] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
     def _resolve(cls, data: Any) -> Any:
         """The items travel with their contracts by reference (``WorkItemSpec.contract_ref``)
-        and without their id and Mission (:func:`compact`): put them back."""
+        and without their id and Mission (:func:`compact`): put them back. A state written
+        before may carry on an item what was under way in its run (``running``, ``selecting``
+        …): read, dropped — the new run has nothing under way (:mod:`._inflight`); and its
+        review (``review_stage`` …): read into :attr:`reviews`."""
         if not isinstance(data, dict) or not isinstance(data.get("items"), dict):
             return data
         spec = data.get("spec")
@@ -187,10 +217,16 @@ class MissionState(BaseModel):
             spec.mission_id if isinstance(spec, MissionSpec) else (spec or {}).get("mission_id")
         )
         items = dict(data["items"])
+        reviews = dict(data.get("reviews") or {})
         ids = []
         for wid, it in items.items():  # what :func:`compact` leaves out
             if isinstance(it, dict) and isinstance(it.get("spec"), dict):
                 it = items[wid] = {**it, "spec": {"work_item_id": wid, **it["spec"]}}
+                for key in _IN_FLIGHT_BEFORE:  # a state of before: none of it is under way
+                    it.pop(key, None)
+                old = {new: it.pop(key) for key, new in _REVIEW_BEFORE.items() if key in it}
+                if old:  # a state of before: the item carried its review
+                    reviews[wid] = {**old, **reviews.get(wid, {})}
                 w = it.get("w")
                 if isinstance(w, dict) and "state" in w and "mission_id" not in w:
                     it["w"] = {**w, "mission_id": mission_id}
@@ -199,7 +235,12 @@ class MissionState(BaseModel):
         resolve_contract_refs(specs, contracts, where="items' specs")  # each contract once
         for wid, spec_data in zip(ids, specs, strict=True):
             items[wid] = {**items[wid], "spec": spec_data}
-        return {**data, "items": items}
+        return {**data, "items": items, **({"reviews": reviews} if reviews else {})}
+
+    def stage_of(self, work_item_id: str) -> ReviewStage | None:
+        """What the WorkItem's review waits for (``None``: nothing, or never reviewed)."""
+        record = self.reviews.get(work_item_id)
+        return record.stage if record is not None else None
 
     def state_of(self, work_item_id: str) -> WorkItemState | None:
         """A WorkItem's state, archived or not (``None``: not this Mission's)."""
@@ -269,16 +310,18 @@ def trim(state: MissionState, budget: int = STATE_BUDGET) -> bool:
     """
     if _size(state) <= budget:
         return False
-    waited_on = {it.review_item for it in state.items.values() if it.review_stage == "semantic"}
+    waited_on = {r.review_item for r in state.reviews.values() if r.stage is ReviewStage.SEMANTIC}
     done = [
         it
         for it in state.items.values()
         if it.state in (WorkItemState.VERIFIED, WorkItemState.CANCELLED)
-        and it.review_stage is None
+        and state.stage_of(it.work_item_id) is None
         and it.work_item_id not in waited_on
     ]
     for it in done:
-        it.evidence, it.review, it.trimmed = [], [], True
+        it.evidence, it.trimmed = [], True
+        if (record := state.reviews.get(it.work_item_id)) is not None:
+            record.steps = []
         it.spec = it.spec.model_copy(update={"input": {}})
     if _size(state) > budget:
         for it in done:
@@ -293,6 +336,7 @@ def trim(state: MissionState, budget: int = STATE_BUDGET) -> bool:
             if it.work_item_id not in needed:
                 state.archived[it.work_item_id] = it.state
                 del state.items[it.work_item_id]
+                state.reviews.pop(it.work_item_id, None)
     return bool(done)
 
 
@@ -327,3 +371,34 @@ def name_items(ids: list[str], most: int = 3) -> str:
     if len(ids) <= most:
         return ", ".join(ids)
     return f"{', '.join(ids[:most])} … ({len(ids)} WorkItems)"
+
+
+def stand_in_spec(raw: Any, workflow_id: str) -> MissionSpec:
+    """A spec with no items standing in for one that does not validate, so that the status
+    query, the search attributes and the failure can still name the Mission: the group and
+    mission ids when they read as text (else empty: the mission id from ``workflow_id``)."""
+    data = raw if isinstance(raw, dict) else {}
+
+    def text(key: str, default: str = "") -> str:
+        v = data.get(key)
+        return v if isinstance(v, str) and 0 < len(v) <= 128 else default
+
+    return MissionSpec.model_construct(
+        group_id=text("group_id"),
+        mission_id=text("mission_id", workflow_id.removeprefix("mission-")),
+        title=text("title"),
+        items=[],
+    )
+
+
+def continue_as_new_args(state: MissionState) -> list[Any]:
+    """The next run's arguments: a spec without items or contracts, and the state
+    (:func:`trim` first, then :func:`compact`). The items live in the state: the spec travels
+    without them, so the input stays well under Temporal's 2 MiB payload limit; without
+    default values (a WorkContract is mostly defaults) it is about a quarter of the bytes, and
+    the next run's validation restores them. The state's spec has the named contracts; the
+    first argument (ignored when a state is given) need not carry them twice."""
+    slim = state.spec.model_copy(update={"items": []})
+    trim(state)
+    bare = slim.model_copy(update={"contracts": {}})
+    return [bare, compact(state, slim)]

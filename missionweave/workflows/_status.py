@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..outcome import error_line
 from ..protocol import WorkItemState
 from ..protocol.temporal_contract import MissionStatus, OutcomeKind, WorkItemStatus
-from ._plan import counts, format_duration
+from ._plan import Plan, counts, format_duration
 from ._started import started_at_ms
-from ._state import ItemState, MissionState
+from ._state import ItemState, MissionState, ReviewRecord
 
 #: Bytes of JSON above which a WorkItem's outputs are left out of the ``status`` answer.
 OUTPUTS_SHOWN_BYTES = 4096
@@ -97,6 +98,41 @@ def current_detail(item: ItemState, now_ms: int | None = None) -> str:
     return d
 
 
+def failed_for_good(item: ItemState) -> str:
+    """``failed after 3 attempt(s) at ada: RuntimeError: kaboom`` (the error's first line)."""
+    text = f"failed after {item.attempts} attempt(s)"
+    bound = item.w.retry_exhausted
+    if bound is not None and bound != "max_attempts":
+        text += f" (retry bound {bound} reached)"
+    elif not item.w.retryable and item.attempts < item.spec.contract.retry.max_attempts:
+        text += " (not retryable)"
+    if item.w.failed_owner:
+        text += f" at {item.w.failed_owner}"
+    why = error_line(item.error)
+    return text + (f": {why}" if why else "")
+
+
+def failure_reason(state: MissionState, p: Plan) -> str | None:
+    """Say why each WorkItem of ``p.exhausted`` failed for good (a child's item says what its
+    child did already); if the Mission runs, it fails: its reason (the first one's failure),
+    the dependents that never start told why (:func:`note_blocked_dependents`). ``None``:
+    nothing failed for good, or the Mission has ended already."""
+    for wid in p.exhausted:
+        item = state.items[wid]
+        if item.spec.child_mission is None:
+            item.detail = p.reasons.get(wid) or failed_for_good(item)
+    if not p.exhausted or state.status != "running":
+        return None
+    first = state.items[p.exhausted[0]]
+    why = (
+        p.reasons.get(first.work_item_id)
+        or error_line(first.error)
+        or (first.detail if first.spec.child_mission is not None else "")
+    )
+    note_blocked_dependents(state, p.exhausted)
+    return f"{first.work_item_id} failed for good" + (f": {why}" if why else "")
+
+
 def note_blocked_dependents(state: MissionState, failed: list[str]) -> None:
     """Before the Mission fails because the WorkItems ``failed`` failed for good: give each open
     WorkItem that waited on one of them (directly or through another waiting one) and has no
@@ -139,9 +175,16 @@ def _json_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def item_status(item: ItemState, outputs_room: int, now_ms: int | None = None) -> WorkItemStatus:
-    """One WorkItem as the ``status`` query shows it; its outputs only if their JSON is at most
-    :data:`OUTPUTS_SHOWN_BYTES` and ``outputs_room`` bytes (else ``outputs_omitted_bytes``)."""
+def item_status(
+    item: ItemState,
+    outputs_room: int,
+    now_ms: int | None = None,
+    review: ReviewRecord | None = None,
+) -> WorkItemStatus:
+    """One WorkItem as the ``status`` query shows it, with its ``review``; its outputs only if
+    their JSON is at most :data:`OUTPUTS_SHOWN_BYTES` and ``outputs_room`` bytes (else
+    ``outputs_omitted_bytes``)."""
+    r = review or ReviewRecord()
     size = _json_size(item.outputs) if item.outputs else 0
     shown = size <= min(OUTPUTS_SHOWN_BYTES, outputs_room)
     return WorkItemStatus(
@@ -156,10 +199,10 @@ def item_status(item: ItemState, outputs_room: int, now_ms: int | None = None) -
         last_progress=item.last_progress,
         detail=current_detail(item, now_ms),
         error=item.error,
-        review_stage=item.review_stage,
-        review_item=item.review_item,
-        review_digest=item.review_digest,
-        review=[st.model_dump(mode="json") for st in item.review],
+        review_stage=r.stage.value if r.stage is not None else None,
+        review_item=r.review_item,
+        review_digest=r.digest,
+        review=[st.model_dump(mode="json") for st in r.steps],
         outputs=dict(item.outputs) if shown else {},
         outputs_omitted_bytes=0 if shown else size,
     )
@@ -172,7 +215,7 @@ def mission_status(state: MissionState, now_ms: int | None = None) -> MissionSta
     room = STATUS_OUTPUTS_BUDGET
     items = []
     for it in state.items.values():
-        shown = item_status(it, room, now_ms)
+        shown = item_status(it, room, now_ms, state.reviews.get(it.work_item_id))
         room -= _json_size(shown.outputs) if shown.outputs else 0
         items.append(shown)
     return MissionStatus(
@@ -192,6 +235,8 @@ __all__ = [
     "OUTPUTS_SHOWN_BYTES",
     "STATUS_OUTPUTS_BUDGET",
     "current_detail",
+    "failed_for_good",
+    "failure_reason",
     "mission_status",
     "note_blocked_dependents",
     "waiting_lines",

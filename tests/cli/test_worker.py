@@ -301,7 +301,7 @@ def test_ctrl_c_on_a_handler_that_never_pauses_reports_it_and_exits_1(
     assert not [k for k in kinds if "expired" in str(k)], kinds  # reported, not timed out
 
     # dev up stopped while the Mission's activity is in flight: a clean stop, and nothing
-    # printed by workflow coroutines closed after their loop is gone (WorkMixin._execution)
+    # printed by workflow coroutines closed after their loop is gone (workflows Board.spawn)
     assert stack.interrupt() == 0, stack.stderr()
     log = stack.stderr()
     assert "Exception ignored" not in log and "Traceback" not in log, log

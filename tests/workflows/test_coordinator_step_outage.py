@@ -15,7 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from missionweave.authority.client import AuthorityUnavailable
-from missionweave.workflows._work import MAX_STEP_PAUSE, STEP_RETRY, coordinator_activity
+from missionweave.workflows._steps import MAX_STEP_PAUSE, STEP_RETRY, coordinator_activity
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

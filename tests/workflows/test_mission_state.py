@@ -20,11 +20,14 @@ from missionweave.protocol.temporal_contract import (
     ReviewStep,
     WorkItemSpec,
 )
+from missionweave.workflows._inflight import Flights
 from missionweave.workflows._plan import counts, finished, open_count, plan
 from missionweave.workflows._state import (
     STATE_BUDGET,
     ItemState,
     MissionState,
+    ReviewRecord,
+    ReviewStage,
     compact,
     trim,
 )
@@ -49,14 +52,22 @@ def _item(wid: str, state: WorkItemState, note: str) -> ItemState:
         outputs={"report": wid},
         artifacts=["a" * 64],
         evidence=[ev],
-        review=[ReviewStep(step="deterministic", passed=True, evidence=[ev])],
+    )
+
+
+def _review(item: ItemState) -> ReviewRecord:
+    return ReviewRecord(
+        steps=[ReviewStep(step="deterministic", passed=True, evidence=item.evidence)]
     )
 
 
 def _state(n: int, note: str, *, open_items: int = 0) -> MissionState:
     items = {f"v{i}": _item(f"v{i}", WorkItemState.VERIFIED, note) for i in range(n)}
     items |= {f"o{i}": _item(f"o{i}", WorkItemState.SUBMITTED, note) for i in range(open_items)}
-    return MissionState(spec=MissionSpec(group_id="g", mission_id="m"), items=items)
+    reviews = {w: _review(it) for w, it in items.items()}
+    return MissionState(
+        spec=MissionSpec(group_id="g", mission_id="m"), items=items, reviews=reviews
+    )
 
 
 def _size(s: MissionState) -> int:
@@ -87,11 +98,11 @@ def test_a_big_state_drops_finished_items_details_first() -> None:
     assert trim(s) is True
     assert _size(s) <= STATE_BUDGET
     v = s.items["v0"]
-    assert v.trimmed and v.evidence == [] and v.review == [] and v.spec.input == {}
+    assert v.trimmed and v.evidence == [] and s.reviews["v0"].steps == [] and v.spec.input == {}
     assert v.outputs == {"report": "v0"} and v.artifacts == ["a" * 64]  # kept: small enough
     assert v.state is WorkItemState.VERIFIED and v.spec.contract == C
     o = s.items["o0"]  # not finished: its review still needs everything
-    assert not o.trimmed and o.evidence and o.review and o.spec.input
+    assert not o.trimmed and o.evidence and s.reviews["o0"].steps and o.spec.input
 
 
 def test_outputs_go_too_when_details_are_not_enough() -> None:
@@ -107,8 +118,8 @@ def test_outputs_go_too_when_details_are_not_enough() -> None:
 def test_a_review_item_awaited_by_its_subject_keeps_its_evidence() -> None:
     s = _state(1500, "x" * 1000)
     subject = _item("subject", WorkItemState.SUBMITTED, "s")
-    subject.review_stage, subject.review_item = "semantic", "v7"
     s.items["subject"] = subject
+    s.reviews["subject"] = ReviewRecord(stage=ReviewStage.SEMANTIC, review_item="v7")
     trim(s)
     assert s.items["v7"].evidence and not s.items["v7"].trimmed
     assert s.items["v8"].trimmed
@@ -261,7 +272,8 @@ def test_a_plan_settles_what_waits_on_dependencies_and_looks_only_where_told() -
     g.add({w: it.spec.dependencies for w, it in s.items.items()})
     p = plan(s, g, now_ms=0)
     assert p.offer == [("i1", [])] and p.settled == ["i0", "i2", "i3"]
-    s.items["i2"].running = 1  # in flight: looked at again, never settled
-    assert plan(s, g, now_ms=0).settled == ["i0", "i3"]
+    flights = Flights()
+    flights.of("i2").running = 1  # in flight: looked at again, never settled
+    assert plan(s, g, now_ms=0, flights=flights).settled == ["i0", "i3"]
     assert plan(s, g, now_ms=0, only={"i3"}) == type(p)(settled=["i3"])
     assert g.dependents("i1") == ["i2"]  # whom an Event on i1 puts back in view

@@ -25,9 +25,9 @@ from missionweave.protocol import (
 from missionweave.protocol._retry import total_backoff_ms
 from missionweave.protocol.temporal_contract import MissionSpec, WorkItemSpec
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
-from missionweave.workflows._mission import _failed_for_good
 from missionweave.workflows._plan import plan, retries_left
 from missionweave.workflows._state import ItemState, MissionState
+from missionweave.workflows._status import failed_for_good
 from tests.contracts import contract
 from tests.mission_harness import contract as mission_contract
 from tests.mission_harness import mission_stack
@@ -168,7 +168,7 @@ def test_mw_11_4_d_cost_cap_bounds_retries(tmp_path: Path) -> None:
     spec = WorkItemSpec(work_item_id="a", contract=contract(**over))
     item = ItemState(spec=spec, w=reduce_events(w.authority.all_events(w.group))["a"])
     assert (
-        _failed_for_good(item)
+        failed_for_good(item)
         == "failed after 2 attempt(s) (retry bound cost_cap reached) at worker-0"
     )
 

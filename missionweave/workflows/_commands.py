@@ -140,6 +140,7 @@ class Commands:
                     CoordinatorActivities.submit_commands,
                     SubmitCommandsInput(group_id=board.state.spec.group_id, entries=batch),
                     start_to_close=timedelta(seconds=30),
+                    items=len(batch),
                     summary=f"{len(batch)} command(s) to the Authority"
                     + (f" for {named}" if (named := name_items(_item_ids(batch))) else ""),
                 )

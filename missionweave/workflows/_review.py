@@ -212,6 +212,7 @@ class Reviews:
                         ],
                     ),
                     start_to_close=timedelta(minutes=5),
+                    items=len(batch) + len(follow),
                     summary="review "
                     + name_items([c.input.work_item_id for c in batch])
                     + (f", offer {name_items([w for w, _ in follow])}" if follow else ""),

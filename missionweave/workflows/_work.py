@@ -95,6 +95,7 @@ class Offers:
                 CoordinatorActivities.select_candidates,
                 SelectCandidatesBatch(requests=requests),
                 start_to_close=timedelta(seconds=30),
+                items=len(requests),
                 summary=f"rank agents for and offer {name_items([w for w, _ in wanted])}",
             )
         except BaseException:

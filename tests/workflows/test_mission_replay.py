@@ -27,6 +27,7 @@ from temporalio.worker import Replayer
 
 from missionweave.protocol.temporal_contract import MISSION_WORKFLOW_TYPE
 from missionweave.workflows import MissionWorkflow
+from missionweave.workflows._steps import LOCAL_STEP_MAX_ITEMS
 from tests.record_histories import (
     MISSION_REVIEW,
     MISSION_REVIEW_ID,
@@ -100,19 +101,25 @@ async def test_stored_large_history_with_updates_throughout_replays() -> None:
         for h in runs
         for e in h.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "execute_work_item"
     }
     assert len(items) >= 1000
     updates = [u for h in runs for u in _updates(h)]
     assert {"authorize_work", "approve", "cancel"} <= set(updates)
     assert len(runs) >= 2  # it continued as new on the way
-    # no regular activity but the agents' execute_work_item: the coordinator's are local
-    scheduled = {
-        e.activity_task_scheduled_event_attributes.activity_type.name
-        for h in runs
-        for e in h.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-    }
-    assert scheduled == {"execute_work_item"}
+    # the coordinator's steps are local, but for a batch of more than LOCAL_STEP_MAX_ITEMS
+    # WorkItems: a regular activity, so that its workflow task's commands go out meanwhile
+    for h in runs:
+        for e in h.events:
+            if e.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                continue
+            a = e.activity_task_scheduled_event_attributes
+            if a.activity_type.name != "execute_work_item":
+                arg = json.loads(a.input.payloads[0].data)
+                carried = sum(
+                    len(arg.get(k, [])) for k in ("entries", "requests", "reviews", "then_offer")
+                )
+                assert carried > LOCAL_STEP_MAX_ITEMS, (a.activity_type.name, carried)
     replayer = Replayer(workflows=[MissionWorkflow], data_converter=pydantic_data_converter)
     for run in runs:
         result = await replayer.replay_workflow(run, raise_on_replay_failure=False)

@@ -48,13 +48,14 @@ async def coordinator_activity(
     summary: str,
     first_pause: timedelta = FIRST_STEP_PAUSE,
     items: int = 1,
+    local: bool | None = None,
 ) -> _Out:
     """Run one of the coordinator's steps from the workflow as a *local* activity (issue 26):
     it runs in this Worker, in the workflow task that asked for it, and costs one marker in
     the history and no round trip through Temporal's task queues — unless it carries more than
     :data:`LOCAL_STEP_MAX_ITEMS` WorkItems (``items``): then it is a regular activity on the
     coordinator's task queue, so that the workflow task ends and the commands it issued go
-    out while the batch runs. Every step is idempotent
+    out while the batch runs (``local`` decides instead when given). Every step is idempotent
     (each Command carries the id the workflow fixed), so a try cut short by a crash runs again
     safely.
 
@@ -71,7 +72,7 @@ async def coordinator_activity(
     pause = first_pause
     while True:
         try:
-            if items > LOCAL_STEP_MAX_ITEMS:
+            if not (items <= LOCAL_STEP_MAX_ITEMS if local is None else local):
                 return await workflow.execute_activity_method(
                     activity,
                     arg,

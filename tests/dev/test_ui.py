@@ -221,17 +221,19 @@ def test_mission_url_is_a_page_of_the_ui_for_that_workflow(view: UiView) -> None
 
 def _scheduled(view: UiView) -> list[tuple[str, str, str]]:
     """Every activity of the history as the UI lists it: (type, summary, its WorkItem) for the
-    agents' ``execute_work_item`` (regular activities, their input shown), and (type, summary,
-    "") for the coordinator's steps — local activities, shown as markers with their summary
-    (issue 26)."""
+    regular activities (the agents' ``execute_work_item``, the coordinator's reads of the log and
+    large batches; their input shown), and (type, summary, "") for the coordinator's other
+    steps — local activities, shown as markers with their summary (issue 26)."""
     found = []
     for event in view.history:
         summary = payload(event["userMetadata"]["summary"]) if "userMetadata" in event else ""
         if event["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED":
             attrs = event["activityTaskScheduledEventAttributes"]
             kind = attrs["activityType"]["name"]
-            assert kind == "execute_work_item", f"a regular activity of the coordinator: {kind}"
-            found.append((kind, summary, payload(attrs["input"]["payloads"][0])["work_item_id"]))
+            arg = payload(attrs["input"]["payloads"][0])
+            # the agents' offers; and the coordinator's reads of the log (work_item_events) and
+            # batches of more than LOCAL_STEP_MAX_ITEMS WorkItems, which are regular too
+            found.append((kind, summary, arg.get("work_item_id", "")))
         elif event["eventType"] == "EVENT_TYPE_MARKER_RECORDED":
             details = event["markerRecordedEventAttributes"]["details"]
             kind = payload(details["data"]["payloads"][0])["activity_type"]

@@ -95,7 +95,7 @@ def _plain(value: Any) -> bool | None:
                 return None
         elif t is dict:
             for k, x in v.items():
-                if type(k) is not str:
+                if not isinstance(k, str):
                     return None
                 if not k.isascii():
                     try:
@@ -109,7 +109,13 @@ def _plain(value: Any) -> bool | None:
             stack.extend(v)
         elif v is None or t is bool:
             pass
-        else:  # a subclass (StrEnum …), a Mapping, a float: the careful path decides
+        elif isinstance(v, str):  # a StrEnum member: the C encoder writes its value
+            if not v.isascii():
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    return None
+        else:  # another subclass, a Mapping, a float: the careful path decides
             simple = False
     return simple
 

@@ -16,6 +16,8 @@ from missionweave.protocol import (
     CanonicalizationError,
     Command,
     Event,
+    EventType,
+    RejectionCode,
     SigningKey,
     b64u_decode,
     b64u_encode,
@@ -26,6 +28,7 @@ from missionweave.protocol import (
     verify,
     verify_command,
 )
+from missionweave.protocol._canonical import _plain
 
 _KEY = SigningKey.from_private_bytes(bytes(range(32)))
 _AUTHORITY = SigningKey.from_private_bytes(bytes(range(1, 33)))
@@ -254,12 +257,13 @@ def test_recomputed_hash_without_the_key_is_detected() -> None:
     assert check_event(edited, _AUTHORITY.public_key, GENESIS_HASH) == "bad signature"
 
 
+_VOCABULARY = st.sampled_from([*EventType, *RejectionCode])  # StrEnum members, as handlers emit
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1)
-    | st.text(st.characters(exclude_categories=("Cs",))),
+    | st.text(st.characters(exclude_categories=("Cs",))) | _VOCABULARY,
     lambda kids: st.lists(kids, max_size=4)
-    | st.dictionaries(st.text(st.characters(exclude_categories=("Cs",)), max_size=6), kids,
-                      max_size=4),
+    | st.dictionaries(st.text(st.characters(exclude_categories=("Cs",)), max_size=6)
+                      | _VOCABULARY, kids, max_size=4),
     max_leaves=20,
 )  # fmt: skip
 
@@ -269,4 +273,12 @@ _JSON = st.recursive(
 def test_fast_canonical_bytes_equal_the_rfc8785_oracle__MW_16_f(value: object) -> None:
     """The hot path's encoder gives the ``rfc8785`` package's bytes for every signable value,
     astral and private-use keys (where UTF-16 and code-point order differ) included."""
+    assert canonical_bytes(value) == rfc8785.dumps(value)
+
+
+def test_vocabulary_members_take_the_fast_path__MW_16_f() -> None:
+    """An Event's ``type`` is an :class:`EventType` member: the C encoder writes its value, so
+    the writer's hot path does not fall back to ``rfc8785`` for it (and the bytes agree)."""
+    value = {"type": EventType.WORK_SUBMITTED, RejectionCode.INVALID_BODY: [EventType.WORK_FAILED]}
+    assert _plain(value) is True
     assert canonical_bytes(value) == rfc8785.dumps(value)

@@ -7,6 +7,7 @@ reason outside :data:`LEASE_REASONS` (a canceller's free text) is ``other``.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,18 +46,24 @@ def record_transaction(
     leases it ended as expired or revoked."""
     observe(s.AUTHORITY_BATCH_SIZE, len(commands))
     observe(s.AUTHORITY_COMMIT, seconds)
+    # counted per label set, then added once each: a batch is mostly Commands of a few kinds
+    verdicts: Counter[tuple[str, str, str]] = Counter()
+    appends: Counter[str] = Counter()
     for cmd, r in zip(commands, results, strict=True):
         code = r.rejection.code if r.rejection is not None else "none"
-        kind = cmd.type if cmd.type in HANDLERS else "unknown"
-        add(s.AUTHORITY_COMMANDS, type=kind, status=r.status, code=code)
+        verdicts[cmd.type if cmd.type in HANDLERS else "unknown", r.status, code] += 1
         if r.duplicate:
             continue
         for e in r.events:
-            add(s.AUTHORITY_APPENDS, type=e.type)
+            appends[e.type] += 1
             if e.type == EventType.LEASE_EXPIRED:
                 add(s.AUTHORITY_LEASE_EXPIRIES, reason=_reason(e.body))
             elif e.type == EventType.LEASE_REVOKED:
                 add(s.AUTHORITY_LEASE_REVOCATIONS, reason=_reason(e.body))
+    for (kind, status, code), n in verdicts.items():
+        add(s.AUTHORITY_COMMANDS, n, type=kind, status=status, code=code)
+    for kind, n in appends.items():
+        add(s.AUTHORITY_APPENDS, n, type=kind)
 
 
 def record_credit(cause: str, leases: int) -> None:

@@ -508,8 +508,9 @@ STATEMENTS: dict[str, str] = {
 
 #: The remembered Commands among ``{keys}`` — ``(?,?,?),…``, one per (group, actor, id).
 COMMAND_PRIORS = (
-    "SELECT group_id, actor, command_id, signature, status, refs FROM commands "
-    "WHERE (group_id, actor, command_id) IN (VALUES {keys})"
+    "WITH k(g, a, c) AS (VALUES {keys}) "
+    "SELECT group_id, actor, command_id, signature, status, refs FROM k JOIN commands "
+    "ON commands.group_id = k.g AND commands.actor = k.a AND commands.command_id = k.c"
 )
 
 #: One WorkItem's columns ``{assigns}`` (``col=?, …``) set.

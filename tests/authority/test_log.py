@@ -18,8 +18,9 @@ from missionweave.authority import (
     verify_log,
     verify_snapshot,
 )
-from missionweave.authority.core._store_sql import SCHEMA_VERSION
-from missionweave.protocol import Actor, SigningKey
+from missionweave.authority.core._event_signer import PARALLEL_MIN
+from missionweave.authority.core._store_sql import COMMAND_PRIORS, SCHEMA_VERSION
+from missionweave.protocol import Actor, SigningKey, check_event
 from tests.pg import raw
 from tests.world import make_world
 
@@ -241,3 +242,42 @@ def test_a_schema_1_database_is_migrated_on_open__MW_16_f(tmp_path: Path) -> Non
         verify_log(again.store, w.group, key.public_key)
     finally:
         again.close()
+
+
+def test_every_event_of_a_large_batch_is_signed_and_returned_as_stored__MW_16_f(
+    tmp_path: Path,
+) -> None:
+    """A batch's Events are signed together when its transaction ends, half on a helper thread
+    (:func:`missionweave.authority.core._event_signer.seal`): each returned Event carries the
+    signature that was stored, and the log verifies."""
+    w = make_world(tmp_path / "a.db")
+    for i in range(3):
+        w.authorize(f"a{i}")
+    cmds = [
+        w.coordinator.command("work.cancel", w.group, {"work_item_id": f"a{i}", "reason": "r"})
+        for i in range(3)
+    ] + [
+        w.coordinator.command("mission.create", w.group, {"mission_id": f"m{i}", "title": "t"})
+        for i in range(2, 14)
+    ]
+    results = w.authority.submit_many(cmds)
+    returned = [e for r in results for e in r.events]
+    assert len(returned) >= PARALLEL_MIN, "the batch must take the two-thread path"
+    stored = {(e.group_id, e.seq): e for e in w.authority.events(w.group)}
+    for e in returned:
+        assert e.signature, f"event {e.seq} returned unsigned"
+        assert stored[(e.group_id, e.seq)] == e
+        assert check_event(e, w.authority.public_key, e.prev_hash) is None
+    assert verify_log(w.authority.store, w.group, w.authority.public_key).events == len(stored)
+
+
+@pytest.mark.sqlite_only  # the plan read is SQLite's (PostgreSQL plans the join by statistics)
+def test_remembered_command_ids_are_found_by_key_not_by_scan(tmp_path: Path) -> None:
+    """The batch's one lookup of remembered Command ids searches the primary key: a scan of
+    the whole ``commands`` table made every append slower as the log grew (issue 27)."""
+    w = make_world(tmp_path / "a.db")
+    sql = COMMAND_PRIORS.format(keys="(?,?,?),(?,?,?)")
+    rows = w.authority.store.conn.execute(f"EXPLAIN QUERY PLAN {sql}", list("abcdef"))
+    plan = " | ".join(str(r[-1]) for r in rows)
+    assert "SEARCH commands USING PRIMARY KEY" in plan, plan
+    assert "SCAN commands" not in plan, plan

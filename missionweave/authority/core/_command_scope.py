@@ -15,7 +15,6 @@ from ...protocol import (
     identifier_problem,
     label_problem,
 )
-from ._event_signer import Unsigned
 from ._fold import FOLDED_COLUMNS, Draft, fold_event, known_row
 from ._store import Row, Store, dumps
 
@@ -56,7 +55,7 @@ class Ctx:
         reply: extra facts returned to the caller but not logged (e.g. a capability token).
         before_write: called before the handler's first write (opens the Command's savepoint).
         head_seq: a Group's current head sequence, this batch's appends included.
-        rows: this Command's Events, filled by the engine, signed when the transaction ends.
+        rows: the Event rows of this Command, filled by the engine.
         cache: the transaction's cached reads (:data:`CACHED_READS`), cleared on every write.
         facts: the transaction's WorkItem facts, kept by the fold (:mod:`._fold`).
     """
@@ -73,7 +72,7 @@ class Ctx:
     reply: dict[str, Any] = field(default_factory=dict)
     before_write: Callable[[], None] = field(default=lambda: None)
     head_seq: Callable[[str], int] = field(default=lambda group_id: 0)
-    rows: list[Unsigned] = field(default_factory=list)
+    rows: list[tuple[str, int, str, str, str | None, str]] = field(default_factory=list)
     cache: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     facts: dict[tuple[str, str], Any] = field(default_factory=dict)
 

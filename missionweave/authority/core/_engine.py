@@ -55,7 +55,6 @@ from . import (  # noqa: F401
 from ._agents import AgentReads
 from ._command_scope import Ctx, Reject, dumps
 from ._dispatch import handler_for
-from ._event_signer import Unsigned, seal
 from ._metrics import live_leases, record_transaction
 from ._outages import StallWatch
 from ._reads import LogReader
@@ -96,8 +95,7 @@ class _Tx:
     Command rows it will insert in one statement each."""
 
     priors: dict[tuple[str, str, str], Any] = field(default_factory=dict)
-    #: the batch's Events, signed together when the transaction ends (:func:`._event_signer.seal`)
-    unsigned: list[Unsigned] = field(default_factory=list)
+    event_rows: list[tuple[str, int, str, str, str | None, str]] = field(default_factory=list)
     command_rows: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
     events: dict[tuple[str, int], Event] = field(default_factory=dict)
     #: rows of the cacheable reads (:data:`._context.CACHED_READS`) since the last write
@@ -324,8 +322,8 @@ class Authority(LogReader, AgentReads):
                 if not all(verdict_of[index[id(c)]] for c in self._trusted):
                     self.store.rollback()
                     return None
-            # the batch's rows in one multi-row statement each, every Event signed first
-            self.store.insert_events(seal(self.key, tx.unsigned))
+            # the batch's rows in one multi-row statement each
+            self.store.insert_events(tx.event_rows)
             self.store.insert_commands(tx.command_rows)
             for gid, head in heads.items():
                 if head.dirty:
@@ -422,7 +420,7 @@ class Authority(LogReader, AgentReads):
                 self.store.release()
             tx.command_rows.append((*key, cmd.signature, ctx.status, refs))
             tx.priors[key] = (cmd.signature, ctx.status, refs)
-            tx.unsigned.extend(ctx.rows)
+            tx.event_rows.extend(ctx.rows)
             tx.events.update({(e.group_id, e.seq): e for e in events})
         except Reject as r:
             self._tx.facts.clear()  # folded from the undone Events
@@ -622,22 +620,20 @@ class Authority(LogReader, AgentReads):
             }
             canonical = canonical_bytes(value)
             h = sha256_hex(canonical)
-            value["hash"], value["signature"] = h, ""  # signed with the batch, before insert
+            sig = self.key.sign(bytes.fromhex(h))
+            value["hash"], value["signature"] = h, sig
             value["command"] = cmd_value if first else None
             # The stored JSON is the hashed canonical text plus the three unhashed fields
             # (hex, base64url and the Command's JSON need no escaping): no second encoding.
             if first:
                 cmd_json = cmd_json or ctx.command.model_dump_json()
-            ev = Event.model_construct(**value)
-            rows.append(
-                Unsigned(
-                    ev,
-                    (d.group_id, value["seq"], value["event_id"], d.type, d.work_item_id),
-                    f'{canonical[:-1].decode()},"hash":"{h}","signature":"',
-                    f'","command":{cmd_json if first else "null"}}}',
-                )
+            data = (
+                f'{canonical[:-1].decode()},"hash":"{h}","signature":"{sig}",'
+                f'"command":{cmd_json if first else "null"}}}'
             )
             first = False
+            rows.append((d.group_id, value["seq"], value["event_id"], d.type, d.work_item_id, data))
+            ev = Event.model_construct(**value)
             head.seq, head.hash, head.dirty = ev.seq, ev.hash, True
             events.append(ev)
         return events

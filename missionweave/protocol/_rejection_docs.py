@@ -49,9 +49,9 @@ approval_required
     `work.start`, `approval.grant_result` before acceptance)
     → ask the MissionOwner; retry after the approval Event
 artifact_not_published
-    a submitted Artifact, or one an output's value or an Evidence's `subject` names by its hash,
-    was not published in this WorkItem (nor promoted) (detail: `artifact`; `output` or
-    `criterion` when an output or an Evidence names it)
+    a submitted Artifact, or one a deliverable's output or an Evidence's `subject` names by its
+    hash, was not published in this WorkItem (nor promoted) (detail: `artifact`; `output` or
+    `criterion` when a deliverable or an Evidence names it)
     → publish it with `artifact.publish` under the lease, then resubmit
 artifact_not_submitted
     an Evidence cites (`artifacts`) an Artifact that is not among the submission's

@@ -3,7 +3,8 @@ MW-13.2-a, MW-11.5-b), each refused with a structured rejection that writes noth
 
 - a manifest for a hash another Mission published (``artifact.publish``) — the hash would then
   count as this Mission's;
-- an output that names another Mission's Artifact, or one never published here;
+- an output that names another Mission's Artifact, or a deliverable that names an Artifact
+  not published in this WorkItem;
 - Evidence whose ``subject`` is such a hash;
 - an empty or oversized deliverable, an oversized output;
 - duplicated (or too many) ``artifacts``;
@@ -79,22 +80,24 @@ def test_a_manifest_for_another_missions_hash_is_refused__MW_13_3_d(tmp_path: Pa
 
 def test_an_output_naming_an_artifact_is_checked_like_one__MW_13_3_d(tmp_path: Path) -> None:
     """An output whose value is a SHA-256 hash names an Artifact: another Mission's is
-    ``cross_mission_content``; one not published in this WorkItem (nor promoted) is
-    ``artifact_not_published``. Neither stands for the deliverable."""
+    ``cross_mission_content`` in any output; a deliverable naming one not published in this
+    WorkItem (nor promoted) is ``artifact_not_published`` — another WorkItem's work does not
+    stand for it. Other outputs may name this Mission's Artifacts, or a digest, as data."""
     w = _two_missions(tmp_path)
     ev = evidence(w.workers[1].agent_id, "b")
     r = _submit(w, "b", evidence=ev, outputs={"report": X})
     _refused(w, r, "cross_mission_content", artifact_hash=X)
-    r = _submit(w, "b", evidence=ev, outputs={"report": {"rows": 1}, "raw": NEVER})
-    _refused(w, r, "artifact_not_published", artifact=NEVER, output="raw")
-    # published under item a of the same Mission, not under c
+    r = _submit(w, "b", evidence=ev, outputs={"report": {"rows": 1}, "source": X})
+    _refused(w, r, "cross_mission_content", artifact_hash=X)
+    # X was published under item a of Mission m1, not under c
     w.authorize("c")
     w.lease("c", w.workers[0])
     ev_c = evidence(w.workers[0].agent_id, "c")
-    r = _submit(w, "c", evidence=ev_c, outputs={"report": X})
-    _refused(w, r, "artifact_not_published", artifact=X, output="report")
-    # a digest reported as data is nested, not an Artifact's name
-    assert _submit(w, "c", evidence=ev_c, outputs={"report": {"sha256": NEVER}}).accepted
+    for h in (X, NEVER):
+        r = _submit(w, "c", evidence=ev_c, outputs={"report": h})
+        _refused(w, r, "artifact_not_published", artifact=h, output="report")
+    data = {"report": {"rows": 1}, "input": X, "sha256": NEVER}
+    assert _submit(w, "c", evidence=ev_c, outputs=data).accepted
 
 
 def test_an_evidence_subject_naming_an_artifact_is_checked__MW_13_3_d(tmp_path: Path) -> None:

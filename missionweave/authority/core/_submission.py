@@ -7,11 +7,13 @@ content passes, MW-11.5-b); :func:`checked_failure` is the same for a failure's 
 
 A SHA-256 hex string (:func:`~missionweave.protocol.is_hash`) in a place that names content
 names an Artifact: a submission's ``artifacts``, the ``artifacts`` and ``subject`` of its
-Evidence, and the value of one of its ``outputs``. No such Artifact may be another Mission's
-(``cross_mission_content``, MW-13.3-d), and in a submission each must have been published in
-this WorkItem's conversation (an ``artifact.published`` Event of this WorkItem) or promoted
-into the Group. A digest an output reports as data is nested (``{"sha256": "<hex>"}``): only an
-output's whole value is read as an Artifact's name.
+Evidence, and an output's whole value (a nested value is data). No such Artifact may be another
+Mission's (``cross_mission_content``, MW-13.3-d). What stands for this WorkItem's work — its
+``artifacts``, its Evidence's subjects, and a deliverable's output — must moreover have been
+published in this WorkItem's conversation (an ``artifact.published`` Event of this WorkItem) or
+promoted into the Group: another WorkItem's Artifact is not this one's result. Any other output
+may name an Artifact of this Mission as data (the inventory an SBOM was built from, an input)
+or a hash never published (a digest).
 """
 
 from __future__ import annotations
@@ -53,10 +55,11 @@ def checked_submission(ctx: Ctx, item: Row) -> CheckedSubmission:
 
     ``artifacts`` is a list of at most :data:`MAX_SUBMITTED_ARTIFACTS` distinct SHA-256 hex
     hashes; ``outputs`` an object whose every entry is at most :data:`MAX_INLINE_OUTPUT_BYTES`
-    of canonical JSON, an output whose value is a SHA-256 hex string naming an Artifact; a
-    deliverable is present as a non-empty output of its name (a non-blank string, a non-empty
-    object or list: ``null``, numbers and booleans are no deliverable's content) or as a
-    submitted Artifact whose manifest has its schema id (its media type when it names none).
+    of canonical JSON, an output whose value is a SHA-256 hex string naming an Artifact (see
+    the module's docstring for which); a deliverable is present as a non-empty output of its
+    name (a non-blank string, a non-empty object or list: ``null``, numbers and booleans are no
+    deliverable's content) or as a submitted Artifact whose manifest has its schema id (its
+    media type when it names none).
 
     Raises:
         Reject: ``evidence_required`` / ``evidence_missing`` (a criterion without Evidence);
@@ -64,8 +67,8 @@ def checked_submission(ctx: Ctx, item: Row) -> CheckedSubmission:
             ``max_items``, or naming an ``artifact`` twice; ``outputs`` not an object, an
             ``output`` over ``max_bytes`` or not JSON); ``cross_mission_content``
             (``artifact_hash``: another Mission's Artifact, MW-13.3-d); ``artifact_not_published``
-            (``artifact``, with the ``output`` or the Evidence ``criterion`` that names it: not
-            published in this WorkItem nor promoted); ``artifact_without_evidence``
+            (``artifact``, with the deliverable's ``output`` or the Evidence ``criterion`` that
+            names it: not published in this WorkItem nor promoted); ``artifact_without_evidence``
             (``artifact``: cited by no Evidence); ``artifact_not_submitted`` (``artifact`` and
             ``criterion``: cited by Evidence but not among ``artifacts``);
             ``deliverable_missing`` (``deliverable``: neither a non-empty output nor a matching
@@ -90,8 +93,10 @@ def checked_submission(ctx: Ctx, item: Row) -> CheckedSubmission:
         ctx, item["mission_id"], [*artifacts, *cited(evidence), *named.values(), *subjects]
     )
     _published_and_cited(ctx, item, artifacts, evidence)
+    deliverables = {d.name for d in contract.deliverables}
     for name, h in named.items():
-        _published_here(ctx, item, h, output=name)
+        if name in deliverables:  # another WorkItem's Artifact does not stand for this one's
+            _published_here(ctx, item, h, output=name)
     for criterion, h in about:
         _published_here(ctx, item, h, criterion=criterion)
     _cited_are_submitted(artifacts, evidence)
@@ -203,7 +208,7 @@ def _is_published_here(ctx: Ctx, item: Row, h: str) -> bool:
 
 
 def _published_here(ctx: Ctx, item: Row, h: str, **where: str) -> None:
-    """Refuse ``h`` (named by an output or an Evidence subject, ``where``) unless
+    """Refuse ``h`` (named by a deliverable or an Evidence subject, ``where``) unless
     :func:`_is_published_here`."""
     if not _is_published_here(ctx, item, h):
         raise Reject(

@@ -168,7 +168,9 @@ def _verify(dist_info: str, mission_id: str) -> DistReport:
     path = Path(dist_info).absolute()
     if not path.is_dir():
         raise PermanentFailure(f"{path} is not a directory")
-    return verify_distribution(path, _claimed(str(path.parent), mission_id))
+    report = verify_distribution(path, _claimed(str(path.parent), mission_id))
+    # the Mission's own report: another Mission's identical bytes could not be published here
+    return report.model_copy(update={"mission_id": mission_id})
 
 
 def evidence_summary(report: DistReport) -> str:

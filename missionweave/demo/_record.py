@@ -187,6 +187,11 @@ class DistReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     report_format: Literal["missionweave.demo/dist-report@1"] = REPORT_FORMAT
+    mission_id: str | None = Field(
+        default=None,
+        description="the Mission whose dist.verify WorkItem wrote it: each Mission's report is "
+        "its own content (another Mission's identical report is not published in it, MW-13.3-d)",
+    )
     name: str
     version: str
     license: str | None = None

@@ -49,7 +49,9 @@ approval_required
     `work.start`, `approval.grant_result` before acceptance)
     → ask the MissionOwner; retry after the approval Event
 artifact_not_published
-    a submitted Artifact was not published in this WorkItem (nor promoted)
+    a submitted Artifact, or one a deliverable's output or an Evidence's `subject` names by its
+    hash, was not published in this WorkItem (nor promoted) (detail: `artifact`; `output` or
+    `criterion` when a deliverable or an Evidence names it)
     → publish it with `artifact.publish` under the lease, then resubmit
 artifact_not_submitted
     an Evidence cites (`artifacts`) an Artifact that is not among the submission's
@@ -114,8 +116,9 @@ cycle
     the change would create a dependency cycle (`detail.cycle`)
     → remove an edge of the cycle
 deliverable_missing
-    a deliverable of the contract has neither an output of its name nor a submitted Artifact
-    whose manifest has its schema id (or media type) (detail: `deliverable`)
+    a deliverable of the contract has neither a non-empty output of its name (a non-blank
+    string, a non-empty object or list) nor a submitted Artifact whose manifest has its schema
+    id (or media type) (detail: `deliverable`)
     → publish the deliverable (or put it in `outputs` under its name) and resubmit
 dependencies_unmet
     the WorkItem's dependencies do not satisfy its dependency strategy

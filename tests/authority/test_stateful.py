@@ -713,7 +713,7 @@ class AuthorityMachine(RuleBasedStateMachine):
             if fenced:
                 lease = self.leases.get(lease_id)
                 held = lease is not None and lease.wid == item.wid and lease.agent == actor.agent_id
-                if held and kind == "submit" and why:  # a late result is checked like any
+                if held and kind in ("submit", "fail") and why:  # content is checked first
                     expect = refuse(why)
                 else:
                     expect = refuse(fenced, may_record=held and kind in ("submit", "fail"))

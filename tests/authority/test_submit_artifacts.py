@@ -69,7 +69,8 @@ def test_every_deliverable_is_present__MW_13_2_a(tmp_path: Path) -> None:
 def test_an_inline_output_is_a_deliverable__MW_13_2_a(tmp_path: Path) -> None:
     w = make_leased_world(tmp_path / "a.db")
     ev = evidence(w.workers[0].agent_id, "a")
-    r = w.submit(w.workers[0], "work.submit", w.leased("a", evidence=ev, outputs={"report": {}}))
+    report = {"report": {"ok": True}}  # non-empty: ``{}`` is no deliverable
+    r = w.submit(w.workers[0], "work.submit", w.leased("a", evidence=ev, outputs=report))
     assert r.accepted, r.rejection
 
 
@@ -102,6 +103,6 @@ def test_a_late_result_is_checked_before_it_is_recorded__MW_11_5_b(tmp_path: Pat
     r = w.submit(ada, "work.submit", {**old, "evidence": evidence(ada.agent_id, "a")})
     assert r.status == "rejected" and r.rejection is not None
     assert r.rejection.code == "deliverable_missing"
-    ok = {**old, "evidence": evidence(ada.agent_id, "a"), "outputs": {"report": {}}}
+    ok = {**old, "evidence": evidence(ada.agent_id, "a"), "outputs": {"report": {"ok": True}}}
     r = w.submit(ada, "work.submit", ok)
     assert r.status == "recorded" and [e.type for e in r.events] == ["work.late_result_recorded"]

@@ -106,12 +106,14 @@ def _head_seq(ctx: Ctx) -> int:
 def refuse_other_missions(ctx: Ctx, mission_id: str, hashes: Iterable[str]) -> None:
     """Refuse Artifacts published in another Mission and not promoted (MW-13.3-d).
 
-    Every place an Artifact hash enters a Mission calls this: manifest sources
-    (``artifact.publish``), Context Packages (``context.publish``), a contract's ``inputs``
-    (``work.propose``, ``work.authorize``, a revised contract in ``work.offer``), a submission's
-    ``artifacts`` and the ``artifacts`` its Evidence cites (``work.submit``, ``work.fail``,
-    ``work.accept_result``). Entries that are not SHA-256 hex (a contract input may name a
-    file) and hashes the Authority never saw (external inputs: no Mission's content) pass.
+    Every place an Artifact hash enters a Mission calls this: a manifest's content hash and
+    sources (``artifact.publish``), Context Packages (``context.publish``), a contract's
+    ``inputs`` (``work.propose``, ``work.authorize``, a revised contract in ``work.offer``), a
+    submission's ``artifacts``, the outputs that name an Artifact and the ``artifacts`` and hash
+    ``subject`` of its Evidence (``work.submit``, ``work.fail``), and the ``artifacts`` the
+    Evidence of ``work.accept_result`` cites. Entries that are not SHA-256 hex (a contract input
+    may name a file) and hashes the Authority never saw (external inputs: no Mission's content)
+    pass.
 
     Raises:
         Reject: ``cross_mission_content`` (the other Mission is not named, MW-13.3-e).

@@ -28,13 +28,11 @@ from ._budgets import charge_work_item
 from ._command_scope import Ctx, Reject, need
 from ._handlers_context import refuse_other_missions
 from ._items import (
-    cited,
     contract_of,
     end_leases,
     gate,
     load_item,
     parse,
-    parse_evidence,
     refuse_expired,
     release_hold,
     renew_hold,
@@ -43,7 +41,7 @@ from ._items import (
 from ._registry import command
 from ._retries import retry_fields
 from ._store import Row
-from ._submission import checked_submission
+from ._submission import checked_failure, checked_submission
 from ._tokens import issue_token, public_token
 
 
@@ -381,14 +379,15 @@ def work_fail(ctx: Ctx) -> None:
     """Fail with Evidence (MW-11.4-f). A Worker must name its current lease; a Coordinator may
     fail any unfinished item. Control returns to the Coordinator (MW-10.2-b). The Event says
     whether an automatic retry is left (``retryable``; ``retry_exhausted`` names the bound
-    reached, MW-11.4-d)."""
+    reached, MW-11.4-d). Its Evidence is checked by :func:`._submission.checked_failure` before
+    anything is written — on the owner's failure and on a former owner's late one, recorded
+    only if it passes (MW-11.5-b)."""
     item = load_item(ctx)
     by_worker = "lease_id" in ctx.body or Role.COORDINATOR not in ctx.roles
-    if by_worker and not _fenced_or_late(ctx, item):
+    if by_worker and not _fenced_or_late(ctx, item, lambda: checked_failure(ctx, item)):
         return
     gate(ctx, item)
-    evidence = parse_evidence(ctx, required=True)
-    refuse_other_missions(ctx, item["mission_id"], cited(evidence))
+    evidence = checked_failure(ctx, item)
     retry = retry_fields(ctx, item, _charge(ctx, item))  # MW-11.4-d
     end_leases(ctx, item, "released" if by_worker else "revoked", "failed")
     withdraw_offers(ctx, item, "failed")
@@ -414,8 +413,10 @@ def artifact_publish(ctx: Ctx) -> None:
     The lease check comes first. Then ``manifest`` must be a valid signed manifest
     (``invalid_manifest``) whose producer is the actor, whose Group, Mission and WorkItem are
     this WorkItem's and whose Agent Card version the actor has published (``invalid_manifest``),
-    signed with the actor's member key (``manifest_signature``). Sources published in another
-    Mission must have been promoted (``cross_mission_content``, MW-13.3-d).
+    signed with the actor's member key (``manifest_signature``). Its content hash and its
+    sources, when published in another Mission, must have been promoted
+    (``cross_mission_content`` with the ``artifact_hash``, MW-13.3-d): publishing may not make
+    another Mission's content this one's. Publishing again in the same Mission is accepted.
     """
     item = load_item(ctx)
     fence(ctx, item)
@@ -457,7 +458,9 @@ def artifact_publish(ctx: Ctx) -> None:
             "the manifest's signature does not verify under the actor's key",
             manifest_id=signed.manifest_id,
         )
-    refuse_other_missions(ctx, m.mission_id, m.sources)
+    # the content itself too: a manifest for another Mission's hash would make it this
+    # Mission's content, readable in its context (MW-13.3-d)
+    refuse_other_missions(ctx, m.mission_id, [m.content_hash, *m.sources])
     ctx.run(
         "artifacts.insert_ignore",
         m.group_id,

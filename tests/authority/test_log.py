@@ -243,7 +243,7 @@ def test_a_schema_1_database_is_migrated_on_open__MW_16_f(tmp_path: Path) -> Non
         again.close()
 
 
-def test_every_event_of_a_large_batch_is_signed_and_returned_as_stored__MW_16_f(
+def test_every_event_of_a_large_batch_is_signed_and_returned_as_stored(
     tmp_path: Path,
 ) -> None:
     """Each Event a batch returns is the one stored, signature included, and the log verifies

@@ -107,8 +107,11 @@ contract_ambiguous
     the contract still has essential ambiguities
     → resolve them (`work.propose` a revision) before accepting
 cross_mission_content
-    the artifact belongs to another Mission and is not a promoted Organization artifact
-    → use artifacts of this Mission, or promote the artifact first
+    the artifact belongs to another Mission and is not a promoted Organization artifact; on
+    `artifact.publish`, another Mission already published the same bytes (a content hash names
+    one Mission's content until promoted) (detail: `artifact_hash`)
+    → use artifacts of this Mission, or promote the artifact first; content produced the same
+    way in several Missions can name its Mission (as the demo's reports do) or be promoted once
 CURSOR_TOO_OLD
     the stream's `after_sequence` is below the online window (410; carries a signed `snapshot`)
     → restore the snapshot and resume from its `seq`

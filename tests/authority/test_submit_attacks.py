@@ -78,6 +78,35 @@ def test_a_manifest_for_another_missions_hash_is_refused__MW_13_3_d(tmp_path: Pa
     w.ok(bob, "artifact.publish", w.leased("b", manifest=mine))
 
 
+def test_the_same_bytes_in_a_mission_of_another_group_may_be_published__MW_13_3_d(
+    tmp_path: Path,
+) -> None:
+    """Each Group's blobs are its own: a Mission of g2 that produced the bytes m1 of g1
+    published may publish them (refusing would tell g2 that another Group holds them)."""
+    w = _two_missions(tmp_path)
+    coord, bob = w.coordinator, w.workers[1]
+    r = w.authority.submit(coord.command(
+        "group.create", "g2",
+        {"public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
+        issued_at_ms=w.clock.now,
+    ))  # fmt: skip
+    assert r.accepted, r.rejection
+    coord.membership_epochs["g2"] = 1
+    g1, w.group = w.group, "g2"
+    body = {"agent_id": bob.agent_id, "public_key": bob.public_key, "roles": ["worker"]}
+    w.ok(coord, "member.add", body)
+    bob.membership_epochs["g2"] = 1
+    w.ok(coord, "mission.create", {"mission_id": "m3", "title": "elsewhere"})
+    w.ok(coord, "work.authorize", w.authorization("c", mission="m3"))
+    w.lease("c", bob)
+    theirs = signed(bob, X, group_id="g2", mission_id="m3", work_item_id="c").wire()
+    w.ok(bob, "artifact.publish", w.leased("c", manifest=theirs))
+    w.group = g1  # in g1, m2 still may not claim m1's X
+    mine = signed(bob, X, mission_id="m2", work_item_id="b").wire()
+    _refused(w, w.submit(bob, "artifact.publish", w.leased("b", manifest=mine)),
+             "cross_mission_content", artifact_hash=X)  # fmt: skip
+
+
 def test_an_output_naming_an_artifact_is_checked_like_one__MW_13_3_d(tmp_path: Path) -> None:
     """An output whose value is a SHA-256 hash names an Artifact: another Mission's is
     ``cross_mission_content`` in any output; a deliverable naming one not published in this

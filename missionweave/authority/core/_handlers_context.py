@@ -126,6 +126,35 @@ def refuse_other_missions(ctx: Ctx, mission_id: str, hashes: Iterable[str]) -> N
             raise Reject(verdict.code, verdict.reason, **verdict.detail)
 
 
+def refuse_claim_of_other_missions(ctx: Ctx, mission_id: str, content_hash: str) -> None:
+    """Refuse to publish ``content_hash`` into Mission ``mission_id`` when another Mission of
+    this Group published it and it was not promoted (MW-13.3-d).
+
+    The Group's artifact store holds one blob per hash, so a manifest naming a hash another
+    Mission of the Group holds would open that Mission's bytes to this one, whether or not the
+    publisher ever had them. A Mission of another Group is no concern: each Group's blobs are
+    its own, and refusing would tell this Group that another holds such content.
+
+    Raises:
+        Reject: ``cross_mission_content`` (``artifact_hash``, ``group_id``, ``mission_id``;
+            the other Mission is not named, MW-13.3-e).
+    """
+    homes = {(str(r[0]), str(r[1])) for r in ctx.all("artifacts.homes", content_hash)}
+    others = {m for g, m in homes if g == ctx.group_id and m != mission_id}
+    if not others or (ctx.group_id, mission_id) in homes:
+        return
+    if ctx.one("promoted_artifacts.any", content_hash) is not None:
+        return
+    raise Reject(
+        RejectionCode.CROSS_MISSION_CONTENT,
+        "another Mission of this Group published this content and it is not a promoted "
+        "Organization artifact",
+        artifact_hash=content_hash,
+        group_id=ctx.group_id,
+        mission_id=mission_id,
+    )
+
+
 def _signed_package(ctx: Ctx) -> SignedContextPackage:
     return parse(
         SignedContextPackage,

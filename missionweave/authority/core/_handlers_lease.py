@@ -26,7 +26,7 @@ from ...protocol import (
 )
 from ._budgets import charge_work_item
 from ._command_scope import Ctx, Reject, need
-from ._handlers_context import refuse_other_missions
+from ._handlers_context import refuse_claim_of_other_missions, refuse_other_missions
 from ._items import (
     contract_of,
     end_leases,
@@ -413,10 +413,11 @@ def artifact_publish(ctx: Ctx) -> None:
     The lease check comes first. Then ``manifest`` must be a valid signed manifest
     (``invalid_manifest``) whose producer is the actor, whose Group, Mission and WorkItem are
     this WorkItem's and whose Agent Card version the actor has published (``invalid_manifest``),
-    signed with the actor's member key (``manifest_signature``). Its content hash and its
-    sources, when published in another Mission, must have been promoted
-    (``cross_mission_content`` with the ``artifact_hash``, MW-13.3-d): publishing may not make
-    another Mission's content this one's. Publishing again in the same Mission is accepted.
+    signed with the actor's member key (``manifest_signature``). Its sources, when published in
+    another Mission, and its content hash, when published in another Mission of this Group, must
+    have been promoted (``cross_mission_content`` with the ``artifact_hash``, MW-13.3-d):
+    publishing may not make another Mission's content this one's. Publishing again in the same
+    Mission is accepted.
     """
     item = load_item(ctx)
     fence(ctx, item)
@@ -458,9 +459,10 @@ def artifact_publish(ctx: Ctx) -> None:
             "the manifest's signature does not verify under the actor's key",
             manifest_id=signed.manifest_id,
         )
-    # the content itself too: a manifest for another Mission's hash would make it this
-    # Mission's content, readable in its context (MW-13.3-d)
-    refuse_other_missions(ctx, m.mission_id, [m.content_hash, *m.sources])
+    refuse_other_missions(ctx, m.mission_id, m.sources)
+    # the content itself: a manifest for the hash of another Mission's blob in this Group
+    # would make those bytes readable in this Mission's context (MW-13.3-d)
+    refuse_claim_of_other_missions(ctx, m.mission_id, m.content_hash)
     ctx.run(
         "artifacts.insert_ignore",
         m.group_id,

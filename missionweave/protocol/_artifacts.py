@@ -34,7 +34,8 @@ Hash = Annotated[str, Field(pattern=HASH_PATTERN)]
 def is_hash(value: object) -> bool:
     """Whether ``value`` is a SHA-256 content hash as the protocol writes it (64 lowercase hex
     characters, :data:`HASH_PATTERN`)."""
-    return isinstance(value, str) and _HASH_RE.match(value) is not None
+    # fullmatch: ``$`` alone also matches before a trailing newline
+    return isinstance(value, str) and _HASH_RE.fullmatch(value) is not None
 
 
 _Id = Annotated[str, Field(min_length=1, max_length=128)]

@@ -33,6 +33,7 @@ from missionweave.artifacts import (
 )
 from missionweave.authority.client import AuthorityClient, AuthorityRequestError
 from missionweave.authority.wire import GRANT_TTL_MS
+from missionweave.authority.wire._readsig import sign_read
 from missionweave.protocol import Actor, b64u_decode, b64u_encode
 from missionweave.worker import Submission, WorkContext, authority_artifacts
 from tests.cli_processes import amw
@@ -248,6 +249,13 @@ async def test_filesystem_upload_must_hash_to_its_grant__MW_13_1_d(
             lease = w.lease("a", w.workers[0])
             g = await c.artifact_grant("g1", X, "write", lease_id=lease["lease_id"])
         async with httpx.AsyncClient() as http:
+            # a hash and a trailing newline is no hash: a 422, never a 500 (issue 25's attack)
+            odd = urllib.parse.urljoin(
+                url, f"/v1/groups/g1/artifacts/{X}%0A?operation=write&lease_id={lease['lease_id']}"
+            )
+            signature = sign_read("GET", odd, w.workers[0].key, created_s=w.clock.now // 1000)
+            r = await http.get(odd, headers=signature)
+            assert r.status_code == 422 and r.json()["code"] == "invalid_request", r.text
             r = await http.put(urllib.parse.urljoin(url, g.url), content=b"something else")
             assert r.status_code == 422 and r.json()["code"] == "hash_mismatch"
             assert not store.for_group("g1").exists(X)

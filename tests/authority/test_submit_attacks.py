@@ -207,3 +207,17 @@ def test_a_late_failure_is_checked_before_it_is_recorded__MW_11_5_b(tmp_path: Pa
     # the owner's own failure is unchanged
     r = w.submit(ada, "work.fail", w.leased("a", evidence=failed))
     assert r.accepted and r.events[-1].type == "work.failed"
+
+
+def test_an_accepted_results_evidence_subject_is_checked_too__MW_13_3_d(tmp_path: Path) -> None:
+    """A Coordinator's ``work.accept_result`` Evidence naming another Mission's Artifact as its
+    ``subject`` is refused like one it cites (an attack that got through)."""
+    w = _two_missions(tmp_path)
+    bob = w.workers[1]
+    w.ok(bob, "work.submit", w.leased("b", evidence=evidence(bob.agent_id, "b"),
+                                      outputs={"report": {"rows": 1}}))  # fmt: skip
+    body = {"work_item_id": "b", "evidence": [{**e, "subject": X} for e in evidence("c", "b")]}
+    head = w.authority.head(w.group)
+    _refused(w, w.submit(w.coordinator, "work.accept_result", body), "cross_mission_content",
+             artifact_hash=X)  # fmt: skip
+    assert w.authority.head(w.group) == head

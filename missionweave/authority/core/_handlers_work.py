@@ -35,10 +35,10 @@ from ._command_scope import Ctx, Reject, dumps, need, need_id, need_label
 from ._handlers_children import verify_parent
 from ._handlers_context import refuse_other_missions
 from ._items import (
-    cited,
     close_owner,
     contract_of,
     end_leases,
+    evidence_hashes,
     gate,
     grant_hold,
     load_item,
@@ -579,7 +579,7 @@ def work_accept_result(ctx: Ctx) -> None:
     gate(ctx, item)
     _needs_approval(ctx, item)
     evidence = parse_evidence(ctx, required=False)
-    refuse_other_missions(ctx, item["mission_id"], cited(evidence))  # MW-13.3-d
+    refuse_other_missions(ctx, item["mission_id"], evidence_hashes(evidence))  # MW-13.3-d
     ctx.emit(
         EventType.WORK_RESULT_ACCEPTED,
         {

@@ -17,6 +17,7 @@ from ...protocol import (
     WorkContract,
     WorkItemState,
     check_transition,
+    is_hash,
     new_id,
 )
 from ._command_scope import Ctx, Reject, dumps, need
@@ -129,6 +130,17 @@ def parse_evidence(ctx: Ctx, *, required: bool) -> list[Evidence]:
 def cited(evidence: Iterable[Evidence]) -> list[str]:
     """The Artifact hashes a list of Evidence references, in order."""
     return [h for e in evidence for h in e.artifacts]
+
+
+def evidence_hashes(evidence: Iterable[Evidence]) -> list[str]:
+    """Every Artifact hash a list of Evidence names: what it cites (``artifacts``) and a
+    ``subject`` that is a SHA-256 hash, in order (MW-13.3-d checks them all)."""
+    out: list[str] = []
+    for e in evidence:
+        out.extend(e.artifacts)
+        if is_hash(e.subject):
+            out.append(e.subject)
+    return out
 
 
 def set_item(ctx: Ctx, item: Row, **cols: Any) -> None:

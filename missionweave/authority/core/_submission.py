@@ -31,7 +31,7 @@ from ...protocol import (
 )
 from ._command_scope import Ctx, Reject
 from ._handlers_context import refuse_other_missions
-from ._items import cited, contract_of, parse_evidence
+from ._items import cited, contract_of, evidence_hashes, parse_evidence
 from ._store import Row
 
 #: Most bytes of one inline output (its name and value, as RFC 8785 canonical JSON): larger
@@ -133,8 +133,7 @@ def checked_failure(ctx: Ctx, item: Row) -> list[Evidence]:
             ``cross_mission_content`` (``artifact_hash``).
     """
     evidence = parse_evidence(ctx, required=True)
-    subjects = [e.subject for e in evidence if is_hash(e.subject)]
-    refuse_other_missions(ctx, item["mission_id"], [*cited(evidence), *subjects])
+    refuse_other_missions(ctx, item["mission_id"], evidence_hashes(evidence))
     return evidence
 
 

@@ -145,11 +145,12 @@ def test_an_evidence_subject_naming_an_artifact_is_checked__MW_13_3_d(tmp_path: 
 
 
 def test_a_deliverable_is_non_empty_and_an_output_bounded__MW_13_2_a(tmp_path: Path) -> None:
-    """The deliverable ``report`` given as null, ``0``, ``""``, ``{}`` or ``[]`` is missing; an
-    output over :data:`MAX_INLINE_OUTPUT_BYTES` (deliverable or not) is ``invalid_body``."""
+    """The deliverable ``report`` given as null, ``0``, ``""``, blanks, an invisible U+200B,
+    ``{}`` or ``[]`` is missing; an output over :data:`MAX_INLINE_OUTPUT_BYTES` (deliverable or
+    not) is ``invalid_body``."""
     w = make_leased_world(tmp_path / "a.db")
     ev = evidence(w.workers[0].agent_id, "a")
-    for empty in (None, 0, False, "", "  ", {}, []):
+    for empty in (None, 0, False, "", "  ", "\u200b", " \ufeff\n", {}, []):
         r = _submit(w, "a", evidence=ev, outputs={"report": empty})
         _refused(w, r, "deliverable_missing", deliverable="report")
     big = "x" * MAX_INLINE_OUTPUT_BYTES

@@ -47,6 +47,7 @@ from . import (  # noqa: F401
     _handlers_context,
     _handlers_dag,
     _handlers_lease,
+    _handlers_results,
     _handlers_schedule,
     _handlers_tokens,
     _handlers_work,

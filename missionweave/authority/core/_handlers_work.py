@@ -3,7 +3,8 @@
 ``work.accept_offer``, ``work.decline_offer``, ``approval.grant_execution``, ``work.unblock``,
 ``approval.grant_result`` / ``approval.deny_result`` (a MissionOwner's decision on a reviewed
 result), ``work.accept_result``, ``work.cancel``, ``mission.create_child`` and the child / Mission
-outcome Commands. Worker-reported lease Commands live in ``_handlers_lease``.
+outcome Commands. Worker-reported lease Commands live in ``_handlers_lease``, and the ones that
+end an execution or publish its content in ``_handlers_results``.
 """
 
 from __future__ import annotations

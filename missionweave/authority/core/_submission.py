@@ -19,6 +19,7 @@ or a hash never published (a digest).
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any, NamedTuple
 
 from ...protocol import (
@@ -191,10 +192,11 @@ def _outputs(raw: object) -> dict[str, Any]:
 
 
 def _has_content(value: object) -> bool:
-    """Whether an output's value can stand for a deliverable: a non-blank string, a non-empty
-    object or list."""
+    """Whether an output's value can stand for a deliverable: a string with a visible character
+    (not only spaces or invisible format characters such as U+200B), a non-empty object or
+    list."""
     if isinstance(value, str):
-        return value.strip() != ""
+        return any(not c.isspace() and unicodedata.category(c) != "Cf" for c in value)
     return isinstance(value, dict | list) and len(value) > 0
 
 

@@ -6,9 +6,10 @@ large reads in flight; ``server_limits()`` are the uvicorn settings every server
 """
 
 from ._batch import BatchWriter
+from ._errors import ErrorBody
 from ._limits import server_limits
 from ._read_gate import ReadGate
-from ._server import WS_MAX_BYTES, ErrorBody, create_app, serve
+from ._server import WS_MAX_BYTES, create_app, serve
 
 __all__ = [
     "WS_MAX_BYTES",

@@ -21,12 +21,11 @@ import asyncio
 import hashlib
 import json
 import tempfile
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, JSONResponse
 
 from ...artifacts import ArtifactStore, FilesystemStore, S3Store
@@ -38,6 +37,9 @@ from ..core import (
     promoting_groups,
 )
 from ..wire import BLOB_PREFIX, GRANT_TTL_MS, ArtifactGrant, Operation
+from ._errors import READ_ERRORS, documented, error_response
+from ._front import Front, get_front
+from ._read_access import member
 
 _STATUS: dict[str, int] = {
     RejectionCode.INVALID_REQUEST: 422,
@@ -46,10 +48,11 @@ _STATUS: dict[str, int] = {
 }
 #: Bytes read per step of a blob upload.
 _CHUNK = 1 << 20
+_TTL = timedelta(milliseconds=GRANT_TTL_MS)
+#: The documented error answers of every route here.
+_ERRORS = documented(*READ_ERRORS, 404, 409)
 
-
-def _error(status: int, code: str, reason: str, **detail: Any) -> JSONResponse:
-    return JSONResponse({"code": code, "reason": reason, "detail": detail}, status_code=status)
+router = APIRouter()
 
 
 def blob_token(authority: Authority, group_id: str, h: str, op: Operation, exp_ms: int) -> str:
@@ -80,138 +83,134 @@ def read_blob_token(authority: Authority, token: str, op: Operation) -> tuple[st
     return claims["g"], claims["h"]
 
 
-def add_artifact_routes(
-    app: FastAPI,
-    authority: Authority,
-    store: ArtifactStore | None,
-    member: Callable[..., Awaitable[str]],
-    operators: frozenset[str],
-    errors: dict[int | str, dict[str, Any]],
-) -> None:
-    """Add the grant and blob routes to ``app``.
-
-    Args:
-        app: the Authority's app.
-        authority: the Authority.
-        store: the artifact store's root (every Group's namespace); ``None``: this Authority
-            serves no Artifacts and the grant route answers 404 ``artifacts_not_served``.
-        member: the dependency that admits a signed read of an active member of the path's
-            Group (or an operator) and returns its key.
-        operators: the operator keys.
-        errors: the documented error answers.
-    """
-    ttl = timedelta(milliseconds=GRANT_TTL_MS)
-
-    def _grant(source: str, h: str, op: Operation, present: bool = False) -> ArtifactGrant:
-        """A grant of ``op`` on ``h`` in Group ``source``'s namespace."""
-        assert store is not None
-        exp = authority.clock() + GRANT_TTL_MS
-        method: Literal["GET", "PUT"] = "GET" if op == "read" else "PUT"
-        view = store.for_group(source)
-        if isinstance(view, S3Store):
-            url = view.presign(method, h, ttl)
-        else:
-            url = BLOB_PREFIX + blob_token(authority, source, h, op, exp)
-        return ArtifactGrant(
-            group_id=source,
-            artifact_hash=h,
-            operation=op,
-            method=method,
-            url=url,
-            expires_at_ms=exp,
-            present=present,
-        )
-
-    def _read(group_id: str, h: str) -> ArtifactGrant | None:
-        assert store is not None
-        if store.for_group(group_id).exists(h):
-            return _grant(group_id, h, "read")
-        for source in promoting_groups(authority, h):  # an Organization Artifact (MW-13.3-d)
-            if store.for_group(source).exists(h):
-                return _grant(source, h, "read")
-        return None
-
-    @app.get(
-        "/v1/groups/{group_id}/artifacts/{artifact_hash}",
-        responses={**errors, 200: {"model": ArtifactGrant}},
+def _grant(
+    front: Front, store: ArtifactStore, source: str, h: str, op: Operation, present: bool = False
+) -> ArtifactGrant:
+    """A grant of ``op`` on ``h`` in Group ``source``'s namespace of ``store``."""
+    exp = front.authority.clock() + GRANT_TTL_MS
+    method: Literal["GET", "PUT"] = "GET" if op == "read" else "PUT"
+    view = store.for_group(source)
+    if isinstance(view, S3Store):
+        url = view.presign(method, h, _TTL)
+    else:
+        url = BLOB_PREFIX + blob_token(front.authority, source, h, op, exp)
+    return ArtifactGrant(
+        group_id=source,
+        artifact_hash=h,
+        operation=op,
+        method=method,
+        url=url,
+        expires_at_ms=exp,
+        present=present,
     )
-    async def grant(
-        group_id: str,
-        artifact_hash: str,
-        operation: Operation = Query("read"),
-        mission_id: str | None = Query(None, min_length=1, max_length=200),
-        lease_id: str | None = Query(None, min_length=1, max_length=200),
-        key: str = Depends(member),
-    ) -> JSONResponse:
-        if store is None:
-            return _error(
-                404, RejectionCode.ARTIFACTS_NOT_SERVED, "this Authority serves no artifact store"
-            )
-        refusal = await asyncio.to_thread(
-            artifact_read_refusal, authority, group_id, artifact_hash, mission_id=mission_id
+
+
+def _read(front: Front, store: ArtifactStore, group_id: str, h: str) -> ArtifactGrant | None:
+    """A read grant of ``h`` where it is: the Group's namespace, else that of a Group that
+    promoted it (an Organization Artifact, MW-13.3-d); ``None`` when neither holds it."""
+    if store.for_group(group_id).exists(h):
+        return _grant(front, store, group_id, h, "read")
+    for source in promoting_groups(front.authority, h):
+        if store.for_group(source).exists(h):
+            return _grant(front, store, source, h, "read")
+    return None
+
+
+@router.get(
+    "/v1/groups/{group_id}/artifacts/{artifact_hash}",
+    responses={**_ERRORS, 200: {"model": ArtifactGrant}},
+)
+async def grant(
+    group_id: str,
+    artifact_hash: str,
+    operation: Operation = Query("read"),
+    mission_id: str | None = Query(None, min_length=1, max_length=200),
+    lease_id: str | None = Query(None, min_length=1, max_length=200),
+    key: str = Depends(member),
+    front: Front = Depends(get_front),
+) -> JSONResponse:
+    # MW-13.3-d: one object, a few minutes, after the checks of ``core`` (no docstring: it
+    # would become the operation's OpenAPI description)
+    store, authority = front.artifact_store, front.authority
+    if store is None:
+        return error_response(
+            404, RejectionCode.ARTIFACTS_NOT_SERVED, "this Authority serves no artifact store"
         )
-        if refusal is None and operation == "write" and key not in operators:
-            refusal = await asyncio.to_thread(
-                artifact_write_refusal, authority, group_id, key, lease_id
+    refusal = await asyncio.to_thread(
+        artifact_read_refusal, authority, group_id, artifact_hash, mission_id=mission_id
+    )
+    if refusal is None and operation == "write" and key not in front.operators:
+        refusal = await asyncio.to_thread(
+            artifact_write_refusal, authority, group_id, key, lease_id
+        )
+    if refusal is not None:
+        status = _STATUS.get(refusal.code, 403)
+        return error_response(status, refusal.code, refusal.reason, **refusal.detail)
+    if operation == "write":
+        present = await asyncio.to_thread(store.for_group(group_id).exists, artifact_hash)
+        g = await asyncio.to_thread(_grant, front, store, group_id, artifact_hash, "write", present)
+    else:
+        found = await asyncio.to_thread(_read, front, store, group_id, artifact_hash)
+        if found is None:
+            return error_response(
+                404,
+                RejectionCode.UNKNOWN_ARTIFACT,
+                "the Group holds no such Artifact",
+                group_id=group_id,
+                artifact_hash=artifact_hash,
             )
-        if refusal is not None:
-            status = _STATUS.get(refusal.code, 403)
-            return _error(status, refusal.code, refusal.reason, **refusal.detail)
-        if operation == "write":
-            present = await asyncio.to_thread(store.for_group(group_id).exists, artifact_hash)
-            g = await asyncio.to_thread(_grant, group_id, artifact_hash, "write", present)
-        else:
-            found = await asyncio.to_thread(_read, group_id, artifact_hash)
-            if found is None:
-                return _error(
-                    404,
-                    RejectionCode.UNKNOWN_ARTIFACT,
-                    "the Group holds no such Artifact",
-                    group_id=group_id,
-                    artifact_hash=artifact_hash,
-                )
-            g = found
-        return JSONResponse(g.model_dump(mode="json"))
+        g = found
+    return JSONResponse(g.model_dump(mode="json"))
 
-    def _fs_view(token: str, op: Operation) -> tuple[FilesystemStore, str] | None:
-        claims = read_blob_token(authority, token, op)
-        if claims is None or not isinstance(store, FilesystemStore):
-            return None
-        return store.for_group(claims[0]), claims[1]
 
-    @app.get(BLOB_PREFIX + "{token}", responses=errors)
-    async def get_blob(token: str) -> Any:
-        found = _fs_view(token, "read")
-        if found is None:
-            return _error(403, RejectionCode.INVALID_GRANT, "no valid read grant for this URL")
-        view, h = found
-        path = view.path(h)
-        if not path.is_file():
-            return _error(404, RejectionCode.UNKNOWN_ARTIFACT, "no such Artifact", artifact_hash=h)
-        return FileResponse(path, media_type="application/octet-stream")
+def _fs_view(front: Front, token: str, op: Operation) -> tuple[FilesystemStore, str] | None:
+    """The filesystem namespace and hash a genuine, unexpired ``op`` token names."""
+    claims = read_blob_token(front.authority, token, op)
+    store = front.artifact_store
+    if claims is None or not isinstance(store, FilesystemStore):
+        return None
+    return store.for_group(claims[0]), claims[1]
 
-    @app.put(BLOB_PREFIX + "{token}", responses=errors)
-    async def put_blob(token: str, request: Request) -> JSONResponse:
-        found = _fs_view(token, "write")
-        if found is None:
-            return _error(403, RejectionCode.INVALID_GRANT, "no valid write grant for this URL")
-        view, h = found
-        tmp_dir = view.root / "tmp"
-        await asyncio.to_thread(tmp_dir.mkdir, parents=True, exist_ok=True)
-        sha, size = hashlib.sha256(), 0
-        with tempfile.NamedTemporaryFile(dir=tmp_dir, prefix=".upload-") as spool:
-            async for chunk in request.stream():
-                sha.update(chunk)
-                size += len(chunk)
-                await asyncio.to_thread(spool.write, chunk)
-            await asyncio.to_thread(spool.flush)
-            if sha.hexdigest() != h:  # nothing is stored under a name it does not hash to
-                return _error(
-                    422,
-                    RejectionCode.HASH_MISMATCH,
-                    "the bytes sent do not hash to the granted Artifact",
-                    artifact_hash=h,
-                    actual=sha.hexdigest(),
-                )
-            ref = await asyncio.to_thread(view.put_file, Path(spool.name))
-        return JSONResponse({"artifact_hash": ref.hash, "size": ref.size})
+
+@router.get(BLOB_PREFIX + "{token}", responses=_ERRORS)
+async def get_blob(token: str, front: Front = Depends(get_front)) -> Any:
+    found = _fs_view(front, token, "read")
+    if found is None:
+        return error_response(403, RejectionCode.INVALID_GRANT, "no valid read grant for this URL")
+    view, h = found
+    path = view.path(h)
+    if not path.is_file():
+        return error_response(
+            404, RejectionCode.UNKNOWN_ARTIFACT, "no such Artifact", artifact_hash=h
+        )
+    return FileResponse(path, media_type="application/octet-stream")
+
+
+@router.put(BLOB_PREFIX + "{token}", responses=_ERRORS)
+async def put_blob(token: str, request: Request, front: Front = Depends(get_front)) -> JSONResponse:
+    found = _fs_view(front, token, "write")
+    if found is None:
+        return error_response(403, RejectionCode.INVALID_GRANT, "no valid write grant for this URL")
+    view, h = found
+    tmp_dir = view.root / "tmp"
+    await asyncio.to_thread(tmp_dir.mkdir, parents=True, exist_ok=True)
+    sha, size = hashlib.sha256(), 0
+    with tempfile.NamedTemporaryFile(dir=tmp_dir, prefix=".upload-") as spool:
+        async for chunk in request.stream():
+            sha.update(chunk)
+            size += len(chunk)
+            await asyncio.to_thread(spool.write, chunk)
+        await asyncio.to_thread(spool.flush)
+        if sha.hexdigest() != h:  # nothing is stored under a name it does not hash to
+            return error_response(
+                422,
+                RejectionCode.HASH_MISMATCH,
+                "the bytes sent do not hash to the granted Artifact",
+                artifact_hash=h,
+                actual=sha.hexdigest(),
+            )
+        ref = await asyncio.to_thread(view.put_file, Path(spool.name))
+    return JSONResponse({"artifact_hash": ref.hash, "size": ref.size})
+
+
+__all__ = ["blob_token", "read_blob_token", "router"]

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...protocol import RejectionCode
 from ..wire import BLOB_PREFIX
@@ -64,12 +66,6 @@ def server_limits() -> dict[str, Any]:
 
 
 _BRACKETS_ONLY = bytes(c for c in range(256) if c not in b"[]{}")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class JSONProblem(ValueError):

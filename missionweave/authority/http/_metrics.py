@@ -6,9 +6,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from starlette.types import Receive, Scope
+
 from ...metrics import add, observe
 from ...metrics import series as s
-from ._tracing import ASGIApp, Message, Receive, Scope, Send
+from ._asgi import AnswerStatus, HTTPObserver, route_template
 
 #: The codes of a refused read (HTTP or SUBSCRIBE), as exported; others are ``other``.
 REFUSAL_CODES = frozenset(
@@ -26,37 +28,22 @@ def subscriptions(session: Any) -> int:
     return int(session.subscriptions)
 
 
-class RequestMetrics:
+class RequestMetrics(HTTPObserver):
     """ASGI middleware: each HTTP request's latency (first byte received to the answer's
     start) by method, route template (``/v1/groups/{group_id}/events``, never the path) and
     status class. An unmatched path is ``unmatched``; WebSockets pass through."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: AnswerStatus) -> None:
         began = time.perf_counter()
-        status = 0
-
-        async def send_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
         try:
-            await self.app(scope, receive, send_status)
+            await self.app(scope, receive, send)
         finally:
-            route = getattr(scope.get("route"), "path", None) or "unmatched"
             observe(
                 s.AUTHORITY_REQUESTS,
                 time.perf_counter() - began,
                 method=str(scope.get("method", "")),
-                route=route,
-                status_class=f"{status // 100}xx" if status else "none",
+                route=route_template(scope) or "unmatched",
+                status_class=f"{send.status // 100}xx" if send.status else "none",
             )
 
 

@@ -11,20 +11,15 @@ spans of its Commands form one trace. Hand-written (a few lines) rather than an
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from fastapi import FastAPI
 from opentelemetry import propagate, trace
 from opentelemetry.propagators.textmap import Getter
+from starlette.types import Receive, Scope
 
 from ...telemetry import tracer
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from ._asgi import AnswerStatus, HTTPObserver, route_template
 
 
 class _ScopeHeaders(Getter[Scope]):
@@ -51,7 +46,7 @@ NATIVE_TRACING_OFF: dict[str, Any] = (
 )
 
 
-class TraceContextMiddleware:
+class TraceContextMiddleware(HTTPObserver):
     """ASGI middleware: each HTTP request runs in a server span named
     ``authority.http <METHOD> <route template>``, a child of the caller's ``traceparent``.
 
@@ -63,22 +58,8 @@ class TraceContextMiddleware:
         app: the ASGI app to wrap.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: AnswerStatus) -> None:
         method = str(scope.get("method", ""))
-        status = 0
-
-        async def send_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
         with tracer().start_as_current_span(
             f"authority.http {method}",
             context=propagate.extract(scope, getter=_GETTER),
@@ -86,19 +67,18 @@ class TraceContextMiddleware:
             attributes={"http.request.method": method, "url.path": str(scope.get("path", ""))},
         ) as span:
             try:
-                await self.app(scope, receive, send_status)
+                await self.app(scope, receive, send)
             finally:
                 if span.is_recording():
-                    # the router sets the matched route on the scope; the template, not the
-                    # path, keeps span names few
-                    route = getattr(scope.get("route"), "path", None)
+                    # the template, not the path, keeps span names few
+                    route = route_template(scope)
                     if route:
                         span.update_name(f"authority.http {method} {route}")
                         span.set_attribute("http.route", route)
-                    if status:
-                        span.set_attribute("http.response.status_code", status)
-                    if status >= 500:
-                        span.set_status(trace.StatusCode.ERROR, f"HTTP {status}")
+                    if send.status:
+                        span.set_attribute("http.response.status_code", send.status)
+                    if send.status >= 500:
+                        span.set_status(trace.StatusCode.ERROR, f"HTTP {send.status}")
 
 
 __all__ = ["NATIVE_TRACING_OFF", "TraceContextMiddleware"]

@@ -1,0 +1,84 @@
+"""The Commands' routes (protocol section 16)::
+
+    POST /v1/commands         one Command → SubmitResult (200, or 409 rejected; 413, 422)
+    POST /v1/commands/batch   up to :data:`MAX_BATCH_REQUEST` Commands → [SubmitResult] (200)
+
+Both go through the app's one :class:`~._batch.BatchWriter` (group commit); a Command that
+could never be signed or appended is refused here, before it joins a shared transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends
+from fastapi.responses import JSONResponse
+
+from ...protocol import CanonicalizationError, Command, RejectionCode
+from ..wire import SubmitResult
+from ._errors import documented, error_response
+from ._front import Front, get_front
+from ._limits import MAX_COMMAND_BYTES
+
+#: Most Commands accepted by one ``POST /v1/commands/batch``.
+MAX_BATCH_REQUEST = 1000
+
+router = APIRouter()
+
+
+def _result(r: SubmitResult) -> dict[str, Any]:
+    return r.model_dump(mode="json")
+
+
+def _unsignable(commands: list[Command]) -> JSONResponse | None:
+    # A float in a body passes the pydantic model but can never be canonicalized or verified:
+    # refuse it here rather than let it fail inside a shared transaction. So is a Command
+    # larger than what one Command may add to the log.
+    for i, cmd in enumerate(commands):
+        try:
+            size = len(cmd.signing_bytes())
+        except CanonicalizationError as exc:
+            return error_response(
+                422, RejectionCode.INVALID_COMMAND, str(exc), index=i, command_id=cmd.command_id
+            )
+        if size > MAX_COMMAND_BYTES:
+            return error_response(
+                413,
+                RejectionCode.COMMAND_TOO_LARGE,
+                f"a Command is at most {MAX_COMMAND_BYTES} bytes",
+                index=i,
+                command_id=cmd.command_id,
+                bytes=size,
+                max_bytes=MAX_COMMAND_BYTES,
+            )
+    return None
+
+
+@router.post(
+    "/v1/commands",
+    responses={**documented(413), 200: {"model": SubmitResult}, 409: {"model": SubmitResult}},
+)
+async def post_command(command: Command, front: Front = Depends(get_front)) -> JSONResponse:
+    refused = _unsignable([command])
+    if refused is not None:
+        return refused
+    (result,) = await front.writer.submit([command])
+    return JSONResponse(_result(result), status_code=409 if result.status == "rejected" else 200)
+
+
+@router.post(
+    "/v1/commands/batch", responses={**documented(413), 200: {"model": list[SubmitResult]}}
+)
+async def post_batch(
+    commands: list[Command] = Body(..., max_length=MAX_BATCH_REQUEST),
+    front: Front = Depends(get_front),
+) -> JSONResponse:
+    # max_length is checked before any element is validated: a long list costs nothing
+    refused = _unsignable(commands)
+    if refused is not None:
+        return refused
+    results = await front.writer.submit(commands)
+    return JSONResponse([_result(r) for r in results])
+
+
+__all__ = ["MAX_BATCH_REQUEST", "router"]

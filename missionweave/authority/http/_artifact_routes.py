@@ -107,10 +107,10 @@ def _grant(
 
 def _read(front: Front, store: ArtifactStore, group_id: str, h: str) -> ArtifactGrant | None:
     """A read grant of ``h`` where it is: the Group's namespace, else that of a Group that
-    promoted it (an Organization Artifact, MW-13.3-d); ``None`` when neither holds it."""
+    promoted it; ``None`` when neither holds it."""
     if store.for_group(group_id).exists(h):
         return _grant(front, store, group_id, h, "read")
-    for source in promoting_groups(front.authority, h):
+    for source in promoting_groups(front.authority, h):  # an Organization Artifact (MW-13.3-d)
         if store.for_group(source).exists(h):
             return _grant(front, store, source, h, "read")
     return None

@@ -1,28 +1,17 @@
 """The Authority's HTTP and WebSocket front (protocol section 16, docs/design.md §6):
 :func:`create_app` assembles it, :func:`serve` runs it with uvicorn.
 
-Routes, by the module (an ``APIRouter``) that holds them::
+Routes, by the module (an ``APIRouter``) that holds them and says what each answers::
 
-    _command_routes   POST /v1/commands                 one Command → SubmitResult (200, or 409)
-                      POST /v1/commands/batch           up to 1000 Commands → [SubmitResult]
-    _log_routes       GET  /v1/groups/{g}/events        ?after_sequence=N&limit=M → {events,
-                                                        head_seq} (cut at MAX_PAGE_BYTES: page
-                                                        on; streamed; 429 past the read gate)
-                      GET  /v1/groups/{g}/head          → {seq, hash}
-                      GET  /v1/groups/{g}/snapshots/{seq} → the whole signed snapshot
-                      GET  /v1/leases/{lease_id}        → the lease row with ``valid``
-    _token_routes     POST /v1/capability-tokens/verify {token, operation?} → TokenCheck (200,
-                                                        422); the token is the credential
-    _artifact_routes  GET  /v1/groups/{g}/artifacts/{h} ?operation=read|write → ArtifactGrant:
-                                                        one object, a few minutes (MW-13.3-d)
-                      GET|PUT /v1/artifact-blobs/{token} the filesystem store's bytes, for a grant
-    _agent_routes     GET  /v1/groups/{g}/agents        → {agents: [AgentInfo]}
-                      PUT  /v1/groups/{g}/presence      a signed presence report → {stored}
-                      GET  /v1/groups/{g}/presence      → {agent_id: {free_slots, queue_depth,
-                                                        age_ms}}
-    _service_routes   GET  /v1/authority                → {public_key, groups}
-                      GET  /healthz                     → {ok: true}
-    _stream_routes    WS   /v1/stream                   SUBSCRIBE / EVENT / ACK / ERROR
+    _command_routes   POST /v1/commands, POST /v1/commands/batch
+    _log_routes       GET  /v1/groups/{group_id}/events, …/head, …/snapshots/{seq};
+                      GET  /v1/leases/{lease_id}
+    _token_routes     POST /v1/capability-tokens/verify
+    _artifact_routes  GET  /v1/groups/{group_id}/artifacts/{artifact_hash};
+                      GET|PUT /v1/artifact-blobs/{token}
+    _agent_routes     GET  /v1/groups/{group_id}/agents, GET|PUT …/presence
+    _service_routes   GET  /v1/authority, GET /healthz
+    _stream_routes    WS   /v1/stream (SUBSCRIBE / EVENT / ACK / ERROR)
 
 What the routes share (the Authority, the writer, the read gate …) is one :class:`~._front.Front`
 on ``app.state.front``, given to each route by ``Depends(get_front)``.

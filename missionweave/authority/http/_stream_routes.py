@@ -1,9 +1,8 @@
 """``WS /v1/stream``: a Group's Events as they are appended (SUBSCRIBE / EVENT / ACK / ERROR;
 the session is :class:`~._stream.StreamSession`).
 
-Implements MW-16-a (at-least-once EVENT stream, Events carry their ids), MW-16-c (ACK records
-cursors, never deletes history), MW-16-d (SUBSCRIBE.afterSequence replay) and MW-16-e
-(CURSOR_TOO_OLD with a signed snapshot reference), in :mod:`._stream`.
+The stream's requirements (MW-16-a, c, d, e) are kept by the session; ``create_app``'s
+docstring names them (the conformance table's code column).
 """
 
 from __future__ import annotations

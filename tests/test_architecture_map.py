@@ -198,7 +198,9 @@ def missing_paths(text: str, rows: Iterable[Row]) -> list[str]:
                 continue
             path, _, test = name.partition("::")
             where = (current or [REPO / "tests"]) if "/" not in path else bases
-            hits = [h for base in where for h in (base.glob(path) if "*" in path else [base / path])]
+            hits = [
+                h for base in where for h in (base.glob(path) if "*" in path else [base / path])
+            ]
             hits = [h for h in hits if h.exists()]
             if not hits:
                 missing.append(name)

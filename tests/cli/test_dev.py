@@ -56,6 +56,7 @@ def _spec(mission_id: str, capability: str) -> dict[str, Any]:
     return mission_spec(mission_id, f"count words ({mission_id})", [item])
 
 
+@pytest.mark.timeout(360)  # three Missions through real processes, on a loaded machine too
 def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     tmp_path: Path, processes: list[Process]
 ) -> None:

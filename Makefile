@@ -37,13 +37,16 @@ faults: $(STAMP)
 	$(BIN)/python -m tests.faults --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) \
 		$(if $(KIND),--kind $(KIND))
 
-# The embedded stack's ports, e.g. `TEMPORAL_PORT=17233 UI_PORT=18233 make demo` (0: any free one).
+# The embedded stack's ports, e.g. `TEMPORAL_PORT=17233 UI_PORT=18233 make demo` (0: any free
+# one). METRICS_PORT is `make dev`'s GET /metrics (default 9465; none: `METRICS_PORT=none`).
 PORTS = $(if $(TEMPORAL_PORT),--temporal-port $(TEMPORAL_PORT)) \
         $(if $(UI_PORT),--ui-port $(UI_PORT)) \
         $(if $(AUTHORITY_PORT),--authority-port $(AUTHORITY_PORT))
+METRICS = $(if $(filter none,$(METRICS_PORT)),--no-metrics, \
+          $(if $(METRICS_PORT),--metrics-port $(METRICS_PORT)))
 
 dev: $(STAMP)
-	$(BIN)/missionweave dev up $(PORTS)
+	$(BIN)/missionweave dev up $(PORTS) $(METRICS)
 
 demo: $(STAMP)
 	$(BIN)/missionweave demo --keep-running $(PORTS)

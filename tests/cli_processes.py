@@ -72,7 +72,9 @@ def one_line_error(r: subprocess.CompletedProcess[str], *needles: str) -> None:
 
 def stack_command(command: str, data: Path, *extra: str, ui: bool = True) -> list[str]:
     """The arguments of ``missionweave <command>`` (``dev up``, ``demo``) on the data directory
-    ``data`` with every port chosen free (``0``); ``ui=False``: ``--headless``."""
+    ``data`` with every port chosen free (``0``), ``dev up``'s metrics port too unless
+    ``extra`` names one; ``ui=False``: ``--headless``."""
+    metrics = command == "dev up" and not {"--metrics-port", "--no-metrics"} & set(extra)
     return [
         *command.split(),
         "--data-dir",
@@ -82,6 +84,7 @@ def stack_command(command: str, data: Path, *extra: str, ui: bool = True) -> lis
         *(("--ui-port", "0") if ui else ("--headless",)),
         "--authority-port",
         "0",
+        *(("--metrics-port", "0") if metrics else ()),
         *extra,
     ]
 

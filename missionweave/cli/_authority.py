@@ -10,7 +10,7 @@ from ..metrics import AUTHORITY_METRICS_PORT
 from ..protocol import rejection_table
 from ._artifacts import S3_BUCKET, S3_ENDPOINT, S3_SECURE, open_store
 from ._common import CliError, load_key, load_or_create_key, start_metrics
-from ._options import METRICS_HOST, authority_db_option, metrics_port_option
+from ._options import METRICS_HOST, NO_METRICS, authority_db_option, metrics_port_option
 
 #: The environment variable of ``--operator-key``.
 OPERATOR_KEYS_ENV = "MISSIONWEAVE_OPERATOR_KEYS"
@@ -80,6 +80,7 @@ def serve(
         AUTHORITY_METRICS_PORT, "Commands, appends, commits, leases, reads, requests"
     ),
     metrics_host: str = METRICS_HOST,
+    no_metrics: bool = NO_METRICS,
 ) -> None:
     """Serve the Authority over HTTP and WebSocket (protocol section 16).
 
@@ -131,7 +132,7 @@ def serve(
         else None
     )
     typer.echo(f"artifacts: {store!r}" if store else "warning: no artifact store", err=True)
-    start_metrics(metrics_port, metrics_host, AUTHORITY_METRICS_PORT)
+    start_metrics(metrics_port, metrics_host, AUTHORITY_METRICS_PORT, off=no_metrics)
     try:
         run_server(authority, host=host, port=port, artifact_store=store, **tls)
     finally:

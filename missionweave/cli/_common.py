@@ -122,18 +122,29 @@ def setup_cli_tracing(service_name: str) -> None:
 
 
 def start_metrics(
-    port: int | None, host: str, default: int = 0, *, announce: bool = True
+    port: int | None,
+    host: str,
+    default: int | None = None,
+    *,
+    off: bool = False,
+    announce: bool = True,
 ) -> str | None:
-    """Serve ``GET /metrics`` on ``host:port`` (0: not at all; ``None``, not given:
-    ``default``) and, when ``announce``, say where on stderr (``dev up`` prints it in its
-    banner instead, once the stack is up); its URL, or ``None``.
+    """Serve ``GET /metrics`` on ``host:port`` (0: any free port, as for every port of the CLI;
+    ``None``, not given: ``default``, where ``None`` serves none) unless ``off``
+    (``--no-metrics``) and, when ``announce``, say where on stderr (``dev up`` prints it in
+    its banner instead, once the stack is up); its URL, or ``None``.
 
     Raises:
-        CliError: the port given cannot be bound. A ``default`` port that is taken (another
-            process of this machine serves its metrics there) is a warning: no endpoint.
+        CliError: the port given cannot be bound, or both a port and ``off`` are given. A
+            ``default`` port that is taken (another process of this machine serves its
+            metrics there) is a warning: no endpoint.
     """
+    if off:
+        if port is not None:
+            raise CliError("--metrics-port and --no-metrics: give one of them")
+        return None
     chosen = default if port is None else port
-    if not chosen:
+    if chosen is None:
         return None
     from ..metrics import MetricsError, serve_metrics
 
@@ -141,8 +152,13 @@ def start_metrics(
         url = serve_metrics(chosen, host).url
     except MetricsError as exc:
         if port is not None:
-            raise CliError(f"{exc} (give another --metrics-port, or 0 for none)") from None
-        typer.echo(f"warning: {exc}: no metrics endpoint (give --metrics-port)", err=True)
+            raise CliError(
+                f"{exc} (give another --metrics-port, 0 for any free one, or --no-metrics)"
+            ) from None
+        typer.echo(
+            f"warning: {exc}: no metrics endpoint (give --metrics-port, 0 for any free one)",
+            err=True,
+        )
         return None
     if announce:
         typer.echo(f"metrics at {url}", err=True)

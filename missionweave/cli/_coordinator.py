@@ -44,6 +44,7 @@ def coordinator_command(
         COORDINATOR_METRICS_PORT, "offers, reassignments, reviews, Missions by status"
     ),
     metrics_host: str = opt.METRICS_HOST,
+    no_metrics: bool = opt.NO_METRICS,
 ) -> None:
     """Run the coordinator: the Mission workflow and its activities on the
     missionweave-coordinator task queue, signing with --key. Reviews verify submitted
@@ -53,9 +54,8 @@ def coordinator_command(
     """
     signing_key = load_key(key)
     store = open_store(artifacts, s3_endpoint, s3_bucket, s3_secure, create=True)
-    start_metrics(
-        metrics_port, metrics_host, COORDINATOR_METRICS_PORT
-    )  # before Temporal: its SDK's metrics too
+    # before Temporal: its SDK's metrics too
+    start_metrics(metrics_port, metrics_host, COORDINATOR_METRICS_PORT, off=no_metrics)
     run_client_command(
         _run(signing_key, agent_id, authority_url, temporal_address, namespace, store, stop_timeout)
     )

@@ -13,7 +13,14 @@ import typer
 
 from ..metrics import COORDINATOR_METRICS_PORT
 from ._common import CliError, setup_cli_tracing, start_metrics
-from ._options import AUTHORITY_PORT, HEADLESS, TEMPORAL_PORT, UI_PORT, metrics_port_option
+from ._options import (
+    AUTHORITY_PORT,
+    HEADLESS,
+    NO_METRICS,
+    TEMPORAL_PORT,
+    UI_PORT,
+    metrics_port_option,
+)
 
 if TYPE_CHECKING:
     from ..dev import EmbeddedStack
@@ -21,8 +28,14 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Run everything MissionWeave needs on this machine.", no_args_is_help=True)
 
 
-#: The example agent (examples/agents/counter.yaml) the "Next" hint enrolls and runs.
-EXAMPLE_AGENT = "counter-1"
+#: The example Mission the "Next" hint starts, and the agents it needs: ``(agent_id, card)``
+#: per capability of the Mission's WorkItems (``text.stats``, ``text.checksum``); the hint
+#: enrolls and runs each.
+EXAMPLE_MISSION = "examples/missions/hello.yaml"
+EXAMPLE_AGENTS = (
+    ("counter-1", "examples/agents/counter.yaml"),
+    ("checker-1", "examples/agents/checker.yaml"),
+)
 
 
 def _default_data_dir() -> Path:
@@ -46,6 +59,7 @@ def up(
     metrics_port: int | None = metrics_port_option(
         COORDINATOR_METRICS_PORT, "the Authority's, the coordinator's and in-process agents'"
     ),
+    no_metrics: bool = NO_METRICS,
 ) -> None:
     """Start the embedded stack and keep it up until Ctrl-C (or SIGTERM).
 
@@ -54,7 +68,8 @@ def up(
     filesystem artifact store (DATA_DIR/artifacts) and the coordinator (key
     DATA_DIR/keys/coordinator.pem), which creates the Group on the first start with itself
     as owner, coordinator and mission owner. Agents run separately: missionweave worker.
-    GET /metrics on --metrics-port (default 9465, on --host) serves the stack's series.
+    GET /metrics on --metrics-port (default 9465, on --host; 0: any free port, as for every
+    port here; --no-metrics: none) serves the stack's series.
 
     When the Temporal dev server dies (it runs as a child process), it is started again on the
     same port and state, and a line on stderr says so. At a fourth death within a minute, or
@@ -75,47 +90,54 @@ def up(
         headless=headless,
         group=group,
     )
-    asyncio.run(_up(stack, metrics_port))
+    asyncio.run(_up(stack, metrics_port, no_metrics=no_metrics))
 
 
 def _describe(stack: EmbeddedStack, metrics_url: str | None = None) -> str:
     key = stack.coordinator_key_path
     ui = stack.ui_url or "(headless)"
     ui_env = f" MISSIONWEAVE_UI_URL={stack.ui_url}" if stack.ui_url else ""
-    # private keys stay under the data dir, not in the cwd
-    agent_key = key.parent / f"{EXAMPLE_AGENT}.pem"
+    agents = []
+    for agent_id, card in EXAMPLE_AGENTS:
+        agent_key = key.parent / f"{agent_id}.pem"  # private keys stay under the data dir
+        agents += [
+            f"  .venv/bin/missionweave group add --key {key} --group {stack.group} "
+            f"--agent-id {agent_id} --agent-key {agent_key} --create-key",
+            f"  .venv/bin/missionweave worker --card {card} --key {agent_key} "
+            f"--handlers examples.agents.handlers --group {stack.group} "
+            f"--authority-url {stack.authority_url} --temporal-address {stack.temporal_target} &",
+        ]
     return "\n".join(
         [
             "MissionWeave dev stack is up; Ctrl-C stops it.",
             f"  Temporal      {stack.temporal_target} (namespace {stack.namespace})",
             f"  Temporal UI   {ui}",
             f"  Authority     {stack.authority_url}",
-            f"  Metrics       {metrics_url or '(none: --metrics-port 0)'}",
+            f"  Metrics       {metrics_url or '(none)'}",
             f"  Artifacts     {stack.files.artifacts}",
             f"  Data dir      {stack.data_dir}",
             f"  Coordinator   {stack.coordinator.agent_id}, key {key}",
             f"  Group         {stack.group}",
-            "Next, in another shell at the repository's root (examples/ holds the example agent's"
-            " card and handlers, and a Mission for it):",
+            "Next, in another shell at the repository's root (examples/ holds the example agents'"
+            " cards and handlers, and a Mission for them):",
             f"  export TEMPORAL_ADDRESS={stack.temporal_target} "
             f"MISSIONWEAVE_AUTHORITY_URL={stack.authority_url}{ui_env}",
-            f"  .venv/bin/missionweave group add --key {key} --group {stack.group} "
-            f"--agent-id {EXAMPLE_AGENT} --agent-key {agent_key} --create-key",
-            "  .venv/bin/missionweave worker --card examples/agents/counter.yaml "
-            f"--key {agent_key} --handlers examples.agents.handlers --group {stack.group} "
-            f"--authority-url {stack.authority_url} "
-            f"--temporal-address {stack.temporal_target}",
-            "  .venv/bin/missionweave mission start examples/missions/hello.yaml",
+            *agents,
+            f"  .venv/bin/missionweave mission start {EXAMPLE_MISSION}",
         ]
     )
 
 
-async def _up(stack: EmbeddedStack, metrics_port: int | None = 0) -> None:
+async def _up(
+    stack: EmbeddedStack, metrics_port: int | None = None, *, no_metrics: bool = False
+) -> None:
     from ..dev import StackError
 
     setup_cli_tracing("missionweave-dev")  # from OTEL_*; off unless configured
     # before the stack's Temporal client: the SDK's metrics are served too
-    metrics_url = start_metrics(metrics_port, stack.host, COORDINATOR_METRICS_PORT, announce=False)
+    metrics_url = start_metrics(
+        metrics_port, stack.host, COORDINATOR_METRICS_PORT, off=no_metrics, announce=False
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -89,14 +89,24 @@ METRICS_HOST = typer.Option(
 
 def metrics_port_option(default: int | None, what: str) -> Any:
     """The ``--metrics-port`` option of a process serving ``GET /metrics``; ``what`` names
-    its own series (the Temporal SDK's and the Python process's come with them). Its value
-    is ``None`` when not given: :func:`~._common.start_metrics` then tries ``default`` and
-    only warns when that port is taken."""
+    its own series (the Temporal SDK's and the Python process's come with them). As for every
+    port of the CLI, 0 picks any free one. Its value is ``None`` when not given:
+    :func:`~._common.start_metrics` then tries ``default`` (``None``: serves none) and only
+    warns when that port is taken. A command with a ``default`` also takes
+    :data:`NO_METRICS`, the one way to serve none."""
     return typer.Option(
         None, "--metrics-port", min=0, max=65535, show_default=str(default or "none"),
         help=f"Serve GET /metrics (Prometheus text: {what}; docs/metrics.md) on this port; "
-        "0: none.",
+        "0: any free one (the URL is printed)."
+        + (" --no-metrics: none." if default else ""),
     )  # fmt: skip
+
+
+#: ``--no-metrics`` of the commands that serve ``GET /metrics`` by default (see
+#: :func:`metrics_port_option`).
+NO_METRICS = typer.Option(
+    False, "--no-metrics", help="Serve no GET /metrics endpoint (not with --metrics-port)."
+)
 
 
 #: ``worker`` and ``coordinator``: how long Ctrl-C waits for a clean stop (see
@@ -122,6 +132,7 @@ __all__ = [
     "METRICS_HOST",
     "NAMESPACE",
     "NAMESPACE_ENV",
+    "NO_METRICS",
     "READER_KEY",
     "READER_KEY_ENV",
     "STOP_TIMEOUT",

@@ -15,11 +15,19 @@ from ._common import CliError
 #: Risk classes, lowest first (the worker package is imported only when the command runs).
 RISK_ORDER = tuple(r.value for r in RiskClass)
 
-GROUP_QUOTA = typer.Option(
-    [], "--group-quota", metavar="GROUP=SLOTS",
-    help="The most slots a Group's WorkItems hold at once (repeatable, once per Group; "
-    "default: every slot).",
-)  # fmt: skip
+
+def _per_group(flag: str, unit: str, bound: str, default: str) -> Any:
+    """A repeatable ``GROUP=N`` option: ``bound`` per Group, given once per Group (of the
+    worker's ``--group``s: :func:`scheduler_options` checks both)."""
+    return typer.Option(
+        [], flag, metavar=f"GROUP={unit}",
+        help=f"{bound} (repeatable, once per Group; default: {default}).",
+    )  # fmt: skip
+
+
+GROUP_QUOTA = _per_group(
+    "--group-quota", "SLOTS", "The most slots a Group's WorkItems hold at once", "every slot"
+)
 RESOURCE = typer.Option(
     [], "--resource", metavar="NAME=N",
     help="A resource capacity of this agent (repeatable), e.g. gpu=2: a WorkItem starts only "
@@ -31,10 +39,10 @@ APPROVAL_RISK = typer.Option(
     help="WorkItems of this risk class or above (low, medium, high, critical) wait for their "
     "execution approval before they start.",
 )  # fmt: skip
-RISK_BUDGET = typer.Option(
-    [], "--risk-budget", metavar="GROUP=UNITS",
-    help="The most risk units (low 0, medium 1, high 2, critical 4) a Group's running "
-    "WorkItems hold at once (repeatable, once per Group; default: no limit).",
+RISK_BUDGET = _per_group(
+    "--risk-budget", "UNITS",
+    "The most risk units (low 0, medium 1, high 2, critical 4) a Group's running WorkItems "
+    "hold at once", "no limit",
 )  # fmt: skip
 
 

@@ -99,6 +99,21 @@ for _s in ALL:
         _sampled[_s.name] = _Sampled(_s)
 
 
+_I = TypeVar("_I")
+
+
+def _instrument(instruments: Mapping[str, _I], series: Series, kind: str) -> _I:
+    """The instrument of ``series`` among ``instruments`` (those of one ``kind``).
+
+    Raises:
+        ValueError: ``series`` is not of that kind (a programming error: the tests catch it).
+    """
+    found = instruments.get(series.name)
+    if found is None:
+        raise ValueError(f"{series.name} is not a {kind}")
+    return found
+
+
 def _attrs(series: Series, labels: Mapping[str, str]) -> dict[str, str]:
     if set(labels) != set(series.labels):  # a programming error: caught by the tests
         raise ValueError(f"{series.name} takes labels {series.labels}, not {sorted(labels)}")
@@ -112,10 +127,7 @@ def add(series: Series, amount: float = 1, **labels: str) -> None:
     Raises:
         ValueError: ``series`` is not a counter, or the labels are not its labels.
     """
-    counter = _counters.get(series.name)
-    if counter is None:
-        raise ValueError(f"{series.name} is not a counter")
-    counter.add(amount, _attrs(series, labels))
+    _instrument(_counters, series, "counter").add(amount, _attrs(series, labels))
 
 
 def start_counters(component: Iterable[Series]) -> None:
@@ -136,10 +148,7 @@ def observe(series: Series, value: float, **labels: str) -> None:
     Raises:
         ValueError: ``series`` is not a histogram, or the labels are not its labels.
     """
-    histogram = _histograms.get(series.name)
-    if histogram is None:
-        raise ValueError(f"{series.name} is not a histogram")
-    histogram.record(value, _attrs(series, labels))
+    _instrument(_histograms, series, "histogram").record(value, _attrs(series, labels))
 
 
 def watch(series: Series, owner: T, read: Callable[[T], Reading]) -> None:
@@ -150,10 +159,7 @@ def watch(series: Series, owner: T, read: Callable[[T], Reading]) -> None:
     Raises:
         ValueError: ``series`` is not a gauge.
     """
-    gauge = _sampled.get(series.name)
-    if gauge is None:
-        raise ValueError(f"{series.name} is not a gauge")
-    gauge.watch(owner, read)
+    _instrument(_sampled, series, "gauge").watch(owner, read)
 
 
 def unwatch(series: Series, owner: object) -> None:

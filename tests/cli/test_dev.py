@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
+import pytest
 import yaml
 
 from missionweave.dev import free_port
@@ -54,6 +56,7 @@ def _spec(mission_id: str, capability: str) -> dict[str, Any]:
     return mission_spec(mission_id, f"count words ({mission_id})", [item])
 
 
+@pytest.mark.timeout(360)  # three Missions through real processes, on a loaded machine too
 def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     tmp_path: Path, processes: list[Process]
 ) -> None:
@@ -73,37 +76,51 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     r = mw("group", "create", "--key", str(tmp_path / "other.pem"), "--group", "demo", env=env)
     one_line_error(r, "group 'demo' exists and this key")
 
-    # The banner's "Next" commands, run as printed: the example agent joins the Group
-    # (idempotently) and starts working; the example Mission it names exists.
+    # The banner's "Next" commands, run as printed: each example agent joins the Group
+    # (idempotently) and starts working, and the example Mission they serve completes.
     printed = stack.lines_until(r"mission start", 10)
-    hint = [shlex.split(line) for line in printed[1:]]
+    hint = [shlex.split(line.removesuffix(" &")) for line in printed[1:]]
     exe = ".venv/bin/missionweave"
-    group_add = next(c for c in hint if c[:3] == [exe, "group", "add"])
-    worker_cmd = next(c for c in hint if c[:2] == [exe, "worker"])
+    group_adds = [c for c in hint if c[:3] == [exe, "group", "add"]]
+    worker_cmds = [c for c in hint if c[:2] == [exe, "worker"]]
     (mission_file,) = [c[3] for c in hint if c[:3] == [exe, "mission", "start"]]
     assert (ROOT / mission_file).is_file()
-    agent_key = Path(group_add[group_add.index("--agent-key") + 1])
-    assert agent_key.parent == data / "keys"
-    flags = dict(zip(worker_cmd[2::2], worker_cmd[3::2], strict=False))
-    assert flags["--authority-url"] == authority and flags["--temporal-address"] == temporal
-    r = mw(*group_add[1:], env=env)
-    assert r.returncode == 0 and "counter-1 added in group demo" in r.stdout, r.stderr
-    r = mw(*group_add[1:], env=env)
+    agents = [c[c.index("--agent-id") + 1] for c in group_adds]
+    assert agents == ["counter-1", "checker-1"] and len(worker_cmds) == 2
+    for group_add in group_adds:
+        agent_key = Path(group_add[group_add.index("--agent-key") + 1])
+        assert agent_key.parent == data / "keys"
+        agent = group_add[group_add.index("--agent-id") + 1]
+        r = mw(*group_add[1:], env=env)
+        assert r.returncode == 0 and f"{agent} added in group demo" in r.stdout, r.stderr
+    r = mw(*group_adds[0][1:], env=env)
     assert r.returncode == 0 and "counter-1 present in group demo" in r.stdout, r.stderr
-    worker = Process(
-        [EXE, *worker_cmd[1:], "--state-dir", str(tmp_path / "state")],
-        tmp_path / "worker.log",
-        env=env,
-    )
-    processes.append(worker)
-
-    def agent_ready() -> bool:
-        return any(  # reads are a member's
-            a["agent_id"] == "counter-1" and a["session_epoch"] > 0 and a["card"]
-            for a in up.read("agents")["agents"]
+    workers = []
+    for n, worker_cmd in enumerate(worker_cmds):
+        flags = dict(zip(worker_cmd[2::2], worker_cmd[3::2], strict=False))
+        assert flags["--authority-url"] == authority and flags["--temporal-address"] == temporal
+        workers.append(
+            Process(
+                [EXE, *worker_cmd[1:], "--state-dir", str(tmp_path / f"state-{n}")],
+                tmp_path / f"worker-{n}.log",
+                env=env,
+            )
         )
+        processes.append(workers[-1])
+    worker = workers[0]
 
-    eventually(agent_ready, "the agent's session and card", worker)
+    def agents_ready() -> bool:
+        return {  # reads are a member's
+            a["agent_id"]
+            for a in up.read("agents")["agents"]
+            if a["session_epoch"] > 0 and a["card"]
+        } >= set(agents)
+
+    eventually(agents_ready, "the agents' sessions and cards", worker, timeout_s=120)
+    r = mw("mission", "start", str(ROOT / mission_file), env=env)
+    assert r.returncode == 0, r.stderr
+    r = mw("mission", "watch", "hello-1", "--interval", "0.2", env=env)
+    assert r.returncode == 0 and r.stdout.strip().endswith("mission hello-1 completed"), r.stdout
 
     # A Mission that completes.
     spec_file = tmp_path / "t1.json"
@@ -149,8 +166,9 @@ def test_dev_up_runs_missions_from_the_cli_and_stops_cleanly(
     one_line_error(mw("mission", "status", "nope", env=env), "no mission 'nope'")
     one_line_error(mw("mission", "start", str(spec_file), env=env), "already exists")
 
-    # Ctrl-C: the agent first, then the stack; nothing is left running.
-    worker.interrupt()
+    # Ctrl-C: the agents first, then the stack; nothing is left running.
+    for w in workers:
+        w.interrupt()
     assert stack.interrupt() == 0, stack.stderr()
     log = stack.stderr()
     assert "stopped" in log and "Traceback" not in log, log
@@ -209,6 +227,8 @@ def test_dev_up_with_a_taken_port_is_one_line_and_leaves_nothing(tmp_path: Path)
             "--headless",
             "--authority-port",
             str(port),
+            "--metrics-port",  # any free one: not 9465, which a `make dev` beside may hold
+            "0",
         )
     one_line_error(r, f"cannot listen on 127.0.0.1:{port}")
     assert processes_mentioning(str(tmp_path)) == []
@@ -238,3 +258,57 @@ def test_help_of_the_new_commands() -> None:
         assert r.returncode == 0, r.stderr
         for word in words:
             assert word in r.stdout, (args, word)
+
+
+def test_the_banner_starts_every_agent_its_example_mission_needs(tmp_path: Path) -> None:
+    """Followed as printed, the "Next" hint serves every capability the example Mission's
+    WorkItems require (issue 36: it once started only ``counter-1``, and ``hello.yaml`` never
+    completed)."""
+    from missionweave.cli._dev import _describe
+
+    key = tmp_path / "keys" / "coordinator.pem"
+    stack: Any = SimpleNamespace(
+        coordinator_key_path=key, ui_url=None, temporal_target="127.0.0.1:1",
+        namespace="default", authority_url="http://127.0.0.1:2", files=SimpleNamespace(
+            artifacts=tmp_path / "artifacts"), data_dir=tmp_path,
+        coordinator=SimpleNamespace(agent_id="coordinator"), group="demo",
+    )  # fmt: skip
+    banner = _describe(stack, None)
+    assert "  Metrics       (none)" in banner
+    hint = [shlex.split(line.removesuffix(" &")) for line in banner.splitlines()]
+    (mission,) = [c[3] for c in hint if c[1:3] == ["mission", "start"]]
+    needed = {
+        cap.split("@")[0]
+        for item in yaml.safe_load((ROOT / mission).read_text(encoding="utf-8"))["items"]
+        for cap in item["contract"]["required_capabilities"]
+    }
+    enrolled = {c[c.index("--agent-id") + 1] for c in hint if c[1:3] == ["group", "add"]}
+    served: set[str] = set()
+    for c in hint:
+        if c[1:2] == ["worker"]:
+            card = yaml.safe_load((ROOT / c[c.index("--card") + 1]).read_text(encoding="utf-8"))
+            assert card["agent_id"] in enrolled
+            assert Path(c[c.index("--key") + 1]) == key.parent / f"{card['agent_id']}.pem"
+            served |= {cap.split("@")[0] for cap in card["capabilities"]}
+    assert needed and needed <= served, (needed, served)
+
+
+def test_metrics_port_0_is_any_free_port_and_no_metrics_is_none(tmp_path: Path) -> None:
+    """``--metrics-port 0`` picks a free port as every other port does (served and scraped:
+    ``tests/metrics/test_scrape.py``); ``--no-metrics`` is the one way to serve none, said so
+    in ``--help`` (issue 36)."""
+    from missionweave.cli._common import CliError, start_metrics
+
+    assert start_metrics(None, "127.0.0.1", 9465, off=True) is None
+    assert start_metrics(None, "127.0.0.1", None) is None  # the worker: none by default
+    with pytest.raises(CliError, match="--metrics-port and --no-metrics"):
+        start_metrics(0, "127.0.0.1", 9465, off=True)
+    for command in (["dev", "up"], ["coordinator"], ["authority", "serve"]):
+        r = mw(*command, "--help", env={"COLUMNS": "200"})
+        assert r.returncode == 0, r.stderr
+        text = " ".join(r.stdout.split())
+        assert "0: any free one" in text and "--no-metrics" in text, (command, r.stdout)
+    r = mw("worker", "--help", env={"COLUMNS": "200"})
+    assert "0: any free one" in " ".join(r.stdout.split()), r.stdout
+    r = mw("dev", "up", "--data-dir", str(tmp_path / "d"), "--metrics-port", "0", "--no-metrics")
+    one_line_error(r, "--metrics-port and --no-metrics: give one of them")

@@ -283,6 +283,8 @@ class Cluster:
                     str(self.temporal_port),
                     "--authority-port",
                     str(self.authority_port),
+                    "--metrics-port",  # any free one: not 9465, which a `make dev` may hold
+                    "0",
                 ],
                 self._log("dev"),
             )

@@ -65,9 +65,10 @@ def _gate_worker(up: DevStack, tmp_path: Path, metrics_port: int) -> Process:
 def test_each_named_series_moves_during_a_mission_and_the_dashboards_name_scraped_series(
     tmp_path: Path, processes: list[Process]
 ) -> None:
-    up = dev_up(tmp_path, processes, "--metrics-port", str(free_port()))
+    up = dev_up(tmp_path, processes, "--metrics-port", "0")  # any free port: the banner says
     stack_url = up.info["Metrics"]
     assert stack_url.startswith("http://127.0.0.1:") and stack_url.endswith("/metrics")
+    assert not stack_url.endswith(":0/metrics")
     worker = _gate_worker(up, tmp_path, agent_port := free_port())
     processes.append(worker)
     agent_url = f"http://127.0.0.1:{agent_port}/metrics"

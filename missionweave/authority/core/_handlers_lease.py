@@ -19,7 +19,6 @@ from ...protocol import (
     ProgressReport,
     RejectionCode,
     ResourceUsage,
-    new_id,
 )
 from ._budgets import charge_work_item
 from ._command_scope import Ctx, Reject, need
@@ -29,6 +28,7 @@ from ._items import (
     contract_of,
     end_leases,
     gate,
+    grant_lease,
     load_item,
     parse,
     release_hold,
@@ -81,8 +81,8 @@ def work_start(ctx: Ctx) -> None:
     usage = ResourceUsage.model_validate_json(item["usage"])
     if usage.over(contract.budget):
         raise Reject(RejectionCode.BUDGET_EXCEEDED, "the WorkItem's budget is spent")
-    lease_id = new_id("lease")
     expires = ctx.now_ms + contract.timeouts.lease_ms
+    lease_id = grant_lease(ctx, item, LeaseKind.EXECUTION, epoch, expires)
     lease = {
         "lease_id": lease_id,
         "agent_id": ctx.command.actor,
@@ -93,17 +93,6 @@ def work_start(ctx: Ctx) -> None:
         "expires_at_ms": expires,
         "renewals": [],
     }
-    ctx.run(
-        "leases.insert_execution",
-        lease_id,
-        item["group_id"],
-        item["work_item_id"],
-        ctx.command.actor,
-        ctx.command.session_epoch,
-        epoch,
-        ctx.now_ms,
-        expires,
-    )
     token = issue_token(ctx, lease_id, item, expires)
     checkpoint = json.loads(item["checkpoint"]) if item["checkpoint"] else None
     ctx.emit(
@@ -224,20 +213,8 @@ def work_block(ctx: Ctx) -> None:
     cp = _checkpoint(ctx)
     charge_usage(ctx, item)
     end_leases(ctx, item, "released", "blocked")
-    contract = contract_of(item)
-    blocked_id = new_id("lease")
-    expires = ctx.now_ms + contract.timeouts.blocked_lease_ms
-    ctx.run(
-        "leases.insert_blocked",
-        blocked_id,
-        item["group_id"],
-        item["work_item_id"],
-        ctx.command.actor,
-        ctx.command.session_epoch,
-        item["ownership_epoch"],
-        ctx.now_ms,
-        expires,
-    )
+    expires = ctx.now_ms + contract_of(item).timeouts.blocked_lease_ms
+    blocked_id = grant_lease(ctx, item, LeaseKind.BLOCKED, item["ownership_epoch"], expires)
     ctx.emit(
         EventType.WORK_BLOCKED,
         {

@@ -178,6 +178,26 @@ def end_leases(ctx: Ctx, item: Row, status: str, reason: str) -> None:
         )
 
 
+def grant_lease(ctx: Ctx, item: Row, kind: LeaseKind, epoch: int, expires_at_ms: int) -> str:
+    """Grant the Command's actor an active lease of ``kind`` on ``item``, bound to its Session
+    Epoch and ownership ``epoch``, from now until ``expires_at_ms`` (epoch ms); return its
+    ``lease_id``. The caller records the grant's Event."""
+    lease_id = new_id("lease")
+    ctx.run(
+        "leases.insert",
+        lease_id,
+        kind.value,
+        item["group_id"],
+        item["work_item_id"],
+        ctx.command.actor,
+        ctx.command.session_epoch,
+        epoch,
+        ctx.now_ms,
+        expires_at_ms,
+    )
+    return lease_id
+
+
 def grant_hold(ctx: Ctx, item: Row, epoch: int, start_deadline_ms: int) -> dict[str, Any]:
     """Hold a just-accepted WorkItem under a queued ownership lease (kind ``queued``): bound
     to the owner, its session and ``epoch``, expiring one ``lease_ms`` from now and never
@@ -188,19 +208,8 @@ def grant_hold(ctx: Ctx, item: Row, epoch: int, start_deadline_ms: int) -> dict[
         The hold as the grant names it: ``lease_id``, ``kind``, ``ownership_epoch``,
         ``expires_at_ms`` (epoch ms).
     """
-    lease_id = new_id("lease")
     expires = min(ctx.now_ms + contract_of(item).timeouts.lease_ms, start_deadline_ms)
-    ctx.run(
-        "leases.insert_queued",
-        lease_id,
-        item["group_id"],
-        item["work_item_id"],
-        ctx.command.actor,
-        ctx.command.session_epoch,
-        epoch,
-        ctx.now_ms,
-        expires,
-    )
+    lease_id = grant_lease(ctx, item, LeaseKind.QUEUED, epoch, expires)
     return {
         "lease_id": lease_id,
         "kind": LeaseKind.QUEUED,

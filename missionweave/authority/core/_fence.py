@@ -21,7 +21,7 @@ def fence(ctx: Ctx, item: Row) -> Row:
     must also be bound to the actor's current Session Epoch. A queued ownership lease is the
     agent's, not a session's: any session of the owning agent renews it (a replaced runtime's
     successor starts the item; MW-11.3-a). A delayed Command with an old lease id is refused
-    even when the epoch is unchanged.
+    even when the epoch is unchanged. Implements MW-11.3-c.
 
     Returns:
         The lease's row (``leases.row``).

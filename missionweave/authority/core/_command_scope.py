@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import Any, TypeVar
 
 from ...protocol import (
     Command,
@@ -171,6 +172,37 @@ def need_label(body: dict[str, Any], key: str) -> str:
     return str(value)
 
 
+def require_role(ctx: Ctx, role: Role) -> None:
+    """Raise :class:`Reject` ``role_not_allowed`` (naming the ``needed`` role) unless the
+    Command's actor holds ``role`` in its Group."""
+    if role not in ctx.roles:
+        raise Reject(
+            RejectionCode.ROLE_NOT_ALLOWED,
+            f"{ctx.command.type} needs the {role.value} role",
+            needed=role.value,
+        )
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def member_of(vocabulary: type[E], value: object, *, field: str, what: str) -> E:
+    """``value`` as a member of ``vocabulary`` (a :class:`~enum.StrEnum`, e.g. ``Role``);
+    raises :class:`Reject` ``invalid_body`` (``unknown <what>``) naming ``field`` and the
+    ``allowed`` values."""
+    if isinstance(value, str):
+        try:
+            return vocabulary(value)
+        except ValueError:
+            pass
+    raise Reject(
+        RejectionCode.INVALID_BODY,
+        f"unknown {what}",
+        field=field,
+        allowed=[m.value for m in vocabulary],
+    )
+
+
 def need(body: dict[str, Any], key: str, kind: type | tuple[type, ...] = str) -> Any:
     """``body[key]`` checked for presence and type; raises :class:`Reject` ``invalid_body``."""
     if key not in body:
@@ -191,7 +223,9 @@ __all__ = [
     "Draft",
     "Reject",
     "dumps",
+    "member_of",
     "need",
     "need_id",
     "need_label",
+    "require_role",
 ]

@@ -24,18 +24,15 @@ def handler_for(cmd: Command) -> Handler:
             ``invalid_command`` — the bounded-offline binding not named critical.
     """
     for urn in cmd.critical_extensions:
-        if urn not in KNOWN_EXTENSIONS:
-            raise Reject(
-                RejectionCode.UNSUPPORTED_EXTENSION,
-                "the Command needs an extension this Authority does not know",
-                extension=urn,
-            )
-        if urn not in cmd.extensions:
-            raise Reject(
-                RejectionCode.UNSUPPORTED_EXTENSION,
-                "a critical extension has no value",
-                extension=urn,
-            )
+        unsupported = (
+            "the Command needs an extension this Authority does not know"
+            if urn not in KNOWN_EXTENSIONS
+            else "a critical extension has no value"
+            if urn not in cmd.extensions
+            else None
+        )
+        if unsupported is not None:
+            raise Reject(RejectionCode.UNSUPPORTED_EXTENSION, unsupported, extension=urn)
     if BOUNDED_OFFLINE_EXECUTION in cmd.extensions:
         if BOUNDED_OFFLINE_EXECUTION not in cmd.critical_extensions:
             raise Reject(

@@ -489,13 +489,20 @@ class Authority(LogReader, AgentReads):
                 Group that does not exist), ``invalid_command`` or ``bad_signature``.
         """
 
-        def signed_by(key: object) -> bool:
-            if not isinstance(key, str):
-                return False
-            if key == trusted_key:  # the verifier process checks it before COMMIT
-                self._trusted.append(cmd)
-                return True
-            return verify_command(cmd, key)
+        def require_signed_by(key: object) -> None:
+            """Raise ``bad_signature`` unless ``key`` (a public key) signed ``cmd``."""
+            if key == trusted_key and isinstance(key, str):
+                self._trusted.append(cmd)  # the verifier process checks it before COMMIT
+                return
+            if not isinstance(key, str) or not verify_command(cmd, key):
+                raise Reject(RejectionCode.BAD_SIGNATURE, "the command's signature does not verify")
+
+        def require_signed_by_actor(row: Any, unknown: RejectionCode, reason: str) -> None:
+            """Raise ``unknown`` (naming the actor) when ``row``, the actor's key row (its
+            public key first), is ``None``; then as :func:`require_signed_by`."""
+            if row is None:
+                raise Reject(unknown, reason, actor=cmd.actor)
+            require_signed_by(row[0])
 
         spec = HANDLERS.get(cmd.type)
         if spec is None:
@@ -504,8 +511,7 @@ class Authority(LogReader, AgentReads):
             )
         if spec.auth == "self":
             key = cmd.body.get("public_key")
-            if not signed_by(key):
-                raise Reject(RejectionCode.BAD_SIGNATURE, "the command's signature does not verify")
+            require_signed_by(key)
             # before the Command id is looked at: a stranger's self-signed Command must not
             # learn (or touch) the ids of the actor it names
             if key not in self.config.operator_keys:
@@ -516,15 +522,11 @@ class Authority(LogReader, AgentReads):
                 )
             return None
         if spec.auth == "agent":
-            row = self.store.one("agents.public_key_by_agent_id", cmd.actor)
-            if row is None:
-                raise Reject(
-                    RejectionCode.UNKNOWN_ACTOR,
-                    f"agent {cmd.actor!r} is not known",
-                    actor=cmd.actor,
-                )
-            if not signed_by(row[0]):
-                raise Reject(RejectionCode.BAD_SIGNATURE, "the command's signature does not verify")
+            require_signed_by_actor(
+                self.store.one("agents.public_key_by_agent_id", cmd.actor),
+                RejectionCode.UNKNOWN_ACTOR,
+                f"agent {cmd.actor!r} is not known",
+            )
             return None
         if not cmd.group_id:
             raise Reject(RejectionCode.INVALID_COMMAND, "this command needs a group_id")
@@ -535,16 +537,13 @@ class Authority(LogReader, AgentReads):
             row = self.store.one("members.actor_row", cmd.group_id, cmd.actor)
             if row is not None:
                 self._members[(cmd.group_id, cmd.actor)] = row
-        if row is None or not row[3]:
-            # the same answer whether or not the Group exists: a stranger cannot enumerate
-            # Groups (an unsigned Command may name any)
-            raise Reject(
-                RejectionCode.NOT_A_MEMBER,
-                f"{cmd.actor!r} is not a member of the group",
-                actor=cmd.actor,
-            )
-        if not signed_by(row[0]):
-            raise Reject(RejectionCode.BAD_SIGNATURE, "the command's signature does not verify")
+        # an inactive member is no member; the same answer whether or not the Group exists:
+        # a stranger cannot enumerate Groups (an unsigned Command may name any)
+        require_signed_by_actor(
+            row if row is not None and row[3] else None,
+            RejectionCode.NOT_A_MEMBER,
+            f"{cmd.actor!r} is not a member of the group",
+        )
         return row
 
     def _admit(

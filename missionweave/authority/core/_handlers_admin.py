@@ -25,7 +25,7 @@ from ...protocol import (
     b64u_encode,
     load_public_key,
 )
-from ._command_scope import Ctx, Reject, dumps, need, need_id, need_label
+from ._command_scope import Ctx, Reject, dumps, member_of, need, need_id, need_label, require_role
 from ._confusables import confusable_with, is_mixed_script, resolved_scripts
 from ._items import parse
 from ._registry import command
@@ -34,15 +34,7 @@ from ._registry import command
 def _roles(value: object) -> list[str]:
     if not isinstance(value, list) or not value:
         raise Reject(RejectionCode.INVALID_BODY, "roles must be a non-empty list", field="roles")
-    try:
-        return sorted({Role(r).value for r in value})
-    except ValueError:
-        raise Reject(
-            RejectionCode.INVALID_BODY,
-            "unknown role",
-            field="roles",
-            allowed=[r.value for r in Role],
-        ) from None
+    return sorted({member_of(Role, r, field="roles", what="role").value for r in value})
 
 
 def _public_key(ctx: Ctx) -> str:
@@ -126,18 +118,9 @@ def group_create(ctx: Ctx) -> None:
     )
 
 
-def _require(ctx: Ctx, role: Role) -> None:
-    if role not in ctx.roles:
-        raise Reject(
-            RejectionCode.ROLE_NOT_ALLOWED,
-            f"{ctx.command.type} needs the {role.value} role",
-            needed=role.value,
-        )
-
-
 @command(CommandType.MEMBER_ADD)
 def member_add(ctx: Ctx) -> None:
-    _require(ctx, Role.OWNER)
+    require_role(ctx, Role.OWNER)
     agent_id = need_id(ctx.body, "agent_id")
     key = _public_key(ctx)
     roles = _roles(ctx.body.get("roles"))
@@ -180,7 +163,7 @@ def _next_membership_epoch(ctx: Ctx, agent_id: str) -> int:
 
 @command(CommandType.MEMBER_UPDATE)
 def member_update(ctx: Ctx) -> None:
-    _require(ctx, Role.OWNER)
+    require_role(ctx, Role.OWNER)
     agent_id = need(ctx.body, "agent_id")
     roles = _roles(ctx.body.get("roles"))
     epoch = _next_membership_epoch(ctx, agent_id)
@@ -198,7 +181,7 @@ def member_update(ctx: Ctx) -> None:
 
 @command(CommandType.MEMBER_REMOVE)
 def member_remove(ctx: Ctx) -> None:
-    _require(ctx, Role.OWNER)
+    require_role(ctx, Role.OWNER)
     agent_id = need(ctx.body, "agent_id")
     if agent_id == ctx.command.actor:
         raise Reject(RejectionCode.INVALID_BODY, "an owner cannot remove itself")

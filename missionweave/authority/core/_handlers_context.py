@@ -26,7 +26,7 @@ from ...protocol import (
     is_hash,
     verify_context_package,
 )
-from ._command_scope import Ctx, Reject, dumps, need
+from ._command_scope import Ctx, Reject, dumps, member_of, need, require_role
 from ._items import parse
 from ._reads import LogReader
 from ._registry import command
@@ -87,15 +87,6 @@ def context_use(
     with authority._lock:
         verdict = may_use_in_mission(authority.store, group_id, artifact_hash, mission_id)
     return None if verdict is True else verdict
-
-
-def _require(ctx: Ctx, role: Role) -> None:
-    if role not in ctx.roles:
-        raise Reject(
-            RejectionCode.ROLE_NOT_ALLOWED,
-            f"{ctx.command.type} needs the {role.value} role",
-            needed=role.value,
-        )
 
 
 def _head_seq(ctx: Ctx) -> int:
@@ -177,7 +168,7 @@ def context_publish(ctx: Ctx) -> None:
     version's hash for the Mission and scope (``context_chain``); cited Artifacts usable in the
     Mission (``cross_mission_content``).
     """
-    _require(ctx, Role.COORDINATOR)
+    require_role(ctx, Role.COORDINATOR)
     signed = _signed_package(ctx)
     p = signed.package
     if ctx.one("missions.exists_by_group_id_mission_id", ctx.group_id, p.mission_id) is None:
@@ -261,21 +252,18 @@ def artifact_promote(ctx: Ctx) -> None:
     ``artifact.promoted`` Event carries the Artifact's provenance (its manifests' ids, Missions
     and WorkItems) and, being in the signed hash chain, is the verifiable record of the transfer.
     """
-    _require(ctx, Role.MISSION_OWNER)
+    require_role(ctx, Role.MISSION_OWNER)
     h = need(ctx.body, "artifact_hash")
     if not is_hash(h):
         raise Reject(
             RejectionCode.INVALID_BODY, "artifact_hash must be SHA-256 hex", field="artifact_hash"
         )
-    try:
-        classification = Classification(need(ctx.body, "classification"))
-    except ValueError:
-        raise Reject(
-            RejectionCode.INVALID_BODY,
-            "unknown classification",
-            field="classification",
-            allowed=[c.value for c in Classification],
-        ) from None
+    classification = member_of(
+        Classification,
+        need(ctx.body, "classification"),
+        field="classification",
+        what="classification",
+    )
     rows = ctx.all(
         "artifacts.homes_in_group",
         ctx.group_id,

@@ -1,15 +1,17 @@
 """Handlers for Commands a Worker reports under an execution lease (spec 11.3, 11.4, 11.5).
 
-Every one of them is fenced before the state table is consulted: the body must name the current
-``lease_id`` and ``ownership_epoch``, the lease must be the actor's, active, unexpired and bound to
-the actor's current Session Epoch. A delayed Command with an old lease id is rejected even when
-the epoch is unchanged (MW-11.3-c). The Commands that end an execution or publish its content
+Every one of them is fenced (:func:`._fence.fence`, MW-11.3-c) before the state table is
+consulted: the body must name the current ``lease_id`` and ``ownership_epoch``, the lease must be
+the actor's, active, unexpired and (but for a queued ownership lease) bound to the actor's current
+Session Epoch. A delayed Command with an old lease id is rejected even when the epoch is
+unchanged. The Commands that end an execution or publish its content
 (``work.submit``, ``work.fail``, ``artifact.publish``) are in :mod:`._handlers_results`.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ...protocol import (
     CommandType,
@@ -17,74 +19,24 @@ from ...protocol import (
     ProgressReport,
     RejectionCode,
     ResourceUsage,
-    new_id,
 )
 from ._budgets import charge_work_item
 from ._command_scope import Ctx, Reject, need
+from ._fence import fence
 from ._items import (
+    LeaseKind,
     contract_of,
     end_leases,
     gate,
+    grant_lease,
     load_item,
     parse,
-    refuse_expired,
     release_hold,
     renew_hold,
 )
 from ._registry import command
 from ._store import Row
 from ._tokens import issue_token, public_token
-
-
-def fence(ctx: Ctx, item: Row) -> Row:
-    """Check the lease id and ownership epoch the Command names (MW-11.3-c); return the lease."""
-    lease_id = need(ctx.body, "lease_id")
-    epoch = need(ctx.body, "ownership_epoch", int)
-    lease = ctx.one("leases.row", lease_id)
-    if (
-        lease is None
-        or lease["work_item_id"] != item["work_item_id"]
-        or (lease["group_id"] != item["group_id"])
-    ):
-        raise Reject(
-            RejectionCode.UNKNOWN_LEASE, "no such lease for this WorkItem", lease_id=lease_id
-        )
-    if lease["agent_id"] != ctx.command.actor:
-        raise Reject(
-            RejectionCode.NOT_OWNER, "the lease belongs to another agent", lease_id=lease_id
-        )
-    if (
-        epoch != item["ownership_epoch"]
-        or lease["ownership_epoch"] != item["ownership_epoch"]
-        or (item["owner"] != ctx.command.actor)
-    ):
-        raise Reject(
-            RejectionCode.STALE_OWNERSHIP_EPOCH,
-            "the Command's ownership epoch is not the current one",
-            ownership_epoch=epoch,
-            current=item["ownership_epoch"],
-        )
-    current = item["lease_id"]
-    if item["state"] == "blocked" and lease["kind"] == "blocked":
-        current = lease_id  # a blocked owner reports under its blocked lease (MW-11.4-c)
-    if lease["kind"] == "queued":
-        current = None  # a queued ownership lease holds the item; it carries no execution
-    if current != lease_id or lease["status"] != "active":
-        raise Reject(
-            RejectionCode.STALE_LEASE,
-            "the Command does not carry the current lease id",
-            lease_id=lease_id,
-            lease_status=lease["status"],
-            current_lease_id=item["lease_id"],
-        )
-    refuse_expired(ctx, lease, "lease", lease_id)
-    if lease["session_epoch"] != ctx.command.session_epoch:
-        raise Reject(
-            RejectionCode.STALE_SESSION_EPOCH,
-            "the lease was granted to another session",
-            lease_id=lease_id,
-        )
-    return lease
 
 
 def charge_usage(ctx: Ctx, item: Row) -> ResourceUsage | None:
@@ -129,8 +81,8 @@ def work_start(ctx: Ctx) -> None:
     usage = ResourceUsage.model_validate_json(item["usage"])
     if usage.over(contract.budget):
         raise Reject(RejectionCode.BUDGET_EXCEEDED, "the WorkItem's budget is spent")
-    lease_id = new_id("lease")
     expires = ctx.now_ms + contract.timeouts.lease_ms
+    lease_id = grant_lease(ctx, item, LeaseKind.EXECUTION, epoch, expires)
     lease = {
         "lease_id": lease_id,
         "agent_id": ctx.command.actor,
@@ -141,17 +93,6 @@ def work_start(ctx: Ctx) -> None:
         "expires_at_ms": expires,
         "renewals": [],
     }
-    ctx.run(
-        "leases.insert_execution",
-        lease_id,
-        item["group_id"],
-        item["work_item_id"],
-        ctx.command.actor,
-        ctx.command.session_epoch,
-        epoch,
-        ctx.now_ms,
-        expires,
-    )
     token = issue_token(ctx, lease_id, item, expires)
     checkpoint = json.loads(item["checkpoint"]) if item["checkpoint"] else None
     ctx.emit(
@@ -165,15 +106,15 @@ def work_start(ctx: Ctx) -> None:
 
 @command(CommandType.LEASE_RENEW, needs_session=True)
 def lease_renew(ctx: Ctx) -> None:
-    """Renew the current lease: an execution lease (usage charged, a new capability token;
-    MW-11.3-d) or, for a queued WorkItem, its queued ownership lease (MW-11.3-a)."""
+    """Renew the current lease, once :func:`fence` passed it: an execution lease (usage
+    charged, a new capability token; MW-11.3-d) or, for a queued WorkItem, its queued ownership
+    lease (:func:`._items.renew_hold`, MW-11.3-a)."""
     item = load_item(ctx)
-    if item["state"] == "queued":
-        gate(ctx, item)
-        renew_hold(ctx, item)
-        return
     lease = fence(ctx, item)
     gate(ctx, item)
+    if lease["kind"] == LeaseKind.QUEUED:  # the fence passes a hold only to a queued WorkItem
+        renew_hold(ctx, item, lease)
+        return
     usage = charge_usage(ctx, item)
     expires = ctx.now_ms + contract_of(item).timeouts.lease_ms
     renewals = [*json.loads(lease["renewals"]), ctx.now_ms]
@@ -200,20 +141,30 @@ def progress_report(ctx: Ctx) -> None:
     item = load_item(ctx)
     fence(ctx, item)
     gate(ctx, item)
+    body = progress_body(ctx, ctx.body["lease_id"])
+    charge_usage(ctx, item)
+    ctx.emit(EventType.WORK_PROGRESS_REPORTED, body, work_item_id=item["work_item_id"])
+
+
+def progress_body(ctx: Ctx, lease_id: str) -> dict[str, Any]:
+    """The ``work.progress_reported`` body of a ``progress.report``, online or reconciled from
+    an offline buffer (MW-11.4-a, MW-11.5-h): ``lease_id``, the body's ``report`` as a
+    :class:`~missionweave.protocol.ProgressReport` and its optional ``checkpoint``.
+
+    Raises:
+        Reject: ``invalid_body`` — ``report`` is not a valid ProgressReport, or ``checkpoint``
+            is present but not a non-empty object.
+    """
     report = parse(ProgressReport, ctx.body.get("report"), "report")
     cp = ctx.body.get("checkpoint")
     if cp is not None and (not isinstance(cp, dict) or not cp):
         raise Reject(
             RejectionCode.INVALID_BODY, "checkpoint must be a non-empty object", field="checkpoint"
         )
-    charge_usage(ctx, item)
-    body: dict[str, object] = {
-        "lease_id": ctx.body["lease_id"],
-        "report": report.model_dump(mode="json"),
-    }
+    body: dict[str, Any] = {"lease_id": lease_id, "report": report.model_dump(mode="json")}
     if cp is not None:
         body["checkpoint"] = cp
-    ctx.emit(EventType.WORK_PROGRESS_REPORTED, body, work_item_id=item["work_item_id"])
+    return body
 
 
 def _checkpoint(ctx: Ctx) -> dict[str, object]:
@@ -262,20 +213,8 @@ def work_block(ctx: Ctx) -> None:
     cp = _checkpoint(ctx)
     charge_usage(ctx, item)
     end_leases(ctx, item, "released", "blocked")
-    contract = contract_of(item)
-    blocked_id = new_id("lease")
-    expires = ctx.now_ms + contract.timeouts.blocked_lease_ms
-    ctx.run(
-        "leases.insert_blocked",
-        blocked_id,
-        item["group_id"],
-        item["work_item_id"],
-        ctx.command.actor,
-        ctx.command.session_epoch,
-        item["ownership_epoch"],
-        ctx.now_ms,
-        expires,
-    )
+    expires = ctx.now_ms + contract_of(item).timeouts.blocked_lease_ms
+    blocked_id = grant_lease(ctx, item, LeaseKind.BLOCKED, item["ownership_epoch"], expires)
     ctx.emit(
         EventType.WORK_BLOCKED,
         {

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 from ...protocol import (
     BOUNDED_OFFLINE_EXECUTION,
@@ -26,13 +25,14 @@ from ...protocol import (
     RESOURCE_USAGE_RECORDED,
     EventType,
     OfflineBinding,
-    ProgressReport,
     RejectionCode,
     ResourceUsage,
+    WorkItemState,
 )
 from ._budgets import charge_work_item
 from ._command_scope import Ctx, Reject
-from ._items import contract_of, gate, load_item, parse
+from ._handlers_lease import progress_body
+from ._items import LeaseKind, contract_of, gate, load_item, parse
 from ._store import Row
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def _superseded_by_own_session(ctx: Ctx, lease: Row, item: Row) -> bool:
     if not (
         lease["status"] == "revoked"
         and lease["session_epoch"] < ctx.command.session_epoch
-        and item["state"] == "queued"
+        and WorkItemState(item["state"]) is WorkItemState.QUEUED
         and item["lease_id"] is None
     ):
         return False
@@ -122,7 +122,7 @@ def reconcile(ctx: Ctx) -> None:
     if (
         lease is None
         or (lease["group_id"], lease["work_item_id"]) != (item["group_id"], item["work_item_id"])
-        or lease["kind"] != "execution"
+        or LeaseKind(lease["kind"]) is not LeaseKind.EXECUTION
         or lease["agent_id"] != cmd.actor
         or lease["session_epoch"] != b.session_epoch
         or lease["ownership_epoch"] != b.ownership_epoch
@@ -163,12 +163,7 @@ def reconcile(ctx: Ctx) -> None:
         )
     if active:
         gate(ctx, item)
-    report = parse(ProgressReport, ctx.body.get("report"), "report")
-    cp = ctx.body.get("checkpoint")
-    if cp is not None and (not isinstance(cp, dict) or not cp):
-        raise Reject(
-            RejectionCode.INVALID_BODY, "checkpoint must be a non-empty object", field="checkpoint"
-        )
+    body = progress_body(ctx, b.lease_id)
     wid = item["work_item_id"]
     if b.usage != ResourceUsage():
         total, missions = charge_work_item(ctx, item, b.usage)
@@ -194,13 +189,7 @@ def reconcile(ctx: Ctx) -> None:
             },
             work_item_id=wid,
         )
-    body: dict[str, Any] = {
-        "lease_id": b.lease_id,
-        "report": report.model_dump(mode="json"),
-        "reconciled": {"buffered_at_ms": b.buffered_at_ms, "session_epoch": b.session_epoch},
-    }
-    if cp is not None:
-        body["checkpoint"] = cp
+    body["reconciled"] = {"buffered_at_ms": b.buffered_at_ms, "session_epoch": b.session_epoch}
     ctx.emit(EventType.WORK_PROGRESS_REPORTED, body, work_item_id=wid)
 
 

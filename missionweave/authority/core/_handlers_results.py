@@ -1,7 +1,7 @@
 """Handlers for the Commands that end an execution or publish what it made (spec 11.4, 11.5,
 13.1, 13.2): ``work.submit``, ``work.fail`` and ``artifact.publish``.
 
-Each is fenced like every lease Command (:func:`._handlers_lease.fence`, MW-11.3-c). A
+Each is fenced like every lease Command (:func:`._fence.fence`, MW-11.3-c). A
 submission or failure from a former owner is recorded as an audit Event that changes no state,
 once its content passed the same check as the owner's (MW-11.5-b).
 """
@@ -20,8 +20,9 @@ from ...protocol import (
     verify_manifest,
 )
 from ._command_scope import Ctx, Reject
+from ._fence import fence
 from ._handlers_context import refuse_claim_of_other_missions, refuse_other_missions
-from ._handlers_lease import charge_usage, fence
+from ._handlers_lease import charge_usage
 from ._items import contract_of, end_leases, gate, load_item, parse, withdraw_offers
 from ._registry import command
 from ._retries import retry_fields

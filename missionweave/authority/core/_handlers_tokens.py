@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...protocol import CommandType, EventType, RejectionCode
 from ._command_scope import Ctx, Reject
-from ._handlers_lease import fence
+from ._fence import fence
 from ._items import gate, load_item
 from ._registry import command
 from ._tokens import public_token, rotate_token

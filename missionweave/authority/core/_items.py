@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from enum import StrEnum
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -31,6 +32,14 @@ def load_item(ctx: Ctx, work_item_id: str | None = None) -> Row:
     if row is None:
         raise Reject(RejectionCode.UNKNOWN_WORK_ITEM, f"no WorkItem {wid!r}", work_item_id=wid)
     return row
+
+
+class LeaseKind(StrEnum):
+    """The kinds of lease (the ``leases.kind`` column and the ``kind`` of lease Events)."""
+
+    QUEUED = "queued"  # holds an accepted WorkItem until it starts (MW-11.3-a)
+    EXECUTION = "execution"  # granted by work.start (MW-11.3-b)
+    BLOCKED = "blocked"  # kept by a blocked owner (MW-11.4-c)
 
 
 #: The code refusing an expired grant, by the grant's kind.
@@ -169,6 +178,26 @@ def end_leases(ctx: Ctx, item: Row, status: str, reason: str) -> None:
         )
 
 
+def grant_lease(ctx: Ctx, item: Row, kind: LeaseKind, epoch: int, expires_at_ms: int) -> str:
+    """Grant the Command's actor an active lease of ``kind`` on ``item``, bound to its Session
+    Epoch and ownership ``epoch``, from now until ``expires_at_ms`` (epoch ms); return its
+    ``lease_id``. The caller records the grant's Event."""
+    lease_id = new_id("lease")
+    ctx.run(
+        "leases.insert",
+        lease_id,
+        kind.value,
+        item["group_id"],
+        item["work_item_id"],
+        ctx.command.actor,
+        ctx.command.session_epoch,
+        epoch,
+        ctx.now_ms,
+        expires_at_ms,
+    )
+    return lease_id
+
+
 def grant_hold(ctx: Ctx, item: Row, epoch: int, start_deadline_ms: int) -> dict[str, Any]:
     """Hold a just-accepted WorkItem under a queued ownership lease (kind ``queued``): bound
     to the owner, its session and ``epoch``, expiring one ``lease_ms`` from now and never
@@ -179,81 +208,31 @@ def grant_hold(ctx: Ctx, item: Row, epoch: int, start_deadline_ms: int) -> dict[
         The hold as the grant names it: ``lease_id``, ``kind``, ``ownership_epoch``,
         ``expires_at_ms`` (epoch ms).
     """
-    lease_id = new_id("lease")
     expires = min(ctx.now_ms + contract_of(item).timeouts.lease_ms, start_deadline_ms)
-    ctx.run(
-        "leases.insert_queued",
-        lease_id,
-        item["group_id"],
-        item["work_item_id"],
-        ctx.command.actor,
-        ctx.command.session_epoch,
-        epoch,
-        ctx.now_ms,
-        expires,
-    )
+    lease_id = grant_lease(ctx, item, LeaseKind.QUEUED, epoch, expires)
     return {
         "lease_id": lease_id,
-        "kind": "queued",
+        "kind": LeaseKind.QUEUED,
         "ownership_epoch": epoch,
         "expires_at_ms": expires,
     }
 
 
-def renew_hold(ctx: Ctx, item: Row) -> None:
-    """``lease.renew`` of a queued ownership lease (MW-11.3-a), fenced as an execution lease
-    is: the current lease id of the WorkItem, its owner, its current ownership epoch; an
-    expired hold cannot be renewed. It is extended by one ``lease_ms``, never past the start
-    deadline, and grants no capability token. Any session of the owning agent may renew it
-    (ownership is the agent's; a replaced runtime's successor starts the item).
-
-    Raises:
-        Reject: ``unknown_lease``, ``not_owner``, ``stale_ownership_epoch``, ``stale_lease``,
-            ``lease_expired``.
-    """
-    lease_id = need(ctx.body, "lease_id")
-    epoch = need(ctx.body, "ownership_epoch", int)
-    lease = ctx.one("leases.row", lease_id)
-    if lease is None or (lease["group_id"], lease["work_item_id"]) != (
-        item["group_id"],
-        item["work_item_id"],
-    ):
-        raise Reject(
-            RejectionCode.UNKNOWN_LEASE, "no such lease for this WorkItem", lease_id=lease_id
-        )
-    if lease["agent_id"] != ctx.command.actor:
-        raise Reject(
-            RejectionCode.NOT_OWNER, "the lease belongs to another agent", lease_id=lease_id
-        )
-    if (
-        epoch != item["ownership_epoch"]
-        or lease["ownership_epoch"] != epoch
-        or item["owner"] != ctx.command.actor
-    ):
-        raise Reject(
-            RejectionCode.STALE_OWNERSHIP_EPOCH,
-            "the Command's ownership epoch is not the current one",
-            ownership_epoch=epoch,
-            current=item["ownership_epoch"],
-        )
-    if item["lease_id"] != lease_id or lease["status"] != "active":
-        raise Reject(
-            RejectionCode.STALE_LEASE,
-            "the Command does not carry the current lease id",
-            lease_id=lease_id,
-            lease_status=lease["status"],
-            current_lease_id=item["lease_id"],
-        )
-    refuse_expired(ctx, lease, "lease", lease_id)
+def renew_hold(ctx: Ctx, item: Row, hold: Row) -> None:
+    """``lease.renew`` of ``item``'s queued ownership lease ``hold``, once :func:`._fence.fence`
+    passed it (MW-11.3-a): it is extended by one ``lease_ms``, never past the start deadline,
+    and grants no capability token. Emits ``lease.renewed`` (``kind`` ``queued``); replies
+    ``expires_at_ms`` (epoch ms)."""
     deadline = item["start_deadline_ms"]
     expires = ctx.now_ms + contract_of(item).timeouts.lease_ms
     if deadline is not None:
         expires = min(expires, int(deadline))
-    renewals = [*json.loads(lease["renewals"]), ctx.now_ms]
+    renewals = [*json.loads(hold["renewals"]), ctx.now_ms]
+    lease_id = hold["lease_id"]
     ctx.run("leases.set_expires_at_ms_renewals", expires, json.dumps(renewals[-100:]), lease_id)
     ctx.emit(
         EventType.LEASE_RENEWED,
-        {"lease_id": lease_id, "kind": "queued", "expires_at_ms": expires,
+        {"lease_id": lease_id, "kind": LeaseKind.QUEUED, "expires_at_ms": expires,
          "renewal": len(renewals)},
         work_item_id=item["work_item_id"],
     )  # fmt: skip
@@ -265,11 +244,11 @@ def release_hold(ctx: Ctx, item: Row, reason: str) -> None:
     if item["lease_id"] is None:
         return
     lease = ctx.one("leases.row", item["lease_id"])
-    if lease is not None and lease["kind"] == "queued" and lease["status"] == "active":
+    if lease is not None and lease["kind"] == LeaseKind.QUEUED and lease["status"] == "active":
         ctx.run("leases.set_status", "released", lease["lease_id"])
         ctx.emit(
             EventType.LEASE_RELEASED,
-            {"lease_id": lease["lease_id"], "kind": "queued", "reason": reason},
+            {"lease_id": lease["lease_id"], "kind": LeaseKind.QUEUED, "reason": reason},
             work_item_id=item["work_item_id"],
         )
 
@@ -280,15 +259,15 @@ def owner_expired(ctx: Ctx, item: Row) -> str | None:
     ``blocked_lease_expired``), or ``None`` when the owner is still valid."""
     if item["owner"] is None:
         return None
-    state = item["state"]
-    if state == "queued":
+    state = WorkItemState(item["state"])
+    if state is WorkItemState.QUEUED:
         dl = item["start_deadline_ms"]
         if dl is not None and ctx.now_ms >= dl:
             return "start_deadline_missed"
         hold = ctx.one("leases.row", item["lease_id"]) if item["lease_id"] else None
         if (
             hold is not None
-            and hold["kind"] == "queued"
+            and hold["kind"] == LeaseKind.QUEUED
             and hold["status"] == "active"
             and ctx.now_ms >= hold["expires_at_ms"]
         ):
@@ -300,9 +279,9 @@ def owner_expired(ctx: Ctx, item: Row) -> str | None:
         item["work_item_id"],
     )
     if lease is None:
-        return "lease_expired" if state in ("active", "blocked") else None
+        return "lease_expired" if state in (WorkItemState.ACTIVE, WorkItemState.BLOCKED) else None
     if ctx.now_ms >= lease["expires_at_ms"]:
-        return "blocked_lease_expired" if lease["kind"] == "blocked" else "lease_expired"
+        return "blocked_lease_expired" if lease["kind"] == LeaseKind.BLOCKED else "lease_expired"
     return None
 
 

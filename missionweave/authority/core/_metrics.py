@@ -15,6 +15,7 @@ from ...metrics import add, observe
 from ...metrics import series as s
 from ...protocol import Command, EventType
 from ..wire import SubmitResult
+from ._items import LeaseKind
 from ._registry import HANDLERS
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ LEASE_REASONS = frozenset(
 
 
 #: The kinds of lease, each reported (0 when none is live).
-LEASE_KINDS = ("queued", "execution", "blocked")
+LEASE_KINDS = tuple(LeaseKind)
 
 
 def _reason(body: dict[str, Any]) -> str:

@@ -71,6 +71,29 @@ class LogReader:
         """
         return self.events_page(group_id, after_sequence, limit)[0]
 
+    def _page(self, group_id: str, after_sequence: int, limit: int) -> list[str]:
+        """The stored JSON texts of the Events with ``seq > after_sequence``, in order, at most
+        ``limit`` (1 to 10,000): the one read behind every page of the online log.
+
+        Raises:
+            UnknownGroupError: no such Group.
+            CursorTooOldError: ``after_sequence`` is below the online window, which begins after
+                the archived prefix; the error names the oldest readable sequence and the latest
+                snapshot to resume from (MW-16-e).
+            ValueError: ``limit`` or ``after_sequence`` out of range.
+        """
+        if not 1 <= limit <= 10_000 or after_sequence < 0:
+            raise ValueError("limit must be 1..10000 and after_sequence >= 0")
+        with self._lock:
+            row = self.store.one("groups.archived_through", group_id)
+            if row is None:
+                raise UnknownGroupError(group_id)
+            if after_sequence < row[0]:
+                snap = latest_snapshot(self.store, group_id)
+                raise CursorTooOldError(group_id, after_sequence, row[0] + 1, snap or {})
+            page = self.store.all("events.page", group_id, after_sequence, limit)
+        return [data for (data,) in page]
+
     def events_page(
         self,
         group_id: str,
@@ -88,24 +111,14 @@ class LogReader:
         Raises:
             UnknownGroupError, CursorTooOldError, ValueError: as :meth:`events`.
         """
-        if not 1 <= limit <= 10_000 or after_sequence < 0:
-            raise ValueError("limit must be 1..10000 and after_sequence >= 0")
-        with self._lock:
-            row = self.store.one("groups.archived_through", group_id)
-            if row is None:
-                raise UnknownGroupError(group_id)
-            if after_sequence < row[0]:
-                snap = latest_snapshot(self.store, group_id)
-                raise CursorTooOldError(group_id, after_sequence, row[0] + 1, snap or {})
-            page = self.store.all("events.page", group_id, after_sequence, limit)
-            rows: list[str] = []
-            size, cut = 0, False
-            for (data,) in page:
-                if rows and max_bytes is not None and size + len(data) > max_bytes:
-                    cut = True
-                    break
-                rows.append(data)
-                size += len(data)
+        rows: list[str] = []
+        size, cut = 0, False
+        for data in self._page(group_id, after_sequence, limit):
+            if rows and max_bytes is not None and size + len(data) > max_bytes:
+                cut = True
+                break
+            rows.append(data)
+            size += len(data)
         return [Event.model_validate_json(r) for r in rows], cut
 
     def event_chunk(
@@ -140,19 +153,10 @@ class LogReader:
         Raises:
             UnknownGroupError, CursorTooOldError, ValueError: as :meth:`events`.
         """
-        if not 1 <= limit <= 10_000 or after_sequence < 0:
-            raise ValueError("limit must be 1..10000 and after_sequence >= 0")
-        with self._lock:
-            row = self.store.one("groups.archived_through", group_id)
-            if row is None:
-                raise UnknownGroupError(group_id)
-            if after_sequence < row[0]:
-                snap = latest_snapshot(self.store, group_id)
-                raise CursorTooOldError(group_id, after_sequence, row[0] + 1, snap or {})
-            page = self.store.all("events.page", group_id, after_sequence, limit)
+        page = self._page(group_id, after_sequence, limit)
         rows: list[str] = []
         size = 0
-        for (data,) in page:
+        for data in page:
             n = len(data)
             if page_bytes is not None and size + n > page_bytes and (rows or not first_free):
                 return rows, True, True

@@ -476,20 +476,10 @@ STATEMENTS: dict[str, str] = {
         "SELECT kind, COUNT(*) FROM leases WHERE status='active' AND expires_at_ms > ? "
         "GROUP BY kind"
     ),
-    "leases.insert_execution": (
+    "leases.insert": (
         "INSERT INTO leases (lease_id, kind, group_id, work_item_id, agent_id, session_epoch, "
         "ownership_epoch, started_at_ms, expires_at_ms, renewals, status) VALUES "
-        "(?,'execution',?,?,?,?,?,?,?,'[]','active')"
-    ),
-    "leases.insert_queued": (
-        "INSERT INTO leases (lease_id, kind, group_id, work_item_id, agent_id, session_epoch, "
-        "ownership_epoch, started_at_ms, expires_at_ms, renewals, status) VALUES "
-        "(?,'queued',?,?,?,?,?,?,?,'[]','active')"
-    ),
-    "leases.insert_blocked": (
-        "INSERT INTO leases (lease_id, kind, group_id, work_item_id, agent_id, session_epoch, "
-        "ownership_epoch, started_at_ms, expires_at_ms, renewals, status) VALUES "
-        "(?,'blocked',?,?,?,?,?,?,?,'[]','active')"
+        "(?,?,?,?,?,?,?,?,?,'[]','active')"
     ),
     "leases.set_expires_at_ms_renewals": (
         "UPDATE leases SET expires_at_ms=?, renewals=? WHERE lease_id=?"

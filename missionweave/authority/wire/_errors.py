@@ -13,23 +13,32 @@ Rejections of Commands are *not* exceptions: they come back as data in a
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ...protocol import MissionWeaveError, RejectionCode
 
 
 class AuthorityError(MissionWeaveError):
-    """Root of Authority errors."""
+    """Root of Authority errors. Each subclass is a dataclass of the facts it carries (its
+    attributes), its message made from them."""
 
 
+@dataclass(eq=False, repr=False)
 class UnknownGroupError(AuthorityError):
-    """The Group does not exist."""
+    """The Group does not exist.
 
-    def __init__(self, group_id: str) -> None:
-        super().__init__(f"unknown group {group_id!r}")
-        self.group_id = group_id
+    Attributes:
+        group_id: the Group asked for.
+    """
+
+    group_id: str
+
+    def __post_init__(self) -> None:
+        super().__init__(f"unknown group {self.group_id!r}")
 
 
+@dataclass(eq=False, repr=False)
 class CursorTooOldError(AuthorityError):
     """``after_sequence`` is below the online window: restore ``snapshot`` and resume (MW-16-e).
 
@@ -40,21 +49,21 @@ class CursorTooOldError(AuthorityError):
         snapshot: the signed snapshot reference (``group_id``, ``seq``, ``hash``, ``signature``).
     """
 
-    code: str = RejectionCode.CURSOR_TOO_OLD
+    code: ClassVar[str] = RejectionCode.CURSOR_TOO_OLD
 
-    def __init__(
-        self, group_id: str, after_sequence: int, first_online_seq: int, snapshot: dict[str, Any]
-    ) -> None:
+    group_id: str
+    after_sequence: int
+    first_online_seq: int
+    snapshot: dict[str, Any]
+
+    def __post_init__(self) -> None:
         super().__init__(
-            f"cursor {after_sequence} of group {group_id!r} is below the online window "
-            f"(first online sequence {first_online_seq})"
+            f"cursor {self.after_sequence} of group {self.group_id!r} is below the online window "
+            f"(first online sequence {self.first_online_seq})"
         )
-        self.group_id = group_id
-        self.after_sequence = after_sequence
-        self.first_online_seq = first_online_seq
-        self.snapshot = snapshot
 
 
+@dataclass(eq=False, repr=False)
 class ChainError(AuthorityError):
     """The log does not verify.
 
@@ -64,13 +73,15 @@ class ChainError(AuthorityError):
         reason: ``broken link``, ``hash mismatch``, ``bad signature``, ``gap`` or ``unreadable``.
     """
 
-    def __init__(self, group_id: str, seq: int, reason: str) -> None:
-        super().__init__(f"group {group_id!r}: sequence {seq}: {reason}")
-        self.group_id = group_id
-        self.seq = seq
-        self.reason = reason
+    group_id: str
+    seq: int
+    reason: str
+
+    def __post_init__(self) -> None:
+        super().__init__(f"group {self.group_id!r}: sequence {self.seq}: {self.reason}")
 
 
+@dataclass(eq=False, repr=False)
 class MembershipRequired(AuthorityError):
     """The agent is not an active member of the Group whose Events it asked for (MW-13.3-b).
 
@@ -79,10 +90,11 @@ class MembershipRequired(AuthorityError):
         agent_id: the agent refused.
     """
 
-    def __init__(self, group_id: str, agent_id: str) -> None:
+    group_id: str
+    agent_id: str
+
+    def __post_init__(self) -> None:
         super().__init__(
-            f"agent {agent_id!r} is not an active member of group {group_id!r}: "
+            f"agent {self.agent_id!r} is not an active member of group {self.group_id!r}: "
             "its Events are visible to members only"
         )
-        self.group_id = group_id
-        self.agent_id = agent_id

@@ -70,6 +70,7 @@ from ._input import InputUnavailable, resolve_input
 from ._lease import LeaseSession
 from ._metrics import record_handler
 from ._offline import OfflineBuffer
+from ._retry import Backoff, authority_away, retrying
 from ._slots import SlotBoard
 from ._take import OfferTaker, temporal_timed_out
 
@@ -514,20 +515,21 @@ class _Run:
         loop = asyncio.get_running_loop()
         grace_s = (self.session.grace_deadline_ms - self.session.clock()) / 1000
         deadline = loop.time() + max(self.ex.report_timeout.total_seconds(), grace_s)
-        delay = 0.2
-        while True:
-            try:
-                return await self.session.send(prepared)
-            except AuthorityUnavailable as exc:
-                if loop.time() + delay > deadline:
-                    log.error("%s not delivered: %s", type, exc)
-                    self.session.abandon(prepared)
-                    return None
-                heartbeat(self.ctx.heartbeat_details())
-                await asyncio.sleep(delay)
-                # never back off longer than a quarter lease: the Authority that answers again
-                # credits its outage and two leases more, and this report must land in them
-                delay = min(delay * 2, 5.0, max(0.05, self.work.contract.timeouts.lease_ms / 4000))
+        # never back off longer than a quarter lease: the Authority that answers again credits
+        # its outage and two leases more, and this report must land in them
+        cap_s = min(5.0, max(0.05, self.work.contract.timeouts.lease_ms / 4000))
+        try:
+            return await retrying(
+                lambda: self.session.send(prepared),
+                when=authority_away,
+                backoff=Backoff(cap_s=cap_s),
+                seconds_left=lambda: deadline - loop.time(),
+                before_wait=lambda _exc, _wait_s: heartbeat(self.ctx.heartbeat_details()),
+            )
+        except AuthorityUnavailable as exc:
+            log.error("%s not delivered: %s", type, exc)
+            self.session.abandon(prepared)
+            return None
 
     async def _report(
         self, kind: OutcomeKind, type: str, extra: dict[str, Any], **fields: Any

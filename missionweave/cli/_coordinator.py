@@ -70,7 +70,7 @@ async def _run(
     store: ArtifactStore,
     stop_timeout: float,
 ) -> None:
-    from ..dev import run_coordinator
+    from ..coordinator import run_coordinator
     from ..protocol import Actor
 
     client = await start_service(

@@ -86,7 +86,11 @@ async def retrying(
         before_sleep=announce,
         reraise=True,
     )
-    return await retryer(call)
+
+    async def once() -> T:  # a coroutine function, as tenacity tells awaitables apart
+        return await call()
+
+    return await retryer(once)
 
 
 __all__ = ["FIRST_WAIT_S", "Backoff", "authority_away", "retrying"]

@@ -20,4 +20,4 @@ it) and below ``dev``, whose embedded stack runs the same Worker.
 from ._counts import MissionCounts, count_missions
 from ._process import coordinator_worker, run_coordinator
 
-__all__ = ["MissionCounts", "count_missions", "coordinator_worker", "run_coordinator"]
+__all__ = ["MissionCounts", "coordinator_worker", "count_missions", "run_coordinator"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from ..artifacts import (
@@ -32,10 +33,11 @@ from ._retry import Backoff, authority_away, retrying
 from ._verdicts import FENCE_CODES
 
 
+@dataclass(slots=True)
 class LeasedArtifacts:
     """The Group's Artifacts as one execution reads and writes them.
 
-    Args:
+    Attributes:
         session: the execution's lease session (client, actor, lease, clock).
         group_id: the Group whose store holds the content.
         mission_id: the Mission every read is for (MW-13.3-d).
@@ -44,32 +46,22 @@ class LeasedArtifacts:
         logger: the handler's logger, with its ids.
     """
 
-    def __init__(
-        self,
-        session: LeaseSession,
-        *,
-        group_id: str,
-        mission_id: str,
-        work_item_id: str,
-        agent_card_version: int,
-        logger: logging.LoggerAdapter[logging.Logger],
-    ) -> None:
-        self._session = session
-        self._group_id = group_id
-        self._mission_id = mission_id
-        self._work_item_id = work_item_id
-        self._card_version = agent_card_version
-        self._logger = logger
-        self._gate: GatedArtifacts | None = None
+    session: LeaseSession
+    group_id: str
+    mission_id: str
+    work_item_id: str
+    agent_card_version: int
+    logger: logging.LoggerAdapter[logging.Logger]
+    _gate: GatedArtifacts | None = field(default=None, init=False)
 
     def store(self) -> GatedArtifacts:
         """The Group's store through the Authority's grants (made on first use)."""
         if self._gate is None:
             self._gate = authority_artifacts(
-                self._session.client,
-                self._group_id,
-                mission_id=self._mission_id,
-                lease_id=lambda: self._session.lease.lease_id,
+                self.session.client,
+                self.group_id,
+                mission_id=self.mission_id,
+                lease_id=lambda: self.session.lease.lease_id,
             )
         return self._gate
 
@@ -101,12 +93,12 @@ class LeasedArtifacts:
             ArtifactAccessDenied: any other refusal of the write.
             AuthorityUnavailable: a stream whose registration did not reach the Authority.
         """
-        fenced_by_grant = self._session.confirmed_by_next_request()
+        fenced_by_grant = self.session.confirmed_by_next_request()
 
         async def once() -> PublishedArtifact:
             nonlocal fenced_by_grant
             if not fenced_by_grant:
-                await self._session.confirm()
+                await self.session.confirm()
             fenced_by_grant = False
             return await self._publish_once(data, media_type, manifest)
 
@@ -115,7 +107,7 @@ class LeasedArtifacts:
             # a stream is read once: its caller publishes again
             when=lambda exc: authority_away(exc) and isinstance(data, (bytes, os.PathLike)),
             backoff=Backoff(),
-            before_wait=lambda exc, _wait_s: self._logger.warning(
+            before_wait=lambda exc, _wait_s: self.logger.warning(
                 "Authority unreachable while publishing (%s): again", exc
             ),
         )
@@ -123,26 +115,26 @@ class LeasedArtifacts:
     async def _publish_once(
         self, data: bytes | BinaryIO | os.PathLike[str], media_type: str, manifest: dict[str, Any]
     ) -> PublishedArtifact:
-        lease = self._session.lease
+        lease = self.session.lease
         try:
             return await publish_artifact(
                 self.store(),
-                self._session.client,
-                self._session.actor,
-                self._group_id,
-                LeaseInfo(self._work_item_id, lease.lease_id, lease.ownership_epoch),
+                self.session.client,
+                self.session.actor,
+                self.group_id,
+                LeaseInfo(self.work_item_id, lease.lease_id, lease.ownership_epoch),
                 data,
-                mission_id=self._mission_id,
+                mission_id=self.mission_id,
                 media_type=media_type,
-                agent_card_version=self._card_version,
-                created_at_ms=self._session.clock(),
+                agent_card_version=self.agent_card_version,
+                created_at_ms=self.session.clock(),
                 **manifest,
             )
         except (PublishRejected, ArtifactAccessDenied) as exc:
             code = exc.code if isinstance(exc, PublishRejected) else exc.rejection.code
             if code in FENCE_CODES:
-                self._session.lost = self._session.lost or LeaseLost(code, str(exc))
-                raise self._session.lost from exc
+                self.session.lost = self.session.lost or LeaseLost(code, str(exc))
+                raise self.session.lost from exc
             raise
 
 

@@ -148,6 +148,39 @@ async def test_ctrl_c_ends_the_worker_with_a_stopped_line(
     assert lines[-1] == "agent stop-1 stopped", err
 
 
+@pytest.mark.asyncio(loop_scope="session")  # the session's dev server
+async def test_ctrl_c_ends_the_coordinator_with_a_stopped_line(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """``missionweave coordinator`` (the process of missionweave.coordinator) serves until
+    Ctrl-C and ends, as the worker does, with ``coordinator <id> stopped``."""
+    async with mission_stack(dev_env, tmp_path) as ms:
+        log = tmp_path / "coordinator.log"
+        target = dev_env.client.service_client.config.target_host
+        proc = await asyncio.create_subprocess_exec(
+            *(EXE, "coordinator", "--key", str(ms.stack.key_file("coordinator"))),
+            *("--authority-url", ms.stack.url, "--temporal-address", target),
+            *("--artifacts", str(tmp_path / "artifacts"), "--metrics-port", "0"),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=log.open("wb"),
+        )
+        try:
+            async with asyncio.timeout(STOP_BOUND_S * 2):  # a bound for a loaded machine
+                while "coordinator coordinator on missionweave-coordinator" not in log.read_text():
+                    assert proc.returncode is None, log.read_text()
+                    await asyncio.sleep(0.1)
+            proc.send_signal(signal.SIGINT)
+            async with asyncio.timeout(STOP_BOUND_S):
+                code = await proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    err = log.read_text()
+    assert code == 0 and "Traceback" not in err, (code, err)
+    assert err.strip().splitlines()[-1] == "coordinator coordinator stopped", err
+
+
 async def test_worker_unreachable_temporal_is_one_line(
     world: World, live: LiveServer, tmp_path: Path
 ) -> None:

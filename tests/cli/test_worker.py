@@ -119,6 +119,26 @@ def test_worker_handlers_that_cannot_be_imported_get_a_dotted_path_hint(
     assert hint in lines[0], lines[0]
 
 
+async def _ctrl_c_once(proc: asyncio.subprocess.Process, log: Path, *, ready: str) -> list[str]:
+    """Once ``proc`` wrote ``ready`` to ``log``, one Ctrl-C (SIGINT); it must exit cleanly (0,
+    no traceback) within STOP_BOUND_S. Its stderr lines; ``proc`` is killed if it still runs."""
+    try:
+        async with asyncio.timeout(STOP_BOUND_S * 2):  # a bound for a loaded machine
+            while ready not in (err := await asyncio.to_thread(log.read_text)):
+                assert proc.returncode is None, err
+                await asyncio.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        async with asyncio.timeout(STOP_BOUND_S):
+            code = await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    err = await asyncio.to_thread(log.read_text)
+    assert code == 0 and "Traceback" not in err, (code, err)
+    return err.strip().splitlines()
+
+
 @pytest.mark.asyncio(loop_scope="session")  # the session's dev server
 async def test_ctrl_c_ends_the_worker_with_a_stopped_line(
     dev_env: WorkflowEnvironment, tmp_path: Path
@@ -129,23 +149,9 @@ async def test_ctrl_c_ends_the_worker_with_a_stopped_line(
         await ms.process_member("stop-1", ["dist.verify@1.2"])
         proc = await ms.agent_process("stop-1", "tests.worker_handlers")
         log = tmp_path / "stop-1.log"
-        try:
-            async with asyncio.timeout(STOP_BOUND_S * 2):  # a bound for a loaded machine
-                while "agent stop-1 working in g1" not in log.read_text():
-                    assert proc.returncode is None, log.read_text()
-                    await asyncio.sleep(0.1)
-            proc.send_signal(signal.SIGINT)
-            async with asyncio.timeout(STOP_BOUND_S):
-                code = await proc.wait()
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-    err = log.read_text()
-    assert code == 0 and "Traceback" not in err, (code, err)
-    lines = err.strip().splitlines()
-    assert "stopping agent stop-1; Ctrl-C again exits at once" in lines, err
-    assert lines[-1] == "agent stop-1 stopped", err
+        lines = await _ctrl_c_once(proc, log, ready="agent stop-1 working in g1")
+    assert "stopping agent stop-1; Ctrl-C again exits at once" in lines, lines
+    assert lines[-1] == "agent stop-1 stopped", lines
 
 
 @pytest.mark.asyncio(loop_scope="session")  # the session's dev server
@@ -164,21 +170,9 @@ async def test_ctrl_c_ends_the_coordinator_with_a_stopped_line(
             stdout=asyncio.subprocess.DEVNULL,
             stderr=log.open("wb"),
         )
-        try:
-            async with asyncio.timeout(STOP_BOUND_S * 2):  # a bound for a loaded machine
-                while "coordinator coordinator on missionweave-coordinator" not in log.read_text():
-                    assert proc.returncode is None, log.read_text()
-                    await asyncio.sleep(0.1)
-            proc.send_signal(signal.SIGINT)
-            async with asyncio.timeout(STOP_BOUND_S):
-                code = await proc.wait()
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-    err = log.read_text()
-    assert code == 0 and "Traceback" not in err, (code, err)
-    assert err.strip().splitlines()[-1] == "coordinator coordinator stopped", err
+        ready = "coordinator coordinator on missionweave-coordinator"
+        lines = await _ctrl_c_once(proc, log, ready=ready)
+    assert lines[-1] == "coordinator coordinator stopped", lines
 
 
 async def test_worker_unreachable_temporal_is_one_line(

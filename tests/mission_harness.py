@@ -46,7 +46,7 @@ from temporalio.worker import Interceptor
 from missionweave.activities import Check
 from missionweave.artifacts import ArtifactStore
 from missionweave.authority import now_ms, verify_log
-from missionweave.dev import coordinator_worker
+from missionweave.coordinator import coordinator_worker
 from missionweave.outcome import start_mission
 from missionweave.protocol import Actor, AgentCard, Event, WorkContract
 from missionweave.protocol.temporal_contract import (

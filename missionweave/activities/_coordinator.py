@@ -1,18 +1,21 @@
 """The coordinator's activities: what the Mission workflow calls.
 
 Activities are methods on :class:`CoordinatorActivities`, which holds the Authority client, the
-coordinator's signing identity and the review checks. Signing happens here, never in the
-workflow (docs/design.md §5). The workflow runs each as a *local* activity in the coordinator's
-own Worker (``workflows._steps.coordinator_activity``, issue 26): short, idempotent steps (every
-Command carries the id the workflow fixed) that cost a marker in the history, not a round trip
-through a task queue. A step that raises is retried in the Worker, then after a durable timer.
+coordinator's signing identity and the review checks; :meth:`CoordinatorActivities.activities`
+lists them for the coordinator's Worker (:mod:`missionweave.coordinator`). Signing happens here,
+never in the workflow (docs/design.md §5). The workflow runs each step through
+``workflows._steps.coordinator_activity`` (issue 26): a *local* activity in the coordinator's own
+Worker when it is small — idempotent (every Command carries the id the workflow fixed), costing
+a marker in the history, not a round trip through a task queue — and a regular activity on the
+coordinator's task queue when it carries more than ``LOCAL_STEP_MAX_ITEMS`` WorkItems, or when
+its caller says so. A step that raises is retried in the Worker, then after a durable timer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from temporalio import activity
@@ -101,6 +104,17 @@ class CoordinatorActivities:
             checks=self.checks,
             schemas=self.schemas,
         )
+
+    def activities(self) -> list[Callable[..., Awaitable[Any]]]:
+        """Every step of this class, bound, as the coordinator's Worker registers them. A new
+        step is added here and called from the workflow; the Worker needs no other change."""
+        return [
+            self.submit_commands,
+            self.select_candidates,
+            self.review_submissions,
+            self.work_item_events,
+            self.charge_parent_usage,
+        ]
 
     def _sign(self, group_id: str, intent: Any) -> Command:
         cmd = Command(

@@ -11,15 +11,12 @@ import typer
 from ..metrics import COORDINATOR_METRICS_PORT
 from . import _options as opt
 from ._artifacts import S3_BUCKET, S3_ENDPOINT, S3_SECURE, artifacts_option, open_store
-from ._common import (
-    load_key,
-    run_client_command,
-    serve_until_signalled,
-    start_metrics,
-    start_service,
-)
+from ._common import load_key, run_client_command, start_metrics
+from ._service import Servers, Serving, serve_service
 
 if TYPE_CHECKING:
+    from temporalio.client import Client
+
     from ..artifacts import ArtifactStore
     from ..protocol import SigningKey
 
@@ -56,37 +53,32 @@ def coordinator_command(
     store = open_store(artifacts, s3_endpoint, s3_bucket, s3_secure, create=True)
     # before Temporal: its SDK's metrics too
     start_metrics(metrics_port, metrics_host, COORDINATOR_METRICS_PORT, off=no_metrics)
-    run_client_command(
-        _run(signing_key, agent_id, authority_url, temporal_address, namespace, store, stop_timeout)
-    )
+    servers = Servers(authority_url, temporal_address, namespace)
+    run_client_command(_run(signing_key, agent_id, servers, store, stop_timeout))
 
 
 async def _run(
-    key: SigningKey,
-    agent_id: str,
-    authority_url: str,
-    temporal_address: str,
-    namespace: str,
-    store: ArtifactStore,
-    stop_timeout: float,
+    key: SigningKey, agent_id: str, servers: Servers, store: ArtifactStore, stop_timeout: float
 ) -> None:
-    from ..dev import run_coordinator
+    from ..coordinator import run_coordinator
     from ..protocol import Actor
 
-    client = await start_service(
-        "missionweave-coordinator", authority_url, temporal_address, namespace
-    )
-    stop = asyncio.Event()
-    typer.echo(
-        f"coordinator {agent_id} on missionweave-coordinator "
-        f"(Temporal {temporal_address}, Authority {authority_url})",
-        err=True,
-    )
-    await serve_until_signalled(
-        run_coordinator(
-            client, authority_url, Actor(agent_id, key), stop=stop, artifact_store=store
-        ),
-        stop.set,
+    def start(client: Client) -> Serving:
+        stop = asyncio.Event()
+        typer.echo(
+            f"coordinator {agent_id} on missionweave-coordinator "
+            f"(Temporal {servers.temporal_address}, Authority {servers.authority_url})",
+            err=True,
+        )
+        serving = run_coordinator(
+            client, servers.authority_url, Actor(agent_id, key), stop=stop, artifact_store=store
+        )
+        return serving, stop.set
+
+    await serve_service(
+        "missionweave-coordinator",
+        servers,
+        start,
         what=f"coordinator {agent_id}",
         stop_timeout=stop_timeout,
     )

@@ -17,15 +17,8 @@ from pydantic import ValidationError
 
 from ..protocol import AgentCard, MissionWeaveError, SigningKey
 from . import _options as opt
-from ._common import (
-    CliError,
-    first_line,
-    load_key,
-    run_client_command,
-    serve_until_signalled,
-    start_metrics,
-    start_service,
-)
+from ._common import CliError, first_line, load_key, run_client_command, start_metrics
+from ._service import Servers, Serving, serve_service
 from ._worker_log import PROBE_TIMEOUT_S, ConnectionWatch, LogLevel, setup_worker_logging
 from ._worker_sched import APPROVAL_RISK, GROUP_QUOTA, RESOURCE, RISK_BUDGET, scheduler_options
 
@@ -64,31 +57,37 @@ def load_card(path: Path, key: SigningKey) -> AgentCard:
 async def _run(
     runtime_for: functools.partial[AgentRuntime],
     agent_id: str,
-    authority_url: str,
-    temporal_address: str,
-    namespace: str,
+    servers: Servers,
     stop_timeout: float,
 ) -> None:
     from ..authority.client import SubscriptionRefused
 
-    client = await start_service(
-        f"missionweave-agent-{agent_id}", authority_url, temporal_address, namespace
-    )
-    runtime = runtime_for(temporal_client=client)
-    watching = await _watch_servers(client, authority_url, temporal_address)
+    runtime: AgentRuntime | None = None
 
-    async def announce() -> None:  # once the session is open and the log caught up
-        await runtime.ready.wait()
-        typer.echo(
-            f"agent {agent_id} working in {', '.join(runtime.groups)} "
-            f"(Authority {authority_url}, Temporal {temporal_address}/{namespace}); Ctrl-C stops",
-            err=True,
-        )
+    def start(client: Any) -> Serving:
+        nonlocal runtime
+        runtime = runtime_for(temporal_client=client)
+        return _serve(runtime, client, agent_id, servers), runtime.stop
 
-    announcing = asyncio.create_task(announce())
+    def clean() -> None:
+        if runtime is not None and runtime.interrupted:
+            grace = runtime.graceful_shutdown.total_seconds()
+            raise CliError(
+                f"agent {agent_id} stopped without a clean stop: the handler of "
+                f"{', '.join(runtime.interrupted)} did not pause within {grace:g} s; "
+                "interrupted and reported failed (retryable) to the Authority, which offers "
+                "it again",
+                exit_code=1,
+            )
+
     try:
-        await serve_until_signalled(
-            runtime.run(), runtime.stop, what=f"agent {agent_id}", stop_timeout=stop_timeout
+        await serve_service(
+            f"missionweave-agent-{agent_id}",
+            servers,
+            start,
+            what=f"agent {agent_id}",
+            stop_timeout=stop_timeout,
+            after=clean,
         )
     except SubscriptionRefused as exc:
         raise CliError(f"subscription refused: {exc}") from None
@@ -96,19 +95,29 @@ async def _run(
         raise CliError(f"agent {agent_id} stopped: {exc}") from None
     except RuntimeError as exc:  # the Temporal Worker failed
         raise CliError(f"agent {agent_id} stopped: {first_line(exc)}") from None
+
+
+async def _serve(runtime: AgentRuntime, client: Any, agent_id: str, servers: Servers) -> None:
+    """Run the agent, saying once it works, and watch both servers while it runs."""
+    watching = await _watch_servers(client, servers.authority_url, servers.temporal_address)
+
+    async def announce() -> None:  # once the session is open and the log caught up
+        await runtime.ready.wait()
+        typer.echo(
+            f"agent {agent_id} working in {', '.join(runtime.groups)} "
+            f"(Authority {servers.authority_url}, "
+            f"Temporal {servers.temporal_address}/{servers.namespace}); Ctrl-C stops",
+            err=True,
+        )
+
+    announcing = asyncio.create_task(announce())
+    try:
+        await runtime.run()
     finally:
         announcing.cancel()
         for task in watching:
             task.cancel()
         await asyncio.gather(*watching, return_exceptions=True)
-    if runtime.interrupted:
-        grace = runtime.graceful_shutdown.total_seconds()
-        raise CliError(
-            f"agent {agent_id} stopped without a clean stop: the handler of "
-            f"{', '.join(runtime.interrupted)} did not pause within {grace:g} s; interrupted "
-            "and reported failed (retryable) to the Authority, which offers it again",
-            exit_code=1,
-        )
 
 
 async def _watch_servers(
@@ -247,16 +256,8 @@ def worker_command(
         group_weights=weights,
         **scheduling,
     )
-    run_client_command(
-        _run(
-            runtime_for,
-            agent_card.agent_id,
-            authority_url,
-            temporal_address,
-            namespace,
-            stop_timeout,
-        )
-    )
+    servers = Servers(authority_url, temporal_address, namespace)
+    run_client_command(_run(runtime_for, agent_card.agent_id, servers, stop_timeout))
 
 
 def parse_group_weights(values: list[str], groups: list[str]) -> dict[str, float]:

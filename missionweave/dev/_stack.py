@@ -46,12 +46,12 @@ from temporalio.worker import Worker
 from ..artifacts import FilesystemStore
 from ..authority import Authority, AuthorityConfig, AuthorityError
 from ..authority.client import AuthorityClient, AuthorityUnavailable
+from ..coordinator import coordinator_worker, count_missions
 from ..metrics import temporal_runtime
 from ..protocol import Actor, AgentCard, MissionWeaveError, SigningKey
 from ..protocol.temporal_contract import mission_workflow_id
 from ..telemetry import temporal_interceptors
 from ._build import AuthorityServer, StackError, StackFiles, load_or_create_key, lock_data_dir
-from ._coordinator import coordinator_worker, count_missions
 from ._devserver import DevServerError, TemporalDevServer, workflow_ui_url
 from ._groups import OWNER_ROLES, ensure_group, ensure_member
 

@@ -24,7 +24,8 @@ runtime and lives in its private modules.
 
 from ._admission import AdmissionPolicy
 from ._artifacts import authority_artifacts
-from ._context import WorkAuthorizationRejected, WorkContext
+from ._authorize import WorkAuthorizationRejected
+from ._context import WorkContext
 from ._errors import (
     Blocked,
     HandlerLoadError,

@@ -7,95 +7,37 @@ idempotency keys are never shared between slots (MW-11.1-e).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, BinaryIO, NoReturn
 
 from temporalio import activity
-from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
-from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
 
-from ..artifacts import (
-    ArtifactAccessDenied,
-    ArtifactRef,
-    ArtifactStore,
-    GatedArtifacts,
-    LeaseInfo,
-    PublishedArtifact,
-    PublishRejected,
-    publish_artifact,
-)
-from ..authority.client import AuthorityUnavailable
+from ..artifacts import ArtifactRef
 from ..protocol import (
     Classification,
-    CommandType,
     Evidence,
     ProgressReport,
     WorkContract,
     attempt_key,
-    digest,
     idempotency_key,
 )
 from ..protocol.temporal_contract import (
-    AUTHORIZE_WORK_UPDATE,
-    AuthorizeWorkInput,
     CommandVerdict,
     ExecuteWorkItemInput,
     LeaseGrant,
-    SubmitCommandsResult,
     WorkItemSpec,
-    mission_workflow_id,
 )
-from ._artifacts import authority_artifacts
-from ._errors import Blocked, LeaseLost, Pause, WorkerError
+from ._authorize import UpdateRetry, authorize_work
+from ._errors import Blocked, Pause
 from ._fence import TOOL_CALLS_KEY, FencedActions, tool_call_counters
-from ._input import offload_inputs
 from ._lease import LeaseSession, UsageMeter
-from ._reporting import ProgressState
+from ._leased_artifacts import LeasedArtifacts
+from ._reporting import ProgressHook, ProgressReporter
 from ._tokens import rotate_capability_token
-from ._update_retry import RETRYABLE, UpdateRetry
-from ._verdicts import FENCE_CODES
 
 log = logging.getLogger(__name__)
-
-ProgressHook = Callable[[ProgressReport], Awaitable[None]]
-
-#: Seconds before :meth:`WorkContext.publish` tries again after the Authority went away
-#: between its fence and its registration.
-PUBLISH_RETRY_S = 0.2
-
-
-class WorkAuthorizationRejected(WorkerError):
-    """:meth:`WorkContext.authorize_work` was refused; nothing was added (or, for an Authority
-    refusal, not everything: ``verdicts`` says which items were authorized).
-
-    Attributes:
-        code: ``cycle``, ``self_loop``, ``unknown_id``, ``duplicate_id``, ``mission_closed``
-            (the workflow's validator, MW-10.4-c), ``input_too_large`` or
-            ``mission_inputs_too_large`` (what the Mission could not carry; ``detail`` has
-            ``bytes`` and ``max_bytes``); the Authority's rejection code of the first
-            refused item; ``update_rejected`` (a refusal without a code), ``update_error``
-            (Temporal refused the call) or ``workflow_unreachable`` (retries exhausted).
-        reason: one sentence.
-        detail: machine-readable facts (workflow id, update id, item id, …).
-        verdicts: the Authority's verdicts when the update itself went through.
-    """
-
-    def __init__(
-        self,
-        code: str,
-        reason: str,
-        detail: Mapping[str, Any] | None = None,
-        verdicts: Iterable[CommandVerdict] = (),
-    ) -> None:
-        super().__init__(f"authorize_work rejected: {code}: {reason}")
-        self.code = code
-        self.reason = reason
-        self.detail: dict[str, Any] = dict(detail or {})
-        self.verdicts = list(verdicts)
 
 
 def heartbeat(details: dict[str, Any]) -> None:
@@ -139,9 +81,6 @@ class WorkContext(FencedActions):
     ) -> None:
         self._work = work
         self._session = session
-        self._on_progress = on_progress
-        self._gate: GatedArtifacts | None = None
-        self._card_version = agent_card_version
         self.capability_versions: dict[str, str] = dict(capability_versions or {})
         self._published: list[str] = []
         self.dependency_artifacts: dict[str, list[str]] = {
@@ -151,7 +90,6 @@ class WorkContext(FencedActions):
         handler_state = {k: v for k, v in (work.checkpoint or {}).items() if k != TOOL_CALLS_KEY}
         self._checkpoint = handler_state or None
         self._pause_reason: str | None = None
-        self._progress = ProgressState(session.clock())
         self.agent_id = session.actor.agent_id
         self.group_id = work.group_id
         self.mission_id = work.mission_id
@@ -167,6 +105,15 @@ class WorkContext(FencedActions):
                 "work_item_id": work.work_item_id,
                 "ownership_epoch": session.lease.ownership_epoch,
             },
+        )
+        self._reporter = ProgressReporter(session, on_progress=on_progress, logger=self.logger)
+        self._artifacts = LeasedArtifacts(
+            session,
+            group_id=work.group_id,
+            mission_id=work.mission_id,
+            work_item_id=work.work_item_id,
+            agent_card_version=agent_card_version,
+            logger=self.logger,
         )
 
     # ---------------------------------------------------------------------------- facts
@@ -279,18 +226,6 @@ class WorkContext(FencedActions):
         ``work.submit`` carries them (with ``Submission.artifacts``)."""
         return list(self._published)
 
-    def _artifacts(self) -> GatedArtifacts:
-        # The agent holds no store: each read and write is granted by the Authority after its
-        # membership and context checks, for this Mission and under the current lease.
-        if self._gate is None:
-            self._gate = authority_artifacts(
-                self._session.client,
-                self.group_id,
-                mission_id=self.mission_id,
-                lease_id=lambda: self._session.lease.lease_id,
-            )
-        return self._gate
-
     async def publish(
         self,
         data: bytes | BinaryIO | os.PathLike[str],
@@ -348,92 +283,22 @@ class WorkContext(FencedActions):
             ArtifactStoreError: the transfer failed.
             ValueError: ``classification`` is unknown or a source is not a SHA-256 hex hash.
         """
-        store = self._artifacts()
-        # Externally visible: the fence is mandatory (MW-11.5-d). The write grant is that
-        # fence — the Authority grants it only under this agent's active, unexpired lease — so
-        # while nothing is buffered, nothing is known lost and the capability token holds, no
-        # separate confirmation is asked first (one round trip a publish). After an outage the
-        # full confirmation runs: it reconciles the buffer, and waits for the Authority within
-        # the lease's grace period, as report/save buffer meanwhile.
-        fenced_by_grant = self._session.confirmed_by_next_request()
-        while True:
-            if not fenced_by_grant:
-                await self._session.confirm()
-            fenced_by_grant = False
-            try:
-                done = await self._publish_once(
-                    store,
-                    data,
-                    media_type,
-                    schema_id=schema_id,
-                    sources=sources,
-                    classification=classification,
-                    tool_versions=tool_versions,
-                    model_versions=model_versions,
-                    capability_versions=capability_versions,
-                )
-                break
-            except AuthorityUnavailable as exc:
-                # lost between the fence and the registration (the Authority went away):
-                # publishing again is safe (same content, same hash); the next fence waits
-                # for the Authority until the grace deadline, then raises LeaseLost
-                self.logger.warning("Authority unreachable while publishing (%s): again", exc)
-                if not isinstance(data, (bytes, os.PathLike)):
-                    raise  # a stream is read once: the caller publishes again
-                await asyncio.sleep(PUBLISH_RETRY_S)
+        done = await self._artifacts.publish(
+            data,
+            media_type,
+            schema_id=schema_id,
+            sources=list(sources),
+            classification=Classification(classification),
+            tool_versions=tool_versions,
+            model_versions=model_versions,
+            capability_versions=(
+                self.capability_versions if capability_versions is None else capability_versions
+            ),
+        )
         if deliverable and done.ref.hash not in self._published:
             self._published.append(done.ref.hash)
         self.logger.info("published %s (%s, %d bytes)", done.ref.hash, media_type, done.ref.size)
         return done.ref
-
-    async def _publish_once(
-        self,
-        store: ArtifactStore | GatedArtifacts,
-        data: bytes | BinaryIO | os.PathLike[str],
-        media_type: str,
-        *,
-        schema_id: str | None,
-        sources: Iterable[str],
-        classification: Classification | str,
-        tool_versions: Mapping[str, str] | None,
-        model_versions: Mapping[str, str] | None,
-        capability_versions: Mapping[str, str] | None,
-    ) -> PublishedArtifact:
-        """One try of :meth:`publish` under the current lease.
-
-        Raises:
-            AuthorityUnavailable: the registration did not reach the Authority.
-        """
-        lease = self._session.lease
-        try:
-            return await publish_artifact(
-                store,
-                self._session.client,
-                self._session.actor,
-                self.group_id,
-                LeaseInfo(self.work_item_id, lease.lease_id, lease.ownership_epoch),
-                data,
-                mission_id=self.mission_id,
-                media_type=media_type,
-                schema_id=schema_id,
-                classification=Classification(classification),
-                agent_card_version=self._card_version,
-                sources=list(sources),
-                tool_versions=tool_versions,
-                model_versions=model_versions,
-                capability_versions=(
-                    capability_versions
-                    if capability_versions is not None
-                    else self.capability_versions
-                ),
-                created_at_ms=self._session.clock(),
-            )
-        except (PublishRejected, ArtifactAccessDenied) as exc:
-            code = exc.code if isinstance(exc, PublishRejected) else exc.rejection.code
-            if code in FENCE_CODES:
-                self._session.lost = self._session.lost or LeaseLost(code, str(exc))
-                raise self._session.lost from exc
-            raise
 
     async def fetch(self, content_hash: str) -> bytes:
         """The content of Artifact ``content_hash``, its SHA-256 verified (MW-13.1-d): for
@@ -452,7 +317,7 @@ class WorkContext(FencedActions):
             ArtifactStoreError: the transfer failed.
             AuthorityUnavailable: the Authority could not be reached.
         """
-        return await self._artifacts().get(content_hash)
+        return await self._artifacts.fetch(content_hash)
 
     async def _publish_input(self, data: bytes, media_type: str) -> str:
         """Publish ``data`` as an Artifact of this WorkItem that is not one of its deliverables
@@ -491,8 +356,7 @@ class WorkContext(FencedActions):
         durable = self.durable(state)
         self._checkpoint = dict(state)
         heartbeat(self.heartbeat_details())
-        report = self._progress.at_checkpoint(phase, self._session.clock())
-        return await self._send_progress(report, checkpoint=durable)
+        return await self._reporter.checkpoint(phase, durable)
 
     async def report(
         self,
@@ -529,13 +393,13 @@ class WorkContext(FencedActions):
             estimate_remaining_ms=estimate_remaining_ms,
             evidence_refs=list(evidence_refs),
         )
-        await self._send_progress(report, checkpoint=None)
+        await self._reporter.send(report, checkpoint=None)
 
     def set_estimate(self, estimate_ms: int | None) -> None:
         """The handler's declared duration of one execution, milliseconds (the runtime calls
         this before the handler starts): the execution's expected end until the handler
         reports an ``estimate_remaining_ms`` of its own."""
-        self._progress = ProgressState(self._progress.started_ms, estimate_ms, self._progress.last)
+        self._reporter.set_estimate(estimate_ms)
 
     async def report_estimate_change(self) -> bool:
         """Report a materially changed estimate by itself (Implements MW-11.4-b): when the
@@ -547,43 +411,7 @@ class WorkContext(FencedActions):
         Returns:
             Whether a revision was reported.
         """
-        revised = self._progress.revision(self._session.clock())
-        if revised is None:
-            return False
-        try:
-            await self._send_progress(revised, checkpoint=None)
-        except LeaseLost:
-            return False
-        self.logger.info("estimate revised: %s ms remaining", revised.estimate_remaining_ms)
-        return True
-
-    async def _send_progress(
-        self, report: ProgressReport, *, checkpoint: dict[str, Any] | None
-    ) -> CommandVerdict | None:
-        self._progress.reported(report, self._session.clock())
-        extra: dict[str, Any] = {"report": report.model_dump(mode="json")}
-        if checkpoint is not None:
-            extra["checkpoint"] = checkpoint
-        prepared = self._session.prepare(CommandType.PROGRESS_REPORT, extra)
-        try:
-            verdict = await self._session.send(prepared)
-        except AuthorityUnavailable as exc:
-            # buffered with its usage delta, durable, reconciled on reconnection (MW-11.5-c)
-            cmd = self._session.buffer_offline(prepared)
-            self.logger.warning(
-                "Authority unreachable (%s): progress %s buffered", exc, cmd.command_id
-            )
-            return None
-        if self._session.lost is not None:
-            raise self._session.lost
-        if not verdict.accepted and verdict.rejection is not None:
-            self.logger.warning("progress.report rejected: %s", verdict.rejection.code)
-        if self._on_progress is not None:
-            try:
-                await self._on_progress(report)
-            except Exception as exc:  # progress to the workflow is a courtesy, never fatal
-                self.logger.info("progress signal not delivered: %r", exc)
-        return verdict
+        return await self._reporter.revise()
 
     def heartbeat_details(self) -> dict[str, Any]:
         """What goes into Temporal heartbeats: ids, lease, last checkpoint (a hint only; the
@@ -694,67 +522,9 @@ class WorkContext(FencedActions):
             pydantic.ValidationError: an item is malformed, or names no contract of
                 ``contracts``: nothing was sent.
         """
-        named = dict(contracts or {})
-        specs = AuthorizeWorkInput.model_validate(
-            {"items": list(items), "contracts": named}
-        ).items  # references resolved against ``contracts``, or refused
-        pairs = [(str(a), str(b)) for a, b in edges]
-        if not activity.in_activity():
-            raise WorkerError("authorize_work runs inside the execute_work_item activity")
-        await self.guard()
-        # what the Mission could not carry inline goes by reference (a claim check)
-        specs = await offload_inputs(self, specs)
-        workflow_id = activity.info().workflow_id or mission_workflow_id(self.mission_id)
-        uid = update_id or self.idempotency_key(
-            "authorize_work:" + digest([[s.work_item_id for s in specs], [list(p) for p in pairs]])
+        return await authorize_work(
+            self, items, edges, contracts=contracts, update_id=update_id, retry=retry
         )
-        arg = AuthorizeWorkInput(items=specs, edges=pairs, contracts=named)
-        handle = activity.client().get_workflow_handle(workflow_id)
-        r = retry or UpdateRetry()
-        delay, last = r.initial_backoff.total_seconds(), "no attempt"
-        facts = {"workflow_id": workflow_id, "update_id": uid}
-        for attempt in range(1, r.max_attempts + 1):
-            try:
-                result = await handle.execute_update(
-                    AUTHORIZE_WORK_UPDATE,
-                    arg,
-                    id=uid,
-                    result_type=SubmitCommandsResult,
-                    rpc_timeout=r.rpc_timeout,
-                )
-                break
-            except WorkflowUpdateFailedError as exc:  # the validator refused: nothing added
-                cause = exc.cause
-                code = cause.type if isinstance(cause, ApplicationError) and cause.type else None
-                given = cause.details if isinstance(cause, ApplicationError) else ()
-                extra = given[0] if given and isinstance(given[0], dict) else {}
-                raise WorkAuthorizationRejected(
-                    code or "update_rejected", str(cause) or str(exc), {**extra, **facts}
-                ) from None
-            except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-                last = str(exc)
-            except RPCError as exc:
-                if exc.status not in RETRYABLE:
-                    raise WorkAuthorizationRejected(
-                        "update_error", exc.message, {**facts, "status": exc.status.name}
-                    ) from None
-                last = f"{exc.status.name}: {exc.message}"
-            if attempt == r.max_attempts:
-                raise WorkAuthorizationRejected("workflow_unreachable", last, facts)
-            self.logger.info("authorize_work: %s; retrying in %.2fs", last, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, r.max_backoff.total_seconds())
-        refused = [v for v in result.verdicts if not v.accepted]
-        if refused:
-            rej = refused[0].rejection
-            raise WorkAuthorizationRejected(
-                rej.code if rej else refused[0].status,
-                rej.reason if rej else "the Authority did not accept work.authorize",
-                {**facts, **(rej.detail if rej else {}), "refused": len(refused)},
-                result.verdicts,
-            )
-        self.logger.info("authorized %d WorkItem(s) and %d edge(s)", len(specs), len(pairs))
-        return list(result.verdicts)
 
 
-__all__ = ["ProgressHook", "WorkAuthorizationRejected", "WorkContext", "heartbeat"]
+__all__ = ["ProgressHook", "WorkContext", "heartbeat"]

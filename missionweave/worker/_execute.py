@@ -70,8 +70,10 @@ from ._input import InputUnavailable, resolve_input
 from ._lease import LeaseSession
 from ._metrics import record_handler
 from ._offline import OfflineBuffer
+from ._retry import Backoff, authority_away, retrying
 from ._slots import SlotBoard
 from ._take import OfferTaker, temporal_timed_out
+from ._verdicts import describe_rejection
 
 log = logging.getLogger(__name__)
 
@@ -514,20 +516,21 @@ class _Run:
         loop = asyncio.get_running_loop()
         grace_s = (self.session.grace_deadline_ms - self.session.clock()) / 1000
         deadline = loop.time() + max(self.ex.report_timeout.total_seconds(), grace_s)
-        delay = 0.2
-        while True:
-            try:
-                return await self.session.send(prepared)
-            except AuthorityUnavailable as exc:
-                if loop.time() + delay > deadline:
-                    log.error("%s not delivered: %s", type, exc)
-                    self.session.abandon(prepared)
-                    return None
-                heartbeat(self.ctx.heartbeat_details())
-                await asyncio.sleep(delay)
-                # never back off longer than a quarter lease: the Authority that answers again
-                # credits its outage and two leases more, and this report must land in them
-                delay = min(delay * 2, 5.0, max(0.05, self.work.contract.timeouts.lease_ms / 4000))
+        # never back off longer than a quarter lease: the Authority that answers again credits
+        # its outage and two leases more, and this report must land in them
+        cap_s = min(5.0, max(0.05, self.work.contract.timeouts.lease_ms / 4000))
+        try:
+            return await retrying(
+                lambda: self.session.send(prepared),
+                when=authority_away,
+                backoff=Backoff(cap_s=cap_s),
+                seconds_left=lambda: deadline - loop.time(),
+                before_wait=lambda _exc, _wait_s: heartbeat(self.ctx.heartbeat_details()),
+            )
+        except AuthorityUnavailable as exc:
+            log.error("%s not delivered: %s", type, exc)
+            self.session.abandon(prepared)
+            return None
 
     async def _report(
         self, kind: OutcomeKind, type: str, extra: dict[str, Any], **fields: Any
@@ -544,7 +547,9 @@ class _Run:
             return self._lease_lost(self.session.lost, verdict)
         if not verdict.accepted:
             rej = verdict.rejection
-            why = f"{type} rejected: {rej.code}: {rej.reason}" if rej else f"{type} rejected"
+            why = f"{type} rejected: {describe_rejection(rej)}" if rej else f"{type} rejected"
+            # the handler's author reads this line to learn what the submission lacked
+            log.warning("%s: %s", self.work.work_item_id, why)
             return await self._fail(
                 why,
                 retryable=rej is None or rej.code != RejectionCode.BUDGET_EXCEEDED,

@@ -236,6 +236,27 @@ class HandlerRegistry:
         return chosen, missing
 
 
+def import_hint(name: str, exc: BaseException) -> str:
+    """What to try when handler module ``name`` could not be imported (``exc``): ``""`` when
+    the module was found and failed inside (its own error says why), else ``"; "`` and a
+    hint — a dotted path for a file path (``examples/hello/handlers.py`` →
+    ``examples.hello.handlers``), or where a dotted path is looked up."""
+    if name.endswith(".py") or "/" in name or "\\" in name:
+        dotted = name.removesuffix(".py").replace("\\", "/").removeprefix("./").strip("/")
+        return (
+            "; a handler module is named by its dotted path, not a file: did you mean "
+            f"{dotted.replace('/', '.')!r} (importable from the current directory or "
+            "PYTHONPATH)?"
+        )
+    missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+    if missing is None or not (name == missing or name.startswith(missing + ".")):
+        return ""  # found, and failed inside: its own error says why
+    return (
+        f"; a handler module is named by its dotted path (e.g. mypkg.handlers) and must be "
+        f"importable from the current directory or PYTHONPATH ({missing!r} is not)"
+    )
+
+
 def load_handlers(*modules: str, registry: HandlerRegistry | None = None) -> HandlerRegistry:
     """Import each module and collect every ``@handler`` function defined or imported in it.
 
@@ -247,7 +268,8 @@ def load_handlers(*modules: str, registry: HandlerRegistry | None = None) -> Han
         The registry.
 
     Raises:
-        HandlerLoadError: a module cannot be imported, or holds no handler.
+        HandlerLoadError: a module cannot be imported (with a hint when it was given as a file
+            path, or is not found on ``sys.path``), or holds no handler.
     """
     reg = registry if registry is not None else HandlerRegistry()
     for name in modules:
@@ -256,6 +278,7 @@ def load_handlers(*modules: str, registry: HandlerRegistry | None = None) -> Han
         except Exception as exc:
             raise HandlerLoadError(
                 f"cannot import handler module {name!r}: {type(exc).__name__}: {exc}"
+                + import_hint(name, exc)
             ) from exc
         found = [spec for v in vars(module).values() if (spec := spec_of(v)) is not None]
         if not found:

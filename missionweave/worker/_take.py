@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,7 @@ from ._dispatch import Dispatcher, NoSlot
 from ._gates import demand
 from ._metrics import record_decline
 from ._offline import OfflineBuffer, reconcile
+from ._retry import Backoff, authority_away, retrying
 from ._scheduler import QueuedItem
 from ._slots import SlotBoard
 from ._state import LocalState
@@ -352,19 +354,26 @@ class OfferTaker:
         """Submit, retrying the same signed Commands while the Authority is unreachable, up to
         ``until_ms`` (then the Commands count as refused: ``authority_unreachable``). The
         offline buffer is reconciled first (MW-11.5-e)."""
-        delay = 0.2
         buffer = self.offline_buffer
-        while True:
-            try:
-                if buffer is not None and len(buffer):
-                    await reconcile(self.client, self.actor, buffer, self.clock)
-                return [r.verdict() for r in await self.client.submit_many(cmds)]
-            except AuthorityUnavailable as exc:
-                if until_ms is not None and self.clock() + delay * 1000 >= until_ms:
-                    log.warning("%s not delivered: %s", cmds[0].type, exc)
-                    return [_unreachable(c, str(exc)) for c in cmds]
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, RETRY_CAP_S)
+
+        async def once() -> list[CommandVerdict]:
+            if buffer is not None and len(buffer):
+                await reconcile(self.client, self.actor, buffer, self.clock)
+            return [r.verdict() for r in await self.client.submit_many(cmds)]
+
+        def seconds_left() -> float:
+            return math.inf if until_ms is None else (until_ms - self.clock()) / 1000
+
+        try:
+            return await retrying(
+                once,
+                when=authority_away,
+                backoff=Backoff(cap_s=RETRY_CAP_S),
+                seconds_left=seconds_left,
+            )
+        except AuthorityUnavailable as exc:
+            log.warning("%s not delivered: %s", cmds[0].type, exc)
+            return [_unreachable(c, str(exc)) for c in cmds]
 
 
 def _unreachable(cmd: Command, reason: str) -> CommandVerdict:

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
 
 from missionweave.cli._common import CliError, serve_until_signalled
 from missionweave.dev import free_port
@@ -28,7 +29,7 @@ from tests.cli_processes import (
     mw,
     processes_mentioning,
 )
-from tests.mission_harness import contract
+from tests.mission_harness import contract, mission_stack
 from tests.serving import LiveServer
 from tests.world import World
 
@@ -92,6 +93,86 @@ def test_worker_bad_input_is_one_line(tmp_path: Path) -> None:
         "g1",
     )
     assert r.returncode == 2 and "not an unencrypted PEM" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "hint"),
+    [
+        ("tests/worker_handlers.py", "did you mean 'tests.worker_handlers'"),
+        ("no_such_pkg.handlers", "a handler module is named by its dotted path (e.g. "
+         "mypkg.handlers) and must be importable from the current directory or PYTHONPATH"),
+    ],
+)  # fmt: skip
+def test_worker_handlers_that_cannot_be_imported_get_a_dotted_path_hint(
+    tmp_path: Path, given: str, hint: str
+) -> None:
+    """``--handlers`` given a file path, or a module Python cannot find, says how a handler
+    module is named — one line, before any server is asked."""
+    key_path, card_path = _files(tmp_path, SigningKey.generate(), CARD)
+    r = mw(
+        *("worker", "--key", str(key_path), "--card", str(card_path), "--group", "g1"),
+        *("--handlers", given, "--state-dir", str(tmp_path / "s")),
+    )
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot import handler module {given!r}" in lines[0], r.stderr
+    assert hint in lines[0], lines[0]
+
+
+async def _ctrl_c_once(proc: asyncio.subprocess.Process, log: Path, *, ready: str) -> list[str]:
+    """Once ``proc`` wrote ``ready`` to ``log``, one Ctrl-C (SIGINT); it must exit cleanly (0,
+    no traceback) within STOP_BOUND_S. Its stderr lines; ``proc`` is killed if it still runs."""
+    try:
+        async with asyncio.timeout(STOP_BOUND_S * 2):  # a bound for a loaded machine
+            while ready not in (err := await asyncio.to_thread(log.read_text)):
+                assert proc.returncode is None, err
+                await asyncio.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        async with asyncio.timeout(STOP_BOUND_S):
+            code = await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    err = await asyncio.to_thread(log.read_text)
+    assert code == 0 and "Traceback" not in err, (code, err)
+    return err.strip().splitlines()
+
+
+@pytest.mark.asyncio(loop_scope="session")  # the session's dev server
+async def test_ctrl_c_ends_the_worker_with_a_stopped_line(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A working ``missionweave worker`` given Ctrl-C (SIGINT) stops cleanly, and its last line
+    says so: ``agent <id> stopped``."""
+    async with mission_stack(dev_env, tmp_path) as ms:
+        await ms.process_member("stop-1", ["dist.verify@1.2"])
+        proc = await ms.agent_process("stop-1", "tests.worker_handlers")
+        log = tmp_path / "stop-1.log"
+        lines = await _ctrl_c_once(proc, log, ready="agent stop-1 working in g1")
+    assert "stopping agent stop-1; Ctrl-C again exits at once" in lines, lines
+    assert lines[-1] == "agent stop-1 stopped", lines
+
+
+@pytest.mark.asyncio(loop_scope="session")  # the session's dev server
+async def test_ctrl_c_ends_the_coordinator_with_a_stopped_line(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """``missionweave coordinator`` (the process of missionweave.coordinator) serves until
+    Ctrl-C and ends, as the worker does, with ``coordinator <id> stopped``."""
+    async with mission_stack(dev_env, tmp_path) as ms:
+        log = tmp_path / "coordinator.log"
+        target = dev_env.client.service_client.config.target_host
+        proc = await asyncio.create_subprocess_exec(
+            *(EXE, "coordinator", "--key", str(ms.stack.key_file("coordinator"))),
+            *("--authority-url", ms.stack.url, "--temporal-address", target),
+            *("--artifacts", str(tmp_path / "artifacts"), "--metrics-port", "0"),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=log.open("wb"),
+        )
+        ready = "coordinator coordinator on missionweave-coordinator"
+        lines = await _ctrl_c_once(proc, log, ready=ready)
+    assert lines[-1] == "coordinator coordinator stopped", lines
 
 
 async def test_worker_unreachable_temporal_is_one_line(

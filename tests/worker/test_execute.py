@@ -175,6 +175,45 @@ async def test_raising_handler_fails_with_evidence__MW_11_4_f(
     assert world.item("a")["state"] == "failed"
 
 
+@pytest.mark.parametrize(
+    ("outputs", "criteria", "said"),
+    [
+        (REPORT, ["hashes"], "evidence_missing: every acceptance criterion needs Evidence "
+         "(missing=['schema'])"),
+        ({}, ["hashes", "schema"], "deliverable_missing: a deliverable of the contract has no "
+         "non-empty output and no submitted Artifact (deliverable=report"),
+    ],
+)  # fmt: skip
+async def test_a_refused_submission_is_logged_with_what_it_lacks(
+    client: AuthorityClient,
+    work: ExecuteWorkItemInput,
+    worker: Actor,
+    caplog: pytest.LogCaptureFixture,
+    outputs: dict[str, Any],
+    criteria: list[str],
+    said: str,
+) -> None:
+    """A ``work.submit`` the Authority refuses is a WARNING in the worker's log naming the code,
+    the reason and what is missing (which criterion lacks Evidence, which deliverable), and
+    the failure it becomes says the same."""
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Submission:
+        return Submission(
+            outputs=outputs, evidence=[ctx.evidence(c, method="check") for c in criteria]
+        )
+
+    with caplog.at_level("WARNING", logger="missionweave.worker"):
+        out = await run(client, worker, work, verify)
+    assert out.kind is OutcomeKind.FAILED and out.verdict and out.verdict.accepted
+    assert said in (out.error or "")
+    logged = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelname == "WARNING" and said in r.getMessage()
+    ]
+    assert logged == [f"a: {out.error}"], caplog.text
+
+
 async def test_revoked_lease_cancels_handler__MW_11_3_f(
     world: World, client: AuthorityClient, worker: Actor
 ) -> None:

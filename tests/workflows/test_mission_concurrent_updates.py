@@ -13,7 +13,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowUpdateStage
 from temporalio.testing import WorkflowEnvironment
 
-from missionweave.dev import coordinator_worker
+from missionweave.coordinator import coordinator_worker
 from missionweave.protocol.temporal_contract import AuthorizeWorkInput, mission_workflow_id
 from missionweave.workflows import MissionWorkflow
 from tests.mission_harness import contract, mission_stack

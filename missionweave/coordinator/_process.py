@@ -1,7 +1,10 @@
-"""The coordinator process: hosts the ``Mission`` workflow and its activities.
+"""The coordinator's process: one Temporal ``Worker`` hosting the Mission workflow and the
+coordinator's activities, as ``worker/`` hosts an agent's.
 
 ``missionweave coordinator`` runs :func:`run_coordinator`; tests and the embedded stack call
-:func:`coordinator_worker` to get a ``Worker`` they run inside ``async with``.
+:func:`coordinator_worker` to get a ``Worker`` they run inside ``async with``. The activities it
+registers are :meth:`CoordinatorActivities.activities`: a new coordinator step is a method there
+(and its call in the workflow), never an edit here.
 """
 
 from __future__ import annotations
@@ -17,62 +20,13 @@ from temporalio.worker import Interceptor, Worker
 from ..activities import Check, CoordinatorActivities
 from ..artifacts import ArtifactStore
 from ..authority.client import AuthorityClient
-from ..metrics import series, serving_metrics, unwatch, watch
 from ..protocol import Actor
-from ..protocol.temporal_contract import COORDINATOR_TASK_QUEUE, MISSION_WORKFLOW_TYPE
+from ..protocol.temporal_contract import COORDINATOR_TASK_QUEUE
 from ..telemetry import worker_interceptors
 from ..workflows import MissionWorkflow
+from ._counts import count_missions
 
 log = logging.getLogger(__name__)
-
-
-#: Seconds between two counts of the Missions by status (:class:`MissionCounts`).
-MISSION_COUNT_INTERVAL_S = 15.0
-#: The MissionStatus values counted.
-MISSION_STATUSES = ("running", "completed", "failed", "cancelled")
-
-
-class MissionCounts:
-    """The ``missionweave_coordinator_missions`` gauge: Missions by ``MissionStatus``, counted
-    in Temporal's visibility store every :data:`MISSION_COUNT_INTERVAL_S` by a task of the
-    coordinator's process (visibility is eventually consistent; so is the gauge).
-
-    Args:
-        client: the coordinator's Temporal client.
-    """
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-        self.counts: dict[tuple[str, ...], float] = {}
-
-    async def count(self) -> None:
-        """Count once now."""
-        counts: dict[tuple[str, ...], float] = {}
-        for status in MISSION_STATUSES:
-            query = f"WorkflowType = '{MISSION_WORKFLOW_TYPE}' AND MissionStatus = '{status}'"
-            counts[(status,)] = float((await self.client.count_workflows(query)).count)
-        self.counts = counts
-
-    async def run(self) -> None:
-        """Count every interval until cancelled; a failed count keeps the last one."""
-        watch(series.COORDINATOR_MISSIONS, self, lambda m: m.counts)
-        try:
-            while True:
-                try:
-                    await self.count()
-                except Exception as exc:  # Temporal away: the next round counts again
-                    log.debug("Missions not counted: %r", exc)
-                await asyncio.sleep(MISSION_COUNT_INTERVAL_S)
-        finally:
-            unwatch(series.COORDINATOR_MISSIONS, self)
-
-
-def count_missions(client: Client) -> asyncio.Task[None] | None:
-    """Start :class:`MissionCounts` when this process serves metrics (else ``None``: the
-    counts would cost visibility queries for nobody). Cancel the task to stop."""
-    if not serving_metrics():
-        return None
-    return asyncio.create_task(MissionCounts(client).run(), name="mission-counts")
 
 
 def coordinator_worker(
@@ -113,13 +67,7 @@ def coordinator_worker(
         client,
         task_queue=task_queue,
         workflows=[MissionWorkflow],
-        activities=[
-            acts.submit_commands,
-            acts.select_candidates,
-            acts.review_submissions,
-            acts.work_item_events,
-            acts.charge_parent_usage,
-        ],
+        activities=acts.activities(),
         interceptors=worker_interceptors(client, interceptors or [], tracing=tracing),
         max_concurrent_activities=max_concurrent_activities,
     )
@@ -154,3 +102,6 @@ async def run_coordinator(
                 if counting is not None:
                     counting.cancel()
                     await asyncio.gather(counting, return_exceptions=True)
+
+
+__all__ = ["coordinator_worker", "run_coordinator"]

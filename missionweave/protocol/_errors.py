@@ -16,18 +16,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._rejection_codes import RejectionCode
+
 
 class Rejection(BaseModel):
     """A structured refusal: what was refused, why, and the facts behind it.
 
-    Rejections are data, never free strings. ``code`` is a stable snake_case identifier callers
-    may branch on (for example ``stale_lease``, ``transition_not_allowed``, ``cycle``); ``reason``
-    is one human sentence; ``detail`` holds the machine-readable facts (ids, expected vs. actual).
+    Rejections are data, never free strings. ``code`` is a :class:`RejectionCode` callers may
+    branch on (for example ``stale_lease``, ``transition_not_allowed``, ``cycle``; on the wire its
+    string value, and a code no member names does not validate); ``reason`` is one human
+    sentence; ``detail`` holds the machine-readable facts (ids, expected vs. actual).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    code: str
+    code: RejectionCode
     reason: str
     detail: dict[str, Any] = Field(default_factory=dict)
 
@@ -60,7 +63,7 @@ class RejectedError(MissionWeaveError):
         self.rejection = rejection
 
     @classmethod
-    def of(cls, code: str, reason: str, **detail: Any) -> RejectedError:
+    def of(cls, code: RejectionCode, reason: str, **detail: Any) -> RejectedError:
         """Build the error from its parts."""
         return cls(Rejection(code=code, reason=reason, detail=detail))
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._artifacts import is_hash
+from ._rejection_codes import RejectionCode
 
 #: The one key of an input given by reference: ``{INPUT_ARTIFACT_KEY: "<sha256 hex>"}``.
 INPUT_ARTIFACT_KEY = "$input_artifact"
@@ -89,7 +90,7 @@ def input_problem(
         size = input_bytes(value)
         if size > MAX_INLINE_INPUT_BYTES:
             return (
-                "input_too_large",
+                RejectionCode.INPUT_TOO_LARGE,
                 f"the input of WorkItem {work_item_id} is {size} bytes, over the "
                 f"{MAX_INLINE_INPUT_BYTES} a Mission carries inline: store it as an Artifact "
                 f"and give {{{INPUT_ARTIFACT_KEY!r}: <hash>}} (ctx.authorize_work and "
@@ -99,7 +100,7 @@ def input_problem(
         total += size
     if total > MAX_CARRIED_INPUT_BYTES:
         return (
-            "mission_inputs_too_large",
+            RejectionCode.MISSION_INPUTS_TOO_LARGE,
             f"the unfinished WorkItems' inline inputs would come to {total} bytes, over the "
             f"{MAX_CARRIED_INPUT_BYTES} a Mission carries: pass inputs by reference "
             f"({{{INPUT_ARTIFACT_KEY!r}: <hash>}})",

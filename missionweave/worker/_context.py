@@ -34,6 +34,7 @@ from ..protocol import (
     CommandType,
     Evidence,
     ProgressReport,
+    RejectionCode,
     WorkContract,
     attempt_key,
     digest,
@@ -729,18 +730,22 @@ class WorkContext(FencedActions):
                 given = cause.details if isinstance(cause, ApplicationError) else ()
                 extra = given[0] if given and isinstance(given[0], dict) else {}
                 raise WorkAuthorizationRejected(
-                    code or "update_rejected", str(cause) or str(exc), {**extra, **facts}
+                    code or RejectionCode.UPDATE_REJECTED,
+                    str(cause) or str(exc),
+                    {**extra, **facts},
                 ) from None
             except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
                 last = str(exc)
             except RPCError as exc:
                 if exc.status not in RETRYABLE:
                     raise WorkAuthorizationRejected(
-                        "update_error", exc.message, {**facts, "status": exc.status.name}
+                        RejectionCode.UPDATE_ERROR,
+                        exc.message,
+                        {**facts, "status": exc.status.name},
                     ) from None
                 last = f"{exc.status.name}: {exc.message}"
             if attempt == r.max_attempts:
-                raise WorkAuthorizationRejected("workflow_unreachable", last, facts)
+                raise WorkAuthorizationRejected(RejectionCode.WORKFLOW_UNREACHABLE, last, facts)
             self.logger.info("authorize_work: %s; retrying in %.2fs", last, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, r.max_backoff.total_seconds())

@@ -166,7 +166,7 @@ class Authorizations:
         for name, contract in inp.contracts.items():
             if state.spec.contracts.get(name, contract) != contract:
                 raise refuse(
-                    "contract_name_taken",
+                    RejectionCode.CONTRACT_NAME_TAKEN,
                     f"the Mission's contract {name!r} is "
                     "another contract: give this one another name",
                 )
@@ -174,7 +174,7 @@ class Authorizations:
         archived_deps += [dep for dep, _ in inp.edges if dep in state.archived]
         if archived_deps:  # its offer would go without the dependency's Artifacts
             raise refuse(
-                "archived_dependency",
+                RejectionCode.ARCHIVED_DEPENDENCY,
                 f"WorkItem {archived_deps[0]} is archived (its "
                 "details left the Mission's state past its size budget): new work "
                 "cannot depend on it",

@@ -313,7 +313,7 @@ class MissionWorkflow:
     def _check_unblock(self, inp: UnblockInput) -> None:
         item = self.state.items.get(inp.work_item_id)
         if item is None or item.state not in _UNBLOCK_FROM:
-            raise _refuse("not_blocked", f"WorkItem {inp.work_item_id} is not blocked")
+            raise _refuse(RejectionCode.NOT_BLOCKED, f"WorkItem {inp.work_item_id} is not blocked")
 
     @workflow.update
     async def cancel(self, inp: CancelInput) -> str:

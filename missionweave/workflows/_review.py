@@ -68,9 +68,10 @@ with workflow.unsafe.imports_passed_through():
     from ._work import Offers, Wanted
 
 
-def refuse(code: str, message: str) -> ApplicationError:
-    """An update validator's refusal; agents see ``code`` as the rejection code."""
-    return ApplicationError(message, type=code, non_retryable=True)
+def refuse(code: RejectionCode, message: str) -> ApplicationError:
+    """An update validator's refusal; agents see ``code`` as the rejection code (the error's
+    ``type``, the code's wire string)."""
+    return ApplicationError(message, type=code.value, non_retryable=True)
 
 
 class Checks(enum.Enum):
@@ -324,22 +325,27 @@ class Reviews:
             return
         if cmd.type not in APPROVAL_COMMANDS:
             raise refuse(
-                "wrong_command_type",
+                RejectionCode.WRONG_COMMAND_TYPE,
                 f"expected approval.grant_result or approval.deny_result, got {cmd.type}",
             )
         if cmd.group_id != self._board.state.spec.group_id:
-            raise refuse("wrong_group", f"the Mission's Group is {self._board.state.spec.group_id}")
+            raise refuse(
+                RejectionCode.WRONG_GROUP,
+                f"the Mission's Group is {self._board.state.spec.group_id}",
+            )
         item = self._board.state.items.get(str(cmd.body.get("work_item_id")))
         if item is None:
             raise refuse(RejectionCode.UNKNOWN_WORK_ITEM, "unknown WorkItem")
         record = self._board.state.reviews.get(item.work_item_id)
         if record is None or record.stage is not ReviewStage.APPROVAL:
             raise refuse(
-                "not_awaiting_approval", f"WorkItem {item.work_item_id} is not awaiting approval"
+                RejectionCode.NOT_AWAITING_APPROVAL,
+                f"WorkItem {item.work_item_id} is not awaiting approval",
             )
         if cmd.body.get("review_digest") != record.digest:
             raise refuse(
-                "stale_review", f"the review record of {item.work_item_id} is {record.digest}"
+                RejectionCode.STALE_REVIEW,
+                f"the review record of {item.work_item_id} is {record.digest}",
             )
 
 

@@ -34,6 +34,23 @@ class Rejection(BaseModel):
     reason: str
     detail: dict[str, Any] = Field(default_factory=dict)
 
+    def line(self, most: int = 500) -> str:
+        """The refusal in one line for people, with the facts that say what it is about:
+        ``deliverable_missing: a deliverable … (deliverable=report, media_type=text/markdown)``,
+        ``evidence_missing: every acceptance criterion needs Evidence (missing=tests, docs)``.
+        ``detail`` entries of ``None`` are left out, lists joined by commas; at most ``most``
+        characters, never a line break (a WorkItem's error shows its first line)."""
+        facts = []
+        for key, value in self.detail.items():
+            if value is None:
+                continue
+            if isinstance(value, list | tuple):
+                value = ", ".join(str(v) for v in value)
+            facts.append(f"{key}={value}")
+        text = f"{self.code.value}: {self.reason}" + (f" ({', '.join(facts)})" if facts else "")
+        text = " ".join(text.split())
+        return text if len(text) <= most else text[: most - 1] + "…"
+
 
 class MissionWeaveError(Exception):
     """Root of every MissionWeave exception."""

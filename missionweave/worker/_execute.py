@@ -544,7 +544,7 @@ class _Run:
             return self._lease_lost(self.session.lost, verdict)
         if not verdict.accepted:
             rej = verdict.rejection
-            why = f"{type} rejected: {rej.code}: {rej.reason}" if rej else f"{type} rejected"
+            why = f"{type} rejected: {rej.line()}" if rej else f"{type} rejected"
             return await self._fail(
                 why,
                 retryable=rej is None or rej.code != RejectionCode.BUDGET_EXCEEDED,

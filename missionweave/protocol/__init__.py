@@ -91,6 +91,7 @@ from ._states import (
     Transition,
     WorkItemState,
     check_transition,
+    state_counts,
     transition_for,
 )
 from ._vocabulary import CommandType, EventType
@@ -210,6 +211,7 @@ __all__ = [
     "sign_command",
     "sign_context_package",
     "sign_manifest",
+    "state_counts",
     "transition_for",
     "verify",
     "verify_chain",

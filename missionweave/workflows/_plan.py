@@ -9,7 +9,7 @@ from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from ..protocol import TERMINAL_STATES, WorkGraph, WorkItemState
+from ..protocol import TERMINAL_STATES, WorkGraph, WorkItemState, state_counts
 from ._run import IDLE, UnderWay
 from ._state import ItemState, MissionState
 
@@ -286,10 +286,7 @@ def open_count(state: MissionState) -> int:
 
 def counts(state: MissionState) -> dict[str, int]:
     """WorkItems per state, the archived ones included."""
-    out: dict[str, int] = {}
-    for s in (*state.archived.values(), *(it.state for it in state.items.values())):
-        out[s.value] = out.get(s.value, 0) + 1
-    return out
+    return state_counts([*state.archived.values(), *(it.state for it in state.items.values())])
 
 
 def finished(state: MissionState) -> bool:

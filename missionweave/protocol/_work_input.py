@@ -69,6 +69,13 @@ def referenced_input(value: Mapping[str, Any]) -> str | None:
     return h if is_hash(h) else None
 
 
+def goes_by_reference(value: Mapping[str, Any], threshold: int = MAX_INLINE_INPUT_BYTES) -> bool:
+    """Whether ``value`` is to be stored as an Artifact and passed by reference: it is inline
+    (not a reference already) and its JSON is over ``threshold`` bytes. ``mission start`` and
+    ``ctx.authorize_work`` both decide by it."""
+    return referenced_input(value) is None and input_bytes(value) > threshold
+
+
 def input_problem(
     inputs: Iterable[tuple[str, Mapping[str, Any]]], carried_bytes: int = 0
 ) -> tuple[str, str, dict[str, Any]] | None:
@@ -114,6 +121,7 @@ __all__ = [
     "INPUT_MEDIA_TYPE",
     "MAX_CARRIED_INPUT_BYTES",
     "MAX_INLINE_INPUT_BYTES",
+    "goes_by_reference",
     "input_bytes",
     "input_json",
     "input_problem",

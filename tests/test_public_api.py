@@ -18,11 +18,11 @@ PROTOCOL = {
     "SignatureError", "SigningKey", "TimeoutPolicy", "Transition", "Urgency", "WorkContract",
     "WorkGraph", "WorkItemFacts", "WorkItemState", "attempt_key", "b64u_decode", "b64u_encode",
     "canonical_bytes", "check_event", "check_transition", "dependencies_satisfied", "digest",
-    "idempotency_key", "RetryBound", "exhausted_retry_bound",
+    "idempotency_key", "RetryBound", "exhausted_retry_bound", "goes_by_reference",
     "is_material_revision", "new_id", "reduce_events", "reduce_work_item", "seal_event",
     "WORK_ITEM_EVENT_TYPES",  # the Event types the reducer knows (issue 27)
     "sha256_hex", "sign_command",
-    "transition_for", "verify", "verify_command",
+    "state_counts", "transition_for", "verify", "verify_command",
     # artifacts (MW-13.1) and context packages (MW-13.3)
     "ArtifactManifest", "Classification", "SignedManifest", "sign_manifest", "verify_manifest",
     "ContextPackage", "EventRange", "SignedContextPackage", "sign_context_package",

@@ -19,6 +19,7 @@ from ..protocol import (
     Command,
     CommandType,
     Rejection,
+    RejectionCode,
     SignedManifest,
     sign_manifest,
 )
@@ -175,7 +176,9 @@ async def publish_artifact(
     )
     result = await authority.submit(cmd)
     if result.status != "accepted":
-        rejection = result.rejection or Rejection(code=result.status, reason="not accepted")
+        rejection = result.rejection or Rejection(
+            code=RejectionCode.INTERNAL_ERROR, reason=f"not accepted: {result.status}"
+        )
         raise PublishRejected(rejection, ref.hash)
     if not isinstance(store, GatedArtifacts):
         await asyncio.to_thread((index or ManifestIndex(store)).add, signed, actor.public_key)

@@ -7,12 +7,10 @@ from typing import TYPE_CHECKING
 
 from ..protocol import (
     INPUT_MEDIA_TYPE,
-    MAX_INLINE_INPUT_BYTES,
-    input_bytes,
+    goes_by_reference,
     input_json,
     input_problem,
     input_reference,
-    referenced_input,
 )
 from ..protocol.temporal_contract import MissionSpec
 from ._common import CliError
@@ -31,11 +29,7 @@ def by_reference(spec: MissionSpec, open_store: Callable[[], ArtifactStore]) -> 
         CliError: the store cannot be opened or written, or the inputs that stay inline are
             still more than the Mission carries (``mission_inputs_too_large``).
     """
-    big = [
-        i
-        for i in spec.items
-        if referenced_input(i.input) is None and input_bytes(i.input) > MAX_INLINE_INPUT_BYTES
-    ]
+    big = [i for i in spec.items if goes_by_reference(i.input)]
     if big:
         store = open_store()
         items = []

@@ -149,11 +149,10 @@ async def _find(
 
 def _result_status(result: MissionResult) -> MissionStatus:
     """A status built from a closed Mission's result (when no coordinator answers queries)."""
+    from ..protocol import state_counts
     from ..protocol.temporal_contract import WorkItemStatus
 
-    counts: dict[str, int] = {}
-    for state in (*result.archived.values(), *(i.state for i in result.items)):
-        counts[state.value] = counts.get(state.value, 0) + 1
+    counts = state_counts([*result.archived.values(), *(i.state for i in result.items)])
     return MissionStatus(
         mission_id=result.mission_id,
         group_id=result.group_id,

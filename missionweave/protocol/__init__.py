@@ -91,6 +91,7 @@ from ._states import (
     Transition,
     WorkItemState,
     check_transition,
+    state_counts,
     transition_for,
 )
 from ._vocabulary import CommandType, EventType
@@ -99,6 +100,7 @@ from ._work_input import (
     INPUT_MEDIA_TYPE,
     MAX_CARRIED_INPUT_BYTES,
     MAX_INLINE_INPUT_BYTES,
+    goes_by_reference,
     input_bytes,
     input_json,
     input_problem,
@@ -188,6 +190,7 @@ __all__ = [
     "dependencies_satisfied",
     "digest",
     "exhausted_retry_bound",
+    "goes_by_reference",
     "idempotency_key",
     "identifier_problem",
     "input_bytes",
@@ -210,6 +213,7 @@ __all__ = [
     "sign_command",
     "sign_context_package",
     "sign_manifest",
+    "state_counts",
     "transition_for",
     "verify",
     "verify_chain",

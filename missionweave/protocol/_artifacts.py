@@ -111,7 +111,7 @@ class ArtifactManifest(Signable):
         return digest(self.wire())
 
 
-class SignedManifest(Signed):
+class SignedManifest(Signed[ArtifactManifest]):
     """A manifest with its producer's Ed25519 signature (``public_key``, ``signature``: see
     :class:`~._signed.Signed`); the Authority checks the key against the member's on
     ``artifact.publish``.
@@ -120,16 +120,13 @@ class SignedManifest(Signed):
         manifest: the manifest.
     """
 
+    DOCUMENT_FIELD = "manifest"
     manifest: ArtifactManifest
-
-    @property
-    def document(self) -> ArtifactManifest:
-        return self.manifest
 
     @property
     def manifest_id(self) -> str:
         """The manifest's id (see :attr:`ArtifactManifest.manifest_id`)."""
-        return self.manifest.manifest_id
+        return self.document_hash
 
 
 def sign_manifest(manifest: ArtifactManifest, key: SigningKey) -> SignedManifest:

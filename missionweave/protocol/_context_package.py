@@ -17,7 +17,6 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ._artifacts import Hash
-from ._canonical import digest
 from ._crypto import SigningKey
 from ._errors import Rejection
 from ._rejection_codes import RejectionCode
@@ -98,7 +97,7 @@ class ContextPackage(Signable):
         return ",".join(self.scope) or "*"
 
 
-class SignedContextPackage(Signed):
+class SignedContextPackage(Signed[ContextPackage]):
     """A Context Package with its generator's Ed25519 signature (MW-13.3-a; ``public_key``,
     ``signature``: see :class:`~._signed.Signed`).
 
@@ -106,16 +105,13 @@ class SignedContextPackage(Signed):
         package: the package.
     """
 
+    DOCUMENT_FIELD = "package"
     package: ContextPackage
-
-    @property
-    def document(self) -> ContextPackage:
-        return self.package
 
     @property
     def package_hash(self) -> str:
         """SHA-256 hex of the package's canonical bytes: the id the next version links."""
-        return digest(self.package.wire())
+        return self.document_hash
 
 
 def sign_context_package(package: ContextPackage, key: SigningKey) -> SignedContextPackage:

@@ -39,7 +39,7 @@ def dependencies_satisfied(
     return False  # pragma: no cover - exhaustive match
 
 
-def _fail(code: str, reason: str, **detail: object) -> GraphError:
+def _fail(code: RejectionCode, reason: str, **detail: object) -> GraphError:
     return GraphError(Rejection(code=code, reason=reason, detail=dict(detail)))
 
 

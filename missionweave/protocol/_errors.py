@@ -16,20 +16,40 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._rejection_codes import RejectionCode
+
 
 class Rejection(BaseModel):
     """A structured refusal: what was refused, why, and the facts behind it.
 
-    Rejections are data, never free strings. ``code`` is a stable snake_case identifier callers
-    may branch on (for example ``stale_lease``, ``transition_not_allowed``, ``cycle``); ``reason``
-    is one human sentence; ``detail`` holds the machine-readable facts (ids, expected vs. actual).
+    Rejections are data, never free strings. ``code`` is a :class:`RejectionCode` callers may
+    branch on (for example ``stale_lease``, ``transition_not_allowed``, ``cycle``; on the wire its
+    string value, and a code no member names does not validate); ``reason`` is one human
+    sentence; ``detail`` holds the machine-readable facts (ids, expected vs. actual).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    code: str
+    code: RejectionCode
     reason: str
     detail: dict[str, Any] = Field(default_factory=dict)
+
+    def line(self, most: int = 500) -> str:
+        """The refusal in one line for people, with the facts that say what it is about:
+        ``deliverable_missing: a deliverable … (deliverable=report, media_type=text/markdown)``,
+        ``evidence_missing: every acceptance criterion needs Evidence (missing=tests, docs)``.
+        ``detail`` entries of ``None`` are left out, lists joined by commas; at most ``most``
+        characters, never a line break (a WorkItem's error shows its first line)."""
+        facts = []
+        for key, value in self.detail.items():
+            if value is None:
+                continue
+            if isinstance(value, list | tuple):
+                value = ", ".join(str(v) for v in value)
+            facts.append(f"{key}={value}")
+        text = f"{self.code.value}: {self.reason}" + (f" ({', '.join(facts)})" if facts else "")
+        text = " ".join(text.split())
+        return text if len(text) <= most else text[: most - 1] + "…"
 
 
 class MissionWeaveError(Exception):
@@ -60,7 +80,7 @@ class RejectedError(MissionWeaveError):
         self.rejection = rejection
 
     @classmethod
-    def of(cls, code: str, reason: str, **detail: Any) -> RejectedError:
+    def of(cls, code: RejectionCode, reason: str, **detail: Any) -> RejectedError:
         """Build the error from its parts."""
         return cls(Rejection(code=code, reason=reason, detail=detail))
 

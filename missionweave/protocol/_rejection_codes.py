@@ -7,8 +7,11 @@ and callers may keep branching on ``rejection.code`` (``RejectionCode.OWNER_ACTI
 (``missionweave authority rejections``).
 
 The codes come from the Authority (Command rejections, HTTP and stream errors), from the pure
-protocol rules the Authority applies (the state table, the DAG, Context Package chains), and
-one from the Worker itself (``authority_unreachable``). ``invalid_json`` and ``too_deep`` are
+protocol rules the Authority applies (the state table, the DAG, Context Package chains, the
+bounds on carried inputs), from the Mission workflow's update validators (``unblock``,
+``approve``, ``authorize_work``: the ``type`` of their ``ApplicationError``), and from the
+Worker itself (``authority_unreachable``; ``update_rejected``, ``update_error`` and
+``workflow_unreachable`` of its ``authorize_work`` client). ``invalid_json`` and ``too_deep`` are
 the ``detail.problem`` of an ``invalid_command`` / ``invalid_request``.
 """
 
@@ -25,6 +28,7 @@ class RejectionCode(StrEnum):
     ALREADY_DECLINED = "already_declined"
     ALREADY_MEMBER = "already_member"
     APPROVAL_REQUIRED = "approval_required"
+    ARCHIVED_DEPENDENCY = "archived_dependency"
     ARTIFACT_NOT_PUBLISHED = "artifact_not_published"
     ARTIFACT_NOT_SUBMITTED = "artifact_not_submitted"
     ARTIFACT_WITHOUT_EVIDENCE = "artifact_without_evidence"
@@ -43,6 +47,7 @@ class RejectionCode(StrEnum):
     CONTEXT_CHAIN = "context_chain"
     CONTEXT_SIGNATURE = "context_signature"
     CONTRACT_AMBIGUOUS = "contract_ambiguous"
+    CONTRACT_NAME_TAKEN = "contract_name_taken"
     CROSS_MISSION_CONTENT = "cross_mission_content"
     CURSOR_TOO_OLD = "CURSOR_TOO_OLD"
     CYCLE = "cycle"
@@ -58,6 +63,7 @@ class RejectionCode(StrEnum):
     HEADERS_TOO_LARGE = "headers_too_large"
     HTTP_ERROR = "http_error"
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+    INPUT_TOO_LARGE = "input_too_large"
     INTERNAL_ERROR = "internal_error"
     INVALID_BODY = "invalid_body"
     INVALID_COMMAND = "invalid_command"
@@ -82,12 +88,15 @@ class RejectionCode(StrEnum):
     METHOD_NOT_ALLOWED = "method_not_allowed"
     MISSION_CLOSED = "mission_closed"
     MISSION_EXISTS = "mission_exists"
+    MISSION_INPUTS_TOO_LARGE = "mission_inputs_too_large"
     MISSION_UNFINISHED = "mission_unfinished"
     MIXED_SCRIPT_ID = "mixed_script_id"
     NO_SESSION = "no_session"
     NOT_A_CANDIDATE = "not_a_candidate"
     NOT_A_MEMBER = "not_a_member"
     NOT_A_WORKER = "not_a_worker"
+    NOT_AWAITING_APPROVAL = "not_awaiting_approval"
+    NOT_BLOCKED = "not_blocked"
     NOT_FOUND = "not_found"
     NOT_OPEN = "not_open"
     NOT_OWNER = "not_owner"
@@ -111,6 +120,7 @@ class RejectionCode(StrEnum):
     STALE_LEASE = "stale_lease"
     STALE_MEMBERSHIP_EPOCH = "stale_membership_epoch"
     STALE_OWNERSHIP_EPOCH = "stale_ownership_epoch"
+    STALE_REVIEW = "stale_review"
     STALE_REVISION = "stale_revision"
     STALE_SESSION_EPOCH = "stale_session_epoch"
     START_DEADLINE_MISSED = "start_deadline_missed"
@@ -137,6 +147,11 @@ class RejectionCode(StrEnum):
     UNKNOWN_SOURCE = "unknown_source"
     UNKNOWN_WORK_ITEM = "unknown_work_item"
     UNSUPPORTED_EXTENSION = "unsupported_extension"
+    UPDATE_ERROR = "update_error"
+    UPDATE_REJECTED = "update_rejected"
+    WORKFLOW_UNREACHABLE = "workflow_unreachable"
+    WRONG_COMMAND_TYPE = "wrong_command_type"
+    WRONG_GROUP = "wrong_group"
 
 
 __all__ = ["RejectionCode"]

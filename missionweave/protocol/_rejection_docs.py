@@ -48,6 +48,10 @@ approval_required
     the WorkItem needs a MissionOwner's approval first (`approval.grant_execution` before
     `work.start`, `approval.grant_result` before acceptance)
     → ask the MissionOwner; retry after the approval Event
+archived_dependency
+    `authorize_work`: a new WorkItem or edge depends on an archived WorkItem (its details left
+    the Mission's state past its size budget; `detail` none)
+    → depend on a WorkItem that is not finished, or pass what it made as input
 artifact_not_published
     a submitted Artifact, or one a deliverable's output or an Evidence's `subject` names by its
     hash, was not published in this WorkItem (nor promoted) (detail: `artifact`; `output` or
@@ -106,6 +110,9 @@ context_signature
 contract_ambiguous
     the contract still has essential ambiguities
     → resolve them (`work.propose` a revision) before accepting
+contract_name_taken
+    `authorize_work`: a contract name is the Mission's name of another contract
+    → give this contract another name
 cross_mission_content
     the artifact belongs to another Mission and is not a promoted Organization artifact; on
     `artifact.publish`, another Mission already published the same bytes (a content hash names
@@ -156,6 +163,10 @@ http_error
 idempotency_conflict
     the command id was used before with a different body
     → use a new command id for a different request
+input_too_large
+    a WorkItem's inline input is over what a Mission carries (`detail.work_item_id`,
+    `detail.bytes`, `detail.max_bytes`)
+    → store the input as an Artifact and give `{"$input_artifact": <hash>}`
 internal_error
     the Authority failed to answer (500); nothing was written
     → retry later with the same command id
@@ -229,6 +240,10 @@ mission_closed
 mission_exists
     a Mission with that id exists in the Group
     → read the existing Mission, or choose another id
+mission_inputs_too_large
+    the unfinished WorkItems' inline inputs would pass what a Mission carries (`detail.bytes`,
+    `detail.carried_bytes`, `detail.max_bytes`)
+    → pass inputs by reference (`{"$input_artifact": <hash>}`)
 mission_unfinished
     `mission.complete` while a WorkItem is neither verified nor cancelled
     → finish or cancel every WorkItem first
@@ -247,6 +262,12 @@ not_a_member
 not_a_worker
     a candidate is not a worker of the Group
     → offer only to the Group's workers
+not_awaiting_approval
+    `approve`: the WorkItem's review does not wait for a MissionOwner's decision
+    → see the WorkItem's `review_stage` in `missionweave mission status`
+not_blocked
+    `unblock`: the WorkItem is not blocked
+    → nothing: see its state in `missionweave mission status`
 not_found
     no such HTTP route (404)
     → check the URL
@@ -316,6 +337,9 @@ stale_membership_epoch
 stale_ownership_epoch
     the Command's ownership epoch is not the current one
     → stop: the WorkItem moved on to another ownership
+stale_review
+    `approve`: the Approval names another review record than the one awaiting a decision
+    → approve the current review digest (`missionweave mission status`)
 stale_revision
     the Command names an old contract revision
     → re-read the contract and act on the current revision
@@ -394,6 +418,23 @@ unknown_work_item
 unsupported_extension
     the Command needs a critical extension this Authority does not know
     → send it without the extension, or to an Authority that knows it
+update_error
+    the Worker's `authorize_work`: Temporal refused the update call (`detail.status`,
+    `detail.workflow_id`)
+    → check the Mission's workflow id and the Temporal connection
+update_rejected
+    the Worker's `authorize_work`: the Mission refused the update without a code
+    → read the reason; fix the request
+workflow_unreachable
+    the Worker's `authorize_work`: the Mission's workflow did not answer within the retries
+    (`detail.workflow_id`, `detail.update_id`)
+    → retry later with the same update id: the update is idempotent
+wrong_command_type
+    `approve`: the Command is not `approval.grant_result` or `approval.deny_result`
+    → send a MissionOwner's Approval Command
+wrong_group
+    `approve`: the Command is for another Group than the Mission's
+    → sign it for the Mission's Group
 """
 
 

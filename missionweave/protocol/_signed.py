@@ -8,12 +8,11 @@ Pure: no I/O, safe in the workflow sandbox.
 
 from __future__ import annotations
 
-from abc import abstractmethod
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._canonical import canonical_bytes
+from ._canonical import canonical_bytes, digest
 from ._crypto import SigningKey, verify
 
 
@@ -31,9 +30,15 @@ class Signable(BaseModel):
         return canonical_bytes(self.wire())
 
 
-class Signed(BaseModel):
+#: The document a :class:`Signed` carries.
+D = TypeVar("D", bound=Signable)
+
+
+class Signed(BaseModel, Generic[D]):
     """A :class:`Signable` document with its signer's Ed25519 signature. A subclass adds the
-    document's own field and returns it from :attr:`document`.
+    document's own field, named as the spec names it, and says which it is
+    (:attr:`DOCUMENT_FIELD`): e.g. ``class SignedManifest(Signed[ArtifactManifest])`` with
+    ``manifest: ArtifactManifest`` and ``DOCUMENT_FIELD = "manifest"``.
 
     Attributes:
         public_key: the signer's base64url public key, carried so the signature can be checked
@@ -45,10 +50,19 @@ class Signed(BaseModel):
     public_key: str = Field(min_length=43, max_length=44)
     signature: str = Field(min_length=86, max_length=88)
 
+    #: The name of the subclass's field that holds the document.
+    DOCUMENT_FIELD: ClassVar[str]
+
     @property
-    @abstractmethod
-    def document(self) -> Signable:
-        """The signed document (each subclass names its field as the spec does)."""
+    def document(self) -> D:
+        """The signed document."""
+        return cast(D, getattr(self, self.DOCUMENT_FIELD))
+
+    @property
+    def document_hash(self) -> str:
+        """SHA-256 hex of the document's canonical bytes: the id it is known by (a manifest's
+        ``manifest_id``, a Context Package's ``package_hash``)."""
+        return digest(self.document.wire())
 
     def wire(self) -> dict[str, Any]:
         """The signed document as a JSON value, e.g. for a Command body."""

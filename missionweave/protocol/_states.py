@@ -7,6 +7,7 @@ take this action on a WorkItem in this state at this revision", and returns the 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -43,6 +44,17 @@ class Role(StrEnum):
 
 #: Terminal for the WorkItem revision (MW-10.2-a).
 TERMINAL_STATES = frozenset({WorkItemState.VERIFIED, WorkItemState.CANCELLED})
+
+
+def state_counts(states: Iterable[WorkItemState]) -> dict[str, int]:
+    """How many WorkItems are in each state (by the state's wire string; absent: none), as a
+    Mission's status and result count them."""
+    out: dict[str, int] = {}
+    for s in states:
+        out[s.value] = out.get(s.value, 0) + 1
+    return out
+
+
 #: States from which a Mission's failure or cancellation propagates (spec 10.2 last row).
 UNFINISHED_STATES = frozenset(
     WorkItemState(n) for n in ("open", "offered", "queued", "active", "blocked", "submitted")

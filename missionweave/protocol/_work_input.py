@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._artifacts import is_hash
+from ._rejection_codes import RejectionCode
 
 #: The one key of an input given by reference: ``{INPUT_ARTIFACT_KEY: "<sha256 hex>"}``.
 INPUT_ARTIFACT_KEY = "$input_artifact"
@@ -68,6 +69,13 @@ def referenced_input(value: Mapping[str, Any]) -> str | None:
     return h if is_hash(h) else None
 
 
+def goes_by_reference(value: Mapping[str, Any], threshold: int = MAX_INLINE_INPUT_BYTES) -> bool:
+    """Whether ``value`` is to be stored as an Artifact and passed by reference: it is inline
+    (not a reference already) and its JSON is over ``threshold`` bytes. ``mission start`` and
+    ``ctx.authorize_work`` both decide by it."""
+    return referenced_input(value) is None and input_bytes(value) > threshold
+
+
 def input_problem(
     inputs: Iterable[tuple[str, Mapping[str, Any]]], carried_bytes: int = 0
 ) -> tuple[str, str, dict[str, Any]] | None:
@@ -89,7 +97,7 @@ def input_problem(
         size = input_bytes(value)
         if size > MAX_INLINE_INPUT_BYTES:
             return (
-                "input_too_large",
+                RejectionCode.INPUT_TOO_LARGE,
                 f"the input of WorkItem {work_item_id} is {size} bytes, over the "
                 f"{MAX_INLINE_INPUT_BYTES} a Mission carries inline: store it as an Artifact "
                 f"and give {{{INPUT_ARTIFACT_KEY!r}: <hash>}} (ctx.authorize_work and "
@@ -99,7 +107,7 @@ def input_problem(
         total += size
     if total > MAX_CARRIED_INPUT_BYTES:
         return (
-            "mission_inputs_too_large",
+            RejectionCode.MISSION_INPUTS_TOO_LARGE,
             f"the unfinished WorkItems' inline inputs would come to {total} bytes, over the "
             f"{MAX_CARRIED_INPUT_BYTES} a Mission carries: pass inputs by reference "
             f"({{{INPUT_ARTIFACT_KEY!r}: <hash>}})",
@@ -113,6 +121,7 @@ __all__ = [
     "INPUT_MEDIA_TYPE",
     "MAX_CARRIED_INPUT_BYTES",
     "MAX_INLINE_INPUT_BYTES",
+    "goes_by_reference",
     "input_bytes",
     "input_json",
     "input_problem",

@@ -196,17 +196,13 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
                 new["checkpoint"] = b["checkpoint"]
         case EventType.WORK_CHECKPOINTED:
             new.update(
-                state=WorkItemState.QUEUED,
-                lease=None,
-                checkpoint=b.get("checkpoint"),
+                _released(WorkItemState.QUEUED, b),
                 start_deadline_ms=b.get("start_deadline_ms"),
                 queued_at_ms=at,
             )
         case EventType.WORK_BLOCKED:
             new.update(
-                state=WorkItemState.BLOCKED,
-                lease=None,
-                checkpoint=b.get("checkpoint"),
+                _released(WorkItemState.BLOCKED, b),
                 blocked_until_ms=b.get("blocked_lease_expires_at_ms"),
             )
         case EventType.WORK_UNBLOCKED:
@@ -268,6 +264,12 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
 
 _FIELDS = tuple(fd.name for fd in dataclasses.fields(WorkItemFacts))
 _set = object.__setattr__
+
+
+def _released(state: WorkItemState, body: dict[str, Any]) -> dict[str, Any]:
+    """Execution released with durable progress (``work.checkpointed``, ``work.blocked``): the
+    item is in ``state``, its execution lease is over and the body's checkpoint is kept."""
+    return {"state": state, "lease": None, "checkpoint": body.get("checkpoint")}
 
 
 def _replaced(f: WorkItemFacts, new: dict[str, Any]) -> WorkItemFacts:

@@ -20,7 +20,7 @@ from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeou
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from ..protocol import WorkContract, digest
+from ..protocol import RejectionCode, WorkContract, digest
 from ..protocol.temporal_contract import (
     AUTHORIZE_WORK_UPDATE,
     AuthorizeWorkInput,
@@ -200,15 +200,19 @@ async def send_authorize_work(
         given = cause.details if isinstance(cause, ApplicationError) else ()
         extra = given[0] if given and isinstance(given[0], dict) else {}
         raise WorkAuthorizationRejected(
-            code or "update_rejected", str(cause) or str(exc), {**extra, **facts}
+            code or RejectionCode.UPDATE_REJECTED, str(cause) or str(exc), {**extra, **facts}
         ) from None
     except WorkflowUpdateRPCTimeoutOrCancelledError as exc:  # through every attempt
-        raise WorkAuthorizationRejected("workflow_unreachable", str(exc), facts) from None
+        raise WorkAuthorizationRejected(
+            RejectionCode.WORKFLOW_UNREACHABLE, str(exc), facts
+        ) from None
     except RPCError as exc:
         if exc.status in RETRYABLE:  # busy or away through every attempt
-            raise WorkAuthorizationRejected("workflow_unreachable", _describe(exc), facts) from None
+            raise WorkAuthorizationRejected(
+                RejectionCode.WORKFLOW_UNREACHABLE, _describe(exc), facts
+            ) from None
         raise WorkAuthorizationRejected(
-            "update_error", exc.message, {**facts, "status": exc.status.name}
+            RejectionCode.UPDATE_ERROR, exc.message, {**facts, "status": exc.status.name}
         ) from None
     refused = [v for v in result.verdicts if not v.accepted]
     if refused:

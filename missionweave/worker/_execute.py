@@ -73,7 +73,6 @@ from ._offline import OfflineBuffer
 from ._retry import Backoff, authority_away, retrying
 from ._slots import SlotBoard
 from ._take import OfferTaker, temporal_timed_out
-from ._verdicts import describe_rejection
 
 log = logging.getLogger(__name__)
 
@@ -547,7 +546,7 @@ class _Run:
             return self._lease_lost(self.session.lost, verdict)
         if not verdict.accepted:
             rej = verdict.rejection
-            why = f"{type} rejected: {describe_rejection(rej)}" if rej else f"{type} rejected"
+            why = f"{type} rejected: {rej.line()}" if rej else f"{type} rejected"
             # the handler's author reads this line to learn what the submission lacked
             log.warning("%s: %s", self.work.work_item_id, why)
             return await self._fail(

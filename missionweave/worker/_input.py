@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import (
     INPUT_MEDIA_TYPE,
     MAX_INLINE_INPUT_BYTES,
-    input_bytes,
+    goes_by_reference,
     input_json,
     input_reference,
     referenced_input,
@@ -79,7 +79,7 @@ async def offload_inputs(
     """
     out = []
     for spec in specs:
-        if referenced_input(spec.input) is None and input_bytes(spec.input) > threshold:
+        if goes_by_reference(spec.input, threshold):
             ref = await ctx._publish_input(input_json(spec.input), INPUT_MEDIA_TYPE)
             spec = spec.model_copy(update={"input": input_reference(ref)})
         out.append(spec)

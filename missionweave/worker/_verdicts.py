@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ..authority.wire import SubmitResult
-from ..protocol import Rejection
 from ..protocol.temporal_contract import CommandVerdict
 
 #: Rejection codes that mean "this lease, session or ownership is no longer yours": the
@@ -42,13 +41,4 @@ def is_fenced_out(verdict: CommandVerdict) -> bool:
     )
 
 
-def describe_rejection(rejection: Rejection) -> str:
-    """``code: reason`` and the facts of ``detail`` that say what to change, e.g.
-    ``deliverable_missing: … (deliverable=report, media_type=text/markdown)`` or
-    ``evidence_missing: … (missing=['tests', 'lint'])`` — for a log line and for the failure a
-    refused submission becomes."""
-    facts = ", ".join(f"{k}={v}" for k, v in rejection.detail.items() if v not in (None, "", []))
-    return f"{rejection.code}: {rejection.reason}" + (f" ({facts})" if facts else "")
-
-
-__all__ = ["FENCE_CODES", "command_verdict", "describe_rejection", "is_fenced_out"]
+__all__ = ["FENCE_CODES", "command_verdict", "is_fenced_out"]

@@ -17,9 +17,9 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._board import Board
     from ._commands import Commands, OnVerdict
-    from ._inflight import IDLE
     from ._input_bounds import check_new_inputs
     from ._review import refuse
+    from ._run import IDLE
     from ._state import ItemState
 
 
@@ -62,19 +62,19 @@ class Authorizations:
         state = self._board.state
 
         def answered(v: CommandVerdict) -> None:
-            item = state.items.get(wid)
-            if item is None or v.accepted:
+            if wid not in state.items or v.accepted:
                 return
+            run = self._board.run(wid)
             rej = v.rejection
             if (
                 rej is not None
                 and rej.code == RejectionCode.DUPLICATE_ID
                 and (rej.detail.get("mission_id") == state.spec.mission_id)
             ):
-                item.authorized = True  # authorized by an earlier run of this Mission
+                run.authorized_before()
             else:  # e.g. the id is another Mission's: WorkItem ids are unique per Group
                 why = rej.reason if rej else "?"
-                item.detail = f"not authorized: {why}"
+                run.note(f"not authorized: {why}")
                 state.cancel_reason = state.cancel_reason or f"{wid} not authorized: {why}"
 
         return answered
@@ -166,7 +166,7 @@ class Authorizations:
         for name, contract in inp.contracts.items():
             if state.spec.contracts.get(name, contract) != contract:
                 raise refuse(
-                    "contract_name_taken",
+                    RejectionCode.CONTRACT_NAME_TAKEN,
                     f"the Mission's contract {name!r} is "
                     "another contract: give this one another name",
                 )
@@ -174,7 +174,7 @@ class Authorizations:
         archived_deps += [dep for dep, _ in inp.edges if dep in state.archived]
         if archived_deps:  # its offer would go without the dependency's Artifacts
             raise refuse(
-                "archived_dependency",
+                RejectionCode.ARCHIVED_DEPENDENCY,
                 f"WorkItem {archived_deps[0]} is archived (its "
                 "details left the Mission's state past its size budget): new work "
                 "cannot depend on it",
@@ -193,7 +193,7 @@ class Authorizations:
                 and dep not in item.spec.dependencies
                 and (
                     item.state is not WorkItemState.OPEN
-                    or self._board.flights.get(dependent, IDLE).offer_pending
+                    or self._board.runs.get(dependent, IDLE).offer_pending
                 )
             ):  # no agent may hold work that a new edge says cannot start yet
                 raise refuse(

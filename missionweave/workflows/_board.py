@@ -16,7 +16,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ..protocol import WorkGraph
     from ..protocol.temporal_contract import EventSummary
-    from ._inflight import Flights
+    from ._run import ItemRun, Runs
     from ._state import MissionState, apply_events
 
 
@@ -34,11 +34,13 @@ class Board:
         changes: changes applied so far (the status is counted again only on change).
         wake: something happened that the main loop must look at.
         ending: the Mission's end being sent (status, reason), ``None`` while it runs on.
-        flights: what is under way for each WorkItem (:class:`~._inflight.InFlight`).
+        runs: each WorkItem's execution (:class:`~._run.ItemRun`): the one record the parts
+            change it through (:meth:`run`); what is under way in it is never carried across
+            continue-as-new.
         tasks: the coroutines of the parts that are under way, by what they do (a typed
             key: an execution, a review round, a child's start …), in the order they began:
             a continue-as-new waits until none is left, and the Mission's end cancels them
-            in that order.
+            in that order. Handles only: what an execution has under way is its record's.
     """
 
     def __init__(self, state: MissionState, graph: WorkGraph) -> None:
@@ -48,7 +50,7 @@ class Board:
         self.changes = 0
         self.wake = False
         self.ending: tuple[str, str] | None = None
-        self.flights = Flights()
+        self.runs = Runs(state)
         self.tasks: dict[Hashable, asyncio.Task[None]] = {}
 
     def spawn(self, key: Hashable, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -68,6 +70,10 @@ class Board:
                     del self.tasks[key]
 
         self.tasks[key] = asyncio.create_task(tracked())
+
+    def run(self, work_item_id: str) -> ItemRun:
+        """The WorkItem's execution record, to read or change (:class:`~._run.ItemRun`)."""
+        return self.runs.of(work_item_id)
 
     def now(self) -> int:
         """The workflow's clock, epoch milliseconds (deterministic on replay)."""

@@ -92,12 +92,13 @@ class Children:
                     "policy": self._board.state.spec.child_failure_policy.value,
                 },
             )
-        item.detail = f"child Mission {out.child_mission_id}: {out.summary}"
+        summary = f"child Mission {out.child_mission_id}: {out.summary}"
+        self._board.run(out.work_item_id).note(summary)
 
     def create(self, item: ItemState) -> None:
         """Ask the Authority for ``item``'s child Mission; started once it is recorded."""
         assert item.spec.child_mission is not None
-        self._board.flights.of(item.work_item_id).offer_pending = True  # nothing else planned
+        self._board.run(item.work_item_id).offer_pending = True  # nothing else planned
         wid = item.work_item_id
 
         def created(v: CommandVerdict) -> None:
@@ -128,8 +129,7 @@ class Children:
                 )
             }
         )
-        item.child_workflow_id = mission_workflow_id(child.mission_id)
-        self._board.flights.of(item.work_item_id).offer_pending = False
+        self._board.run(item.work_item_id).child_started(mission_workflow_id(child.mission_id))
 
         async def start() -> None:
             # ABANDON: any other policy kills the child when this run continues-as-new

@@ -52,16 +52,16 @@ with workflow.unsafe.imports_passed_through():
     from ._board import Board
     from ._children import CHILD_FINISHED_SIGNAL, Children, ChildStart
     from ._commands import Commands
-    from ._inflight import IDLE
     from ._input_bounds import spec_input_problem
     from ._plan import finished, plan
     from ._publish import Publisher
     from ._result import RESULT_BUDGET, mission_result
     from ._review import Reviews
     from ._review import refuse as _refuse
+    from ._run import IDLE
     from ._started import StartCheck, needs_confirmation
     from ._state import ItemState, MissionState, continue_as_new_args, stand_in_spec
-    from ._status import failure_reason, mission_status
+    from ._status import failure_notes, failure_reason, mission_status
     from ._work import Offers
 
 _TRANSITION_UNBLOCK = transition_for(CommandType.WORK_UNBLOCK)
@@ -222,8 +222,12 @@ class MissionWorkflow:
             if state.cancel_reason is not None and state.status == "running":
                 await self._end("cancelled", CommandType.MISSION_CANCEL, state.cancel_reason)
                 return
-            p = plan(state, board.graph, board.now(), board.attention, board.flights)
+            p = plan(state, board.graph, board.now(), board.attention, board.runs)
             board.attention.difference_update(p.settled)
+            for wid, at in p.retry_at.items():  # a failed one's backoff starts now
+                board.run(wid).retry_at(at)
+            for wid, detail in failure_notes(state, p).items():
+                board.run(wid).note(detail)
             reason = failure_reason(state, p)
             if reason is not None:
                 await self._end("failed", CommandType.MISSION_FAIL, reason)
@@ -285,8 +289,9 @@ class MissionWorkflow:
         if kind == MISSION_EXISTS:  # this run is not the Mission
             self.publisher.withdraw()
         else:
-            for item in self.state.items.values():
-                item.detail = item.detail or f"not authorized: {why}"
+            for wid, item in self.state.items.items():
+                if not item.detail:
+                    self.board.run(wid).note(f"not authorized: {why}")
             self.publisher.publish(self.state, self.board)
         await workflow.wait_condition(workflow.all_handlers_finished)
         details = [self._result().model_dump(mode="json")] if with_result else []
@@ -308,7 +313,7 @@ class MissionWorkflow:
     def _check_unblock(self, inp: UnblockInput) -> None:
         item = self.state.items.get(inp.work_item_id)
         if item is None or item.state not in _UNBLOCK_FROM:
-            raise _refuse("not_blocked", f"WorkItem {inp.work_item_id} is not blocked")
+            raise _refuse(RejectionCode.NOT_BLOCKED, f"WorkItem {inp.work_item_id} is not blocked")
 
     @workflow.update
     async def cancel(self, inp: CancelInput) -> str:
@@ -351,9 +356,9 @@ class MissionWorkflow:
         item = self.state.items.get(sig.work_item_id)
         if item is None:
             return
-        flight = self.board.flights.get(item.work_item_id, IDLE)
+        flight = self.board.runs.get(item.work_item_id, IDLE)
         if item.owner == sig.agent_id:
-            item.last_progress = sig.report
+            self.board.run(item.work_item_id).progress(sig.report)
         elif needs_confirmation(item, flight, sig):  # a claim: the Authority's log decides
             key = StartCheck(item.work_item_id)
             if key not in self.board.tasks:
@@ -393,7 +398,7 @@ class MissionWorkflow:
             workflow.info().is_continue_as_new_suggested()
             and not self.board.tasks
             and not self.commands.queue
-            and not any(f.running or f.reviewing for f in self.board.flights.values())
+            and not any(f.running or f.reviewing for f in self.board.runs.values())
         )
 
     def _result(self) -> MissionResult:

@@ -1,5 +1,7 @@
 """Pure planning for the Mission workflow: which WorkItems need an offer now, which have run out
-of retries, and when the next durable deadline falls. No clocks: ``now_ms`` is passed in."""
+of retries, and when the next durable deadline falls. No clocks: ``now_ms`` is passed in. It
+only reads: what it decides the main loop carries out through each WorkItem's execution record
+(:class:`~._run.ItemRun`)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,8 @@ from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from ..protocol import TERMINAL_STATES, WorkGraph, WorkItemState
-from ._inflight import IDLE, InFlight
+from ..protocol import TERMINAL_STATES, WorkGraph, WorkItemState, state_counts
+from ._run import IDLE, UnderWay
 from ._state import ItemState, MissionState
 
 
@@ -26,6 +28,8 @@ class Plan:
         reasons: why an item of ``exhausted`` failed, when it is not that its retries ran out
             (its contract's deadline passed while it waited for an agent).
         next_deadline_ms: the earliest future deadline to wake up for (``None``: none).
+        retry_at: failed items whose retry waits out its backoff, and until when (epoch ms):
+            the main loop sets their retry time (:meth:`~._run.ItemRun.retry_at`).
         settled: items that need no planning until an Event changes them or one of their
             dependencies: verified or cancelled, or open and waiting on dependencies with
             nothing in flight.
@@ -38,6 +42,7 @@ class Plan:
     exhausted: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)
     next_deadline_ms: int | None = None
+    retry_at: dict[str, int] = field(default_factory=dict)
     settled: list[str] = field(default_factory=list)
 
     def wake_at(self, t: int | None) -> None:
@@ -119,23 +124,23 @@ def plan(
     graph: WorkGraph,
     now_ms: int,
     only: Container[str] | None = None,
-    flights: Mapping[str, InFlight] | None = None,
+    runs: Mapping[str, UnderWay] | None = None,
 ) -> Plan:
     """Decide, from the state alone, what needs doing at ``now_ms``.
 
     Args:
         only: look at these WorkItems alone (the others are settled, :attr:`Plan.settled`);
             ``None``: at all of them. Either way in authorization order.
-        flights: what is under way for each WorkItem (none when not given): a WorkItem with
+        runs: what is under way for each WorkItem (none when not given): a WorkItem with
             anything under way is left alone.
     """
     p = Plan()
-    flights = flights or {}
+    runs = runs or {}
     states = _States(state)
     for wid, it in state.items.items():
         if only is not None and wid not in only:
             continue
-        f = flights.get(wid, IDLE)
+        f = runs.get(wid, IDLE)
         if it.state in TERMINAL_STATES and not (f.running or f.reviewing or f.syncing):
             p.settled.append(wid)
             continue
@@ -182,8 +187,8 @@ def plan(
                 else:
                     backoff = it.spec.contract.retry.backoff_ms(it.attempts)
                     if it.retry_at_ms is None and backoff > 0:
-                        it.retry_at_ms = now_ms + backoff
-                        p.wake_at(it.retry_at_ms)
+                        p.retry_at[wid] = now_ms + backoff
+                        p.wake_at(p.retry_at[wid])
                     else:
                         p.offer.append((wid, []))
             case WorkItemState.OFFERED:
@@ -239,7 +244,7 @@ def offers_after(
     graph: WorkGraph,
     now_ms: int,
     accepting: list[str],
-    flights: Mapping[str, InFlight],
+    runs: Mapping[str, UnderWay],
 ) -> list[tuple[str, list[str]]]:
     """The dependents that :func:`plan` would offer at ``now_ms`` once every WorkItem of
     ``accepting`` is verified, and are not eligible before: ``(dependent, the WorkItems of
@@ -255,7 +260,7 @@ def offers_after(
             it = state.items.get(dep)
             if it is None or dep in found:
                 continue
-            f = flights.get(dep, IDLE)
+            f = runs.get(dep, IDLE)
             if (
                 not it.authorized
                 or it.state is not WorkItemState.OPEN
@@ -281,10 +286,7 @@ def open_count(state: MissionState) -> int:
 
 def counts(state: MissionState) -> dict[str, int]:
     """WorkItems per state, the archived ones included."""
-    out: dict[str, int] = {}
-    for s in (*state.archived.values(), *(it.state for it in state.items.values())):
-        out[s.value] = out.get(s.value, 0) + 1
-    return out
+    return state_counts([*state.archived.values(), *(it.state for it in state.items.values())])
 
 
 def finished(state: MissionState) -> bool:

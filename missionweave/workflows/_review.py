@@ -68,9 +68,10 @@ with workflow.unsafe.imports_passed_through():
     from ._work import Offers, Wanted
 
 
-def refuse(code: str, message: str) -> ApplicationError:
-    """An update validator's refusal; agents see ``code`` as the rejection code."""
-    return ApplicationError(message, type=code, non_retryable=True)
+def refuse(code: RejectionCode, message: str) -> ApplicationError:
+    """An update validator's refusal; agents see ``code`` as the rejection code (the error's
+    ``type``, the code's wire string)."""
+    return ApplicationError(message, type=code.value, non_retryable=True)
 
 
 class Checks(enum.Enum):
@@ -135,7 +136,7 @@ class Reviews:
         review WorkItem for semantic criteria (step 3) or straight to the verdict (step 4).
         Only an Approval recorded from now on decides step 5
         (:func:`~._review_steps.approval_since_review`)."""
-        self._board.flights.of(item.work_item_id).reviewing = True
+        self._board.run(item.work_item_id).reviewing = True
         record = self._record(item)
         record.stage = record.review_item = record.digest = None
         record.since_seq = item.w.seq
@@ -195,7 +196,7 @@ class Reviews:
                 if c.input.decision and c.input.decision.final_if_passed
             ]
             board = self._board
-            follow = offers_after(board.state, board.graph, board.now(), accepting, board.flights)
+            follow = offers_after(board.state, board.graph, board.now(), accepting, board.runs)
         self._board.spawn(ReviewRound(), lambda: self._round(batch, follow))
 
     async def _round(self, batch: list[ReviewCase], follow: Wanted) -> None:
@@ -255,8 +256,9 @@ class Reviews:
         board.attention.add(rid)
         self._authorize(review)
         record.review_item, record.stage = rid, ReviewStage.SEMANTIC
-        self._board.flights.of(item.work_item_id).reviewing = False
-        item.detail = f"awaiting reviewer Evidence from {rid}"
+        run = self._board.run(item.work_item_id)
+        run.reviewing = False
+        run.note(f"awaiting reviewer Evidence from {rid}")
 
     # ------------------------------------------------------------------ steps 4 and 5
 
@@ -266,9 +268,10 @@ class Reviews:
         record.steps.append(verdict_step(record.steps))
         if record.steps[-1].passed and awaits_approval(item):
             record.stage = ReviewStage.APPROVAL
-            self._board.flights.of(item.work_item_id).reviewing = False
+            run = self._board.run(item.work_item_id)
+            run.reviewing = False
             record.digest = review_digest(record.steps)
-            item.detail = f"awaiting a MissionOwner's approval of review {record.digest[:16]}"
+            run.note(f"awaiting a MissionOwner's approval of review {record.digest[:16]}")
             return
         self._decide(item, record.steps[-1].passed)
 
@@ -276,7 +279,7 @@ class Reviews:
         """``work.accept_result`` or ``work.fail`` with every step's Evidence."""
         record = self._record(item)
         record.stage = None
-        self._board.flights.of(item.work_item_id).reviewing = True
+        self._board.run(item.work_item_id).reviewing = True
         type_, body = decision_command(item.work_item_id, record.steps, passed, self._board.now())
         self._commands.intent(type_, body, _decided(self._board, item.work_item_id))
 
@@ -322,22 +325,27 @@ class Reviews:
             return
         if cmd.type not in APPROVAL_COMMANDS:
             raise refuse(
-                "wrong_command_type",
+                RejectionCode.WRONG_COMMAND_TYPE,
                 f"expected approval.grant_result or approval.deny_result, got {cmd.type}",
             )
         if cmd.group_id != self._board.state.spec.group_id:
-            raise refuse("wrong_group", f"the Mission's Group is {self._board.state.spec.group_id}")
+            raise refuse(
+                RejectionCode.WRONG_GROUP,
+                f"the Mission's Group is {self._board.state.spec.group_id}",
+            )
         item = self._board.state.items.get(str(cmd.body.get("work_item_id")))
         if item is None:
             raise refuse(RejectionCode.UNKNOWN_WORK_ITEM, "unknown WorkItem")
         record = self._board.state.reviews.get(item.work_item_id)
         if record is None or record.stage is not ReviewStage.APPROVAL:
             raise refuse(
-                "not_awaiting_approval", f"WorkItem {item.work_item_id} is not awaiting approval"
+                RejectionCode.NOT_AWAITING_APPROVAL,
+                f"WorkItem {item.work_item_id} is not awaiting approval",
             )
         if cmd.body.get("review_digest") != record.digest:
             raise refuse(
-                "stale_review", f"the review record of {item.work_item_id} is {record.digest}"
+                RejectionCode.STALE_REVIEW,
+                f"the review record of {item.work_item_id} is {record.digest}",
             )
 
 
@@ -346,7 +354,7 @@ def _decided(board: Board, wid: str) -> Callable[[CommandVerdict], None]:
 
     def then(v: CommandVerdict) -> None:
         if wid in board.state.items:
-            board.flights.of(wid).reviewing = False
+            board.run(wid).reviewing = False
 
     return then
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..protocol import WorkItemState
 from ..protocol.temporal_contract import ProgressSignal
-from ._inflight import InFlight
+from ._run import UnderWay
 from ._state import ItemState
 
 
@@ -27,7 +27,7 @@ class StartCheck:
     work_item_id: str
 
 
-def needs_confirmation(item: ItemState, flight: InFlight, sig: ProgressSignal) -> bool:
+def needs_confirmation(item: ItemState, flight: UnderWay, sig: ProgressSignal) -> bool:
     """Whether ``sig`` claims a start the workflow has not seen: its agent is not the owner,
     an ``execute_work_item`` on it is in flight (the workflow offered or resumed the item there)
     and no read of the Authority's log for the item is under way."""

@@ -30,7 +30,7 @@ from ..protocol.temporal_contract import (
 )
 
 _MODEL = ConfigDict(extra="forbid")
-#: What an item of a state written before :mod:`._inflight` carried of its run's work.
+#: What an item of a state written before :mod:`._run` carried of its run's work.
 _IN_FLIGHT_BEFORE = ("running", "selecting", "offer_pending", "syncing", "reviewing")
 
 
@@ -80,7 +80,7 @@ class ItemState(BaseModel):
     """What the Mission knows of one WorkItem: the facts reduced from the Authority's Events
     (:attr:`w`, the one reducer :func:`~missionweave.protocol.reduce_work_item`) and the
     workflow's own bookkeeping that crosses continue-as-new (what a run has under way is not
-    here: :mod:`._inflight`).
+    here: :mod:`._run`).
 
     Attributes:
         spec: the WorkItem as authorized.
@@ -205,7 +205,7 @@ class MissionState(BaseModel):
         """The items travel with their contracts by reference (``WorkItemSpec.contract_ref``)
         and without their id and Mission (:func:`compact`): put them back. A state written
         before may carry on an item what was under way in its run (``running``, ``selecting``
-        …): read, dropped — the new run has nothing under way (:mod:`._inflight`); and its
+        …): read, dropped — the new run has nothing under way (:mod:`._run`); and its
         review (``review_stage`` …): read into :attr:`reviews`."""
         if not isinstance(data, dict) or not isinstance(data.get("items"), dict):
             return data

@@ -112,15 +112,24 @@ def failed_for_good(item: ItemState) -> str:
     return text + (f": {why}" if why else "")
 
 
+def failure_notes(state: MissionState, p: Plan) -> dict[str, str]:
+    """The detail each WorkItem is given as ``p`` finds WorkItems failed for good: why each of
+    ``p.exhausted`` failed (a child's item says what its child did already); and, when that
+    fails the running Mission, why each dependent never starts (:func:`blocked_dependents`).
+    The main loop notes them (:meth:`~._run.ItemRun.note`)."""
+    notes = {
+        wid: p.reasons.get(wid) or failed_for_good(state.items[wid])
+        for wid in p.exhausted
+        if state.items[wid].spec.child_mission is None
+    }
+    if p.exhausted and state.status == "running":
+        notes.update(blocked_dependents(state, p.exhausted))
+    return notes
+
+
 def failure_reason(state: MissionState, p: Plan) -> str | None:
-    """Say why each WorkItem of ``p.exhausted`` failed for good (a child's item says what its
-    child did already); if the Mission runs, it fails: its reason (the first one's failure),
-    the dependents that never start told why (:func:`note_blocked_dependents`). ``None``:
-    nothing failed for good, or the Mission has ended already."""
-    for wid in p.exhausted:
-        item = state.items[wid]
-        if item.spec.child_mission is None:
-            item.detail = p.reasons.get(wid) or failed_for_good(item)
+    """If the Mission runs and ``p`` finds WorkItems failed for good, it fails: its reason (the
+    first one's failure). ``None``: nothing failed for good, or the Mission has ended already."""
     if not p.exhausted or state.status != "running":
         return None
     first = state.items[p.exhausted[0]]
@@ -129,17 +138,17 @@ def failure_reason(state: MissionState, p: Plan) -> str | None:
         or error_line(first.error)
         or (first.detail if first.spec.child_mission is not None else "")
     )
-    note_blocked_dependents(state, p.exhausted)
     return f"{first.work_item_id} failed for good" + (f": {why}" if why else "")
 
 
-def note_blocked_dependents(state: MissionState, failed: list[str]) -> None:
-    """Before the Mission fails because the WorkItems ``failed`` failed for good: give each open
+def blocked_dependents(state: MissionState, failed: list[str]) -> dict[str, str]:
+    """Before the Mission fails because the WorkItems ``failed`` failed for good: for each open
     WorkItem that waited on one of them (directly or through another waiting one) and has no
-    detail yet the reason it never started (``not started: dependency a failed for good``, or
+    detail yet, the reason it never started (``not started: dependency a failed for good``, or
     ``not started: dependency b did not start (a failed for good)``), which the Mission's end
     otherwise leaves empty (issue 29 item 5)."""
     cause = {w: w for w in failed}  # a WorkItem that never starts -> the failure behind it
+    notes: dict[str, str] = {}
     for wid, it in state.items.items():  # authorization order: dependencies come first
         if it.state is not WorkItemState.OPEN or wid in cause:
             continue
@@ -149,11 +158,12 @@ def note_blocked_dependents(state: MissionState, failed: list[str]) -> None:
         cause[wid] = cause[dep]
         if not it.detail:
             root = cause[dep]
-            it.detail = (
+            notes[wid] = (
                 f"not started: dependency {dep} failed for good"
                 if dep == root
                 else f"not started: dependency {dep} did not start ({root} failed for good)"
             )
+    return notes
 
 
 def waiting_lines(state: MissionState, now_ms: int) -> str:
@@ -234,10 +244,11 @@ def mission_status(state: MissionState, now_ms: int | None = None) -> MissionSta
 __all__ = [
     "OUTPUTS_SHOWN_BYTES",
     "STATUS_OUTPUTS_BUDGET",
+    "blocked_dependents",
     "current_detail",
     "failed_for_good",
+    "failure_notes",
     "failure_reason",
     "mission_status",
-    "note_blocked_dependents",
     "waiting_lines",
 ]

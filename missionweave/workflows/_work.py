@@ -52,8 +52,6 @@ with workflow.unsafe.imports_passed_through():
     from ._state import ItemState, name_items
     from ._steps import coordinator_activity
 
-#: The longest wait between two rankings of a WorkItem nobody could take, milliseconds.
-MAX_IDLE_BACKOFF_MS = 30_000
 #: ``execute_work_item`` is never retried by Temporal: a new attempt is a new offer.
 _ONCE = RetryPolicy(maximum_attempts=1)
 
@@ -111,7 +109,7 @@ class Offers:
         requests = []
         for wid, exclude in wanted:
             item = self._board.state.items[wid]
-            self._board.flights.of(wid).offer_pending = True
+            self._board.run(wid).offer_pending = True
             urgent = item.spec.contract.urgency.value == "urgent"
             requests.append(
                 SelectCandidatesInput(
@@ -133,7 +131,7 @@ class Offers:
     def done(self, wanted: Wanted) -> None:
         """The offers of ``wanted`` are made or given up: they may be planned again."""
         for wid, _ in wanted:
-            self._board.flights.of(wid).offer_pending = False
+            self._board.run(wid).offer_pending = False
 
     async def offered(
         self,
@@ -146,27 +144,17 @@ class Offers:
         policy = self._board.state.spec.offer_policy
         now = self._board.now()
         for (wid, _), res in zip(wanted, results, strict=True):
-            item = self._board.state.items[wid]
+            item, run = self._board.state.items[wid], self._board.run(wid)
             if res is None:
                 self._board.attention.add(wid)
                 continue
             cands = [c.agent_id for c in res.candidates]
             if not cands and item.tried:  # everyone tried: start over after a pause
-                item.tried = []
+                run.tried_everyone()
             if not cands or res.verdict is None:
-                # doubling while nobody can take it: an unattended Mission's history grows
-                # by a few events per try, not by thousands an hour
-                wait = max(1000, policy.reoffer_backoff_ms) << min(item.empty_rankings, 5)
-                item.empty_rankings += 1
+                run.ranked_nobody(now, policy.reoffer_backoff_ms, res.nearest_miss, res.saturated)
                 self._board.changes += 1  # the status says for how long: publish it again
-                if item.no_agent_since_ms is None:
-                    item.no_agent_since_ms = now
-                item.retry_at_ms = now + min(wait, MAX_IDLE_BACKOFF_MS)
-                item.detail = "no eligible agent" + (
-                    f" ({res.nearest_miss})" if res.nearest_miss else ""
-                )
                 if res.saturated:  # offered again as soon as one of this Mission's runs ends
-                    item.detail = "every capable agent is busy"
                     if wid not in self._board.state.awaiting_room:
                         self._board.state.awaiting_room.append(wid)
                 continue
@@ -184,12 +172,8 @@ class Offers:
                 or item.w.offer_id is None
             ):
                 continue  # refused otherwise: _offer_answered set the retry time
-            item.retry_at_ms = None
-            item.empty_rankings = 0
-            item.no_agent_since_ms = None
             cands = list(item.w.offer_candidates)  # the offer the Authority recorded counts
-            item.tried = [*item.tried, *cands][-policy.max_sequential_offers * 4 :]
-            item.detail = "offered to " + ", ".join(cands)
+            run.offer_made(cands, keep=policy.max_sequential_offers * 4)
             terms = OfferTerms(
                 offer_id=item.w.offer_id,
                 revision=item.w.revision,
@@ -207,7 +191,7 @@ class Offers:
             return
         else:
             if confirmed(item, sig) and item.last_progress is None:
-                item.last_progress = sig.report
+                self._board.run(item.work_item_id).progress(sig.report)
         finally:
             # the plan skipped the item while it was being read: look at it again
             self._board.attention.add(item.work_item_id)
@@ -217,21 +201,22 @@ class Offers:
         """What an offer's verdict means for ``wid``: a refused one is tried again later."""
 
         def answered(v: CommandVerdict) -> None:
-            item = self._board.state.items.get(wid)
-            if item is None:
+            if wid not in self._board.state.items:
                 return
-            self._board.flights.of(wid).offer_pending = False
+            run = self._board.run(wid)
             if not v.accepted:  # e.g. owner_active: the lease has not expired yet
                 backoff = self._board.state.spec.offer_policy.reoffer_backoff_ms
-                item.retry_at_ms = self._board.now() + max(1000, backoff)
-                item.detail = f"offer refused: {v.rejection.code if v.rejection else '?'}"
+                code = v.rejection.code if v.rejection else "?"
+                run.offer_refused(self._board.now() + max(1000, backoff), code)
+            else:
+                run.offer_pending = False
 
         return answered
 
     def resume(self, item: ItemState) -> None:
         """Hand a queued WorkItem back to its owner (no offer: it owns it already)."""
         assert item.owner is not None
-        item.detail = f"queued at {item.owner}"
+        self._board.run(item.work_item_id).resumed()
         self._spawn(item, item.owner, None)
 
     def _spawn(self, item: ItemState, agent: str, offer: OfferTerms | None) -> None:
@@ -239,14 +224,14 @@ class Offers:
         of the Authority's log and the review that may follow the activity included: a
         continue-as-new waits for nothing in flight, and one that cut a read short left its
         WorkItem ``syncing``, never offered again (seen with 10,000 WorkItems)."""
-        self._board.flights.of(item.work_item_id).running += 1
+        self._board.run(item.work_item_id).running += 1
         self._board.spawn(
             Execution(item.work_item_id, agent), lambda: self._execute(item, agent, offer)
         )
 
     async def _execute(self, item: ItemState, agent: str, offer: OfferTerms | None) -> None:
         """One ``execute_work_item`` on ``agent``'s task queue, and what its outcome means."""
-        flight = self._board.flights.of(item.work_item_id)
+        run = self._board.run(item.work_item_id)
         c = item.spec.contract
         wid = item.work_item_id
         doubt = False  # the outcome is unknown: read what the Authority holds
@@ -294,32 +279,30 @@ class Offers:
                 outcome = WorkOutcome(kind=OutcomeKind.LEASE_LOST, error=str(cause or exc))
                 doubt = True
         finally:
-            flight.running -= 1
+            run.running -= 1
             for w in self._board.state.awaiting_room:  # a slot is free: offer those waiting for one
-                self._board.state.items[w].retry_at_ms = None
+                self._board.run(w).retry_at(None)
             self._board.state.awaiting_room.clear()
         self._board.apply(outcome.events)
         if any(e.type == EventType.WORK_OFFER_ACCEPTED for e in outcome.events):
             for key, task in list(self._board.tasks.items()):  # the others lost (10.3-c)
                 if isinstance(key, Execution) and key.work_item_id == wid and key.agent_id != agent:
                     task.cancel()
-        if outcome.kind is not OutcomeKind.NOT_TAKEN or not item.detail.startswith("offered"):
-            why = error_line(outcome.error)  # its traceback is the WorkItem's ``error``
-            item.detail = f"{outcome.kind.value}" + (f": {why}" if why else "")
+        run.ended(outcome.kind, error_line(outcome.error))  # its traceback is the ``error``
         if (
             doubt
             or outcome.kind is OutcomeKind.LEASE_LOST
-            or (outcome.kind is OutcomeKind.NOT_TAKEN and not flight.running)
+            or (outcome.kind is OutcomeKind.NOT_TAKEN and not run.running)
         ):  # e.g. taken by an acceptance this workflow has not seen
             await self.sync(item)
-        if item.state is WorkItemState.SUBMITTED and not flight.running and not flight.reviewing:
+        if item.state is WorkItemState.SUBMITTED and not run.running and not run.reviewing:
             await self._review(item)
         self._board.wake = True
 
     async def sync(self, item: ItemState) -> None:
         """Read the WorkItem's Events since the last one applied and fold them in."""
-        flight = self._board.flights.of(item.work_item_id)
-        flight.syncing = True
+        run = self._board.run(item.work_item_id)
+        run.syncing = True
         try:
             events = await coordinator_activity(
                 CoordinatorActivities.work_item_events,
@@ -337,7 +320,7 @@ class Offers:
                 local=False,
             )
         finally:
-            flight.syncing = False
+            run.syncing = False
         self._board.apply(events)
 
 

@@ -11,12 +11,16 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
+
 from missionweave.authority.core._registry import HANDLERS
 from missionweave.cli._authority import REJECTIONS_BEGIN, REJECTIONS_END
 from missionweave.protocol import (
     REJECTION_DOCS,
     CommandType,
     EventType,
+    Rejection,
     RejectionCode,
     SigningKey,
     rejection_table,
@@ -193,3 +197,24 @@ def test_the_check_finds_what_it_forbids() -> None:
         "'unknown_group'",
         "'unauthorized'",
     ]
+
+
+def test_a_rejections_code_is_the_enum_and_travels_as_its_wire_string() -> None:
+    """``Rejection.code`` is a :class:`RejectionCode` (issue 36): a wire string reads as its
+    member, is written back unchanged, and a code no member names does not validate."""
+    r = Rejection.model_validate({"code": "not_blocked", "reason": "WorkItem a is not blocked"})
+    assert r.code is RejectionCode.NOT_BLOCKED
+    assert json.loads(r.model_dump_json())["code"] == "not_blocked"
+    with pytest.raises(ValidationError):
+        Rejection.model_validate({"code": "no_such_code", "reason": "?"})
+
+
+def test_the_refusals_of_updates_and_authorize_work_are_rejection_codes() -> None:
+    """The codes the Mission's update validators and the Worker's ``authorize_work`` client
+    refuse with are documented codes, not strings of their own (issue 36)."""
+    for code in (
+        "not_blocked", "contract_name_taken", "archived_dependency", "wrong_command_type",
+        "wrong_group", "not_awaiting_approval", "stale_review", "input_too_large",
+        "mission_inputs_too_large", "update_rejected", "update_error", "workflow_unreachable",
+    ):  # fmt: skip
+        assert RejectionCode(code) in REJECTION_DOCS

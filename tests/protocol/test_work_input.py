@@ -11,6 +11,7 @@ from missionweave.protocol import (
     INPUT_ARTIFACT_KEY,
     MAX_CARRIED_INPUT_BYTES,
     MAX_INLINE_INPUT_BYTES,
+    goes_by_reference,
     input_bytes,
     input_json,
     input_problem,
@@ -54,3 +55,11 @@ def test_one_input_and_the_total_are_bounded() -> None:
     assert code == "mission_inputs_too_large"
     assert detail["carried_bytes"] == carried and detail["bytes"] == MAX_CARRIED_INPUT_BYTES + 1
     assert input_problem([("a", input_reference(H))], MAX_CARRIED_INPUT_BYTES - 100) is None
+
+
+def test_an_input_goes_by_reference_when_inline_and_over_the_bound() -> None:
+    """One rule for ``mission start`` and ``ctx.authorize_work`` (issue 36)."""
+    big = {"blob": "x" * MAX_INLINE_INPUT_BYTES}
+    assert goes_by_reference(big) and not goes_by_reference({"n": 1})
+    assert not goes_by_reference(input_reference(H))  # a reference already
+    assert goes_by_reference({"n": 12}, threshold=5) and not goes_by_reference({}, threshold=0)

@@ -447,3 +447,24 @@ async def test_a_temporal_timeout_then_a_lost_lease_records_the_result_as_late__
     (late,) = _events(world, "a", "work.late_result_recorded")
     assert late.actor == old.agent_id
     assert world.item("a")["owner"] == new.agent_id
+
+
+async def test_a_refused_submission_records_which_criteria_need_evidence(
+    world: World, client: AuthorityClient, work: ExecuteWorkItemInput, worker: Actor
+) -> None:
+    """Newcomer friction (issue 36): the Authority's refusal of ``work.submit`` is recorded
+    with its facts — here the criteria without Evidence — in the ``work.fail`` error the
+    Mission's status shows, not as the bare code and reason."""
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Submission:
+        return Submission(
+            outputs={"report": {"files": 2}},
+            evidence=[ctx.evidence("hashes", method="sha256 compare")],
+        )
+
+    out = await run(client, worker, work, verify)
+    assert out.kind is OutcomeKind.FAILED
+    assert "work.submit rejected: evidence_missing" in (out.error or "")
+    assert "(missing=schema)" in (out.error or "").split("\n", 1)[0]
+    failed = [e for e in world.authority.all_events(world.group) if e.type == "work.failed"]
+    assert "(missing=schema)" in str(failed[-1].body)  # the Group log keeps it too

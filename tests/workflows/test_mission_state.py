@@ -20,8 +20,8 @@ from missionweave.protocol.temporal_contract import (
     ReviewStep,
     WorkItemSpec,
 )
-from missionweave.workflows._inflight import Flights
 from missionweave.workflows._plan import counts, finished, open_count, plan
+from missionweave.workflows._run import Runs, UnderWay
 from missionweave.workflows._state import (
     STATE_BUDGET,
     ItemState,
@@ -272,8 +272,45 @@ def test_a_plan_settles_what_waits_on_dependencies_and_looks_only_where_told() -
     g.add({w: it.spec.dependencies for w, it in s.items.items()})
     p = plan(s, g, now_ms=0)
     assert p.offer == [("i1", [])] and p.settled == ["i0", "i2", "i3"]
-    flights = Flights()
-    flights.of("i2").running = 1  # in flight: looked at again, never settled
-    assert plan(s, g, now_ms=0, flights=flights).settled == ["i0", "i3"]
+    runs = {"i2": UnderWay(running=1)}  # in flight: looked at again, never settled
+    assert plan(s, g, now_ms=0, runs=runs).settled == ["i0", "i3"]
     assert plan(s, g, now_ms=0, only={"i3"}) == type(p)(settled=["i3"])
     assert g.dependents("i1") == ["i2"]  # whom an Event on i1 puts back in view
+
+
+def test_the_planner_only_reads_and_a_retry_time_goes_through_the_execution_record() -> None:
+    """One home for an execution's state (issue 36): the plan changes nothing; the backoff of a
+    failed WorkItem it decides is set through the WorkItem's :class:`ItemRun`, and the next
+    plan offers it once the backoff is over."""
+    s = _finished_chain(2, open_tail=1)  # i0 verified, i1 failed once, retryable
+    s.items["i1"].w = WorkItemFacts(state=WorkItemState.FAILED, attempts=1, seq=9)
+    g = WorkGraph()
+    g.add({w: it.spec.dependencies for w, it in s.items.items()})
+    before = s.model_dump()
+    p = plan(s, g, now_ms=5_000)
+    backoff = s.items["i1"].spec.contract.retry.backoff_ms(1)
+    assert backoff > 0 and p.retry_at == {"i1": 5_000 + backoff} and p.offer == []
+    assert s.model_dump() == before  # the planner wrote nothing
+    runs = Runs(s)
+    runs.of("i1").retry_at(p.retry_at["i1"])
+    assert s.items["i1"].retry_at_ms == 5_000 + backoff  # the record writes the item's state
+    assert plan(s, g, now_ms=5_000 + backoff - 1, runs=runs).offer == []
+    assert plan(s, g, now_ms=5_000 + backoff, runs=runs).offer == [("i1", [])]
+
+
+def test_a_ranking_that_finds_nobody_doubles_the_wait_up_to_its_bound() -> None:
+    s = _finished_chain(1, open_tail=1)
+    run = Runs(s).of("i0")
+    waits = []
+    for _ in range(8):
+        run.ranked_nobody(1_000, 1_000, "agent ada lacks x", saturated=False)
+        retry_at = s.items["i0"].retry_at_ms
+        assert retry_at is not None
+        waits.append(retry_at - 1_000)
+    assert waits == [1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]
+    assert s.items["i0"].no_agent_since_ms == 1_000
+    assert s.items["i0"].detail == "no eligible agent (agent ada lacks x)"
+    run.offer_made(["ada"], keep=4)
+    it = s.items["i0"]
+    assert (it.retry_at_ms, it.empty_rankings, it.no_agent_since_ms) == (None, 0, None)
+    assert it.tried == ["ada"] and it.detail == "offered to ada"

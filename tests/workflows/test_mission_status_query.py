@@ -8,15 +8,25 @@ from typing import Any
 
 from rich.console import Console
 
-from missionweave.protocol import ProgressReport, WorkGraph, WorkItemFacts, WorkItemState
-from missionweave.protocol.temporal_contract import MissionSpec, WorkItemSpec
+from missionweave.outcome import error_line
+from missionweave.protocol import (
+    ProgressReport,
+    Rejection,
+    RejectionCode,
+    WorkGraph,
+    WorkItemFacts,
+    WorkItemState,
+)
+from missionweave.protocol.temporal_contract import MissionSpec, OutcomeKind, WorkItemSpec
 from missionweave.views import render_table
 from missionweave.workflows import ItemState, MissionState
 from missionweave.workflows._plan import plan
+from missionweave.workflows._run import Runs
 from missionweave.workflows._status import (
     OUTPUTS_SHOWN_BYTES,
     STATUS_OUTPUTS_BUDGET,
     current_detail,
+    failed_for_good,
     mission_status,
     waiting_lines,
 )
@@ -182,3 +192,31 @@ def test_open_work_items_is_refreshed_at_most_every_two_seconds_status_at_once()
     assert search_attributes_due(("running", 5), t, "running", 4, t + OPEN_COUNT_EVERY_MS)
     assert search_attributes_due(("running", 5), t, "running", 0, t + 1)  # nothing open
     assert search_attributes_due(("running", 5), t, "failed", 0, t + 1)  # a new status
+
+
+def test_a_rejected_submission_says_which_deliverable_or_criteria_in_the_status() -> None:
+    """Newcomer friction (issue 36): the detail of a WorkItem whose submission the Authority
+    refused names the missing deliverable, or the criteria that need Evidence — while it waits
+    for its retry and once it failed for good. The worker records the refusal with
+    :meth:`Rejection.line` as its ``work.fail`` error."""
+    missing = Rejection(
+        code=RejectionCode.DELIVERABLE_MISSING,
+        reason="a deliverable of the contract has no non-empty output and no submitted Artifact",
+        detail={"deliverable": "report", "schema_id": None, "media_type": "text/markdown"},
+    )
+    error = f"work.submit rejected: {missing.line()}\nTraceback …"
+    item = _item("a", WorkItemState.FAILED, attempts=1, error=error, failed_owner="ada")
+    s = _mission(item)
+    Runs(s).of("a").ended(OutcomeKind.FAILED, error_line(error))
+    shown = mission_status(s, 0).items[0]
+    assert "deliverable_missing" in shown.detail and "deliverable=report" in shown.detail
+    assert "media_type=text/markdown" in shown.detail and "schema_id" not in shown.detail
+    assert "deliverable=report" in failed_for_good(item)
+    no_evidence = Rejection(
+        code=RejectionCode.EVIDENCE_MISSING,
+        reason="every acceptance criterion needs Evidence",
+        detail={"missing": ["tests", "docs"]},
+    )
+    assert no_evidence.line() == (
+        "evidence_missing: every acceptance criterion needs Evidence (missing=tests, docs)"
+    )

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ._engine import Authority
 
 
-def _refusal(code: str, reason: str, **detail: object) -> Rejection:
+def _refusal(code: RejectionCode, reason: str, **detail: object) -> Rejection:
     return Rejection(code=code, reason=reason, detail=dict(detail))
 
 

@@ -28,12 +28,14 @@ CACHED_READS = frozenset({"work_items.row", "leases.row"})
 class Reject(Exception):
     """Raised by a handler to refuse the Command; the savepoint is rolled back."""
 
-    def __init__(self, code: str, reason: str, **detail: Any) -> None:
+    def __init__(self, code: RejectionCode, reason: str, **detail: Any) -> None:
         super().__init__(f"{code}: {reason}")
         self.rejection = Rejection(code=code, reason=reason, detail=detail)
 
     @classmethod
-    def wrong_state(cls, code: str, subject: str, state: str, why: str = "", **ids: Any) -> Reject:
+    def wrong_state(
+        cls, code: RejectionCode, subject: str, state: str, why: str = "", **ids: Any
+    ) -> Reject:
         """A refusal because ``subject`` (e.g. ``WorkItem 'a'``) is in ``state``: the reason
         says so (then ``why``), the detail names ``ids`` and the ``state``."""
         return cls(code, f"{subject} is {state}" + (f": {why}" if why else ""), **ids, state=state)

@@ -702,7 +702,7 @@ def _append_attributes(cmd: Command, result: SubmitResult) -> dict[str, str | in
     return attrs
 
 
-def _rejected(cmd: Command, code: str, reason: str, **detail: Any) -> SubmitResult:
+def _rejected(cmd: Command, code: RejectionCode, reason: str, **detail: Any) -> SubmitResult:
     return SubmitResult(
         command_id=cmd.command_id,
         status="rejected",

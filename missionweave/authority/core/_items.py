@@ -111,7 +111,12 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def parse(
-    model: type[M], value: Any, field: str, *, code: str = "invalid_body", reason: str = ""
+    model: type[M],
+    value: Any,
+    field: str,
+    *,
+    code: RejectionCode = RejectionCode.INVALID_BODY,
+    reason: str = "",
 ) -> M:
     """Validate ``value`` as ``model`` or reject with ``code`` (``invalid_body`` unless told)
     and ``reason``, naming the field and pydantic's errors (``loc``, ``msg``)."""

@@ -242,8 +242,9 @@ def test_each_imports_cell_is_the_code_s_imports(rows: list[Row]) -> None:
     """A row's **imports** are the other rows its modules import, neither more nor less; every
     module of ``missionweave`` but the root belongs to a row."""
     graph = grimp.build_graph(ROOT, include_external_packages=False)
-    found = imports_by_row(graph, [r.module for r in rows])
-    orphans = sorted(m for m in graph.modules if m != ROOT and row_of(m, found) is None)
+    modules = [r.module for r in rows]
+    found = imports_by_row(graph, modules)
+    orphans = sorted(m for m in graph.modules if m != ROOT and row_of(m, modules) is None)
     assert None not in found, f"modules of no row in docs/architecture.md: {orphans}"
     wrong = {
         r.module: {

@@ -179,7 +179,7 @@ async def test_raising_handler_fails_with_evidence__MW_11_4_f(
     ("outputs", "criteria", "said"),
     [
         (REPORT, ["hashes"], "evidence_missing: every acceptance criterion needs Evidence "
-         "(missing=['schema'])"),
+         "(missing=schema)"),
         ({}, ["hashes", "schema"], "deliverable_missing: a deliverable of the contract has no "
          "non-empty output and no submitted Artifact (deliverable=report"),
     ],

@@ -7,59 +7,53 @@ import hashlib
 
 import pytest
 
-from missionweave.protocol import (
-    INPUT_ARTIFACT_KEY,
-    MAX_CARRIED_INPUT_BYTES,
-    MAX_INLINE_INPUT_BYTES,
-    goes_by_reference,
-    input_bytes,
-    input_json,
-    input_problem,
-    input_reference,
-    referenced_input,
-)
+from missionweave import protocol as wi  # the public names of the work input's bounds
 
 H = hashlib.sha256(b"x").hexdigest()
 
 
 def test_input_bytes_are_of_one_deterministic_json() -> None:
-    assert input_json({"b": 1, "a": "é"}) == '{"a":"é","b":1}'.encode()
-    assert input_bytes({}) == 0 and input_bytes({"a": 1}) == len(b'{"a":1}')
+    assert wi.input_json({"b": 1, "a": "é"}) == '{"a":"é","b":1}'.encode()
+    assert wi.input_bytes({}) == 0 and wi.input_bytes({"a": 1}) == len(b'{"a":1}')
     with pytest.raises(ValueError):
-        input_json({"x": float("nan")})
+        wi.input_json({"x": float("nan")})
 
 
 def test_a_reference_is_one_key_naming_a_hash() -> None:
-    assert input_reference(H) == {INPUT_ARTIFACT_KEY: H}
-    assert referenced_input(input_reference(H)) == H
-    assert referenced_input({INPUT_ARTIFACT_KEY: H, "other": 1}) is None
-    assert referenced_input({INPUT_ARTIFACT_KEY: "not-a-hash"}) is None
-    assert referenced_input({"n": 1}) is None
+    assert wi.input_reference(H) == {wi.INPUT_ARTIFACT_KEY: H}
+    assert wi.referenced_input(wi.input_reference(H)) == H
+    assert wi.referenced_input({wi.INPUT_ARTIFACT_KEY: H, "other": 1}) is None
+    assert wi.referenced_input({wi.INPUT_ARTIFACT_KEY: "not-a-hash"}) is None
+    assert wi.referenced_input({"n": 1}) is None
     with pytest.raises(ValueError):
-        input_reference("ABC")
+        wi.input_reference("ABC")
 
 
 def test_one_input_and_the_total_are_bounded() -> None:
-    fits = {"b": "x" * (MAX_INLINE_INPUT_BYTES - 10)}
-    assert input_problem([("a", fits)]) is None
-    over = {"b": "x" * MAX_INLINE_INPUT_BYTES}
-    code, reason, detail = input_problem([("ok", fits), ("big", over)]) or ("", "", {})
-    assert code == "input_too_large" and INPUT_ARTIFACT_KEY in reason
+    fits = {"b": "x" * (wi.MAX_INLINE_INPUT_BYTES - 10)}
+    assert wi.input_problem([("a", fits)]) is None
+    over = {"b": "x" * wi.MAX_INLINE_INPUT_BYTES}
+    code, reason, detail = wi.input_problem([("ok", fits), ("big", over)]) or ("", "", {})
+    assert code == "input_too_large" and wi.INPUT_ARTIFACT_KEY in reason
     assert detail == {
         "work_item_id": "big",
-        "bytes": input_bytes(over),
-        "max_bytes": MAX_INLINE_INPUT_BYTES,
+        "bytes": wi.input_bytes(over),
+        "max_bytes": wi.MAX_INLINE_INPUT_BYTES,
     }
-    carried = MAX_CARRIED_INPUT_BYTES - input_bytes(fits) + 1
-    code, _, detail = input_problem([("a", fits)], carried) or ("", "", {})
+    carried = wi.MAX_CARRIED_INPUT_BYTES - wi.input_bytes(fits) + 1
+    code, _, detail = wi.input_problem([("a", fits)], carried) or ("", "", {})
     assert code == "mission_inputs_too_large"
-    assert detail["carried_bytes"] == carried and detail["bytes"] == MAX_CARRIED_INPUT_BYTES + 1
-    assert input_problem([("a", input_reference(H))], MAX_CARRIED_INPUT_BYTES - 100) is None
+    assert detail["carried_bytes"] == carried and detail["bytes"] == wi.MAX_CARRIED_INPUT_BYTES + 1
+    assert (
+        wi.input_problem([("a", wi.input_reference(H))], wi.MAX_CARRIED_INPUT_BYTES - 100) is None
+    )
 
 
 def test_an_input_goes_by_reference_when_inline_and_over_the_bound() -> None:
     """One rule for ``mission start`` and ``ctx.authorize_work`` (issue 36)."""
-    big = {"blob": "x" * MAX_INLINE_INPUT_BYTES}
-    assert goes_by_reference(big) and not goes_by_reference({"n": 1})
-    assert not goes_by_reference(input_reference(H))  # a reference already
-    assert goes_by_reference({"n": 12}, threshold=5) and not goes_by_reference({}, threshold=0)
+    big = {"blob": "x" * wi.MAX_INLINE_INPUT_BYTES}
+    assert wi.goes_by_reference(big) and not wi.goes_by_reference({"n": 1})
+    assert not wi.goes_by_reference(wi.input_reference(H))  # a reference already
+    assert wi.goes_by_reference({"n": 12}, threshold=5) and not wi.goes_by_reference(
+        {}, threshold=0
+    )

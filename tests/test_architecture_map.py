@@ -268,6 +268,30 @@ def test_every_path_the_page_names_exists(page: str, rows: list[Row]) -> None:
     assert missing_paths(page, rows) == []
 
 
+def test_the_activities_row_names_every_coordinator_step(rows: list[Row]) -> None:
+    """The ``activities/`` row names each step ``CoordinatorActivities.activities()`` lists (the
+    Worker's one list), and no step that is not there: a new step is a fact of the page too."""
+    from temporalio import activity
+
+    from missionweave.activities import CoordinatorActivities
+
+    listed = {
+        activity._Definition.must_from_callable(step).name  # the name the Worker registers
+        for step in CoordinatorActivities.activities(
+            CoordinatorActivities.__new__(CoordinatorActivities)
+        )
+    }
+    (row,) = [r for r in rows if r.module == f"{ROOT}.activities"]
+    named = set(_CODE.findall(row.owns))
+    assert listed <= named, f"steps the activities/ row does not name: {sorted(listed - named)}"
+    methods = {
+        n
+        for n in named
+        if callable(getattr(CoordinatorActivities, n, None)) and not n.startswith("_")
+    }
+    assert methods <= listed, f"named as steps, not in activities(): {sorted(methods - listed)}"
+
+
 def test_the_checks_see_a_stale_table() -> None:
     """The checks themselves: an unenforced fact, an unstated rule, a bad cell and a missing
     path are each reported."""

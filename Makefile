@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench faults demo dev clean venv
+.PHONY: test lint typecheck pytest bench faults conformance demo dev clean venv
 
 venv: $(STAMP)
 
@@ -22,8 +22,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy missionweave
 
+# The test files run in parallel, on PYTEST_WORKERS processes (xdist): each worker starts the
+# session servers its tests ask for (Temporal, the time-skipping server, moto, PostgreSQL) on
+# ports and directories of its own. --dist loadgroup keeps a file's tests on one worker and the
+# tests of one heavy server together (tests/conftest.py, pytest_collection_modifyitems);
+# PYTEST_WORKERS=0 runs them in this process, one after another.
+PYTEST_WORKERS ?= 3
 pytest: $(STAMP)
-	$(BIN)/pytest
+	@start=$$(date +%s); $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); \
+		rc=$$?; echo "pytest: $$(( $$(date +%s) - start )) s on $(PYTEST_WORKERS) workers"; exit $$rc
 
 test: lint typecheck pytest
 
@@ -36,6 +43,13 @@ TRIALS ?= 1
 faults: $(STAMP)
 	$(BIN)/python -m tests.faults --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) \
 		$(if $(KIND),--kind $(KIND))
+
+# The conformance table (docs/spec/CONFORMANCE.md) is current, and the published OpenAPI
+# document holds under schemathesis with EXAMPLES per operation (`make test` runs a few).
+EXAMPLES ?= 100
+conformance: $(STAMP)
+	$(BIN)/python -m tests.conformance --check
+	MISSIONWEAVE_SCHEMATHESIS_EXAMPLES=$(EXAMPLES) $(BIN)/pytest tests/authority/test_openapi.py
 
 # The embedded stack's ports, e.g. `TEMPORAL_PORT=17233 UI_PORT=18233 make demo` (0: any free one).
 PORTS = $(if $(TEMPORAL_PORT),--temporal-port $(TEMPORAL_PORT)) \

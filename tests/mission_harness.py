@@ -63,8 +63,8 @@ from missionweave.worker import (
 )
 
 from .contracts import contract as build_contract
-from .mission_outcome import WAIT_S, until
 from .temporal_env import AuthorityStack, authority_stack, new_task_queue
+from .waits import WAIT_S, until
 
 #: The Mission tests' contract: the suite's one builder (:func:`tests.contracts.contract`) with
 #: the ``step`` preset (one deterministic criterion ``done``, capability ``demo.step@1.0``).
@@ -106,7 +106,7 @@ async def stop_process(proc: asyncio.subprocess.Process) -> None:
     proc.send_signal(signal.SIGCONT)
     proc.send_signal(signal.SIGINT)
     try:
-        await asyncio.wait_for(proc.wait(), 20)
+        await asyncio.wait_for(proc.wait(), WAIT_S)
     except TimeoutError:
         proc.kill()
         await proc.wait()
@@ -329,7 +329,7 @@ async def mission_stack(
                 failures: list[Exception] = []
                 for t in ms.tasks:
                     try:
-                        await asyncio.wait_for(t, 15)
+                        await asyncio.wait_for(t, WAIT_S)
                     except asyncio.CancelledError:
                         pass
                     except Exception as exc:

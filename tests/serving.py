@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from missionweave.authority.wire._readsig import SignedReads
 from missionweave.dev import AuthorityServer, authority_answers, free_port, wait_until
 from missionweave.protocol import Actor, Command, canonical_bytes
 
+from .waits import WAIT_S
 from .world import World, make_world
 
 
@@ -120,7 +121,7 @@ class ProcessServer:
         if self._proc is not None and self._proc.returncode is None:
             self._proc.terminate()
             try:
-                await asyncio.wait_for(self._proc.wait(), 15)
+                await asyncio.wait_for(self._proc.wait(), WAIT_S)
             except TimeoutError:
                 self._proc.kill()
                 await self._proc.wait()
@@ -174,18 +175,3 @@ def signed_subscribe(actor: Actor, group: str, after: int, issued_at_ms: int) ->
     }
     frame["signature"] = actor.key.sign(canonical_bytes(frame))
     return frame
-
-
-async def eventually(cond: Callable[[], bool | Awaitable[bool]], timeout_s: float = 4.0) -> None:
-    """Wait until ``cond()`` holds (fail after ``timeout_s``; never a timing assertion)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while True:
-        got = cond()
-        if not isinstance(got, bool):
-            got = await got
-        if got:
-            return
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.01)

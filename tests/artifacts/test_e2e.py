@@ -31,7 +31,7 @@ from tests.mission_harness import (
     stop_process,
     work_items,
 )
-from tests.mission_outcome import WAIT_S, until
+from tests.waits import WAIT_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -26,13 +26,13 @@ from missionweave.authority.http import create_app
 from missionweave.protocol import GENESIS_HASH, check_event
 from tests.serving import (
     LiveServer,
-    eventually,
     mission_cmd,
     signed_http,
     tamper,
     windowed_world,
 )
 from tests.surface import assert_surface
+from tests.waits import eventually
 from tests.world import World
 
 

@@ -25,7 +25,8 @@ from missionweave.authority.http._limits import (
 from missionweave.authority.http._read_gate import RETRY_AFTER_S
 from missionweave.protocol import Actor, Event
 from tests.authority.test_subscriber import Recorder, subscriber
-from tests.serving import LiveServer, eventually, signed_http, signed_subscribe
+from tests.serving import LiveServer, signed_http, signed_subscribe
+from tests.waits import WAIT_S, eventually
 from tests.world import World, make_world
 
 
@@ -168,7 +169,7 @@ async def test_request_headers_are_bounded(live: LiveServer, world: World) -> No
         for _ in range(16):
             writer.write(b"a" * 16 * 1024)
             await writer.drain()
-        answer = await asyncio.wait_for(reader.read(4096), 10)
+        answer = await asyncio.wait_for(reader.read(4096), WAIT_S)
         assert answer.startswith(b"HTTP/1.1 4"), answer[:80]
     except ConnectionError:
         pass  # reset while writing: closed, as wanted
@@ -183,7 +184,7 @@ async def test_idle_connections_are_closed(world: World) -> None:
         # a WebSocket that subscribes to nothing is closed (1008)
         async with connect(server.ws_url) as ws:
             try:
-                await asyncio.wait_for(ws.recv(), 10)
+                await asyncio.wait_for(ws.recv(), WAIT_S)
             except ConnectionClosed as exc:
                 assert exc.rcvd is not None and exc.rcvd.code == 1008
             else:
@@ -192,7 +193,7 @@ async def test_idle_connections_are_closed(world: World) -> None:
         reader, writer = await asyncio.open_connection(server.host, server.port)
         writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         await writer.drain()
-        first = await asyncio.wait_for(reader.read(4096), 10)
+        first = await asyncio.wait_for(reader.read(4096), WAIT_S)
         assert first.startswith(b"HTTP/1.1 200")
         rest = await asyncio.wait_for(reader.read(), IDLE_TIMEOUT_S + 10)
         assert rest == b""  # EOF: the server closed the idle connection

@@ -24,7 +24,8 @@ from missionweave.authority.client import (
 )
 from missionweave.dev import free_port
 from missionweave.protocol import Actor, Event, SigningKey, seal_event
-from tests.serving import LiveServer, eventually, mission_cmd, tamper, windowed_world
+from tests.serving import LiveServer, mission_cmd, tamper, windowed_world
+from tests.waits import WAIT_S, eventually
 from tests.world import World
 
 # ------------------------------------------------------------------ the ordering core
@@ -242,7 +243,7 @@ async def test_reconnect_replays_duplicates_delivered_once__MW_16_a__MW_16_d(
     )
     task = asyncio.create_task(sub.run())
     try:
-        await asyncio.wait_for(entered.wait(), 4)
+        await asyncio.wait_for(entered.wait(), WAIT_S)
         await eventually(lambda: sub.received >= head)  # k+1..head read and held
         await server.stop()  # the server closes the socket mid-stream
         # a new Authority process on the same database appends while the server is down
@@ -356,7 +357,7 @@ async def test_tampered_snapshot_is_refused__MW_16_e(tmp_path: Path) -> None:
     store = MemoryCursorStore()
     try:
         with pytest.raises(SnapshotVerificationError):
-            await asyncio.wait_for(subscriber(server.ws_url, w, store, rec).run(), 4)
+            await asyncio.wait_for(subscriber(server.ws_url, w, store, rec).run(), WAIT_S)
     finally:
         await server.stop()
         w.authority.close()
@@ -397,7 +398,7 @@ async def test_subscription_refused_for_a_stranger(live: LiveServer, world: Worl
     rec = Recorder()
     sub = subscriber(live.ws_url, world, MemoryCursorStore(), rec, Actor.generate("stranger"))
     with pytest.raises(SubscriptionRefused) as err:
-        await asyncio.wait_for(sub.run(), 4)
+        await asyncio.wait_for(sub.run(), WAIT_S)
     assert err.value.code == "unauthorized" and rec.events == []
 
 
@@ -405,5 +406,5 @@ async def test_stop_before_run_returns_at_once(world: World) -> None:
     rec = Recorder()
     sub = subscriber("ws://127.0.0.1:9/v1/stream", world, MemoryCursorStore(), rec)
     await sub.stop()
-    await asyncio.wait_for(sub.run(), 4)
+    await asyncio.wait_for(sub.run(), WAIT_S)
     assert sub.connections == 0 and rec.events == []

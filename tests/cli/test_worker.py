@@ -240,7 +240,7 @@ def test_ctrl_c_stops_a_worker_whose_servers_are_gone(
         started = {e["work_item_id"] for e in up.events() if e["type"] == "work.started"}
         return started == {"hold-1:hold", "hold-1:wait"}
 
-    eventually(both_started, "two started WorkItems", stack, timeout_s=60)
+    eventually(both_started, "two started WorkItems", stack)
 
     # dev up runs the Temporal server as a child, in a process group of its own, and the
     # Authority's signature verifiers
@@ -281,7 +281,7 @@ def test_ctrl_c_on_a_handler_that_never_pauses_reports_it_and_exits_1(
     def started_by() -> list[object]:
         return [e["actor"] for e in up.events() if e["type"] == "work.started"]
 
-    (first,) = eventually(started_by, "a started WorkItem", stack, timeout_s=60)
+    (first,) = eventually(started_by, "a started WorkItem", stack)
     other = "ign-2" if first == "ign-1" else "ign-1"
     code, err = _exit(workers[str(first)], f"{first} after Ctrl-C")
     assert code == 1, (code, err)
@@ -294,9 +294,7 @@ def test_ctrl_c_on_a_handler_that_never_pauses_reports_it_and_exits_1(
     failed = [e for e in up.events() if e["type"] == "work.failed"]
     assert [(e["actor"], e["body"]["retryable"]) for e in failed] == [(first, True)]
     assert "interrupted" in failed[0]["body"]["evidence"][0]["summary"]
-    eventually(
-        lambda: started_by() == [first, other], f"{wid} started by {other}", stack, timeout_s=60
-    )
+    eventually(lambda: started_by() == [first, other], f"{wid} started by {other}", stack)
     kinds = [e["type"] for e in up.events() if e.get("work_item_id") == wid]
     assert not [k for k in kinds if "expired" in str(k)], kinds  # reported, not timed out
 

@@ -26,8 +26,8 @@ from missionweave.worker import (
 )
 from missionweave.worker._execute import WorkItemExecutor
 from tests.executor_harness import Handler, VerifyInput, grant, registry_of, run
-from tests.mission_outcome import until
 from tests.serving import LiveServer
+from tests.waits import WAIT_S, until
 from tests.world import World
 
 #: The contract's deliverable ``report``, inline.
@@ -352,7 +352,7 @@ async def _timed_out_by_temporal(
     await until("a renewal", lambda: _events(world, "a", "lease.renewed"))  # the handler runs
     env.cancel(ActivityCancellationDetails(timed_out=True))
     try:
-        await asyncio.wait_for(task, 30)
+        await asyncio.wait_for(task, WAIT_S)
     except BaseException as exc:  # how the activity ended is the subject
         return exc
     return None

@@ -23,6 +23,7 @@ from missionweave.worker._offline import OfflineBuffer
 from tests.executor_harness import grant
 from tests.loopback_proxy import DroppingProxy
 from tests.serving import LiveServer
+from tests.waits import WAIT_S
 from tests.world import World
 
 GRACE_MS = 60_000
@@ -103,7 +104,7 @@ async def test_mw_11_5_d_an_irreversible_effect_waits_for_a_confirmed_lease(
         await asyncio.sleep(1.2)
         assert not effect.done() and ctx.usage.side_effects == 0
         proxy.restore()
-        key = await asyncio.wait_for(effect, 10)
+        key = await asyncio.wait_for(effect, WAIT_S)
     assert key == ctx.idempotency_key("ledger") and ctx.usage.side_effects == 1
 
 
@@ -118,7 +119,7 @@ async def test_mw_11_5_d_no_irreversible_effect_once_the_grace_has_passed(
         await asyncio.sleep(0.8)
         world.clock.advance(work.lease.expires_at_ms - world.clock.now + GRACE_MS)  # type: ignore[union-attr]
         with pytest.raises(LeaseLost):
-            await asyncio.wait_for(effect, 10)
+            await asyncio.wait_for(effect, WAIT_S)
     assert ctx.usage.side_effects == 0
 
 
@@ -134,10 +135,13 @@ async def test_mw_11_5_d_risk_class_decides_what_is_irreversible(
         await ctx.report("working")  # learns that the Authority is unreachable
         # a local, undoable step: only the risk class can make it wait
         call = asyncio.create_task(ctx.tool_call("search", reversible=True, external=False))
-        await asyncio.sleep(1.2)
-        assert call.done() is goes_on
+        if goes_on:  # it ends while the Authority is still unreachable
+            await asyncio.wait_for(call, WAIT_S)
+        else:  # it waits for the Authority: a while later it has not ended
+            await asyncio.sleep(1.2)
+            assert not call.done()
         proxy.restore()
-        await asyncio.wait_for(call, 10)
+        await asyncio.wait_for(call, WAIT_S)
     assert ctx.usage.tool_calls == 1
 
 
@@ -164,7 +168,7 @@ async def test_mw_11_5_c_a_publication_the_authority_missed_is_sent_again_within
     session = LeaseSession(worker, client, work, world.clock, OfflineBuffer())
     ctx = WorkContext(work, session)
     async with client:
-        ref = await asyncio.wait_for(ctx.publish(b'{"ok": true}', "application/json"), 15)
+        ref = await asyncio.wait_for(ctx.publish(b'{"ok": true}', "application/json"), WAIT_S)
     assert len(fenced) == 1
     assert ctx.published == [ref.hash]
     published = [e for e in world.authority.events(world.group) if e.type == "artifact.published"]
@@ -194,7 +198,7 @@ async def test_nothing_externally_visible_on_an_expired_lease_offline__MW_11_5_d
         await asyncio.sleep(0.3)
         world.clock.advance(GRACE_MS)  # the grace ends while it waits
         with pytest.raises(LeaseLost):
-            await asyncio.wait_for(call, 10)
+            await asyncio.wait_for(call, WAIT_S)
     assert ctx.usage.side_effects == 0 and ctx.usage.tool_calls == 0
 
 
@@ -211,7 +215,7 @@ async def test_local_reversible_computation_goes_on_offline__MW_11_5_c(
         proxy.cut()
         await ctx.report("working")
         world.clock.advance(lease.expires_at_ms - world.clock.now + 1)
-        key = await asyncio.wait_for(ctx.tool_call("scratch", external=False), 10)
+        key = await asyncio.wait_for(ctx.tool_call("scratch", external=False), WAIT_S)
         assert key == ctx.idempotency_key("tool:scratch:1")
         world.clock.advance(GRACE_MS)
         with pytest.raises(LeaseLost):

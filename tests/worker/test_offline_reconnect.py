@@ -23,8 +23,8 @@ from missionweave.worker import AgentRuntime, load_handlers
 from tests import offline_handlers
 from tests.contracts import contract
 from tests.loopback_proxy import DroppingProxy
-from tests.mission_outcome import until
 from tests.serving import LiveServer
+from tests.waits import WAIT_S, until
 from tests.worker.test_runtime import (
     STAND_IN_QUEUE,
     StandInItem,
@@ -127,7 +127,6 @@ async def test_progress_of_an_execution_ended_offline_reconciled_on_reconnection
                 await until(
                     "a's first checkpoint",
                     lambda: any(e.type == "work.progress_reported" for e in log(world.group)),
-                    timeout_s=30,
                 )
                 proxy.cut()
                 outage.set()
@@ -141,10 +140,10 @@ async def test_progress_of_an_execution_ended_offline_reconciled_on_reconnection
                         for c in rt.offline_buffer.pending()
                     )
 
-                await until("two buffered", lambda: offline_saves() == 2, timeout_s=30)
+                await until("two buffered", lambda: offline_saves() == 2)
                 lease = world.item("a")
                 world.clock.advance(TIMEOUTS["lease_ms"] + GRACE_MS)  # the grace runs out
-                outcome = (await asyncio.wait_for(first.result(), 60))["a"]
+                outcome = (await asyncio.wait_for(first.result(), WAIT_S))["a"]
                 assert outcome.kind is OutcomeKind.LEASE_LOST  # it ended, cut off
                 assert offline_saves() == 2  # nothing reached the Authority meanwhile
                 assert lease["state"] == "active"
@@ -170,7 +169,7 @@ async def test_progress_of_an_execution_ended_offline_reconciled_on_reconnection
                     id="stand-in-after-the-outage",
                     task_queue=STAND_IN_QUEUE,
                 )
-                done = (await asyncio.wait_for(second.result(), 60))["b"]
+                done = (await asyncio.wait_for(second.result(), WAIT_S))["b"]
             assert len(rt.offline_buffer) == 0
     assert done.kind is OutcomeKind.SUBMITTED
     events = list(log(world.group))

@@ -14,8 +14,8 @@ from missionweave.protocol import AgentCard
 from missionweave.protocol.temporal_contract import OfferTerms, mission_workflow_id
 from missionweave.worker import AgentRuntime, load_handlers
 from tests.contracts import contract
-from tests.mission_outcome import until
 from tests.serving import LiveServer
+from tests.waits import WAIT_S, until
 from tests.worker.test_runtime import (
     STAND_IN_QUEUE,
     StandInItem,
@@ -109,12 +109,11 @@ async def test_a_waiting_item_s_hold_is_renewed_by_the_agent__MW_11_3_a(
                         )
                         >= 2
                     ),
-                    timeout_s=30,
                 )
                 (accepted,) = of("waiting", "work.offer_accepted")
                 assert not of("waiting", "work.started")  # still waiting for the slot
             for h in handles:
-                await asyncio.wait_for(h.result(), 30)
+                await asyncio.wait_for(h.result(), WAIT_S)
     hold = accepted["hold"]
     assert isinstance(hold, dict)
     renewed = [b for b in of("waiting", "lease.renewed") if b.get("kind") == "queued"]

@@ -34,6 +34,7 @@ from missionweave.worker import AgentRuntime, SessionError, load_handlers
 from missionweave.workflows._edges import execute_work_item
 from tests.contracts import contract
 from tests.serving import LiveServer
+from tests.waits import WAIT_S
 from tests.world import World
 
 TEST_SERVER = str(Path(sys.executable).with_name("temporal-test-server"))
@@ -183,7 +184,7 @@ async def test_runtime_answers_offers_starts_and_executes__MW_10_3_d(
                     task_queue=STAND_IN_QUEUE,
                 )
                 with env.auto_time_skipping_disabled():
-                    outcomes = await asyncio.wait_for(handle.result(), 30)
+                    outcomes = await asyncio.wait_for(handle.result(), WAIT_S)
                     seen = await handle.query(StandInMissionWorkflow.seen)
                 assert rt.state is not None
                 before = rt.state.projection()["work_items"]
@@ -277,7 +278,7 @@ async def test_a_stop_during_start_up_ends_the_runtime_though_the_authority_is_s
             await asyncio.sleep(0.05)
         assert accepted and not run.done()
         await rt.stop()
-        await asyncio.wait_for(run, 10)  # a bound on a hang, not a speed assertion
+        await asyncio.wait_for(run, WAIT_S)  # a bound on a hang, not a speed assertion
         assert not rt.ready.is_set()
     finally:
         for w in accepted:

@@ -9,7 +9,8 @@ from pathlib import Path
 from missionweave.authority.client import Subscriber
 from missionweave.protocol import Event
 from missionweave.worker._state import LocalState
-from tests.serving import LiveServer, eventually
+from tests.serving import LiveServer
+from tests.waits import eventually
 from tests.world import World
 
 
@@ -70,7 +71,7 @@ async def follow(live: LiveServer, w: World, state: LocalState) -> None:
     )
     task = asyncio.create_task(sub.run())
     heads = {g: w.authority.head(g)[0] for g in ("g1", "g2")}
-    await eventually(lambda: all(sub.cursor(g) == h for g, h in heads.items()), timeout_s=10)
+    await eventually(lambda: all(sub.cursor(g) == h for g, h in heads.items()))
     await sub.stop()
     await task
 

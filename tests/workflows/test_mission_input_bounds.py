@@ -30,7 +30,7 @@ from missionweave.protocol.temporal_contract import AuthorizeWorkInput, WorkItem
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 from tests.mission_harness import contract, mission_stack, submission
-from tests.mission_outcome import WAIT_S
+from tests.waits import WAIT_S
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -24,7 +24,8 @@ from missionweave.protocol.temporal_contract import (
 from missionweave.worker import AgentRuntime, HandlerRegistry, Pause, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 from tests.mission_harness import MissionStack, contract, mission_stack, submission, work_items
-from tests.mission_outcome import WAIT_S, ending, item, result, states, types, wait_status
+from tests.mission_outcome import ending, item, result, states, types, wait_status
+from tests.waits import WAIT_S
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

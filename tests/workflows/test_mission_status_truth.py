@@ -28,7 +28,8 @@ from missionweave.worker import AgentRuntime, HandlerRegistry, Submission, WorkC
 from missionweave.workflows import MissionWorkflow
 from tests.contracts import contract as build_contract
 from tests.mission_harness import contract, mission_stack, submission
-from tests.mission_outcome import WAIT_S, item, until
+from tests.mission_outcome import item
+from tests.waits import WAIT_S, until
 
 on_dev_server = pytest.mark.asyncio(loop_scope="session")
 

@@ -31,8 +31,9 @@ from missionweave.protocol import Actor, Event
 from missionweave.protocol.temporal_contract import MissionResult, MissionSpec, MissionStatus
 from missionweave.workflows import MissionWorkflow
 from tests.mission_harness import MissionStack, contract, mission_stack, step_registry, work_items
-from tests.mission_outcome import coordinator_steps, until
+from tests.mission_outcome import coordinator_steps
 from tests.temporal_env import FollowTemporalTime, VirtualClock
+from tests.waits import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -31,7 +31,7 @@ from missionweave.workflows._status import failed_for_good
 from tests.contracts import contract
 from tests.mission_harness import contract as mission_contract
 from tests.mission_harness import mission_stack
-from tests.mission_outcome import WAIT_S
+from tests.waits import WAIT_S
 from tests.world import World, evidence, make_world
 
 #: The end-to-end test shares the session's loop (and its dev server).

@@ -74,7 +74,8 @@ def one_line_error(r: subprocess.CompletedProcess[str], *needles: str) -> None:
 
 def stack_command(command: str, data: Path, *extra: str, ui: bool = True) -> list[str]:
     """The arguments of ``missionweave <command>`` (``dev up``, ``demo``) on the data directory
-    ``data`` with every port chosen free (``0``); ``ui=False``: ``--headless``."""
+    ``data`` with every port chosen free (``0``) and ``dev up``'s metrics endpoint off (its
+    default is a fixed port; ``extra`` may give one); ``ui=False``: ``--headless``."""
     return [
         *command.split(),
         "--data-dir",
@@ -84,6 +85,7 @@ def stack_command(command: str, data: Path, *extra: str, ui: bool = True) -> lis
         *(("--ui-port", "0") if ui else ("--headless",)),
         "--authority-port",
         "0",
+        *(("--metrics-port", "0") if command == "dev up" else ()),
         *extra,
     ]
 
@@ -270,14 +272,16 @@ def wait_for_output(
 @contextlib.contextmanager
 def authority_serve(db: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``missionweave authority serve --db db *extra`` on a free loopback port, once its
-    ``/healthz`` answers 200 (within :data:`~tests.waits.WAIT_S`): its URL and process. Its
-    stderr goes to ``db``'s name with ``.log``; it is terminated at the end."""
+    ``/healthz`` answers 200 (within :data:`~tests.waits.WAIT_S`): its URL and process (no
+    metrics endpoint unless ``extra`` gives a port). Its stderr goes to ``db``'s name with
+    ``.log``; it is terminated at the end."""
     port = free_port()
     log = db.with_suffix(".log")
     url = f"http://127.0.0.1:{port}"
+    args = [EXE, "authority", "serve", "--db", str(db), "--metrics-port", "0", *extra]
     with log.open("w") as err:
         proc = subprocess.Popen(
-            [EXE, "authority", "serve", "--db", str(db), *extra, "--port", str(port)],
+            [*args, "--port", str(port)],
             stdout=subprocess.DEVNULL,
             stderr=err,
             text=True,

@@ -55,15 +55,15 @@ def authority_serve_command(
 ) -> list[str]:
     """The command line of ``missionweave authority serve`` (this interpreter's) over ``db``
     on 127.0.0.1:``port``; the key beside ``db`` unless ``key``; ``operator_keys`` are public
-    keys or PEM files; ``metrics_port``: serve ``GET /metrics`` there (default: the
-    command's own default)."""
+    keys or PEM files; ``metrics_port``: serve ``GET /metrics`` there (default: none, ``0`` —
+    the command's default port is one fixed port of the machine, which a test never takes)."""
     cli = Path(sys.executable).with_name("missionweave")
     return [
         str(cli),
         *("authority", "serve", "--db", str(db), "--port", str(port)),
         *(["--key", str(key)] if key is not None else []),
         *(a for k in operator_keys for a in ("--operator-key", k)),
-        *(["--metrics-port", str(metrics_port)] if metrics_port is not None else []),
+        *("--metrics-port", str(metrics_port or 0)),
     ]
 
 

@@ -283,6 +283,8 @@ class Cluster:
                     str(self.temporal_port),
                     "--authority-port",
                     str(self.authority_port),
+                    "--metrics-port",  # none: its default is one fixed port of the machine
+                    "0",
                 ],
                 self._log("dev"),
             )
@@ -310,6 +312,8 @@ class Cluster:
                     str(self.files.artifacts),
                     "--stop-timeout",
                     "5",
+                    "--metrics-port",  # none: its default is one fixed port of the machine
+                    "0",
                 ],
                 self._log("coordinator"),
             )

@@ -14,13 +14,14 @@ import asyncio
 import contextlib
 import sys
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import uvicorn
 
+from missionweave.artifacts import ArtifactStore
 from missionweave.authority import AuthorityConfig, now_ms, open_store
 from missionweave.authority.wire._readsig import SignedReads
 from missionweave.dev import AuthorityServer, authority_answers, free_port, wait_until
@@ -43,6 +44,18 @@ class _Server(uvicorn.Server):
 #: ``server.authority`` may be replaced between ``stop()`` and ``start()`` (same port);
 #: ``server.app.state.writer`` is the running app's BatchWriter.
 LiveServer = AuthorityServer
+
+
+@contextlib.asynccontextmanager
+async def served(w: World, store: ArtifactStore | None = None) -> AsyncIterator[str]:
+    """A :data:`LiveServer` over ``w``'s Authority (serving the artifact ``store``) for the
+    block; its URL."""
+    server = LiveServer(w.authority, poll_interval_s=0.05, artifact_store=store)
+    await server.start()
+    try:
+        yield server.url
+    finally:
+        await server.stop()
 
 
 def authority_serve_command(

@@ -15,7 +15,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from missionweave.authority import now_ms, verify_snapshot
-from missionweave.authority.client import AuthorityClient, MemoryCursorStore
+from missionweave.authority.client import AuthorityClient
 from missionweave.authority.http import ReadGate
 from missionweave.authority.http._limits import (
     IDLE_TIMEOUT_S,
@@ -24,9 +24,9 @@ from missionweave.authority.http._limits import (
 )
 from missionweave.authority.http._read_gate import RETRY_AFTER_S
 from missionweave.protocol import Actor, Event
-from tests.authority.test_subscriber import Recorder, subscriber
+from tests.authority.subscribing import restore_then_follow
 from tests.serving import LiveServer, signed_http, signed_subscribe
-from tests.waits import WAIT_S, eventually
+from tests.waits import WAIT_S
 from tests.world import World, make_world
 
 
@@ -136,16 +136,7 @@ async def test_a_far_behind_subscriber_gets_a_recent_snapshot__MW_16_e(tmp_path:
             frames = [json.loads(await ws.recv()) for _ in range(5)]
             assert [f["event"]["seq"] for f in frames] == list(range(head - 4, head + 1))
         # the client restores that snapshot and follows the log from there
-        rec = Recorder()
-        sub = subscriber(server.ws_url, w, MemoryCursorStore(), rec)
-        task = asyncio.create_task(sub.run())
-        try:
-            await eventually(lambda: len(rec.snapshots) == 1)
-            w.ok(w.coordinator, "mission.create", {"mission_id": "after", "title": "t"})
-            await eventually(lambda: sub.cursor(w.group) == head + 1)
-        finally:
-            await sub.stop()
-            await task
+        rec = await restore_then_follow(server.ws_url, w)
         assert rec.snapshots[0]["seq"] >= head - 5
         assert rec.events[-1].seq == head + 1
     finally:

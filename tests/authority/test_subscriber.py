@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +23,7 @@ from missionweave.authority.client import (
 )
 from missionweave.dev import free_port
 from missionweave.protocol import Actor, Event, SigningKey, seal_event
+from tests.authority.subscribing import Recorder, restore_then_follow, subscriber
 from tests.serving import LiveServer, mission_cmd, tamper, windowed_world
 from tests.waits import WAIT_S, eventually
 from tests.world import World
@@ -144,33 +144,6 @@ def test_sqlite_cursor_store_survives_reopen(tmp_path: Path) -> None:
 # ------------------------------------------------------------ Subscriber over a real server
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.snapshots: list[dict[str, Any]] = []
-
-    async def on_event(self, ev: Event) -> None:
-        self.events.append(ev)
-
-    async def on_snapshot(self, snap: dict[str, Any]) -> None:
-        self.snapshots.append(snap)
-
-
-def subscriber(
-    url: str, w: World, store: Any, rec: Recorder, actor: Actor | None = None
-) -> Subscriber:
-    return Subscriber(
-        url,
-        actor or w.workers[0],
-        [w.group],
-        store,
-        rec.on_event,
-        authority_public_key=w.authority.public_key,
-        on_snapshot=rec.on_snapshot,
-        reconnect_delay_s=0.05,
-    )
-
-
 @pytest.mark.both_backends
 async def test_subscriber_delivers_acks_and_resumes_after_restart__MW_16_c(
     live: LiveServer, world: World, tmp_path: Path
@@ -280,17 +253,10 @@ async def test_cursor_too_old_restores_verified_snapshot_and_resumes__MW_16_e(
     snap_seq, _ = w.authority.head(w.group)
     server = LiveServer(w.authority, poll_interval_s=0.05)
     await server.start()
-    rec = Recorder()
     store = MemoryCursorStore()
-    sub = subscriber(server.ws_url, w, store, rec)
-    task = asyncio.create_task(sub.run())
     try:
-        await eventually(lambda: len(rec.snapshots) == 1)
-        w.ok(w.coordinator, "mission.create", {"mission_id": "after", "title": "t"})
-        await eventually(lambda: sub.cursor(w.group) == snap_seq + 1)
+        rec = await restore_then_follow(server.ws_url, w, store)
     finally:
-        await sub.stop()
-        await task
         await server.stop()
         w.authority.close()
     (snap,) = rec.snapshots

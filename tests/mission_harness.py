@@ -42,10 +42,12 @@ from typing import Any
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Interceptor
+from typer.testing import CliRunner, Result
 
 from missionweave.activities import Check
 from missionweave.artifacts import ArtifactStore
 from missionweave.authority import now_ms, verify_log
+from missionweave.cli import app
 from missionweave.dev import coordinator_worker
 from missionweave.outcome import start_mission
 from missionweave.protocol import Actor, AgentCard, Event, WorkContract
@@ -89,6 +91,18 @@ def work_items(
     ]
 
 
+async def mission_cli(env: WorkflowEnvironment, *args: str) -> Result:
+    """``missionweave <args>`` against ``env``, in-process (on a thread: it runs its own loop),
+    on a terminal wide enough that no table cell wraps."""
+    target = env.client.service_client.config.target_host
+    return await asyncio.to_thread(
+        CliRunner().invoke,
+        app,
+        [*args, "--temporal-address", target, "--namespace", env.client.namespace],
+        env={"COLUMNS": "240"},
+    )
+
+
 def submission(ctx: WorkContext, method: str = "test", **outputs: Any) -> Submission:
     """Output ``result`` = ``{"item": <id>, **outputs}``, with a passing Evidence for criterion
     ``done`` by ``method``."""
@@ -128,6 +142,24 @@ def step_registry(
     return reg
 
 
+def agent_card(
+    actor: Actor,
+    *,
+    version: int = 2,
+    capabilities: Sequence[str] = ("demo.step@1.0",),
+    max_concurrency: int = 1,
+) -> AgentCard:
+    """``actor``'s Agent Card as its runtime publishes it: ``version`` 2 after the one
+    ``AuthorityStack.add_agent`` published (1 for an agent that published none)."""
+    return AgentCard(
+        agent_id=actor.agent_id,
+        version=version,
+        public_key=actor.public_key,
+        capabilities=list(capabilities),
+        max_concurrency=max_concurrency,
+    )
+
+
 @dataclass
 class MissionStack:
     env: WorkflowEnvironment
@@ -162,13 +194,7 @@ class MissionStack:
             actor = await self.stack.add_agent(
                 agent_id, roles, capabilities=capabilities, max_concurrency=max_concurrency
             )
-        card = AgentCard(
-            agent_id=agent_id,
-            version=2,
-            public_key=actor.public_key,
-            capabilities=list(capabilities),
-            max_concurrency=max_concurrency,
-        )
+        card = agent_card(actor, capabilities=capabilities, max_concurrency=max_concurrency)
         rt = AgentRuntime(
             card,
             actor.key,

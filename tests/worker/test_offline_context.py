@@ -6,12 +6,12 @@ irreversible actions."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from missionweave.authority.client import AuthorityClient
 from missionweave.authority.wire import SubmitResult
@@ -27,16 +27,6 @@ from tests.waits import WAIT_S
 from tests.world import World
 
 GRACE_MS = 60_000
-
-
-@pytest_asyncio.fixture
-async def proxy(live: LiveServer) -> AsyncIterator[DroppingProxy]:
-    p = DroppingProxy(live.port)
-    await p.start()
-    try:
-        yield p
-    finally:
-        await p.stop()
 
 
 async def _context(
@@ -175,13 +165,11 @@ async def test_mw_11_5_c_a_publication_the_authority_missed_is_sent_again_within
     assert [e.body["artifact_hash"] for e in published] == [ref.hash]
 
 
-@pytest.mark.parametrize("action", ["reversible_effect", "default_tool_call"])
-async def test_nothing_externally_visible_on_an_expired_lease_offline__MW_11_5_d(
-    world: World, proxy: DroppingProxy, action: str
-) -> None:
-    """A reversible effect and a tool call (reversible by default) of a low-risk contract leave
-    the process: offline, with the lease and its token expired (still within the grace), they
-    wait for a lease the Authority confirms, and past the grace they are refused, uncounted."""
+@contextlib.asynccontextmanager
+async def _offline_past_the_lease(world: World, proxy: DroppingProxy) -> AsyncIterator[WorkContext]:
+    """WorkItem ``a`` of a low-risk contract at work with ``worker-0``: its context cut off
+    from the Authority (which it has learnt), the lease and its token expired, still within
+    the grace."""
     work = grant(world, "a", world.workers[0], risk_class="low")
     ctx, client = await _context(world, proxy, work, OfflineBuffer())
     lease = work.lease
@@ -190,6 +178,17 @@ async def test_nothing_externally_visible_on_an_expired_lease_offline__MW_11_5_d
         proxy.cut()
         await ctx.report("working")  # learns that the Authority is unreachable
         world.clock.advance(lease.expires_at_ms - world.clock.now + 1)  # lease and token expired
+        yield ctx
+
+
+@pytest.mark.parametrize("action", ["reversible_effect", "default_tool_call"])
+async def test_nothing_externally_visible_on_an_expired_lease_offline__MW_11_5_d(
+    world: World, proxy: DroppingProxy, action: str
+) -> None:
+    """A reversible effect and a tool call (reversible by default) of a low-risk contract leave
+    the process: offline, with the lease and its token expired (still within the grace), they
+    wait for a lease the Authority confirms, and past the grace they are refused, uncounted."""
+    async with _offline_past_the_lease(world, proxy) as ctx:
         call = asyncio.create_task(
             ctx.effect("ledger", reversible=True)
             if action == "reversible_effect"
@@ -207,14 +206,7 @@ async def test_local_reversible_computation_goes_on_offline__MW_11_5_c(
 ) -> None:
     """What stays in the process and can be undone there (``external=False``) goes on offline
     within the grace, even with the lease expired; past the grace it stops too."""
-    work = grant(world, "a", world.workers[0], risk_class="low")
-    ctx, client = await _context(world, proxy, work, OfflineBuffer())
-    lease = work.lease
-    assert lease is not None
-    async with client:
-        proxy.cut()
-        await ctx.report("working")
-        world.clock.advance(lease.expires_at_ms - world.clock.now + 1)
+    async with _offline_past_the_lease(world, proxy) as ctx:
         key = await asyncio.wait_for(ctx.tool_call("scratch", external=False), WAIT_S)
         assert key == ctx.idempotency_key("tool:scratch:1")
         world.clock.advance(GRACE_MS)

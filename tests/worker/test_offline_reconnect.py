@@ -9,28 +9,23 @@ as an ``execute_work_item`` activity on the agent's task queue."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from missionweave.protocol import AgentCard
 from missionweave.protocol.temporal_contract import OfferTerms, OutcomeKind, mission_workflow_id
-from missionweave.worker import AgentRuntime, load_handlers
+from missionweave.worker import AgentRuntime
 from tests import offline_handlers
 from tests.contracts import contract
 from tests.loopback_proxy import DroppingProxy
-from tests.serving import LiveServer
 from tests.waits import WAIT_S, until
-from tests.worker.test_runtime import (
-    STAND_IN_QUEUE,
+from tests.worker.stand_in import (
     StandInItem,
-    StandInMissionWorkflow,
     StandInSpec,
-    stand_in_env,
+    agent_runtime,
+    stand_in_worker,
+    start_stand_in,
 )
 from tests.world import World
 
@@ -38,34 +33,16 @@ TIMEOUTS = {"start_deadline_ms": 60_000, "lease_ms": 10_000, "heartbeat_ms": 1_0
 GRACE_MS = 1_000
 
 
-@pytest_asyncio.fixture
-async def proxy(live: LiveServer) -> AsyncIterator[DroppingProxy]:
-    p = DroppingProxy(live.port)
-    await p.start()
-    try:
-        yield p
-    finally:
-        await p.stop()
-
-
 def _runtime(
     w: World, proxy: DroppingProxy, client: object, state: Path, tick: timedelta
 ) -> AgentRuntime:
-    worker = w.workers[0]
-    card = AgentCard(
-        agent_id=worker.agent_id,
-        public_key=worker.public_key,
+    return agent_runtime(
+        w,
+        proxy.url,
+        client,
+        state,
         capabilities=["dist.verify@1.2", "offline.ended@1.0"],
-        max_concurrency=2,
-    )
-    return AgentRuntime(
-        card,
-        worker.key,
-        groups=[w.group],
-        authority_url=proxy.url,
-        temporal_client=client,  # type: ignore[arg-type]
-        handlers=load_handlers("tests.worker_handlers", "tests.offline_handlers"),
-        state_path=state,
+        handlers=["tests.worker_handlers", "tests.offline_handlers"],
         tick=tick,
         clock=w.clock,
     )
@@ -103,26 +80,17 @@ async def test_progress_of_an_execution_ended_offline_reconciled_on_reconnection
     outage = asyncio.Event()  # this test's event loop's
     monkeypatch.setattr(offline_handlers, "OUTAGE", outage)
     log = world.authority.all_events
-    async with (
-        await stand_in_env() as env,
-        Worker(
-            env.client,
-            task_queue=STAND_IN_QUEUE,
-            workflows=[StandInMissionWorkflow],
-            workflow_runner=UnsandboxedWorkflowRunner(),
-        ),
-    ):
+    async with stand_in_worker() as env:
         rt = _runtime(world, proxy, env.client, tmp_path / "agent" / "worker-0.db", tick)
         async with rt:
             terms = OfferTerms(
                 offer_id=world.offer("a", w0), revision=1, expires_at_ms=world.clock.now + 30_000
             )
             with env.auto_time_skipping_disabled():
-                first = await env.client.start_workflow(
-                    StandInMissionWorkflow.run,
+                first = await start_stand_in(
+                    env,
                     _spec(world, "a", StandInItem(contract=ended, offer=terms)),
-                    id=mission_workflow_id(world.mission),
-                    task_queue=STAND_IN_QUEUE,
+                    mission_workflow_id(world.mission),
                 )
                 await until(
                     "a's first checkpoint",
@@ -155,8 +123,8 @@ async def test_progress_of_an_execution_ended_offline_reconciled_on_reconnection
                     revision=1,
                     expires_at_ms=world.clock.now + 30_000,
                 )
-                second = await env.client.start_workflow(
-                    StandInMissionWorkflow.run,
+                second = await start_stand_in(
+                    env,
                     _spec(
                         world,
                         "b",
@@ -166,8 +134,7 @@ async def test_progress_of_an_execution_ended_offline_reconciled_on_reconnection
                             offer=terms_b,
                         ),
                     ),
-                    id="stand-in-after-the-outage",
-                    task_queue=STAND_IN_QUEUE,
+                    "stand-in-after-the-outage",
                 )
                 done = (await asyncio.wait_for(second.result(), WAIT_S))["b"]
             assert len(rt.offline_buffer) == 0

@@ -2,6 +2,8 @@
 
 * ``proxy`` — a :class:`~tests.loopback_proxy.DroppingProxy` in front of ``live`` (the
   Authority's server): a test cuts and restores the agent's connections with it.
+* ``client`` — an :class:`~missionweave.authority.client.AuthorityClient` of ``live`` signing
+  as ``world``'s coordinator.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from collections.abc import AsyncIterator
 
 import pytest_asyncio
 
+from missionweave.authority.client import AuthorityClient
 from tests.loopback_proxy import DroppingProxy
 from tests.serving import LiveServer
+from tests.world import World
 
 
 @pytest_asyncio.fixture
@@ -23,3 +27,10 @@ async def proxy(live: LiveServer) -> AsyncIterator[DroppingProxy]:
         yield p
     finally:
         await p.stop()
+
+
+@pytest_asyncio.fixture
+async def client(live: LiveServer, world: World) -> AsyncIterator[AuthorityClient]:
+    """A client of ``live`` signing as ``world``'s coordinator, closed at the end."""
+    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as c:
+        yield c

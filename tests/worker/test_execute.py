@@ -5,12 +5,10 @@ late-result path."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from temporalio import activity
 from temporalio.activity import ActivityCancellationDetails
 from temporalio.testing import ActivityEnvironment
@@ -26,18 +24,11 @@ from missionweave.worker import (
 )
 from missionweave.worker._execute import WorkItemExecutor
 from tests.executor_harness import Handler, VerifyInput, grant, registry_of, run
-from tests.serving import LiveServer
 from tests.waits import WAIT_S, until
 from tests.world import World
 
 #: The contract's deliverable ``report``, inline.
 REPORT = {"report": {"files": 1}}
-
-
-@pytest_asyncio.fixture
-async def client(live: LiveServer, world: World) -> AsyncIterator[AuthorityClient]:
-    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as c:
-        yield c
 
 
 @pytest.fixture

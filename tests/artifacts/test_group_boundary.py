@@ -34,10 +34,10 @@ from missionweave.authority.wire import GRANT_TTL_MS
 from missionweave.authority.wire._readsig import sign_read
 from missionweave.protocol import Actor, b64u_decode, b64u_encode
 from missionweave.worker import Submission, WorkContext, authority_artifacts
-from tests.cli_processes import amw
-from tests.executor_harness import VerifyInput, grant, run
-from tests.serving import served
-from tests.world import World
+from tests.support.cli_processes import amw
+from tests.support.executor_harness import VerifyInput, grant, run
+from tests.support.serving import served
+from tests.support.world import World
 
 SECRET = b"g1's confidential rows\n"
 X = hashlib.sha256(SECRET).hexdigest()

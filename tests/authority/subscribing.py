@@ -9,8 +9,8 @@ from typing import Any
 
 from missionweave.authority.client import MemoryCursorStore, Subscriber
 from missionweave.protocol import Actor, Event
-from tests.waits import eventually
-from tests.world import World
+from tests.support.waits import eventually
+from tests.support.world import World
 
 
 class Recorder:

@@ -10,7 +10,7 @@ from typing import Any
 
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import Actor
-from tests.world import World, another_group, basis, evidence, make_leased_world, make_world
+from tests.support.world import World, another_group, basis, evidence, make_leased_world, make_world
 
 G2 = "g2"
 

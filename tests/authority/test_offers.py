@@ -10,8 +10,8 @@ import pytest
 
 from missionweave.authority import Authority
 from missionweave.protocol import Actor
-from tests.contracts import contract
-from tests.world import basis, make_world
+from tests.support.contracts import contract
+from tests.support.world import basis, make_world
 
 
 def test_offer_reserves_no_ownership_and_is_durable__MW_10_3_a(tmp_path: Path) -> None:

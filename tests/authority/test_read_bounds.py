@@ -25,9 +25,9 @@ from missionweave.authority.http._limits import (
 from missionweave.authority.http._read_gate import RETRY_AFTER_S
 from missionweave.protocol import Actor, Event
 from tests.authority.subscribing import restore_then_follow
-from tests.serving import LiveServer, signed_http, signed_subscribe
-from tests.waits import WAIT_S
-from tests.world import World, make_world
+from tests.support.serving import LiveServer, signed_http, signed_subscribe
+from tests.support.waits import WAIT_S
+from tests.support.world import World, make_world
 
 
 def _padded(world: World, n: int, pad: int) -> None:

@@ -31,8 +31,8 @@ from missionweave.authority.client import (
 )
 from missionweave.authority.wire._readsig import sign_read
 from missionweave.protocol import Actor, Command, sign_command
-from tests.serving import LiveServer, signed_http, signed_subscribe
-from tests.world import World, make_world
+from tests.support.serving import LiveServer, signed_http, signed_subscribe
+from tests.support.world import World, make_world
 
 READS = (
     "/v1/groups/{g}/events",

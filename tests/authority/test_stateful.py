@@ -34,10 +34,10 @@ from hypothesis.stateful import (
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.authority.core._fold import FOLDED_COLUMNS, columns_of
 from missionweave.protocol import Actor, Command, SigningKey, new_id, reduce_events, sign_command
-from tests.contracts import contract
-from tests.world import basis, evidence, make_world
+from tests.support.contracts import contract
+from tests.support.world import basis, evidence, make_world
 
-# The timeouts and budget of tests.world.contract().
+# The timeouts and budget of tests.support.world.contract().
 START_MS = 60_000
 LEASE_MS = 30_000
 BLOCKED_MS = 120_000

@@ -19,9 +19,9 @@ from websockets.asyncio.client import connect
 from missionweave.authority import Authority, SubmitResult, now_ms, verify_log
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Command, Event
-from tests.serving import LiveServer, signed_subscribe
-from tests.waits import WAIT_S
-from tests.world import World, make_world
+from tests.support.serving import LiveServer, signed_subscribe
+from tests.support.waits import WAIT_S
+from tests.support.world import World, make_world
 
 pytestmark = pytest.mark.postgres_only
 

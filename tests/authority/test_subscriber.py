@@ -24,9 +24,9 @@ from missionweave.authority.client import (
 from missionweave.dev import free_port
 from missionweave.protocol import Actor, Event, SigningKey, seal_event
 from tests.authority.subscribing import Recorder, restore_then_follow, subscriber
-from tests.serving import LiveServer, mission_cmd, tamper, windowed_world
-from tests.waits import WAIT_S, eventually
-from tests.world import World
+from tests.support.serving import LiveServer, mission_cmd, tamper, windowed_world
+from tests.support.waits import WAIT_S, eventually
+from tests.support.world import World
 
 # ------------------------------------------------------------------ the ordering core
 

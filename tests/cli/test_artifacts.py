@@ -10,10 +10,10 @@ from typing import Any
 
 from missionweave.artifacts import ArtifactStore, FilesystemStore
 from missionweave.dev import free_port
-from tests.artifact_servers import S3Endpoint, corrupt, signed
-from tests.cli_processes import amw
-from tests.serving import served
-from tests.world import World
+from tests.support.artifact_servers import S3Endpoint, corrupt, signed
+from tests.support.cli_processes import amw
+from tests.support.serving import served
+from tests.support.world import World
 
 RAW, CLEANED, REPORT = b"raw,rows\n1,2\n", b"rows\n1\n2\n", b'{"rows": 2}'
 

@@ -16,7 +16,7 @@ import pytest
 from missionweave.cli._common import CliError, serve_until_signalled
 from missionweave.dev import free_port
 from missionweave.protocol import SigningKey
-from tests.cli_processes import (
+from tests.support.cli_processes import (
     EXE,
     DevStack,
     Process,
@@ -28,9 +28,9 @@ from tests.cli_processes import (
     mw,
     processes_mentioning,
 )
-from tests.mission_harness import contract
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.mission_harness import contract
+from tests.support.serving import LiveServer
+from tests.support.world import World
 
 
 def _files(tmp: Path, key: SigningKey, card: str) -> tuple[Path, Path]:
@@ -48,7 +48,12 @@ def test_worker_bad_input_is_one_line(tmp_path: Path) -> None:
     base = ["--key", str(key_path), "--group", "g1", "--state-dir", str(tmp_path / "s")]
     cases = [
         (
-            ["--card", str(tmp_path / "missing.yaml"), "--handlers", "tests.worker_handlers"],
+            [
+                "--card",
+                str(tmp_path / "missing.yaml"),
+                "--handlers",
+                "tests.support.worker_handlers",
+            ],
             "no card file at",
         ),
         (
@@ -60,7 +65,7 @@ def test_worker_bad_input_is_one_line(tmp_path: Path) -> None:
                 "--card",
                 str(card_path),
                 "--handlers",
-                "tests.worker_handlers",
+                "tests.support.worker_handlers",
                 "--authority-url",
                 f"http://127.0.0.1:{free_port()}",
             ],
@@ -71,7 +76,7 @@ def test_worker_bad_input_is_one_line(tmp_path: Path) -> None:
     bad_card.write_text("agent_id: worker-0\nmax_concurrency: 0\n", encoding="utf-8")
     cases.append(
         (
-            ["--card", str(bad_card), "--handlers", "tests.worker_handlers"],
+            ["--card", str(bad_card), "--handlers", "tests.support.worker_handlers"],
             "invalid card: max_concurrency",
         )
     )
@@ -87,7 +92,7 @@ def test_worker_bad_input_is_one_line(tmp_path: Path) -> None:
         "--card",
         str(card_path),
         "--handlers",
-        "tests.worker_handlers",
+        "tests.support.worker_handlers",
         "--group",
         "g1",
     )
@@ -105,7 +110,7 @@ async def test_worker_unreachable_temporal_is_one_line(
         "--key",
         str(key_path),
         "--handlers",
-        "tests.worker_handlers",
+        "tests.support.worker_handlers",
         "--group",
         "g1",
         "--authority-url",
@@ -189,8 +194,8 @@ def _agent(up: DevStack, tmp_path: Path, agent: str, capability: str) -> tuple[P
 def _hold_worker(
     up: DevStack, card: Path, key: Path, state_dir: Path, log: Path, *extra: str
 ) -> Process:
-    """``missionweave worker`` in Group ``demo`` with ``tests.hold_handlers``, sharing the dev
-    stack's artifact store; it reads the servers' addresses from the environment."""
+    """``missionweave worker`` in Group ``demo`` with ``tests.support.hold_handlers``, sharing the
+    dev stack's artifact store; it reads the servers' addresses from the environment."""
     return Process(
         [
             EXE,
@@ -200,7 +205,7 @@ def _hold_worker(
             "--key",
             str(key),
             "--handlers",
-            "tests.hold_handlers",
+            "tests.support.hold_handlers",
             "--group",
             "demo",
             "--state-dir",

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.cli_processes import (
+from tests.support.cli_processes import (
     EXE,
     authority_serve,
     descendants,
@@ -17,7 +17,7 @@ from tests.cli_processes import (
     stack_command,
     wait_for_output,
 )
-from tests.waits import WAIT_S
+from tests.support.waits import WAIT_S
 
 
 def _kill_and_outlive_none(proc: subprocess.Popen[Any], children: set[int], secs: float) -> None:

@@ -14,8 +14,8 @@ import pytest
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
 from missionweave.dev import EmbeddedStack, StackError, connect_client
-from tests.cli_processes import STARTUP_S, Process, children, dev_up, processes_mentioning
-from tests.waits import WAIT_S
+from tests.support.cli_processes import STARTUP_S, Process, children, dev_up, processes_mentioning
+from tests.support.waits import WAIT_S
 
 
 async def _answers(target: str) -> bool:

@@ -49,7 +49,7 @@ from missionweave.protocol.temporal_contract import (
     mission_workflow_id,
 )
 
-from ..serving import authority_serve_command
+from ..support.serving import authority_serve_command
 from .handlers import LEDGER_ENV
 from .parts import MW, Part
 from .proxy import Proxy

@@ -1,6 +1,6 @@
 """Fixtures of the agent runtime's tests (``tests/worker``).
 
-* ``proxy`` — a :class:`~tests.loopback_proxy.DroppingProxy` in front of ``live`` (the
+* ``proxy`` — a :class:`~tests.support.loopback_proxy.DroppingProxy` in front of ``live`` (the
   Authority's server): a test cuts and restores the agent's connections with it.
 * ``client`` — an :class:`~missionweave.authority.client.AuthorityClient` of ``live`` signing
   as ``world``'s coordinator.
@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator
 import pytest_asyncio
 
 from missionweave.authority.client import AuthorityClient
-from tests.loopback_proxy import DroppingProxy
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.loopback_proxy import DroppingProxy
+from tests.support.serving import LiveServer
+from tests.support.world import World
 
 
 @pytest_asyncio.fixture

@@ -6,7 +6,8 @@ activity, docs/design.md §4.3), and the runtime answers each one with its own s
 to the Authority.
 
 :func:`stand_in_env` starts a time-skipping server of its own; :func:`stand_in_worker` runs the
-stand-in on one; :func:`agent_runtime` is ``worker-0``'s runtime in a :class:`~tests.world.World`.
+stand-in on one; :func:`agent_runtime` is ``worker-0``'s runtime in a
+:class:`~tests.support.world.World`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from missionweave.protocol.temporal_contract import (
 )
 from missionweave.worker import AgentRuntime, load_handlers
 from missionweave.workflows._edges import execute_work_item
-from tests.world import World
+from tests.support.world import World
 
 TEST_SERVER = str(Path(sys.executable).with_name("temporal-test-server"))
 STAND_IN_QUEUE = "stand-in-coordinator"
@@ -149,7 +150,7 @@ def agent_runtime(
     *,
     capabilities: Sequence[str] = ("dist.verify@1.2",),
     max_concurrency: int = 2,
-    handlers: Sequence[str] = ("tests.worker_handlers",),
+    handlers: Sequence[str] = ("tests.support.worker_handlers",),
     groups: Sequence[str] | None = None,
     **kw: Any,
 ) -> AgentRuntime:

@@ -14,7 +14,7 @@ from missionweave.worker._dispatch import Dispatcher, NoSlot
 from missionweave.worker._scheduler import QueuedItem, Scheduler
 from missionweave.worker._slots import SlotBoard
 from missionweave.worker._state import LocalState
-from tests.waits import WAIT_S
+from tests.support.waits import WAIT_S
 
 T0 = 1_800_000_000_000
 

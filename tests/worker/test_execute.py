@@ -23,9 +23,9 @@ from missionweave.worker import (
     WorkContext,
 )
 from missionweave.worker._execute import WorkItemExecutor
-from tests.executor_harness import Handler, VerifyInput, grant, registry_of, run
-from tests.waits import WAIT_S, until
-from tests.world import World
+from tests.support.executor_harness import Handler, VerifyInput, grant, registry_of, run
+from tests.support.waits import WAIT_S, until
+from tests.support.world import World
 
 #: The contract's deliverable ``report``, inline.
 REPORT = {"report": {"files": 1}}

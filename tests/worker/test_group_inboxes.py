@@ -26,8 +26,9 @@ from temporalio.worker import (
 
 from missionweave.protocol.temporal_contract import OfferTerms, OutcomeKind
 from missionweave.worker import AdmissionPolicy
-from tests.contracts import contract
-from tests.serving import LiveServer
+from tests.support.contracts import contract
+from tests.support.serving import LiveServer
+from tests.support.world import World, another_group
 from tests.worker.stand_in import (
     StandInItem,
     StandInMissionWorkflow,
@@ -35,7 +36,6 @@ from tests.worker.stand_in import (
     agent_runtime,
     stand_in_worker,
 )
-from tests.world import World, another_group
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's dev server
 FLOOD = 20

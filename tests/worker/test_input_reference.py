@@ -17,9 +17,9 @@ from missionweave.protocol import input_json, input_reference
 from missionweave.protocol.temporal_contract import ExecuteWorkItemInput, OutcomeKind
 from missionweave.worker import Submission, WorkContext
 from missionweave.worker._execute import WorkItemExecutor
-from tests.artifact_servers import corrupt
-from tests.executor_harness import VerifyInput, grant, registry_of
-from tests.world import World
+from tests.support.artifact_servers import corrupt
+from tests.support.executor_harness import VerifyInput, grant, registry_of
+from tests.support.world import World
 
 
 async def _run(

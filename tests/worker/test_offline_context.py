@@ -20,11 +20,11 @@ from missionweave.protocol.temporal_contract import ExecuteWorkItemInput
 from missionweave.worker import LeaseLost, WorkContext
 from missionweave.worker._lease import LeaseSession
 from missionweave.worker._offline import OfflineBuffer
-from tests.executor_harness import grant
-from tests.loopback_proxy import DroppingProxy
-from tests.serving import LiveServer
-from tests.waits import WAIT_S
-from tests.world import World
+from tests.support.executor_harness import grant
+from tests.support.loopback_proxy import DroppingProxy
+from tests.support.serving import LiveServer
+from tests.support.waits import WAIT_S
+from tests.support.world import World
 
 GRACE_MS = 60_000
 

@@ -31,10 +31,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
 from missionweave.protocol import RESOURCE_USAGE_RECORDED, Event
-from tests.loopback_proxy import DroppingProxy
-from tests.mission_harness import MissionStack, contract, mission_stack, stop_process
-from tests.offline_handlers import CAPABILITY, LEDGER_ENV, read_ledger, registry
-from tests.waits import until
+from tests.support.loopback_proxy import DroppingProxy
+from tests.support.mission_harness import MissionStack, contract, mission_stack, stop_process
+from tests.support.offline_handlers import CAPABILITY, LEDGER_ENV, read_ledger, registry
+from tests.support.waits import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 #: The lease of the measurement on main that re-ran finished work (issue 12).
@@ -196,7 +196,7 @@ async def test_agent_restarted_while_offline_reconciles_its_buffer__MW_11_5_e(
         async def worker(n: int) -> asyncio.subprocess.Process:
             return await ms.agent_process(
                 "ada",
-                "tests.offline_handlers",
+                "tests.support.offline_handlers",
                 authority_url=proxy.url,
                 env={LEDGER_ENV: str(ledger)},
                 log=f"ada-{n}",

@@ -16,10 +16,11 @@ import pytest
 
 from missionweave.protocol.temporal_contract import OfferTerms, OutcomeKind, mission_workflow_id
 from missionweave.worker import AgentRuntime
-from tests import offline_handlers
-from tests.contracts import contract
-from tests.loopback_proxy import DroppingProxy
-from tests.waits import WAIT_S, until
+from tests.support import offline_handlers
+from tests.support.contracts import contract
+from tests.support.loopback_proxy import DroppingProxy
+from tests.support.waits import WAIT_S, until
+from tests.support.world import World
 from tests.worker.stand_in import (
     StandInItem,
     StandInSpec,
@@ -27,7 +28,6 @@ from tests.worker.stand_in import (
     stand_in_worker,
     start_stand_in,
 )
-from tests.world import World
 
 TIMEOUTS = {"start_deadline_ms": 60_000, "lease_ms": 10_000, "heartbeat_ms": 1_000}
 GRACE_MS = 1_000
@@ -42,7 +42,7 @@ def _runtime(
         client,
         state,
         capabilities=["dist.verify@1.2", "offline.ended@1.0"],
-        handlers=["tests.worker_handlers", "tests.offline_handlers"],
+        handlers=["tests.support.worker_handlers", "tests.support.offline_handlers"],
         tick=tick,
         clock=w.clock,
     )

@@ -26,8 +26,8 @@ from missionweave.outcome import mission_result
 from missionweave.protocol import AgentCard, Event
 from missionweave.protocol.temporal_contract import MissionSpec
 from missionweave.worker import AgentRuntime, HandlerRegistry, Pause, Submission, WorkContext
-from tests.mission_harness import MissionStack, contract, mission_stack
-from tests.waits import WAIT_S, until
+from tests.support.mission_harness import MissionStack, contract, mission_stack
+from tests.support.waits import WAIT_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

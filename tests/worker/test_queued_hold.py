@@ -9,9 +9,10 @@ from datetime import timedelta
 from pathlib import Path
 
 from missionweave.protocol.temporal_contract import OfferTerms, mission_workflow_id
-from tests.contracts import contract
-from tests.serving import LiveServer
-from tests.waits import WAIT_S, until
+from tests.support.contracts import contract
+from tests.support.serving import LiveServer
+from tests.support.waits import WAIT_S, until
+from tests.support.world import World
 from tests.worker.stand_in import (
     StandInItem,
     StandInSpec,
@@ -19,7 +20,6 @@ from tests.worker.stand_in import (
     stand_in_worker,
     start_stand_in,
 )
-from tests.world import World
 
 # a start deadline far enough for admission control to accept a wait behind a holder
 TIMEOUTS = {"start_deadline_ms": 3_600_000, "lease_ms": 10_000, "heartbeat_ms": 500}
@@ -49,7 +49,7 @@ async def test_a_waiting_item_s_hold_is_renewed_by_the_agent__MW_11_3_a(
             tmp_path / "agent" / "worker-0.db",
             capabilities=["test.hold@1.0", "test.wait@1.0"],
             max_concurrency=1,
-            handlers=["tests.hold_handlers"],
+            handlers=["tests.support.hold_handlers"],
             clock=world.clock,
             graceful_shutdown=timedelta(seconds=5),
         )

@@ -16,9 +16,10 @@ from missionweave.protocol.temporal_contract import (
     mission_workflow_id,
 )
 from missionweave.worker import AgentRuntime, SessionError, load_handlers
-from tests.contracts import contract
-from tests.serving import LiveServer
-from tests.waits import WAIT_S
+from tests.support.contracts import contract
+from tests.support.serving import LiveServer
+from tests.support.waits import WAIT_S
+from tests.support.world import World
 from tests.worker.stand_in import (
     StandInItem,
     StandInMissionWorkflow,
@@ -28,7 +29,6 @@ from tests.worker.stand_in import (
     stand_in_worker,
     start_stand_in,
 )
-from tests.world import World
 
 # ------------------------------------------------------------------------------ the tests
 
@@ -130,7 +130,7 @@ async def test_runtime_refuses_to_start_without_membership(
         groups=[world.group],
         authority_url=live.url,
         temporal_client=_NoTemporal(),  # type: ignore[arg-type]
-        handlers=load_handlers("tests.worker_handlers"),
+        handlers=load_handlers("tests.support.worker_handlers"),
         state_path=tmp_path / "s.db",
     )
     with pytest.raises(SessionError, match="unknown_actor") as err:
@@ -163,7 +163,7 @@ async def test_a_stop_during_start_up_ends_the_runtime_though_the_authority_is_s
         groups=["g1"],
         authority_url=f"http://127.0.0.1:{port}",
         temporal_client=_NoTemporal(),  # type: ignore[arg-type]
-        handlers=load_handlers("tests.worker_handlers"),
+        handlers=load_handlers("tests.support.worker_handlers"),
         state_path=tmp_path / "s.db",
     )
     try:

@@ -9,9 +9,9 @@ from pathlib import Path
 from missionweave.authority.client import Subscriber
 from missionweave.protocol import Event
 from missionweave.worker._state import LocalState
-from tests.serving import LiveServer
-from tests.waits import eventually
-from tests.world import World, another_group
+from tests.support.serving import LiveServer
+from tests.support.waits import eventually
+from tests.support.world import World, another_group
 
 
 def populate(w: World) -> None:

@@ -13,8 +13,8 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
-from tests.mission_harness import contract, mission_stack, step_registry
-from tests.waits import WAIT_S, until
+from tests.support.mission_harness import contract, mission_stack, step_registry
+from tests.support.waits import WAIT_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

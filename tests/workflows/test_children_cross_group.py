@@ -26,8 +26,14 @@ from missionweave.dev import OWNER_ROLES, enroll, ensure_group
 from missionweave.protocol import Actor
 from missionweave.protocol.temporal_contract import ChargeParentUsageInput, ParentLink
 from missionweave.worker import AgentRuntime, HandlerRegistry, Submission, WorkContext
-from tests.mission_harness import MissionStack, agent_card, contract, mission_stack, submission
-from tests.mission_outcome import result, states
+from tests.support.mission_harness import (
+    MissionStack,
+    agent_card,
+    contract,
+    mission_stack,
+    submission,
+)
+from tests.support.mission_outcome import result, states
 from tests.workflows.test_mission_paths_plan import child_result
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

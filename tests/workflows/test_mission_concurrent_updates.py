@@ -16,9 +16,9 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.dev import coordinator_worker
 from missionweave.protocol.temporal_contract import AuthorizeWorkInput, mission_workflow_id
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import contract, mission_stack
-from tests.temporal_env import new_task_queue
-from tests.waits import WAIT_S
+from tests.support.mission_harness import contract, mission_stack
+from tests.support.temporal_env import new_task_queue
+from tests.support.waits import WAIT_S
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 NONE = ("demo.none@1.0",)  # no agent: nothing runs, the Mission just waits

@@ -26,10 +26,10 @@ from missionweave.protocol.temporal_contract import (
 )
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import MissionStack, contract, mission_stack, work_items
-from tests.mission_outcome import states
-from tests.temporal_env import SMALL_HISTORY_EVENTS
-from tests.waits import WAIT_S, until
+from tests.support.mission_harness import MissionStack, contract, mission_stack, work_items
+from tests.support.mission_outcome import states
+from tests.support.temporal_env import SMALL_HISTORY_EVENTS
+from tests.support.waits import WAIT_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -35,9 +35,15 @@ from missionweave.protocol.temporal_contract import (
 from missionweave.worker import HandlerRegistry, PermanentFailure, Submission, WorkContext
 from missionweave.workflows import ItemState, MissionState, MissionWorkflow
 from missionweave.workflows._plan import plan
-from tests.mission_harness import contract, mission_cli, mission_stack, submission, work_items
-from tests.mission_outcome import ending, item, result, states
-from tests.waits import WAIT_S, until
+from tests.support.mission_harness import (
+    contract,
+    mission_cli,
+    mission_stack,
+    submission,
+    work_items,
+)
+from tests.support.mission_outcome import ending, item, result, states
+from tests.support.waits import WAIT_S, until
 
 #: The end-to-end tests share the session's loop (and its dev server); the unit tests are sync.
 on_dev_server = pytest.mark.asyncio(loop_scope="session")

@@ -40,7 +40,7 @@ from missionweave.worker._scheduler import Scheduler
 from missionweave.worker._slots import SlotBoard
 from missionweave.worker._state import LocalState
 from missionweave.worker._take import OfferTaker
-from tests.mission_harness import (
+from tests.support.mission_harness import (
     MissionStack,
     contract,
     mission_stack,
@@ -48,7 +48,7 @@ from tests.mission_harness import (
     stop_process,
     submission,
 )
-from tests.waits import WAIT_S, until
+from tests.support.waits import WAIT_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 TIMEOUTS = {"start_deadline_ms": 30_000, "lease_ms": 2_000, "heartbeat_ms": 500}
@@ -145,7 +145,7 @@ async def test_agent_frozen_past_its_lease_late_result_recorded_on_resume__MW_11
     c = contract(["fault.sleep@1.0"], timeouts=TIMEOUTS)
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.process_member("ada", ["fault.sleep@1.0"])
-        proc = await ms.agent_process("ada", "tests.fault_handlers")
+        proc = await ms.agent_process("ada", "tests.support.fault_handlers")
         item = {"work_item_id": "a", "contract": c.wire(), "input": {"sleep_ms": SLEEP_S * 1000}}
         try:
             presence = ms.stack.client.presence

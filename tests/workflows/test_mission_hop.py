@@ -13,9 +13,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.protocol.temporal_contract import ReviewBatchResult
-from tests.mission_harness import mission_stack, step_registry, work_items
-from tests.mission_outcome import coordinator_steps
-from tests.waits import WAIT_S
+from tests.support.mission_harness import mission_stack, step_registry, work_items
+from tests.support.mission_outcome import coordinator_steps
+from tests.support.waits import WAIT_S
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -22,7 +22,7 @@ from missionweave.protocol.temporal_contract import (
 )
 from missionweave.worker import AgentRuntime, HandlerRegistry, Pause, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import (
+from tests.support.mission_harness import (
     MissionStack,
     agent_card,
     contract,
@@ -30,8 +30,8 @@ from tests.mission_harness import (
     submission,
     work_items,
 )
-from tests.mission_outcome import ending, item, result, states, types, wait_status
-from tests.waits import WAIT_S
+from tests.support.mission_outcome import ending, item, result, states, types, wait_status
+from tests.support.waits import WAIT_S
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -24,8 +24,8 @@ from missionweave.protocol import AgentCard, ProgressReport, WorkItemState
 from missionweave.protocol.temporal_contract import REPORT_PROGRESS_SIGNAL, ProgressSignal
 from missionweave.worker import AgentRuntime, HandlerRegistry, Submission, WorkContext, WorkerError
 from missionweave.workflows import MissionWorkflow
-from tests.contracts import contract as build_contract
-from tests.mission_harness import (
+from tests.support.contracts import contract as build_contract
+from tests.support.mission_harness import (
     contract,
     mission_cli,
     mission_stack,
@@ -33,8 +33,8 @@ from tests.mission_harness import (
     submission,
     work_items,
 )
-from tests.mission_outcome import item
-from tests.waits import WAIT_S, until
+from tests.support.mission_outcome import item
+from tests.support.waits import WAIT_S, until
 
 on_dev_server = pytest.mark.asyncio(loop_scope="session")
 

@@ -21,7 +21,7 @@ Building Missions: :data:`contract` (the suite's one builder, ``step`` preset),
 :meth:`MissionStack.accept_offer`; a ``missionweave worker`` process:
 :meth:`MissionStack.process_member`, :meth:`MissionStack.agent_process`, :func:`stop_process`.
 Reading the log: :meth:`MissionStack.events`, :meth:`MissionStack.wait_state`. Waiting for and
-reading a Mission's outcome: :mod:`tests.mission_outcome`.
+reading a Mission's outcome: :mod:`tests.support.mission_outcome`.
 """
 
 from __future__ import annotations
@@ -68,15 +68,15 @@ from .contracts import contract as build_contract
 from .temporal_env import AuthorityStack, authority_stack, new_task_queue
 from .waits import WAIT_S, until
 
-#: The Mission tests' contract: the suite's one builder (:func:`tests.contracts.contract`) with
-#: the ``step`` preset (one deterministic criterion ``done``, capability ``demo.step@1.0``).
+#: The Mission tests' contract: the suite's one builder (:func:`tests.support.contracts.contract`)
+#: with the ``step`` preset (one deterministic criterion ``done``, capability ``demo.step@1.0``).
 contract = partial(build_contract, preset="step")
 
 
 #: The ``missionweave`` command beside this interpreter, and the repository root (on
 #: ``PYTHONPATH`` for the agent processes it starts).
 MW = str(Path(sys.executable).with_name("missionweave"))
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def work_items(
@@ -320,8 +320,8 @@ async def mission_stack(
     and ``schemas``) and, through :meth:`MissionStack.agent`, agent runtimes on the same clock
     and interceptors, all sharing one artifact store; every runtime and Worker is stopped on
     exit. ``authority_process``: the Authority runs as its own process (see
-    :func:`~tests.temporal_env.authority_stack`); ``artifact_store``: the store it serves (an
-    S3 bucket, say; default ``tmp/artifacts``); ``authority_metrics_port``: the Authority
+    :func:`~tests.support.temporal_env.authority_stack`); ``artifact_store``: the store it serves
+    (an S3 bucket, say; default ``tmp/artifacts``); ``authority_metrics_port``: the Authority
     process's ``GET /metrics`` port."""
     async with authority_stack(
         tmp,

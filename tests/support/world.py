@@ -1,5 +1,5 @@
 """A small Group on a real Authority (SQLite file, or PostgreSQL under the ``postgres`` backend
-of ``tests/pg.py``) with a controllable clock, for tests.
+of ``tests/support/pg.py``) with a controllable clock, for tests.
 
 ``World`` creates a Group whose owner is also coordinator and mission owner, adds workers and a
 reviewer, opens the workers' sessions and offers helpers that walk a WorkItem through its life.
@@ -80,7 +80,7 @@ class World:
     mission: str = "m1"
     leases: dict[str, dict[str, Any]] = field(default_factory=dict)
     _reports: int = 0  # report Artifacts published so far (each a distinct hash)
-    #: the Authority's database: its SQLite path or PostgreSQL URL (``tests.pg.db_for``)
+    #: the Authority's database: its SQLite path or PostgreSQL URL (``tests.support.pg.db_for``)
     db: str | Path = ""
 
     def submit(
@@ -112,7 +112,7 @@ class World:
         self, wid: str, deps: list[str] | None = None, *, mission: str | None = None, **over: Any
     ) -> dict[str, Any]:
         """A ``work.authorize`` body: ``wid`` in ``mission`` (default: the current one) on
-        :func:`~tests.contracts.contract` ``(**over)``, depending on ``deps``."""
+        :func:`~tests.support.contracts.contract` ``(**over)``, depending on ``deps``."""
         return {
             "work_item_id": wid,
             "mission_id": mission or self.mission,

@@ -3,8 +3,8 @@
 :func:`wait_status` polls a Mission's ``status`` query; :func:`result` is its result (also of
 one that failed or was cancelled), :func:`ending` how its execution closed as Temporal shows it;
 :func:`states`, :func:`item` and :func:`types` read a result, a status and a list of Events.
-Every wait is bounded by :data:`tests.waits.WAIT_S` and fails with an ``AssertionError`` that
-says what it waited for.
+Every wait is bounded by :data:`tests.support.waits.WAIT_S` and fails with an ``AssertionError``
+that says what it waited for.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from missionweave.protocol import SigningKey
 from .waits import WAIT_S
 
 EXE = str(Path(sys.executable).with_name("missionweave"))
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: How long ``dev up`` may take to print that the stack is up.
 STARTUP_S = 60
 
@@ -272,7 +272,7 @@ def wait_for_output(
 @contextlib.contextmanager
 def authority_serve(db: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``missionweave authority serve --db db *extra`` on a free loopback port, once its
-    ``/healthz`` answers 200 (within :data:`~tests.waits.WAIT_S`): its URL and process (no
+    ``/healthz`` answers 200 (within :data:`~tests.support.waits.WAIT_S`): its URL and process (no
     metrics endpoint unless ``extra`` gives a port). Its stderr goes to ``db``'s name with
     ``.log``; it is terminated at the end."""
     port = free_port()

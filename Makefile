@@ -22,14 +22,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy missionweave
 
-# The test files run in parallel, on PYTEST_WORKERS processes (xdist): each worker starts the
-# session servers its tests ask for (Temporal, the time-skipping server, moto, PostgreSQL) on
-# ports and directories of its own. --dist loadgroup keeps a file's tests on one worker and the
-# tests of one heavy server together (tests/conftest.py, pytest_collection_modifyitems);
-# PYTEST_WORKERS=0 runs them in this process, one after another.
+# The tests run in parallel on PYTEST_WORKERS processes (xdist): each worker starts the session
+# servers its tests ask for (Temporal, the time-skipping server, moto, PostgreSQL) on ports and
+# in directories of its own. --dist loadgroup hands out tests one by one, but keeps together the
+# tests of one heavy server and those of a file with a module fixture (tests/conftest.py,
+# xdist_group); PYTEST_WORKERS=0 runs them in this process, one after another. Long trials
+# (marker `long`) are left to `make faults` and `make conformance`.
 PYTEST_WORKERS ?= 3
 pytest: $(STAMP)
-	@start=$$(date +%s); $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); \
+	@start=$$(date +%s); \
+		$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m 'not long' $(PYTEST_ARGS); \
 		rc=$$?; echo "pytest: $$(( $$(date +%s) - start )) s on $(PYTEST_WORKERS) workers"; exit $$rc
 
 test: lint typecheck pytest
@@ -41,11 +43,12 @@ bench: $(STAMP)
 # e.g. `make faults SEED=42 TRIALS=5` (TRIALS per kind and fault; KIND=worker for one kind).
 TRIALS ?= 1
 faults: $(STAMP)
+	$(BIN)/pytest -m long tests/test_faults.py
 	$(BIN)/python -m tests.faults --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) \
 		$(if $(KIND),--kind $(KIND))
 
 # The conformance table (docs/spec/CONFORMANCE.md) is current, and the published OpenAPI
-# document holds under schemathesis with EXAMPLES per operation (`make test` runs a few).
+# document holds under schemathesis with EXAMPLES per operation (`make test` runs 25).
 EXAMPLES ?= 100
 conformance: $(STAMP)
 	$(BIN)/python -m tests.conformance --check

@@ -142,14 +142,30 @@ def processes() -> Iterator[list[Process]]:
 ONE_WORKER_SERVERS = ("time_env", "dev_env_small_history")
 
 
+def xdist_group(item: pytest.Item) -> str | None:
+    """The ``--dist loadgroup`` group of ``item``: the :data:`ONE_WORKER_SERVERS` fixture it
+    uses; else its file when it uses a module- or class-scoped fixture (set up once per
+    worker that runs one of its tests); else none — ``loadgroup`` then hands it to any
+    worker, test by test, which balances the long files (``tests/cli``, ``tests/demo``)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    server = next((f for f in ONE_WORKER_SERVERS if f in info.names_closure), None)
+    if server is not None:
+        return server
+    for defs in info.name2fixturedefs.values():
+        if defs[-1].scope in ("module", "class", "package"):
+            return item.nodeid.split("::")[0]
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Each test's ``xdist_group`` for ``--dist loadgroup``: the :data:`ONE_WORKER_SERVERS`
-    fixture it uses, else its file (a file's module fixtures are then set up once)."""
+    """Mark each test with its :func:`xdist_group`, if any."""
     for item in items:
-        fixtures = getattr(item, "fixturenames", ())
-        server = next((f for f in ONE_WORKER_SERVERS if f in fixtures), None)
-        item.add_marker(pytest.mark.xdist_group(server or item.nodeid.split("::")[0]))
+        group = xdist_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 # ------------------------------------------------------------------ the Authority's two backends

@@ -21,7 +21,20 @@ def test_installed_packages_are_not_assertion_rewritten() -> None:
     assert isinstance(__spec__.loader, AssertionRewritingHook)  # this module is rewritten
 
 
-def test_a_test_runs_in_its_files_xdist_group(request: pytest.FixtureRequest) -> None:
+def test_a_test_of_no_shared_fixture_is_in_no_xdist_group(
+    request: pytest.FixtureRequest,
+) -> None:
+    assert list(request.node.iter_markers("xdist_group")) == []
+
+
+@pytest.fixture(scope="module")
+def _module_wide() -> str:
+    return "set up once per worker"
+
+
+def test_a_test_of_a_module_fixture_runs_in_its_files_group(
+    request: pytest.FixtureRequest, _module_wide: str
+) -> None:
     (group,) = request.node.iter_markers("xdist_group")
     assert group.args == ("tests/test_suite_setup.py",)
 
@@ -33,6 +46,6 @@ def test_the_tests_of_a_heavy_session_server_share_one_group(
     (so one worker starts that server), whatever its file."""
     for item in request.session.items:
         used = [f for f in ONE_WORKER_SERVERS if f in getattr(item, "fixturenames", ())]
-        mark = item.get_closest_marker("xdist_group")
-        assert mark is not None, item.nodeid
-        assert mark.args == (used[0] if used else item.nodeid.split("::")[0],), item.nodeid
+        if used:
+            mark = item.get_closest_marker("xdist_group")
+            assert mark is not None and mark.args == (used[0],), item.nodeid

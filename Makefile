@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench faults demo dev clean venv
+.PHONY: test lint typecheck pytest bench faults conformance demo dev clean venv
 
 venv: $(STAMP)
 
@@ -22,8 +22,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy missionweave
 
+# The tests run in parallel on PYTEST_WORKERS processes (xdist): each worker starts the session
+# servers its tests ask for (Temporal, the time-skipping server, moto, PostgreSQL) on ports and
+# in directories of its own. --dist loadgroup hands out tests one by one, but keeps together the
+# tests of one heavy server and those of a file with a module fixture (tests/conftest.py,
+# xdist_group); PYTEST_WORKERS=0 runs them in this process, one after another. Long trials
+# (marker `long`) are left to `make faults` and `make conformance`.
+PYTEST_WORKERS ?= 3
 pytest: $(STAMP)
-	$(BIN)/pytest
+	@start=$$(date +%s); \
+		$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m 'not long' $(PYTEST_ARGS); \
+		rc=$$?; echo "pytest: $$(( $$(date +%s) - start )) s on $(PYTEST_WORKERS) workers"; exit $$rc
 
 test: lint typecheck pytest
 
@@ -34,8 +43,16 @@ bench: $(STAMP)
 # e.g. `make faults SEED=42 TRIALS=5` (TRIALS per kind and fault; KIND=worker for one kind).
 TRIALS ?= 1
 faults: $(STAMP)
+	$(BIN)/pytest -m long tests/test_faults.py
 	$(BIN)/python -m tests.faults --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) \
 		$(if $(KIND),--kind $(KIND))
+
+# The conformance table (docs/spec/CONFORMANCE.md) is current, and the published OpenAPI
+# document holds under schemathesis with EXAMPLES per operation (`make test` runs 25).
+EXAMPLES ?= 100
+conformance: $(STAMP)
+	$(BIN)/python -m tests.conformance --check
+	MISSIONWEAVE_SCHEMATHESIS_EXAMPLES=$(EXAMPLES) $(BIN)/pytest tests/authority/test_openapi.py
 
 # The embedded stack's ports, e.g. `TEMPORAL_PORT=17233 UI_PORT=18233 make demo` (0: any free
 # one). METRICS_PORT is `make dev`'s GET /metrics (default 9465; none: `METRICS_PORT=none`).

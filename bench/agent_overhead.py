@@ -36,8 +36,8 @@ from missionweave.agents import AgentDeps, agent_handler
 from missionweave.authority import now_ms
 from missionweave.protocol.temporal_contract import OutcomeKind
 from tests.agents.harness import agent_grant, execute
-from tests.serving import ProcessServer
-from tests.world import make_world
+from tests.support.serving import ProcessServer
+from tests.support.world import make_world
 
 
 def _agent(steps: int, step_s: float) -> Agent[Any, str]:

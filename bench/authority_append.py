@@ -47,7 +47,7 @@ from missionweave.protocol import (
     canonical_bytes,
     verify,
 )
-from tests.world import Clock, make_world
+from tests.support.world import Clock, make_world
 
 ITEMS = 16
 Leased = list[tuple[Actor, str, dict[str, Any]]]  # (worker, group, leased body)

@@ -45,8 +45,8 @@ from websockets.asyncio.client import connect
 from missionweave.authority import now_ms
 from missionweave.authority.wire._readsig import sign_read
 from missionweave.dev._devserver import free_port
-from tests.serving import signed_subscribe
-from tests.world import World, make_world
+from tests.support.serving import signed_subscribe
+from tests.support.world import World, make_world
 
 
 def _build(db: Path, events: int, pad: int) -> World:

@@ -67,7 +67,7 @@ from missionweave.dev import TemporalDevServer, free_port
 from missionweave.outcome import mission_result
 from missionweave.protocol.temporal_contract import MissionSpec
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
-from tests.mission_harness import MissionStack, contract, mission_stack
+from tests.support.mission_harness import MissionStack, contract, mission_stack
 
 #: The most slots one agent gets (both variants): 64 from 2,560 WorkItems in 10 layers up.
 MAX_SLOTS = 64

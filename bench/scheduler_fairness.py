@@ -4,7 +4,7 @@ Usage: ``python bench/scheduler_fairness.py [--groups G] [--seconds S] [--slots 
 [--max-wait-ms W] [--json]`` (``--max-wait-ms`` defaults to the agent's 300000)
 
 G Groups with weights 1, 2, … G and different WorkItem durations (1 to 3 s) are kept
-backlogged on an agent with N slots for S simulated seconds (``tests/scheduler_sim.py``: the
+backlogged on an agent with N slots for S simulated seconds (``tests/support/scheduler_sim.py``: the
 same simulation the fairness tests run). For the weighted-fair scheduler and, in the same run,
 the round-robin it replaced, it prints per Group: the share of slot-time it got, its weighted
 share, the relative error, and the longest and 99th-percentile wait; then the mean wall time of
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _figures import parser
 
 from missionweave.worker._scheduler import Scheduler
-from tests.scheduler_sim import Plans, RoundRobin, simulate, weighted_shares
+from tests.support.scheduler_sim import Plans, RoundRobin, simulate, weighted_shares
 
 
 class _Counting:

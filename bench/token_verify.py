@@ -33,7 +33,7 @@ from _figures import parser, print_figures
 from missionweave.authority import verify_capability_token
 from missionweave.authority.client import AuthorityClient
 from missionweave.authority.http import create_app
-from tests.world import make_world
+from tests.support.world import make_world
 
 
 def _rate(fn: Any, seconds: float) -> float:

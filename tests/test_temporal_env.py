@@ -1,5 +1,5 @@
-"""The shared Temporal test environments of ``tests.temporal_env``, and the virtual clock that
-lets the Authority judge expiry by the time-skipping server's time."""
+"""The shared Temporal test environments of ``tests.support.temporal_env``, and the virtual clock
+that lets the Authority judge expiry by the time-skipping server's time."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ from temporalio.worker import Worker
 from missionweave.dev import MISSION_ID, OPEN_WORK_ITEMS
 from missionweave.protocol import Actor
 
-from .temporal_env import (
+from .support.temporal_env import (
     AuthorityStack,
     FollowTemporalTime,
     VirtualClock,
     authority_stack,
     new_task_queue,
 )
-from .world import basis, contract
+from .support.world import basis, contract
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

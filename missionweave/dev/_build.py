@@ -1,7 +1,7 @@
 """The steps of building a running MissionWeave stack, one home each (docs/design.md §8).
 
 Every builder of a stack takes these steps from here: :class:`~missionweave.dev.EmbeddedStack`
-(``missionweave dev up``, the demo) and the test suite's builders (``tests/temporal_env.py``'s
+(``missionweave dev up``, the demo) and the test suite's builders (``tests/support/temporal_env.py``'s
 Authority stack, ``tests/faults/cluster.py``'s deployment of separate processes):
 
 * :class:`StackFiles` — the file layout of a data directory;

@@ -13,18 +13,21 @@ import pytest
 from missionweave.activities import CoordinatorActivities
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol.temporal_contract import ChargeParentUsageInput, ParentLink
-from tests.authority.test_children import G2, _second_group, _usage, in_g2
-from tests.serving import LiveServer
-from tests.world import World, basis, evidence, make_world
+from tests.authority.test_children import G2, _usage, in_g2
+from tests.support.serving import LiveServer
+from tests.support.world import World, another_group, basis, evidence, make_world
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-def _child_charged(w: World, calls: int, parent_budget: int) -> None:
-    """Mission ``root`` of g1 (budget ``parent_budget`` tool calls) with WorkItem ``p``, whose
-    child Mission ``kid`` runs in g2; its WorkItem ``c`` submits ``calls`` tool calls."""
+def _child_charged(path: Path, parent_budget: int, calls: int = 7) -> tuple[World, int]:
+    """A World at ``path`` with Mission ``root`` of g1 (budget ``parent_budget`` tool calls)
+    and WorkItem ``p``, whose child Mission ``kid`` runs in g2; its WorkItem ``c`` submitted
+    ``calls`` tool calls. The World and the sequence number of the one
+    ``mission.usage_forwarded`` Event in g2."""
+    w = make_world(path)
     coord, worker = w.coordinator, w.workers[0]
-    _second_group(w, worker)
+    another_group(w, G2, worker=worker, mission=None)
     w.ok(coord, "mission.create", {"mission_id": "root", "budget": {"tool_calls": parent_budget}})
     w.authorize("p", mission="root")
     w.ok(coord, "mission.create_child",
@@ -48,6 +51,8 @@ def _child_charged(w: World, calls: int, parent_budget: int) -> None:
         "outputs": {"report": {"files": 1}},
     })  # fmt: skip
     assert r.accepted, r.rejection
+    [seq] = [e.seq for e in w.authority.all_events(G2) if e.type == "mission.usage_forwarded"]
+    return w, seq
 
 
 async def _charge(w: World) -> dict[int, str]:
@@ -68,16 +73,10 @@ async def _charge(w: World) -> dict[int, str]:
         await server.stop()
 
 
-def _forwarded(w: World) -> list[int]:
-    return [e.seq for e in w.authority.all_events(G2) if e.type == "mission.usage_forwarded"]
-
-
 async def test_the_parent_is_charged_once_per_forwarded_event__MW_11_5_i__MW_10_4_d(
     tmp_path: Path,
 ) -> None:
-    w = make_world(tmp_path / "a.db")
-    _child_charged(w, calls=7, parent_budget=100)
-    [seq] = _forwarded(w)
+    w, seq = _child_charged(tmp_path / "a.db", parent_budget=100)
     assert await _charge(w) == {seq: "charged"}
     assert _usage(w, w.group, "root")["tool_calls"] == 7  # type: ignore[index]
     assert await _charge(w) == {seq: "already_charged"}
@@ -87,9 +86,7 @@ async def test_the_parent_is_charged_once_per_forwarded_event__MW_11_5_i__MW_10_
 async def test_a_charge_over_the_parents_budget_is_reported_not_raised__MW_11_5_j(
     tmp_path: Path,
 ) -> None:
-    w = make_world(tmp_path / "a.db")
-    _child_charged(w, calls=7, parent_budget=5)
-    [seq] = _forwarded(w)
+    w, seq = _child_charged(tmp_path / "a.db", parent_budget=5)
     head = w.authority.head(w.group)
     assert await _charge(w) == {seq: "budget_exceeded"}
     assert w.authority.head(w.group) == head  # nothing written in the parent's Group

@@ -18,8 +18,8 @@ from missionweave.protocol.temporal_contract import (
     SelectCandidatesBatchResult,
     SelectCandidatesInput,
 )
-from tests.mission_harness import contract
-from tests.temporal_env import AuthorityStack, authority_stack
+from tests.support.mission_harness import contract
+from tests.support.temporal_env import AuthorityStack, authority_stack
 
 CAP = "bench.step@1.0"
 

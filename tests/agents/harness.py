@@ -1,6 +1,6 @@
 """Agents run inside a WorkItem for real: the ``execute_work_item`` activity in
-``ActivityEnvironment`` against a :class:`~tests.world.World`'s Authority on loopback, with a
-filesystem artifact store, and scripted Pydantic AI models that need no network.
+``ActivityEnvironment`` against a :class:`~tests.support.world.World`'s Authority on loopback, with
+a filesystem artifact store, and scripted Pydantic AI models that need no network.
 
 :class:`Script` is a ``FunctionModel`` function: one :class:`ModelResponse` per step, the
 messages the model was sent at each step kept for the test to read.
@@ -24,8 +24,8 @@ from missionweave.protocol.temporal_contract import (
     WorkOutcome,
 )
 from missionweave.worker._execute import WorkItemExecutor
-from tests.executor_harness import Handler, grant, registry_of
-from tests.world import World
+from tests.support.executor_harness import Handler, grant, registry_of
+from tests.support.world import World
 
 Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
 

@@ -15,8 +15,8 @@ from pydantic_ai.usage import RequestUsage
 from missionweave.agents import AgentDeps, agent_handler
 from missionweave.protocol.temporal_contract import OutcomeKind
 from tests.agents.harness import Script, agent_grant, execute
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.serving import LiveServer
+from tests.support.world import World
 
 #: Every scripted response reports this usage: 150 tokens a request.
 USAGE = RequestUsage(input_tokens=100, output_tokens=50)

@@ -19,9 +19,9 @@ from missionweave.protocol.temporal_contract import OutcomeKind
 from missionweave.worker import WorkContext
 from tests.agents.harness import agent_grant, execute, restart
 from tests.agents.resume_agent import MARKER, QUERIES, StepModel, research_agent
-from tests.cli_processes import Process
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.cli_processes import Process
+from tests.support.serving import LiveServer
+from tests.support.world import World
 
 
 async def test_a_killed_agent_is_resumed_without_repeating_model_requests__MW_11_5_a(

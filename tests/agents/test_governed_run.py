@@ -17,8 +17,8 @@ from missionweave.artifacts import FilesystemStore
 from missionweave.protocol import idempotency_key
 from missionweave.protocol.temporal_contract import OutcomeKind
 from tests.agents.harness import Script, agent_grant, execute
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.serving import LiveServer
+from tests.support.world import World
 
 
 class Notes(BaseModel):

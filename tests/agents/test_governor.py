@@ -11,7 +11,7 @@ import pytest
 
 from missionweave.agents import BudgetExhausted, Governor, Ledger
 from missionweave.worker._lease import UsageMeter
-from tests.contracts import contract
+from tests.support.contracts import contract
 
 
 def _ctx(checkpoint: dict[str, Any] | None = None, **budget: Any) -> Any:

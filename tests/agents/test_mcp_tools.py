@@ -18,8 +18,8 @@ from missionweave.agents import AgentDeps, agent_handler, send_idempotency_key
 from missionweave.protocol import idempotency_key
 from missionweave.protocol.temporal_contract import OutcomeKind
 from tests.agents.harness import Script, agent_grant, execute
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.serving import LiveServer
+from tests.support.world import World
 
 SERVER = Path(__file__).with_name("mcp_notes.py")
 

@@ -8,7 +8,7 @@ from pydantic_ai.usage import RequestUsage
 
 import missionweave.agents as agents
 from missionweave.protocol import Budget
-from tests.surface import assert_surface
+from tests.support.surface import assert_surface
 
 AGENTS = {
     "AgentDeps", "AgentResult", "agent_handler", "run_agent", "output_type_for",

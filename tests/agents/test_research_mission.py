@@ -14,7 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.agents import CONVERSATION_MEDIA_TYPE
 from missionweave.protocol.temporal_contract import MissionSpec
 from missionweave.worker import load_handlers
-from tests.mission_harness import mission_stack
+from tests.support.mission_harness import mission_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,8 +22,8 @@ from missionweave.authority import verify_log
 from missionweave.protocol import Event, verify_manifest
 from missionweave.protocol.temporal_contract import MissionResult
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
-from tests.artifact_servers import S3Endpoint, corrupt
-from tests.mission_harness import (
+from tests.support.artifact_servers import S3Endpoint, corrupt
+from tests.support.mission_harness import (
     MW,
     MissionStack,
     contract,
@@ -31,7 +31,7 @@ from tests.mission_harness import (
     stop_process,
     work_items,
 )
-from tests.mission_outcome import WAIT_S, until
+from tests.support.waits import WAIT_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -234,12 +234,12 @@ async def test_agent_process_holds_no_store_credential_with_s3__MW_13_3_d(
     publishes an Artifact and, in a dependent WorkItem, fetches it and derives another — with
     no S3 option, no credential in its environment, nothing but its own key: every object
     comes and goes through the Authority's presigned URLs, into the Group's namespace."""
-    from tests.artifact_handlers import CONTENT
+    from tests.support.artifact_handlers import CONTENT
 
     bucket = s3_server.store()
     async with mission_stack(dev_env, tmp_path, artifact_store=bucket) as ms:
         await ms.process_member("ada", ["art.publish@1.0", "art.derive@1.0"])
-        proc = await ms.agent_process("ada", "tests.artifact_handlers")
+        proc = await ms.agent_process("ada", "tests.support.artifact_handlers")
         items = [
             {"work_item_id": "a", "contract": contract(["art.publish@1.0"]).wire()},
             {

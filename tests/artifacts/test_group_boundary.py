@@ -10,13 +10,11 @@ members read it.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import hashlib
 import io
 import os
 import urllib.parse
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,10 +34,10 @@ from missionweave.authority.wire import GRANT_TTL_MS
 from missionweave.authority.wire._readsig import sign_read
 from missionweave.protocol import Actor, b64u_decode, b64u_encode
 from missionweave.worker import Submission, WorkContext, authority_artifacts
-from tests.cli_processes import amw
-from tests.executor_harness import VerifyInput, grant, run
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.cli_processes import amw
+from tests.support.executor_harness import VerifyInput, grant, run
+from tests.support.serving import served
+from tests.support.world import World
 
 SECRET = b"g1's confidential rows\n"
 X = hashlib.sha256(SECRET).hexdigest()
@@ -65,16 +63,6 @@ def _other_group(w: World) -> World:
     stranger.session_epoch = r.reply["session_epoch"]
     g2.ok(coord, "mission.create", {"mission_id": "m2", "title": "another Group's"})
     return g2
-
-
-@contextlib.asynccontextmanager
-async def _served(w: World, store: ArtifactStore) -> AsyncIterator[str]:
-    server = LiveServer(w.authority, poll_interval_s=0.05, artifact_store=store)
-    await server.start()
-    try:
-        yield server.url
-    finally:
-        await server.stop()
 
 
 def _client(url: str, actor: Actor, w: World) -> AuthorityClient:
@@ -123,7 +111,7 @@ async def test_ctx_fetch_stays_inside_the_group__MW_13_3_d(
     world: World, store: ArtifactStore
 ) -> None:
     w, g2 = world, _other_group(world)
-    async with _served(w, store) as url:
+    async with served(w, store) as url:
         assert await _publish(url, w, "a", w.workers[0], SECRET) == X
         # content is addressed per Group: g1's namespace holds it, no other does
         assert store.for_group("g1").get(X) == SECRET
@@ -153,7 +141,7 @@ async def test_cli_get_signs_its_read_and_stays_in_the_group__MW_13_3_d(
     for actor in (w.workers[1], g2.workers[0]):
         keys[actor.agent_id] = tmp_path / f"{actor.agent_id}.pem"
         actor.key.to_file(keys[actor.agent_id])
-    async with _served(w, store) as url:
+    async with served(w, store) as url:
         await _publish(url, w, "a", w.workers[0], SECRET)
 
         async def get(*args: str) -> Any:
@@ -196,7 +184,7 @@ async def test_a_grant_is_one_object_one_operation__MW_13_3_d(
     world: World, store: ArtifactStore
 ) -> None:
     w, g2 = world, _other_group(world)
-    async with _served(w, store) as url:
+    async with served(w, store) as url:
         await _publish(url, w, "a", w.workers[0], SECRET)
         assert await _publish(url, g2, "b", g2.workers[0], MINE) == Y
         async with _client(url, g2.workers[0], w) as c:
@@ -243,7 +231,7 @@ async def test_filesystem_upload_must_hash_to_its_grant__MW_13_1_d(
 ) -> None:
     w = world
     store = FilesystemStore(tmp_path / "artifacts")
-    async with _served(w, store) as url:
+    async with served(w, store) as url:
         async with _client(url, w.workers[0], w) as c:
             w.authorize("a")
             lease = w.lease("a", w.workers[0])
@@ -268,7 +256,7 @@ async def test_contract_inputs_naming_another_groups_artifact_refused__MW_13_3_d
     world: World, tmp_path: Path
 ) -> None:
     w, g2 = world, _other_group(world)
-    async with _served(w, FilesystemStore(tmp_path / "artifacts")) as url:
+    async with served(w, FilesystemStore(tmp_path / "artifacts")) as url:
         await _publish(url, w, "a", w.workers[0], SECRET)
         async with _client(url, w.coordinator, w) as c:
             body = g2.authorization("b", inputs=[X])
@@ -289,7 +277,7 @@ async def test_writes_of_a_path_and_a_stream_through_a_grant__MW_13_1_a(
     big = os.urandom(6 << 20)
     path = tmp_path / "big.bin"
     path.write_bytes(big)
-    async with _served(w, store) as url, _client(url, w.workers[0], w) as c:
+    async with served(w, store) as url, _client(url, w.workers[0], w) as c:
         gate = authority_artifacts(c, "g1", lease_id=lambda: str(lease["lease_id"]))
         ref = await gate.put(path, "application/octet-stream")
         assert ref.hash == hashlib.sha256(big).hexdigest() and ref.size == len(big)
@@ -308,7 +296,7 @@ async def test_a_promoted_artifact_is_read_from_the_promoting_group__MW_13_3_d(
     g1's namespace, copied nowhere; before, it may not."""
     w, g2 = world, _other_group(world)
     store = FilesystemStore(tmp_path / "artifacts")
-    async with _served(w, store) as url:
+    async with served(w, store) as url:
         await _publish(url, w, "a", w.workers[0], SECRET)
         got = await _fetch(url, g2, "b", g2.workers[0], X)
         assert isinstance(got, ArtifactNotFound | ArtifactAccessDenied), got

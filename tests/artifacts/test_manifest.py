@@ -20,7 +20,7 @@ from missionweave.protocol import (
     sign_manifest,
     verify_manifest,
 )
-from tests.artifact_servers import manifest, signed
+from tests.support.artifact_servers import manifest, signed
 
 H = [hashlib.sha256(bytes([i])).hexdigest() for i in range(8)]
 

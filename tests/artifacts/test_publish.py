@@ -18,9 +18,9 @@ from missionweave.artifacts import (
     publish_artifact,
 )
 from missionweave.protocol import Classification, check_event, sign_manifest
-from tests.artifact_servers import InProcess, manifest, signed
-from tests.surface import assert_surface
-from tests.world import World, make_leased_world
+from tests.support.artifact_servers import InProcess, manifest, signed
+from tests.support.surface import assert_surface
+from tests.support.world import World, make_leased_world
 
 ARTIFACTS = {
     "ArtifactError", "ArtifactIntegrityError", "ArtifactNotFound", "ArtifactRef",

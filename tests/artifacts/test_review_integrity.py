@@ -14,8 +14,8 @@ from missionweave.artifacts import FilesystemStore, ManifestIndex
 from missionweave.authority.client import AgentInfo
 from missionweave.protocol import Actor, AgentCard, SigningKey, sign_manifest
 from missionweave.protocol.temporal_contract import ReviewInput
-from tests.artifact_servers import manifest, signed
-from tests.mission_harness import contract
+from tests.support.artifact_servers import manifest, signed
+from tests.support.mission_harness import contract
 
 
 class FakeAuthority:

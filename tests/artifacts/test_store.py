@@ -18,7 +18,7 @@ from missionweave.artifacts import (
     FilesystemStore,
     S3Store,
 )
-from tests.artifact_servers import corrupt
+from tests.support.artifact_servers import corrupt
 
 MiB = 1 << 20
 

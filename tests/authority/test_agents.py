@@ -17,9 +17,9 @@ from missionweave.authority.client import (
     presence_frame,
 )
 from missionweave.protocol import Actor, AgentCard, canonical_bytes
-from tests.contracts import contract
-from tests.serving import LiveServer, signed_http
-from tests.world import World, evidence
+from tests.support.contracts import contract
+from tests.support.serving import LiveServer, signed_http
+from tests.support.world import World, evidence
 
 CAP = "dist.verify@1.0"
 

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from missionweave.authority import verify_log
 from missionweave.protocol import Actor, Evidence, SigningKey
-from tests.world import World, evidence, make_world
+from tests.support.world import World, evidence, make_world
 
 DIGEST = "ab" * 32
 CRITERIA = [

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from missionweave.authority import Authority, TokenCheck, verify_capability_token, verify_log
 from missionweave.protocol import SigningKey, digest, reduce_events
-from tests.world import World, make_world
+from tests.support.world import World, make_world
 
 TOOLS = ["search", "fetch"]
 OPERATIONS = ["publish"]

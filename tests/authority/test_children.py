@@ -10,7 +10,7 @@ from typing import Any
 
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import Actor
-from tests.world import World, basis, evidence, make_leased_world, make_world
+from tests.support.world import World, another_group, basis, evidence, make_leased_world, make_world
 
 G2 = "g2"
 
@@ -96,21 +96,6 @@ def test_parent_link_is_verified_at_child_creation__MW_10_4_d(tmp_path: Path) ->
     assert r.rejection is not None and r.rejection.code == "invalid_parent"
 
 
-def _second_group(w: World, worker: Actor) -> None:
-    """Group ``g2`` on the same Authority: the coordinator owns it, ``worker`` works in it."""
-    coord = w.coordinator
-    r = w.authority.submit(coord.command(
-        "group.create", G2,
-        {"public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
-        issued_at_ms=w.clock.now,
-    ))  # fmt: skip
-    assert r.accepted, r.rejection
-    coord.membership_epochs[G2] = 1
-    body = {"agent_id": worker.agent_id, "public_key": worker.public_key, "roles": ["worker"]}
-    assert in_g2(w, coord, "member.add", body).accepted
-    worker.membership_epochs[G2] = 1
-
-
 def in_g2(w: World, actor: Actor, type: str, body: dict[str, Any]) -> SubmitResult:
     return w.authority.submit(actor.command(type, G2, body, issued_at_ms=w.clock.now))
 
@@ -120,7 +105,7 @@ def test_child_in_another_group_charges_its_real_parent__MW_11_5_i__MW_10_4_d(
 ) -> None:
     w = make_world(tmp_path / "a.db")
     coord, worker = w.coordinator, w.workers[0]
-    _second_group(w, worker)
+    another_group(w, G2, worker=worker, mission=None)
     budget = {"tool_calls": 1000}
     # g2 has an unrelated Mission under the parent's id, with a budget of its own
     assert in_g2(w, coord, "mission.create", {"mission_id": w.mission, "budget": budget}).accepted

@@ -25,8 +25,8 @@ from missionweave.protocol import (
     sign_context_package,
     verify_chain,
 )
-from tests.artifact_servers import signed
-from tests.world import World, make_leased_world
+from tests.support.artifact_servers import signed
+from tests.support.world import World, make_leased_world
 
 X = "ab" * 32  # an Artifact published in Mission m1
 

@@ -12,7 +12,7 @@ import pytest
 
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import Actor
-from tests.world import World, make_world
+from tests.support.world import World, make_world
 
 
 def _deps(w: World, wid: str) -> list[str]:

@@ -24,16 +24,16 @@ from missionweave.authority.client import (
 )
 from missionweave.authority.http import create_app
 from missionweave.protocol import GENESIS_HASH, check_event
-from tests.serving import (
+from tests.support.serving import (
     LiveServer,
-    eventually,
     mission_cmd,
     signed_http,
     tamper,
     windowed_world,
 )
-from tests.surface import assert_surface
-from tests.world import World
+from tests.support.surface import assert_surface
+from tests.support.waits import eventually
+from tests.support.world import World
 
 
 @pytest.mark.both_backends

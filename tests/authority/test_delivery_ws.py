@@ -13,12 +13,13 @@ from websockets.asyncio.client import ClientConnection, connect
 from missionweave.authority import verify_log, verify_snapshot
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import GENESIS_HASH, Actor, Event, check_event
-from tests.serving import LiveServer, mission_cmd, signed_subscribe, windowed_world
-from tests.world import World
+from tests.support.serving import LiveServer, mission_cmd, signed_subscribe, windowed_world
+from tests.support.waits import WAIT_S
+from tests.support.world import World
 
 
 async def recv(ws: ClientConnection) -> dict[str, Any]:
-    frame: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 4))
+    frame: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), WAIT_S))
     return frame
 
 

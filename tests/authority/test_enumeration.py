@@ -11,8 +11,8 @@ from websockets.asyncio.client import connect
 
 from missionweave.authority.client import AuthorityClient, AuthorityRequestError
 from missionweave.protocol import Actor
-from tests.serving import LiveServer, signed_http, signed_subscribe
-from tests.world import World
+from tests.support.serving import LiveServer, signed_http, signed_subscribe
+from tests.support.world import World
 
 READS = (
     "/v1/groups/{g}/events",

@@ -10,8 +10,8 @@ import pytest
 
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.protocol import ProgressReport
-from tests.artifact_servers import signed
-from tests.world import evidence, make_leased_world, make_world
+from tests.support.artifact_servers import signed
+from tests.support.world import evidence, make_leased_world, make_world
 
 CP = {"checkpoint": {"ref": "step-3", "files_done": 3}}
 #: The contract's deliverable ``report``, inline.

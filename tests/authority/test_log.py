@@ -20,8 +20,8 @@ from missionweave.authority import (
 )
 from missionweave.authority.core._store_sql import COMMAND_PRIORS, SCHEMA_VERSION
 from missionweave.protocol import Actor, SigningKey, check_event
-from tests.pg import raw
-from tests.world import make_world
+from tests.support.pg import raw
+from tests.support.world import make_world
 
 
 def _projection(a: Authority) -> list[dict[str, object]]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from missionweave.authority import SubmitResult
-from tests.artifact_servers import signed
-from tests.contracts import contract
-from tests.world import World, evidence, make_leased_world
+from tests.support.artifact_servers import signed
+from tests.support.contracts import contract
+from tests.support.world import World, evidence, make_leased_world
 
 X = "ab" * 32  # published in Mission m1 by item a
 EXTERNAL = "cd" * 32  # never published: an external input, no Mission's content

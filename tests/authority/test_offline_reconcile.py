@@ -28,7 +28,7 @@ from missionweave.protocol import (
     ResourceUsage,
 )
 from missionweave.worker._offline import OfflineBuffer, bind, rebase, reconcile
-from tests.world import World, make_leased_world, make_world
+from tests.support.world import World, make_leased_world, make_world
 
 REPORT = ProgressReport(phase="hashing").model_dump(mode="json")
 CP = {"files_done": 7}

@@ -15,11 +15,12 @@ from schemathesis import checks as st_checks
 
 from missionweave.authority.wire._readsig import sign_read
 from missionweave.protocol import Actor
-from tests.cli_processes import authority_serve
-from tests.world import make_world
+from tests.support.cli_processes import authority_serve
+from tests.support.world import make_world
 
-#: Examples per operation: enough to reach every branch of the small routes, bounded in time.
-EXAMPLES = int(os.environ.get("MISSIONWEAVE_SCHEMATHESIS_EXAMPLES", "100"))
+#: Examples per operation: enough to reach every branch of the small routes, bounded in time
+#: (``make conformance`` runs 100).
+EXAMPLES = int(os.environ.get("MISSIONWEAVE_SCHEMATHESIS_EXAMPLES", "25"))
 
 
 class _SignedReads(requests.auth.AuthBase):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.world import make_world
+from tests.support.world import make_world
 
 LEASE_MS = 30_000  # the verify preset's
 START_DEADLINE_MS = 60_000

@@ -15,7 +15,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from missionweave.authority import now_ms, verify_snapshot
-from missionweave.authority.client import AuthorityClient, MemoryCursorStore
+from missionweave.authority.client import AuthorityClient
 from missionweave.authority.http import ReadGate
 from missionweave.authority.http._limits import (
     IDLE_TIMEOUT_S,
@@ -24,9 +24,10 @@ from missionweave.authority.http._limits import (
 )
 from missionweave.authority.http._read_gate import RETRY_AFTER_S
 from missionweave.protocol import Actor, Event
-from tests.authority.test_subscriber import Recorder, subscriber
-from tests.serving import LiveServer, eventually, signed_http, signed_subscribe
-from tests.world import World, make_world
+from tests.authority.subscribing import restore_then_follow
+from tests.support.serving import LiveServer, signed_http, signed_subscribe
+from tests.support.waits import WAIT_S
+from tests.support.world import World, make_world
 
 
 def _padded(world: World, n: int, pad: int) -> None:
@@ -135,16 +136,7 @@ async def test_a_far_behind_subscriber_gets_a_recent_snapshot__MW_16_e(tmp_path:
             frames = [json.loads(await ws.recv()) for _ in range(5)]
             assert [f["event"]["seq"] for f in frames] == list(range(head - 4, head + 1))
         # the client restores that snapshot and follows the log from there
-        rec = Recorder()
-        sub = subscriber(server.ws_url, w, MemoryCursorStore(), rec)
-        task = asyncio.create_task(sub.run())
-        try:
-            await eventually(lambda: len(rec.snapshots) == 1)
-            w.ok(w.coordinator, "mission.create", {"mission_id": "after", "title": "t"})
-            await eventually(lambda: sub.cursor(w.group) == head + 1)
-        finally:
-            await sub.stop()
-            await task
+        rec = await restore_then_follow(server.ws_url, w)
         assert rec.snapshots[0]["seq"] >= head - 5
         assert rec.events[-1].seq == head + 1
     finally:
@@ -168,7 +160,7 @@ async def test_request_headers_are_bounded(live: LiveServer, world: World) -> No
         for _ in range(16):
             writer.write(b"a" * 16 * 1024)
             await writer.drain()
-        answer = await asyncio.wait_for(reader.read(4096), 10)
+        answer = await asyncio.wait_for(reader.read(4096), WAIT_S)
         assert answer.startswith(b"HTTP/1.1 4"), answer[:80]
     except ConnectionError:
         pass  # reset while writing: closed, as wanted
@@ -183,7 +175,7 @@ async def test_idle_connections_are_closed(world: World) -> None:
         # a WebSocket that subscribes to nothing is closed (1008)
         async with connect(server.ws_url) as ws:
             try:
-                await asyncio.wait_for(ws.recv(), 10)
+                await asyncio.wait_for(ws.recv(), WAIT_S)
             except ConnectionClosed as exc:
                 assert exc.rcvd is not None and exc.rcvd.code == 1008
             else:
@@ -192,7 +184,7 @@ async def test_idle_connections_are_closed(world: World) -> None:
         reader, writer = await asyncio.open_connection(server.host, server.port)
         writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         await writer.drain()
-        first = await asyncio.wait_for(reader.read(4096), 10)
+        first = await asyncio.wait_for(reader.read(4096), WAIT_S)
         assert first.startswith(b"HTTP/1.1 200")
         rest = await asyncio.wait_for(reader.read(), IDLE_TIMEOUT_S + 10)
         assert rest == b""  # EOF: the server closed the idle connection

@@ -11,7 +11,7 @@ import pytest
 
 from missionweave.authority import verify_log
 from missionweave.protocol import Actor
-from tests.world import World, make_world
+from tests.support.world import World, make_world
 
 
 def _disclosure(w: World, wid: str, epoch: int, **over: Any) -> dict[str, Any]:

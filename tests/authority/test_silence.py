@@ -8,8 +8,8 @@ import httpx
 
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Command
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.serving import LiveServer
+from tests.support.world import World
 
 
 def _renewal(world: World) -> Command:

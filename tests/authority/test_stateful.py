@@ -34,10 +34,10 @@ from hypothesis.stateful import (
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.authority.core._fold import FOLDED_COLUMNS, columns_of
 from missionweave.protocol import Actor, Command, SigningKey, new_id, reduce_events, sign_command
-from tests.contracts import contract
-from tests.world import basis, evidence, make_world
+from tests.support.contracts import contract
+from tests.support.world import basis, evidence, make_world
 
-# The timeouts and budget of tests.world.contract().
+# The timeouts and budget of tests.support.world.contract().
 START_MS = 60_000
 LEASE_MS = 30_000
 BLOCKED_MS = 120_000
@@ -951,16 +951,8 @@ class AuthorityMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def child_mission(self, data: st.DataObject) -> None:
         """The child rows of spec 10.2 and the parent link of the child Mission."""
-        action = data.draw(
-            _weighted(
-                (self.create_child, 3),
-                (self.create_child_mission, 2),
-                (self.end_child_mission, 1),
-                (self.child_outcome, 3),
-            ),
-            label="child action",
-        )
-        action(data)
+        self.pick(data, "child action", (self.create_child, 3), (self.create_child_mission, 2),
+                  (self.end_child_mission, 1), (self.child_outcome, 3))(data)  # fmt: skip
 
     @rule(data=st.data())
     def offer_response(self, data: st.DataObject) -> None:
@@ -973,16 +965,8 @@ class AuthorityMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def coordinator_decision(self, data: st.DataObject) -> None:
         """The Coordinator unblocks, accepts a result, fails or cancels."""
-        action = data.draw(
-            _weighted(
-                (self.unblock, 3),
-                (self.accept_result, 3),
-                (self.coordinator_fail, 1),
-                (self.cancel, 1),
-            ),
-            label="decision",
-        )
-        action(data)
+        self.pick(data, "decision", (self.unblock, 3), (self.accept_result, 3),
+                  (self.coordinator_fail, 1), (self.cancel, 1))(data)  # fmt: skip
 
     @rule(data=st.data())
     def happy_run(self, data: st.DataObject) -> None:

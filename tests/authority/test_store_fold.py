@@ -26,7 +26,7 @@ from missionweave.authority.core._fold import (
 from missionweave.authority.core._store_sql import SET_WORK_ITEM, STATEMENTS
 from missionweave.protocol import WorkItemFacts, WorkItemState, reduce_events, reduce_work_item
 from missionweave.protocol._work_item import FOLDED_EVENT_TYPES, INERT_EVENT_TYPES
-from tests.world import World, evidence, make_world
+from tests.support.world import World, evidence, make_world
 
 CP = {"checkpoint": {"ref": "step-3", "files_done": 3}}
 

@@ -19,8 +19,9 @@ from websockets.asyncio.client import connect
 from missionweave.authority import Authority, SubmitResult, now_ms, verify_log
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Command, Event
-from tests.serving import LiveServer, signed_subscribe
-from tests.world import World, make_world
+from tests.support.serving import LiveServer, signed_subscribe
+from tests.support.waits import WAIT_S
+from tests.support.world import World, make_world
 
 pytestmark = pytest.mark.postgres_only
 
@@ -159,7 +160,7 @@ async def test_a_subscriber_on_one_replica_sees_events_written_through_another(
 async def _recv(ws: object) -> str:
     import asyncio
 
-    return str(await asyncio.wait_for(ws.recv(), 10))  # type: ignore[attr-defined]
+    return str(await asyncio.wait_for(ws.recv(), WAIT_S))  # type: ignore[attr-defined]
 
 
 def test_two_replicas_racing_session_open_for_one_agent_open_one_session_each_in_turn(

@@ -17,8 +17,8 @@ import pytest
 
 from missionweave.authority import Authority, StoreVersionError, verify_log
 from missionweave.authority.core._store_sql import SCHEMA_VERSION, STATEMENTS
-from tests.pg import raw
-from tests.world import make_world
+from tests.support.pg import raw
+from tests.support.world import make_world
 
 ROOT = Path(__file__).resolve().parents[2] / "missionweave"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.artifact_servers import signed
-from tests.world import World, evidence, make_leased_world
+from tests.support.artifact_servers import signed
+from tests.support.world import World, evidence, make_leased_world
 
 X = "ab" * 32  # published under WorkItem a's lease
 NEVER = "cd" * 32  # never published anywhere

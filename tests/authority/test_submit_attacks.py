@@ -18,8 +18,8 @@ from typing import Any
 
 from missionweave.authority import SubmitResult
 from missionweave.authority.core._submission import MAX_INLINE_OUTPUT_BYTES, MAX_SUBMITTED_ARTIFACTS
-from tests.artifact_servers import signed
-from tests.world import World, evidence, make_leased_world
+from tests.support.artifact_servers import signed
+from tests.support.world import World, evidence, make_leased_world
 
 X = "ab" * 32  # published in Mission m1 by item a
 NEVER = "cd" * 32  # never published anywhere

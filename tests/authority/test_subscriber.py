@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,8 +23,10 @@ from missionweave.authority.client import (
 )
 from missionweave.dev import free_port
 from missionweave.protocol import Actor, Event, SigningKey, seal_event
-from tests.serving import LiveServer, eventually, mission_cmd, tamper, windowed_world
-from tests.world import World
+from tests.authority.subscribing import Recorder, restore_then_follow, subscriber
+from tests.support.serving import LiveServer, mission_cmd, tamper, windowed_world
+from tests.support.waits import WAIT_S, eventually
+from tests.support.world import World
 
 # ------------------------------------------------------------------ the ordering core
 
@@ -143,33 +144,6 @@ def test_sqlite_cursor_store_survives_reopen(tmp_path: Path) -> None:
 # ------------------------------------------------------------ Subscriber over a real server
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.snapshots: list[dict[str, Any]] = []
-
-    async def on_event(self, ev: Event) -> None:
-        self.events.append(ev)
-
-    async def on_snapshot(self, snap: dict[str, Any]) -> None:
-        self.snapshots.append(snap)
-
-
-def subscriber(
-    url: str, w: World, store: Any, rec: Recorder, actor: Actor | None = None
-) -> Subscriber:
-    return Subscriber(
-        url,
-        actor or w.workers[0],
-        [w.group],
-        store,
-        rec.on_event,
-        authority_public_key=w.authority.public_key,
-        on_snapshot=rec.on_snapshot,
-        reconnect_delay_s=0.05,
-    )
-
-
 @pytest.mark.both_backends
 async def test_subscriber_delivers_acks_and_resumes_after_restart__MW_16_c(
     live: LiveServer, world: World, tmp_path: Path
@@ -242,7 +216,7 @@ async def test_reconnect_replays_duplicates_delivered_once__MW_16_a__MW_16_d(
     )
     task = asyncio.create_task(sub.run())
     try:
-        await asyncio.wait_for(entered.wait(), 4)
+        await asyncio.wait_for(entered.wait(), WAIT_S)
         await eventually(lambda: sub.received >= head)  # k+1..head read and held
         await server.stop()  # the server closes the socket mid-stream
         # a new Authority process on the same database appends while the server is down
@@ -279,17 +253,10 @@ async def test_cursor_too_old_restores_verified_snapshot_and_resumes__MW_16_e(
     snap_seq, _ = w.authority.head(w.group)
     server = LiveServer(w.authority, poll_interval_s=0.05)
     await server.start()
-    rec = Recorder()
     store = MemoryCursorStore()
-    sub = subscriber(server.ws_url, w, store, rec)
-    task = asyncio.create_task(sub.run())
     try:
-        await eventually(lambda: len(rec.snapshots) == 1)
-        w.ok(w.coordinator, "mission.create", {"mission_id": "after", "title": "t"})
-        await eventually(lambda: sub.cursor(w.group) == snap_seq + 1)
+        rec = await restore_then_follow(server.ws_url, w, store)
     finally:
-        await sub.stop()
-        await task
         await server.stop()
         w.authority.close()
     (snap,) = rec.snapshots
@@ -356,7 +323,7 @@ async def test_tampered_snapshot_is_refused__MW_16_e(tmp_path: Path) -> None:
     store = MemoryCursorStore()
     try:
         with pytest.raises(SnapshotVerificationError):
-            await asyncio.wait_for(subscriber(server.ws_url, w, store, rec).run(), 4)
+            await asyncio.wait_for(subscriber(server.ws_url, w, store, rec).run(), WAIT_S)
     finally:
         await server.stop()
         w.authority.close()
@@ -397,7 +364,7 @@ async def test_subscription_refused_for_a_stranger(live: LiveServer, world: Worl
     rec = Recorder()
     sub = subscriber(live.ws_url, world, MemoryCursorStore(), rec, Actor.generate("stranger"))
     with pytest.raises(SubscriptionRefused) as err:
-        await asyncio.wait_for(sub.run(), 4)
+        await asyncio.wait_for(sub.run(), WAIT_S)
     assert err.value.code == "unauthorized" and rec.events == []
 
 
@@ -405,5 +372,5 @@ async def test_stop_before_run_returns_at_once(world: World) -> None:
     rec = Recorder()
     sub = subscriber("ws://127.0.0.1:9/v1/stream", world, MemoryCursorStore(), rec)
     await sub.stop()
-    await asyncio.wait_for(sub.run(), 4)
+    await asyncio.wait_for(sub.run(), WAIT_S)
     assert sub.connections == 0 and rec.events == []

@@ -12,7 +12,7 @@ import pytest
 
 from missionweave.authority.client import MemoryCursorStore, Subscriber
 from missionweave.protocol import Event, SigningKey, seal_event
-from tests.world import World
+from tests.support.world import World
 
 STRANGER = SigningKey.generate()
 

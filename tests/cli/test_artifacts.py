@@ -3,31 +3,19 @@ reads with a member's key against a real Authority, which alone holds the artifa
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from missionweave.artifacts import ArtifactStore, FilesystemStore
 from missionweave.dev import free_port
-from tests.artifact_servers import S3Endpoint, corrupt, signed
-from tests.cli_processes import amw
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.artifact_servers import S3Endpoint, corrupt, signed
+from tests.support.cli_processes import amw
+from tests.support.serving import served
+from tests.support.world import World
 
 RAW, CLEANED, REPORT = b"raw,rows\n1,2\n", b"rows\n1\n2\n", b'{"rows": 2}'
-
-
-@contextlib.asynccontextmanager
-async def _served(w: World, store: ArtifactStore) -> AsyncIterator[str]:
-    server = LiveServer(w.authority, poll_interval_s=0.05, artifact_store=store)
-    await server.start()
-    try:
-        yield server.url
-    finally:
-        await server.stop()
 
 
 def _three_levels(w: World, store: ArtifactStore, *, raw_manifest: bool = True) -> list[str]:
@@ -69,7 +57,7 @@ async def test_cli_get_verifies_and_fails_in_one_line__MW_13_1_d(
 ) -> None:
     store = FilesystemStore(tmp_path / "data" / "artifacts")
     report, cleaned, _ = _three_levels(world, store)
-    async with _served(world, store) as url:
+    async with served(world, store) as url:
         reader = ("--group", "g1", "--key", _key(world, tmp_path), "--authority-url", url)
         out = tmp_path / "out" / "report.json"
         r = await amw("artifacts", "get", report, "-o", str(out), *reader)
@@ -99,7 +87,7 @@ async def test_cli_get_verifies_and_fails_in_one_line__MW_13_1_d(
 async def test_cli_get_into_a_directory_writes_the_hash_there(world: World, tmp_path: Path) -> None:
     store = FilesystemStore(tmp_path / "artifacts")
     report, _, _ = _three_levels(world, store)
-    async with _served(world, store) as url:
+    async with served(world, store) as url:
         reader = ("--group", "g1", "--key", _key(world, tmp_path), "--authority-url", url)
         out = tmp_path / "out"
         out.mkdir()
@@ -120,7 +108,7 @@ async def test_cli_lineage_of_an_artifact_without_manifest_is_an_error(
 ) -> None:
     store = FilesystemStore(tmp_path / "artifacts")
     report, _, raw = _three_levels(world, store, raw_manifest=False)
-    async with _served(world, store) as url:
+    async with served(world, store) as url:
         reader = ("--group", "g1", "--key", _key(world, tmp_path), "--authority-url", url)
         unsigned = store.for_group("g1").put(b"unsigned").hash
         for h in ("0" * 64, unsigned):
@@ -136,7 +124,7 @@ async def test_cli_lineage_of_an_artifact_without_manifest_is_an_error(
 async def test_cli_lineage_tree_and_mermaid__MW_13_1_c(world: World, tmp_path: Path) -> None:
     store = FilesystemStore(tmp_path / "artifacts")
     report, cleaned, raw = _three_levels(world, store)
-    async with _served(world, store) as url:
+    async with served(world, store) as url:
         reader = ("--group", "g1", "--key", _key(world, tmp_path), "--authority-url", url)
         r = await amw("artifacts", "lineage", report, *reader)
         assert r.returncode == 0, r.stderr
@@ -159,7 +147,7 @@ async def test_cli_get_from_s3_needs_no_store_credential__MW_13_1_d__MW_13_3_d(
     assert not {"MISSIONWEAVE_S3_ACCESS_KEY", "MISSIONWEAVE_S3_SECRET_KEY"} & set(os.environ)
     st = s3_server.store()
     ref = st.for_group("g1").put(b"in the bucket")
-    async with _served(world, st) as url:
+    async with served(world, st) as url:
         reader = ("--group", "g1", "--key", _key(world, tmp_path), "--authority-url", url)
         r = await amw("artifacts", "get", ref.hash, "-o", str(tmp_path / "o"), *reader)
         assert r.returncode == 0, r.stderr

@@ -6,8 +6,8 @@ import sqlite3
 from pathlib import Path
 
 from missionweave.protocol import SigningKey
-from tests.cli_processes import authority_serve, mw
-from tests.world import make_world
+from tests.support.cli_processes import authority_serve, mw
+from tests.support.world import make_world
 
 
 def test_help_lists_commands() -> None:

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from missionweave.dev import free_port
-from tests.cli_processes import (
+from tests.support.cli_processes import (
     EXE,
     ROOT,
     Process,
@@ -32,7 +32,7 @@ from tests.cli_processes import (
     one_line_error,
     processes_mentioning,
 )
-from tests.mission_harness import contract
+from tests.support.mission_harness import contract
 
 
 def _spec(mission_id: str, capability: str) -> dict[str, Any]:

@@ -16,8 +16,8 @@ from missionweave.protocol import (
     input_json,
 )
 from missionweave.protocol.temporal_contract import MissionSpec
-from tests.cli_processes import mw
-from tests.contracts import contract
+from tests.support.cli_processes import mw
+from tests.support.contracts import contract
 
 
 def _spec(inputs: list[dict[str, object]]) -> MissionSpec:

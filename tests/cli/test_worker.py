@@ -17,7 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.cli._common import CliError, serve_until_signalled
 from missionweave.dev import free_port
 from missionweave.protocol import SigningKey
-from tests.cli_processes import (
+from tests.support.cli_processes import (
     EXE,
     DevStack,
     Process,
@@ -29,9 +29,9 @@ from tests.cli_processes import (
     mw,
     processes_mentioning,
 )
-from tests.mission_harness import contract, mission_stack
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.mission_harness import contract, mission_stack
+from tests.support.serving import LiveServer
+from tests.support.world import World
 
 
 def _files(tmp: Path, key: SigningKey, card: str) -> tuple[Path, Path]:
@@ -49,7 +49,12 @@ def test_worker_bad_input_is_one_line(tmp_path: Path) -> None:
     base = ["--key", str(key_path), "--group", "g1", "--state-dir", str(tmp_path / "s")]
     cases = [
         (
-            ["--card", str(tmp_path / "missing.yaml"), "--handlers", "tests.worker_handlers"],
+            [
+                "--card",
+                str(tmp_path / "missing.yaml"),
+                "--handlers",
+                "tests.support.worker_handlers",
+            ],
             "no card file at",
         ),
         (
@@ -61,7 +66,7 @@ def test_worker_bad_input_is_one_line(tmp_path: Path) -> None:
                 "--card",
                 str(card_path),
                 "--handlers",
-                "tests.worker_handlers",
+                "tests.support.worker_handlers",
                 "--authority-url",
                 f"http://127.0.0.1:{free_port()}",
             ],
@@ -72,7 +77,7 @@ def test_worker_bad_input_is_one_line(tmp_path: Path) -> None:
     bad_card.write_text("agent_id: worker-0\nmax_concurrency: 0\n", encoding="utf-8")
     cases.append(
         (
-            ["--card", str(bad_card), "--handlers", "tests.worker_handlers"],
+            ["--card", str(bad_card), "--handlers", "tests.support.worker_handlers"],
             "invalid card: max_concurrency",
         )
     )
@@ -88,7 +93,7 @@ def test_worker_bad_input_is_one_line(tmp_path: Path) -> None:
         "--card",
         str(card_path),
         "--handlers",
-        "tests.worker_handlers",
+        "tests.support.worker_handlers",
         "--group",
         "g1",
     )
@@ -98,7 +103,7 @@ def test_worker_bad_input_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("given", "hint"),
     [
-        ("tests/worker_handlers.py", "did you mean 'tests.worker_handlers'"),
+        ("tests/support/worker_handlers.py", "did you mean 'tests.support.worker_handlers'"),
         ("no_such_pkg.handlers", "a handler module is named by its dotted path (e.g. "
          "mypkg.handlers) and must be importable from the current directory or PYTHONPATH"),
     ],
@@ -147,7 +152,7 @@ async def test_ctrl_c_ends_the_worker_with_a_stopped_line(
     says so: ``agent <id> stopped``."""
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.process_member("stop-1", ["dist.verify@1.2"])
-        proc = await ms.agent_process("stop-1", "tests.worker_handlers")
+        proc = await ms.agent_process("stop-1", "tests.support.worker_handlers")
         log = tmp_path / "stop-1.log"
         lines = await _ctrl_c_once(proc, log, ready="agent stop-1 working in g1")
     assert "stopping agent stop-1; Ctrl-C again exits at once" in lines, lines
@@ -186,7 +191,7 @@ async def test_worker_unreachable_temporal_is_one_line(
         "--key",
         str(key_path),
         "--handlers",
-        "tests.worker_handlers",
+        "tests.support.worker_handlers",
         "--group",
         "g1",
         "--authority-url",
@@ -270,8 +275,8 @@ def _agent(up: DevStack, tmp_path: Path, agent: str, capability: str) -> tuple[P
 def _hold_worker(
     up: DevStack, card: Path, key: Path, state_dir: Path, log: Path, *extra: str
 ) -> Process:
-    """``missionweave worker`` in Group ``demo`` with ``tests.hold_handlers``, sharing the dev
-    stack's artifact store; it reads the servers' addresses from the environment."""
+    """``missionweave worker`` in Group ``demo`` with ``tests.support.hold_handlers``, sharing the
+    dev stack's artifact store; it reads the servers' addresses from the environment."""
     return Process(
         [
             EXE,
@@ -281,7 +286,7 @@ def _hold_worker(
             "--key",
             str(key),
             "--handlers",
-            "tests.hold_handlers",
+            "tests.support.hold_handlers",
             "--group",
             "demo",
             "--state-dir",
@@ -321,7 +326,7 @@ def test_ctrl_c_stops_a_worker_whose_servers_are_gone(
         started = {e["work_item_id"] for e in up.events() if e["type"] == "work.started"}
         return started == {"hold-1:hold", "hold-1:wait"}
 
-    eventually(both_started, "two started WorkItems", stack, timeout_s=60)
+    eventually(both_started, "two started WorkItems", stack)
 
     # dev up runs the Temporal server as a child, in a process group of its own, and the
     # Authority's signature verifiers
@@ -362,7 +367,7 @@ def test_ctrl_c_on_a_handler_that_never_pauses_reports_it_and_exits_1(
     def started_by() -> list[object]:
         return [e["actor"] for e in up.events() if e["type"] == "work.started"]
 
-    (first,) = eventually(started_by, "a started WorkItem", stack, timeout_s=60)
+    (first,) = eventually(started_by, "a started WorkItem", stack)
     other = "ign-2" if first == "ign-1" else "ign-1"
     code, err = _exit(workers[str(first)], f"{first} after Ctrl-C")
     assert code == 1, (code, err)
@@ -375,9 +380,7 @@ def test_ctrl_c_on_a_handler_that_never_pauses_reports_it_and_exits_1(
     failed = [e for e in up.events() if e["type"] == "work.failed"]
     assert [(e["actor"], e["body"]["retryable"]) for e in failed] == [(first, True)]
     assert "interrupted" in failed[0]["body"]["evidence"][0]["summary"]
-    eventually(
-        lambda: started_by() == [first, other], f"{wid} started by {other}", stack, timeout_s=60
-    )
+    eventually(lambda: started_by() == [first, other], f"{wid} started by {other}", stack)
     kinds = [e["type"] for e in up.events() if e.get("work_item_id") == wid]
     assert not [k for k in kinds if "expired" in str(k)], kinds  # reported, not timed out
 

@@ -9,7 +9,7 @@ import missionweave.coordinator as coordinator
 from missionweave.activities import CoordinatorActivities
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Actor, SigningKey
-from tests.surface import assert_surface
+from tests.support.surface import assert_surface
 
 
 def test_public_surface() -> None:

@@ -71,7 +71,7 @@ from missionweave.worker import (
     WorkerError,
 )
 from missionweave.workflows import MissionWorkflow
-from tests.cli_processes import (
+from tests.support.cli_processes import (
     EXE,
     logged_process,
     mission_spec,
@@ -79,7 +79,7 @@ from tests.cli_processes import (
     stack_command,
     wait_for_output,
 )
-from tests.mission_harness import contract
+from tests.support.mission_harness import contract
 
 SITE = Path(sysconfig.get_paths()["purelib"])
 #: Small, pure-Python distributions installed in the project's venv (dependencies of its

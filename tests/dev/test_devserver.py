@@ -24,7 +24,7 @@ from missionweave.dev import (
     TemporalDevServer,
     search_attribute_args,
 )
-from tests.cli_processes import listening_port
+from tests.support.cli_processes import listening_port
 
 
 def test_search_attribute_args() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from missionweave.dev import GroupSetupError, ensure_member
 from missionweave.protocol import SigningKey
-from tests.temporal_env import authority_stack
+from tests.support.temporal_env import authority_stack
 
 
 async def test_a_member_with_another_key_is_an_error_not_present(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.cli_processes import (
+from tests.support.cli_processes import (
     EXE,
     authority_serve,
     descendants,
@@ -17,12 +17,13 @@ from tests.cli_processes import (
     stack_command,
     wait_for_output,
 )
+from tests.support.waits import WAIT_S
 
 
 def _kill_and_outlive_none(proc: subprocess.Popen[Any], children: set[int], secs: float) -> None:
     """``kill -9`` ``proc``; fail unless every one of ``children`` is gone within ``secs``."""
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    proc.wait(timeout=WAIT_S)
     deadline = time.monotonic() + secs
     while any(_alive(c) for c in children):
         assert time.monotonic() < deadline, f"outlived {proc.args[1:3]}: {children}"

@@ -17,8 +17,8 @@ from missionweave.protocol.temporal_contract import (
     mission_workflow_id,
 )
 from missionweave.workflows import MissionWorkflow
-from tests.cli_processes import mission_spec
-from tests.mission_harness import contract, step_registry
+from tests.support.cli_processes import mission_spec
+from tests.support.mission_harness import contract, step_registry
 
 
 def _stack(data: Path) -> EmbeddedStack:

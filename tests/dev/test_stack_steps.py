@@ -21,8 +21,8 @@ from missionweave.dev import (
     wait_until,
 )
 from missionweave.protocol import Actor, AgentCard
-from tests.temporal_env import authority_stack
-from tests.world import World
+from tests.support.temporal_env import authority_stack
+from tests.support.world import World
 
 
 def test_a_key_file_is_created_once_then_loaded(tmp_path: Path) -> None:

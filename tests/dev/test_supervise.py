@@ -14,7 +14,8 @@ import pytest
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
 from missionweave.dev import EmbeddedStack, StackError, connect_client
-from tests.cli_processes import STARTUP_S, Process, children, dev_up, processes_mentioning
+from tests.support.cli_processes import STARTUP_S, Process, children, dev_up, processes_mentioning
+from tests.support.waits import WAIT_S
 
 
 async def _answers(target: str) -> bool:
@@ -59,7 +60,7 @@ async def test_the_stack_gives_up_naming_temporal_when_it_dies_too_often(tmp_pat
         assert proc is not None
         os.kill(proc.pid, signal.SIGKILL)
         with pytest.raises(StackError, match=r"the Temporal dev server \(.*\) exited with code -9"):
-            await asyncio.wait_for(watch, 30)
+            await asyncio.wait_for(watch, WAIT_S)
         assert not stack.temporal.running
 
 

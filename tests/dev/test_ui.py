@@ -32,8 +32,8 @@ import pytest
 from missionweave.dev import EmbeddedStack
 from missionweave.protocol import AgentCard, SigningKey
 from missionweave.protocol.temporal_contract import MissionResult, mission_workflow_id
-from tests.cli_processes import amw
-from tests.mission_harness import contract, step_registry
+from tests.support.cli_processes import amw
+from tests.support.mission_harness import contract, step_registry
 
 GROUP, MISSION, TITLE = "ui", "ui-1", "Two steps, seen in the web UI"
 ITEMS = (f"{MISSION}:first", f"{MISSION}:second")

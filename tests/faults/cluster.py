@@ -49,7 +49,7 @@ from missionweave.protocol.temporal_contract import (
     mission_workflow_id,
 )
 
-from ..serving import authority_serve_command
+from ..support.serving import authority_serve_command
 from .handlers import LEDGER_ENV
 from .parts import MW, Part
 from .proxy import Proxy
@@ -312,6 +312,8 @@ class Cluster:
                     str(self.files.artifacts),
                     "--stop-timeout",
                     "5",
+                    "--metrics-port",  # none: its default is one fixed port of the machine
+                    "0",
                 ],
                 self._log("coordinator"),
             )

@@ -14,8 +14,8 @@ from pathlib import Path
 
 # The repository root (the parts run from it, with it on ``PYTHONPATH``), the ``missionweave``
 # command of this interpreter's environment, and what is running on the machine.
-from tests.cli_processes import EXE as MW
-from tests.cli_processes import ROOT, children, processes_mentioning
+from tests.support.cli_processes import EXE as MW
+from tests.support.cli_processes import ROOT, children, processes_mentioning
 
 __all__ = ["MW", "ROOT", "Part", "children", "processes_mentioning", "wait_for"]
 

@@ -3,8 +3,8 @@ worker``, scraped as Prometheus does during a small Mission run from the CLI (is
 for operators"): each named series moves, labels carry no id, and every query of
 ``dashboards/*.json`` names a series the scrape found.
 
-The Mission's one WorkItem runs ``tests.gate_handlers``' ``test.gate@1.0``, which waits until
-the test opens its gate: the agent's busy slot is read while the handler runs, not guessed.
+The Mission's one WorkItem runs ``tests.support.gate_handlers``' ``test.gate@1.0``, which waits
+until the test opens its gate: the agent's busy slot is read while the handler runs, not guessed.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from missionweave.dev import free_port
 from missionweave.metrics import series
-from tests.cli_processes import EXE, DevStack, Process, dev_up, eventually, mission_spec, mw
-from tests.mission_harness import contract
+from tests.support.cli_processes import EXE, DevStack, Process, dev_up, eventually, mission_spec, mw
+from tests.support.mission_harness import contract
 
 DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
 #: A series name in a PromQL query: ours or the Temporal SDK's, not a function call.
@@ -56,7 +56,7 @@ def _gate_worker(up: DevStack, tmp_path: Path, metrics_port: int) -> Process:
     card.write_text(
         "agent_id: gate-1\ncapabilities: [test.gate@1.0]\nmax_concurrency: 1\n", encoding="utf-8"
     )
-    args = ["--card", str(card), "--key", str(key), "--handlers", "tests.gate_handlers"]
+    args = ["--card", str(card), "--key", str(key), "--handlers", "tests.support.gate_handlers"]
     args += ["--group", "demo", "--state-dir", str(tmp_path / "state")]
     args += ["--metrics-port", str(metrics_port), "--log-level", "info"]
     return Process([EXE, "worker", *args], tmp_path / "worker.log", env=up.env)

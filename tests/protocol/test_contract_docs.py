@@ -8,7 +8,7 @@ from pathlib import Path
 
 from missionweave.cli._contract import TABLE_BEGIN, TABLE_END, contract_schema, contract_table
 from missionweave.protocol import WorkContract
-from tests.cli_processes import mw
+from tests.support.cli_processes import mw
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "contract.md"
 

@@ -27,7 +27,7 @@ from missionweave.protocol import (
     sign_command,
 )
 from missionweave.protocol import Command as WireCommand
-from tests.cli_processes import mw
+from tests.support.cli_processes import mw
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "missionweave"

@@ -23,15 +23,15 @@ from missionweave.worker._admission import (
     Decline,
 )
 from missionweave.worker._scheduler import QueuedItem, RunningItem, Scheduler
-from tests import worker_handlers
-from tests.contracts import contract
-from tests.world import T0, make_world
+from tests.support import worker_handlers
+from tests.support.contracts import contract
+from tests.support.world import T0, make_world
 
 # ------------------------------------------------------------------------------ handlers
 
 
 def test_load_handlers_collects_decorated_functions() -> None:
-    reg = load_handlers("tests.worker_handlers")
+    reg = load_handlers("tests.support.worker_handlers")
     assert reg.capabilities == ["dist.summarize@2.0", "dist.verify@1.2"]
     spec = reg.find("dist.verify@1.0")
     assert spec is not None and spec.fn is worker_handlers.verify
@@ -53,7 +53,7 @@ def test_load_handlers_collects_decorated_functions() -> None:
     ],
 )
 def test_handler_chosen_by_name_and_major_version(required: str, served: bool) -> None:
-    reg = load_handlers("tests.worker_handlers")
+    reg = load_handlers("tests.support.worker_handlers")
     assert (reg.find(required) is not None) is served
 
 
@@ -61,7 +61,7 @@ def test_handler_errors_are_one_clear_error() -> None:
     with pytest.raises(HandlerLoadError, match="cannot import"):
         load_handlers("tests.no_such_module")
     with pytest.raises(HandlerLoadError, match="no @handler"):
-        load_handlers("tests.world")
+        load_handlers("tests.support.world")
     with pytest.raises(HandlerLoadError, match="async"):
         handler("x.y")(lambda ctx, i: None)  # type: ignore[arg-type,return-value]
     reg = HandlerRegistry()
@@ -102,7 +102,7 @@ def unreadable(group_id: str, c: WorkContract) -> str | None:
 
 
 ADMISSION = AdmissionControl(
-    CARD, load_handlers("tests.worker_handlers"),
+    CARD, load_handlers("tests.support.worker_handlers"),
     AdmissionPolicy(max_queue_depth=3, default_estimate_ms=5_000, dependency_check=unreadable),
 )  # fmt: skip
 
@@ -131,7 +131,7 @@ def test_a_zero_queue_takes_only_work_that_starts_at_once__MW_10_3_d_e() -> None
     """``max_queue_depth=0``: accept onto a free slot (the work starts at once), decline with
     ``capacity`` what would have to wait."""
     strict = AdmissionControl(
-        CARD, load_handlers("tests.worker_handlers"), AdmissionPolicy(max_queue_depth=0)
+        CARD, load_handlers("tests.support.worker_handlers"), AdmissionPolicy(max_queue_depth=0)
     )
     assert isinstance(strict.decide(request(contract(), busy_slots=1)), Accept)
     busy = strict.decide(request(contract(), busy_slots=2))

@@ -18,7 +18,7 @@ from missionweave.worker._dispatch import Dispatcher
 from missionweave.worker._scheduler import QueuedItem, Scheduler
 from missionweave.worker._slots import SlotBoard
 from missionweave.worker._state import LocalState
-from tests.world import make_world
+from tests.support.world import make_world
 
 T0 = 1_800_000_000_000
 

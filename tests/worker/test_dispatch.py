@@ -14,6 +14,7 @@ from missionweave.worker._dispatch import Dispatcher, NoSlot
 from missionweave.worker._scheduler import QueuedItem, Scheduler
 from missionweave.worker._slots import SlotBoard
 from missionweave.worker._state import LocalState
+from tests.support.waits import WAIT_S
 
 T0 = 1_800_000_000_000
 
@@ -43,7 +44,7 @@ async def test_a_stale_waiters_exit_never_unqueues_the_newer_attempt__MW_11_5_a(
         assert disp.depth("g") == 1  # the retry still waits in the queue
         board.release(("g", "busy"))
         disp.dispatch_once()
-        await asyncio.wait_for(retry, 1)  # served: it has the slot
+        await asyncio.wait_for(retry, WAIT_S)  # served: it has the slot
         assert ("g", "w1") in board.busy()
     finally:
         disp.close("test over")
@@ -69,11 +70,11 @@ async def test_a_superseded_waiter_ends_and_its_deadline_still_fails_the_newer__
     second = asyncio.create_task(disp.wait_for_slot(_item(T0 + 1_000)))
     try:
         with pytest.raises(NoSlot):
-            await asyncio.wait_for(first, 1)
+            await asyncio.wait_for(first, WAIT_S)
         now[0] = T0 + 1_000
         disp.dispatch_once()
         with pytest.raises(NoSlot, match="w1"):
-            await asyncio.wait_for(second, 1)
+            await asyncio.wait_for(second, WAIT_S)
         assert disp.depth() == 0
     finally:
         disp.close("test over")

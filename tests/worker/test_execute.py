@@ -5,12 +5,10 @@ late-result path."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from temporalio import activity
 from temporalio.activity import ActivityCancellationDetails
 from temporalio.testing import ActivityEnvironment
@@ -25,19 +23,12 @@ from missionweave.worker import (
     WorkContext,
 )
 from missionweave.worker._execute import WorkItemExecutor
-from tests.executor_harness import Handler, VerifyInput, grant, registry_of, run
-from tests.mission_outcome import until
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.executor_harness import Handler, VerifyInput, grant, registry_of, run
+from tests.support.waits import WAIT_S, until
+from tests.support.world import World
 
 #: The contract's deliverable ``report``, inline.
 REPORT = {"report": {"files": 1}}
-
-
-@pytest_asyncio.fixture
-async def client(live: LiveServer, world: World) -> AsyncIterator[AuthorityClient]:
-    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as c:
-        yield c
 
 
 @pytest.fixture
@@ -391,7 +382,7 @@ async def _timed_out_by_temporal(
     await until("a renewal", lambda: _events(world, "a", "lease.renewed"))  # the handler runs
     env.cancel(ActivityCancellationDetails(timed_out=True))
     try:
-        await asyncio.wait_for(task, 30)
+        await asyncio.wait_for(task, WAIT_S)
     except BaseException as exc:  # how the activity ended is the subject
         return exc
     return None

@@ -11,9 +11,7 @@ records the order in which the agent takes the offers."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import uuid
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +22,20 @@ from temporalio.worker import (
     ActivityInboundInterceptor,
     ExecuteActivityInput,
     Interceptor,
-    UnsandboxedWorkflowRunner,
-    Worker,
 )
 
-from missionweave.protocol import AgentCard
 from missionweave.protocol.temporal_contract import OfferTerms, OutcomeKind
-from missionweave.worker import AdmissionPolicy, AgentRuntime, load_handlers
-from tests.contracts import contract
-from tests.serving import LiveServer
-from tests.worker.test_runtime import StandInItem, StandInMissionWorkflow, StandInSpec
-from tests.world import World
+from missionweave.worker import AdmissionPolicy
+from tests.support.contracts import contract
+from tests.support.serving import LiveServer
+from tests.support.world import World, another_group
+from tests.worker.stand_in import (
+    StandInItem,
+    StandInMissionWorkflow,
+    StandInSpec,
+    agent_runtime,
+    stand_in_worker,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's dev server
 FLOOD = 20
@@ -56,28 +57,6 @@ class _Taken(Interceptor):
                 return await super().execute_activity(input)
 
         return _Record(next)
-
-
-def _second_group(w: World) -> World:
-    """Group ``g2`` (Mission ``m2``) on ``w``'s Authority, ``worker-0`` a worker in it."""
-    coord = w.coordinator
-    r = w.authority.submit(
-        coord.command(
-            "group.create",
-            "g2",
-            {"public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
-            issued_at_ms=w.clock.now,
-        )
-    )
-    assert r.accepted, r.rejection
-    coord.membership_epochs["g2"] = 1
-    w2 = dataclasses.replace(w, group="g2", mission="m2", leases={})
-    w0 = w.workers[0]
-    body = {"agent_id": w0.agent_id, "public_key": w0.public_key, "roles": ["worker"]}
-    w2.ok(coord, "member.add", body)
-    w0.membership_epochs["g2"] = 1
-    w2.ok(coord, "mission.create", {"mission_id": "m2", "title": "the other Group's"})
-    return w2
 
 
 async def _offers(
@@ -116,38 +95,23 @@ async def test_one_group_s_flood_does_not_hold_back_another_s_offer__MW_11_1_a(
 ) -> None:
     """``g1`` floods the agent with 20 offers, then ``g2`` offers one: with one slot and a
     queue depth of 3, the agent takes ``g2``'s offer among the first, not after the flood."""
-    other = _second_group(world)
+    other = another_group(world)
     live = LiveServer(world.authority, poll_interval_s=0.05)
     await live.start()
     queue = f"stand-in-{uuid.uuid4().hex[:8]}"
-    w0 = world.workers[0]
-    card = AgentCard(
-        agent_id=w0.agent_id,
-        public_key=w0.public_key,
-        capabilities=["dist.verify@1.2"],
-        max_concurrency=1,
-    )
     taken = _Taken()
-    env = dev_env
     try:
-        async with Worker(
-            env.client,
-            task_queue=queue,
-            workflows=[StandInMissionWorkflow],
-            workflow_runner=UnsandboxedWorkflowRunner(),
-        ):
+        async with stand_in_worker(dev_env, queue) as env:
             flood = await _offers(world, env, queue, [f"f{n:02}" for n in range(FLOOD)])
             single = await _offers(other, env, queue, ["b"])  # queued after the whole flood
-            rt = AgentRuntime(
-                card,
-                w0.key,
+            rt = agent_runtime(
+                world,
+                live.url,
+                env.client,
+                tmp_path / "agent" / "worker-0.db",
+                max_concurrency=1,
                 groups=[world.group, other.group],
-                authority_url=live.url,
-                temporal_client=env.client,
-                handlers=load_handlers("tests.worker_handlers"),
-                state_path=tmp_path / "agent" / "worker-0.db",
                 admission=AdmissionPolicy(max_queue_depth=3),
-                tick=timedelta(milliseconds=200),
                 clock=world.clock,
                 interceptors=[taken],
             )

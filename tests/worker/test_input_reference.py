@@ -5,12 +5,10 @@ the handler runs."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from temporalio.testing import ActivityEnvironment
 
 from missionweave.artifacts import FilesystemStore
@@ -19,16 +17,9 @@ from missionweave.protocol import input_json, input_reference
 from missionweave.protocol.temporal_contract import ExecuteWorkItemInput, OutcomeKind
 from missionweave.worker import Submission, WorkContext
 from missionweave.worker._execute import WorkItemExecutor
-from tests.artifact_servers import corrupt
-from tests.executor_harness import VerifyInput, grant, registry_of
-from tests.serving import LiveServer
-from tests.world import World
-
-
-@pytest_asyncio.fixture
-async def client(live: LiveServer, world: World) -> AsyncIterator[AuthorityClient]:
-    async with AuthorityClient(live.url, signing_key=world.coordinator.key) as c:
-        yield c
+from tests.support.artifact_servers import corrupt
+from tests.support.executor_harness import VerifyInput, grant, registry_of
+from tests.support.world import World
 
 
 async def _run(

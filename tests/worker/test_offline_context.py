@@ -6,12 +6,12 @@ irreversible actions."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from missionweave.authority.client import AuthorityClient
 from missionweave.authority.wire import SubmitResult
@@ -20,22 +20,13 @@ from missionweave.protocol.temporal_contract import ExecuteWorkItemInput
 from missionweave.worker import LeaseLost, WorkContext
 from missionweave.worker._lease import LeaseSession
 from missionweave.worker._offline import OfflineBuffer
-from tests.executor_harness import grant
-from tests.loopback_proxy import DroppingProxy
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.executor_harness import grant
+from tests.support.loopback_proxy import DroppingProxy
+from tests.support.serving import LiveServer
+from tests.support.waits import WAIT_S
+from tests.support.world import World
 
 GRACE_MS = 60_000
-
-
-@pytest_asyncio.fixture
-async def proxy(live: LiveServer) -> AsyncIterator[DroppingProxy]:
-    p = DroppingProxy(live.port)
-    await p.start()
-    try:
-        yield p
-    finally:
-        await p.stop()
 
 
 async def _context(
@@ -103,7 +94,7 @@ async def test_mw_11_5_d_an_irreversible_effect_waits_for_a_confirmed_lease(
         await asyncio.sleep(1.2)
         assert not effect.done() and ctx.usage.side_effects == 0
         proxy.restore()
-        key = await asyncio.wait_for(effect, 10)
+        key = await asyncio.wait_for(effect, WAIT_S)
     assert key == ctx.idempotency_key("ledger") and ctx.usage.side_effects == 1
 
 
@@ -118,7 +109,7 @@ async def test_mw_11_5_d_no_irreversible_effect_once_the_grace_has_passed(
         await asyncio.sleep(0.8)
         world.clock.advance(work.lease.expires_at_ms - world.clock.now + GRACE_MS)  # type: ignore[union-attr]
         with pytest.raises(LeaseLost):
-            await asyncio.wait_for(effect, 10)
+            await asyncio.wait_for(effect, WAIT_S)
     assert ctx.usage.side_effects == 0
 
 
@@ -134,10 +125,13 @@ async def test_mw_11_5_d_risk_class_decides_what_is_irreversible(
         await ctx.report("working")  # learns that the Authority is unreachable
         # a local, undoable step: only the risk class can make it wait
         call = asyncio.create_task(ctx.tool_call("search", reversible=True, external=False))
-        await asyncio.sleep(1.2)
-        assert call.done() is goes_on
+        if goes_on:  # it ends while the Authority is still unreachable
+            await asyncio.wait_for(call, WAIT_S)
+        else:  # it waits for the Authority: a while later it has not ended
+            await asyncio.sleep(1.2)
+            assert not call.done()
         proxy.restore()
-        await asyncio.wait_for(call, 10)
+        await asyncio.wait_for(call, WAIT_S)
     assert ctx.usage.tool_calls == 1
 
 
@@ -164,11 +158,27 @@ async def test_mw_11_5_c_a_publication_the_authority_missed_is_sent_again_within
     session = LeaseSession(worker, client, work, world.clock, OfflineBuffer())
     ctx = WorkContext(work, session)
     async with client:
-        ref = await asyncio.wait_for(ctx.publish(b'{"ok": true}', "application/json"), 15)
+        ref = await asyncio.wait_for(ctx.publish(b'{"ok": true}', "application/json"), WAIT_S)
     assert len(fenced) == 1
     assert ctx.published == [ref.hash]
     published = [e for e in world.authority.events(world.group) if e.type == "artifact.published"]
     assert [e.body["artifact_hash"] for e in published] == [ref.hash]
+
+
+@contextlib.asynccontextmanager
+async def _offline_past_the_lease(world: World, proxy: DroppingProxy) -> AsyncIterator[WorkContext]:
+    """WorkItem ``a`` of a low-risk contract at work with ``worker-0``: its context cut off
+    from the Authority (which it has learnt), the lease and its token expired, still within
+    the grace."""
+    work = grant(world, "a", world.workers[0], risk_class="low")
+    ctx, client = await _context(world, proxy, work, OfflineBuffer())
+    lease = work.lease
+    assert lease is not None
+    async with client:
+        proxy.cut()
+        await ctx.report("working")  # learns that the Authority is unreachable
+        world.clock.advance(lease.expires_at_ms - world.clock.now + 1)  # lease and token expired
+        yield ctx
 
 
 @pytest.mark.parametrize("action", ["reversible_effect", "default_tool_call"])
@@ -178,14 +188,7 @@ async def test_nothing_externally_visible_on_an_expired_lease_offline__MW_11_5_d
     """A reversible effect and a tool call (reversible by default) of a low-risk contract leave
     the process: offline, with the lease and its token expired (still within the grace), they
     wait for a lease the Authority confirms, and past the grace they are refused, uncounted."""
-    work = grant(world, "a", world.workers[0], risk_class="low")
-    ctx, client = await _context(world, proxy, work, OfflineBuffer())
-    lease = work.lease
-    assert lease is not None
-    async with client:
-        proxy.cut()
-        await ctx.report("working")  # learns that the Authority is unreachable
-        world.clock.advance(lease.expires_at_ms - world.clock.now + 1)  # lease and token expired
+    async with _offline_past_the_lease(world, proxy) as ctx:
         call = asyncio.create_task(
             ctx.effect("ledger", reversible=True)
             if action == "reversible_effect"
@@ -194,7 +197,7 @@ async def test_nothing_externally_visible_on_an_expired_lease_offline__MW_11_5_d
         await asyncio.sleep(0.3)
         world.clock.advance(GRACE_MS)  # the grace ends while it waits
         with pytest.raises(LeaseLost):
-            await asyncio.wait_for(call, 10)
+            await asyncio.wait_for(call, WAIT_S)
     assert ctx.usage.side_effects == 0 and ctx.usage.tool_calls == 0
 
 
@@ -203,15 +206,8 @@ async def test_local_reversible_computation_goes_on_offline__MW_11_5_c(
 ) -> None:
     """What stays in the process and can be undone there (``external=False``) goes on offline
     within the grace, even with the lease expired; past the grace it stops too."""
-    work = grant(world, "a", world.workers[0], risk_class="low")
-    ctx, client = await _context(world, proxy, work, OfflineBuffer())
-    lease = work.lease
-    assert lease is not None
-    async with client:
-        proxy.cut()
-        await ctx.report("working")
-        world.clock.advance(lease.expires_at_ms - world.clock.now + 1)
-        key = await asyncio.wait_for(ctx.tool_call("scratch", external=False), 10)
+    async with _offline_past_the_lease(world, proxy) as ctx:
+        key = await asyncio.wait_for(ctx.tool_call("scratch", external=False), WAIT_S)
         assert key == ctx.idempotency_key("tool:scratch:1")
         world.clock.advance(GRACE_MS)
         with pytest.raises(LeaseLost):

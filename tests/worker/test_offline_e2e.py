@@ -31,10 +31,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
 from missionweave.protocol import RESOURCE_USAGE_RECORDED, Event
-from tests.loopback_proxy import DroppingProxy
-from tests.mission_harness import MissionStack, contract, mission_stack, stop_process
-from tests.mission_outcome import until
-from tests.offline_handlers import CAPABILITY, LEDGER_ENV, read_ledger, registry
+from tests.support.loopback_proxy import DroppingProxy
+from tests.support.mission_harness import MissionStack, contract, mission_stack, stop_process
+from tests.support.offline_handlers import CAPABILITY, LEDGER_ENV, read_ledger, registry
+from tests.support.waits import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 #: The lease of the measurement on main that re-ran finished work (issue 12).
@@ -123,7 +123,6 @@ async def test_mw_11_5_c_authority_killed_mid_run_no_effect_twice(
         await until(
             "every item at work",
             lambda: _count(ms, "work.progress_reported") >= ITEMS,
-            timeout_s=30,
         )
         await ms.stack.server.kill()  # type: ignore[union-attr]
         await asyncio.sleep(outage_s)
@@ -160,7 +159,7 @@ async def test_connections_dropped_by_a_proxy_no_effect_twice__MW_11_5_e(
             )
             handle = await ms.start(ms.spec("cut", _items()))
             working = "work.progress_reported"
-            await until("every item at work", lambda: _count(ms, working) >= ITEMS, timeout_s=30)
+            await until("every item at work", lambda: _count(ms, working) >= ITEMS)
             proxy.cut()
             await asyncio.sleep(cut_s)
             assert read_ledger(ledger) == []
@@ -197,7 +196,7 @@ async def test_agent_restarted_while_offline_reconciles_its_buffer__MW_11_5_e(
         async def worker(n: int) -> asyncio.subprocess.Process:
             return await ms.agent_process(
                 "ada",
-                "tests.offline_handlers",
+                "tests.support.offline_handlers",
                 authority_url=proxy.url,
                 env={LEDGER_ENV: str(ledger)},
                 log=f"ada-{n}",
@@ -206,19 +205,19 @@ async def test_agent_restarted_while_offline_reconciles_its_buffer__MW_11_5_e(
         procs = [await worker(1)]
         try:
             presence = ms.stack.client.presence
-            present = await until("ada's Presence", lambda: presence(ms.group), timeout_s=30)
+            present = await until("ada's Presence", lambda: presence(ms.group))
             assert "ada" in present
             handle = await ms.start(ms.spec("restarted", [item]))
             await until("ada at work", lambda: _count(ms, "work.progress_reported") >= 1)
             proxy.cut()
             buffer = tmp_path / "agents" / "ada.offline.sqlite3"
-            await until("checkpoints buffered", lambda: _buffered(buffer) >= 2, timeout_s=10)
+            await until("checkpoints buffered", lambda: _buffered(buffer) >= 2)
             os.kill(procs[0].pid, signal.SIGKILL)
             await procs[0].wait()
             held = _buffered_ids(buffer)
             proxy.restore()
             procs.append(await worker(2))
-            await until("the buffer reconciled", lambda: _buffered(buffer) == 0, timeout_s=30)
+            await until("the buffer reconciled", lambda: _buffered(buffer) == 0)
             result = await asyncio.wait_for(handle.result(), 90)
             log = _log(ms)
             verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)

@@ -9,63 +9,40 @@ as an ``execute_work_item`` activity on the agent's task queue."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from missionweave.protocol import AgentCard
 from missionweave.protocol.temporal_contract import OfferTerms, OutcomeKind, mission_workflow_id
-from missionweave.worker import AgentRuntime, load_handlers
-from tests import offline_handlers
-from tests.contracts import contract
-from tests.loopback_proxy import DroppingProxy
-from tests.mission_outcome import until
-from tests.serving import LiveServer
-from tests.worker.test_runtime import (
-    STAND_IN_QUEUE,
+from missionweave.worker import AgentRuntime
+from tests.support import offline_handlers
+from tests.support.contracts import contract
+from tests.support.loopback_proxy import DroppingProxy
+from tests.support.waits import WAIT_S, until
+from tests.support.world import World
+from tests.worker.stand_in import (
     StandInItem,
-    StandInMissionWorkflow,
     StandInSpec,
-    stand_in_env,
+    agent_runtime,
+    stand_in_worker,
+    start_stand_in,
 )
-from tests.world import World
 
 TIMEOUTS = {"start_deadline_ms": 60_000, "lease_ms": 10_000, "heartbeat_ms": 1_000}
 GRACE_MS = 1_000
 
 
-@pytest_asyncio.fixture
-async def proxy(live: LiveServer) -> AsyncIterator[DroppingProxy]:
-    p = DroppingProxy(live.port)
-    await p.start()
-    try:
-        yield p
-    finally:
-        await p.stop()
-
-
 def _runtime(
     w: World, proxy: DroppingProxy, client: object, state: Path, tick: timedelta
 ) -> AgentRuntime:
-    worker = w.workers[0]
-    card = AgentCard(
-        agent_id=worker.agent_id,
-        public_key=worker.public_key,
+    return agent_runtime(
+        w,
+        proxy.url,
+        client,
+        state,
         capabilities=["dist.verify@1.2", "offline.ended@1.0"],
-        max_concurrency=2,
-    )
-    return AgentRuntime(
-        card,
-        worker.key,
-        groups=[w.group],
-        authority_url=proxy.url,
-        temporal_client=client,  # type: ignore[arg-type]
-        handlers=load_handlers("tests.worker_handlers", "tests.offline_handlers"),
-        state_path=state,
+        handlers=["tests.support.worker_handlers", "tests.support.offline_handlers"],
         tick=tick,
         clock=w.clock,
     )
@@ -103,31 +80,21 @@ async def test_progress_of_an_execution_ended_offline_reconciled_on_reconnection
     outage = asyncio.Event()  # this test's event loop's
     monkeypatch.setattr(offline_handlers, "OUTAGE", outage)
     log = world.authority.all_events
-    async with (
-        await stand_in_env() as env,
-        Worker(
-            env.client,
-            task_queue=STAND_IN_QUEUE,
-            workflows=[StandInMissionWorkflow],
-            workflow_runner=UnsandboxedWorkflowRunner(),
-        ),
-    ):
+    async with stand_in_worker() as env:
         rt = _runtime(world, proxy, env.client, tmp_path / "agent" / "worker-0.db", tick)
         async with rt:
             terms = OfferTerms(
                 offer_id=world.offer("a", w0), revision=1, expires_at_ms=world.clock.now + 30_000
             )
             with env.auto_time_skipping_disabled():
-                first = await env.client.start_workflow(
-                    StandInMissionWorkflow.run,
+                first = await start_stand_in(
+                    env,
                     _spec(world, "a", StandInItem(contract=ended, offer=terms)),
-                    id=mission_workflow_id(world.mission),
-                    task_queue=STAND_IN_QUEUE,
+                    mission_workflow_id(world.mission),
                 )
                 await until(
                     "a's first checkpoint",
                     lambda: any(e.type == "work.progress_reported" for e in log(world.group)),
-                    timeout_s=30,
                 )
                 proxy.cut()
                 outage.set()
@@ -141,10 +108,10 @@ async def test_progress_of_an_execution_ended_offline_reconciled_on_reconnection
                         for c in rt.offline_buffer.pending()
                     )
 
-                await until("two buffered", lambda: offline_saves() == 2, timeout_s=30)
+                await until("two buffered", lambda: offline_saves() == 2)
                 lease = world.item("a")
                 world.clock.advance(TIMEOUTS["lease_ms"] + GRACE_MS)  # the grace runs out
-                outcome = (await asyncio.wait_for(first.result(), 60))["a"]
+                outcome = (await asyncio.wait_for(first.result(), WAIT_S))["a"]
                 assert outcome.kind is OutcomeKind.LEASE_LOST  # it ended, cut off
                 assert offline_saves() == 2  # nothing reached the Authority meanwhile
                 assert lease["state"] == "active"
@@ -156,8 +123,8 @@ async def test_progress_of_an_execution_ended_offline_reconciled_on_reconnection
                     revision=1,
                     expires_at_ms=world.clock.now + 30_000,
                 )
-                second = await env.client.start_workflow(
-                    StandInMissionWorkflow.run,
+                second = await start_stand_in(
+                    env,
                     _spec(
                         world,
                         "b",
@@ -167,10 +134,9 @@ async def test_progress_of_an_execution_ended_offline_reconciled_on_reconnection
                             offer=terms_b,
                         ),
                     ),
-                    id="stand-in-after-the-outage",
-                    task_queue=STAND_IN_QUEUE,
+                    "stand-in-after-the-outage",
                 )
-                done = (await asyncio.wait_for(second.result(), 60))["b"]
+                done = (await asyncio.wait_for(second.result(), WAIT_S))["b"]
             assert len(rt.offline_buffer) == 0
     assert done.kind is OutcomeKind.SUBMITTED
     events = list(log(world.group))

@@ -26,8 +26,8 @@ from missionweave.outcome import mission_result
 from missionweave.protocol import AgentCard, Event
 from missionweave.protocol.temporal_contract import MissionSpec
 from missionweave.worker import AgentRuntime, HandlerRegistry, Pause, Submission, WorkContext
-from tests.mission_harness import MissionStack, contract, mission_stack
-from tests.mission_outcome import until
+from tests.support.mission_harness import MissionStack, contract, mission_stack
+from tests.support.waits import WAIT_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -149,8 +149,8 @@ async def test_the_scheduler_preempts_at_a_checkpoint_and_the_item_resumes__MW_1
         await until("the long item runs", lambda: "long started" in order)
         quick_h = await ms.start(_spec(ms, LAB, "m-quick", "quick", "demo.quick@1.0"))
 
-        quick_res = await asyncio.wait_for(mission_result(quick_h), 30)
-        long_res = await asyncio.wait_for(mission_result(long_h), 30)
+        quick_res = await asyncio.wait_for(mission_result(quick_h), WAIT_S)
+        long_res = await asyncio.wait_for(mission_result(long_h), WAIT_S)
         assert (quick_res.status, long_res.status) == ("completed", "completed"), (
             order,
             quick_res.model_dump_json()[:1500],

@@ -7,7 +7,7 @@ runtime's internals (admission control, the scheduler, slots, the projection) st
 from __future__ import annotations
 
 import missionweave.worker as worker
-from tests.surface import assert_surface
+from tests.support.surface import assert_surface
 
 WORKER = {
     # writing handlers

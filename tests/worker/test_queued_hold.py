@@ -8,22 +8,18 @@ import asyncio
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
-
-from missionweave.protocol import AgentCard
 from missionweave.protocol.temporal_contract import OfferTerms, mission_workflow_id
-from missionweave.worker import AgentRuntime, load_handlers
-from tests.contracts import contract
-from tests.mission_outcome import until
-from tests.serving import LiveServer
-from tests.worker.test_runtime import (
-    STAND_IN_QUEUE,
+from tests.support.contracts import contract
+from tests.support.serving import LiveServer
+from tests.support.waits import WAIT_S, until
+from tests.support.world import World
+from tests.worker.stand_in import (
     StandInItem,
-    StandInMissionWorkflow,
     StandInSpec,
-    stand_in_env,
+    agent_runtime,
+    stand_in_worker,
+    start_stand_in,
 )
-from tests.world import World
 
 # a start deadline far enough for admission control to accept a wait behind a holder
 TIMEOUTS = {"start_deadline_ms": 3_600_000, "lease_ms": 10_000, "heartbeat_ms": 500}
@@ -40,35 +36,20 @@ async def test_a_waiting_item_s_hold_is_renewed_by_the_agent__MW_11_3_a(
     for wid, cap in (("busy", "test.hold@1.0"), ("waiting", "test.wait@1.0")):
         world.authorize(wid, required_capabilities=[cap], timeouts=TIMEOUTS)
         items[wid] = (cap, world.offer(wid, w0))
-    card = AgentCard(
-        agent_id=w0.agent_id,
-        public_key=w0.public_key,
-        capabilities=["test.hold@1.0", "test.wait@1.0"],
-        max_concurrency=1,
-    )
     log = world.authority.all_events
 
     def of(wid: str, type: str) -> list[dict[str, object]]:
         return [e.body for e in log(world.group) if e.type == type and e.work_item_id == wid]
 
-    async with (
-        await stand_in_env() as env,
-        Worker(
+    async with stand_in_worker() as env:
+        rt = agent_runtime(
+            world,
+            live.url,
             env.client,
-            task_queue=STAND_IN_QUEUE,
-            workflows=[StandInMissionWorkflow],
-            workflow_runner=UnsandboxedWorkflowRunner(),
-        ),
-    ):
-        rt = AgentRuntime(
-            card,
-            w0.key,
-            groups=[world.group],
-            authority_url=live.url,
-            temporal_client=env.client,
-            handlers=load_handlers("tests.hold_handlers"),
-            state_path=tmp_path / "agent" / "worker-0.db",
-            tick=timedelta(milliseconds=200),
+            tmp_path / "agent" / "worker-0.db",
+            capabilities=["test.hold@1.0", "test.wait@1.0"],
+            max_concurrency=1,
+            handlers=["tests.support.hold_handlers"],
             clock=world.clock,
             graceful_shutdown=timedelta(seconds=5),
         )
@@ -92,11 +73,8 @@ async def test_a_waiting_item_s_hold_is_renewed_by_the_agent__MW_11_3_a(
                         },
                     )
                     handles.append(
-                        await env.client.start_workflow(
-                            StandInMissionWorkflow.run,
-                            spec,
-                            id=f"{mission_workflow_id(world.mission)}-{wid}",
-                            task_queue=STAND_IN_QUEUE,
+                        await start_stand_in(
+                            env, spec, f"{mission_workflow_id(world.mission)}-{wid}"
                         )
                     )
                     if wid == "busy":
@@ -109,12 +87,11 @@ async def test_a_waiting_item_s_hold_is_renewed_by_the_agent__MW_11_3_a(
                         )
                         >= 2
                     ),
-                    timeout_s=30,
                 )
                 (accepted,) = of("waiting", "work.offer_accepted")
                 assert not of("waiting", "work.started")  # still waiting for the slot
             for h in handles:
-                await asyncio.wait_for(h.result(), 30)
+                await asyncio.wait_for(h.result(), WAIT_S)
     hold = accepted["hold"]
     assert isinstance(hold, dict)
     renewed = [b for b in of("waiting", "lease.renewed") if b.get("kind") == "queued"]

@@ -13,9 +13,9 @@ from missionweave.authority.client import AuthorityClient
 from missionweave.protocol.temporal_contract import OutcomeKind
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.worker._execute import WorkItemExecutor
-from tests.executor_harness import VerifyInput, grant
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.executor_harness import VerifyInput, grant
+from tests.support.serving import LiveServer
+from tests.support.world import World
 
 TIMEOUTS = {"start_deadline_ms": 60_000, "lease_ms": 30_000, "heartbeat_ms": 300}
 

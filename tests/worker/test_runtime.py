@@ -1,131 +1,36 @@
 """The agent runtime end to end: a real Authority on loopback, the Temporal time-skipping test
-server, and ``StandInMissionWorkflow`` — a stand-in for the real Mission workflow, used only to
-exercise the runtime's side of an offer: it schedules one ``execute_work_item`` per offered
-WorkItem on the agent's task queue (the offer *is* the activity, docs/design.md §4.3), and the
-runtime answers each one with its own signed Commands to the Authority."""
+server, and the stand-in Mission of :mod:`tests.worker.stand_in`."""
 
 from __future__ import annotations
 
 import asyncio
-import sys
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
-from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from missionweave.protocol import AgentCard, DeclineReason, SigningKey, WorkContract
+from missionweave.protocol import AgentCard, DeclineReason, SigningKey
 from missionweave.protocol.temporal_contract import (
-    ExecuteWorkItemInput,
     OfferTerms,
     OutcomeKind,
-    ProgressSignal,
-    WorkOutcome,
-    agent_task_queue,
     mission_workflow_id,
 )
 from missionweave.worker import AgentRuntime, SessionError, load_handlers
-from missionweave.workflows._edges import execute_work_item
-from tests.contracts import contract
-from tests.serving import LiveServer
-from tests.world import World
-
-TEST_SERVER = str(Path(sys.executable).with_name("temporal-test-server"))
-STAND_IN_QUEUE = "stand-in-coordinator"
-
-
-class StandInItem(BaseModel):
-    contract: WorkContract
-    input: dict[str, Any] = {}
-    offer: OfferTerms
-
-
-class StandInSpec(BaseModel):
-    group_id: str
-    mission_id: str
-    agent_id: str
-    items: dict[str, StandInItem]
-
-
-@workflow.defn(name="StandInMission")
-class StandInMissionWorkflow:
-    """Stand-in for the Mission workflow (tests only): each item's offer as an activity."""
-
-    @workflow.init
-    def __init__(self, spec: StandInSpec) -> None:
-        self.spec = spec
-        self.outcomes: dict[str, WorkOutcome] = {}
-        self.progress: list[str] = []
-
-    @workflow.run
-    async def run(self, spec: StandInSpec) -> dict[str, WorkOutcome]:
-        await asyncio.gather(*(self._offer(w, it) for w, it in spec.items.items()))
-        return self.outcomes
-
-    async def _offer(self, wid: str, item: StandInItem) -> None:
-        work = ExecuteWorkItemInput(
-            group_id=self.spec.group_id,
-            mission_id=self.spec.mission_id,
-            work_item_id=wid,
-            contract=item.contract,
-            input=item.input,
-            offer=item.offer,
-        )
-        self.outcomes[wid] = await workflow.execute_activity(
-            execute_work_item,
-            work,
-            task_queue=agent_task_queue(self.spec.agent_id, self.spec.group_id),
-            schedule_to_start_timeout=timedelta(minutes=1),
-            start_to_close_timeout=timedelta(minutes=5),
-            heartbeat_timeout=timedelta(milliseconds=item.contract.timeouts.lease_ms),
-            retry_policy=RetryPolicy(maximum_attempts=1),
-        )
-
-    @workflow.signal
-    def report_progress(self, sig: ProgressSignal) -> None:
-        self.progress.append(sig.report.phase)
-
-    @workflow.query
-    def seen(self) -> dict[str, Any]:
-        return {
-            "progress": self.progress,
-            "outcomes": {k: v.kind.value for k, v in self.outcomes.items()},
-        }
-
+from tests.support.contracts import contract
+from tests.support.serving import LiveServer
+from tests.support.waits import WAIT_S
+from tests.support.world import World
+from tests.worker.stand_in import (
+    StandInItem,
+    StandInMissionWorkflow,
+    StandInSpec,
+    agent_runtime,
+    stand_in_env,
+    stand_in_worker,
+    start_stand_in,
+)
 
 # ------------------------------------------------------------------------------ the tests
-
-
-async def stand_in_env() -> WorkflowEnvironment:
-    return await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=TEST_SERVER, data_converter=pydantic_data_converter
-    )
-
-
-def runtime(w: World, live: LiveServer, env: WorkflowEnvironment, state: Path) -> AgentRuntime:
-    worker = w.workers[0]
-    card = AgentCard(
-        agent_id=worker.agent_id,
-        public_key=worker.public_key,
-        capabilities=["dist.verify@1.2"],
-        max_concurrency=2,
-    )
-    return AgentRuntime(
-        card,
-        worker.key,
-        groups=[w.group],
-        authority_url=live.url,
-        temporal_client=env.client,
-        handlers=load_handlers("tests.worker_handlers"),
-        state_path=state,
-        tick=timedelta(milliseconds=200),
-    )
 
 
 def events_of(w: World, type: str) -> list[Any]:
@@ -165,28 +70,17 @@ async def test_runtime_answers_offers_starts_and_executes__MW_10_3_d(
         },
     )
     state = tmp_path / "agent" / "worker-0.db"
-    async with await stand_in_env() as env:
-        async with Worker(
-            env.client,
-            task_queue=STAND_IN_QUEUE,
-            workflows=[StandInMissionWorkflow],
-            workflow_runner=UnsandboxedWorkflowRunner(),
-        ):
-            rt = runtime(world, live, env, state)
-            async with rt:
-                assert events_of(world, "agent.card_published")  # published once, at start
-                assert rt.actor.membership_epochs == {world.group: 1}  # learnt from the log
-                handle = await env.client.start_workflow(
-                    StandInMissionWorkflow.run,
-                    spec,
-                    id=mission_workflow_id(world.mission),
-                    task_queue=STAND_IN_QUEUE,
-                )
-                with env.auto_time_skipping_disabled():
-                    outcomes = await asyncio.wait_for(handle.result(), 30)
-                    seen = await handle.query(StandInMissionWorkflow.seen)
-                assert rt.state is not None
-                before = rt.state.projection()["work_items"]
+    async with stand_in_worker() as env:
+        rt = agent_runtime(world, live.url, env.client, state)
+        async with rt:
+            assert events_of(world, "agent.card_published")  # published once, at start
+            assert rt.actor.membership_epochs == {world.group: 1}  # learnt from the log
+            handle = await start_stand_in(env, spec, mission_workflow_id(world.mission))
+            with env.auto_time_skipping_disabled():
+                outcomes = await asyncio.wait_for(handle.result(), WAIT_S)
+                seen = await handle.query(StandInMissionWorkflow.seen)
+            assert rt.state is not None
+            before = rt.state.projection()["work_items"]
     (declined,) = events_of(world, "work.offer_declined")
     assert declined.body["reason"] == DeclineReason.CAPABILITY
     assert declined.body["detail"]["missing"] == ["gpu.render@1.0"]
@@ -209,7 +103,10 @@ async def test_runtime_answers_offers_starts_and_executes__MW_10_3_d(
     # Delete the local state; a new runtime rebuilds the same projection from the log.
     for f in state.parent.glob("worker-0.db*"):
         f.unlink()
-    async with await stand_in_env() as env, runtime(world, live, env, state) as again:
+    async with (
+        await stand_in_env() as env,
+        agent_runtime(world, live.url, env.client, state) as again,
+    ):
         assert again.state is not None
         assert again.state.projection()["work_items"] == before
         assert len(events_of(world, "agent.card_published")) == 1  # not republished
@@ -233,7 +130,7 @@ async def test_runtime_refuses_to_start_without_membership(
         groups=[world.group],
         authority_url=live.url,
         temporal_client=_NoTemporal(),  # type: ignore[arg-type]
-        handlers=load_handlers("tests.worker_handlers"),
+        handlers=load_handlers("tests.support.worker_handlers"),
         state_path=tmp_path / "s.db",
     )
     with pytest.raises(SessionError, match="unknown_actor") as err:
@@ -266,7 +163,7 @@ async def test_a_stop_during_start_up_ends_the_runtime_though_the_authority_is_s
         groups=["g1"],
         authority_url=f"http://127.0.0.1:{port}",
         temporal_client=_NoTemporal(),  # type: ignore[arg-type]
-        handlers=load_handlers("tests.worker_handlers"),
+        handlers=load_handlers("tests.support.worker_handlers"),
         state_path=tmp_path / "s.db",
     )
     try:
@@ -277,7 +174,7 @@ async def test_a_stop_during_start_up_ends_the_runtime_though_the_authority_is_s
             await asyncio.sleep(0.05)
         assert accepted and not run.done()
         await rt.stop()
-        await asyncio.wait_for(run, 10)  # a bound on a hang, not a speed assertion
+        await asyncio.wait_for(run, WAIT_S)  # a bound on a hang, not a speed assertion
         assert not rt.ready.is_set()
     finally:
         for w in accepted:

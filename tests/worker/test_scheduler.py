@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from missionweave.worker._scheduler import QueuedItem, RunningItem, Scheduler
-from tests.scheduler_sim import T0, RoundRobin, StrictPriority, simulate, weighted_shares
+from tests.support.scheduler_sim import T0, RoundRobin, StrictPriority, simulate, weighted_shares
 
 WEIGHTS = {"gold": 4.0, "silver": 2.0, "bronze": 1.0}
 #: Different durations per Group: the shares are of slot-time, not of starts.

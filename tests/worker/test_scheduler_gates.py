@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from missionweave.worker._gates import RiskGate, demand
 from missionweave.worker._scheduler import QueuedItem, RunningItem, Scheduler
-from tests.scheduler_sim import simulate
+from tests.support.scheduler_sim import simulate
 
 T0 = 1_700_000_000_000
 

@@ -17,9 +17,9 @@ from missionweave.protocol.temporal_contract import ExecuteWorkItemInput, LeaseG
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.worker._execute import WorkItemExecutor
 from missionweave.worker._slots import SlotBoard
-from tests.contracts import contract
-from tests.serving import LiveServer
-from tests.world import World
+from tests.support.contracts import contract
+from tests.support.serving import LiveServer
+from tests.support.world import World
 
 
 class Files(BaseModel):

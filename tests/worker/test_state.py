@@ -9,33 +9,9 @@ from pathlib import Path
 from missionweave.authority.client import Subscriber
 from missionweave.protocol import Event
 from missionweave.worker._state import LocalState
-from tests.serving import LiveServer, eventually
-from tests.world import World
-
-
-def second_group(w: World) -> str:
-    """Group ``g2``, also coordinated by ``w.coordinator``, with worker-0 as a worker."""
-    coord, worker = w.coordinator, w.workers[0]
-    r = w.authority.submit(
-        coord.command(
-            "group.create",
-            "g2",
-            {"public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
-            issued_at_ms=w.clock.now,
-        )
-    )
-    assert r.accepted, r.rejection
-    coord.membership_epochs["g2"] = 1
-    w.group = "g2"
-    w.ok(
-        coord,
-        "member.add",
-        {"agent_id": worker.agent_id, "public_key": worker.public_key, "roles": ["worker"]},
-    )
-    worker.membership_epochs["g2"] = 1
-    w.ok(coord, "mission.create", {"mission_id": "m1", "title": "second"})
-    w.group = "g1"
-    return "g2"
+from tests.support.serving import LiveServer
+from tests.support.waits import eventually
+from tests.support.world import World, another_group
 
 
 def populate(w: World) -> None:
@@ -47,11 +23,9 @@ def populate(w: World) -> None:
     w.ok(me, "work.checkpoint", w.leased("a", checkpoint={"done": 1}))  # → queued, resumable
     w.offer("b", me)  # an open offer to this agent, not answered yet
     w.run_to_verified("c", other)  # not ours
-    g2 = second_group(w)
-    w.group = g2
-    w.authorize("x")
-    assert w.accept(me, "x", w.offer("x", me)).accepted
-    w.group = "g1"
+    g2 = another_group(w, mission="m1")
+    g2.authorize("x")
+    assert g2.accept(me, "x", g2.offer("x", me)).accepted
 
 
 async def follow(live: LiveServer, w: World, state: LocalState) -> None:
@@ -70,7 +44,7 @@ async def follow(live: LiveServer, w: World, state: LocalState) -> None:
     )
     task = asyncio.create_task(sub.run())
     heads = {g: w.authority.head(g)[0] for g in ("g1", "g2")}
-    await eventually(lambda: all(sub.cursor(g) == h for g, h in heads.items()), timeout_s=10)
+    await eventually(lambda: all(sub.cursor(g) == h for g, h in heads.items()))
     await sub.stop()
     await task
 

@@ -13,8 +13,8 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
-from tests.mission_harness import contract, mission_stack, step_registry
-from tests.mission_outcome import until
+from tests.support.mission_harness import contract, mission_stack, step_registry
+from tests.support.waits import WAIT_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -30,7 +30,7 @@ async def test_an_acceptance_cancels_only_its_own_items_other_offers__MW_10_3_c(
     async def hold(ctx: WorkContext, input: dict[str, object]) -> Submission:
         started.set()
         try:
-            await asyncio.wait_for(release.wait(), 20)
+            await asyncio.wait_for(release.wait(), WAIT_S)
         except asyncio.CancelledError:
             seen.append("cancelled")
             raise
@@ -50,19 +50,18 @@ async def test_an_acceptance_cancels_only_its_own_items_other_offers__MW_10_3_c(
             ],
         )
         handle = await ms.start(spec)
-        await asyncio.wait_for(started.wait(), 20)
+        await asyncio.wait_for(started.wait(), WAIT_S)
         await until(
             "x verified",
             lambda: any(
                 e.type == "work.result_accepted" and e.work_item_id == "x"
                 for e in ms.stack.authority.events(ms.group)
             ),
-            20,
         )
         await asyncio.sleep(2)
         release.set()
         try:
-            await asyncio.wait_for(handle.result(), 30)
+            await asyncio.wait_for(handle.result(), WAIT_S)
         except Exception as exc:
             seen.append(f"result: {type(exc).__name__}")
         finally:

@@ -15,8 +15,8 @@ from fastapi import Body, FastAPI
 from fastapi.responses import JSONResponse
 
 from missionweave.authority.client import AuthorityClient
-from tests.serving import LiveServer, _Server
-from tests.world import World
+from tests.support.serving import LiveServer, _Server
+from tests.support.world import World
 
 TOOLS = ["search", "fetch"]
 
@@ -148,7 +148,7 @@ async def test_mw_11_3_d_a_handler_narrows_its_token_before_handing_it_to_a_tool
     the narrowed token at once, the gateway honours it, and a widening is a ValueError."""
     from missionweave.protocol.temporal_contract import OutcomeKind
     from missionweave.worker import Submission, WorkContext
-    from tests.executor_harness import VerifyInput, grant, run
+    from tests.support.executor_harness import VerifyInput, grant, run
 
     worker = world.workers[0]
     work = grant(world, "a", worker, allowed_tools=TOOLS)

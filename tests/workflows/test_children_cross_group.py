@@ -23,11 +23,17 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.activities import CoordinatorActivities
 from missionweave.authority import verify_log
 from missionweave.dev import OWNER_ROLES, enroll, ensure_group
-from missionweave.protocol import Actor, AgentCard
+from missionweave.protocol import Actor
 from missionweave.protocol.temporal_contract import ChargeParentUsageInput, ParentLink
 from missionweave.worker import AgentRuntime, HandlerRegistry, Submission, WorkContext
-from tests.mission_harness import MissionStack, contract, mission_stack, submission
-from tests.mission_outcome import result, states
+from tests.support.mission_harness import (
+    MissionStack,
+    agent_card,
+    contract,
+    mission_stack,
+    submission,
+)
+from tests.support.mission_outcome import result, states
 from tests.workflows.test_mission_paths_plan import child_result
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -55,13 +61,7 @@ async def _agent_in_g2(ms: MissionStack, agent_id: str) -> None:
     stack = ms.stack
     actor = Actor.generate(agent_id)
     await enroll(stack.client, stack.coordinator, G2, actor, ("worker",), clock=stack.clock)
-    card = AgentCard(
-        agent_id=agent_id,
-        version=1,
-        public_key=actor.public_key,
-        capabilities=["demo.step@1.0"],
-        max_concurrency=1,
-    )
+    card = agent_card(actor, version=1)
     rt = AgentRuntime(
         card,
         actor.key,

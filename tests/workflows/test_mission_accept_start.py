@@ -18,7 +18,7 @@ from missionweave.authority import verify_log
 from missionweave.protocol import Event
 from missionweave.protocol.temporal_contract import agent_task_queue
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
-from tests.mission_harness import MissionStack, contract, mission_stack, submission
+from tests.support.mission_harness import MissionStack, contract, mission_stack, submission
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -12,9 +12,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from missionweave.protocol.temporal_contract import ChildOutcome, mission_workflow_id
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import contract, mission_stack, step_registry
-from tests.mission_outcome import until
-from tests.temporal_env import SMALL_HISTORY_EVENTS
+from tests.support.mission_harness import contract, mission_stack, step_registry
+from tests.support.temporal_env import SMALL_HISTORY_EVENTS
+from tests.support.waits import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

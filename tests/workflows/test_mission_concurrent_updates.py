@@ -16,8 +16,9 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.coordinator import coordinator_worker
 from missionweave.protocol.temporal_contract import AuthorizeWorkInput, mission_workflow_id
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import contract, mission_stack
-from tests.temporal_env import new_task_queue
+from tests.support.mission_harness import contract, mission_stack
+from tests.support.temporal_env import new_task_queue
+from tests.support.waits import WAIT_S
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 NONE = ("demo.none@1.0",)  # no agent: nothing runs, the Mission just waits
@@ -51,8 +52,8 @@ async def _two_updates_in_first_task(env, ms, mid, u1, u2):
         outs = []
         for t in ups:
             try:
-                h = await asyncio.wait_for(t, 15)
-                outs.append(await asyncio.wait_for(h.result(), 15))
+                h = await asyncio.wait_for(t, WAIT_S)
+                outs.append(await asyncio.wait_for(h.result(), WAIT_S))
             except Exception as exc:
                 outs.append(exc)
         await asyncio.sleep(2)

@@ -26,9 +26,10 @@ from missionweave.protocol.temporal_contract import (
 )
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import MissionStack, contract, mission_stack, work_items
-from tests.mission_outcome import states, until
-from tests.temporal_env import SMALL_HISTORY_EVENTS
+from tests.support.mission_harness import MissionStack, contract, mission_stack, work_items
+from tests.support.mission_outcome import states
+from tests.support.temporal_env import SMALL_HISTORY_EVENTS
+from tests.support.waits import WAIT_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -139,7 +140,7 @@ async def test_continue_as_new_never_leaves_an_offer_or_execution_behind__MW_10_
         handle = await ms.start(spec)
         first_run = handle.first_execution_run_id or handle.result_run_id
         assert first_run is not None
-        result = await asyncio.wait_for(handle.result(), 60)
+        result = await asyncio.wait_for(handle.result(), WAIT_S)
         events = ms.stack.authority.events(ms.group)
         verify_log(ms.stack.authority.store, ms.group, ms.stack.authority.public_key)
         runs = await _runs(env, mission_workflow_id(spec.mission_id), first_run)
@@ -243,7 +244,7 @@ async def test_work_accepted_just_before_continue_as_new_still_runs__MW_11_3_b(
 
         await until("a long history", suggested)
         await ms.agent("ada", _step_registry(), actor=ada)  # starts a at once
-        result = await asyncio.wait_for(handle.result(), 30)
+        result = await asyncio.wait_for(handle.result(), WAIT_S)
         started = _events(ms, "work.started", "a")
 
     assert result.status == "completed"

@@ -12,8 +12,15 @@ from temporalio.testing import WorkflowEnvironment
 from missionweave.authority import verify_log
 from missionweave.protocol.temporal_contract import SelectCandidatesBatchResult
 from missionweave.worker import AdmissionPolicy
-from tests.mission_harness import MissionStack, contract, mission_stack, step_registry, work_items
-from tests.mission_outcome import coordinator_steps, states, until
+from tests.support.mission_harness import (
+    MissionStack,
+    contract,
+    mission_stack,
+    step_registry,
+    work_items,
+)
+from tests.support.mission_outcome import coordinator_steps, states
+from tests.support.waits import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -23,9 +23,7 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
-from typer.testing import CliRunner
 
-from missionweave.cli import app
 from missionweave.outcome import result_of
 from missionweave.protocol import WorkItemFacts, WorkItemState
 from missionweave.protocol.temporal_contract import (
@@ -37,23 +35,18 @@ from missionweave.protocol.temporal_contract import (
 from missionweave.worker import HandlerRegistry, PermanentFailure, Submission, WorkContext
 from missionweave.workflows import ItemState, MissionState, MissionWorkflow
 from missionweave.workflows._plan import plan
-from tests.mission_harness import contract, mission_stack, submission, work_items
-from tests.mission_outcome import WAIT_S, ending, item, result, states, until
+from tests.support.mission_harness import (
+    contract,
+    mission_cli,
+    mission_stack,
+    submission,
+    work_items,
+)
+from tests.support.mission_outcome import ending, item, result, states
+from tests.support.waits import WAIT_S, until
 
 #: The end-to-end tests share the session's loop (and its dev server); the unit tests are sync.
 on_dev_server = pytest.mark.asyncio(loop_scope="session")
-
-
-def _cli(env: WorkflowEnvironment, *args: str) -> Any:
-    """``missionweave <args>`` against ``env``, in-process (on a thread: it runs its own loop),
-    on a terminal wide enough that no table cell wraps."""
-    target = env.client.service_client.config.target_host
-    return asyncio.to_thread(
-        CliRunner().invoke,
-        app,
-        [*args, "--temporal-address", target, "--namespace", env.client.namespace],
-        env={"COLUMNS": "240"},
-    )
 
 
 async def _failure(handle: Any) -> ApplicationError:
@@ -113,14 +106,14 @@ async def test_a_failed_mission_fails_its_execution_and_says_why__issue11_1__iss
         st = await handle.query(MissionWorkflow.status)
         assert st.status == "failed" and item(st, "a").error == a.error
 
-        out = await _cli(dev_env, "mission", "status", "fail1", "--json")
+        out = await mission_cli(dev_env, "mission", "status", "fail1", "--json")
         assert out.exit_code == 0, out.output
         shown = json.loads(out.output)
         assert shown["status"] == "failed" and shown["items"][0]["error"] == a.error
         assert shown["reason"] == "a failed for good: RuntimeError: kaboom"
-        out = await _cli(dev_env, "mission", "status", "fail1")
+        out = await mission_cli(dev_env, "mission", "status", "fail1")
         assert out.exit_code == 0 and "RuntimeError: kaboom" in out.output, out.output
-        out = await _cli(dev_env, "mission", "watch", "fail1")
+        out = await mission_cli(dev_env, "mission", "watch", "fail1")
         assert out.exit_code == 1 and out.output.strip().endswith("mission fail1 failed")
 
         work_failed = [e.body for e in ms.events("a") if e.type == "work.failed"]
@@ -136,7 +129,7 @@ async def test_a_failed_mission_fails_its_execution_and_says_why__issue11_1__iss
         r.exc_info is not None and str(r.exc_info[1]) == "kaboom" for r in logged
     )
     # no coordinator answers the query any more: the status is read from the failure's details
-    out = await _cli(dev_env, "mission", "status", "fail1", "--json")
+    out = await mission_cli(dev_env, "mission", "status", "fail1", "--json")
     assert out.exit_code == 0, out.output
     shown = json.loads(out.output)
     assert (shown["status"], shown["items"][0]["error"]) == ("failed", a.error)
@@ -183,7 +176,7 @@ async def test_temporal_cancel_request_cancels_the_mission_and_ends_canceled__is
         st = await handle.query(MissionWorkflow.status)
         assert (st.status, {i.state.value for i in st.items}) == ("cancelled", {"cancelled"})
         await asyncio.wait_for(stopped.wait(), WAIT_S)
-        out = await _cli(dev_env, "mission", "watch", "tcancel1")
+        out = await mission_cli(dev_env, "mission", "watch", "tcancel1")
         assert out.exit_code == 1 and out.output.strip().endswith("mission tcancel1 cancelled")
 
 
@@ -343,11 +336,7 @@ async def test_authorize_work_refuses_an_id_twice_and_a_repeated_edge_is_harmles
 
     c = contract().wire()
     x = WorkItemSpec.model_validate({"work_item_id": "x", "contract": c})
-    items = [
-        {"work_item_id": "t", "contract": c},
-        {"work_item_id": "u", "contract": c, "dependencies": ["t"]},
-        {"work_item_id": "s", "contract": c, "dependencies": ["u"]},
-    ]
+    items = work_items({"t": [], "u": ["t"], "s": ["u"]})
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", reg)
         handle = await ms.start(ms.spec("edges1", items))
@@ -446,7 +435,7 @@ async def test_the_id_of_a_finished_mission_cannot_start_again__issue11_7(
             )
         ]
         assert failed == []
-        out = await _cli(dev_env, "mission", "status", "again1", "--json")
+        out = await mission_cli(dev_env, "mission", "status", "again1", "--json")
         assert out.exit_code == 0, out.output
         assert json.loads(out.output)["status"] == "completed"
 

@@ -40,7 +40,7 @@ from missionweave.worker._scheduler import Scheduler
 from missionweave.worker._slots import SlotBoard
 from missionweave.worker._state import LocalState
 from missionweave.worker._take import OfferTaker
-from tests.mission_harness import (
+from tests.support.mission_harness import (
     MissionStack,
     contract,
     mission_stack,
@@ -48,7 +48,7 @@ from tests.mission_harness import (
     stop_process,
     submission,
 )
-from tests.mission_outcome import until
+from tests.support.waits import WAIT_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 TIMEOUTS = {"start_deadline_ms": 30_000, "lease_ms": 2_000, "heartbeat_ms": 500}
@@ -113,8 +113,8 @@ async def test_agent_dead_after_its_accepted_submit_the_submission_is_reviewed__
                     activities=[dies_after_submit],
                 ):
                     handle = await ms.start(spec)
-                    await asyncio.wait_for(submitted.wait(), 20)
-                    result = await asyncio.wait_for(handle.result(), 30)
+                    await asyncio.wait_for(submitted.wait(), WAIT_S)
+                    result = await asyncio.wait_for(handle.result(), WAIT_S)
             finally:
                 loop.cancel()
                 await asyncio.gather(loop, return_exceptions=True)
@@ -145,11 +145,11 @@ async def test_agent_frozen_past_its_lease_late_result_recorded_on_resume__MW_11
     c = contract(["fault.sleep@1.0"], timeouts=TIMEOUTS)
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.process_member("ada", ["fault.sleep@1.0"])
-        proc = await ms.agent_process("ada", "tests.fault_handlers")
+        proc = await ms.agent_process("ada", "tests.support.fault_handlers")
         item = {"work_item_id": "a", "contract": c.wire(), "input": {"sleep_ms": SLEEP_S * 1000}}
         try:
             presence = ms.stack.client.presence
-            present = await until("ada's Presence", lambda: presence(ms.group), timeout_s=30)
+            present = await until("ada's Presence", lambda: presence(ms.group))
             assert "ada" in present
             handle = await ms.start(ms.spec("frozen", [item]))
             working = "work.progress_reported"  # the handler is at work (tests/fault_handlers)
@@ -158,7 +158,7 @@ async def test_agent_frozen_past_its_lease_late_result_recorded_on_resume__MW_11
             os.kill(proc.pid, signal.SIGSTOP)  # frozen mid-work, past its 2 s lease
             frozen_at = asyncio.get_running_loop().time()
             await ms.agent("bob", _bob_registry(), capabilities=["fault.sleep@1.0"])
-            result = await asyncio.wait_for(handle.result(), 40)
+            result = await asyncio.wait_for(handle.result(), WAIT_S)
             # frozen longer than its handler works: when it resumes, the work is done
             await asyncio.sleep(
                 max(0.0, frozen_at + SLEEP_S + 1 - asyncio.get_running_loop().time())
@@ -166,7 +166,7 @@ async def test_agent_frozen_past_its_lease_late_result_recorded_on_resume__MW_11
             os.kill(proc.pid, signal.SIGCONT)
             late = "work.late_result_recorded"
             try:
-                await until("ada's late result", lambda: late in _types(ms, "a"), timeout_s=20)
+                await until("ada's late result", lambda: late in _types(ms, "a"))
             except AssertionError as exc:
                 log_tail = (tmp_path / "ada.log").read_text(errors="replace")[-4000:]
                 why = f"no late result; {_types(ms, 'a')}; ada's log:\n{log_tail}"
@@ -209,7 +209,7 @@ async def test_an_owner_cut_off_from_temporal_but_not_the_authority_is_reviewed_
             "partition", [{"work_item_id": "a", "contract": contract(timeouts=TIMEOUTS).wire()}]
         )
         handle = await ms.start(spec)
-        result = await asyncio.wait_for(handle.result(), 60)
+        result = await asyncio.wait_for(handle.result(), WAIT_S)
         types = [e.type for e in _verified(ms, "a")]
     assert result.status == "completed"
     (a,) = result.items

@@ -19,9 +19,9 @@ from missionweave.protocol.temporal_contract import (
     WorkItemSpec,
 )
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
-from tests.cli_processes import amw
-from tests.mission_harness import contract, step_registry
-from tests.mission_outcome import states
+from tests.support.cli_processes import amw
+from tests.support.mission_harness import contract, step_registry
+from tests.support.mission_outcome import states
 
 M = "dag-1"
 GROW, LAST, ADDED = f"{M}:grow", f"{M}:last", f"{M}:added"

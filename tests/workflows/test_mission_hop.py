@@ -13,8 +13,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.protocol.temporal_contract import ReviewBatchResult
-from tests.mission_harness import mission_stack, step_registry, work_items
-from tests.mission_outcome import coordinator_steps
+from tests.support.mission_harness import mission_stack, step_registry, work_items
+from tests.support.mission_outcome import coordinator_steps
+from tests.support.waits import WAIT_S
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -26,7 +27,7 @@ async def test_a_hop_schedules_no_regular_coordinator_activity(
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", step_registry(), max_concurrency=1)
         handle = await ms.start(ms.spec("hop", work_items(chain)))
-        result = await asyncio.wait_for(handle.result(), 60)
+        result = await asyncio.wait_for(handle.result(), WAIT_S)
         history = await handle.fetch_history()
     assert result.status == "completed"
     regular = [

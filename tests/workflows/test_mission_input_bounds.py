@@ -29,8 +29,8 @@ from missionweave.protocol import (
 from missionweave.protocol.temporal_contract import AuthorizeWorkInput, WorkItemSpec
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import contract, mission_stack, submission
-from tests.mission_outcome import WAIT_S
+from tests.support.mission_harness import contract, mission_stack, submission
+from tests.support.waits import WAIT_S
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -18,7 +18,7 @@ from missionweave.workflows._state import (
     ReviewStage,
     compact,
 )
-from tests.mission_harness import contract
+from tests.support.mission_harness import contract
 
 C = contract()
 WORKFLOWS = Path(inspect.getfile(MissionWorkflow)).parent

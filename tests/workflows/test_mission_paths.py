@@ -16,15 +16,22 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from missionweave.protocol import AgentCard
 from missionweave.protocol.temporal_contract import (
     CancelInput,
     UnblockInput,
 )
 from missionweave.worker import AgentRuntime, HandlerRegistry, Pause, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import MissionStack, contract, mission_stack, submission, work_items
-from tests.mission_outcome import WAIT_S, ending, item, result, states, types, wait_status
+from tests.support.mission_harness import (
+    MissionStack,
+    agent_card,
+    contract,
+    mission_stack,
+    submission,
+    work_items,
+)
+from tests.support.mission_outcome import ending, item, result, states, types, wait_status
+from tests.support.waits import WAIT_S
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -237,13 +244,7 @@ async def agent_on_own_thread(
     actor = await ms.stack.add_agent(
         agent_id, ["worker"], capabilities=["demo.step@1.0"], max_concurrency=1
     )
-    card = AgentCard(
-        agent_id=agent_id,
-        version=2,
-        public_key=actor.public_key,
-        capabilities=["demo.step@1.0"],
-        max_concurrency=1,
-    )
+    card = agent_card(actor)
     target = ms.env.client.service_client.config.target_host
     namespace = ms.env.client.namespace
     box: dict[str, Any] = {}

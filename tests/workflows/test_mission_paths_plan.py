@@ -31,9 +31,10 @@ from missionweave.protocol.temporal_contract import (
 )
 from missionweave.worker import HandlerRegistry, PermanentFailure, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import contract, mission_stack, submission, work_items
-from tests.mission_outcome import WAIT_S, ending, item, result, states, types, wait_status
-from tests.temporal_env import authority_stack
+from tests.support.mission_harness import contract, mission_stack, submission, work_items
+from tests.support.mission_outcome import ending, item, result, states, types, wait_status
+from tests.support.temporal_env import authority_stack
+from tests.support.waits import WAIT_S
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

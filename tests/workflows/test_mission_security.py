@@ -11,7 +11,7 @@ from missionweave.authority import verify_log
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Actor
 from missionweave.protocol.temporal_contract import mission_workflow_id
-from tests.mission_harness import mission_stack, step_registry, work_items
+from tests.support.mission_harness import mission_stack, step_registry, work_items
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

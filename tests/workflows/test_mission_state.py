@@ -31,7 +31,7 @@ from missionweave.workflows._state import (
     compact,
     trim,
 )
-from tests.mission_harness import contract
+from tests.support.mission_harness import contract
 
 C = contract()
 

@@ -18,7 +18,7 @@ from missionweave.protocol.temporal_contract import (
 )
 from missionweave.workflows._plan import plan
 from missionweave.workflows._state import ItemState, MissionState, compact
-from tests.mission_harness import contract
+from tests.support.mission_harness import contract
 
 C1 = contract()
 C2 = contract(("demo.other@1.0",))

@@ -30,7 +30,7 @@ from missionweave.workflows._status import (
     mission_status,
     waiting_lines,
 )
-from tests.mission_harness import contract
+from tests.support.mission_harness import contract
 
 
 def _item(wid: str, state: WorkItemState, detail: str = "", **facts: Any) -> ItemState:

@@ -15,9 +15,7 @@ from typing import Any
 import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
-from typer.testing import CliRunner
 
-from missionweave.cli import app
 from missionweave.cli._artifacts import open_store
 from missionweave.cli._common import CliError
 from missionweave.cli._mission import load_spec
@@ -26,21 +24,19 @@ from missionweave.protocol import AgentCard, ProgressReport, WorkItemState
 from missionweave.protocol.temporal_contract import REPORT_PROGRESS_SIGNAL, ProgressSignal
 from missionweave.worker import AgentRuntime, HandlerRegistry, Submission, WorkContext, WorkerError
 from missionweave.workflows import MissionWorkflow
-from tests.contracts import contract as build_contract
-from tests.mission_harness import contract, mission_stack, submission
-from tests.mission_outcome import WAIT_S, item, until
+from tests.support.contracts import contract as build_contract
+from tests.support.mission_harness import (
+    contract,
+    mission_cli,
+    mission_stack,
+    step_registry,
+    submission,
+    work_items,
+)
+from tests.support.mission_outcome import item
+from tests.support.waits import WAIT_S, until
 
 on_dev_server = pytest.mark.asyncio(loop_scope="session")
-
-
-def _cli(env: WorkflowEnvironment, *args: str) -> Any:
-    target = env.client.service_client.config.target_host
-    return asyncio.to_thread(
-        CliRunner().invoke,
-        app,
-        [*args, "--temporal-address", target, "--namespace", env.client.namespace],
-        env={"COLUMNS": "240"},
-    )
 
 
 @on_dev_server
@@ -72,7 +68,7 @@ async def test_a_running_item_shows_active_with_owner_and_epoch__MW_11_4_a(
             assert a.lease_id is not None
             assert a.detail.startswith("active at ada · started · since "), a.detail
 
-            out = await _cli(dev_env, "mission", "status", "active1", "--json")
+            out = await mission_cli(dev_env, "mission", "status", "active1", "--json")
             assert out.exit_code == 0, out.output
             shown = json.loads(out.output)["items"][0]
             assert (shown["state"], shown["owner"], shown["ownership_epoch"]) == (
@@ -80,7 +76,7 @@ async def test_a_running_item_shows_active_with_owner_and_epoch__MW_11_4_a(
                 "ada",
                 1,
             )
-            out = await _cli(dev_env, "mission", "status", "active1")
+            out = await mission_cli(dev_env, "mission", "status", "active1")
             assert out.exit_code == 0 and "active at ada · started" in out.output, out.output
 
             # a claim from an agent the Authority does not name changes nothing
@@ -108,12 +104,8 @@ async def test_a_dependent_of_a_failed_item_names_the_dependency(
     async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
         raise RuntimeError("kaboom")
 
-    c = contract(retry={"max_attempts": 2, "initial_backoff_ms": 100}).wire()
-    items = [
-        {"work_item_id": "a", "contract": c},
-        {"work_item_id": "b", "contract": c, "dependencies": ["a"]},
-        {"work_item_id": "c", "contract": c, "dependencies": ["b"]},
-    ]
+    c = contract(retry={"max_attempts": 2, "initial_backoff_ms": 100})
+    items = work_items({"a": [], "b": ["a"], "c": ["b"]}, c)
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", reg)
         handle = await ms.start(ms.spec("depfail1", items))
@@ -135,21 +127,15 @@ async def test_a_dependent_of_a_failed_item_names_the_dependency(
 async def test_starting_a_finished_missions_id_again_says_what_to_do(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    reg = HandlerRegistry()
-
-    @reg.handler("demo.step", version="1.0")
-    async def step(ctx: WorkContext, input: dict[str, Any]) -> Submission:
-        return submission(ctx, method="demo")
-
     async with mission_stack(dev_env, tmp_path) as ms:
-        await ms.agent("ada", reg)
+        await ms.agent("ada", step_registry())
         spec = ms.spec("again2", [{"work_item_id": "a", "contract": contract().wire()}])
         assert (await asyncio.wait_for(ms.start(spec), WAIT_S)) is not None
         handle = dev_env.client.get_workflow_handle("mission-again2")
         await asyncio.wait_for(handle.result(), WAIT_S)
         file = tmp_path / "again2.json"
         file.write_text(spec.model_dump_json())
-        out = await _cli(dev_env, "mission", "start", str(file))
+        out = await mission_cli(dev_env, "mission", "start", str(file))
         assert out.exit_code != 0
         text = str(out.exception)  # in-process, the CLI's one-line error is raised
         assert "mission 'again2' already exists (workflow mission-again2, completed)" in text

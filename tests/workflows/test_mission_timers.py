@@ -7,7 +7,7 @@ the real dev server with deadlines of :data:`SHORT_MS`; the idle-backoff test, w
 the workflow's own, still skips ten minutes.
 
 The Authority, the coordinator Worker and the agent runtimes all run on one
-:class:`~tests.temporal_env.VirtualClock` that follows the server's (skipped) time
+:class:`~tests.support.temporal_env.VirtualClock` that follows the server's (skipped) time
 (``FollowTemporalTime``), so the Authority judges expiry as the workflow does. Time is skipped
 explicitly with ``time_env.sleep(...)`` while an agent is known to be silent; everything else
 runs with automatic time skipping off, so a real agent's answer never races a skipped timer.
@@ -30,9 +30,16 @@ from missionweave.outcome import mission_result
 from missionweave.protocol import Actor, Event
 from missionweave.protocol.temporal_contract import MissionResult, MissionSpec, MissionStatus
 from missionweave.workflows import MissionWorkflow
-from tests.mission_harness import MissionStack, contract, mission_stack, step_registry, work_items
-from tests.mission_outcome import coordinator_steps, until
-from tests.temporal_env import FollowTemporalTime, VirtualClock
+from tests.support.mission_harness import (
+    MissionStack,
+    contract,
+    mission_stack,
+    step_registry,
+    work_items,
+)
+from tests.support.mission_outcome import coordinator_steps
+from tests.support.temporal_env import FollowTemporalTime, VirtualClock
+from tests.support.waits import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -28,11 +28,11 @@ from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows._plan import plan, retries_left
 from missionweave.workflows._state import ItemState, MissionState
 from missionweave.workflows._status import failed_for_good
-from tests.contracts import contract
-from tests.mission_harness import contract as mission_contract
-from tests.mission_harness import mission_stack
-from tests.mission_outcome import WAIT_S
-from tests.world import World, evidence, make_world
+from tests.support.contracts import contract
+from tests.support.mission_harness import contract as mission_contract
+from tests.support.mission_harness import mission_stack
+from tests.support.waits import WAIT_S
+from tests.support.world import World, evidence, make_world
 
 #: The end-to-end test shares the session's loop (and its dev server).
 on_dev_server = pytest.mark.asyncio(loop_scope="session")

@@ -30,9 +30,10 @@ from missionweave.protocol.temporal_contract import (
 )
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
-from tests.artifact_servers import corrupt
-from tests.mission_harness import MW, MissionStack, contract, mission_stack
-from tests.mission_outcome import WAIT_S, result, until
+from tests.support.artifact_servers import corrupt
+from tests.support.mission_harness import MW, MissionStack, contract, mission_stack
+from tests.support.mission_outcome import result
+from tests.support.waits import WAIT_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -1,5 +1,5 @@
 """A handler with one external effect, for the bounded-offline tests
-(``missionweave worker --handlers tests.offline_handlers`` or :func:`registry`).
+(``missionweave worker --handlers tests.support.offline_handlers`` or :func:`registry`).
 
 ``offline.ledger`` works ``steps`` steps of ``step_ms`` milliseconds — reversible computation,
 each step metered (``tokens``) and checkpointed with ``ctx.save`` — then takes its one external

@@ -1,5 +1,5 @@
 """Handlers of an agent run as a process (``missionweave worker --handlers
-tests.artifact_handlers``) that publishes and fetches Artifacts through the Authority."""
+tests.support.artifact_handlers``) that publishes and fetches Artifacts through the Authority."""
 
 from __future__ import annotations
 

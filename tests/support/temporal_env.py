@@ -39,7 +39,7 @@ How a test module uses them — exactly this::
 Rules that keep the suite healthy:
 
 * A module with ``pytestmark = pytest.mark.asyncio(loop_scope="session")`` runs *all* its async
-  tests on the session loop; function-scoped async fixtures it uses (``tests.serving.live``)
+  tests on the session loop; function-scoped async fixtures it uses (``tests.support.serving.live``)
   still run on their own loop, so prefer the ``authority_stack`` context manager there.
 * Run every ``Worker`` inside ``async with`` so it is shut down before the test ends.
 * In time-skipping tests the Authority must use the ``VirtualClock`` and every Worker that runs
@@ -47,7 +47,8 @@ Rules that keep the suite healthy:
   activities that is the Worker running the *workflow* (it stamps the workflow's time on them);
   frames signed with a time (SUBSCRIBE, presence) must take it from the same clock
   (``Subscriber(clock=...)``, ``put_presence(issued_at_ms=clock())``, ``AgentRuntime(clock=...)``):
-  the Authority refuses more than 5 minutes of skew. ``tests.mission_harness.mission_stack(...,
+  the Authority refuses more than 5 minutes of skew.
+  ``tests.support.mission_harness.mission_stack(...,
   clock=clock, interceptors=[FollowTemporalTime(clock)])`` does all of it.
 * Time skips on its own only while a test awaits a workflow result; with real agents at work,
   use ``env.auto_time_skipping_disabled()`` and skip explicitly with ``env.sleep(...)``.

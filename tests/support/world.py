@@ -1,5 +1,5 @@
 """A small Group on a real Authority (SQLite file, or PostgreSQL under the ``postgres`` backend
-of ``tests/pg.py``) with a controllable clock, for tests.
+of ``tests/support/pg.py``) with a controllable clock, for tests.
 
 ``World`` creates a Group whose owner is also coordinator and mission owner, adds workers and a
 reviewer, opens the workers' sessions and offers helpers that walk a WorkItem through its life.
@@ -80,7 +80,7 @@ class World:
     mission: str = "m1"
     leases: dict[str, dict[str, Any]] = field(default_factory=dict)
     _reports: int = 0  # report Artifacts published so far (each a distinct hash)
-    #: the Authority's database: its SQLite path or PostgreSQL URL (``tests.pg.db_for``)
+    #: the Authority's database: its SQLite path or PostgreSQL URL (``tests.support.pg.db_for``)
     db: str | Path = ""
 
     def submit(
@@ -94,11 +94,25 @@ class World:
         assert r.status == "accepted", r.rejection
         return r
 
+    def judged(
+        self, code: str | None, actor: Actor, type: str, body: dict[str, Any] | None = None
+    ) -> SubmitResult:
+        """Submit; the Command is accepted when ``code`` is ``None``, else refused with
+        ``code`` and nothing written (the Group's head unchanged). The result."""
+        head = self.authority.head(self.group)
+        r = self.submit(actor, type, body)
+        if code is None:
+            assert r.accepted, r.rejection
+        else:
+            assert r.rejection is not None and r.rejection.code == code, r.rejection
+            assert self.authority.head(self.group) == head
+        return r
+
     def authorization(
         self, wid: str, deps: list[str] | None = None, *, mission: str | None = None, **over: Any
     ) -> dict[str, Any]:
         """A ``work.authorize`` body: ``wid`` in ``mission`` (default: the current one) on
-        :func:`~tests.contracts.contract` ``(**over)``, depending on ``deps``."""
+        :func:`~tests.support.contracts.contract` ``(**over)``, depending on ``deps``."""
         return {
             "work_item_id": wid,
             "mission_id": mission or self.mission,
@@ -184,6 +198,41 @@ class World:
         self.ok(self.coordinator, "work.accept_result", {"work_item_id": wid})
 
 
+def _create_group(auth: Authority, coord: Actor, group: str, clock: Clock) -> None:
+    """``group.create`` of ``group`` by ``coord``: its owner, coordinator and mission owner."""
+    roles = ["owner", "coordinator", "mission_owner"]
+    r = auth.submit(
+        coord.command(
+            "group.create",
+            group,
+            {"public_key": coord.public_key, "roles": roles},
+            issued_at_ms=clock.now,
+        )
+    )
+    assert r.accepted, r.rejection
+    coord.membership_epochs[group] = 1
+
+
+def another_group(
+    w: World, group: str = "g2", *, worker: Actor | None = None, mission: str | None = "m2"
+) -> World:
+    """Group ``group`` on ``w``'s Authority, created by ``w.coordinator`` like ``w``'s, with
+    ``worker`` (``w``'s first) a worker in it and the Mission ``mission`` (``None``: none).
+
+    Returns:
+        A World of that Group: ``w``'s Authority, clock and actors, no leases.
+    """
+    _create_group(w.authority, w.coordinator, group, w.clock)
+    other = replace(w, group=group, mission=mission or w.mission, leases={})
+    member = worker or w.workers[0]
+    body = {"agent_id": member.agent_id, "public_key": member.public_key, "roles": ["worker"]}
+    other.ok(w.coordinator, "member.add", body)
+    member.membership_epochs[group] = 1
+    if mission is not None:
+        other.ok(w.coordinator, "mission.create", {"mission_id": mission, "title": "another"})
+    return other
+
+
 def make_world(path: Path, n_workers: int = 2, config: AuthorityConfig | None = None) -> World:
     """A fresh Authority at ``path`` with one Group, a Mission ``m1`` and open worker sessions."""
     clock = Clock()
@@ -193,16 +242,7 @@ def make_world(path: Path, n_workers: int = 2, config: AuthorityConfig | None = 
     db = db_for(path)
     auth = Authority(db, SigningKey.generate(), config, clock=clock)
     group = "g1"
-    r = auth.submit(
-        coord.command(
-            "group.create",
-            group,
-            {"public_key": coord.public_key, "roles": ["owner", "coordinator", "mission_owner"]},
-            issued_at_ms=clock.now,
-        )
-    )
-    assert r.accepted, r.rejection
-    coord.membership_epochs[group] = 1
+    _create_group(auth, coord, group, clock)
     workers = [Actor.generate(f"worker-{i}") for i in range(n_workers)]
     reviewer = Actor.generate("reviewer")
     w = World(auth, clock, group, coord, workers, reviewer, db=db)

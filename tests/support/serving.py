@@ -14,18 +14,20 @@ import asyncio
 import contextlib
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import uvicorn
 
+from missionweave.artifacts import ArtifactStore
 from missionweave.authority import AuthorityConfig, now_ms, open_store
 from missionweave.authority.wire._readsig import SignedReads
 from missionweave.dev import AuthorityServer, authority_answers, free_port, wait_until
 from missionweave.protocol import Actor, Command, canonical_bytes
 
+from .waits import WAIT_S
 from .world import World, make_world
 
 
@@ -44,6 +46,18 @@ class _Server(uvicorn.Server):
 LiveServer = AuthorityServer
 
 
+@contextlib.asynccontextmanager
+async def served(w: World, store: ArtifactStore | None = None) -> AsyncIterator[str]:
+    """A :data:`LiveServer` over ``w``'s Authority (serving the artifact ``store``) for the
+    block; its URL."""
+    server = LiveServer(w.authority, poll_interval_s=0.05, artifact_store=store)
+    await server.start()
+    try:
+        yield server.url
+    finally:
+        await server.stop()
+
+
 def authority_serve_command(
     db: Path,
     port: int,
@@ -54,15 +68,15 @@ def authority_serve_command(
 ) -> list[str]:
     """The command line of ``missionweave authority serve`` (this interpreter's) over ``db``
     on 127.0.0.1:``port``; the key beside ``db`` unless ``key``; ``operator_keys`` are public
-    keys or PEM files; ``metrics_port``: serve ``GET /metrics`` there (default: the
-    command's own default)."""
+    keys or PEM files; ``metrics_port``: serve ``GET /metrics`` there (default: none, ``0`` —
+    the command's default port is one fixed port of the machine, which a test never takes)."""
     cli = Path(sys.executable).with_name("missionweave")
     return [
         str(cli),
         *("authority", "serve", "--db", str(db), "--port", str(port)),
         *(["--key", str(key)] if key is not None else []),
         *(a for k in operator_keys for a in ("--operator-key", k)),
-        *(["--metrics-port", str(metrics_port)] if metrics_port is not None else []),
+        *("--metrics-port", str(metrics_port or 0)),
     ]
 
 
@@ -120,7 +134,7 @@ class ProcessServer:
         if self._proc is not None and self._proc.returncode is None:
             self._proc.terminate()
             try:
-                await asyncio.wait_for(self._proc.wait(), 15)
+                await asyncio.wait_for(self._proc.wait(), WAIT_S)
             except TimeoutError:
                 self._proc.kill()
                 await self._proc.wait()
@@ -174,18 +188,3 @@ def signed_subscribe(actor: Actor, group: str, after: int, issued_at_ms: int) ->
     }
     frame["signature"] = actor.key.sign(canonical_bytes(frame))
     return frame
-
-
-async def eventually(cond: Callable[[], bool | Awaitable[bool]], timeout_s: float = 4.0) -> None:
-    """Wait until ``cond()`` holds (fail after ``timeout_s``; never a timing assertion)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while True:
-        got = cond()
-        if not isinstance(got, bool):
-            got = await got
-        if got:
-            return
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.01)

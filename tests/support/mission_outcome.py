@@ -1,10 +1,10 @@
 """Waiting on a Mission and reading how it went, for the Mission tests.
 
-:func:`until` polls anything; :func:`wait_status` polls a Mission's ``status`` query;
-:func:`result` is its result (also of one that failed or was cancelled), :func:`ending` how its
-execution closed as Temporal shows it; :func:`states`, :func:`item` and :func:`types` read a
-result, a status and a list of Events. Every wait fails with an ``AssertionError`` that says what
-it waited for.
+:func:`wait_status` polls a Mission's ``status`` query; :func:`result` is its result (also of
+one that failed or was cancelled), :func:`ending` how its execution closed as Temporal shows it;
+:func:`states`, :func:`item` and :func:`types` read a result, a status and a list of Events.
+Every wait is bounded by :data:`tests.support.waits.WAIT_S` and fails with an ``AssertionError``
+that says what it waited for.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from missionweave.protocol import Event
 from missionweave.protocol.temporal_contract import MissionResult, MissionStatus, WorkItemStatus
 from missionweave.workflows import MissionWorkflow
 
-#: Upper bound for any single wait in the Mission tests (they finish far sooner), seconds.
-WAIT_S = 25.0
+from .waits import WAIT_S, until
 
 
 async def result(handle: WorkflowHandle[Any, MissionResult]) -> MissionResult:
@@ -60,25 +59,6 @@ async def wait_status(
     return got
 
 
-async def until(what: str, probe: Callable[[], Any], timeout_s: float = 20.0) -> Any:
-    """Poll ``probe`` (sync or async) every 50 ms until it returns something truthy; that value.
-
-    Raises:
-        AssertionError: ``timeout_s`` passed first.
-    """
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout_s
-    while True:
-        got = probe()
-        if asyncio.iscoroutine(got):
-            got = await got
-        if got:
-            return got
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 @dataclass(frozen=True)
 class Ending:
     """How a Mission's execution ended, as Temporal shows it.
@@ -98,7 +78,7 @@ class Ending:
     open_items: int | None
 
 
-async def ending(handle: WorkflowHandle[Any, Any], timeout_s: float = 25.0) -> Ending:
+async def ending(handle: WorkflowHandle[Any, Any], timeout_s: float = WAIT_S) -> Ending:
     """Wait for the Mission's execution to close; how it ended (:class:`Ending`)."""
     failure, non_retryable = None, False
     try:

@@ -1,8 +1,9 @@
 """The suite's one WorkContract builder.
 
 :func:`contract` builds a valid contract from a preset of :data:`PRESETS`: ``verify`` (two
-criteria, what the Authority tests' :class:`~tests.world.World` offers) or ``step`` (one
-deterministic criterion ``done``, what the Mission tests run; ``tests.mission_harness.contract``
+criteria, what the Authority tests' :class:`~tests.support.world.World` offers) or ``step`` (one
+deterministic criterion ``done``, what the Mission tests run;
+``tests.support.mission_harness.contract``
 is this builder with that preset).
 """
 

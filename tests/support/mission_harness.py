@@ -21,7 +21,7 @@ Building Missions: :data:`contract` (the suite's one builder, ``step`` preset),
 :meth:`MissionStack.accept_offer`; a ``missionweave worker`` process:
 :meth:`MissionStack.process_member`, :meth:`MissionStack.agent_process`, :func:`stop_process`.
 Reading the log: :meth:`MissionStack.events`, :meth:`MissionStack.wait_state`. Waiting for and
-reading a Mission's outcome: :mod:`tests.mission_outcome`.
+reading a Mission's outcome: :mod:`tests.support.mission_outcome`.
 """
 
 from __future__ import annotations
@@ -42,10 +42,12 @@ from typing import Any
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Interceptor
+from typer.testing import CliRunner, Result
 
 from missionweave.activities import Check
 from missionweave.artifacts import ArtifactStore
 from missionweave.authority import now_ms, verify_log
+from missionweave.cli import app
 from missionweave.coordinator import coordinator_worker
 from missionweave.outcome import start_mission
 from missionweave.protocol import Actor, AgentCard, Event, WorkContract
@@ -63,18 +65,18 @@ from missionweave.worker import (
 )
 
 from .contracts import contract as build_contract
-from .mission_outcome import WAIT_S, until
 from .temporal_env import AuthorityStack, authority_stack, new_task_queue
+from .waits import WAIT_S, until
 
-#: The Mission tests' contract: the suite's one builder (:func:`tests.contracts.contract`) with
-#: the ``step`` preset (one deterministic criterion ``done``, capability ``demo.step@1.0``).
+#: The Mission tests' contract: the suite's one builder (:func:`tests.support.contracts.contract`)
+#: with the ``step`` preset (one deterministic criterion ``done``, capability ``demo.step@1.0``).
 contract = partial(build_contract, preset="step")
 
 
 #: The ``missionweave`` command beside this interpreter, and the repository root (on
 #: ``PYTHONPATH`` for the agent processes it starts).
 MW = str(Path(sys.executable).with_name("missionweave"))
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def work_items(
@@ -87,6 +89,18 @@ def work_items(
         {"work_item_id": wid, "contract": wire, **({"dependencies": list(deps)} if deps else {})}
         for wid, deps in graph.items()
     ]
+
+
+async def mission_cli(env: WorkflowEnvironment, *args: str) -> Result:
+    """``missionweave <args>`` against ``env``, in-process (on a thread: it runs its own loop),
+    on a terminal wide enough that no table cell wraps."""
+    target = env.client.service_client.config.target_host
+    return await asyncio.to_thread(
+        CliRunner().invoke,
+        app,
+        [*args, "--temporal-address", target, "--namespace", env.client.namespace],
+        env={"COLUMNS": "240"},
+    )
 
 
 def submission(ctx: WorkContext, method: str = "test", **outputs: Any) -> Submission:
@@ -106,7 +120,7 @@ async def stop_process(proc: asyncio.subprocess.Process) -> None:
     proc.send_signal(signal.SIGCONT)
     proc.send_signal(signal.SIGINT)
     try:
-        await asyncio.wait_for(proc.wait(), 20)
+        await asyncio.wait_for(proc.wait(), WAIT_S)
     except TimeoutError:
         proc.kill()
         await proc.wait()
@@ -126,6 +140,24 @@ def step_registry(
         return submission(ctx, method="demo")
 
     return reg
+
+
+def agent_card(
+    actor: Actor,
+    *,
+    version: int = 2,
+    capabilities: Sequence[str] = ("demo.step@1.0",),
+    max_concurrency: int = 1,
+) -> AgentCard:
+    """``actor``'s Agent Card as its runtime publishes it: ``version`` 2 after the one
+    ``AuthorityStack.add_agent`` published (1 for an agent that published none)."""
+    return AgentCard(
+        agent_id=actor.agent_id,
+        version=version,
+        public_key=actor.public_key,
+        capabilities=list(capabilities),
+        max_concurrency=max_concurrency,
+    )
 
 
 @dataclass
@@ -162,13 +194,7 @@ class MissionStack:
             actor = await self.stack.add_agent(
                 agent_id, roles, capabilities=capabilities, max_concurrency=max_concurrency
             )
-        card = AgentCard(
-            agent_id=agent_id,
-            version=2,
-            public_key=actor.public_key,
-            capabilities=list(capabilities),
-            max_concurrency=max_concurrency,
-        )
+        card = agent_card(actor, capabilities=capabilities, max_concurrency=max_concurrency)
         rt = AgentRuntime(
             card,
             actor.key,
@@ -294,8 +320,8 @@ async def mission_stack(
     and ``schemas``) and, through :meth:`MissionStack.agent`, agent runtimes on the same clock
     and interceptors, all sharing one artifact store; every runtime and Worker is stopped on
     exit. ``authority_process``: the Authority runs as its own process (see
-    :func:`~tests.temporal_env.authority_stack`); ``artifact_store``: the store it serves (an
-    S3 bucket, say; default ``tmp/artifacts``); ``authority_metrics_port``: the Authority
+    :func:`~tests.support.temporal_env.authority_stack`); ``artifact_store``: the store it serves
+    (an S3 bucket, say; default ``tmp/artifacts``); ``authority_metrics_port``: the Authority
     process's ``GET /metrics`` port."""
     async with authority_stack(
         tmp,
@@ -329,7 +355,7 @@ async def mission_stack(
                 failures: list[Exception] = []
                 for t in ms.tasks:
                     try:
-                        await asyncio.wait_for(t, 15)
+                        await asyncio.wait_for(t, WAIT_S)
                     except asyncio.CancelledError:
                         pass
                     except Exception as exc:

@@ -1,5 +1,5 @@
 """Handlers that keep a WorkItem running until the runtime stops (imported by name, as
-``missionweave worker --handlers tests.hold_handlers`` does): two capabilities, so that two
+``missionweave worker --handlers tests.support.hold_handlers`` does): two capabilities, so that two
 agents each hold one WorkItem of the same Mission, and one whose handler never pauses."""
 
 from __future__ import annotations

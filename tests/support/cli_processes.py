@@ -30,8 +30,10 @@ from missionweave.authority.wire._readsig import SignedReads
 from missionweave.dev import free_port
 from missionweave.protocol import SigningKey
 
+from .waits import WAIT_S
+
 EXE = str(Path(sys.executable).with_name("missionweave"))
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: How long ``dev up`` may take to print that the stack is up.
 STARTUP_S = 60
 
@@ -225,7 +227,9 @@ class Process:
         self.log.close()
 
 
-def eventually(probe: Callable[[], Any], what: str, proc: Process, timeout_s: float = 30) -> Any:
+def eventually(
+    probe: Callable[[], Any], what: str, proc: Process, timeout_s: float = WAIT_S
+) -> Any:
     """Poll ``probe`` every 0.1 s until it returns something truthy (that value), failing with
     ``proc``'s stderr when ``proc`` exits or ``timeout_s`` passes first."""
     deadline = time.monotonic() + timeout_s
@@ -269,20 +273,22 @@ def wait_for_output(
 @contextlib.contextmanager
 def authority_serve(db: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``missionweave authority serve --db db *extra`` on a free loopback port, once its
-    ``/healthz`` answers 200 (within 30 s): its URL and process. Its stderr goes to ``db``'s
-    name with ``.log``; it is terminated at the end."""
+    ``/healthz`` answers 200 (within :data:`~tests.support.waits.WAIT_S`): its URL and process (no
+    metrics endpoint unless ``extra`` gives a port). Its stderr goes to ``db``'s name with
+    ``.log``; it is terminated at the end."""
     port = free_port()
     log = db.with_suffix(".log")
     url = f"http://127.0.0.1:{port}"
+    args = [EXE, "authority", "serve", "--db", str(db), "--metrics-port", "0", *extra]
     with log.open("w") as err:
         proc = subprocess.Popen(
-            [EXE, "authority", "serve", "--db", str(db), *extra, "--port", str(port)],
+            [*args, "--port", str(port)],
             stdout=subprocess.DEVNULL,
             stderr=err,
             text=True,
         )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + WAIT_S
         while True:
             try:
                 if httpx.get(f"{url}/healthz").status_code == 200:
@@ -296,7 +302,7 @@ def authority_serve(db: Path, *extra: str) -> Iterator[tuple[str, subprocess.Pop
     finally:
         if proc.poll() is None:
             proc.terminate()
-            proc.wait(timeout=15)
+            proc.wait(timeout=WAIT_S)
 
 
 # ------------------------------------------------------------------------------ dev up

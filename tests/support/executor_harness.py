@@ -1,5 +1,5 @@
 """Running the ``execute_work_item`` activity for real in ``ActivityEnvironment`` against a
-:class:`~tests.world.World`'s Authority served on loopback.
+:class:`~tests.support.world.World`'s Authority served on loopback.
 
 :func:`grant` offers, accepts and starts a WorkItem and returns the activity input the workflow
 would build; :func:`run` executes it with one handler of ``dist.verify@1.0`` (input

@@ -1,6 +1,6 @@
 """A handler that runs until the test opens its gate (imported by name, as ``missionweave worker
---handlers tests.gate_handlers`` does): ``test.gate@1.0`` logs through ``ctx.logger``, then waits
-for the file named by ``input["gate"]`` to exist and submits ``{"result": <its text>}``
+--handlers tests.support.gate_handlers`` does): ``test.gate@1.0`` logs through ``ctx.logger``, then
+waits for the file named by ``input["gate"]`` to exist and submits ``{"result": <its text>}``
 with one Evidence per acceptance criterion."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Handlers for agents run as their own processes in the fault tests
-(``missionweave worker --handlers tests.fault_handlers``)."""
+(``missionweave worker --handlers tests.support.fault_handlers``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The steps of building a running MissionWeave stack, one home each (docs/design.md §8).
 
 Every builder of a stack takes these steps from here: :class:`~missionweave.dev.EmbeddedStack`
-(``missionweave dev up``, the demo) and the test suite's builders (``tests/support/temporal_env.py``'s
-Authority stack, ``tests/faults/cluster.py``'s deployment of separate processes):
+(``missionweave dev up``, the demo) and the test suite's builders
+(``tests/support/temporal_env.py``'s Authority stack, ``tests/faults/cluster.py``'s deployment
+of separate processes):
 
 * :class:`StackFiles` — the file layout of a data directory;
 * :func:`load_or_create_key` — an Ed25519 key file, created on first use;

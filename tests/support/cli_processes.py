@@ -34,6 +34,8 @@ from .waits import WAIT_S
 
 EXE = str(Path(sys.executable).with_name("missionweave"))
 ROOT = Path(__file__).resolve().parents[2]
+#: The terminal width of the CLI's tables in these tests: no cell wraps.
+COLUMNS = "240"
 #: How long ``dev up`` may take to print that the stack is up.
 STARTUP_S = 60
 
@@ -42,14 +44,15 @@ def mw(
     *args: str, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     """Run ``missionweave *args`` to its end (from the repository root), with ``env`` over this
-    process's environment."""
+    process's environment and a terminal :data:`COLUMNS` wide (a table's width would otherwise
+    follow wherever the suite runs: a terminal, a pipe, an xdist worker)."""
     return subprocess.run(
         [EXE, *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=ROOT,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, "COLUMNS": COLUMNS, **(env or {})},
         input=stdin,
         check=False,
     )
@@ -331,9 +334,11 @@ class DevStack:
 
     @property
     def env(self) -> dict[str, str]:
-        """This environment with the stack's addresses, as a user exports them."""
+        """This environment with the stack's addresses, as a user exports them (tables
+        :data:`COLUMNS` wide)."""
         return {
             **os.environ,
+            "COLUMNS": COLUMNS,
             "TEMPORAL_ADDRESS": self.temporal,
             "MISSIONWEAVE_AUTHORITY_URL": self.authority,
         }

@@ -64,6 +64,7 @@ from missionweave.worker import (
     WorkContext,
 )
 
+from .cli_processes import COLUMNS
 from .contracts import contract as build_contract
 from .temporal_env import AuthorityStack, authority_stack, new_task_queue
 from .waits import WAIT_S, until
@@ -99,7 +100,7 @@ async def mission_cli(env: WorkflowEnvironment, *args: str) -> Result:
         CliRunner().invoke,
         app,
         [*args, "--temporal-address", target, "--namespace", env.client.namespace],
-        env={"COLUMNS": "240"},
+        env={"COLUMNS": COLUMNS},
     )
 
 

@@ -11,9 +11,12 @@ filesystem artifact store (:func:`missionweave.cli._artifacts.default_store_path
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from ..dev import StackPorts
 
 #: The options whose default an environment variable sets (what docker-compose.yml sets):
 #: flag → (environment variable, default, help).
@@ -77,6 +80,23 @@ AUTHORITY_PORT = typer.Option(
 )
 HEADLESS = typer.Option(False, "--headless", help="No Temporal web UI.")
 
+
+def stack_ports(
+    temporal_port: int, ui_port: int, authority_port: int, headless: bool
+) -> StackPorts:
+    """The values of :data:`TEMPORAL_PORT`, :data:`UI_PORT`, :data:`AUTHORITY_PORT` and
+    :data:`HEADLESS` as the one value the embedded stack takes
+    (:class:`~missionweave.dev.StackPorts`)."""
+    from ..dev import StackPorts
+
+    return StackPorts(
+        temporal_port=temporal_port,
+        ui_port=ui_port,
+        authority_port=authority_port,
+        headless=headless,
+    )
+
+
 #: ``--metrics-host`` of every command serving ``GET /metrics`` (docs/metrics.md).
 METRICS_HOST = typer.Option(
     "127.0.0.1", "--metrics-host", help="Interface the metrics endpoint binds."
@@ -134,4 +154,5 @@ __all__ = [
     "authority_db_option",
     "env_option",
     "metrics_port_option",
+    "stack_ports",
 ]

@@ -12,10 +12,27 @@ from collections.abc import Mapping
 from typing import Any
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help that ends each option's text with its default, when it has one (not ``None`` nor
+    ``False``): the default is written once, in ``add_argument(default=...)``."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        help = action.help or ""
+        if (
+            any(action.default is v for v in (None, False, argparse.SUPPRESS))
+            or "%(default)" in help
+        ):
+            return help
+        return f"{help} (default %(default)s)"
+
+
 def parser(doc: str | None, *, json_help: str = "print one JSON object") -> argparse.ArgumentParser:
     """The benchmark's argument parser: described by the first line of its module docstring
-    ``doc``, with ``--json`` (``json_help`` says what it prints)."""
-    p = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
+    ``doc``, with ``--json`` (``json_help`` says what it prints); its help names each
+    option's default (:class:`DefaultsFormatter`)."""
+    p = argparse.ArgumentParser(
+        description=(doc or "").split("\n")[0], formatter_class=DefaultsFormatter
+    )
     p.add_argument("--json", action="store_true", help=json_help)
     return p
 

@@ -290,10 +290,7 @@ def run(
 def main() -> None:
     p = parser(__doc__)
     p.add_argument(
-        "--store",
-        choices=["sqlite", "postgres"],
-        default="sqlite",
-        help="the Authority's store (default sqlite)",
+        "--store", choices=["sqlite", "postgres"], default="sqlite", help="the Authority's store"
     )
     p.add_argument(
         "--replicas",
@@ -306,11 +303,11 @@ def main() -> None:
         "--affinity",
         choices=["none", "group"],
         default="none",
-        help="replicas take every Group (none, the default) or a share of the Groups each "
+        help="replicas take every Group (none) or a share of the Groups each "
         "(group: as behind a load balancer routing by Group)",
     )
-    p.add_argument("--seconds", type=float, default=5.0, help="measuring time (default 5)")
-    p.add_argument("--batch", type=int, default=64, help="Commands per transaction (default 64)")
+    p.add_argument("--seconds", type=float, default=5.0, help="measuring time, seconds")
+    p.add_argument("--batch", type=int, default=64, help="Commands per transaction")
     args = p.parse_args()
     if args.seconds <= 0 or args.batch < 1 or args.replicas < 1 or args.groups < 1:
         p.error("--seconds must be > 0; --batch, --replicas and --groups >= 1")

@@ -405,19 +405,16 @@ def main() -> None:
     p.add_argument(
         "--items", type=int, action="append", help="WorkItems (repeatable; default 200 and 1000)"
     )
-    p.add_argument("--layers", type=int, default=10, help="DAG layers (default 10)")
-    p.add_argument("--agents", type=int, default=4, help="agent runtimes (default 4)")
+    p.add_argument("--layers", type=int, default=10, help="DAG layers")
+    p.add_argument("--agents", type=int, default=4, help="agent runtimes")
     p.add_argument(
-        "--work-ms",
-        type=int,
-        default=0,
-        help="milliseconds each handler works, in both variants (default 0)",
+        "--work-ms", type=int, default=0, help="milliseconds each handler works, in both variants"
     )
     p.add_argument(
         "--authority",
         choices=["process", "inline"],
         default="process",
-        help="the Authority as its own process, as deployed (default), or in this one",
+        help="the Authority as its own process (as deployed) or in this one",
     )
     p.add_argument(
         "--agent-processes",

@@ -82,14 +82,14 @@ def run(groups: int, seconds: int, slots: int, max_wait_ms: int | None) -> dict[
 
 def main() -> None:
     p = parser(__doc__)
-    p.add_argument("--groups", type=int, default=4, help="Groups, weights 1..G (default 4)")
-    p.add_argument("--seconds", type=int, default=3_600, help="simulated seconds (default 3600)")
-    p.add_argument("--slots", type=int, default=4, help="the agent's slots (default 4)")
+    p.add_argument("--groups", type=int, default=4, help="Groups, weights 1..G")
+    p.add_argument("--seconds", type=int, default=3_600, help="simulated seconds")
+    p.add_argument("--slots", type=int, default=4, help="the agent's slots")
     p.add_argument(
         "--max-wait-ms",
         type=int,
         default=300_000,
-        help="the scheduler's bound on waiting (default 300000, the agent's default)",
+        help="the scheduler's bound on waiting (the agent's default)",
     )
     args = p.parse_args()
     if args.groups < 1 or args.seconds < 1 or args.slots < 1:

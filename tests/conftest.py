@@ -27,12 +27,14 @@ session of its own: it starts the session servers its tests ask for, each on fre
 ``popen-gwN`` base; PostgreSQL's data directory is a fresh ``mkdtemp``).
 :func:`pytest_collection_modifyitems` groups the tests for ``loadgroup``.
 
-A module whose tests use a session-scoped async fixture runs its tests on the session loop
-(``pytestmark = pytest.mark.asyncio(loop_scope="session")``); see :mod:`tests.support.temporal_env`.
+A test that uses a session-scoped async fixture runs on the session event loop: marked so by
+:func:`pytest_collection_modifyitems` (:func:`on_session_loop`), no module marks it itself; see
+:mod:`tests.support.temporal_env`.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import shutil
 import tempfile
@@ -42,6 +44,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from moto.server import ThreadedMotoServer
+from pytest_asyncio import is_async_test
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.artifacts import ArtifactStore, FilesystemStore
@@ -159,13 +162,32 @@ def xdist_group(item: pytest.Item) -> str | None:
     return None
 
 
+def on_session_loop(item: pytest.Item) -> bool:
+    """Whether ``item`` is an async test using a session-scoped async fixture (a server of
+    :mod:`tests.support.temporal_env`): pytest-asyncio 1.x runs such a fixture on the session
+    event loop, and the test must run on that same loop."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None or not is_async_test(item):
+        return False
+    return any(
+        defs[-1].scope == "session"
+        and (
+            inspect.iscoroutinefunction(defs[-1].func) or inspect.isasyncgenfunction(defs[-1].func)
+        )
+        for defs in info.name2fixturedefs.values()
+    )
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its :func:`xdist_group`, if any."""
+    """Mark each test with its :func:`xdist_group`, if any, and put it on the session event
+    loop when :func:`on_session_loop` says so."""
     for item in items:
         group = xdist_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+        if on_session_loop(item):
+            item.add_marker(pytest.mark.asyncio(loop_scope="session"), append=False)
 
 
 # ------------------------------------------------------------------ the Authority's two backends

@@ -65,7 +65,6 @@ def _one(found: Sequence[ReadableSpan], what: str) -> ReadableSpan:
     return found[0]
 
 
-@pytest.mark.asyncio(loop_scope="session")  # the dev server fixture lives on the session loop
 async def test_one_trace_from_start_through_workflow_activity_and_append(
     dev_env: WorkflowEnvironment, tmp_path: Path, spans: InMemorySpanExporter
 ) -> None:

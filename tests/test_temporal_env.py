@@ -27,9 +27,6 @@ from .support.temporal_env import (
 )
 from .support.world import basis, contract
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
 MINUTE_MS = 60_000
 _TIMEOUT = timedelta(seconds=30)
 

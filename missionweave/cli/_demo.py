@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from ._common import CliError, run_client_command
-from ._options import AUTHORITY_PORT, HEADLESS, TEMPORAL_PORT, UI_PORT
+from ._options import AUTHORITY_PORT, HEADLESS, TEMPORAL_PORT, UI_PORT, stack_ports
 
 if TYPE_CHECKING:
     from ..demo import DemoOptions, Summary
@@ -78,10 +78,7 @@ def demo_command(
         site_packages=tuple(site_packages),
         keep_running=keep_running,
         require_approval=require_approval,
-        temporal_port=temporal_port,
-        ui_port=ui_port,
-        authority_port=authority_port,
-        headless=headless,
+        ports=stack_ports(temporal_port, ui_port, authority_port, headless),
     )
     run_client_command(_demo(opts))
 

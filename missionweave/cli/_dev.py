@@ -20,6 +20,7 @@ from ._options import (
     TEMPORAL_PORT,
     UI_PORT,
     metrics_port_option,
+    stack_ports,
 )
 
 if TYPE_CHECKING:
@@ -84,11 +85,8 @@ def up(
     stack = EmbeddedStack(
         data_dir,
         host=host,
-        temporal_port=temporal_port,
-        ui_port=ui_port,
-        authority_port=authority_port,
-        headless=headless,
         group=group,
+        **stack_ports(temporal_port, ui_port, authority_port, headless),
     )
     asyncio.run(_up(stack, metrics_port, no_metrics=no_metrics))
 

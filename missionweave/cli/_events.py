@@ -11,13 +11,7 @@ import typer
 
 from ..protocol import SigningKey
 from ._common import CliError, existing_db, load_key
-from ._options import (
-    AUTHORITY_URL_ENV,
-    DEFAULT_AUTHORITY_URL,
-    READER_KEY,
-    READER_KEY_ENV,
-    authority_db_option,
-)
+from ._options import READER_KEY, READER_KEY_ENV, authority_db_option, env_option
 
 app = typer.Typer(help="Read, follow and verify Group event logs.", no_args_is_help=True)
 
@@ -78,13 +72,7 @@ def verify(
 @app.command("tail")
 def tail(
     group: str = typer.Option(..., "--group", "-g", help="The Group to read."),
-    url: str = typer.Option(
-        DEFAULT_AUTHORITY_URL,
-        "--url",
-        "--authority-url",
-        envvar=AUTHORITY_URL_ENV,
-        help="Authority base URL.",
-    ),
+    url: str = env_option("--authority-url", "--url"),
     after: int = typer.Option(0, "--after", min=0, help="Print Events after this sequence."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new Events."),
     as_json: bool = typer.Option(False, "--json", help="One JSON Event per line."),

@@ -1,17 +1,9 @@
 """Options shared by the commands that talk to Temporal, the Authority or an artifact store.
 
 One definition each, so that every command spells a setting the same way, reads the same
-environment variable for its default and shows the same help:
-
-======================  ==============================  =========================
-option                  environment variable            default
-======================  ==============================  =========================
-``--temporal-address``  ``TEMPORAL_ADDRESS``            ``127.0.0.1:7233``
-``--namespace``         ``TEMPORAL_NAMESPACE``          ``default``
-``--authority-url``     ``MISSIONWEAVE_AUTHORITY_URL``  ``http://127.0.0.1:8787``
-``--ui-url``            ``MISSIONWEAVE_UI_URL``         ``http://127.0.0.1:8233``
-``--db``                ``MISSIONWEAVE_AUTHORITY_DB``   (required)
-======================  ==============================  =========================
+environment variable for its default and shows the same help. The servers' addresses are the
+table :data:`ENV_OPTIONS` (flag, environment variable, default); ``--db`` comes from
+``MISSIONWEAVE_AUTHORITY_DB`` and has no default.
 
 ``MISSIONWEAVE_DATA_DIR`` is the data directory of ``dev up`` and the default place of the
 filesystem artifact store (:func:`missionweave.cli._artifacts.default_store_path`).
@@ -19,37 +11,44 @@ filesystem artifact store (:func:`missionweave.cli._artifacts.default_store_path
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-DEFAULT_TEMPORAL_ADDRESS = "127.0.0.1:7233"
-DEFAULT_NAMESPACE = "default"
-DEFAULT_AUTHORITY_URL = "http://127.0.0.1:8787"
-DEFAULT_UI_URL = "http://127.0.0.1:8233"
+if TYPE_CHECKING:
+    from ..dev import StackPorts
 
-#: The environment variables behind the defaults (what docker-compose.yml sets).
-TEMPORAL_ADDRESS_ENV = "TEMPORAL_ADDRESS"
-NAMESPACE_ENV = "TEMPORAL_NAMESPACE"
-AUTHORITY_URL_ENV = "MISSIONWEAVE_AUTHORITY_URL"
-UI_URL_ENV = "MISSIONWEAVE_UI_URL"
+#: The options whose default an environment variable sets (what docker-compose.yml sets):
+#: flag → (environment variable, default, help).
+ENV_OPTIONS: dict[str, tuple[str, str, str]] = {
+    "--temporal-address": ("TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port."),
+    "--namespace": ("TEMPORAL_NAMESPACE", "default", "Temporal namespace."),
+    "--authority-url": (
+        "MISSIONWEAVE_AUTHORITY_URL",
+        "http://127.0.0.1:8787",
+        "Authority base URL.",
+    ),
+    "--ui-url": ("MISSIONWEAVE_UI_URL", "http://127.0.0.1:8233", "Temporal web UI base URL."),
+}
 DATA_DIR_ENV = "MISSIONWEAVE_DATA_DIR"
 AUTHORITY_DB_ENV = "MISSIONWEAVE_AUTHORITY_DB"
 
-TEMPORAL_ADDRESS = typer.Option(
-    DEFAULT_TEMPORAL_ADDRESS, "--temporal-address", envvar=TEMPORAL_ADDRESS_ENV,
-    help="Temporal frontend host:port.",
-)  # fmt: skip
-NAMESPACE = typer.Option(
-    DEFAULT_NAMESPACE, "--namespace", envvar=NAMESPACE_ENV, help="Temporal namespace."
-)
-AUTHORITY_URL = typer.Option(
-    DEFAULT_AUTHORITY_URL, "--authority-url", envvar=AUTHORITY_URL_ENV,
-    help="Authority base URL.",
-)  # fmt: skip
-UI_URL = typer.Option(
-    DEFAULT_UI_URL, "--ui-url", envvar=UI_URL_ENV, help="Temporal web UI base URL."
-)
+
+def env_option(flag: str, *aliases: str) -> Any:
+    """The option ``flag`` of :data:`ENV_OPTIONS` (its environment variable, default and
+    help); ``aliases`` are other names of it, shown first (``events tail --url``).
+
+    Raises:
+        KeyError: ``flag`` is not in :data:`ENV_OPTIONS`.
+    """
+    envvar, default, help = ENV_OPTIONS[flag]
+    return typer.Option(default, *aliases, flag, envvar=envvar, help=help)
+
+
+TEMPORAL_ADDRESS = env_option("--temporal-address")
+NAMESPACE = env_option("--namespace")
+AUTHORITY_URL = env_option("--authority-url")
+UI_URL = env_option("--ui-url")
 
 
 def authority_db_option(help: str) -> Any:
@@ -80,6 +79,23 @@ AUTHORITY_PORT = typer.Option(
     8787, "--authority-port", min=0, max=65535, help="Authority HTTP port (0: any free one)."
 )
 HEADLESS = typer.Option(False, "--headless", help="No Temporal web UI.")
+
+
+def stack_ports(
+    temporal_port: int, ui_port: int, authority_port: int, headless: bool
+) -> StackPorts:
+    """The values of :data:`TEMPORAL_PORT`, :data:`UI_PORT`, :data:`AUTHORITY_PORT` and
+    :data:`HEADLESS` as the one value the embedded stack takes
+    (:class:`~missionweave.dev.StackPorts`)."""
+    from ..dev import StackPorts
+
+    return StackPorts(
+        temporal_port=temporal_port,
+        ui_port=ui_port,
+        authority_port=authority_port,
+        headless=headless,
+    )
+
 
 #: ``--metrics-host`` of every command serving ``GET /metrics`` (docs/metrics.md).
 METRICS_HOST = typer.Option(
@@ -122,26 +138,21 @@ __all__ = [
     "AUTHORITY_DB_ENV",
     "AUTHORITY_PORT",
     "AUTHORITY_URL",
-    "AUTHORITY_URL_ENV",
     "DATA_DIR_ENV",
-    "DEFAULT_AUTHORITY_URL",
-    "DEFAULT_NAMESPACE",
-    "DEFAULT_TEMPORAL_ADDRESS",
-    "DEFAULT_UI_URL",
+    "ENV_OPTIONS",
     "HEADLESS",
     "METRICS_HOST",
     "NAMESPACE",
-    "NAMESPACE_ENV",
     "NO_METRICS",
     "READER_KEY",
     "READER_KEY_ENV",
     "STOP_TIMEOUT",
     "TEMPORAL_ADDRESS",
-    "TEMPORAL_ADDRESS_ENV",
     "TEMPORAL_PORT",
     "UI_PORT",
     "UI_URL",
-    "UI_URL_ENV",
     "authority_db_option",
+    "env_option",
     "metrics_port_option",
+    "stack_ports",
 ]

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..authority.client import AuthorityClient
-    from ..dev import EmbeddedStack
+    from ..dev import EmbeddedStack, StackPorts
     from ..protocol import Event
 
 
@@ -61,8 +61,8 @@ class DemoOptions:
         keep_running: keep the stack up after the summary until ``stop`` is set.
         require_approval: the SBOM needs a MissionOwner's Approval (``missionweave approve``).
         group: the Group.
-        temporal_port / ui_port / authority_port: ports (0: a free one).
-        headless: no Temporal web UI.
+        ports: where the embedded stack listens (:class:`~missionweave.dev.StackPorts`;
+            a port left out keeps :class:`~missionweave.dev.EmbeddedStack`'s default).
         poll_s: how often the progress is refreshed, seconds.
     """
 
@@ -71,10 +71,7 @@ class DemoOptions:
     keep_running: bool = False
     require_approval: bool = False
     group: str = "demo"
-    temporal_port: int = 7233
-    ui_port: int = 8233
-    authority_port: int = 8787
-    headless: bool = False
+    ports: StackPorts = field(default_factory=dict)  # type: ignore[assignment]
     poll_s: float = 1.0
 
 
@@ -337,10 +334,7 @@ async def run_demo(
     stop = stop or asyncio.Event()
     stack = EmbeddedStack(
         opts.data_dir,
-        temporal_port=opts.temporal_port,
-        ui_port=opts.ui_port,
-        authority_port=opts.authority_port,
-        headless=opts.headless,
+        **opts.ports,
         group=opts.group,
         checks=checks(),
         schemas=schemas(),

@@ -22,6 +22,8 @@ data directory — is :class:`EmbeddedStack` (what ``missionweave dev up`` runs)
         await stack.start_agent(card, key, handlers)
         handle = await stack.client.start_workflow(...)
 
+Its ports and ``headless`` travel as one :class:`StackPorts` (``EmbeddedStack(data, **ports)``).
+
 The search attribute keys (:data:`MISSION_ID`, :data:`GROUP_ID`, :data:`MISSION_STATUS`,
 :data:`OPEN_WORK_ITEMS`) are plain ``temporalio.common.SearchAttributeKey`` values, defined once in
 :mod:`missionweave.outcome` (where the workflow reads them) and re-exported here.
@@ -76,7 +78,7 @@ if TYPE_CHECKING:
         ensure_group,
         ensure_member,
     )
-    from ._stack import DEFAULT_GROUP, EmbeddedStack
+    from ._stack import DEFAULT_GROUP, EmbeddedStack, StackPorts
 
 _HOME = {
     **dict.fromkeys(
@@ -97,7 +99,7 @@ _HOME = {
         ),
         "_devserver",
     ),
-    **dict.fromkeys(("DEFAULT_GROUP", "EmbeddedStack"), "_stack"),
+    **dict.fromkeys(("DEFAULT_GROUP", "EmbeddedStack", "StackPorts"), "_stack"),
     **dict.fromkeys(
         (
             "AuthorityServer",
@@ -141,6 +143,7 @@ __all__ = [
     "MemberChange",
     "StackError",
     "StackFiles",
+    "StackPorts",
     "TemporalDevServer",
     "authority_answers",
     "connect_client",

@@ -37,7 +37,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -84,6 +84,19 @@ def _running(part: T | None) -> T:
     if part is None:
         raise StackError("the embedded stack is not running")
     return part
+
+
+class StackPorts(TypedDict, total=False):
+    """Where an :class:`EmbeddedStack` listens, as one value a caller carries and passes on
+    (``EmbeddedStack(data_dir, **ports)``): its keyword arguments ``temporal_port``,
+    ``ui_port``, ``authority_port`` (0: a free one) and ``headless``. A key left out keeps the
+    stack's default; what ``missionweave dev up`` and ``missionweave demo`` take as
+    ``--temporal-port``, ``--ui-port``, ``--authority-port`` and ``--headless``."""
+
+    temporal_port: int
+    ui_port: int
+    authority_port: int
+    headless: bool
 
 
 class EmbeddedStack:

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from missionweave.activities import CoordinatorActivities
 from missionweave.authority.client import AuthorityClient
 from missionweave.protocol.temporal_contract import ChargeParentUsageInput, ParentLink
 from tests.authority.test_children import G2, _usage, in_g2
 from tests.support.serving import LiveServer
 from tests.support.world import World, another_group, basis, evidence, make_world
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 def _child_charged(path: Path, parent_budget: int, calls: int = 7) -> tuple[World, int]:

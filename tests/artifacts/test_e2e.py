@@ -33,8 +33,6 @@ from tests.support.mission_harness import (
 )
 from tests.support.waits import WAIT_S, until
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-
 #: Content no Event may carry (MW-13.1-a).
 SECRET = b"row-1,confidential-payload-7f3a\nrow-2,more\n"
 

@@ -144,7 +144,6 @@ async def _ctrl_c_once(proc: asyncio.subprocess.Process, log: Path, *, ready: st
     return err.strip().splitlines()
 
 
-@pytest.mark.asyncio(loop_scope="session")  # the session's dev server
 async def test_ctrl_c_ends_the_worker_with_a_stopped_line(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -159,7 +158,6 @@ async def test_ctrl_c_ends_the_worker_with_a_stopped_line(
     assert lines[-1] == "agent stop-1 stopped", lines
 
 
-@pytest.mark.asyncio(loop_scope="session")  # the session's dev server
 async def test_ctrl_c_ends_the_coordinator_with_a_stopped_line(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:

@@ -72,6 +72,9 @@ from .waits import WAIT_S, until
 #: The Mission tests' contract: the suite's one builder (:func:`tests.support.contracts.contract`)
 #: with the ``step`` preset (one deterministic criterion ``done``, capability ``demo.step@1.0``).
 contract = partial(build_contract, preset="step")
+#: Timeouts whose lease runs out within a test: a 2 s lease, heartbeats every 0.5 s (the
+#: fault tests' frozen and dead agents).
+SHORT_LEASE = {"start_deadline_ms": 30_000, "lease_ms": 2_000, "heartbeat_ms": 500}
 
 
 #: The ``missionweave`` command beside this interpreter, and the repository root (on

@@ -20,6 +20,8 @@ from missionweave.worker import HandlerRegistry, Submission, WorkContext, handle
 
 CAPABILITY = "offline.ledger@1.0"
 LEDGER_ENV = "MW_TEST_LEDGER"
+#: The bounded-offline tests' contract timeouts: a 10 s lease, heartbeats every second.
+TIMEOUTS = {"start_deadline_ms": 60_000, "lease_ms": 10_000, "heartbeat_ms": 1_000}
 
 
 @handler("offline.ledger", version="1.0", estimate_ms=1_000)

@@ -16,15 +16,10 @@ the worker interceptor :class:`FollowTemporalTime`.
 
 How a test module uses them — exactly this::
 
-    import pytest
     from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import Worker
 
     from .temporal_env import FollowTemporalTime, VirtualClock, authority_stack, new_task_queue
-
-    # pytest-asyncio 1.x: session fixtures live on the session event loop, and every test that
-    # uses them must run on that same loop.
-    pytestmark = pytest.mark.asyncio(loop_scope="session")
 
     async def test_something(time_env: WorkflowEnvironment, tmp_path: Path) -> None:
         clock = await VirtualClock.of(time_env)
@@ -38,9 +33,10 @@ How a test module uses them — exactly this::
 
 Rules that keep the suite healthy:
 
-* A module with ``pytestmark = pytest.mark.asyncio(loop_scope="session")`` runs *all* its async
-  tests on the session loop; function-scoped async fixtures it uses (``tests.support.serving.live``)
-  still run on their own loop, so prefer the ``authority_stack`` context manager there.
+* A test using one of these session fixtures runs on the session event loop, where they live
+  (``tests/conftest.py`` marks it so: ``on_session_loop``); function-scoped async fixtures it
+  uses (``tests.support.serving.live``) still run on their own loop, so prefer the
+  ``authority_stack`` context manager there.
 * Run every ``Worker`` inside ``async with`` so it is shut down before the test ends.
 * In time-skipping tests the Authority must use the ``VirtualClock`` and every Worker that runs
   activities talking to the Authority must carry ``FollowTemporalTime(clock)`` — for local

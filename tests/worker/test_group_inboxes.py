@@ -15,7 +15,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import (
@@ -37,7 +36,6 @@ from tests.worker.stand_in import (
     stand_in_worker,
 )
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's dev server
 FLOOD = 20
 
 

@@ -33,12 +33,16 @@ from missionweave.authority import verify_log
 from missionweave.protocol import RESOURCE_USAGE_RECORDED, Event
 from tests.support.loopback_proxy import DroppingProxy
 from tests.support.mission_harness import MissionStack, contract, mission_stack, stop_process
-from tests.support.offline_handlers import CAPABILITY, LEDGER_ENV, read_ledger, registry
+from tests.support.offline_handlers import (
+    CAPABILITY,
+    LEDGER_ENV,
+    TIMEOUTS,
+    read_ledger,
+    registry,
+)
 from tests.support.waits import until
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 #: The lease of the measurement on main that re-ran finished work (issue 12).
-TIMEOUTS = {"start_deadline_ms": 60_000, "lease_ms": 10_000, "heartbeat_ms": 1_000}
 ITEMS = 4
 
 

@@ -19,6 +19,7 @@ from missionweave.worker import AgentRuntime
 from tests.support import offline_handlers
 from tests.support.contracts import contract
 from tests.support.loopback_proxy import DroppingProxy
+from tests.support.offline_handlers import TIMEOUTS
 from tests.support.waits import WAIT_S, until
 from tests.support.world import World
 from tests.worker.stand_in import (
@@ -29,7 +30,6 @@ from tests.worker.stand_in import (
     start_stand_in,
 )
 
-TIMEOUTS = {"start_deadline_ms": 60_000, "lease_ms": 10_000, "heartbeat_ms": 1_000}
 GRACE_MS = 1_000
 
 

@@ -18,7 +18,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
@@ -28,8 +27,6 @@ from missionweave.protocol.temporal_contract import MissionSpec
 from missionweave.worker import AgentRuntime, HandlerRegistry, Pause, Submission, WorkContext
 from tests.support.mission_harness import MissionStack, contract, mission_stack
 from tests.support.waits import WAIT_S, until
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 LAB = "lab"
 

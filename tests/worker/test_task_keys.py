@@ -8,15 +8,12 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-import pytest
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from tests.support.mission_harness import contract, mission_stack, step_registry
 from tests.support.waits import WAIT_S, until
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 async def test_an_acceptance_cancels_only_its_own_items_other_offers__MW_10_3_c(

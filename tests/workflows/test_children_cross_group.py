@@ -17,7 +17,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.activities import CoordinatorActivities
@@ -35,8 +34,6 @@ from tests.support.mission_harness import (
 )
 from tests.support.mission_outcome import result, states
 from tests.workflows.test_mission_paths_plan import child_result
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 G2 = "g2"
 #: Tool calls the child's WorkItem charges.

@@ -8,7 +8,6 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-import pytest
 from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
@@ -16,8 +15,6 @@ from temporalio.worker import Worker
 
 from missionweave.authority.client import AuthorityUnavailable
 from missionweave.workflows._steps import MAX_STEP_PAUSE, STEP_RETRY, coordinator_activity
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 #: The first pause between two tries (doubling).
 PAUSE = timedelta(milliseconds=200)

@@ -10,7 +10,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
@@ -19,8 +18,6 @@ from missionweave.protocol import Event
 from missionweave.protocol.temporal_contract import agent_task_queue
 from missionweave.worker import HandlerRegistry, Submission, WorkContext
 from tests.support.mission_harness import MissionStack, contract, mission_stack, submission
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 def _events(ms: MissionStack, type: str) -> list[Event]:

@@ -16,8 +16,6 @@ from tests.support.mission_harness import contract, mission_stack, step_registry
 from tests.support.temporal_env import SMALL_HISTORY_EVENTS
 from tests.support.waits import until
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-
 
 @pytest.mark.parametrize("with_child", [False, True])
 async def test_a_parent_continues_as_new_while_its_child_runs__spec_10_2(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowUpdateStage
 from temporalio.testing import WorkflowEnvironment
@@ -20,7 +19,6 @@ from tests.support.mission_harness import contract, mission_stack
 from tests.support.temporal_env import new_task_queue
 from tests.support.waits import WAIT_S
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 NONE = ("demo.none@1.0",)  # no agent: nothing runs, the Mission just waits
 
 

@@ -12,7 +12,6 @@ import asyncio
 from collections.abc import Collection
 from pathlib import Path
 
-import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
@@ -30,8 +29,6 @@ from tests.support.mission_harness import MissionStack, contract, mission_stack,
 from tests.support.mission_outcome import states
 from tests.support.temporal_env import SMALL_HISTORY_EVENTS
 from tests.support.waits import WAIT_S, until
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 def _events(ms: MissionStack, type: str, work_item_id: str | None = None) -> list[Event]:

@@ -22,8 +22,6 @@ from tests.support.mission_harness import (
 from tests.support.mission_outcome import coordinator_steps, states
 from tests.support.waits import until
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-
 
 @pytest.mark.parametrize("authority_process", [False, True], ids=["inline", "process"])
 async def test_small_dag_completes_and_chain_verifies__MW_10_4_a(

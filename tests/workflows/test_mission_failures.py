@@ -45,9 +45,6 @@ from tests.support.mission_harness import (
 from tests.support.mission_outcome import ending, item, result, states
 from tests.support.waits import WAIT_S, until
 
-#: The end-to-end tests share the session's loop (and its dev server); the unit tests are sync.
-on_dev_server = pytest.mark.asyncio(loop_scope="session")
-
 
 async def _failure(handle: Any) -> ApplicationError:
     """The non-retryable ``ApplicationError`` the Mission's execution failed with."""
@@ -62,7 +59,6 @@ async def _failure(handle: Any) -> ApplicationError:
 # ------------------------------------------------------------------ a failed Mission (1, 2)
 
 
-@on_dev_server
 async def test_a_failed_mission_fails_its_execution_and_says_why__issue11_1__issue11_2(
     dev_env: WorkflowEnvironment, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -135,7 +131,6 @@ async def test_a_failed_mission_fails_its_execution_and_says_why__issue11_1__iss
     assert (shown["status"], shown["items"][0]["error"]) == ("failed", a.error)
 
 
-@on_dev_server
 async def test_temporal_cancel_request_cancels_the_mission_and_ends_canceled__issue11_1(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -184,7 +179,6 @@ async def _ids(env: WorkflowEnvironment, query: str) -> list[str]:
     return [w.id async for w in env.client.list_workflows(query)]
 
 
-@on_dev_server
 async def test_an_invalid_graph_fails_at_once_and_says_failed__issue11_1(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -214,7 +208,6 @@ async def test_an_invalid_graph_fails_at_once_and_says_failed__issue11_1(
 # ------------------------------------------------------------------------- not retried (3)
 
 
-@on_dev_server
 async def test_a_permanent_failure_is_not_retried__issue11_3__MW_11_4_d(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -316,7 +309,6 @@ def test_a_mission_spec_refuses_a_work_item_id_twice__issue11_5() -> None:
         MissionSpec.model_validate({"group_id": "g", "mission_id": "m", "items": [a, dict(a)]})
 
 
-@on_dev_server
 async def test_authorize_work_refuses_an_id_twice_and_a_repeated_edge_is_harmless__issue11_5(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -365,7 +357,6 @@ async def test_authorize_work_refuses_an_id_twice_and_a_repeated_edge_is_harmles
 # ---------------------------------------------------------------- start and the Authority (6, 7)
 
 
-@on_dev_server
 async def test_authorize_work_sent_with_the_start_waits_for_the_mission__issue11_6(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -401,7 +392,6 @@ async def test_authorize_work_sent_with_the_start_waits_for_the_mission__issue11
         assert log == ["mission.created", "work.authorized", "work.authorized"]
 
 
-@on_dev_server
 async def test_the_id_of_a_finished_mission_cannot_start_again__issue11_7(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:

@@ -41,6 +41,7 @@ from missionweave.worker._slots import SlotBoard
 from missionweave.worker._state import LocalState
 from missionweave.worker._take import OfferTaker
 from tests.support.mission_harness import (
+    SHORT_LEASE,
     MissionStack,
     contract,
     mission_stack,
@@ -50,8 +51,6 @@ from tests.support.mission_harness import (
 )
 from tests.support.waits import WAIT_S, until
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-TIMEOUTS = {"start_deadline_ms": 30_000, "lease_ms": 2_000, "heartbeat_ms": 500}
 #: How long the frozen agent's handler works, seconds.
 SLEEP_S = 3
 
@@ -73,7 +72,7 @@ def _verified(ms: MissionStack, wid: str) -> list[Event]:
 async def test_agent_dead_after_its_accepted_submit_the_submission_is_reviewed__MW_11_5_a(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    c = contract(timeouts=TIMEOUTS)
+    c = contract(timeouts=SHORT_LEASE)
     async with mission_stack(dev_env, tmp_path) as ms:
         ada = await ms.stack.add_agent("ada", capabilities=["demo.step@1.0"], max_concurrency=2)
         card = AgentCard(
@@ -142,7 +141,7 @@ def _bob_registry() -> HandlerRegistry:
 async def test_agent_frozen_past_its_lease_late_result_recorded_on_resume__MW_11_5_b(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    c = contract(["fault.sleep@1.0"], timeouts=TIMEOUTS)
+    c = contract(["fault.sleep@1.0"], timeouts=SHORT_LEASE)
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.process_member("ada", ["fault.sleep@1.0"])
         proc = await ms.agent_process("ada", "tests.support.fault_handlers")
@@ -206,7 +205,7 @@ async def test_an_owner_cut_off_from_temporal_but_not_the_authority_is_reviewed_
     async with mission_stack(dev_env, tmp_path) as ms:
         await ms.agent("ada", reg, max_concurrency=1)
         spec = ms.spec(
-            "partition", [{"work_item_id": "a", "contract": contract(timeouts=TIMEOUTS).wire()}]
+            "partition", [{"work_item_id": "a", "contract": contract(timeouts=SHORT_LEASE).wire()}]
         )
         handle = await ms.start(spec)
         result = await asyncio.wait_for(handle.result(), WAIT_S)

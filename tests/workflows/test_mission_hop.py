@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
@@ -16,8 +15,6 @@ from missionweave.protocol.temporal_contract import ReviewBatchResult
 from tests.support.mission_harness import mission_stack, step_registry, work_items
 from tests.support.mission_outcome import coordinator_steps
 from tests.support.waits import WAIT_S
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 async def test_a_hop_schedules_no_regular_coordinator_activity(

@@ -32,8 +32,6 @@ from missionweave.workflows import MissionWorkflow
 from tests.support.mission_harness import contract, mission_stack, submission
 from tests.support.waits import WAIT_S
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-
 BIG = 1536 * 1024  # 1.5 MiB of input per WorkItem
 N_BIG = 10
 

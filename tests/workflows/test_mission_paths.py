@@ -11,7 +11,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -23,6 +22,7 @@ from missionweave.protocol.temporal_contract import (
 from missionweave.worker import AgentRuntime, HandlerRegistry, Pause, Submission, WorkContext
 from missionweave.workflows import MissionWorkflow
 from tests.support.mission_harness import (
+    SHORT_LEASE,
     MissionStack,
     agent_card,
     contract,
@@ -32,8 +32,6 @@ from tests.support.mission_harness import (
 )
 from tests.support.mission_outcome import ending, item, result, states, types, wait_status
 from tests.support.waits import WAIT_S
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 # ------------------------------------------------------------------------------ status
 
@@ -317,7 +315,7 @@ async def test_lease_timeout_reassigns_and_late_result_is_only_recorded__MW_11_5
         await ctx.guard()
         return submission(ctx, by=ctx.agent_id)
 
-    c = contract(timeouts={"start_deadline_ms": 30_000, "lease_ms": 2_000, "heartbeat_ms": 500})
+    c = contract(timeouts=SHORT_LEASE)
     async with mission_stack(dev_env, tmp_path) as ms:
         async with agent_on_own_thread(ms, "ada", reg):
             try:

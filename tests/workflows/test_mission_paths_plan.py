@@ -36,8 +36,6 @@ from tests.support.mission_outcome import ending, item, result, states, types, w
 from tests.support.temporal_env import authority_stack
 from tests.support.waits import WAIT_S
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-
 
 def _registry(gates: dict[str, asyncio.Event] | None = None) -> HandlerRegistry:
     """``demo.step``: waits for ``gates[work_item_id]`` when there is one, then submits;

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.authority import verify_log
@@ -12,8 +11,6 @@ from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import Actor
 from missionweave.protocol.temporal_contract import mission_workflow_id
 from tests.support.mission_harness import mission_stack, step_registry, work_items
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 async def test_command_id_poisoning_cannot_stop_a_mission__MW_16_f(

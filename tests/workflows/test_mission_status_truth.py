@@ -36,10 +36,7 @@ from tests.support.mission_harness import (
 from tests.support.mission_outcome import item
 from tests.support.waits import WAIT_S, until
 
-on_dev_server = pytest.mark.asyncio(loop_scope="session")
 
-
-@on_dev_server
 async def test_a_running_item_shows_active_with_owner_and_epoch__MW_11_4_a(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -94,7 +91,6 @@ async def test_a_running_item_shows_active_with_owner_and_epoch__MW_11_4_a(
     assert result.status == "completed"
 
 
-@on_dev_server
 async def test_a_dependent_of_a_failed_item_names_the_dependency(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -123,7 +119,6 @@ async def test_a_dependent_of_a_failed_item_names_the_dependency(
         assert item(st, "b").detail == "not started: dependency a failed for good"
 
 
-@on_dev_server
 async def test_starting_a_finished_missions_id_again_says_what_to_do(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -170,7 +165,6 @@ def test_validation_names_every_error_and_a_close_key(tmp_path: Path) -> None:
     assert "more)" not in str(info.value)
 
 
-@on_dev_server
 async def test_a_changed_card_at_the_same_version_is_refused_and_the_miss_is_named(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:

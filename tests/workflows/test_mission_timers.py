@@ -21,7 +21,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
@@ -40,8 +39,6 @@ from tests.support.mission_harness import (
 from tests.support.mission_outcome import coordinator_steps
 from tests.support.temporal_env import FollowTemporalTime, VirtualClock
 from tests.support.waits import until
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 TEN_MINUTES = timedelta(minutes=10)
 #: Offer expiry and start deadline of the dev-server tests, milliseconds.

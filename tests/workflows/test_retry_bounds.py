@@ -34,9 +34,6 @@ from tests.support.mission_harness import mission_stack
 from tests.support.waits import WAIT_S
 from tests.support.world import World, evidence, make_world
 
-#: The end-to-end test shares the session's loop (and its dev server).
-on_dev_server = pytest.mark.asyncio(loop_scope="session")
-
 
 def _failing(tmp_path: Path, **over: Any) -> World:
     w = make_world(tmp_path / "a.db")
@@ -214,7 +211,6 @@ def test_mw_11_4_d_total_backoff_is_the_sum_of_the_waits(
 # ------------------------------------------------- end to end: a real Mission on the dev server
 
 
-@on_dev_server
 async def test_mw_11_4_d_a_mission_stops_retrying_at_the_cost_cap(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:

@@ -16,7 +16,6 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
@@ -34,9 +33,6 @@ from tests.support.artifact_servers import corrupt
 from tests.support.mission_harness import MW, MissionStack, contract, mission_stack
 from tests.support.mission_outcome import result
 from tests.support.waits import WAIT_S, until
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-
 
 REPORT_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -135,7 +135,14 @@ def test_public_surface() -> None:
         *("DevServerError", "TemporalDevServer", "connect_client", "find_temporal_cli"),
         *("free_port", "search_attribute_args", "temporal_answers", "workflow_ui_url"),
         # the whole stack of one machine, and the steps every stack builder takes
-        *("DEFAULT_GROUP", "EmbeddedStack", "StackError", "StackFiles", "AuthorityServer"),
+        *(
+            "DEFAULT_GROUP",
+            "EmbeddedStack",
+            "StackError",
+            "StackFiles",
+            "StackPorts",
+            "AuthorityServer",
+        ),
         *("load_or_create_key", "wait_until", "authority_answers"),
         # Group set-up
         *("OWNER_ROLES", "GroupSetupError", "MemberChange", "ensure_group", "ensure_member"),

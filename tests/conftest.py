@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -57,6 +58,16 @@ from .support.cli_processes import Process
 from .support.serving import LiveServer
 from .support.temporal_env import start_dev_server, start_time_skipping_server
 from .support.world import World, make_world
+
+#: The Temporal SDK fails a workflow task that runs 2 s without yielding ("potential
+#: deadlock", TMPRL1101). That bound is a guess of the machine's speed: beside another
+#: ``make test`` and a ``make dev`` on 2 cores, a large history's replay and an
+#: ``authorize_work`` update crossed it (a GC pause inside the activation), and the update was
+#: refused ``WorkflowNotReadyFailure``. The suite's Workers — in this process, its xdist
+#: siblings and the processes it starts, which inherit the environment — run without it
+#: (``TEMPORAL_DEBUG``: the SDK's debug mode, which also lets ``breakpoint()`` through the
+#: sandbox); a workflow that really blocks still fails its test, at the test's timeout.
+os.environ.setdefault("TEMPORAL_DEBUG", "1")
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

@@ -12,18 +12,15 @@ from collections.abc import Mapping
 from typing import Any
 
 
-class DefaultsFormatter(argparse.HelpFormatter):
-    """Help that ends each option's text with its default, when it has one (not ``None`` nor
-    ``False``): the default is written once, in ``add_argument(default=...)``."""
+class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """The standard library's help with each option's default, except where there is none to
+    name (``None``) or the option is a flag (``False``): the default is written once, in
+    ``add_argument(default=...)``."""
 
-    def _get_help_string(self, action: argparse.Action) -> str:
-        help = action.help or ""
-        if (
-            any(action.default is v for v in (None, False, argparse.SUPPRESS))
-            or "%(default)" in help
-        ):
-            return help
-        return f"{help} (default %(default)s)"
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def parser(doc: str | None, *, json_help: str = "print one JSON object") -> argparse.ArgumentParser:

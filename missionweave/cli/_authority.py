@@ -9,6 +9,17 @@ import typer
 from ..metrics import AUTHORITY_METRICS_PORT
 from ..protocol import rejection_table
 from ._artifacts import S3_BUCKET, S3_ENDPOINT, S3_SECURE, open_store
+from ._authority_bounds import (
+    COMMAND_BURST,
+    COMMAND_BYTES_BURST,
+    COMMAND_BYTES_RATE,
+    COMMAND_RATE,
+    DISK_RESERVE,
+    GROUP_LIMITS,
+    MAX_SESSION_GROUPS,
+    MAX_UPLOAD,
+    bounds_config,
+)
 from ._common import CliError, load_key, load_or_create_key, start_metrics
 from ._options import METRICS_HOST, NO_METRICS, authority_db_option, metrics_port_option
 
@@ -81,6 +92,14 @@ def serve(
     ),
     metrics_host: str = METRICS_HOST,
     no_metrics: bool = NO_METRICS,
+    command_rate: float = COMMAND_RATE,
+    command_burst: int = COMMAND_BURST,
+    command_bytes_rate_kib: int = COMMAND_BYTES_RATE,
+    command_bytes_burst_mib: int = COMMAND_BYTES_BURST,
+    group_limits: Path | None = GROUP_LIMITS,
+    disk_reserve_mib: int = DISK_RESERVE,
+    max_upload_mib: int = MAX_UPLOAD,
+    max_session_groups: int = MAX_SESSION_GROUPS,
 ) -> None:
     """Serve the Authority over HTTP and WebSocket (protocol section 16).
 
@@ -89,7 +108,9 @@ def serve(
     request of a member of the Group it reads (or of an operator); see docs/authority.md,
     "Security model". Artifacts: the Authority alone holds the store (--artifacts or the S3
     bucket) and grants members one object at a time (GET /v1/groups/{group}/artifacts/{hash}).
-    Operators scrape GET /metrics on --metrics-port (default 9464; docs/metrics.md).
+    Operators scrape GET /metrics on --metrics-port (default 9464; docs/metrics.md). Each
+    member's Command budget, the disk reserve and the upload bound: docs/authority.md
+    "Operating".
     """
     from ..authority import Authority, AuthorityConfig
     from ..authority.http import serve as run_server
@@ -110,7 +131,17 @@ def serve(
             raise CliError(f"no file at {path}")
     operators = frozenset(_public_key(k) for v in operator_key for k in v.split())
     signing_key = load_or_create_key(key_path, create=key is None, what="Authority key")
-    config = AuthorityConfig(online_window=online_window, operator_keys=operators)
+    bounds = bounds_config(
+        command_rate=command_rate,
+        command_burst=command_burst,
+        bytes_rate_kib=command_bytes_rate_kib,
+        bytes_burst_mib=command_bytes_burst_mib,
+        group_limits=group_limits,
+        disk_reserve_mib=disk_reserve_mib,
+        max_upload_mib=max_upload_mib,
+        max_session_groups=max_session_groups,
+    )
+    config = AuthorityConfig(online_window=online_window, operator_keys=operators, **bounds)
     authority = Authority(db, signing_key, config)
     db = authority.db_path  # a URL without its password
     scheme = "https" if tls_cert else "http"

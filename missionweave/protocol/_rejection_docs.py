@@ -167,6 +167,11 @@ input_too_large
     a WorkItem's inline input is over what a Mission carries (`detail.work_item_id`,
     `detail.bytes`, `detail.max_bytes`)
     → store the input as an Artifact and give `{"$input_artifact": <hash>}`
+insufficient_storage
+    the Authority's free disk space is below its reserve (507; `detail.path`, `detail.free_bytes`,
+    `detail.reserve_bytes`): new content and new work are refused, lease renewals and the
+    Commands that end work still commit
+    → retry later with the same command id; the operator frees space
 internal_error
     the Authority failed to answer (500); nothing was written
     → retry later with the same command id
@@ -301,6 +306,14 @@ owner_active
 owner_changed
     the WorkItem changed owner or ownership epoch since the lease was granted
     → drop the buffered Command
+payload_too_large
+    an Artifact upload is over the Authority's bound (413; `detail.max_bytes`); nothing was
+    stored
+    → split the content, or ask the operator for a larger `--max-upload-mib`
+rate_limited
+    the actor's Command rate or byte budget in this Group (per Mission for a coordinator) is
+    spent (429, `Retry-After`; `detail.retry_after_ms`, `detail.limit`); nothing was written
+    → retry the same Command after `detail.retry_after_ms`
 revision_required
     a material contract change does not increment the revision
     → propose it as revision `current + 1`
@@ -361,6 +374,11 @@ too_deep
 too_many_candidates
     the candidate set is over its bound
     → offer to fewer candidates
+too_many_groups
+    `session.open` of an agent in more Groups than the Authority opens in one Command
+    (`detail.groups`, `detail.max_groups`)
+    → split the agent into agents with fewer Groups each, or ask the operator for a larger
+    `--max-session-groups`
 too_many_reads
     large reads in flight are at their bound (429, `Retry-After`)
     → retry after `detail.retry_after_s`

@@ -255,7 +255,7 @@ class AuthorityClient:
             AuthorityRequestError: the Command is malformed (422) or the server failed.
         """
         resp = await self._request(
-            "POST", "/v1/commands", ok=(200, 409), json=command.model_dump(mode="json")
+            "POST", "/v1/commands", ok=(200, 409, 429, 507), json=command.model_dump(mode="json")
         )
         return SubmitResult.model_validate(resp.json())
 

@@ -4,25 +4,50 @@
 the offline log check (:func:`verify_log`, :class:`VerifyReport`) and stored snapshots
 (:func:`load_snapshot`), who may put what into a Mission's context (:func:`check_context_use`,
 :func:`events_for_member`, MW-13.3-b/d) and who may read or write an Artifact's bytes
-(:func:`artifact_read_refusal`, :func:`artifact_write_refusal`). It imports no HTTP server and
+(:func:`artifact_read_refusal`, :func:`artifact_write_refusal`, :func:`upload_refusal`), and
+the bounds no member can exhaust: each member's Command budget (:class:`CommandLimits`) and the
+disk reserve (:func:`reserve_status`, for a readiness probe). It imports no HTTP server and
 no client: the front is
 ``missionweave.authority.http``, the client ``missionweave.authority.client``, and what both
 sides share ``missionweave.authority.wire``.
 """
 
-from ._artifact_access import artifact_read_refusal, artifact_write_refusal, promoting_groups
+from ._artifact_access import (
+    DISK_FULL_ERRNOS,
+    artifact_read_refusal,
+    artifact_write_refusal,
+    disk_full,
+    promoting_groups,
+    too_large,
+    upload_refusal,
+)
+from ._bounds import KEEPS_OR_ENDS_WORK
 from ._context_access import check_context_use, events_for_member
-from ._engine import Authority, AuthorityConfig
+from ._engine import (
+    DEFAULT_MAX_SESSION_GROUPS,
+    DEFAULT_MAX_UPLOAD_BYTES,
+    Authority,
+    AuthorityConfig,
+)
 from ._log_audit import VerifyReport, verify_log
 from ._outages import credit_on_start, credit_quiet, keep_alive
+from ._rates import CommandLimits
+from ._reserve import DEFAULT_RESERVE_BYTES, DiskReserve, reserve_status
 from ._signature_process import warm_up as warm_up_verifier
 from ._snapshots import load_snapshot
 from ._store import Store, StoreVersionError, is_url, open_reader, open_store, redact
 from ._tokens import verify_capability_token
 
 __all__ = [
+    "DEFAULT_MAX_SESSION_GROUPS",
+    "DEFAULT_MAX_UPLOAD_BYTES",
+    "DEFAULT_RESERVE_BYTES",
+    "DISK_FULL_ERRNOS",
+    "KEEPS_OR_ENDS_WORK",
     "Authority",
     "AuthorityConfig",
+    "CommandLimits",
+    "DiskReserve",
     "Store",
     "StoreVersionError",
     "VerifyReport",
@@ -31,6 +56,7 @@ __all__ = [
     "check_context_use",
     "credit_on_start",
     "credit_quiet",
+    "disk_full",
     "events_for_member",
     "is_url",
     "keep_alive",
@@ -39,6 +65,9 @@ __all__ = [
     "open_store",
     "promoting_groups",
     "redact",
+    "reserve_status",
+    "too_large",
+    "upload_refusal",
     "verify_capability_token",
     "verify_log",
     "warm_up_verifier",

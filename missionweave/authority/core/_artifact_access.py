@@ -9,11 +9,15 @@ Mission, promoted to an Organization Artifact, or never published at all (an ext
 the Group holds) — exactly the rule :func:`check_context_use` applies to Commands. A promoted
 Artifact is read from the promoting Group's namespace. A **write** into ``g`` needs the
 writer's own live execution lease in ``g`` (an operator needs none): only an owner at work
-adds content to a Group.
+adds content to a Group. An **upload** is bounded (:func:`upload_refusal`): at most
+:attr:`AuthorityConfig.max_upload_bytes`, and never below the disk reserve (issue 37, item 5).
 """
 
 from __future__ import annotations
 
+import errno
+from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...protocol import Rejection, RejectionCode, is_hash
@@ -65,6 +69,51 @@ def promoting_groups(authority: Authority, artifact_hash: str) -> list[str]:
     with authority._lock:
         rows = authority.store.all("promoted_artifacts.groups", artifact_hash)
     return [str(r[0]) for r in rows]
+
+
+#: The ``OSError`` numbers of a full disk (or quota): an upload answered 507, not 500.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def upload_refusal(
+    authority: Authority, dirs: Iterable[str | Path], size: int | None
+) -> Rejection | None:
+    """May an upload of ``size`` bytes (``None``: not known yet) be written into ``dirs`` (the
+    artifact store's root; the grant route passes it for a write grant too)?
+
+    Returns:
+        ``None`` when allowed; else ``payload_too_large`` (413: ``bytes``, ``max_bytes``) past
+        :attr:`AuthorityConfig.max_upload_bytes`, or ``insufficient_storage`` (507: ``path``,
+        ``free_bytes``, ``reserve_bytes``, ``needed_bytes``) when a directory is below the
+        disk reserve or would be after the upload (counted twice: the Authority spools it
+        before storing it).
+    """
+    limit = authority.config.max_upload_bytes
+    if size is not None and size > limit:
+        return too_large(size, limit)
+    short = authority.disk_reserve.shortfall(dirs, needed=2 * (size or 0))
+    return None if short is None else short.rejection()
+
+
+def too_large(size: int, limit: int) -> Rejection:
+    """The ``payload_too_large`` refusal of an upload of (at least) ``size`` bytes."""
+    return _refusal(
+        RejectionCode.PAYLOAD_TOO_LARGE,
+        f"an Artifact upload is at most {limit} bytes",
+        bytes=size,
+        max_bytes=limit,
+    )
+
+
+def disk_full(path: str | Path, reserve_bytes: int) -> Rejection:
+    """The ``insufficient_storage`` refusal of an upload the disk filled while it was written
+    (nothing of it is kept)."""
+    return _refusal(
+        RejectionCode.INSUFFICIENT_STORAGE,
+        f"the disk of {path} filled during the upload; nothing was stored",
+        path=str(path),
+        reserve_bytes=reserve_bytes,
+    )
 
 
 def artifact_write_refusal(

@@ -15,7 +15,7 @@ import functools
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,14 +54,22 @@ from . import (  # noqa: F401
     _signature_process,
 )
 from ._agents import AgentReads
+from ._bounds import within_bounds
 from ._command_scope import Ctx, Reject, dumps
 from ._dispatch import handler_for
 from ._metrics import live_leases, record_transaction
 from ._outages import StallWatch
+from ._rates import CommandLimits, Meter
 from ._reads import LogReader
 from ._registry import HANDLERS
+from ._reserve import DEFAULT_RESERVE_BYTES, DiskReserve, Shortfall
 from ._store import Store, open_store
 from ._tokens import public_token
+
+#: Largest Artifact upload accepted by default, bytes.
+DEFAULT_MAX_UPLOAD_BYTES = 256 * 1024 * 1024
+#: Most Groups one ``session.open`` opens by default (one Event in each, all in its reply).
+DEFAULT_MAX_SESSION_GROUPS = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +87,15 @@ class AuthorityConfig:
         operator_keys: the operators' Ed25519 public keys (base64url). Only an operator may
             create a Group (``group.create``) or make admin reads (every Group, every agent);
             none by default, so a new Authority takes no Group until one is configured.
+        command_limits: every Group's per-member Command budget (:mod:`._rates`); ``None``
+            (the default of an embedded Authority; ``authority serve`` sets one): unmetered.
+        group_command_limits: the budgets of particular Groups, over ``command_limits``.
+        disk_reserve_bytes: free space kept on the SQLite database's directory (and, by the
+            HTTP front, the artifact store's): below it new content and new work are refused
+            ``insufficient_storage`` (:mod:`._reserve`); 0 disables it.
+        max_upload_bytes: the largest Artifact the HTTP front accepts (``payload_too_large``).
+        max_session_groups: the most Groups one ``session.open`` opens (``too_many_groups``
+            past it): its Events and its reply grow with them.
     """
 
     max_candidates: int = 8
@@ -87,6 +104,11 @@ class AuthorityConfig:
     max_batch: int = 256
     parallel_verify_min: int = 8
     operator_keys: frozenset[str] = frozenset()
+    command_limits: CommandLimits | None = None
+    group_command_limits: Mapping[str, CommandLimits] = field(default_factory=dict)
+    disk_reserve_bytes: int = DEFAULT_RESERVE_BYTES
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
+    max_session_groups: int = DEFAULT_MAX_SESSION_GROUPS
 
 
 @dataclass(slots=True)
@@ -103,6 +125,8 @@ class _Tx:
     reads: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     #: WorkItem facts the fold keeps (:mod:`._fold`), as the transaction's writes left them
     facts: dict[tuple[str, str], Any] = field(default_factory=dict)
+    #: the disk reserve's shortfall when the transaction began (``None``: enough space)
+    short: Shortfall | None = None
 
 
 @dataclass(slots=True)
@@ -151,6 +175,13 @@ class Authority(LogReader, AgentReads):
         #: Set by a serving Authority (``credit_on_start``): its own stalls are credited to live
         #: leases at the start of each write transaction (MW-11.5-c).
         self.stall_watch: StallWatch | None = None
+        #: Each member's Command budget (per replica, in memory).
+        self.meter = Meter(self.config.command_limits, self.config.group_command_limits)
+        #: The free space kept on the database's directory (SQLite; with PostgreSQL the HTTP
+        #: front watches the artifact store's only).
+        self.disk_reserve = DiskReserve(self.config.disk_reserve_bytes)
+        if self.store.backend == "sqlite" and str(db) != ":memory:":
+            self.disk_reserve.watch(Path(db).resolve())
         self._pin_key()
         watch(series.AUTHORITY_LEASES_LIVE, self, live_leases)
         start_counters(series.AUTHORITY)
@@ -282,7 +313,8 @@ class Authority(LogReader, AgentReads):
         signature taken on trust from ``pending`` (the verifier process) failed."""
         self._trusted = []
         self._members.clear()  # other processes may have changed memberships meanwhile
-        tx = self._tx = _Tx()
+        tx = self._tx = _Tx(short=self.disk_reserve.shortfall())
+        self.meter.begin()
         self.store.begin()
         try:
             if self.stall_watch is not None:  # before any lease is judged (MW-11.5-c)
@@ -311,6 +343,7 @@ class Authority(LogReader, AgentReads):
                     verdicts = pending.result()
                 except Exception:  # the verifier process died: redo with inline verification
                     self.store.rollback()
+                    self.meter.rollback()
                     return None
                 assert keys is not None
                 verdict_of = {}
@@ -322,6 +355,7 @@ class Authority(LogReader, AgentReads):
                 index = {id(c): i for i, c in enumerate(commands)}
                 if not all(verdict_of[index[id(c)]] for c in self._trusted):
                     self.store.rollback()
+                    self.meter.rollback()
                     return None
             # the batch's rows in one multi-row statement each
             self.store.insert_events(tx.event_rows)
@@ -333,6 +367,7 @@ class Authority(LogReader, AgentReads):
             self.store.commit()
         except BaseException:
             self.store.rollback()
+            self.meter.rollback()
             raise
         return results
 
@@ -404,6 +439,9 @@ class Authority(LogReader, AgentReads):
             prior = tx.priors.get(key)
             if prior is not None:
                 return self._repeated(cmd, prior)
+            # new content and new work within the disk reserve and the actor's budget
+            roles = None if member is None else _roles(member[1])
+            within_bounds(self.store, self.meter, self._tx.short, cmd, roles)
             ctx = self._admit(cmd, member, savepoint, heads)
             handler_for(cmd)(ctx)  # the bounded-offline binding reconciles (MW-11.5-f)
             if cmd.type.startswith(_MEMBERSHIP_PREFIXES):

@@ -241,14 +241,26 @@ def _process(body: dict[str, Any]) -> dict[str, Any] | None:
 def session_open(ctx: Ctx) -> None:
     """Raise the Session Epoch and revoke the agent's active leases first (MW-11.3-f). An
     optional ``process`` (``{host, pid}``) names the process opening it; each
-    ``agent.session_opened`` carries it, so the process it replaces can say who took over."""
+    ``agent.session_opened`` carries it, so the process it replaces can say who took over.
+    An agent in more Groups than :attr:`AuthorityConfig.max_session_groups` is refused
+    ``too_many_groups`` (``groups``, ``max_groups``): the Command writes one Event per Group
+    and answers all of them."""
     agent = ctx.command.actor
     process = _process(ctx.body)
+    groups = [r["group_id"] for r in ctx.all("members.group_id_by_agent_id", agent)]
+    cap = ctx.config.max_session_groups
+    if len(groups) > cap:  # one Event per Group, every one in the reply: bounded like a request
+        raise Reject(
+            RejectionCode.TOO_MANY_GROUPS,
+            f"session.open opens at most {cap} Groups in one Command; this agent is a member "
+            f"of {len(groups)}",
+            groups=len(groups),
+            max_groups=cap,
+        )
     row = ctx.one("agents.session_epoch_by_agent_id", agent)
     assert row is not None
     epoch = row["session_epoch"] + 1
     ctx.run("agents.set_session_epoch", epoch, agent)
-    groups = [r["group_id"] for r in ctx.all("members.group_id_by_agent_id", agent)]
     for lease in ctx.all(
         "leases.active_execution_of_agent",
         agent,

@@ -4,6 +4,8 @@
                                                  → ArtifactGrant (200; 403, 404, 422)
     GET /v1/artifact-blobs/{token}               the filesystem store's bytes, for a read grant
     PUT /v1/artifact-blobs/{token}               the bytes of a write grant, hash-checked
+                                                 (413 past the upload bound, 507 below the
+                                                 disk reserve or on a full disk)
 
 The grant route is a signed read (RFC 9421) of an active member of the Group (or an
 operator), answered after the checks of :mod:`missionweave.authority.core`'s
@@ -12,7 +14,11 @@ the grant is a presigned URL of one object of the Group's namespace, good for
 :data:`GRANT_TTL_MS`; for the filesystem store it is a URL of the blob routes above carrying a
 token the Authority signed with its key (every replica verifies it) naming the Group, the hash,
 the operation and the expiry — the Authority serves and accepts the bytes itself, checking the
-hash of what it receives before anything is stored.
+hash of what it receives before anything is stored. An upload is bounded (``core``'s
+:func:`upload_refusal`): past :attr:`AuthorityConfig.max_upload_bytes` it is refused 413
+``payload_too_large`` — by its ``Content-Length`` before a byte is read, else as soon as the
+bytes pass it — and below the disk reserve, or when the disk fills while it is written, 507
+``insufficient_storage``; either way nothing of it is kept.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import asyncio
 import hashlib
 import json
 import tempfile
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -29,12 +36,24 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, JSONResponse
 
 from ...artifacts import ArtifactStore, FilesystemStore, S3Store
-from ...protocol import RejectionCode, b64u_decode, b64u_encode, canonical_bytes, is_hash, verify
+from ...protocol import (
+    Rejection,
+    RejectionCode,
+    b64u_decode,
+    b64u_encode,
+    canonical_bytes,
+    is_hash,
+    verify,
+)
 from ..core import (
+    DISK_FULL_ERRNOS,
     Authority,
     artifact_read_refusal,
     artifact_write_refusal,
+    disk_full,
     promoting_groups,
+    too_large,
+    upload_refusal,
 )
 from ..wire import BLOB_PREFIX, GRANT_TTL_MS, ArtifactGrant, Operation
 from ._errors import READ_ERRORS, documented, error_response
@@ -45,12 +64,14 @@ _STATUS: dict[str, int] = {
     RejectionCode.INVALID_REQUEST: 422,
     RejectionCode.UNKNOWN_MISSION: 404,
     RejectionCode.UNKNOWN_ARTIFACT: 404,
+    RejectionCode.PAYLOAD_TOO_LARGE: 413,
+    RejectionCode.INSUFFICIENT_STORAGE: 507,
 }
 #: Bytes read per step of a blob upload.
 _CHUNK = 1 << 20
 _TTL = timedelta(milliseconds=GRANT_TTL_MS)
 #: The documented error answers of every route here.
-_ERRORS = documented(*READ_ERRORS, 404, 409)
+_ERRORS = documented(*READ_ERRORS, 404, 409, 413, 507)
 
 router = APIRouter()
 
@@ -143,9 +164,10 @@ async def grant(
         refusal = await asyncio.to_thread(
             artifact_write_refusal, authority, group_id, key, lease_id
         )
+    if refusal is None and operation == "write":  # no new content below the disk reserve
+        refusal = await asyncio.to_thread(upload_refusal, authority, _dirs(store), None)
     if refusal is not None:
-        status = _STATUS.get(refusal.code, 403)
-        return error_response(status, refusal.code, refusal.reason, **refusal.detail)
+        return _refused(refusal, 403)
     if operation == "write":
         present = await asyncio.to_thread(store.for_group(group_id).exists, artifact_hash)
         g = await asyncio.to_thread(_grant, front, store, group_id, artifact_hash, "write", present)
@@ -161,6 +183,17 @@ async def grant(
             )
         g = found
     return JSONResponse(g.model_dump(mode="json"))
+
+
+def _dirs(store: ArtifactStore | None) -> Sequence[Path]:
+    """The local directories an upload to ``store`` writes to: a filesystem store's root."""
+    return [store.root] if isinstance(store, FilesystemStore) else []
+
+
+def _refused(refusal: Rejection, status: int) -> JSONResponse:
+    """``refusal`` answered with its status (:data:`_STATUS`), else ``status``."""
+    status = _STATUS.get(refusal.code, status)
+    return error_response(status, refusal.code, refusal.reason, **refusal.detail)
 
 
 def _fs_view(front: Front, token: str, op: Operation) -> tuple[FilesystemStore, str] | None:
@@ -192,13 +225,39 @@ async def put_blob(token: str, request: Request, front: Front = Depends(get_fron
     if found is None:
         return error_response(403, RejectionCode.INVALID_GRANT, "no valid write grant for this URL")
     view, h = found
+    authority = front.authority
+    declared = request.headers.get("content-length", "")
+    size = int(declared) if declared.isdigit() else None  # refused before a byte is read
+    refusal = await asyncio.to_thread(upload_refusal, authority, [view.root], size)
+    if refusal is not None:
+        return _refused(refusal, 403)
+    try:
+        return await _spool_and_store(request, view, h, authority.config.max_upload_bytes)
+    except OSError as exc:
+        if exc.errno not in DISK_FULL_ERRNOS:
+            raise
+        # the spool and the store's temp file are gone with their context managers
+        return _refused(disk_full(view.root, authority.disk_reserve.reserve_bytes), 507)
+
+
+async def _spool_and_store(
+    request: Request, view: FilesystemStore, h: str, limit: int
+) -> JSONResponse:
+    """Spool the request's bytes (at most ``limit``), check that they hash to ``h``, store
+    them in ``view``; the spool is removed whatever happens.
+
+    Raises:
+        OSError: the disk failed (a full one: ``ENOSPC``), nothing kept.
+    """
     tmp_dir = view.root / "tmp"
     await asyncio.to_thread(tmp_dir.mkdir, parents=True, exist_ok=True)
     sha, size = hashlib.sha256(), 0
     with tempfile.NamedTemporaryFile(dir=tmp_dir, prefix=".upload-") as spool:
         async for chunk in request.stream():
-            sha.update(chunk)
             size += len(chunk)
+            if size > limit:  # a body longer than its Content-Length said, or none given
+                return _refused(too_large(size, limit), 413)
+            sha.update(chunk)
             await asyncio.to_thread(spool.write, chunk)
         await asyncio.to_thread(spool.flush)
         if sha.hexdigest() != h:  # nothing is stored under a name it does not hash to

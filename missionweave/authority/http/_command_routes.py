@@ -1,6 +1,8 @@
 """The Commands' routes (protocol section 16)::
 
-    POST /v1/commands         one Command → SubmitResult (200, or 409 rejected; 413, 422)
+    POST /v1/commands         one Command → SubmitResult (200, or 409 rejected — 429
+                              ``rate_limited`` with Retry-After, 507 ``insufficient_storage``;
+                              413, 422)
     POST /v1/commands/batch   up to :data:`MAX_BATCH_REQUEST` Commands → [SubmitResult] (200)
 
 Both go through the app's one :class:`~._batch.BatchWriter` (group commit); a Command that
@@ -9,6 +11,7 @@ could never be signed or appended is refused here, before it joins a shared tran
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fastapi import APIRouter, Body, Depends
@@ -22,6 +25,11 @@ from ._limits import MAX_COMMAND_BYTES
 
 #: Most Commands accepted by one ``POST /v1/commands/batch``.
 MAX_BATCH_REQUEST = 1000
+#: The status of a rejected Command, by code, where it is not 409 (issue 37, item 5).
+REJECTED_STATUS: dict[str, int] = {
+    RejectionCode.RATE_LIMITED: 429,
+    RejectionCode.INSUFFICIENT_STORAGE: 507,
+}
 
 router = APIRouter()
 
@@ -56,14 +64,26 @@ def _unsignable(commands: list[Command]) -> JSONResponse | None:
 
 @router.post(
     "/v1/commands",
-    responses={**documented(413), 200: {"model": SubmitResult}, 409: {"model": SubmitResult}},
+    responses={
+        **documented(413),
+        200: {"model": SubmitResult},
+        **{s: {"model": SubmitResult} for s in (409, 429, 507)},
+    },
 )
 async def post_command(command: Command, front: Front = Depends(get_front)) -> JSONResponse:
     refused = _unsignable([command])
     if refused is not None:
         return refused
     (result,) = await front.writer.submit([command])
-    return JSONResponse(_result(result), status_code=409 if result.status == "rejected" else 200)
+    if result.status != "rejected" or result.rejection is None:
+        return JSONResponse(_result(result))
+    response = JSONResponse(
+        _result(result), status_code=REJECTED_STATUS.get(result.rejection.code, 409)
+    )
+    retry_ms = result.rejection.detail.get("retry_after_ms")
+    if isinstance(retry_ms, int):
+        response.headers["Retry-After"] = str(math.ceil(retry_ms / 1000))
+    return response
 
 
 @router.post(
@@ -81,4 +101,4 @@ async def post_batch(
     return JSONResponse([_result(r) for r in results])
 
 
-__all__ = ["MAX_BATCH_REQUEST", "router"]
+__all__ = ["MAX_BATCH_REQUEST", "REJECTED_STATUS", "router"]

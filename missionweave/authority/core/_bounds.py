@@ -1,0 +1,119 @@
+"""The Authority's bounds on what one Command may add, checked when it is admitted
+(:func:`within_bounds`), and the one list of Commands they spare (:data:`KEEPS_OR_ENDS_WORK`).
+
+A member's Command budget (:mod:`._rates`) does not meter them and the disk reserve
+(:mod:`._reserve`) does not refuse them: an owner must be able to renew its lease, hand in or
+give up its work, and reconcile what it did offline, whatever else it (or anybody) sent, and
+however full the disk — else the Authority's own bounds would cost a healthy owner its lease
+and get its WorkItem done twice (issue 37, item 5).
+
+Each is bounded otherwise: a renewal or an ending needs a live ownership of the WorkItem, and
+a reconciliation (the bounded-offline binding, MW-11.5-f) is checked against the historical
+lease it names, so a member cannot send more of them than it holds work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...protocol import BOUNDED_OFFLINE_EXECUTION, Command, CommandType, RejectionCode, Role
+from ._command_scope import Reject
+from ._rates import Meter
+from ._reserve import Shortfall
+from ._store import Store
+
+#: The Commands that keep a lease or end work under way (the owner's and the Coordinator's).
+KEEPS_OR_ENDS_WORK = frozenset(
+    {
+        CommandType.LEASE_RENEW,
+        CommandType.WORK_SUBMIT,
+        CommandType.WORK_FAIL,
+        CommandType.WORK_CHECKPOINT,
+        CommandType.WORK_BLOCK,
+        CommandType.WORK_DECLINE_OFFER,
+        CommandType.WORK_CANCEL,
+        CommandType.WORK_ACCEPT_RESULT,
+        CommandType.APPROVAL_GRANT_RESULT,
+        CommandType.APPROVAL_DENY_RESULT,
+        CommandType.MISSION_COMPLETE,
+        CommandType.MISSION_FAIL,
+        CommandType.MISSION_CANCEL,
+        CommandType.MISSION_CHILD_APPROVED,
+        CommandType.MISSION_CHILD_FAILED,
+        CommandType.MISSION_CHARGE_CHILD_USAGE,
+    }
+)
+
+
+def keeps_or_ends_work(cmd: Command) -> bool:
+    """Whether ``cmd`` renews a lease, ends work (:data:`KEEPS_OR_ENDS_WORK`) or reconciles an
+    agent's offline progress after an outage (it carries the bounded-offline binding)."""
+    return cmd.type in KEEPS_OR_ENDS_WORK or BOUNDED_OFFLINE_EXECUTION in cmd.extensions
+
+
+def within_bounds(
+    store: Store,
+    meter: Meter,
+    short: Shortfall | None,
+    cmd: Command,
+    roles: frozenset[Role] | None,
+) -> None:
+    """Refuse a Command whose new content or new work would take the Authority below its disk
+    reserve or its actor past its budget; the Commands that keep or end work always pass.
+    The engine calls it after the signature (nobody spends another's budget) and after the
+    Command id (a repeat is answered, never charged), before the epochs and the handler.
+
+    Args:
+        store: the Store, inside the write transaction (a coordinator's WorkItem is read).
+        meter: the process's buckets.
+        short: the disk reserve's shortfall when the transaction began (``None``: enough).
+        cmd: the verified Command.
+        roles: the actor's roles in the Command's Group; ``None``: not a member Command
+            (an operator's ``group.create``, an agent's ``session.open``).
+
+    Raises:
+        Reject: ``insufficient_storage`` (507: ``path``, ``free_bytes``, ``reserve_bytes``);
+            ``rate_limited`` (429: ``retry_after_ms``, ``limit``, the limits and
+            ``mission_id``, see :meth:`._rates.Meter.charge`).
+    """
+    if keeps_or_ends_work(cmd):
+        return
+    agent_level = cmd.type == CommandType.SESSION_OPEN
+    if short is not None and not agent_level:  # a restarted owner must come back to end work
+        refused = short.rejection()
+        raise Reject(RejectionCode.INSUFFICIENT_STORAGE, refused.reason, **refused.detail)
+    if roles is None and not agent_level:  # an operator's group.create
+        return
+    group = cmd.group_id or ""
+    mission = _mission_of(store, cmd) if roles and Role.COORDINATOR in roles else None
+    limits = meter.limits(group, coordinator=mission is not None)
+    if limits is None:
+        return
+    detail: dict[str, Any] | None = meter.charge(
+        (group, cmd.actor, mission), limits, len(cmd.model_dump_json())
+    )
+    if detail is not None:
+        per = "member" if mission is None else f"Mission {mission!r}"
+        raise Reject(
+            RejectionCode.RATE_LIMITED,
+            f"the {per} Command budget of {cmd.actor!r} in this Group is spent "
+            f"({detail['limit']}): retry after {detail['retry_after_ms']} ms",
+            **detail,
+            mission_id=mission,
+        )
+
+
+def _mission_of(store: Store, cmd: Command) -> str | None:
+    """The Mission a coordinator's Command concerns: its body's ``mission_id``, else its
+    WorkItem's; ``None`` when it names neither (it is then metered as a member's)."""
+    mission = cmd.body.get("mission_id")
+    if isinstance(mission, str):
+        return mission
+    wid = cmd.body.get("work_item_id")
+    if not isinstance(wid, str):
+        return None
+    row = store.one("work_items.row", cmd.group_id, wid)
+    return None if row is None else str(row["mission_id"])
+
+
+__all__ = ["KEEPS_OR_ENDS_WORK", "keeps_or_ends_work", "within_bounds"]

@@ -21,7 +21,7 @@ from typing import Any
 from temporalio import activity
 
 from ..artifacts import ArtifactStore
-from ..authority.client import AuthorityClient, CursorTooOldError
+from ..authority.client import AuthorityClient, AuthorityUnavailable, CursorTooOldError
 from ..metrics import series, start_counters
 from ..protocol import Actor, Command, CommandType, RejectionCode, sign_command
 from ..protocol.review_decision import decision_command, verdict_step
@@ -67,6 +67,10 @@ def _offer_intent(req: SelectCandidatesInput, res: SelectCandidatesResult) -> Co
             },
         },
     )
+
+
+#: Refusals that say "not now" (the Authority's bounds), never "no": the step is retried.
+WAIT = frozenset({RejectionCode.RATE_LIMITED, RejectionCode.INSUFFICIENT_STORAGE})
 
 
 class CoordinatorActivities:
@@ -145,7 +149,9 @@ class CoordinatorActivities:
         verdict the Authority actually gave (:meth:`_originals`).
 
         Raises:
-            AuthorityUnavailable: the Authority cannot be reached (the step is retried).
+            AuthorityUnavailable: the Authority cannot be reached, or asked to wait
+                (``rate_limited``, ``insufficient_storage``): the step is retried, the
+                Commands it got in answered again by their ids.
         """
         return await self._submit(inp)
 
@@ -186,6 +192,11 @@ class CoordinatorActivities:
                 repeated = await self.authority.submit_many(list(found.values()))
                 for cid, r in zip(found, repeated, strict=True):
                     results[conflicts[cid]] = r.verdict()
+        wait = next(
+            (v.rejection for v in results if v.rejection and v.rejection.code in WAIT), None
+        )
+        if wait is not None:  # the Authority's bounds, not a verdict on the work (issue 37)
+            raise AuthorityUnavailable(f"the Authority asks to wait: {wait.code}: {wait.reason}")
         return SubmitCommandsResult(verdicts=results)
 
     async def _submit_by_group(

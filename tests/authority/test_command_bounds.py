@@ -9,11 +9,7 @@ The buckets' clock is the test's (:class:`_Seconds`): a bucket refills only when
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,6 +19,7 @@ from missionweave.authority.core import CommandLimits, reserve_status
 from missionweave.authority.core._rates import COORDINATOR_FACTOR, Meter
 from missionweave.protocol import Actor, RejectionCode, SigningKey
 from tests.support.contracts import contract
+from tests.support.disks import fill, small_disk
 from tests.support.world import World, another_group, make_world
 
 RATE_LIMITED = RejectionCode.RATE_LIMITED
@@ -170,45 +167,13 @@ def test_group_limits_override_the_default(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ disk reserve
 
 
-@contextlib.contextmanager
-def small_disk(where: Path, mib: int) -> Iterator[tuple[Path, str]]:
-    """A directory on a ``mib`` MiB filesystem: a tmpfs mount where this process may mount
-    one (root, as on the development machine), else a plain directory whose free space the
-    test stands in for (``"stand-in"``): its free-space probe is replaced. Yields the
-    directory and which it is (``"tmpfs"`` or ``"stand-in"``)."""
-    where.mkdir()
-    mounted = (
-        os.geteuid() == 0
-        and shutil.which("mount") is not None
-        and subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={mib}m", "tmpfs", str(where)],
-            capture_output=True,
-        ).returncode
-        == 0
-    )
-    try:
-        yield where, "tmpfs" if mounted else "stand-in"
-    finally:
-        if mounted:
-            subprocess.run(["umount", "-l", str(where)], check=True)
-
-
-def _fill(where: Path, leave_bytes: int) -> Path:
-    """A file in ``where`` taking its free space down to about ``leave_bytes``."""
-    filler = where / "filler"
-    free = shutil.disk_usage(where).free
-    with filler.open("wb") as f:
-        f.write(b"\0" * max(0, free - leave_bytes))
-    return filler
-
-
 def test_below_the_disk_reserve_new_work_is_refused_and_renewals_commit(tmp_path: Path) -> None:
     """The Authority's database on a 16 MiB filesystem with a 4 MiB reserve, the disk filled to
     2 MiB free: ``work.propose`` and ``work.authorize`` are refused 507
     ``insufficient_storage`` (naming the directory, its free space and the reserve), nothing
     written; the owner's ``lease.renew`` and ``work.submit`` commit. Space freed, proposals are
     accepted again. Where no tmpfs can be mounted (not root), the free-space probe stands in
-    for the full disk (the docstring of :func:`small_disk`)."""
+    for the full disk (:func:`tests.support.disks.small_disk`)."""
     reserve = 4 << 20
     with small_disk(tmp_path / "disk", 16) as (disk, kind):
         w = make_world(disk / "a.db", config=AuthorityConfig(disk_reserve_bytes=reserve))
@@ -216,7 +181,7 @@ def test_below_the_disk_reserve_new_work_is_refused_and_renewals_commit(tmp_path
             w.authorize("a")
             w.lease("a", w.workers[0])
             if kind == "tmpfs":
-                filler = _fill(disk, 2 << 20)
+                filler = fill(disk, 2 << 20)
             else:
                 w.authority.disk_reserve.probe = lambda _: SimpleNamespace(free=2 << 20)
             assert reserve_status(w.authority.disk_reserve) is not None

@@ -132,14 +132,11 @@ def serve(
     operators = frozenset(_public_key(k) for v in operator_key for k in v.split())
     signing_key = load_or_create_key(key_path, create=key is None, what="Authority key")
     bounds = bounds_config(
-        command_rate=command_rate,
-        command_burst=command_burst,
-        bytes_rate_kib=command_bytes_rate_kib,
-        bytes_burst_mib=command_bytes_burst_mib,
-        group_limits=group_limits,
-        disk_reserve_mib=disk_reserve_mib,
-        max_upload_mib=max_upload_mib,
-        max_session_groups=max_session_groups,
+        (command_rate, command_burst, command_bytes_rate_kib, command_bytes_burst_mib),
+        group_limits,
+        disk_reserve_mib,
+        max_upload_mib,
+        max_session_groups,
     )
     config = AuthorityConfig(online_window=online_window, operator_keys=operators, **bounds)
     authority = Authority(db, signing_key, config)

@@ -74,11 +74,7 @@ MAX_SESSION_GROUPS = typer.Option(
 
 
 def bounds_config(
-    *,
-    command_rate: float,
-    command_burst: int,
-    bytes_rate_kib: int,
-    bytes_burst_mib: int,
+    budget: tuple[float, int, int, int],
     group_limits: Path | None,
     disk_reserve_mib: int,
     max_upload_mib: int,
@@ -86,12 +82,21 @@ def bounds_config(
 ) -> dict[str, Any]:
     """The :class:`AuthorityConfig` settings of these options.
 
+    Args:
+        budget: ``--command-rate``, ``--command-burst``, ``--command-bytes-rate-kib`` and
+            ``--command-bytes-burst-mib`` (a rate of 0: no budget).
+        group_limits: ``--group-limits``.
+        disk_reserve_mib: ``--disk-reserve-mib``.
+        max_upload_mib: ``--max-upload-mib``.
+        max_session_groups: ``--max-session-groups``.
+
     Raises:
         CliError: ``--group-limits`` is not a readable JSON object of valid limits.
     """
+    rate, burst, bytes_rate_kib, bytes_burst_mib = budget
     default = (
-        CommandLimits(command_rate, command_burst, bytes_rate_kib * 1024, bytes_burst_mib * _MIB)
-        if command_rate > 0
+        CommandLimits(rate, burst, bytes_rate_kib * 1024, bytes_burst_mib * _MIB)
+        if rate > 0
         else None
     )
     return {

@@ -13,12 +13,9 @@ sides share ``missionweave.authority.wire``.
 """
 
 from ._artifact_access import (
-    DISK_FULL_ERRNOS,
     artifact_read_refusal,
     artifact_write_refusal,
-    disk_full,
     promoting_groups,
-    too_large,
     upload_refusal,
 )
 from ._bounds import KEEPS_OR_ENDS_WORK
@@ -42,7 +39,6 @@ __all__ = [
     "DEFAULT_MAX_SESSION_GROUPS",
     "DEFAULT_MAX_UPLOAD_BYTES",
     "DEFAULT_RESERVE_BYTES",
-    "DISK_FULL_ERRNOS",
     "KEEPS_OR_ENDS_WORK",
     "Authority",
     "AuthorityConfig",
@@ -56,7 +52,6 @@ __all__ = [
     "check_context_use",
     "credit_on_start",
     "credit_quiet",
-    "disk_full",
     "events_for_member",
     "is_url",
     "keep_alive",
@@ -66,7 +61,6 @@ __all__ = [
     "promoting_groups",
     "redact",
     "reserve_status",
-    "too_large",
     "upload_refusal",
     "verify_capability_token",
     "verify_log",

@@ -15,7 +15,6 @@ adds content to a Group. An **upload** is bounded (:func:`upload_refusal`): at m
 
 from __future__ import annotations
 
-import errno
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,10 +70,6 @@ def promoting_groups(authority: Authority, artifact_hash: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-#: The ``OSError`` numbers of a full disk (or quota): an upload answered 507, not 500.
-DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
-
-
 def upload_refusal(
     authority: Authority, dirs: Iterable[str | Path], size: int | None
 ) -> Rejection | None:
@@ -90,30 +85,14 @@ def upload_refusal(
     """
     limit = authority.config.max_upload_bytes
     if size is not None and size > limit:
-        return too_large(size, limit)
+        return _refusal(
+            RejectionCode.PAYLOAD_TOO_LARGE,
+            f"an Artifact upload is at most {limit} bytes",
+            bytes=size,
+            max_bytes=limit,
+        )
     short = authority.disk_reserve.shortfall(dirs, needed=2 * (size or 0))
     return None if short is None else short.rejection()
-
-
-def too_large(size: int, limit: int) -> Rejection:
-    """The ``payload_too_large`` refusal of an upload of (at least) ``size`` bytes."""
-    return _refusal(
-        RejectionCode.PAYLOAD_TOO_LARGE,
-        f"an Artifact upload is at most {limit} bytes",
-        bytes=size,
-        max_bytes=limit,
-    )
-
-
-def disk_full(path: str | Path, reserve_bytes: int) -> Rejection:
-    """The ``insufficient_storage`` refusal of an upload the disk filled while it was written
-    (nothing of it is kept)."""
-    return _refusal(
-        RejectionCode.INSUFFICIENT_STORAGE,
-        f"the disk of {path} filled during the upload; nothing was stored",
-        path=str(path),
-        reserve_bytes=reserve_bytes,
-    )
 
 
 def artifact_write_refusal(

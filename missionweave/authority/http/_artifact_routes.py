@@ -24,6 +24,7 @@ bytes pass it — and below the disk reserve, or when the disk fills while it is
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import json
 import tempfile
@@ -46,13 +47,10 @@ from ...protocol import (
     verify,
 )
 from ..core import (
-    DISK_FULL_ERRNOS,
     Authority,
     artifact_read_refusal,
     artifact_write_refusal,
-    disk_full,
     promoting_groups,
-    too_large,
     upload_refusal,
 )
 from ..wire import BLOB_PREFIX, GRANT_TTL_MS, ArtifactGrant, Operation
@@ -70,6 +68,8 @@ _STATUS: dict[str, int] = {
 #: Bytes read per step of a blob upload.
 _CHUNK = 1 << 20
 _TTL = timedelta(milliseconds=GRANT_TTL_MS)
+#: The ``OSError`` numbers of a full disk (or quota): an upload answered 507, not 500.
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 #: The documented error answers of every route here.
 _ERRORS = documented(*READ_ERRORS, 404, 409, 413, 507)
 
@@ -232,19 +232,25 @@ async def put_blob(token: str, request: Request, front: Front = Depends(get_fron
     if refusal is not None:
         return _refused(refusal, 403)
     try:
-        return await _spool_and_store(request, view, h, authority.config.max_upload_bytes)
+        return await _spool_and_store(request, view, h, authority)
     except OSError as exc:
-        if exc.errno not in DISK_FULL_ERRNOS:
+        if exc.errno not in _DISK_FULL:
             raise
         # the spool and the store's temp file are gone with their context managers
-        return _refused(disk_full(view.root, authority.disk_reserve.reserve_bytes), 507)
+        return error_response(
+            507,
+            RejectionCode.INSUFFICIENT_STORAGE,
+            f"the disk of {view.root} filled during the upload; nothing was stored",
+            path=str(view.root),
+            reserve_bytes=authority.disk_reserve.reserve_bytes,
+        )
 
 
 async def _spool_and_store(
-    request: Request, view: FilesystemStore, h: str, limit: int
+    request: Request, view: FilesystemStore, h: str, authority: Authority
 ) -> JSONResponse:
-    """Spool the request's bytes (at most ``limit``), check that they hash to ``h``, store
-    them in ``view``; the spool is removed whatever happens.
+    """Spool the request's bytes (at most the upload bound), check that they hash to ``h``,
+    store them in ``view``; the spool is removed whatever happens.
 
     Raises:
         OSError: the disk failed (a full one: ``ENOSPC``), nothing kept.
@@ -255,8 +261,10 @@ async def _spool_and_store(
     with tempfile.NamedTemporaryFile(dir=tmp_dir, prefix=".upload-") as spool:
         async for chunk in request.stream():
             size += len(chunk)
-            if size > limit:  # a body longer than its Content-Length said, or none given
-                return _refused(too_large(size, limit), 413)
+            if size > authority.config.max_upload_bytes:  # longer than it said, or unsaid
+                refusal = upload_refusal(authority, (), size)
+                assert refusal is not None  # payload_too_large, the size past the bound
+                return _refused(refusal, 413)
             sha.update(chunk)
             await asyncio.to_thread(spool.write, chunk)
         await asyncio.to_thread(spool.flush)

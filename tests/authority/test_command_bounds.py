@@ -14,6 +14,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from missionweave.authority import Authority, AuthorityConfig
 from missionweave.authority.core import CommandLimits, reserve_status
 from missionweave.authority.core._rates import COORDINATOR_FACTOR, Meter
@@ -263,3 +265,23 @@ def test_session_open_of_an_agent_in_many_groups_is_refused_whole(tmp_path: Path
     assert r.rejection is not None and r.rejection.code == RejectionCode.TOO_MANY_GROUPS
     assert r.rejection.detail == {"groups": groups, "max_groups": 50}
     assert {g: w.authority.head(g) for g in heads} == heads
+
+
+def test_group_limits_file_of_authority_serve(tmp_path: Path) -> None:
+    """``--group-limits FILE``: each Group's fields over the defaults of the flags; a file that
+    is not an object of valid limits is a one-line CLI error."""
+    from missionweave.cli._authority_bounds import bounds_config
+    from missionweave.cli._common import CliError
+
+    path = tmp_path / "limits.json"
+    path.write_text('{"g2": {"burst": 3}}')
+    settings = bounds_config((2.0, 50, 64, 1), path, 16, 8, 10)
+    assert settings["command_limits"] == CommandLimits(2.0, 50, 64 * 1024, 1 << 20)
+    assert settings["group_command_limits"] == {"g2": CommandLimits(2.0, 3, 64 * 1024, 1 << 20)}
+    assert (settings["disk_reserve_bytes"], settings["max_upload_bytes"]) == (16 << 20, 8 << 20)
+    assert settings["max_session_groups"] == 10
+    assert bounds_config((0.0, 50, 64, 1), None, 0, 8, 10)["command_limits"] is None
+    for bad in ('{"g2": {"burst": 0}}', '{"g2": {"speed": 1}}', "[1]", "{"):
+        path.write_text(bad)
+        with pytest.raises(CliError, match="--group-limits"):
+            bounds_config((2.0, 50, 64, 1), path, 16, 8, 10)

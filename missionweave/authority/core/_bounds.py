@@ -8,7 +8,7 @@ however full the disk — else the Authority's own bounds would cost a healthy o
 and get its WorkItem done twice (issue 37, item 5).
 
 Each is bounded otherwise: a renewal or an ending needs a live ownership of the WorkItem, and
-a reconciliation (the bounded-offline binding, MW-11.5-f) is checked against the historical
+a reconciliation (the bounded-offline binding) is checked against the historical
 lease it names, so a member cannot send more of them than it holds work.
 """
 

@@ -14,7 +14,8 @@ from ._artifact_access import artifact_read_refusal, artifact_write_refusal, pro
 from ._context_access import check_context_use, events_for_member
 from ._engine import Authority, AuthorityConfig
 from ._log_audit import VerifyReport, verify_log
-from ._outages import credit_on_start, credit_quiet, keep_alive
+from ._lease_clock import LeaseClock
+from ._outages import credit_on_start, credit_quiet, keep_alive, note_queued
 from ._signature_process import warm_up as warm_up_verifier
 from ._snapshots import load_snapshot
 from ._store import Store, StoreVersionError, is_url, open_reader, open_store, redact
@@ -23,6 +24,7 @@ from ._tokens import verify_capability_token
 __all__ = [
     "Authority",
     "AuthorityConfig",
+    "LeaseClock",
     "Store",
     "StoreVersionError",
     "VerifyReport",
@@ -35,6 +37,7 @@ __all__ = [
     "is_url",
     "keep_alive",
     "load_snapshot",
+    "note_queued",
     "open_reader",
     "open_store",
     "promoting_groups",

@@ -97,7 +97,7 @@ child_not_failed
     → wait for the child's `mission.failed` or `mission.cancelled`
 clock_skew
     the Command's `issued_at_ms` is more than 10 minutes ahead of the Authority's clock or more
-    than 30 days behind it (`detail.issued_at_ms`, `detail.authority_ms`); a repeated Command
+    than 366 days behind it (`detail.issued_at_ms`, `detail.authority_ms`); a repeated Command
     id is answered by its id first, whatever its time (MW-11.3-c)
     → set the actor's clock right (NTP) and sign the Command again with its current time
 command_too_large

@@ -20,13 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from missionweave.authority import verify_log
+from missionweave.authority import Authority, verify_log
 from missionweave.authority.client import AuthorityClient
 from missionweave.authority.core import LeaseClock
 from missionweave.authority.core._credit import GRACE_LEASES, MAX_CREDIT_MS
 from missionweave.authority.core._outages import _mark, credit_on_start
 from missionweave.authority.core._lease_clock import BEHIND_RATE
 from missionweave.protocol import MAX_SAFE_INT
+from tests.support.pg import raw
 from tests.support.serving import LiveServer
 from tests.support.world import T0, World, make_world
 
@@ -127,8 +128,6 @@ def test_a_clock_set_back_across_a_restart_does_not_set_lease_time_back__MW_11_5
     beat(w, 2_000)
     db, key, config = w.authority.db_path, w.authority.key, w.authority.config
     w.authority.close()
-    from missionweave.authority import Authority  # the same database, a new process's clock
-
     clock = SteppedClock(start_ms=w.clock.wall_ms - 3_600_000)
     w.authority, w.clock = Authority(db, key, config, clock=clock), clock
     credit_on_start(w.authority)
@@ -323,3 +322,40 @@ async def test_an_owner_renewing_through_a_full_disk_keeps_its_lease__MW_11_5_c(
         finally:
             await server.stop()
             w.authority.close()
+
+
+# ----------------------------------------------------------------------- over PostgreSQL
+
+
+@pytest.mark.parametrize("store_backend", ["postgres"], indirect=True)
+def test_over_postgresql_lease_time_is_the_databases_clock__MW_11_5_c(
+    tmp_path: Path, store_backend: str
+) -> None:
+    """Two replicas over one PostgreSQL database, one's wall clock an hour fast and the
+    other's an hour slow: both judge leases on the database's clock — a lease granted through
+    the fast one expires one term after the database's ``now()``, and the slow one sees it
+    live — and a step of a replica's own wall clock changes nothing."""
+    fast = SteppedClock(start_ms=time.time_ns() // 1_000_000)  # the Group is created on it
+    w = make_world(tmp_path / "a.db", clock=fast)
+    assert isinstance(w.db, str) and w.db.startswith("postgres")
+    db_now = raw(w.db, "SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)")
+    fast.wall_ms = db_now[0][0] + 3_600_000
+    w.authorize("a", timeouts=SLOW)
+    lease = w.lease("a", w.workers[0])
+    (after,) = raw(w.db, "SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)")
+    # granted on the database's clock: one term from its now, not from the fast wall clock
+    assert db_now[0][0] + LEASE_MS <= lease["expires_at_ms"] <= after[0] + LEASE_MS
+    slow = SteppedClock(start_ms=db_now[0][0] - 3_600_000)
+    replica = Authority(w.db, w.authority.key, w.authority.config, clock=slow)
+    try:
+        r = replica.submit(w.workers[0].command("lease.renew", w.group, w.leased("a"),
+                                                issued_at_ms=after[0]))  # fmt: skip
+        assert r.accepted, r.rejection  # not judged an hour early or an hour late
+        slow.step(-3_600_000)  # this replica's wall clock moves: its lease time does not
+        r = replica.submit(w.workers[0].command("lease.renew", w.group, w.leased("a"),
+                                                issued_at_ms=after[0]))  # fmt: skip
+        assert r.accepted, r.rejection
+        assert abs(replica.clock() - after[0]) < 60_000
+    finally:
+        replica.close()
+        w.authority.close()

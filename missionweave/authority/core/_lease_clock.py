@@ -94,8 +94,11 @@ class LeaseClock:
 
     def sync(self, reference_ms: int) -> None:
         """From now on read the reference clock (the database's, epoch ms, read just now) and
-        carry it forward on the monotonic clock until the next sync."""
+        carry it forward on the monotonic clock until the next sync. The first sync starts
+        lease time afresh on the reference (the local wall clock judged no lease before it)."""
         with self._lock:
+            if self._ref is None:
+                self._seen, self._last = None, 0
             self._ref = (reference_ms, self.monotonic())
 
     def floor(self, at_least_ms: int) -> None:

@@ -23,7 +23,7 @@ import pytest
 from missionweave.authority import Authority, verify_log
 from missionweave.authority.client import AuthorityClient
 from missionweave.authority.core import LeaseClock
-from missionweave.authority.core._credit import GRACE_LEASES, MAX_CREDIT_MS
+from missionweave.authority.core._credit import GRACE_LEASES, MAX_CREDIT_MS, credit_outage
 from missionweave.authority.core._outages import _mark, credit_on_start
 from missionweave.authority.core._lease_clock import BEHIND_RATE
 from missionweave.protocol import MAX_SAFE_INT
@@ -33,7 +33,7 @@ from tests.support.world import T0, World, make_world
 
 LEASE_MS = 30_000
 SLOW = {"start_deadline_ms": 600_000, "lease_ms": LEASE_MS, "heartbeat_ms": 10_000}
-SHORT = {"start_deadline_ms": 60_000, "lease_ms": 2_000, "heartbeat_ms": 500}
+SHORT = {"start_deadline_ms": 60_000, "lease_ms": 3_000, "heartbeat_ms": 500}
 
 
 class SteppedClock(LeaseClock):
@@ -270,7 +270,7 @@ def fill(path: Path) -> Path:
 async def test_an_owner_renewing_through_a_full_disk_keeps_its_lease__MW_11_5_c(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A real server over SQLite on an 8 MiB tmpfs; the owner of a 2 s lease renews every
+    """A real server over SQLite on an 8 MiB tmpfs; the owner of a 3 s lease renews every
     0.8 s. The disk fills for 5 s: the renewals fail (the store cannot commit). When space
     comes back, the first commit credits the failure to live leases, and the owner's next
     renewal is accepted — on main it was ``lease_expired`` from about 3.2 s on, also after
@@ -282,11 +282,11 @@ async def test_an_owner_renewing_through_a_full_disk_keeps_its_lease__MW_11_5_c(
                           stacklevel=1)  # fmt: skip
         w = make_world(tmp_path / "disk" / "a.db", clock=WallLeaseClock())
         w.authorize("a", timeouts=SHORT)
-        w.lease("a", w.workers[0])
         worker = w.workers[0]
         server = LiveServer(w.authority, poll_interval_s=0.05)
         await server.start()
         try:
+            w.lease("a", worker)  # once serving: the server's start takes no time of the lease
             async with AuthorityClient(server.url, signing_key=worker.key) as client:
 
                 async def renew() -> object:
@@ -359,3 +359,32 @@ def test_over_postgresql_lease_time_is_the_databases_clock__MW_11_5_c(
     finally:
         replica.close()
         w.authority.close()
+
+
+@pytest.mark.parametrize("store_backend", ["sqlite", "postgres"], indirect=True)
+def test_an_incident_is_credited_once_whichever_replica_reports_it__MW_11_5_c(
+    tmp_path: Path, store_backend: str
+) -> None:
+    """Two replicas (two Authorities on one database) both saw the store fail for 5 s and both
+    credit it on recovery: the store's record of the last credited incident makes the second
+    credit only what the first did not cover, so no lease gets the outage twice."""
+    w = make_world(tmp_path / "a.db")
+    w.authorize("a", timeouts=SLOW)
+    lease = w.lease("a", w.workers[0])
+    other = Authority(w.db, w.authority.key, w.authority.config, clock=w.clock)
+    try:
+        w.clock.advance(5_000)
+        with w.authority._write():
+            assert credit_outage(w.authority.store, 5_000, w.clock.now) == 1
+        with other._write():
+            assert credit_outage(other.store, 5_000, w.clock.now) == 0  # already credited
+        w.clock.advance(1_000)
+        with other._write():  # a later incident overlapping it: only its new second
+            assert credit_outage(other.store, 3_000, w.clock.now) == 1
+        row = w.authority.lease(lease["lease_id"])
+        assert row is not None
+        # credited twice it would be 4 s later (5 s, then the 3 s in full)
+        assert row["expires_at_ms"] == max(lease["expires_at_ms"] + 6_000,
+                                           w.clock.now + GRACE_LEASES * LEASE_MS)  # fmt: skip
+    finally:
+        other.close()

@@ -24,8 +24,8 @@ from missionweave.authority import Authority, verify_log
 from missionweave.authority.client import AuthorityClient
 from missionweave.authority.core import LeaseClock
 from missionweave.authority.core._credit import GRACE_LEASES, MAX_CREDIT_MS, credit_outage
-from missionweave.authority.core._outages import _mark, credit_on_start
 from missionweave.authority.core._lease_clock import BEHIND_RATE
+from missionweave.authority.core._outages import _mark, credit_on_start
 from missionweave.protocol import MAX_SAFE_INT
 from tests.support.pg import raw
 from tests.support.serving import LiveServer
@@ -140,7 +140,7 @@ def test_a_clock_set_back_across_a_restart_does_not_set_lease_time_back__MW_11_5
     w.authority.close()
 
 
-def test_issued_at_far_from_the_authoritys_clock_is_clock_skew_but_a_repeat_is_answered__MW_11_3_c(  # noqa: E501
+def test_issued_at_far_from_the_authoritys_clock_is_clock_skew_but_a_repeat_is_answered__MW_11_3_c(
     tmp_path: Path,
 ) -> None:
     """``issued_at_ms`` is the actor's claim: 0 and 2**53 - 1 are refused ``clock_skew``,

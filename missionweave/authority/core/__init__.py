@@ -13,8 +13,8 @@ sides share ``missionweave.authority.wire``.
 from ._artifact_access import artifact_read_refusal, artifact_write_refusal, promoting_groups
 from ._context_access import check_context_use, events_for_member
 from ._engine import Authority, AuthorityConfig
-from ._log_audit import VerifyReport, verify_log
 from ._lease_clock import LeaseClock
+from ._log_audit import VerifyReport, verify_log
 from ._outages import credit_on_start, credit_quiet, keep_alive, note_queued
 from ._signature_process import warm_up as warm_up_verifier
 from ._snapshots import load_snapshot

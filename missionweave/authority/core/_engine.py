@@ -56,8 +56,8 @@ from . import (  # noqa: F401
 from ._agents import AgentReads
 from ._command_scope import Ctx, Reject, dumps
 from ._dispatch import handler_for
-from ._metrics import live_leases, record_transaction
 from ._lease_clock import LeaseClock, refuse_skewed
+from ._metrics import live_leases, record_transaction
 from ._outages import StallWatch, start_judging, store_committed, store_failed
 from ._reads import LogReader
 from ._registry import HANDLERS

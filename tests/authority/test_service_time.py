@@ -25,7 +25,7 @@ from missionweave.authority.client import AuthorityClient
 from missionweave.authority.core import LeaseClock
 from missionweave.authority.core._credit import GRACE_LEASES, MAX_CREDIT_MS, credit_outage
 from missionweave.authority.core._lease_clock import BEHIND_RATE
-from missionweave.authority.core._outages import _mark, credit_on_start
+from missionweave.authority.core._outages import _mark, credit_on_start, note_queued
 from missionweave.protocol import MAX_SAFE_INT
 from tests.support.pg import raw
 from tests.support.serving import LiveServer
@@ -388,3 +388,24 @@ def test_an_incident_is_credited_once_whichever_replica_reports_it__MW_11_5_c(
                                            w.clock.now + GRACE_LEASES * LEASE_MS)  # fmt: skip
     finally:
         other.close()
+
+
+def test_a_renewal_that_waited_in_the_writers_queue_is_not_judged_late__MW_11_5_c(
+    tmp_path: Path,
+) -> None:
+    """The owner's renewal waited 5 s in the writer's queue behind other work and its lease
+    lapsed meanwhile on the Authority's clock: the wait is credited before the renewal is
+    judged (``note_queued``, which the HTTP front's writer calls), so it is accepted; a wait
+    under the bound credits nothing."""
+    w = make_world(tmp_path / "a.db")
+    w.authorize("a", timeouts=SHORT)
+    lease = w.lease("a", w.workers[0])
+    credit_on_start(w.authority)
+    note_queued(w.authority, 500)  # an ordinary wait
+    w.ok(w.coordinator, "mission.create", {"mission_id": "m2", "title": "t"})
+    row = w.authority.lease(lease["lease_id"])
+    assert row is not None and row["expires_at_ms"] == lease["expires_at_ms"]
+    w.clock.advance(5_000)  # the renewal sat in the queue while the lease ran out
+    note_queued(w.authority, 5_000)
+    r = w.submit(w.workers[0], "lease.renew", w.leased("a"))
+    assert r.accepted, r.rejection

@@ -73,24 +73,20 @@ class LeaseClock:
     def __call__(self) -> int:
         with self._lock:
             m = self.monotonic()
-            ref = self._reference(m)
-            if self._seen is not None:
-                elapsed = (m - self._seen[1]) * 1000
-                step = ref - self._seen[0] - elapsed
+            ref = self._ref
+            wall = self.wall() if ref is None else ref[0] + int((m - ref[1]) * 1000)
+            seen = self._seen
+            if seen is None:
+                now = max(wall, self._last)
+            else:
+                elapsed = (m - seen[1]) * 1000
+                step = wall - seen[0] - elapsed
                 if step > STEP_MS:
                     self._steps += int(step)
-            if self._seen is None:
-                now = max(ref, self._last)
-            else:
-                now = max(ref, self._last + int((m - self._seen[1]) * 1000 * BEHIND_RATE))
-            self._seen = (ref, m)
+                now = max(wall, self._last + int(elapsed * BEHIND_RATE))
+            self._seen = (wall, m)
             self._last = now
             return now
-
-    def _reference(self, m: float) -> int:
-        if self._ref is None:
-            return self.wall()
-        return self._ref[0] + int((m - self._ref[1]) * 1000)
 
     def sync(self, reference_ms: int) -> None:
         """From now on read the reference clock (the database's, epoch ms, read just now) and

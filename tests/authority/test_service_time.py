@@ -316,7 +316,9 @@ async def test_an_owner_renewing_through_a_full_disk_keeps_its_lease__MW_11_5_c(
                     assert failures >= 3, "the full disk did not stop the renewals"
                 r = await renew()  # space is back
             assert getattr(r, "accepted", False), r
-            assert "store_failed" in caplog.text
+            # the operator sees the incident open and close in the log
+            assert "the store could not commit" in caplog.text
+            assert "the store commits again" in caplog.text
             row = w.authority.lease(w.leases["a"]["lease_id"])
             assert row is not None and row["valid"]
         finally:

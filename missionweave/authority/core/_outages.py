@@ -105,9 +105,18 @@ def credit_on_start(authority: Any) -> tuple[int, int]:
 def credit_quiet(authority: Any, gap_ms: int) -> int:
     """Credit a silence of ``gap_ms`` that just ended (:meth:`StallWatch.heard`) to the leases
     whose owners were renewing when it began, in a write transaction of ``authority``; the
-    leases extended. Call it before the request that ended the silence is judged."""
-    with authority._write(fsync=False):
-        n = credit_outage(authority.store, gap_ms, authority.clock(), renewing_only=True)
+    leases extended. Call it before the request that ended the silence is judged.
+
+    Raises:
+        sqlite3.Error / psycopg.Error: the store could not commit the credit (noted as a store
+            failure, :func:`store_failed`, whose credit covers the silence's end).
+    """
+    try:
+        with authority._write(fsync=False):
+            n = credit_outage(authority.store, gap_ms, authority.clock(), renewing_only=True)
+    except Exception as exc:
+        store_failed(authority, exc)
+        raise
     record_credit("silent", n, gap_ms)
     if n:
         log.warning("the Authority heard from nobody for %d ms: %d live lease(s) extended",

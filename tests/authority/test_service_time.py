@@ -193,9 +193,12 @@ def test_a_flapping_store_does_not_hold_a_dead_owners_work_forever__MW_11_5_a(
                 w.clock.advance(1_000)
                 with contextlib.suppress(Exception):
                     _mark(w.authority)
+            watch = w.authority.stall_watch
+            assert watch is not None and watch.failing_since_ms is not None  # for /readyz
             failing(False)
             w.clock.advance(1_000)
             _mark(w.authority)  # the first commit credits the failure
+            assert watch.failing_since_ms is None
             r = w.submit(w.workers[1], "lease.renew", w.leased("b"))
             assert r.accepted, r.rejection
             elapsed += 5_000

@@ -251,6 +251,12 @@ class StallWatch:
             log.error("the store could not commit (%s): crediting live leases until it does",
                       exc)  # fmt: skip
 
+    @property
+    def failing_since_ms(self) -> int | None:
+        """Lease time (epoch ms) of the first store failure not yet followed by a commit, or
+        ``None`` while the store commits (for a readiness check)."""
+        return self._failed_since
+
     def queued(self, waited_ms: int) -> None:
         """A Command of the next transaction waited ``waited_ms`` in the writer's queue."""
         self._pending["queued"] = max(self._pending.get("queued", 0), waited_ms)

@@ -15,7 +15,7 @@ import logging
 import subprocess
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -209,7 +209,7 @@ def test_a_flapping_store_does_not_hold_a_dead_owners_work_forever__MW_11_5_a(
 
 
 @contextlib.contextmanager
-def _failing_store(w: World) -> Iterator[callable]:  # type: ignore[valid-type]
+def _failing_store(w: World) -> Iterator[Callable[[bool], None]]:
     """``failing(on)``: while on, every write transaction of ``w``'s Authority fails as
     SQLite does on a full disk (a stand-in for the tmpfs of the test below, to run 20
     minutes of lease time in a moment)."""

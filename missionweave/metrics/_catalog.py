@@ -95,12 +95,23 @@ AUTHORITY_LEASE_REVOCATIONS = Series(
     ("reason",),
     (('session_replaced',), ('failed',), ('cancelled',)),
 )  # fmt: skip
+#: The causes of a credit to live leases (MW-11.5-c; docs/authority.md, "Operating").
+CREDIT_CAUSES = ("down", "stalled", "silent", "store_failed", "queued", "clock_step")
 AUTHORITY_DOWNTIME_CREDITS = Series(
     "missionweave_authority_downtime_credits", "counter", "{lease}",
     "Leases extended for the Authority's own outage (MW-11.5-c), by cause: down (a restart), "
-    "stalled (it stood still), silent (nobody's request arrived).",
+    "stalled (it stood still), silent (nobody's request arrived), store_failed (the store "
+    "could not commit), queued (a Command waited in the writer's queue), clock_step (the wall "
+    "clock stepped forward).",
     ("cause",),
-    (('down',), ('stalled',), ('silent',)),
+    tuple((c,) for c in CREDIT_CAUSES),
+)  # fmt: skip
+AUTHORITY_CREDITED = Series(
+    "missionweave_authority_credited", "counter", "s",
+    "Time credited to live leases for the Authority's own outages (MW-11.5-c; each incident "
+    "capped at 10 minutes), by cause as in missionweave_authority_downtime_credits.",
+    ("cause",),
+    tuple((c,) for c in CREDIT_CAUSES),
 )  # fmt: skip
 AUTHORITY_SUBSCRIBERS = Series(
     "missionweave_authority_subscribers", "gauge", "{subscription}",
@@ -204,7 +215,7 @@ COORDINATOR_MISSIONS = Series(
 AUTHORITY: tuple[Series, ...] = (
     AUTHORITY_COMMANDS, AUTHORITY_APPENDS, AUTHORITY_BATCH_SIZE, AUTHORITY_COMMIT,
     AUTHORITY_LEASES_LIVE, AUTHORITY_LEASE_EXPIRIES, AUTHORITY_LEASE_REVOCATIONS,
-    AUTHORITY_DOWNTIME_CREDITS, AUTHORITY_SUBSCRIBERS, AUTHORITY_READS_REFUSED,
+    AUTHORITY_DOWNTIME_CREDITS, AUTHORITY_CREDITED, AUTHORITY_SUBSCRIBERS, AUTHORITY_READS_REFUSED,
     AUTHORITY_REQUESTS,
 )  # fmt: skip
 AGENT: tuple[Series, ...] = (

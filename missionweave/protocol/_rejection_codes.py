@@ -42,6 +42,7 @@ class RejectionCode(StrEnum):
     CHECKPOINT_REQUIRED = "checkpoint_required"
     CHILD_NOT_COMPLETED = "child_not_completed"
     CHILD_NOT_FAILED = "child_not_failed"
+    CLOCK_SKEW = "clock_skew"
     COMMAND_TOO_LARGE = "command_too_large"
     CONFUSABLE_ID = "confusable_id"
     CONTEXT_CHAIN = "context_chain"

@@ -95,6 +95,11 @@ child_not_completed
 child_not_failed
     the child Mission has not failed (`detail.state`)
     → wait for the child's `mission.failed` or `mission.cancelled`
+clock_skew
+    the Command's `issued_at_ms` is more than 10 minutes ahead of the Authority's clock or more
+    than 366 days behind it (`detail.issued_at_ms`, `detail.authority_ms`); a repeated Command
+    id is answered by its id first, whatever its time (MW-11.3-c)
+    → set the actor's clock right (NTP) and sign the Command again with its current time
 command_too_large
     one Command is over the size bound (`detail.max_bytes`)
     → move large content into an Artifact and send its hash

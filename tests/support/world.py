@@ -233,9 +233,13 @@ def another_group(
     return other
 
 
-def make_world(path: Path, n_workers: int = 2, config: AuthorityConfig | None = None) -> World:
-    """A fresh Authority at ``path`` with one Group, a Mission ``m1`` and open worker sessions."""
-    clock = Clock()
+def make_world(
+    path: Path, n_workers: int = 2, config: AuthorityConfig | None = None, clock: Any = None
+) -> World:
+    """A fresh Authority at ``path`` with one Group, a Mission ``m1`` and open worker sessions;
+    on ``clock`` (a :class:`Clock` by default; anything callable with ``now`` and
+    ``advance``, e.g. ``tests.authority.test_service_time.SteppedClock``)."""
+    clock = clock if clock is not None else Clock()
     coord = Actor.generate("coordinator")
     # the coordinator is the Authority's operator (it may create Groups and read them all)
     config = replace(config or AuthorityConfig(), operator_keys=frozenset({coord.public_key}))

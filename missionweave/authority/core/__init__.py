@@ -26,8 +26,9 @@ from ._engine import (
     Authority,
     AuthorityConfig,
 )
+from ._lease_clock import LeaseClock
 from ._log_audit import VerifyReport, verify_log
-from ._outages import credit_on_start, credit_quiet, keep_alive
+from ._outages import credit_on_start, credit_quiet, keep_alive, note_queued
 from ._rates import CommandLimits
 from ._reserve import DEFAULT_RESERVE_BYTES, DiskReserve, reserve_status
 from ._signature_process import warm_up as warm_up_verifier
@@ -44,6 +45,7 @@ __all__ = [
     "AuthorityConfig",
     "CommandLimits",
     "DiskReserve",
+    "LeaseClock",
     "Store",
     "StoreVersionError",
     "VerifyReport",
@@ -56,6 +58,7 @@ __all__ = [
     "is_url",
     "keep_alive",
     "load_snapshot",
+    "note_queued",
     "open_reader",
     "open_store",
     "promoting_groups",

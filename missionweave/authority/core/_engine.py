@@ -57,8 +57,9 @@ from ._agents import AgentReads
 from ._bounds import within_bounds
 from ._command_scope import Ctx, Reject, dumps
 from ._dispatch import handler_for
+from ._lease_clock import LeaseClock, refuse_skewed
 from ._metrics import live_leases, record_transaction
-from ._outages import StallWatch
+from ._outages import StallWatch, start_judging, store_committed, store_failed
 from ._rates import CommandLimits, Meter
 from ._reads import LogReader
 from ._registry import HANDLERS
@@ -144,7 +145,9 @@ class Authority(LogReader, AgentReads):
             ``postgresql://`` URL (several Authorities may share one PostgreSQL database).
         key: the Authority's signing key.
         config: settings; defaults are sensible for one machine.
-        clock: epoch-milliseconds clock (tests pass a controllable one).
+        clock: epoch-milliseconds clock of lease time: a :class:`LeaseClock` by default (the
+            wall clock made safe against steps, the database's over PostgreSQL; MW-11.5-c);
+            tests pass a controllable one, which is then lease time as it is.
 
     Raises:
         AuthorityError: the database was created with another Authority key.
@@ -160,11 +163,11 @@ class Authority(LogReader, AgentReads):
         db: str | Path,
         key: SigningKey,
         config: AuthorityConfig | None = None,
-        clock: Callable[[], int] = now_ms,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self.key = key
         self.config = config or AuthorityConfig()
-        self.clock = clock
+        self.clock: Callable[[], int] = clock if clock is not None else LeaseClock()
         self.store: Store = open_store(db)
         self.db_path = str(db) if self.store.backend == "sqlite" else self.store.location
         self._lock = threading.Lock()
@@ -296,10 +299,15 @@ class Authority(LogReader, AgentReads):
         batches' locks)."""
         for attempt in range(8):
             try:
-                return transaction()
+                results = transaction()
             except Exception as exc:
+                store_failed(self, exc)  # the store's own failure is credited (MW-11.5-c)
                 if attempt == 7 or not self.store.retryable(exc):
                     raise
+                continue
+            if results is not None:
+                store_committed(self)
+            return results
         raise AssertionError("unreachable")
 
     def _transaction(
@@ -317,8 +325,7 @@ class Authority(LogReader, AgentReads):
         self.meter.begin()
         self.store.begin()
         try:
-            if self.stall_watch is not None:  # before any lease is judged (MW-11.5-c)
-                self.stall_watch.check(self.store, self.clock())
+            start_judging(self)  # lease time, and the credits before any lease is judged
             # Appends of one Group are serialized across processes (PostgreSQL replicas).
             self.store.lock_groups(c.group_id or "" for c in commands)
             # every remembered id of the batch in one statement (after the locks: a replica
@@ -443,6 +450,7 @@ class Authority(LogReader, AgentReads):
             roles = None if member is None else _roles(member[1])
             within_bounds(self.store, self.meter, self._tx.short, cmd, roles)
             ctx = self._admit(cmd, member, savepoint, heads)
+            refuse_skewed(cmd, ctx.now_ms)  # after the id: a late retry is answered by it
             handler_for(cmd)(ctx)  # the bounded-offline binding reconciles (MW-11.5-f)
             if cmd.type.startswith(_MEMBERSHIP_PREFIXES):
                 self._members.clear()

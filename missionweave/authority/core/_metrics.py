@@ -67,11 +67,12 @@ def record_transaction(
         add(s.AUTHORITY_APPENDS, n, type=kind)
 
 
-def record_credit(cause: str, leases: int) -> None:
-    """Count ``leases`` extended for an outage of the Authority (``down``, ``stalled``,
-    ``silent``), MW-11.5-c."""
+def record_credit(cause: str, leases: int, credited_ms: int) -> None:
+    """Count ``leases`` extended by ``credited_ms`` for an outage of the Authority (a cause of
+    :data:`~missionweave.metrics.series.CREDIT_CAUSES`), MW-11.5-c."""
     if leases:
         add(s.AUTHORITY_DOWNTIME_CREDITS, leases, cause=cause)
+        add(s.AUTHORITY_CREDITED, credited_ms / 1000, cause=cause)
 
 
 def live_leases(authority: Authority) -> dict[tuple[str, ...], float]:

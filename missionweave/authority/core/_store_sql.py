@@ -466,6 +466,12 @@ STATEMENTS: dict[str, str] = {
     "meta.alive_at": "SELECT value FROM meta WHERE key='alive_at_ms'",
     "meta.set_alive_at": "INSERT INTO meta (key, value) VALUES ('alive_at_ms', ?) "
     "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+    # the end of the last outage credited to live leases (lease time, ms; MW-11.5-c)
+    "meta.credited_until": "SELECT value FROM meta WHERE key='credited_until_ms'",
+    "meta.set_credited_until": "INSERT INTO meta (key, value) VALUES ('credited_until_ms', ?) "
+    "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+    # the database's clock, epoch ms (lease time over PostgreSQL)
+    "clock.now_ms": "SELECT CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
     "leases.live_at_with_contract": (
         "SELECT l.lease_id, l.kind, l.started_at_ms, l.expires_at_ms, l.renewals, w.contract "
         "FROM leases l JOIN work_items w ON w.group_id = l.group_id "
@@ -523,6 +529,7 @@ POSTGRES_OVERRIDES: dict[str, str] = {
     "WHERE group_id=? AND type IN ('work.result_accepted', 'work.failed')",
     "groups.set_archived_through": "UPDATE groups SET "
     "archived_through=greatest(archived_through, ?) WHERE group_id=?",
+    "clock.now_ms": "SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)",
     "cursors.advance": "INSERT INTO cursors (group_id, agent_id, seq, updated_at_ms) "
     "VALUES (?,?,?,?) ON CONFLICT (group_id, agent_id) DO UPDATE SET "
     "seq=greatest(cursors.seq, excluded.seq), updated_at_ms=excluded.updated_at_ms",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
@@ -18,7 +19,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from opentelemetry import context as otel_context
 
 from ...protocol import Command
-from ..core import Authority
+from ..core import Authority, note_queued
 from ..wire import SubmitResult
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class _Request:
     future: asyncio.Future[list[SubmitResult]]
     # the sender's trace context (its HTTP request span): the writer task runs in another
     trace_context: otel_context.Context = field(default_factory=otel_context.get_current)
+    queued_at: float = field(default_factory=time.monotonic)  # seconds, monotonic
 
 
 @dataclass(slots=True, eq=False)
@@ -169,6 +171,8 @@ class BatchWriter:
 
     async def _commit(self, batch: list[_Request]) -> None:
         flat = [c for req in batch for c in req.commands]
+        # a long wait in the queue is the Authority's, not an owner's (MW-11.5-c)
+        note_queued(self.authority, int((time.monotonic() - batch[0].queued_at) * 1000))
         try:
             contexts = [req.trace_context for req in batch for _ in req.commands]
             results = await asyncio.to_thread(self._write, flat, contexts)

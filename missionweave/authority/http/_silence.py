@@ -7,16 +7,21 @@ tells the Authority's stall watch that it heard from someone. A request that end
 longer than ``QUIET_MS`` first has the silence credited to the leases of owners that were
 renewing when it began, and every request that arrives meanwhile waits for that credit: no
 lease is judged on the Authority's clock alone across a time in which nobody could reach it.
+A credit the store cannot commit (disk full, database down) does not fail the request: the
+store's failure is credited when it commits again (``store_failed``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..core import Authority, credit_quiet
+
+log = logging.getLogger(__name__)
 
 #: Paths that do not count as hearing from a client.
 NOT_A_CLIENT = frozenset({"/healthz"})
@@ -49,7 +54,10 @@ class SilenceWatch:
                 )
             if self._crediting is not None:
                 # requests arriving with the one that ended the silence wait for its credit
-                await asyncio.shield(self._crediting)
+                try:
+                    await asyncio.shield(self._crediting)
+                except Exception as exc:  # the store failed: its own credit follows (MW-11.5-c)
+                    log.warning("the silence was not credited: %s", exc)
                 self._crediting = None
         await self.app(scope, receive, send)
 

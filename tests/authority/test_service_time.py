@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import subprocess
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -20,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from missionweave.authority import Authority, verify_log
+from missionweave.authority import Authority, AuthorityConfig, verify_log
 from missionweave.authority.client import AuthorityClient
 from missionweave.authority.core import LeaseClock
 from missionweave.authority.core._credit import GRACE_LEASES, MAX_CREDIT_MS, credit_outage
 from missionweave.authority.core._lease_clock import BEHIND_RATE
 from missionweave.authority.core._outages import _mark, credit_on_start, note_queued
 from missionweave.protocol import MAX_SAFE_INT
+from tests.support.disks import fill, small_disk
 from tests.support.pg import raw
 from tests.support.serving import LiveServer
 from tests.support.world import T0, World, make_world
@@ -245,31 +245,6 @@ class WallLeaseClock(LeaseClock):
         raise AssertionError("real time only moves by itself")
 
 
-@contextlib.contextmanager
-def small_disk(path: Path) -> Iterator[bool]:
-    """An 8 MiB tmpfs at ``path``; whether it could be mounted (it needs root: without it the
-    test below stands in for the full disk, and says so)."""
-    path.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(path)],
-                          capture_output=True, text=True)  # fmt: skip
-    try:
-        yield done.returncode == 0
-    finally:
-        if done.returncode == 0:
-            subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def fill(path: Path) -> Path:
-    """Write zeros to ``path`` until the filesystem is full; the file."""
-    filler = path / "filler"
-    with filler.open("wb", buffering=0) as f:
-        for size in (65_536, 1):
-            with contextlib.suppress(OSError):
-                while True:
-                    f.write(b"\0" * size)
-    return filler
-
-
 async def test_an_owner_renewing_through_a_full_disk_keeps_its_lease__MW_11_5_c(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -279,11 +254,14 @@ async def test_an_owner_renewing_through_a_full_disk_keeps_its_lease__MW_11_5_c(
     renewal is accepted — on main it was ``lease_expired`` from about 3.2 s on, also after
     space came back. Where no tmpfs can be mounted (not root), the store's write transactions
     fail as SQLite's do on a full disk instead (``_failing_store``), and a warning says so."""
-    with small_disk(tmp_path / "disk") as mounted:
+    with small_disk(tmp_path / "disk", 8) as (disk, kind):
+        mounted = kind == "tmpfs"
         if not mounted:
             warnings.warn("no tmpfs (not root): a failing store stands in for the full disk",
                           stacklevel=1)  # fmt: skip
-        w = make_world(tmp_path / "disk" / "a.db", clock=WallLeaseClock())
+        # no disk reserve: SQLite itself meets the full disk (the reserve: test_command_bounds)
+        no_reserve = AuthorityConfig(disk_reserve_bytes=0)
+        w = make_world(disk / "a.db", config=no_reserve, clock=WallLeaseClock())
         w.authorize("a", timeouts=SHORT)
         worker = w.workers[0]
         server = LiveServer(w.authority, poll_interval_s=0.05)
@@ -304,8 +282,7 @@ async def test_an_owner_renewing_through_a_full_disk_keeps_its_lease__MW_11_5_c(
                 caplog.set_level(logging.WARNING)
                 with contextlib.ExitStack() as full:
                     if mounted:
-                        full.callback((tmp_path / "disk" / "filler").unlink)
-                        fill(tmp_path / "disk")
+                        full.callback(fill(disk).unlink)
                     else:
                         full.enter_context(_failing_store(w))(True)
                     failures = 0

@@ -34,10 +34,16 @@ def small_disk(where: Path, mib: int) -> Iterator[tuple[Path, str]]:
             subprocess.run(["umount", "-l", str(where)], check=True)
 
 
-def fill(where: Path, leave_bytes: int) -> Path:
-    """A file in ``where`` taking its free space down to about ``leave_bytes``."""
+def fill(where: Path, leave_bytes: int = 0) -> Path:
+    """A file in ``where`` taking its free space down to about ``leave_bytes`` (0: to the
+    last byte — written until the filesystem says ``ENOSPC``)."""
     filler = where / "filler"
     free = shutil.disk_usage(where).free
-    with filler.open("wb") as f:
+    with filler.open("wb", buffering=0) as f:
         f.write(b"\0" * max(0, free - leave_bytes))
+        if leave_bytes == 0:  # the last blocks the estimate left
+            for size in (65_536, 1):
+                with contextlib.suppress(OSError):
+                    while True:
+                        f.write(b"\0" * size)
     return filler

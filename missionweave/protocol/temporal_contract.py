@@ -482,7 +482,8 @@ class ExecuteWorkItemInput(BaseModel):
     input: dict[str, Any] = Field(default_factory=dict)
     offer: OfferTerms | None = None
     ownership_epoch: int = Field(default=0, ge=0)
-    key_version: int = Field(default=1, ge=1, le=2)
+    # left out at version 1, so that an input a pre-mwk2_ agent can read stays readable to it
+    key_version: int = Field(default=1, ge=1, le=2, exclude_if=lambda v: v == 1)
     lease: LeaseGrant | None = None
     checkpoint: dict[str, Any] | None = None
     attempt: int = Field(default=1, ge=1)

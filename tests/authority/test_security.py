@@ -129,9 +129,7 @@ async def test_signed_reads_refuse_replays_stale_and_retargeted_signatures(
     _untouched(world, before)
 
 
-async def test_command_ids_are_the_actors_own_in_its_group(
-    live: LiveServer, world: World
-) -> None:
+async def test_command_ids_are_the_actors_own_in_its_group(live: LiveServer, world: World) -> None:
     """Finding 2: a stranger cannot use up a Coordinator's predictable Command ids."""
     stranger = Actor.generate("mallory")
     poisoned = [f"mission-victim-1/c{i}" for i in range(1, 6)]

@@ -29,7 +29,9 @@ PROTOCOL = {
     "verify_chain", "verify_context_package",
     # the one identifier rule and the JSON integer bound (section 16)
     "MAX_ID_CHARS", "MAX_LABEL_CHARS", "MAX_SAFE_INT", "check_identifier", "identifier_problem",
-    "label_problem",
+    "label_problem", "new_identifier_problem",
+    # idempotency keys' versions (MW-16-f)
+    "CURRENT_KEY_VERSION", "KEY_VERSIONS",
     # the one capability matcher (MW-10.3-d/f)
     "best_match", "capability_matches", "parse_capability", "satisfies",
     # bounded offline execution (MW-11.5-f/i)

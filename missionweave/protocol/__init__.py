@@ -57,8 +57,9 @@ from ._identifiers import (
     check_identifier,
     identifier_problem,
     label_problem,
+    new_identifier_problem,
 )
-from ._ids import attempt_key, idempotency_key
+from ._ids import CURRENT_KEY_VERSION, KEY_VERSIONS, attempt_key, idempotency_key
 from ._messages import (
     GENESIS_HASH,
     MAX_SAFE_INT,
@@ -117,10 +118,12 @@ from ._work_item import (
 __all__ = [
     "BOUNDED_OFFLINE_EXECUTION",
     "BUFFERABLE_COMMANDS",
+    "CURRENT_KEY_VERSION",
     "GENESIS_HASH",
     "HASH_PATTERN",
     "INPUT_ARTIFACT_KEY",
     "INPUT_MEDIA_TYPE",
+    "KEY_VERSIONS",
     "KNOWN_EXTENSIONS",
     "MAX_CARRIED_INPUT_BYTES",
     "MAX_ID_CHARS",
@@ -202,6 +205,7 @@ __all__ = [
     "label_problem",
     "load_public_key",
     "new_id",
+    "new_identifier_problem",
     "parse_capability",
     "reduce_events",
     "reduce_work_item",

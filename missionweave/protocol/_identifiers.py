@@ -12,6 +12,11 @@ exclude ``/``, ``?``, ``#``, ``%``, ``.`` and ``..``: they are URL path segments
 
 A label (a Mission title) may hold inner white space and up to :data:`MAX_LABEL_CHARS`
 characters, under the same character rule.
+
+A *new* identity — a Group, agent, Mission or WorkItem id as it is created — must also be in
+Unicode NFKC (:func:`new_identifier_problem`): ``ｐａｙｐａｌ`` (fullwidth) or ``ﬁle`` (a
+ligature) is refused, never normalized, since an id sits inside signed bytes. The check runs at
+creation only, so a log written before it still folds and its ids still act.
 """
 
 from __future__ import annotations
@@ -94,6 +99,24 @@ def _text_problem(value: str, max_chars: int) -> str | None:
     return None
 
 
+def new_identifier_problem(value: object, *, path_segment: bool = False) -> str | None:
+    """Why ``value`` cannot name a new identity (a Group, agent, Mission or WorkItem id at its
+    creation), or ``None``: :func:`identifier_problem`, and then Unicode NFKC — a character
+    with a compatibility form (fullwidth ``ｐ``, the ligature ``ﬁ``, superscript ``²``) is
+    refused, naming the first one.
+    """
+    problem = identifier_problem(value, path_segment=path_segment)
+    if problem is not None:
+        return problem
+    assert isinstance(value, str)
+    if value.isascii() or unicodedata.is_normalized("NFKC", value):
+        return None
+    at = next((i for i, ch in enumerate(value) if unicodedata.normalize("NFKC", ch) != ch), None)
+    if at is None:
+        return "is not in Unicode NFKC"
+    return f"is not in Unicode NFKC (U+{ord(value[at]):04X} at index {at} has a compatibility form)"
+
+
 def is_invisible(ch: str) -> bool:
     """Whether ``ch`` is in :data:`INVISIBLE_RANGES`."""
     code = ord(ch)
@@ -119,4 +142,5 @@ __all__ = [
     "check_identifier",
     "identifier_problem",
     "label_problem",
+    "new_identifier_problem",
 ]

@@ -151,6 +151,7 @@ class RejectionCode(StrEnum):
     UNKNOWN_SNAPSHOT = "unknown_snapshot"
     UNKNOWN_SOURCE = "unknown_source"
     UNKNOWN_WORK_ITEM = "unknown_work_item"
+    UNNORMALIZED_ID = "unnormalized_id"
     UNSUPPORTED_EXTENSION = "unsupported_extension"
     UPDATE_ERROR = "update_error"
     UPDATE_REJECTED = "update_rejected"

@@ -104,7 +104,9 @@ command_too_large
     one Command is over the size bound (`detail.max_bytes`)
     → move large content into an Artifact and send its hash
 confusable_id
-    a new identifier looks like an existing one (UTS #39 skeleton, `detail.confusable_with`)
+    a new identifier looks like one registered first (UTS #39 skeleton): a Group or agent id
+    like any of the Authority's (never named), a Mission id like one of its Group's, a WorkItem
+    id like one of its Mission's (`detail.confusable_with`)
     → choose a visibly different identifier
 context_chain
     a Context Package version does not link the latest stored version
@@ -438,6 +440,10 @@ unknown_source
 unknown_work_item
     no such WorkItem in the Group or Mission
     → check the WorkItem id
+unnormalized_id
+    a new Group, agent, Mission or WorkItem id is not in Unicode NFKC (fullwidth letters,
+    ligatures…; `detail.field`): ids are refused, never normalized, as they sit in signed bytes
+    → spell the id in its NFKC form
 unsupported_extension
     the Command needs a critical extension this Authority does not know
     → send it without the extension, or to an Authority that knows it

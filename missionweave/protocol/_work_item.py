@@ -46,6 +46,9 @@ class WorkItemFacts:
         revision: the contract revision.
         owner: the current owner (``None`` once ownership is closed).
         ownership_epoch: the ownership epoch, raised by each acceptance (MW-11.3-a).
+        key_version: the idempotency key version of that epoch (``work.offer_accepted``'s
+            ``key_version``; 1 when it names none), kept for every execution of the epoch
+            (MW-16-f, :func:`~missionweave.protocol.idempotency_key`).
         lease: the current execution lease as granted (``work.started``'s ``lease`` with its
             public ``capability_token``), ``None`` when none is held.
         hold_id: the queued ownership lease that holds an accepted WorkItem until it starts
@@ -59,7 +62,7 @@ class WorkItemFacts:
         attempts: failed executions so far.
         retryable: whether the last failure may be retried (``work.failed``'s ``retryable``).
         error: what the last failure said: the summary of ``work.failed``'s failing Evidence
-            (a handler's exception type, message and trimmed traceback; a failed review step).
+            (a handler's exception type and message, paths redacted; a failed review step).
         failed_owner: who held it when it last failed (``work.failed``'s ``owner``).
         retry_exhausted: the retry bound the last failure reached (``max_attempts``,
             ``max_total_wait_ms``, ``deadline``, ``cost_cap`` or ``budget``; MW-11.4-d), ``None``
@@ -76,6 +79,7 @@ class WorkItemFacts:
     revision: int = 1
     owner: str | None = None
     ownership_epoch: int = 0
+    key_version: int = 1
     lease: dict[str, Any] | None = None
     hold_id: str | None = None
     start_deadline_ms: int | None = None
@@ -159,6 +163,7 @@ def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
                 owner=str(b["owner"]),
                 lease=None,
                 ownership_epoch=int(b["ownership_epoch"]),
+                key_version=int(b.get("key_version", 1)),  # absent before mwk2_ keys
                 approved=False,
                 start_deadline_ms=int(b["start_deadline_ms"]),
                 queued_at_ms=at,

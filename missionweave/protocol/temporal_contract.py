@@ -468,6 +468,10 @@ class ExecuteWorkItemInput(BaseModel):
     Attributes:
         ownership_epoch: the WorkItem's ownership epoch as the workflow knows it: the one to
             start under when resuming; the acceptance of an offer raises it by one.
+        key_version: the idempotency key version of the execution's ownership epoch
+            (MW-16-f): with an offer, the version the acceptance records for the epoch it
+            begins; when resuming, the version the epoch began with (``work.offer_accepted``'s,
+            1 when it names none), so a retry keeps its keys across an upgrade.
     """
 
     model_config = _MODEL
@@ -478,6 +482,8 @@ class ExecuteWorkItemInput(BaseModel):
     input: dict[str, Any] = Field(default_factory=dict)
     offer: OfferTerms | None = None
     ownership_epoch: int = Field(default=0, ge=0)
+    # left out at version 1, so that an input a pre-mwk2_ agent can read stays readable to it
+    key_version: int = Field(default=1, ge=1, le=2, exclude_if=lambda v: v == 1)
     lease: LeaseGrant | None = None
     checkpoint: dict[str, Any] | None = None
     attempt: int = Field(default=1, ge=1)
@@ -554,8 +560,8 @@ class WorkItemStatus(BaseModel):
     detail: str = ""
     error: str | None = Field(
         default=None,
-        description="the last failure: the handler's exception type, message and "
-        "a trimmed traceback, or why the review failed (``work.failed``'s Evidence)",
+        description="the last failure: the handler's exception type and message, file paths "
+        "redacted, or why the review failed (``work.failed``'s Evidence)",
     )
     review_stage: str | None = None
     review_item: str | None = None
@@ -607,8 +613,8 @@ class ItemResult(BaseModel):
     detail: str = Field(default="", description="the last thing that happened to it, in words")
     error: str | None = Field(
         default=None,
-        description="the last failure: the handler's exception type, message and "
-        "a trimmed traceback, or why the review failed (``work.failed``'s Evidence)",
+        description="the last failure: the handler's exception type and message, file paths "
+        "redacted, or why the review failed (``work.failed``'s Evidence)",
     )
     dependencies: list[str] = Field(
         default_factory=list, description="what it depended on, edges added at run time included"

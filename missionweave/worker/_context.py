@@ -173,12 +173,21 @@ class WorkContext(FencedActions):
 
     def idempotency_key(self, op_id: str) -> str:
         """The stable key of external operation ``op_id`` under this ownership epoch: the same
-        in every retry and resume of this epoch, different after a reassignment (MW-16-f).
+        in every retry and resume of this epoch, different after a reassignment and in every
+        other Group (MW-16-f). The key version is the epoch's (``mwk2_`` folds in the Group;
+        an epoch begun under ``mwk1_`` keeps it, docs/spec/READINGS.md).
 
         Raises:
             ValueError: ``op_id`` is empty.
         """
-        return idempotency_key(self.mission_id, self.work_item_id, self.ownership_epoch, op_id)
+        return idempotency_key(
+            self.mission_id,
+            self.work_item_id,
+            self.ownership_epoch,
+            op_id,
+            key_version=self._work.key_version,
+            group_id=self.group_id,
+        )
 
     def attempt_key(self, op_id: str, n: int) -> str:
         """A deterministic key for attempt ``n`` (≥ 1) of operation ``op_id``, for external APIs

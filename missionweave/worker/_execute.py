@@ -34,7 +34,6 @@ import asyncio
 import contextlib
 import logging
 import time
-import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import timedelta
@@ -65,6 +64,7 @@ from ..protocol.temporal_contract import (
 )
 from ._context import WorkContext, heartbeat
 from ._errors import Blocked, LeaseLost, Pause, PermanentFailure
+from ._failure import describe_failure, redact_paths
 from ._handlers import HandlerRegistry, Submission
 from ._input import InputUnavailable, resolve_input
 from ._lease import LeaseSession
@@ -96,11 +96,6 @@ def _worker_shutdown() -> bool:
     return activity.in_activity() and activity.is_worker_shutdown()
 
 
-def _short(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= 500 else text[:497] + "..."
-
-
 def _budget_reason(verdict: CommandVerdict, budget: Budget) -> str:
     """``budget exceeded: wall_clock_ms 3600412 of 3600000 ms (budget.wall_clock_ms)``: each
     dimension over, with its usage and limit, from the Authority's ``budget_exceeded``."""
@@ -117,21 +112,6 @@ def _budget_reason(verdict: CommandVerdict, budget: Budget) -> str:
             limit_text = f"{getattr(budget, dim, '?')}{unit}"
             parts.append(f"{dim} {usage.get(dim)} of {limit_text} (budget.{dim})")
     return "budget exceeded: " + ("; ".join(parts) or "?")
-
-
-#: The innermost traceback frames a handler's failure reports (where it was raised).
-TRACEBACK_FRAMES = 4
-
-
-def describe_failure(exc: BaseException) -> str:
-    """A handler's exception as it is reported (MW-11.4-f): ``Type: message`` (at most 500
-    characters), then the innermost :data:`TRACEBACK_FRAMES` frames of its traceback; at most
-    2,000 characters, the Evidence summary's bound."""
-    frames = traceback.format_tb(exc.__traceback__)[-TRACEBACK_FRAMES:]
-    if not frames:
-        return _short(exc)
-    text = _short(exc) + "\nTraceback (innermost frames):\n" + "".join(frames).rstrip()
-    return text if len(text) <= 2000 else text[:1997] + "..."
 
 
 @dataclass(slots=True, eq=False)
@@ -267,7 +247,7 @@ class _Run:
             retry = isinstance(exc.__cause__, (ArtifactStoreError, AuthorityUnavailable))
             return await self._fail(str(exc), retryable=retry)
         except ValidationError as exc:
-            return await self._fail(f"invalid input: {_short(exc)}", retryable=False)
+            return await self._fail(f"invalid input: {describe_failure(exc)}", retryable=False)
         self.ctx.capability_versions = self.ctx.capability_versions or {spec.name: spec.version}
         self.ctx.set_estimate(spec.estimate_ms)  # the expected end (MW-11.4-b)
         heartbeat(self.ctx.heartbeat_details())
@@ -574,7 +554,10 @@ class _Run:
         )
 
     async def _fail(self, error: str, *, retryable: bool, charge: bool = True) -> WorkOutcome:
-        """``work.fail`` with one Evidence of the execution failure (MW-11.4-f)."""
+        """``work.fail`` with one Evidence of the execution failure (MW-11.4-f). ``error`` is a
+        summary (:func:`~._failure.describe_failure` for a handler's exception); any absolute
+        path left in it is redacted, since every member replays the log."""
+        error = redact_paths(error)
         ev = Evidence(
             subject=self.work.work_item_id,
             criterion="execution",

@@ -173,6 +173,8 @@ class OfferTaker:
                     "work_item_id": wid,
                     "offer_id": offer.offer_id,
                     "revision": offer.revision,
+                    # the epoch this acceptance begins keeps this key version (MW-16-f)
+                    **({"key_version": work.key_version} if work.key_version > 1 else {}),
                 },
             )
             start_now = (

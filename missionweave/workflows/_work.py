@@ -30,7 +30,7 @@ from temporalio.exceptions import (
 with workflow.unsafe.imports_passed_through():
     from ..activities import CoordinatorActivities
     from ..outcome import error_line
-    from ..protocol import EventType, RejectionCode, WorkItemState
+    from ..protocol import CURRENT_KEY_VERSION, EventType, RejectionCode, WorkItemState
     from ..protocol.temporal_contract import (
         CommandVerdict,
         ExecuteWorkItemInput,
@@ -54,6 +54,11 @@ with workflow.unsafe.imports_passed_through():
 
 #: ``execute_work_item`` is never retried by Temporal: a new attempt is a new offer.
 _ONCE = RetryPolicy(maximum_attempts=1)
+
+#: Offers made from here on begin their ownership epoch under ``mwk2_`` idempotency keys,
+#: which fold in the Group (MW-16-f; docs/spec/READINGS.md). A history that made its offers
+#: before this patch replays them with ``mwk1_``.
+GROUP_KEYS_PATCH = "idempotency-keys-fold-in-the-group"
 
 
 @dataclass(frozen=True)
@@ -249,6 +254,7 @@ class Offers:
                     input=item.spec.input,
                     offer=offer,
                     ownership_epoch=item.ownership_epoch,
+                    key_version=self._key_version(item, offer),
                     dependency_artifacts={
                         d: self._board.state.items[d].artifacts
                         for d in item.spec.dependencies
@@ -299,6 +305,16 @@ class Offers:
             await self._review(item)
         self._board.wake = True
 
+    @staticmethod
+    def _key_version(item: ItemState, offer: OfferTerms | None) -> int:
+        """The idempotency key version of an execution (MW-16-f): an offer begins a new
+        ownership epoch under the current version (once this workflow is patched, else 1); a
+        resume keeps the version its epoch began with, as the Authority's
+        ``work.offer_accepted`` recorded it."""
+        if offer is None:
+            return item.w.key_version
+        return CURRENT_KEY_VERSION if workflow.patched(GROUP_KEYS_PATCH) else 1
+
     async def sync(self, item: ItemState) -> None:
         """Read the WorkItem's Events since the last one applied and fold them in."""
         run = self._board.run(item.work_item_id)
@@ -324,4 +340,4 @@ class Offers:
         self._board.apply(events)
 
 
-__all__ = ["Execution", "Offers", "Wanted"]
+__all__ = ["GROUP_KEYS_PATCH", "Execution", "Offers", "Wanted"]

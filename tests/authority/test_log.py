@@ -199,7 +199,7 @@ def test_a_member_key_that_is_not_an_ed25519_key_is_refused(tmp_path: Path, key:
 
 
 @pytest.mark.sqlite_only
-def test_a_schema_1_database_is_migrated_on_open__MW_16_f(tmp_path: Path) -> None:
+def test_a_schema_1_database_is_migrated_on_open(tmp_path: Path) -> None:
     """Schema 1 kept Command ids global; opening it scopes each remembered id to its Group
     and actor, so a repeat still gets its original verdict."""
     w = make_world(tmp_path / "a.db")

@@ -129,9 +129,7 @@ async def test_signed_reads_refuse_replays_stale_and_retargeted_signatures(
     _untouched(world, before)
 
 
-async def test_command_ids_are_the_actors_own_in_its_group__MW_16_f(
-    live: LiveServer, world: World
-) -> None:
+async def test_command_ids_are_the_actors_own_in_its_group(live: LiveServer, world: World) -> None:
     """Finding 2: a stranger cannot use up a Coordinator's predictable Command ids."""
     stranger = Actor.generate("mallory")
     poisoned = [f"mission-victim-1/c{i}" for i in range(1, 6)]
@@ -173,7 +171,7 @@ async def test_command_ids_are_the_actors_own_in_its_group__MW_16_f(
     assert world.authority.work_item(world.group, "v3") is not None
 
 
-async def test_a_tampered_repeat_is_refused_and_a_reused_id_conflicts__MW_16_f(
+async def test_a_tampered_repeat_is_refused_and_a_reused_id_conflicts(
     live: LiveServer, world: World
 ) -> None:
     """Finding 7: the same id with the old signature over a changed body is no duplicate."""

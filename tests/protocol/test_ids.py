@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -138,3 +139,45 @@ def test_bad_input_raises__MW_16_f(args: tuple[str, str, int, str]) -> None:
 def test_bad_attempt_input_raises__MW_11_4_e(key: str, attempt: int) -> None:
     with pytest.raises(ValueError):
         attempt_key(key, attempt)
+
+
+# Version 2 (mwk2_) folds in the Group (docs/spec/READINGS.md, "MW-16-f — the Group in the key").
+PINNED_KEY_V2 = "mwk2_c48ba52c316a9c38e60f92bc7e91b2ad53db6edaa3a82624522a79cb44dcf6c1"
+
+
+def _v2(group: str, *rest: Any) -> str:
+    mission, item, epoch, op = rest
+    return idempotency_key(mission, item, epoch, op, key_version=2, group_id=group)
+
+
+def test_pinned_regression_vector_v2__MW_16_f() -> None:
+    assert _v2("g1", "m1", "w1", 1, "upload-report") == PINNED_KEY_V2
+    raw = b'["mw-idem-v2","g1","m1","w1",1,"upload-report"]'
+    assert PINNED_KEY_V2 == "mwk2_" + hashlib.sha256(raw).hexdigest()
+    # version 1 is unchanged, the Group given or not: an epoch begun under it keeps its keys
+    assert idempotency_key("m1", "w1", 1, "upload-report", group_id="g1") == PINNED_KEY
+
+
+def test_two_groups_never_derive_one_key__MW_16_f() -> None:
+    """The same Mission and WorkItem ids in two Groups: under mwk1_ one key (the defect of
+    issue 38), under mwk2_ two."""
+    same = ("m1", "w1", 1, "charge-card")
+    assert idempotency_key(*same, group_id="g1") == idempotency_key(*same, group_id="g2")
+    assert _v2("g1", *same) != _v2("g2", *same)
+    assert _v2("g1", *same) != idempotency_key(*same)  # and no version shares a key
+
+
+@settings(max_examples=300, deadline=None)
+@given(_part, _part, _tuple)
+def test_distinct_groups_get_distinct_keys__MW_16_f(
+    g1: str, g2: str, op: tuple[str, str, int, str]
+) -> None:
+    assert (_v2(g1, *op) == _v2(g2, *op)) == (g1 == g2)
+
+
+def test_v2_needs_its_group_and_a_known_version__MW_16_f() -> None:
+    with pytest.raises(ValueError, match="group_id"):
+        idempotency_key("m", "w", 1, "op", key_version=2)
+    with pytest.raises(ValueError, match="key version"):
+        idempotency_key("m", "w", 1, "op", key_version=3, group_id="g")
+    assert attempt_key(_v2("g", "m", "w", 1, "op"), 1).startswith("mwa1_")

@@ -270,7 +270,7 @@ _JSON = st.recursive(
 
 @given(_JSON)
 @settings(max_examples=300, deadline=None)
-def test_fast_canonical_bytes_equal_the_rfc8785_oracle__MW_16_f(value: object) -> None:
+def test_fast_canonical_bytes_equal_the_rfc8785_oracle(value: object) -> None:
     """The hot path's encoder gives the ``rfc8785`` package's bytes for every signable value,
     astral and private-use keys (where UTF-16 and code-point order differ) included."""
     assert canonical_bytes(value) == rfc8785.dumps(value)

@@ -5,6 +5,10 @@ late-result path."""
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
+import re
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -459,3 +463,39 @@ async def test_a_refused_submission_records_which_criteria_need_evidence(
     assert "(missing=schema)" in (out.error or "").split("\n", 1)[0]
     failed = [e for e in world.authority.all_events(world.group) if e.type == "work.failed"]
     assert "(missing=schema)" in str(failed[-1].body)  # the Group log keeps it too
+
+
+def _read_settings() -> bytes:
+    """Raises ``FileNotFoundError`` naming an absolute path, from a frame of this file (an
+    absolute host path in the traceback too)."""
+    with open("/nonexistent/missionweave-secrets/settings.toml", "rb") as f:
+        return f.read()
+
+
+async def test_failure_evidence_carries_no_traceback_or_host_path__MW_11_4_f(
+    world: World,
+    client: AuthorityClient,
+    work: ExecuteWorkItemInput,
+    worker: Actor,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every member replays ``work.failed``: its Evidence says the exception's type (the code)
+    and message with the path redacted; the traceback, with this file's path, is in the
+    agent's own log only."""
+    caplog.set_level(logging.WARNING, logger="missionweave.worker._execute")
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
+        return _read_settings()
+
+    out = await run(client, worker, work, verify)
+    assert out.kind is OutcomeKind.FAILED and out.verdict and out.verdict.accepted
+    (failed,) = [e for e in world.authority.all_events(world.group) if e.type == "work.failed"]
+    (ev,) = failed.body["evidence"]
+    said = "FileNotFoundError: [Errno 2] No such file or directory: '<path>'"
+    assert ev["summary"] == said and out.error == said
+    logged = json.dumps(failed.model_dump(mode="json"))
+    assert "Traceback" not in logged and "settings.toml" not in logged
+    assert __file__ not in logged and not re.search(r"""["' ]/\w""", ev["summary"])
+    (record,) = [r for r in caplog.records if r.exc_info]
+    assert record.exc_info is not None and record.exc_info[2] is not None  # the worker's own log
+    assert __file__ in "".join(traceback.format_tb(record.exc_info[2]))

@@ -88,9 +88,7 @@ async def test_a_failed_mission_fails_its_execution_and_says_why__issue11_1__iss
         (a,) = res.items
         assert (a.state.value, a.attempts) == ("failed", 2)
         assert a.detail == "failed after 2 attempt(s) at ada: RuntimeError: kaboom"
-        assert a.error is not None
-        assert a.error.startswith("RuntimeError: kaboom\nTraceback (innermost frames):\n")
-        assert 'raise RuntimeError("kaboom")' in a.error and "in step" in a.error
+        assert a.error == "RuntimeError: kaboom"  # the traceback stays in the agent's log
 
         end = await ending(handle)
         assert (end.status, end.mission_status, end.open_items) == ("FAILED", "failed", 0)

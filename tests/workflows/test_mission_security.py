@@ -13,7 +13,7 @@ from missionweave.protocol.temporal_contract import mission_workflow_id
 from tests.support.mission_harness import mission_stack, step_registry, work_items
 
 
-async def test_command_id_poisoning_cannot_stop_a_mission__MW_16_f(
+async def test_command_id_poisoning_cannot_stop_a_mission(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     """The coordinator's Command ids are predictable (``mission-<id>/c<n>``). A stranger who

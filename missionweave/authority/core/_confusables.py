@@ -1,5 +1,5 @@
-"""One identity per look: the Unicode security checks of UTS #39 on the names that identify
-someone — agent ids (``member.add``, and the creator of ``group.create``) and Group ids.
+"""One identity per look: the Unicode security data of UTS #39 (the checks, and where each id's
+scope lies, are in :mod:`._identity`).
 
 * **Mixed script** (UTS #39 §5.1): the resolved script set of the id — the intersection of each
   character's scripts, ``Common`` and ``Inherited`` counting as every script, Han counted in
@@ -14,6 +14,9 @@ comes from the ``confusable-homoglyphs`` package. Its confusables are pairs; the
 each character to one prototype of its class (the classes are the pairs' connected parts; the
 prototype the smallest code point, or the ASCII sequence a character is confusable with, as
 ``m`` with ``rn``), after NFD, and lowercases nothing: ``Alice`` and ``alice`` differ.
+
+Where the data gets a look-alike wrong, :data:`SUPPLEMENT` overrides it: each entry maps a
+character to the character it is drawn like, and the character takes that one's prototype.
 """
 
 from __future__ import annotations
@@ -54,6 +57,15 @@ def is_mixed_script(value: str) -> bool:
     return scripts is not None and not scripts
 
 
+#: Look-alikes ``confusables.txt`` (as the package ships it) gets wrong, by what most fonts
+#: draw: character → the character it looks like. Each was found by attack, with its reason.
+SUPPLEMENT: dict[str, str] = {
+    # CYRILLIC SMALL LETTER PALOCHKA: the data maps it to ``i``, yet it is drawn as a plain
+    # vertical stroke — ``l`` — so ``раураӏ`` passed beside ``paypal`` (issue 38)
+    "\u04cf": "l",
+}
+
+
 @cache
 def _prototypes() -> dict[str, str]:
     data = json.loads(
@@ -77,10 +89,11 @@ def _prototypes() -> dict[str, str]:
                 a, b = find(ch), find(other)
                 if a != b:
                     parent[max(a, b)] = min(a, b)
-            elif other.isascii() and other.isprintable():
+            elif other and other.isascii() and other.isprintable():
                 sequences[ch] = other
     out = {c: find(c) for c in list(parent)}
     out.update(sequences)
+    out.update({ch: out.get(like, like) for ch, like in SUPPLEMENT.items()})
     return out
 
 
@@ -92,10 +105,4 @@ def skeleton(value: str) -> str:
     return unicodedata.normalize("NFD", mapped)
 
 
-def confusable_with(value: str, existing: list[str]) -> str | None:
-    """The first of ``existing`` (another id) whose skeleton is ``value``'s, or ``None``."""
-    own = skeleton(value)
-    return next((e for e in existing if e != value and skeleton(e) == own), None)
-
-
-__all__ = ["confusable_with", "is_mixed_script", "resolved_scripts", "skeleton"]
+__all__ = ["SUPPLEMENT", "is_mixed_script", "resolved_scripts", "skeleton"]

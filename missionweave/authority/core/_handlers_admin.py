@@ -26,7 +26,7 @@ from ...protocol import (
     load_public_key,
 )
 from ._command_scope import Ctx, Reject, dumps, member_of, need, need_id, need_label, require_role
-from ._confusables import confusable_with, is_mixed_script, resolved_scripts
+from ._identity import IdKind, register_identity
 from ._items import parse
 from ._registry import command
 
@@ -54,30 +54,10 @@ def _public_key(ctx: Ctx) -> str:
     return str(key)
 
 
-def _scripts_of(value: str) -> set[str]:
-    return {s for ch in value for s in resolved_scripts(ch) or ()}
-
-
-def one_identity_per_look(value: str, field: str, existing: list[str]) -> None:
-    """Refuse a new id that mixes scripts or looks like one of ``existing`` (UTS #39, see
-    :mod:`._confusables`).
-
-    Raises:
-        Reject: ``mixed_script_id``; ``confusable_id`` (naming the id it looks like).
-    """
-    if is_mixed_script(value):
-        raise Reject(RejectionCode.MIXED_SCRIPT_ID, f"{field} mixes scripts (UTS #39)", field=field,
-                     scripts=sorted(_scripts_of(value)))  # fmt: skip
-    twin = confusable_with(value, existing)
-    if twin is not None:
-        raise Reject(RejectionCode.CONFUSABLE_ID, f"{field} looks like {twin!r} (UTS #39 skeleton)",
-                     field=field, confusable_with=twin)  # fmt: skip
-
-
 def _register_agent(ctx: Ctx, agent_id: str, public_key: str, field: str = "agent_id") -> None:
     row = ctx.one("agents.public_key_by_agent_id", agent_id)
     if row is None:
-        one_identity_per_look(agent_id, field, [r["agent_id"] for r in ctx.all("agents.ids")])
+        register_identity(ctx, IdKind.AGENT, agent_id, field)
         ctx.run("agents.insert", agent_id, public_key)
     elif row["public_key"] != public_key:
         raise Reject(
@@ -96,7 +76,7 @@ def group_create(ctx: Ctx) -> None:
         raise Reject(RejectionCode.GROUP_EXISTS, f"group {gid!r} already exists", group_id=gid)
     key = _public_key(ctx)  # an operator's, checked with the signature (Authority._verify_actor)
     roles = sorted(set(_roles(ctx.body.get("roles", ["owner"]))) | {"owner"})
-    one_identity_per_look(gid, "group_id", [r["group_id"] for r in ctx.all("groups.ids")])
+    register_identity(ctx, IdKind.GROUP, gid, "group_id")
     _register_agent(ctx, ctx.command.actor, key, "actor")
     ctx.run(
         "groups.insert",

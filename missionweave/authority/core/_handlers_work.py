@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from ...protocol import (
+    KEY_VERSIONS,
     UNFINISHED_STATES,
     CommandType,
     DeclineReason,
@@ -35,6 +36,7 @@ from ._budgets import record_mission_budget
 from ._command_scope import Ctx, Reject, dumps, need, need_id, need_label
 from ._handlers_children import verify_parent
 from ._handlers_context import refuse_other_missions
+from ._identity import IdKind, register_identity
 from ._items import (
     close_owner,
     contract_of,
@@ -66,7 +68,8 @@ def mission_create(ctx: Ctx) -> None:
     cites that Event by sequence and hash, and budget charges follow it (MW-11.5-i).
 
     Raises:
-        Reject: ``role_not_allowed``, ``invalid_body``, ``mission_exists``, ``invalid_parent``.
+        Reject: ``role_not_allowed``, ``invalid_body``, ``mission_exists``, ``invalid_parent``;
+            ``unnormalized_id``, ``confusable_id`` (:func:`._identity.register_identity`).
     """
     if "coordinator" not in ctx.roles and "mission_owner" not in ctx.roles:
         raise Reject(
@@ -77,6 +80,7 @@ def mission_create(ctx: Ctx) -> None:
         raise Reject(
             RejectionCode.MISSION_EXISTS, f"Mission {mid!r} already exists", mission_id=mid
         )
+    register_identity(ctx, IdKind.MISSION, mid, "mission_id", group_id=ctx.group_id)
     raw = ctx.body.get("parent")
     parent = verify_parent(ctx, mid, raw) if raw is not None else None
     ctx.run(
@@ -101,7 +105,8 @@ def _new_item(ctx: Ctx, *, proposed_ok: bool) -> tuple[str, str, Row | None]:
 
     Raises:
         Reject: ``duplicate_id`` (WorkItem ids are unique within the Group: the detail names
-            the Mission holding it), or :func:`running_mission`'s.
+            the Mission holding it), ``unnormalized_id`` or ``confusable_id`` (a new id,
+            :func:`._identity.register_identity`), or :func:`running_mission`'s.
     """
     wid = need_id(ctx.body, "work_item_id")
     mid = need(ctx.body, "mission_id")
@@ -113,6 +118,10 @@ def _new_item(ctx: Ctx, *, proposed_ok: bool) -> tuple[str, str, Row | None]:
             f"WorkItem {wid!r} already exists in Mission {existing['mission_id']!r}",
             work_item_id=wid,
             mission_id=existing["mission_id"],
+        )
+    if existing is None:  # a proposal being authorized was registered when proposed
+        register_identity(
+            ctx, IdKind.WORK_ITEM, wid, "work_item_id", group_id=ctx.group_id, mission_id=mid
         )
     return wid, mid, existing
 
@@ -369,6 +378,7 @@ def work_accept_offer(ctx: Ctx) -> None:
             open_questions=contract.open_questions,
         )
     epoch = item["ownership_epoch"] + 1
+    keys = _key_version(ctx)
     deadline = ctx.now_ms + contract.timeouts.start_deadline_ms
     ctx.run("offers.accept", offer["offer_id"])
     hold = grant_hold(ctx, item, epoch, deadline)
@@ -384,6 +394,7 @@ def work_accept_offer(ctx: Ctx) -> None:
             "revision": item["revision"],
             "selection_basis": basis,
             "session_epoch": ctx.command.session_epoch,
+            **keys,
         },
         work_item_id=item["work_item_id"],
     )
@@ -395,7 +406,27 @@ def work_accept_offer(ctx: Ctx) -> None:
             work_item_id=item["work_item_id"],
         )
     withdraw_offers(ctx, item, "accepted_by_other", keep=str(offer["offer_id"]))
-    ctx.reply.update(ownership_epoch=epoch, start_deadline_ms=deadline, hold=hold)
+    ctx.reply.update(ownership_epoch=epoch, start_deadline_ms=deadline, hold=hold, **keys)
+
+
+def _key_version(ctx: Ctx) -> dict[str, int]:
+    """The acceptance's ``key_version`` as ``work.offer_accepted`` records it: the idempotency
+    key version of the ownership epoch it begins (MW-16-f; docs/spec/READINGS.md). ``{}`` when
+    the body names none (version 1, the Event as before).
+
+    Raises:
+        Reject: ``invalid_body``: not a known key version.
+    """
+    if "key_version" not in ctx.body:
+        return {}
+    value = ctx.body["key_version"]
+    if type(value) is not int or value not in KEY_VERSIONS:
+        raise Reject(
+            RejectionCode.INVALID_BODY,
+            f"key_version must be one of {sorted(KEY_VERSIONS)}",
+            field="key_version",
+        )
+    return {"key_version": value}
 
 
 @command(CommandType.WORK_DECLINE_OFFER, needs_session=True)

@@ -173,6 +173,14 @@ CREATE TABLE IF NOT EXISTS result_approvals (
     decided_at_ms INTEGER NOT NULL,
     PRIMARY KEY (group_id, work_item_id, ownership_epoch)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS id_skeletons (
+    kind TEXT NOT NULL,
+    group_id TEXT NOT NULL,
+    mission_id TEXT NOT NULL,
+    skeleton TEXT NOT NULL,
+    id TEXT NOT NULL,
+    PRIMARY KEY (kind, group_id, mission_id, skeleton)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS context_packages (
     group_id TEXT NOT NULL,
     mission_id TEXT NOT NULL,
@@ -496,6 +504,18 @@ STATEMENTS: dict[str, str] = {
     "agents.card_version_by_agent_id": "SELECT card_version FROM agents WHERE agent_id=?",
     "agents.card_by_agent_id": "SELECT card FROM agents WHERE agent_id=?",
     "agents.ids": "SELECT agent_id FROM agents",
+    # --- one identity per look (UTS #39 skeletons of ids, by scope: authority/core/_identity)
+    "id_skeletons.id": (
+        "SELECT id FROM id_skeletons WHERE kind=? AND group_id=? AND mission_id=? AND skeleton=?"
+    ),
+    "id_skeletons.insert_ignore": (
+        "INSERT OR IGNORE INTO id_skeletons (kind, group_id, mission_id, skeleton, id) "
+        "VALUES (?,?,?,?,?)"
+    ),
+    "missions.ids_of_group": "SELECT mission_id FROM missions WHERE group_id=?",
+    "work_items.ids_of_mission": (
+        "SELECT work_item_id FROM work_items WHERE group_id=? AND mission_id=?"
+    ),
     "artifacts.insert_ignore": (
         "INSERT OR IGNORE INTO artifacts (group_id, artifact_hash, manifest_id, mission_id, "
         "work_item_id, producer, classification, published_at_ms) VALUES (?,?,?,?,?,?,?,?)"
@@ -521,6 +541,10 @@ POSTGRES_OVERRIDES: dict[str, str] = {
     "meta.pin_key": "INSERT INTO meta (key, value) VALUES ('authority_public_key', ?) "
     "ON CONFLICT DO NOTHING",
     "artifacts.insert_ignore": STATEMENTS["artifacts.insert_ignore"].replace(
+        "INSERT OR IGNORE", "INSERT"
+    )
+    + " ON CONFLICT DO NOTHING",
+    "id_skeletons.insert_ignore": STATEMENTS["id_skeletons.insert_ignore"].replace(
         "INSERT OR IGNORE", "INSERT"
     )
     + " ON CONFLICT DO NOTHING",

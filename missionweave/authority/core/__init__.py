@@ -15,16 +15,32 @@ from ._context_access import check_context_use, events_for_member
 from ._engine import Authority, AuthorityConfig
 from ._log_audit import VerifyReport, verify_log
 from ._outages import credit_on_start, credit_quiet, keep_alive
+from ._readiness import NotReady, Probe, Readiness, Unready
 from ._signature_process import warm_up as warm_up_verifier
 from ._snapshots import load_snapshot
-from ._store import Store, StoreVersionError, is_url, open_reader, open_store, redact
+from ._store import (
+    Store,
+    StoreForkedError,
+    StoreUnavailableError,
+    StoreVersionError,
+    is_url,
+    open_reader,
+    open_store,
+    redact,
+)
 from ._tokens import verify_capability_token
 
 __all__ = [
     "Authority",
     "AuthorityConfig",
+    "NotReady",
+    "Probe",
+    "Readiness",
     "Store",
+    "StoreForkedError",
+    "StoreUnavailableError",
     "StoreVersionError",
+    "Unready",
     "VerifyReport",
     "artifact_read_refusal",
     "artifact_write_refusal",

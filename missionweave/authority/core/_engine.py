@@ -56,8 +56,10 @@ from . import (  # noqa: F401
 from ._agents import AgentReads
 from ._command_scope import Ctx, Reject, dumps
 from ._dispatch import handler_for
+from ._forks import HeadWatch
 from ._metrics import live_leases, record_transaction
 from ._outages import StallWatch
+from ._readiness import DISK_RESERVE_BYTES, Readiness, Unready, disk_probe, store_probe
 from ._reads import LogReader
 from ._registry import HANDLERS
 from ._store import Store, open_store
@@ -79,6 +81,8 @@ class AuthorityConfig:
         operator_keys: the operators' Ed25519 public keys (base64url). Only an operator may
             create a Group (``group.create``) or make admin reads (every Group, every agent);
             none by default, so a new Authority takes no Group until one is configured.
+        disk_reserve_bytes: free bytes the SQLite file's directory keeps; below them the
+            Authority is not ready (``/readyz`` 503 ``disk_below_reserve``).
     """
 
     max_candidates: int = 8
@@ -87,6 +91,7 @@ class AuthorityConfig:
     max_batch: int = 256
     parallel_verify_min: int = 8
     operator_keys: frozenset[str] = frozenset()
+    disk_reserve_bytes: int = DISK_RESERVE_BYTES
 
 
 @dataclass(slots=True)
@@ -151,6 +156,15 @@ class Authority(LogReader, AgentReads):
         #: Set by a serving Authority (``credit_on_start``): its own stalls are credited to live
         #: leases at the start of each write transaction (MW-11.5-c).
         self.stall_watch: StallWatch | None = None
+        #: What this process signed or served, per Group: checked on a reconnect (a failover
+        #: must not lose it).
+        self.heads = HeadWatch()
+        self.store.watch_reconnects(lambda: self.heads.check(self.store))
+        #: The readiness probes (:meth:`readiness`); other parts add theirs.
+        self.probes = Readiness()
+        self.probes.add(store_probe(self.store, self.heads))
+        if self.store.backend == "sqlite" and self.db_path != ":memory:":
+            self.probes.add(disk_probe(Path(self.db_path).parent, self.config.disk_reserve_bytes))
         self._pin_key()
         watch(series.AUTHORITY_LEASES_LIVE, self, live_leases)
         start_counters(series.AUTHORITY)
@@ -172,6 +186,12 @@ class Authority(LogReader, AgentReads):
     def public_key(self) -> str:
         """The Authority's base64url Ed25519 public key."""
         return self.key.public_key
+
+    def readiness(self) -> list[Unready]:
+        """Why the Authority cannot serve now (empty: ready): the store does not answer, its
+        log is forked, the disk is below its reserve, or what another part's probe says
+        (:attr:`probes`). Never takes the Authority's lock: a stalled writer cannot hold it."""
+        return self.probes.reasons()
 
     def close(self) -> None:
         """Close the store's connection."""
@@ -334,6 +354,9 @@ class Authority(LogReader, AgentReads):
         except BaseException:
             self.store.rollback()
             raise
+        for gid, head in heads.items():
+            if head.dirty:
+                self.heads.note(gid, head.seq, head.hash)
         return results
 
     def _key_of(self, cmd: Command) -> str | None:

@@ -16,17 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 import tests.support.world as world_module
-from missionweave.authority import now_ms
+from missionweave.authority import Authority, now_ms
 from missionweave.authority.client import MemoryCursorStore, Subscriber
 from missionweave.dev import free_port
 from missionweave.protocol import Command, Event
-from tests.support.pg import OwnServer
-from tests.support.serving import ProcessServer, mission_cmd, signed_http
-from tests.support.waits import until
 from tests.metrics.test_scrape import scrape, total
+from tests.support.pg import OwnServer, raw
+from tests.support.serving import LiveServer, ProcessServer, mission_cmd, signed_http
+from tests.support.waits import until
 from tests.support.world import World, make_world
 
 pytestmark = pytest.mark.postgres_only
@@ -129,9 +130,7 @@ async def test_replicas_serve_again_after_postgresql_is_killed_and_restarted__MW
         assert again["status"] == "accepted" and not again.get("duplicate")
         repeat = await until("the same id through B", lambda: _accepted(b.url, during))
         assert repeat["duplicate"] is True
-        assert [e["event_id"] for e in repeat["events"]] == [
-            e["event_id"] for e in again["events"]
-        ]
+        assert [e["event_id"] for e in repeat["events"]] == [e["event_id"] for e in again["events"]]
         for s, name in ((a, "after-a"), (b, "after-b")):  # Commands on both replicas
             cmd = mission_cmd(w, name)
             got = await until(f"{name} accepted", lambda s=s, c=cmd: _accepted(s.url, c))
@@ -172,3 +171,101 @@ async def _unready(url: str, code: str) -> bool:
 async def _ready(url: str) -> bool:
     status, body = await _status(url, "/readyz")
     return status == 200 and body == {"ready": True}
+
+
+class _CommitReplyLost:
+    """A connection whose ``COMMIT`` of a transaction that appended Events commits and then
+    breaks before its reply arrives: the commit's outcome is unknown to the Authority (a crash
+    of the server or the network at that instant, which no test can time). Once."""
+
+    def __init__(self, conn: Any, state: dict[str, bool]) -> None:
+        self._conn, self._state = conn, state
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def execute(self, sql: str, args: Any = None) -> Any:
+        cur = self._conn.execute(sql, args)
+        if sql.startswith("INSERT INTO events"):
+            self._state["appended"] = True
+        elif sql == "COMMIT" and self._state.pop("appended", False) and self._state["armed"]:
+            self._state["armed"] = False
+            self._conn.close()
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        elif sql in ("BEGIN", "ROLLBACK", "COMMIT"):
+            self._state.pop("appended", None)
+        return cur
+
+
+async def test_a_command_whose_commit_outcome_is_unknown_is_answered_by_its_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reply to COMMIT is lost: the Command is answered 503 ``store_unavailable`` (not
+    500); sent again with the same id, it is answered by that id — its original Events, once
+    in the log — not applied twice."""
+    w = make_world(tmp_path / "a.db")
+    w.clock.now = now_ms()
+    store: Any = w.authority.store
+    real = store._connection
+    state = {"armed": True}
+
+    server = LiveServer(w.authority, poll_interval_s=0.05)
+    await server.start()
+    try:
+        cmd = mission_cmd(w, "unknown-outcome")
+        monkeypatch.setattr(store, "_connection", lambda: _CommitReplyLost(real(), state))
+        r = await _post(server.url, cmd)
+        assert r.status_code == 503, r.text
+        assert r.json()["code"] == "store_unavailable"
+        again = await until("the same Command answered", lambda: _accepted(server.url, cmd))
+        assert again["status"] == "accepted" and again["duplicate"] is True
+        created = [
+            e
+            for e in w.authority.all_events(w.group)
+            if e.body.get("mission_id") == "unknown-outcome"
+        ]
+        assert [e.event_id for e in created] == [e["event_id"] for e in again["events"]]
+    finally:
+        await server.stop()
+        w.authority.close()
+
+
+async def test_a_replica_refuses_a_store_that_lost_events_it_signed(tmp_path: Path) -> None:
+    """A failover to a standby without the last Events this Authority signed (its log two
+    Events shorter, then other Events at those sequences): on its reconnect the Authority
+    finds the fork, says so (``/readyz`` 503 ``log_forked``, an error log) and serves nothing
+    from it — Commands and signed reads are answered 503 ``log_forked``."""
+    w = make_world(tmp_path / "a.db")
+    w.clock.now = now_ms()
+    server = LiveServer(w.authority, poll_interval_s=0.05)
+    await server.start()
+    try:
+        for i in range(3):
+            assert (await _accepted(server.url, mission_cmd(w, f"m-{i}"))) is not None
+        head, _ = w.authority.head(w.group)
+        kept = w.authority.all_events(w.group)[head - 3]
+        # the "new primary": the last two Events missing, then one other Event in their place
+        raw(w.db, "DELETE FROM events WHERE group_id=? AND seq>?", w.group, kept.seq)
+        raw(w.db, "UPDATE groups SET head_seq=?, head_hash=? WHERE group_id=?", kept.seq,
+            kept.hash, w.group)  # fmt: skip
+        other = Authority(w.db, w.authority.key, w.authority.config, clock=w.clock)
+        assert other.submit(mission_cmd(w, "on-the-new-primary")).accepted
+        other.close()
+        # the failover: every connection of the Authority is cut
+        raw(w.db, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+            "datname = current_database() AND pid <> pg_backend_pid()")  # fmt: skip
+        await until("/readyz 503 log_forked", lambda: _unready(server.url, "log_forked"))
+        (reason,) = w.authority.readiness()
+        assert reason.detail["forks"] == [
+            {"group_id": w.group, "seq": head, "held_hash": reason.detail["forks"][0]["held_hash"],
+             "store_hash": reason.detail["forks"][0]["store_hash"]}
+        ]  # fmt: skip
+        assert reason.detail["forks"][0]["store_hash"] is None  # the new log is shorter
+        r = await _post(server.url, mission_cmd(w, "refused"))
+        assert r.status_code == 503 and r.json()["code"] == "log_forked", r.text
+        async with signed_http(server.url, w.coordinator) as http:
+            r = await http.get(f"/v1/groups/{w.group}/events", params={"after_sequence": 0})
+        assert r.status_code == 503 and r.json()["code"] == "log_forked", r.text
+    finally:
+        await server.stop()
+        w.authority.close()

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from ...protocol import RejectionCode
 from ._store_sql import COMMAND_PRIORS, SET_WORK_ITEM
 
 
@@ -264,7 +265,7 @@ class StoreUnavailableError(RuntimeError):
         retry_after_s: when a retry may succeed, seconds.
     """
 
-    code = "store_unavailable"
+    code: str = RejectionCode.STORE_UNAVAILABLE
 
     def __init__(self, reason: str, retry_after_s: int = 1) -> None:
         super().__init__(reason)
@@ -285,7 +286,7 @@ class StoreForkedError(StoreUnavailableError):
             store's log is shorter).
     """
 
-    code = "log_forked"
+    code: str = RejectionCode.LOG_FORKED
 
     def __init__(self, forks: list[dict[str, Any]]) -> None:
         groups = ", ".join(f"{f['group_id']}@{f['seq']}" for f in forks[:5])

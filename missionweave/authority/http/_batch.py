@@ -85,6 +85,8 @@ class BatchWriter:
             consecutive transactions, in order).
         on_commit: called on the event loop after every commit with the Group ids that received
             new Events.
+        stall_s: seconds one transaction may run before :meth:`stalled` reports the writer
+            stalled (readiness).
 
     Attributes:
         batches: transactions committed (``submit_many`` calls that returned).
@@ -100,6 +102,7 @@ class BatchWriter:
     _: KW_ONLY
     max_batch: int = 256
     on_commit: Callable[[set[str]], None] | None = None
+    stall_s: float = WRITER_STALL_S
     batches: int = field(default=0, init=False)
     commands: int = field(default=0, init=False)
     requests: int = field(default=0, init=False)
@@ -142,16 +145,16 @@ class BatchWriter:
         """Requests in the transaction being written now."""
         return self._in_flight
 
-    def stalled(self, threshold_s: float = WRITER_STALL_S) -> Unready | None:
+    def stalled(self) -> Unready | None:
         """A readiness probe: the transaction being written has run more than
-        ``threshold_s`` seconds (a stuck disk or database lock), or ``None``."""
+        :attr:`stall_s` seconds (a stuck disk or database lock), or ``None``."""
         began = self._began
-        if began is None or (held := time.monotonic() - began) <= threshold_s:
+        if began is None or (held := time.monotonic() - began) <= self.stall_s:
             return None
         return Unready(
             NotReady.WRITER_STALLED,
             f"the writer has held one transaction for {held:.1f} s",
-            {"held_s": round(held, 1), "threshold_s": threshold_s, "queued": self.queued},
+            {"held_s": round(held, 1), "threshold_s": self.stall_s, "queued": self.queued},
         )
 
     async def drain(self) -> None:

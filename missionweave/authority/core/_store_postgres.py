@@ -134,7 +134,7 @@ class PostgresStore(SqlStore):
         self.sql = {
             name: translate(POSTGRES_OVERRIDES.get(name, s)) for name, s in STATEMENTS.items()
         }
-        # two: the held one, and one for probes and reconnect checks of other threads
+        # two: the one held for the Authority's statements, and one for probes of other threads
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             url,
             min_size=2,

@@ -113,6 +113,22 @@ AUTHORITY_CREDITED = Series(
     ("cause",),
     tuple((c,) for c in CREDIT_CAUSES),
 )  # fmt: skip
+AUTHORITY_STORE_ERRORS = Series(
+    "missionweave_authority_store_errors", "counter", "{error}",
+    "Store operations that failed for the database, not the request (each answered 503), by "
+    "kind: unreachable (no connection), lost (the connection broke mid-transaction or "
+    "mid-commit), failed (a statement failed for the server, e.g. its disk), forked (the "
+    "store's log differs from what this Authority signed or served).",
+    ("kind",),
+    (('unreachable',), ('lost',), ('failed',), ('forked',)),
+)  # fmt: skip
+AUTHORITY_STORE_RECONNECTS = Series(
+    "missionweave_authority_store_reconnects", "counter", "{connection}",
+    "Database connections re-established after one was lost, by role: session (the "
+    "Authority's writes and reads), listen (LISTEN for other replicas' commits).",
+    ("role",),
+    (('session',), ('listen',)),
+)  # fmt: skip
 AUTHORITY_SUBSCRIBERS = Series(
     "missionweave_authority_subscribers", "gauge", "{subscription}",
     "WebSocket subscriptions to Group logs open now.",
@@ -215,7 +231,8 @@ COORDINATOR_MISSIONS = Series(
 AUTHORITY: tuple[Series, ...] = (
     AUTHORITY_COMMANDS, AUTHORITY_APPENDS, AUTHORITY_BATCH_SIZE, AUTHORITY_COMMIT,
     AUTHORITY_LEASES_LIVE, AUTHORITY_LEASE_EXPIRIES, AUTHORITY_LEASE_REVOCATIONS,
-    AUTHORITY_DOWNTIME_CREDITS, AUTHORITY_CREDITED, AUTHORITY_SUBSCRIBERS, AUTHORITY_READS_REFUSED,
+    AUTHORITY_DOWNTIME_CREDITS, AUTHORITY_CREDITED, AUTHORITY_STORE_ERRORS,
+    AUTHORITY_STORE_RECONNECTS, AUTHORITY_SUBSCRIBERS, AUTHORITY_READS_REFUSED,
     AUTHORITY_REQUESTS,
 )  # fmt: skip
 AGENT: tuple[Series, ...] = (

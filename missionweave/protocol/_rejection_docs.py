@@ -240,6 +240,11 @@ lease_expired
 lease_required
     writing an Artifact needs the writer's live execution lease
     → start (or renew) the lease first
+log_forked
+    the store's log lacks or differs from Events this Authority signed or served (a failover
+    to a standby without them) (503); the Authority serves nothing from it; `detail.forks`
+    → nothing: an operator restores the lost Events (docs/authority.md, "PostgreSQL restart
+    or failover"); a subscriber stops with `LogForkedError`
 manifest_signature
     the manifest's signature does not verify under the actor's key
     → sign the manifest with the actor's key
@@ -369,6 +374,10 @@ stale_session_epoch
 start_deadline_missed
     the WorkItem's start deadline has passed
     → nothing: the coordinator re-offers it
+store_unavailable
+    the Authority's database does not answer, or broke during the transaction (503,
+    `Retry-After`); nothing was written, or a commit's outcome is unknown
+    → retry after `Retry-After` with the same command id: a committed one is answered by it
 token_expired
     the capability token or its lease has expired
     → renew the lease; use the token issued with it

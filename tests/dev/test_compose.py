@@ -129,6 +129,8 @@ def test_the_authority_runs_two_replicas_on_its_own_postgresql_database(
     services = _services(compose)
     authority = services["authority"]
     assert authority["deploy"]["replicas"] == 2 and "healthcheck" in authority
+    # readiness (issue 37): a replica whose store is away is not healthy, though it answers
+    assert "/readyz" in " ".join(authority["healthcheck"]["test"])
     url = _env(authority)["MISSIONWEAVE_AUTHORITY_DB"]
     m = re.fullmatch(r"postgresql://(\w+):\$\{(\w+):\?[^}]*\}@postgresql:5432/(\w+)", url)
     assert m, url

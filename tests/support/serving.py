@@ -59,7 +59,7 @@ async def served(w: World, store: ArtifactStore | None = None) -> AsyncIterator[
 
 
 def authority_serve_command(
-    db: Path,
+    db: Path | str,
     port: int,
     *,
     key: Path | None = None,
@@ -88,7 +88,7 @@ class ProcessServer:
 
     def __init__(
         self,
-        db: Path,
+        db: Path | str,
         key: Path,
         operator_keys: tuple[str, ...] = (),
         metrics_port: int | None = None,

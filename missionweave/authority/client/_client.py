@@ -15,6 +15,7 @@ Error tree::
         └── SubscriberError               the Subscriber cannot go on
             ├── SubscriptionRefused       ERROR unauthorized / unknown_group on SUBSCRIBE
             └── EventVerificationError    a validly signed Event breaks the chain (a fork)
+                └── LogForkedError        the log no longer holds the Event at the cursor
 
 So code written against :class:`Authority` (``except CursorTooOldError``) works unchanged
 against the client, and ``except AuthorityRequestError`` catches every error answer.
@@ -135,6 +136,42 @@ class EventVerificationError(SubscriberError):
     def __init__(self, group_id: str, seq: int, reason: str) -> None:
         super().__init__(f"group {group_id!r}: event {seq}: {reason}")
         self.group_id, self.seq, self.reason = group_id, seq, reason
+
+
+class LogForkedError(EventVerificationError):
+    """The alarm of a forked log: the Authority's log no longer holds the Event this subscriber
+    already processed at its cursor — another validly signed Event links there, or the log is
+    now shorter than the cursor (a failover to a standby that lacked Events the Authority had
+    signed and delivered), or the Authority itself found its store forked (``log_forked``).
+    The Subscriber stops: nothing after the fork is delivered, and the operator must reconcile
+    (docs/authority.md, "PostgreSQL restart or failover"). Implements MW-16-a for a fork.
+
+    Attributes:
+        group_id: the Group.
+        seq: the sequence where the logs part (the subscriber's cursor).
+        held_hash: the hash this subscriber holds at ``seq`` (``None``: not known).
+        found_hash: what the Authority's log has there (``None``: nothing, it is shorter).
+        head_seq: the Authority's head when it was seen (``None``: not known).
+    """
+
+    def __init__(
+        self,
+        group_id: str,
+        seq: int,
+        held_hash: str | None,
+        found_hash: str | None,
+        *,
+        head_seq: int | None = None,
+        reason: str | None = None,
+    ) -> None:
+        found = "nothing (the log is shorter)" if found_hash is None else found_hash[:16]
+        held = "?" if held_hash is None else held_hash[:16]
+        super().__init__(
+            group_id,
+            seq,
+            reason or f"log forked: this subscriber holds {held} at {seq}, the Authority {found}",
+        )
+        self.held_hash, self.found_hash, self.head_seq = held_hash, found_hash, head_seq
 
 
 class AuthorityClient:
@@ -493,6 +530,7 @@ __all__ = [
     "AuthorityRequestError",
     "AuthorityUnavailable",
     "EventVerificationError",
+    "LogForkedError",
     "RemoteCursorTooOldError",
     "RemoteUnknownGroupError",
     "SnapshotVerificationError",

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from typing import Literal
 
 from ...protocol import GENESIS_HASH, Event, check_event
-from ._client import EventVerificationError
+from ._client import EventVerificationError, LogForkedError
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +75,16 @@ class GroupSequencer:
         Raises:
             EventVerificationError: a different validly signed Event already holds this
                 sequence (the Authority forked the log).
+            LogForkedError: a validly signed Event at the cursor has another hash than the
+                one processed there (the log forked under this subscriber).
         """
         if event.group_id != self.group_id:
+            return "invalid"
+        if event.seq == self.cursor and self.last_hash is not None and event.hash != self.last_hash:
+            # the Event at the cursor, again, with another hash: a fork if the Authority signed
+            # it (a forgery is only dropped)
+            if check_event(event, self._key, None) is None:
+                raise self.forked(event.seq, event.hash)
             return "invalid"
         if event.seq <= self.cursor or event.event_id in self._done_ids:
             return "duplicate"
@@ -107,23 +115,47 @@ class GroupSequencer:
         """The next Event to process (``cursor + 1``), or ``None`` at a gap.
 
         Raises:
-            EventVerificationError: it does not link to the previous Event's hash.
+            LogForkedError: it does not link to the previous Event's hash (an
+                :class:`EventVerificationError`).
         """
         ev = self._pending.get(self.cursor + 1)
         if ev is None:
             return None
         if self.last_hash is not None and ev.prev_hash != self.last_hash:
-            raise EventVerificationError(self.group_id, ev.seq, "broken link")
+            raise self.forked(self.cursor, ev.prev_hash)
         return ev
+
+    def forked(
+        self, seq: int, found_hash: str | None, head_seq: int | None = None
+    ) -> LogForkedError:
+        """The alarm for a fork at ``seq`` (the cursor) where the Authority's log has
+        ``found_hash`` (``None``: nothing), logged at CRITICAL: raise what it returns."""
+        err = LogForkedError(
+            self.group_id,
+            seq,
+            self.last_hash if seq == self.cursor else None,
+            found_hash,
+            head_seq=head_seq,
+            reason=None if found_hash is None else f"broken link: log forked at {seq}",
+        )
+        log.critical(
+            "ALARM group %s: the Authority's log forked at sequence %d: this subscriber holds "
+            "%s there, the Authority %s (head %s); delivery stopped",
+            self.group_id,
+            seq,
+            err.held_hash,
+            found_hash or "nothing",
+            head_seq,
+        )
+        return err
 
     def ready_run(self) -> list[Event]:
         """The Events from ``cursor + 1`` on that are held and linked, in order (empty at a
         gap). Nothing is committed.
 
         Raises:
-            EventVerificationError: the first one, validly signed, does not link to the
-                previous Event's hash (an unsigned one is dropped and counted in
-                :attr:`refused`).
+            LogForkedError: the first one, validly signed, does not link to the previous
+                Event's hash (an unsigned one is dropped and counted in :attr:`refused`).
         """
         first = self._pending.get(self.cursor + 1)
         if first is None:
@@ -134,7 +166,7 @@ class GroupSequencer:
                 self.drop(first)
                 self.refused += 1
                 return []
-            raise EventVerificationError(self.group_id, first.seq, "broken link")
+            raise self.forked(self.cursor, first.prev_hash)
         run = [first]
         while (nxt := self._pending.get(run[-1].seq + 1)) is not None:
             if nxt.prev_hash != run[-1].hash:

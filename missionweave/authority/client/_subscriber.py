@@ -29,6 +29,7 @@ from ._client import (
     AuthorityClient,
     AuthorityRequestError,
     AuthorityUnavailable,
+    LogForkedError,
     SnapshotVerificationError,
     SubscriberError,
     SubscriptionRefused,
@@ -152,7 +153,8 @@ class Subscriber:
         Raises:
             SubscriptionRefused: the server answered ``unauthorized`` or ``unknown_group``.
             SnapshotVerificationError: a CURSOR_TOO_OLD snapshot does not verify.
-            EventVerificationError: the Authority's chain forks.
+            EventVerificationError: the Authority's chain forks (:class:`LogForkedError`: the log
+                no longer holds the Event at this subscriber's cursor; logged as an ALARM).
             Exception: whatever ``on_event`` or ``on_snapshot`` raised (the cursor stays before
                 that Event).
         """
@@ -233,8 +235,24 @@ class Subscriber:
                 await self._queue.put(("too_old", frame))
             elif code in (RejectionCode.UNAUTHORIZED, RejectionCode.UNKNOWN_GROUP):
                 raise SubscriptionRefused(str(code), str(frame.get("reason", "")), detail)
+            elif (fork := self._fork_in(str(code), detail)) is not None:
+                raise fork
             else:
                 log.error("stream error %s: %s %s", code, frame.get("reason"), detail)
+
+    def _fork_in(self, code: str, detail: dict[str, Any]) -> LogForkedError | None:
+        """The alarm an ERROR frame raises: the Authority's head is below this subscriber's
+        cursor (its log lost Events already delivered: ``afterSequence`` beyond the head), or
+        the Authority found its own store forked (``log_forked``); else ``None``."""
+        seq = self._seq.get(str(detail.get("group")))
+        if seq is None:
+            return None
+        head = detail.get("head_seq")
+        if code == RejectionCode.INVALID_FRAME and isinstance(head, int) and head < seq.cursor:
+            return seq.forked(seq.cursor, None, head_seq=head)
+        if code == RejectionCode.LOG_FORKED:
+            return seq.forked(seq.cursor, None)
+        return None
 
     async def _send(self, frame: dict[str, Any]) -> bool:
         ws = self._ws

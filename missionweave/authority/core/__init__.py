@@ -30,10 +30,20 @@ from ._lease_clock import LeaseClock
 from ._log_audit import VerifyReport, verify_log
 from ._outages import credit_on_start, credit_quiet, keep_alive, note_queued
 from ._rates import CommandLimits
+from ._readiness import NotReady, Probe, Readiness, Unready, disk_probe
 from ._reserve import DEFAULT_RESERVE_BYTES, DiskReserve, reserve_status
 from ._signature_process import warm_up as warm_up_verifier
 from ._snapshots import load_snapshot
-from ._store import Store, StoreVersionError, is_url, open_reader, open_store, redact
+from ._store import (
+    Store,
+    StoreForkedError,
+    StoreUnavailableError,
+    StoreVersionError,
+    is_url,
+    open_reader,
+    open_store,
+    redact,
+)
 from ._tokens import verify_capability_token
 
 __all__ = [
@@ -46,14 +56,21 @@ __all__ = [
     "CommandLimits",
     "DiskReserve",
     "LeaseClock",
+    "NotReady",
+    "Probe",
+    "Readiness",
     "Store",
+    "StoreForkedError",
+    "StoreUnavailableError",
     "StoreVersionError",
+    "Unready",
     "VerifyReport",
     "artifact_read_refusal",
     "artifact_write_refusal",
     "check_context_use",
     "credit_on_start",
     "credit_quiet",
+    "disk_probe",
     "events_for_member",
     "is_url",
     "keep_alive",

@@ -57,10 +57,12 @@ from ._agents import AgentReads
 from ._bounds import within_bounds
 from ._command_scope import Ctx, Reject, dumps
 from ._dispatch import handler_for
+from ._forks import HeadWatch
 from ._lease_clock import LeaseClock, refuse_skewed
 from ._metrics import live_leases, record_transaction
 from ._outages import StallWatch, start_judging, store_committed, store_failed
 from ._rates import CommandLimits, Meter
+from ._readiness import Readiness, Unready, disk_probe, store_probe
 from ._reads import LogReader
 from ._registry import HANDLERS
 from ._reserve import DEFAULT_RESERVE_BYTES, DiskReserve, Shortfall
@@ -185,6 +187,14 @@ class Authority(LogReader, AgentReads):
         self.disk_reserve = DiskReserve(self.config.disk_reserve_bytes)
         if self.store.backend == "sqlite" and str(db) != ":memory:":
             self.disk_reserve.watch(Path(db).resolve())
+        #: What this process signed or served, per Group: checked on a reconnect (a failover
+        #: must not lose it).
+        self.heads = HeadWatch()
+        self.store.watch_reconnects(lambda: self.heads.check(self.store))
+        #: The readiness probes (:meth:`readiness`); other parts add theirs.
+        self.probes = Readiness()
+        self.probes.add(store_probe(self.store, self.heads))
+        self.probes.add(disk_probe(self.disk_reserve))
         self._pin_key()
         watch(series.AUTHORITY_LEASES_LIVE, self, live_leases)
         start_counters(series.AUTHORITY)
@@ -206,6 +216,12 @@ class Authority(LogReader, AgentReads):
     def public_key(self) -> str:
         """The Authority's base64url Ed25519 public key."""
         return self.key.public_key
+
+    def readiness(self) -> list[Unready]:
+        """Why the Authority cannot serve now (empty: ready): the store does not answer, its
+        log is forked, the disk is below its reserve, or what another part's probe says
+        (:attr:`probes`). Never takes the Authority's lock: a stalled writer cannot hold it."""
+        return self.probes.reasons()
 
     def close(self) -> None:
         """Close the store's connection."""
@@ -376,6 +392,9 @@ class Authority(LogReader, AgentReads):
             self.store.rollback()
             self.meter.rollback()
             raise
+        for gid, head in heads.items():
+            if head.dirty:
+                self.heads.note(gid, head.seq, head.hash)
         return results
 
     def _key_of(self, cmd: Command) -> str | None:

@@ -44,7 +44,7 @@ from typing import Any
 from ._credit import GRACE_LEASES, MAX_CREDIT_MS, credit_outage
 from ._lease_clock import LeaseClock
 from ._metrics import record_credit
-from ._store import Store
+from ._store import Store, StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def _sync(authority: Any) -> None:
 def store_unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` says the store could not commit (disk full, an I/O error, a lost or
     closed PostgreSQL connection), as opposed to a conflict or a bug."""
-    if isinstance(exc, sqlite3.OperationalError | OSError):
+    if isinstance(exc, sqlite3.OperationalError | OSError | StoreUnavailableError):
         return True
     pg = sys.modules.get("psycopg")
     return pg is not None and isinstance(exc, pg.OperationalError | pg.InterfaceError)

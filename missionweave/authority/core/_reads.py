@@ -12,6 +12,7 @@ from typing import Any
 
 from ...protocol import Event, SigningKey
 from ..wire import CursorTooOldError, UnknownGroupError
+from ._forks import HeadWatch
 from ._snapshots import latest_snapshot, load_snapshot, take_snapshot
 from ._store import Store
 
@@ -29,6 +30,7 @@ class LogReader:
     key: SigningKey
     clock: Callable[[], int]
     config: Any
+    heads: HeadWatch
     _lock: threading.Lock
 
     @contextmanager
@@ -92,7 +94,9 @@ class LogReader:
                 snap = latest_snapshot(self.store, group_id)
                 raise CursorTooOldError(group_id, after_sequence, row[0] + 1, snap or {})
             page = self.store.all("events.page", group_id, after_sequence, limit)
-        return [data for (data,) in page]
+        rows = [data for (data,) in page]
+        self.heads.note_rows(group_id, after_sequence, rows)  # served: a failover keeps it
+        return rows
 
     def events_page(
         self,

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from ...protocol import RejectionCode
 from ._store_sql import COMMAND_PRIORS, SET_WORK_ITEM
 
 
@@ -122,10 +123,26 @@ class Store(Protocol):
         which the whole transaction may simply run again."""
         ...
 
-    def listen(self, on_group: Callable[[str], object]) -> Closeable | None:
+    def listen(
+        self, on_group: Callable[[str], object], on_resume: Callable[[], object] | None = None
+    ) -> Closeable | None:
         """Call ``on_group(group_id)`` (from another thread) whenever any process commits
-        Events of a Group; ``None`` when the backend has no such channel (SQLite: the server
-        polls). Close the returned object to stop."""
+        Events of a Group, and ``on_resume()`` each time the channel is re-established after
+        it was lost (notifications may have been missed meanwhile: wake every reader);
+        ``None`` when the backend has no such channel (SQLite: the server polls). Close the
+        returned object to stop."""
+        ...
+
+    def watch_reconnects(self, check: Callable[[], None]) -> None:
+        """Run ``check()`` on each new connection after a lost one, before any other statement
+        runs on it (PostgreSQL; nothing on SQLite, whose file is never disconnected). What
+        ``check`` raises is raised by every later statement too: a refused store stays refused
+        until the process restarts (:class:`StoreForkedError`)."""
+        ...
+
+    def probe(self) -> str | None:
+        """Whether the database answers now, without waiting for the Authority's own
+        connection (which a long transaction may hold): ``None``, or why not (readiness)."""
         ...
 
     def close(self) -> None: ...
@@ -234,6 +251,51 @@ def open_reader(db: str | Path) -> Store:
 
 class StoreVersionError(RuntimeError):
     """The database was written by a newer MissionWeave (its schema version is higher)."""
+
+
+class StoreUnavailableError(RuntimeError):
+    """The database cannot be reached, or its connection broke mid-transaction: the
+    transaction was not committed, or — when the connection broke during ``COMMIT`` — its
+    outcome is unknown. Nothing else is wrong: the HTTP front answers 503
+    ``store_unavailable`` with ``Retry-After``, and the same Command sent again (the same
+    Command id) after the store is back is answered by its id if it did commit (MW-16-f).
+
+    Args:
+        reason: what failed, for the operator.
+        retry_after_s: when a retry may succeed, seconds.
+    """
+
+    code: str = RejectionCode.STORE_UNAVAILABLE
+
+    def __init__(self, reason: str, retry_after_s: int = 1) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after_s = retry_after_s
+
+
+class StoreForkedError(StoreUnavailableError):
+    """The store's log of a Group is shorter than, or differs from, what this Authority already
+    signed or served (a failover to a standby that lacked committed Events). The Authority
+    refuses to serve from it: every statement raises this until an operator restores the
+    lost Events or consciously starts over (docs/authority.md, "PostgreSQL restart or
+    failover").
+
+    Args:
+        forks: per Group, what was held and what the store has:
+            ``{"group_id", "seq", "held_hash", "store_hash"}`` (``store_hash`` ``None``: the
+            store's log is shorter).
+    """
+
+    code: str = RejectionCode.LOG_FORKED
+
+    def __init__(self, forks: list[dict[str, Any]]) -> None:
+        groups = ", ".join(f"{f['group_id']}@{f['seq']}" for f in forks[:5])
+        super().__init__(
+            f"the store's log differs from Events this Authority signed or served ({groups}): "
+            "refusing to serve a forked log",
+            retry_after_s=60,
+        )
+        self.forks = forks
 
 
 def redact(db: str | Path) -> str:

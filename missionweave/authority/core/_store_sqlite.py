@@ -107,8 +107,17 @@ class SQLiteStore(SqlStore):
     def retryable(self, exc: BaseException) -> bool:
         return False
 
-    def listen(self, on_group: Callable[[str], object]) -> None:
+    def listen(
+        self, on_group: Callable[[str], object], on_resume: Callable[[], object] | None = None
+    ) -> None:
         """No channel: one process writes the file; others are picked up by polling."""
+        return None
+
+    def watch_reconnects(self, check: Callable[[], None]) -> None:
+        """Nothing to watch: the file's connection is never lost."""
+
+    def probe(self) -> str | None:
+        """``None``: the file is local (a full disk is its own readiness probe)."""
         return None
 
 

@@ -19,10 +19,15 @@ from dataclasses import KW_ONLY, dataclass, field
 from opentelemetry import context as otel_context
 
 from ...protocol import Command
-from ..core import Authority, note_queued
+from ..core import Authority, NotReady, StoreUnavailableError, Unready, note_queued
 from ..wire import SubmitResult
 
 log = logging.getLogger(__name__)
+
+#: Seconds one write transaction may run before the Authority says it is not ready
+#: (``writer_stalled``): a healthy group commit takes milliseconds, a database outage fails
+#: it within seconds (``store_unavailable``).
+WRITER_STALL_S = 10.0
 
 
 class Notifier:
@@ -48,6 +53,10 @@ class Notifier:
             ev = self._waiters.pop(gid, None)
             if ev is not None:
                 ev.set()
+
+    def notify_all(self) -> None:
+        """Wake every stream (notifications were missed: each reads the log itself)."""
+        self.notify(set(self._waiters))
 
     @staticmethod
     async def wait(waiter: asyncio.Event, timeout_s: float) -> None:
@@ -77,6 +86,8 @@ class BatchWriter:
             consecutive transactions, in order).
         on_commit: called on the event loop after every commit with the Group ids that received
             new Events.
+        stall_s: seconds one transaction may run before :meth:`stalled` reports the writer
+            stalled (readiness).
 
     Attributes:
         batches: transactions committed (``submit_many`` calls that returned).
@@ -92,6 +103,7 @@ class BatchWriter:
     _: KW_ONLY
     max_batch: int = 256
     on_commit: Callable[[set[str]], None] | None = None
+    stall_s: float = WRITER_STALL_S
     batches: int = field(default=0, init=False)
     commands: int = field(default=0, init=False)
     requests: int = field(default=0, init=False)
@@ -99,6 +111,7 @@ class BatchWriter:
     _queue: deque[_Request] = field(default_factory=deque, init=False)
     _task: asyncio.Task[None] | None = field(default=None, init=False)
     _in_flight: int = field(default=0, init=False)
+    _began: float | None = field(default=None, init=False)  # the transaction's start, monotonic
 
     def __post_init__(self) -> None:
         if self.max_batch < 1:
@@ -133,6 +146,18 @@ class BatchWriter:
         """Requests in the transaction being written now."""
         return self._in_flight
 
+    def stalled(self) -> Unready | None:
+        """A readiness probe: the transaction being written has run more than
+        :attr:`stall_s` seconds (a stuck disk or database lock), or ``None``."""
+        began = self._began
+        if began is None or (held := time.monotonic() - began) <= self.stall_s:
+            return None
+        return Unready(
+            NotReady.WRITER_STALLED,
+            f"the writer has held one transaction for {held:.1f} s",
+            {"held_s": round(held, 1), "threshold_s": self.stall_s, "queued": self.queued},
+        )
+
     async def drain(self) -> None:
         """Wait until every queued request has been answered."""
         while self._task is not None and not self._task.done():
@@ -150,6 +175,7 @@ class BatchWriter:
                 self._in_flight = 0
         except BaseException as exc:  # cancelled (loop shutdown): no caller may hang
             self._in_flight = 0
+            self._began = None
             for req in [*batch, *self._queue]:
                 if not req.future.done():
                     req.future.set_exception(
@@ -171,13 +197,17 @@ class BatchWriter:
 
     async def _commit(self, batch: list[_Request]) -> None:
         flat = [c for req in batch for c in req.commands]
+        self._began = time.monotonic()
         # a long wait in the queue is the Authority's, not an owner's (MW-11.5-c)
-        note_queued(self.authority, int((time.monotonic() - batch[0].queued_at) * 1000))
+        note_queued(self.authority, int((self._began - batch[0].queued_at) * 1000))
         try:
             contexts = [req.trace_context for req in batch for _ in req.commands]
             results = await asyncio.to_thread(self._write, flat, contexts)
         except Exception as exc:
-            if len(batch) > 1:
+            self._began = None
+            # the database is away: each request alone would wait for it again; all get the
+            # 503 now (a Command that did commit is answered by its id when sent again)
+            if len(batch) > 1 and not isinstance(exc, StoreUnavailableError):
                 # Do not let one request's failure fail its neighbours: retry each alone.
                 # Commands of an already committed chunk come back as idempotent repeats.
                 log.warning(
@@ -186,10 +216,13 @@ class BatchWriter:
                 for req in batch:
                     await self._commit([req])
                 return
-            log.exception("submit failed for %d commands", len(flat))
-            if not batch[0].future.done():
-                batch[0].future.set_exception(exc)
+            if not isinstance(exc, StoreUnavailableError):
+                log.exception("submit failed for %d commands", len(flat))
+            for req in batch:
+                if not req.future.done():
+                    req.future.set_exception(exc)
             return
+        self._began = None
         at = 0
         for req in batch:
             part, at = results[at : at + len(req.commands)], at + len(req.commands)

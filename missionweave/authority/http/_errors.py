@@ -13,6 +13,8 @@ Every error body is :class:`ErrorBody` ``{"code", "reason", "detail"}``, whateve
     ``ReadRefused``                  its     its code (401 carries ``Accept-Signature``)
     :class:`TooManyReads`            429     ``too_many_reads`` with ``Retry-After``
     ``UnknownGroupError``            404     ``unknown_group``
+    ``StoreUnavailableError``        503     ``store_unavailable`` (``log_forked`` for a
+                                             ``StoreForkedError``) with ``Retry-After``
     anything else                    500     ``internal_error`` (logged; ``detail.type``)
     ===============================  ======  ==================================================
 """
@@ -29,6 +31,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ...protocol import RejectionCode
+from ..core import StoreForkedError, StoreUnavailableError
 from ..wire import ACCEPT_SIGNATURE, ReadRefused, UnknownGroupError
 from ._metrics import read_refused
 
@@ -130,6 +133,17 @@ async def _unknown_group(_: Request, exc: UnknownGroupError) -> JSONResponse:
     return error_response(404, RejectionCode.UNKNOWN_GROUP, f"unknown group {gid!r}", group_id=gid)
 
 
+async def _store_unavailable(_: Request, exc: StoreUnavailableError) -> JSONResponse:
+    """The database, not the request, failed (issue 37): 503 with ``Retry-After``; a Command
+    sent again with the same id is answered by that id if it did commit."""
+    detail: dict[str, Any] = {"retry_after_s": exc.retry_after_s}
+    if isinstance(exc, StoreForkedError):
+        detail["forks"] = exc.forks
+    response = error_response(503, exc.code, exc.reason, **detail)
+    response.headers["Retry-After"] = str(exc.retry_after_s)
+    return response
+
+
 async def _internal(_: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error")
     return error_response(
@@ -143,6 +157,7 @@ def add_error_handlers(app: FastAPI) -> None:
     app.exception_handler(StarletteHTTPException)(_http)
     app.exception_handler(ReadRefused)(_refused)
     app.exception_handler(UnknownGroupError)(_unknown_group)
+    app.exception_handler(StoreUnavailableError)(_store_unavailable)
     app.exception_handler(Exception)(_internal)
     app.exception_handler(TooManyReads)(_too_many_reads)
 

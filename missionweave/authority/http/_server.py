@@ -10,15 +10,15 @@ Routes, by the module (an ``APIRouter``) that holds them and says what each answ
     _artifact_routes  GET  /v1/groups/{group_id}/artifacts/{artifact_hash};
                       GET|PUT /v1/artifact-blobs/{token}
     _agent_routes     GET  /v1/groups/{group_id}/agents, GET|PUT …/presence
-    _service_routes   GET  /v1/authority, GET /healthz
+    _service_routes   GET  /v1/authority, GET /healthz, GET /readyz
     _stream_routes    WS   /v1/stream (SUBSCRIBE / EVENT / ACK / ERROR)
 
 What the routes share (the Authority, the writer, the read gate …) is one :class:`~._front.Front`
 on ``app.state.front``, given to each route by ``Depends(get_front)``.
 
-Every read (``GET``) but ``/healthz`` and the Authority's public key is a signed request
-(RFC 9421, :mod:`._read_access`) of an active member of the Group it reads — or of an operator
-key (:attr:`AuthorityConfig.operator_keys`), who may read everything. ``GET /v1/authority``
+Every read (``GET``) but ``/healthz``, ``/readyz`` and the Authority's public key is a signed
+request (RFC 9421, :mod:`._read_access`) of an active member of the Group it reads — or of an
+operator key (:attr:`AuthorityConfig.operator_keys`), who may read everything. ``GET /v1/authority``
 answers anyone with the public key, and a signed reader with its Groups too; a non-member gets
 the same 403 whether or not the Group exists. Bodies, headers, JSON depth and integers are
 bounded (:mod:`._limits`), and so are large reads in flight, per key and in all (429
@@ -87,14 +87,18 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     await asyncio.to_thread(credit_on_start, authority)
     alive = asyncio.create_task(keep_alive(authority), name="authority alive mark")
     loop = asyncio.get_running_loop()
-    # Replicas over one PostgreSQL: another replica's commit wakes this one's streams.
+    # Replicas over one PostgreSQL: another replica's commit wakes this one's streams; after
+    # the LISTEN connection was lost, every stream (they read the log itself).
     listener = authority.store.listen(
-        lambda gid: loop.call_soon_threadsafe(front.notifier.notify, {gid})
+        lambda gid: loop.call_soon_threadsafe(front.notifier.notify, {gid}),
+        lambda: loop.call_soon_threadsafe(front.notifier.notify_all),
     )
+    remove_probe = authority.probes.add(front.writer.stalled)
     try:
         yield
         await front.writer.drain()
     finally:
+        remove_probe()
         alive.cancel()
         await asyncio.gather(alive, return_exceptions=True)
         if listener is not None:

@@ -1,7 +1,11 @@
 """The Authority's own face::
 
 GET /v1/authority   → {public_key} to anyone; with a signed request also {operator, groups}
-GET /healthz        → {ok: true} (not counted as hearing from a client: :mod:`._silence`)
+GET /healthz        → {ok: true} (liveness: the process answers; not counted as hearing from
+                      a client: :mod:`._silence`)
+GET /readyz         → {ready: true}, or 503 {code, reason, detail: {reasons: [...]}} naming
+                      why the Authority cannot serve now (readiness: the store does not answer,
+                      its log is forked, the disk is below its reserve, the writer stalled)
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from ..wire import SignedRead
-from ._errors import documented
+from ._errors import ErrorBody, documented, error_response
 from ._front import Front, get_front
 from ._read_access import reader
 
@@ -43,7 +47,23 @@ async def get_authority(
 
 @router.get("/healthz")
 async def healthz() -> JSONResponse:
+    """Liveness: the process answers (an orchestrator restarts it when this fails)."""
     return JSONResponse({"ok": True})
+
+
+@router.get("/readyz", responses={503: {"model": ErrorBody}})
+async def readyz(front: Front = Depends(get_front)) -> JSONResponse:
+    """Readiness: 200 ``{"ready": true}`` when the Authority can serve; else 503 with the
+    first reason's ``code`` (``store_unavailable``, ``log_forked``, ``disk_below_reserve``,
+    ``writer_stalled``) and every reason in ``detail.reasons`` (an orchestrator stops
+    routing to it until this answers 200 again)."""
+    reasons = await asyncio.to_thread(front.authority.readiness)
+    if not reasons:
+        return JSONResponse({"ready": True})
+    first = reasons[0]
+    response = error_response(503, first.code, first.reason, reasons=[r.body() for r in reasons])
+    response.headers["Retry-After"] = "1"
+    return response
 
 
 __all__ = ["router"]

@@ -2,7 +2,8 @@
 (MW-11.5-c; :mod:`missionweave.authority.core` ``credit_quiet``).
 
 :class:`SilenceWatch` is an ASGI middleware: every client request (HTTP or a WebSocket
-handshake; not ``/healthz``, which a load balancer may send while every client is cut off)
+handshake; not ``/healthz`` or ``/readyz``, which a load balancer may send while every client
+is cut off)
 tells the Authority's stall watch that it heard from someone. A request that ends a silence
 longer than ``QUIET_MS`` first has the silence credited to the leases of owners that were
 renewing when it began, and every request that arrives meanwhile waits for that credit: no
@@ -24,7 +25,7 @@ from ..core import Authority, credit_quiet
 log = logging.getLogger(__name__)
 
 #: Paths that do not count as hearing from a client.
-NOT_A_CLIENT = frozenset({"/healthz"})
+NOT_A_CLIENT = frozenset({"/healthz", "/readyz"})
 
 
 class SilenceWatch:

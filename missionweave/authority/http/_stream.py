@@ -29,7 +29,7 @@ from typing import Any
 from fastapi import WebSocket
 
 from ...protocol import EventType, RejectionCode
-from ..core import Authority
+from ..core import Authority, StoreForkedError, StoreUnavailableError
 from ..wire import CursorTooOldError, FrameError, ReadRefused, ReadVerifier, is_int
 from ._batch import Notifier
 from ._frames import MAX_SKEW_MS, check_member_frame
@@ -243,6 +243,16 @@ class StreamSession:
                 waiter = self.notifier.waiter(group)  # before the read: see _batch.Notifier
                 try:
                     rows, _, more = await reader.chunk()
+                except StoreForkedError as exc:  # never serve a forked log: the client alarms
+                    await self._error(exc.code, exc.reason, {"group": group, "forks": exc.forks})
+                    self._subs.pop(group, None)
+                    return
+                except StoreUnavailableError as exc:
+                    # the database is away: keep the subscription, read again once it is back
+                    # (a notification or the poll wakes this pump; it reads the log itself)
+                    log.info("stream of %s waits for the store: %s", group, exc.reason)
+                    await self.notifier.wait(waiter, max(self.poll_interval_s, 1.0))
+                    continue
                 except CursorTooOldError as exc:
                     await self._send(
                         {

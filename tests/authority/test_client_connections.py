@@ -74,35 +74,34 @@ class ClosingFront:
             answered.set()
 
         async def upstream() -> None:  # the client's bytes, until a request after an answer
-            while data := await reader.read(_CHUNK):
-                if answered.is_set():
-                    self.closed_under_request += 1
-                    return
-                up_writer.write(data)
-                await up_writer.drain()
+            try:
+                while data := await reader.read(_CHUNK):
+                    if answered.is_set():
+                        self.closed_under_request += 1
+                        return
+                    up_writer.write(data)
+                    await up_writer.drain()
+            finally:
+                up_writer.transport.abort()  # which ends downstream() too
 
-        async def downstream() -> None:  # the Authority's answer
-            while data := await up_reader.read(_CHUNK):
-                writer.write(data)
-                await writer.drain()
-                answered.set()
+        async def downstream() -> None:  # the Authority's answers
+            with contextlib.suppress(OSError):
+                while data := await up_reader.read(_CHUNK):
+                    writer.write(data)
+                    await writer.drain()
+                    answered.set()
 
-        pipes = [asyncio.create_task(upstream()), asyncio.create_task(downstream())]
         try:
-            await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
+            async with asyncio.TaskGroup() as both:
+                both.create_task(upstream())
+                both.create_task(downstream())
         finally:
-            for t in pipes:
-                t.cancel()
-            await asyncio.gather(*pipes, return_exceptions=True)
-            up_writer.transport.abort()
             if self.close == "reset":  # RST instead of FIN
                 sock = writer.get_extra_info("socket")
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 writer.transport.abort()
             else:
                 writer.close()
-                with contextlib.suppress(OSError):
-                    await writer.wait_closed()
             self._tasks.discard(task)
 
 

@@ -217,9 +217,7 @@ class AuthorityClient:
         try:
             # a kept-alive connection the server closed under the request: sent again on a
             # fresh one (every request here is safe to repeat; see _stale.py)
-            resp = await resend_on_closed_connection(
-                lambda: self._http.request(method, path, **kw)
-            )
+            resp = await resend_on_closed_connection(lambda: self._http.request(method, path, **kw))
         except httpx.TransportError as exc:
             hint = (
                 " (a private CA? point SSL_CERT_FILE at its certificate, or pass verify=)"

@@ -9,6 +9,7 @@ It is private to one slot: nothing here is shared between concurrent WorkItems (
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -143,6 +144,13 @@ class LeaseSession:
     last_verdict: CommandVerdict | None = field(default=None, init=False)
     disconnected_at_ms: int | None = field(default=None, init=False)
     reconciled: list[CommandVerdict] = field(default_factory=list, init=False)
+    #: One charge in flight at a time (MW-11.5-j): held from :meth:`prepare` of a Command that
+    #: takes the usage delta until its verdict is in, or it is buffered. A Command prepared
+    #: meanwhile — a handler's checkpoint while the heartbeat's renewal is out — waits and
+    #: carries whatever that verdict gave back, so each verdict covers all usage metered
+    #: before it. (Without it, a checkpoint with no usage was accepted while the renewal that
+    #: carried its charge was refused ``budget_exceeded``; issue 36.)
+    charging: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.work.lease is None:
@@ -267,7 +275,8 @@ class LeaseSession:
         """Sign a fenced Command of ``type`` carrying the usage delta (when ``charge``).
 
         Send it with :meth:`send` — as many times as needed: the same signed Command is
-        idempotent on the Authority — and :meth:`abandon` it if it is never delivered.
+        idempotent on the Authority — and :meth:`abandon` it if it is never delivered. Hold
+        :attr:`charging` from here until the verdict when it charges while others may.
 
         Raises:
             CanonicalizationError: ``extra`` holds a float or a non-JSON value (the delta is
@@ -324,18 +333,19 @@ class LeaseSession:
     async def fenced(
         self, type: str, extra: dict[str, Any], *, charge: bool = True
     ) -> CommandVerdict:
-        """:meth:`prepare` and :meth:`send` once.
+        """:meth:`prepare` and :meth:`send` once (holding :attr:`charging` when it charges).
 
         Raises:
             AuthorityUnavailable: the Authority could not be reached (the delta is given back).
             CanonicalizationError: ``extra`` cannot be signed.
         """
-        prepared = self.prepare(type, extra, charge=charge)
-        try:
-            return await self.send(prepared)
-        except AuthorityUnavailable:
-            self.abandon(prepared)
-            raise
+        async with self.charging if charge else contextlib.nullcontext():
+            prepared = self.prepare(type, extra, charge=charge)
+            try:
+                return await self.send(prepared)
+            except AuthorityUnavailable:
+                self.abandon(prepared)
+                raise
 
     async def renew(self) -> CommandVerdict:
         """``lease.renew`` with the usage delta; on acceptance the lease's expiry and capability

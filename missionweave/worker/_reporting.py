@@ -151,16 +151,17 @@ class ProgressReporter:
         extra: dict[str, Any] = {"report": report.model_dump(mode="json")}
         if checkpoint is not None:
             extra["checkpoint"] = checkpoint
-        prepared = self._session.prepare(CommandType.PROGRESS_REPORT, extra)
-        try:
-            verdict = await self._session.send(prepared)
-        except AuthorityUnavailable as exc:
-            # buffered with its usage delta, durable, reconciled on reconnection (MW-11.5-c)
-            cmd = self._session.buffer_offline(prepared)
-            self._logger.warning(
-                "Authority unreachable (%s): progress %s buffered", exc, cmd.command_id
-            )
-            return None
+        async with self._session.charging:  # after the verdict on a charge in flight
+            prepared = self._session.prepare(CommandType.PROGRESS_REPORT, extra)
+            try:
+                verdict = await self._session.send(prepared)
+            except AuthorityUnavailable as exc:
+                # buffered with its usage delta, durable, reconciled on reconnection (MW-11.5-c)
+                cmd = self._session.buffer_offline(prepared)
+                self._logger.warning(
+                    "Authority unreachable (%s): progress %s buffered", exc, cmd.command_id
+                )
+                return None
         if self._session.lost is not None:
             raise self._session.lost
         if not verdict.accepted and verdict.rejection is not None:

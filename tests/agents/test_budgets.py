@@ -91,6 +91,9 @@ async def test_the_authority_refuses_a_charge_past_the_budget_without_the_local_
     assert out.error is not None and out.error.startswith("budget exceeded: tokens 450 of 400")
     assert _charged(world, "a")["tokens"] == 300  # the refused charge left no trace
     assert world.item("a")["state"] == "failed"
+    # the two paid responses' checkpoints only: whether the third response's charge went with
+    # its checkpoint or with a heartbeat's renewal, no report passes a charge in flight
+    # (tests/worker/test_charge_order.py), so the refused one leaves no checkpoint
     saved = [
         e for e in world.authority.all_events(world.group) if e.type == "work.progress_reported"
     ]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -349,7 +349,10 @@ class AuthorityMachine(RuleBasedStateMachine):
             why.add("stale_lease")
         if self.now >= lease.expires_at:
             why.add("lease_expired")
-        if lease.session_epoch != actor.session_epoch:
+        # MW-11.3-b binds an execution lease (and the blocked lease that follows it) to the
+        # Session Epoch; queued ownership is the agent's (MW-11.3-a), and it survives a
+        # replacement session, whose runtime starts the item (MW-11.3-f)
+        if lease.kind != "queued" and lease.session_epoch != actor.session_epoch:
             why.add("stale_session_epoch")
         return why
 
@@ -1158,3 +1161,65 @@ def test_authority_agrees_with_spec_model__MW_10_2_c__MW_11_3_c() -> None:
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ),
     )
+
+
+class Scripted:
+    """Stands in for ``st.data()`` in a replayed example: each draw answers the value given
+    for its label (a draw of a label not given fails the test)."""
+
+    def __init__(self, **answers: Any) -> None:
+        self.answers = answers
+
+    def draw(self, strategy: st.SearchStrategy[Any], label: str) -> Any:
+        return self.answers[label.replace(" ", "_")]
+
+
+# Hypothesis' event() needs a test of its own: one example of nothing, the steps are scripted
+@settings(max_examples=1, database=None, deadline=None)
+@given(st.none())
+def test_the_owners_replacement_session_renews_its_queued_hold__MW_11_3_a(_: None) -> None:
+    """The example Hypothesis found (seed 194101809902218029292404821433067567390, issue 36):
+    worker-0 accepts ``w1`` and holds it queued; it opens a replacement session; its new
+    session renews the hold. Queued ownership is the agent's (MW-11.3-a), not a session's —
+    only an execution lease is bound to the Session Epoch (MW-11.3-b), and the replacement's
+    runtime is the one that starts the item (MW-11.3-f) — so the renewal is accepted, and the
+    model agrees with the Authority."""
+    m = AuthorityMachine()
+    try:
+        m.two_items()
+        worker = m.w.workers[0]
+        m.offer(
+            Scripted(
+                fit=True, item="w1", candidates=1, order=[worker.agent_id],
+                reviewer_candidate=False, offerer=m.w.coordinator, expiry="30s",
+                contract_change=None, tamper=None,
+            )
+        )  # fmt: skip
+        m.accept_offer(
+            Scripted(
+                fit=True, item="w1", actor="candidate", candidate=worker.agent_id,
+                offer="latest", stale_revision=False, tamper=None,
+            )
+        )  # fmt: skip
+        hold = m.items["w1"].hold
+        assert hold is not None and m.items["w1"].state == "queued"
+        m.open_session(Scripted(agent=worker.agent_id))
+        assert m.leases[hold].session_epoch < worker.session_epoch
+        m.worker_report(
+            Scripted(
+                item="w1", report="renew", actor="owner", lease="current", older_lease=hold,
+                epoch_delta=0, tool_calls=0, complete_body=True, tamper=None,
+            )
+        )  # fmt: skip
+        renewal, result = m.history[-1]
+        assert (renewal.type, renewal.session_epoch, result.status) == (
+            "lease.renew",
+            worker.session_epoch,
+            "accepted",
+        )
+        m.leases_match_model()
+        m.projection_matches_model()
+        m.reducer_matches_authority()
+        m.log_is_contiguous_and_verifies()
+    finally:
+        m.teardown()

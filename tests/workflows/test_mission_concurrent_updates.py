@@ -6,10 +6,15 @@ never a workflow task that fails for good, never an item run under another contr
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from pathlib import Path
 
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowUpdateStage
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType, UpdateWorkflowExecutionLifecycleStage
+from temporalio.api.update.v1 import UpdateRef, WaitPolicy
+from temporalio.api.workflowservice.v1 import PollWorkflowExecutionUpdateRequest
+from temporalio.client import WorkflowHandle, WorkflowUpdateStage
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from missionweave.coordinator import coordinator_worker
@@ -17,9 +22,33 @@ from missionweave.protocol.temporal_contract import AuthorizeWorkInput, mission_
 from missionweave.workflows import MissionWorkflow
 from tests.support.mission_harness import contract, mission_stack
 from tests.support.temporal_env import new_task_queue
-from tests.support.waits import WAIT_S
+from tests.support.waits import WAIT_S, until
 
 NONE = ("demo.none@1.0",)  # no agent: nothing runs, the Mission just waits
+ADMITTED = UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED
+
+
+async def _admitted(env: WorkflowEnvironment, handle: WorkflowHandle, update_id: str) -> bool:
+    """Whether the server has admitted update ``update_id`` of ``handle``'s workflow (it waits
+    there for a workflow task; the SDK's ``start_update`` cannot wait for this stage, so ask
+    the service: ``NOT_FOUND`` until the request has arrived)."""
+    ref = UpdateRef(
+        workflow_execution=WorkflowExecution(workflow_id=handle.id), update_id=update_id
+    )
+    req = PollWorkflowExecutionUpdateRequest(
+        namespace=env.client.namespace,
+        update_ref=ref,
+        identity="test",
+        wait_policy=WaitPolicy(lifecycle_stage=ADMITTED),
+    )
+    try:
+        poll = env.client.workflow_service.poll_workflow_execution_update
+        answer = await poll(req, timeout=timedelta(seconds=5))
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise
+    return int(answer.stage) >= ADMITTED
 
 
 async def _two_updates_in_first_task(env, ms, mid, u1, u2):
@@ -39,7 +68,9 @@ async def _two_updates_in_first_task(env, ms, mid, u1, u2):
         )
         for n, u in enumerate((u1, u2))
     ]
-    await asyncio.sleep(1.5)  # both admitted before any worker polls
+    # both admitted before any worker polls: the first workflow task carries both
+    for uid in ("u0", "u1"):
+        await until(f"update {uid} admitted", lambda uid=uid: _admitted(env, handle, uid))
     async with coordinator_worker(
         env.client,
         ms.stack.client,
@@ -54,6 +85,8 @@ async def _two_updates_in_first_task(env, ms, mid, u1, u2):
                 outs.append(await asyncio.wait_for(h.result(), WAIT_S))
             except Exception as exc:
                 outs.append(exc)
+        # the assertion is that nothing happens within: a workflow task failing on the second
+        # update would be retried and recorded meanwhile (there is no event to wait for)
         await asyncio.sleep(2)
         hist = await handle.fetch_history()
         failed = [

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 from temporalio import activity
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -28,7 +30,9 @@ from missionweave.authority.client import AuthorityClient
 from missionweave.protocol import AgentCard, Event
 from missionweave.protocol.temporal_contract import (
     EXECUTE_WORK_ITEM,
+    REPORT_PROGRESS_SIGNAL,
     ExecuteWorkItemInput,
+    ProgressSignal,
     WorkOutcome,
     agent_task_queue,
 )
@@ -61,6 +65,23 @@ def _events(ms: MissionStack, wid: str) -> list[Event]:
 
 def _types(ms: MissionStack, wid: str) -> list[str]:
     return [e.type for e in _events(ms, wid)]
+
+
+async def _signalled(
+    env: WorkflowEnvironment, handle: WorkflowHandle[Any, Any], phase: str
+) -> bool:
+    """Whether the Mission workflow got a ``report_progress`` signal of ``phase``. An agent
+    signals a report only once the Authority has answered it, and in the background: by then
+    its handler has gone on (``AgentRuntime._progress``)."""
+    for e in (await handle.fetch_history()).events:
+        if e.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            continue
+        attrs = e.workflow_execution_signaled_event_attributes
+        if attrs.signal_name == REPORT_PROGRESS_SIGNAL:
+            (sig,) = await env.client.data_converter.decode(attrs.input.payloads, [ProgressSignal])
+            if sig.report.phase == phase:
+                return True
+    return False
 
 
 def _verified(ms: MissionStack, wid: str) -> list[Event]:
@@ -151,9 +172,9 @@ async def test_agent_frozen_past_its_lease_late_result_recorded_on_resume__MW_11
             present = await until("ada's Presence", lambda: presence(ms.group))
             assert "ada" in present
             handle = await ms.start(ms.spec("frozen", [item]))
-            working = "work.progress_reported"  # the handler is at work (tests/fault_handlers)
-            await until("ada at work", lambda: working in _types(ms, "a"))
-            await asyncio.sleep(1.5)  # its report answered: the handler is in its sleep
+            # its "sleeping" report answered and signalled: the handler is in its sleep
+            # (tests/support/fault_handlers.py), with nothing left to send before it submits
+            await until("ada at work", lambda: _signalled(dev_env, handle, "sleeping"))
             os.kill(proc.pid, signal.SIGSTOP)  # frozen mid-work, past its 2 s lease
             frozen_at = asyncio.get_running_loop().time()
             await ms.agent("bob", _bob_registry(), capabilities=["fault.sleep@1.0"])

@@ -6,7 +6,8 @@ Error tree::
     ├── UnknownGroupError
     ├── CursorTooOldError
     └── AuthorityClientError              root of client-side failures
-        ├── AuthorityUnavailable          connection refused, timeout, 502/503/504 (names the URL)
+        ├── AuthorityUnavailable          connection refused, timeout, 502/503/504, a
+        │                                 connection closed under each of 3 tries (names the URL)
         ├── AuthorityRequestError         an error answer: .status, .code, .reason, .detail
         │   ├── RemoteUnknownGroupError   404 unknown_group (also an UnknownGroupError)
         │   └── RemoteCursorTooOldError   410 CURSOR_TOO_OLD (also a CursorTooOldError, with
@@ -51,6 +52,7 @@ from ..wire import (
     presence_frame,
     verify_snapshot,
 )
+from ._stale import resend_on_closed_connection
 
 #: Commands per ``POST /v1/commands/batch`` (the server's limit).
 BATCH_LIMIT = 1000
@@ -250,7 +252,9 @@ class AuthorityClient:
         self, method: str, path: str, *, ok: tuple[int, ...] = (200,), **kw: Any
     ) -> httpx.Response:
         try:
-            resp = await self._http.request(method, path, **kw)
+            # a kept-alive connection the server closed under the request: sent again on a
+            # fresh one (every request here is safe to repeat; see _stale.py)
+            resp = await resend_on_closed_connection(lambda: self._http.request(method, path, **kw))
         except httpx.TransportError as exc:
             hint = (
                 " (a private CA? point SSL_CERT_FILE at its certificate, or pass verify=)"

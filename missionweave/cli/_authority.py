@@ -81,6 +81,30 @@ def serve(
     ),
     metrics_host: str = METRICS_HOST,
     no_metrics: bool = NO_METRICS,
+    auth_timeout: float | None = typer.Option(
+        None,
+        "--auth-timeout",
+        min=0.1,
+        metavar="SECONDS",
+        help="Close a connection that has not authenticated (sent a request; on the stream, "
+        "a SUBSCRIBE a member signed) this long after it connected. Default: "
+        "ConnectionLimits' (docs/authority.md, \"A connection flood\").",
+    ),
+    max_unauthenticated: int | None = typer.Option(
+        None,
+        "--max-unauthenticated",
+        min=1,
+        help="Connections that have not authenticated held at once; one more closes the "
+        "oldest of them (a stranger's sockets never crowd out a member). Default: "
+        "ConnectionLimits'.",
+    ),
+    max_connections: int | None = typer.Option(
+        None,
+        "--max-connections",
+        min=1,
+        help="Connections of every kind held at once (the open-file limit is raised to fit). "
+        "Default: ConnectionLimits'.",
+    ),
 ) -> None:
     """Serve the Authority over HTTP and WebSocket (protocol section 16).
 
@@ -92,6 +116,7 @@ def serve(
     Operators scrape GET /metrics on --metrics-port (default 9464; docs/metrics.md).
     """
     from ..authority import Authority, AuthorityConfig
+    from ..authority.http import ConnectionLimits
     from ..authority.http import serve as run_server
     from ..telemetry import setup_tracing
 
@@ -103,6 +128,15 @@ def serve(
     key_path = key or Path(db).with_name("authority.key")
     if key is not None and not key.exists():
         raise CliError(f"no key file at {key}")
+    bounds = {
+        "auth_timeout_s": auth_timeout,
+        "max_unauthenticated": max_unauthenticated,
+        "max_connections": max_connections,
+    }
+    try:
+        limits = ConnectionLimits(**{k: v for k, v in bounds.items() if v is not None})
+    except ValueError as exc:
+        raise CliError(f"connection bounds: {exc}") from None
     if (tls_cert is None) != (tls_key is None):
         raise CliError("--tls-cert and --tls-key go together")
     for path in (tls_cert, tls_key):
@@ -134,7 +168,14 @@ def serve(
     typer.echo(f"artifacts: {store!r}" if store else "warning: no artifact store", err=True)
     start_metrics(metrics_port, metrics_host, AUTHORITY_METRICS_PORT, off=no_metrics)
     try:
-        run_server(authority, host=host, port=port, artifact_store=store, **tls)
+        run_server(
+            authority,
+            host=host,
+            port=port,
+            artifact_store=store,
+            connection_limits=limits,
+            **tls,
+        )
     finally:
         authority.close()
 

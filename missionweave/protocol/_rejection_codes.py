@@ -108,6 +108,7 @@ class RejectionCode(StrEnum):
     OUTSIDE_WORK_ITEM = "outside_work_item"
     OWNER_ACTIVE = "owner_active"
     OWNER_CHANGED = "owner_changed"
+    READ_SHED = "read_shed"
     REVISION_REQUIRED = "revision_required"
     ROLE_NOT_ALLOWED = "role_not_allowed"
     SCOPE_NOT_NARROWER = "scope_not_narrower"

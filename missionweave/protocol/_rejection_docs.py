@@ -301,6 +301,11 @@ owner_active
 owner_changed
     the WorkItem changed owner or ownership epoch since the lease was granted
     → drop the buffered Command
+read_shed
+    the Authority is under pressure (its Commands are queued past `detail.max_wait_ms`, or
+    its reads are queued past `detail.max_backlog`) and sheds reads first, so that
+    Commands, lease renewals first, are served (429, `Retry-After`)
+    → retry the read after `detail.retry_after_s`; keep sending Commands
 revision_required
     a material contract change does not increment the revision
     → propose it as revision `current + 1`

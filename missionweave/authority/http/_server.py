@@ -168,9 +168,10 @@ def create_app(
 
     Returns:
         The app; ``app.state.front`` (the :class:`~._front.Front` its routes share), and of
-        its parts ``app.state.authority``, ``app.state.connection_budget`` (once served), ``app.state.writer`` (the :class:`BatchWriter`),
-        ``app.state.notifier``, ``app.state.presence`` (the in-memory presence board) and
-        ``app.state.read_gate`` and ``app.state.read_lane`` are exposed for embedding and tests.
+        its parts ``app.state.authority``, ``app.state.writer`` (the :class:`BatchWriter`),
+        ``app.state.notifier``, ``app.state.presence`` (the in-memory presence board),
+        ``app.state.read_gate``, ``app.state.read_lane`` and, once served,
+        ``app.state.connection_budget`` are exposed for embedding and tests.
 
     Implements MW-16-a (at-least-once EVENT stream, Events carry their ids), MW-16-c (ACK
     records cursors, never deletes history), MW-16-d (SUBSCRIBE.afterSequence replay) and

@@ -88,7 +88,7 @@ def serve(
         metavar="SECONDS",
         help="Close a connection that has not authenticated (sent a request; on the stream, "
         "a SUBSCRIBE a member signed) this long after it connected. Default: "
-        "ConnectionLimits' (docs/authority.md, \"A connection flood\").",
+        "ConnectionLimits' (docs/authority.md, 'A connection flood').",
     ),
     max_unauthenticated: int | None = typer.Option(
         None,
@@ -128,13 +128,13 @@ def serve(
     key_path = key or Path(db).with_name("authority.key")
     if key is not None and not key.exists():
         raise CliError(f"no key file at {key}")
-    bounds = {
-        "auth_timeout_s": auth_timeout,
-        "max_unauthenticated": max_unauthenticated,
-        "max_connections": max_connections,
-    }
+    default = ConnectionLimits()
     try:
-        limits = ConnectionLimits(**{k: v for k, v in bounds.items() if v is not None})
+        limits = ConnectionLimits(
+            default.auth_timeout_s if auth_timeout is None else auth_timeout,
+            max_unauthenticated or default.max_unauthenticated,
+            max_connections or default.max_connections,
+        )
     except ValueError as exc:
         raise CliError(f"connection bounds: {exc}") from None
     if (tls_cert is None) != (tls_key is None):

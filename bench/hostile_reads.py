@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import multiprocessing as mp
-import statistics
 import sys
 import tempfile
 import time
@@ -37,8 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _figures import parser, print_figures
-from _served import authority_serve, cpu_s, rss_kb
-from _served import probe as healthz_probe
+from _served import HealthzProbe, authority_serve, cpu_s, rss_kb
 from websockets.asyncio.client import connect
 
 from missionweave.authority import now_ms
@@ -127,12 +124,8 @@ async def _subscribe(ws_url: str, w: World, head: int, out: dict[str, int]) -> N
 async def _load(url: str, ws_url: str, w: World, head: int, n: int, s: int, pid: int) -> dict:
     reads = {"served": 0, "429": 0, "failed": 0, "bytes": 0}
     subs = {"events": 0, "too_old": 0, "failed": 0}
-    ctx = mp.get_context("spawn")
-    ready, stop, out = ctx.Event(), ctx.Event(), ctx.Queue()
-    probe = ctx.Process(target=healthz_probe, args=(url, ready, stop, out))
-    probe.start()
-    await asyncio.to_thread(ready.wait, 60)
-    await asyncio.sleep(3.0)  # the idle server first: what the machine alone costs a probe
+    probe = HealthzProbe(url)
+    await probe.start(3.0)  # the idle server first: what the machine alone costs a probe
     start = time.time()
     page = f"/v1/groups/{w.group}/events?after_sequence=0&limit=1000"
     t0, cpu0 = time.perf_counter(), cpu_s(pid)
@@ -141,13 +134,7 @@ async def _load(url: str, ws_url: str, w: World, head: int, n: int, s: int, pid:
         *(_subscribe(ws_url, w, head, subs) for _ in range(s)),
     )
     elapsed = time.perf_counter() - t0
-    stop.set()
-    samples: list[tuple[float, float]] = await asyncio.to_thread(out.get)
-    probe.join()
-    idle = [ms for t, ms in samples if t < start]
-    lat = [ms for t, ms in samples if t >= start]
-    q = statistics.quantiles(lat, n=100, method="inclusive") if len(lat) > 1 else [0.0] * 99
-    qi = statistics.quantiles(idle, n=100, method="inclusive") if len(idle) > 1 else [0.0] * 99
+    samples = await probe.stop()
     return {
         "page_bytes": reads["bytes"],
         "reads_served": reads["served"],
@@ -158,12 +145,7 @@ async def _load(url: str, ws_url: str, w: World, head: int, n: int, s: int, pid:
         "subscriptions_failed": subs["failed"],
         "seconds": round(elapsed, 2),
         "server_cpu_s": round(cpu_s(pid) - cpu0, 1),
-        "healthz_p50_ms": round(q[49], 1),
-        "healthz_p99_ms": round(q[98], 1),
-        "healthz_max_ms": round(max(lat, default=0.0), 1),
-        "healthz_samples": len(lat),
-        "healthz_idle_p50_ms": round(qi[49], 1),
-        "healthz_idle_p99_ms": round(qi[98], 1),
+        **HealthzProbe.figures(samples, start, start),
         "rss_peak_mb": round(rss_kb(pid, "VmHWM") / 1024, 1),
     }
 
@@ -186,20 +168,13 @@ def main() -> None:
         port = free_port()
         url, ws_url = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}/v1/stream"
         log = Path(tmp) / "server.log"
-        try:
-            with authority_serve(
-                db, key, port, ["--operator-key", w.coordinator.public_key], log
-            ) as proc:
-                before = round(rss_kb(proc.pid, "VmRSS") / 1024, 1)
-                figures: dict[str, Any] = {"events": head, "rss_before_mb": before}
-                figures.update(
-                    asyncio.run(
-                        _load(url, ws_url, w, head, args.reads, args.subscriptions, proc.pid)
-                    )
-                )
-        finally:
-            if args.server_log is not None:
-                args.server_log.write_text(log.read_text())
+        flags = ["--operator-key", w.coordinator.public_key]
+        with authority_serve(db, key, port, flags, log, args.server_log) as proc:
+            before = round(rss_kb(proc.pid, "VmRSS") / 1024, 1)
+            figures: dict[str, Any] = {"events": head, "rss_before_mb": before}
+            figures.update(
+                asyncio.run(_load(url, ws_url, w, head, args.reads, args.subscriptions, proc.pid))
+            )
     print_figures(figures, args.json)
 
 

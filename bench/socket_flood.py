@@ -23,10 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import multiprocessing as mp
 import os
-import resource
-import statistics
 import sys
 import tempfile
 import time
@@ -37,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 from _figures import parser, print_figures
-from _served import authority_serve, rss_kb
-from _served import probe as healthz_probe
+from _served import HealthzProbe, authority_serve, rss_kb
 
 from missionweave.authority import now_ms
+from missionweave.authority.http._connections import raise_open_files
 from missionweave.authority.wire._readsig import SignedReads
 from missionweave.dev._devserver import free_port
 from tests.support.world import World, make_world
@@ -120,12 +117,9 @@ async def _member(url: str, w: World, until: float, out: dict[str, int]) -> None
 
 
 async def _load(url: str, port: int, w: World, n: int, hold_s: float) -> dict[str, Any]:
-    ctx = mp.get_context("spawn")
-    ready, stop, out = ctx.Event(), ctx.Event(), ctx.Queue()
-    prober = ctx.Process(target=healthz_probe, args=(url, ready, stop, out))
-    prober.start()
-    await asyncio.to_thread(ready.wait, 60)
-    await asyncio.sleep(2.0)  # the idle server first: what the machine alone costs a probe
+    probe = HealthzProbe(url)
+    await probe.start(2.0)  # the idle server first: what the machine alone costs a probe
+    idle_end = time.time()
     flood = _Flood(port)
     began = time.perf_counter()
     socks: list[Any] = []
@@ -145,13 +139,7 @@ async def _load(url: str, port: int, w: World, n: int, hold_s: float) -> dict[st
 
     await asyncio.gather(_member(url, w, until, member), count())
     await asyncio.gather(*tasks)
-    stop.set()
-    samples: list[tuple[float, float]] = await asyncio.to_thread(out.get)
-    prober.join()
-    idle = [ms for t, ms in samples if t < start - setup_s]
-    lat = [ms for t, ms in samples if t >= start]
-    q = statistics.quantiles(lat, n=100, method="inclusive") if len(lat) > 1 else [0.0] * 99
-    qi = statistics.quantiles(idle, n=100, method="inclusive") if len(idle) > 1 else [0.0] * 99
+    samples = await probe.stop()
     return {
         "sockets": n,
         "flood_setup_s": round(setup_s, 1),
@@ -161,11 +149,7 @@ async def _load(url: str, port: int, w: World, n: int, hold_s: float) -> dict[st
         "held_min": min(held, default=0),
         "held_max": max(held, default=0),
         **member,
-        "healthz_p50_ms": round(q[49], 1),
-        "healthz_p99_ms": round(q[98], 1),
-        "healthz_max_ms": round(max(lat, default=0.0), 1),
-        "healthz_samples": len(lat),
-        "healthz_idle_p99_ms": round(qi[98], 1),
+        **HealthzProbe.figures(samples, start, idle_end),
     }
 
 
@@ -178,10 +162,7 @@ def main() -> None:
     p.add_argument("--auth-timeout", type=float, default=None, help="the server's deadline, s")
     p.add_argument("--server-log", type=Path, default=None, help="keep the server's stderr here")
     args = p.parse_args()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = args.sockets + 512
-    if soft < need:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(need, hard), hard))
+    raise_open_files(args.sockets + 512)
     flags: list[str] = []
     for name in ("max_unauthenticated", "max_connections", "auth_timeout"):
         if getattr(args, name) is not None:
@@ -196,13 +177,9 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}"
         flags += ["--operator-key", w.coordinator.public_key]
         log = Path(tmp) / "server.log"
-        try:
-            with authority_serve(db, key, port, flags, log) as proc:
-                figures = asyncio.run(_load(url, port, w, args.sockets, args.hold))
-                figures["rss_peak_mb"] = round(rss_kb(proc.pid, "VmHWM") / 1024, 1)
-        finally:
-            if args.server_log is not None:
-                args.server_log.write_text(log.read_text())
+        with authority_serve(db, key, port, flags, log, args.server_log) as proc:
+            figures = asyncio.run(_load(url, port, w, args.sockets, args.hold))
+            figures["rss_peak_mb"] = round(rss_kb(proc.pid, "VmHWM") / 1024, 1)
     print_figures(figures, args.json)
 
 

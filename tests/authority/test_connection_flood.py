@@ -15,14 +15,13 @@ import asyncio
 import base64
 import json
 import os
-import resource
 
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from missionweave.authority import now_ms
 from missionweave.authority.http import ConnectionLimits
-from missionweave.authority.http._connections import ConnectionBudget
+from missionweave.authority.http._connections import ConnectionBudget, raise_open_files
 from tests.support.serving import LiveServer, mission_cmd, signed_http, signed_subscribe
 from tests.support.waits import WAIT_S, until
 from tests.support.world import World
@@ -36,12 +35,8 @@ SPARE_FILES = 512
 def _room_for(sockets: int) -> int:
     """Raise this process's soft open-file limit so that ``sockets`` loopback connections
     (both ends in this process) fit, as far as the hard limit allows; how many fit."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = 2 * sockets + SPARE_FILES
-    if soft != resource.RLIM_INFINITY and soft < need:
-        soft = need if hard == resource.RLIM_INFINITY else min(need, hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    return sockets if soft == resource.RLIM_INFINITY else min(sockets, (soft - SPARE_FILES) // 2)
+    soft = raise_open_files(2 * sockets + SPARE_FILES)
+    return min(sockets, (soft - SPARE_FILES) // 2)
 
 
 async def _upgrade(server: LiveServer) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

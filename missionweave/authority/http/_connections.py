@@ -258,6 +258,20 @@ class BudgetedWebSocketProtocol(WebSocketsSansIOProtocol):
             self._budgeted.leave()
 
 
+def raise_open_files(need: int) -> int:
+    """Raise this process's soft limit of open files (``RLIMIT_NOFILE``) to ``need``, as far
+    as the hard limit allows (never lowers it).
+
+    Returns:
+        The soft limit now (``need`` or more when unlimited: ``RLIM_INFINITY`` is a large int).
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        soft = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    return need if soft == resource.RLIM_INFINITY else soft
+
+
 def open_files_for(limits: ConnectionLimits) -> int:
     """Raise this process's soft limit of open files (``RLIMIT_NOFILE``) so that
     ``limits.max_connections`` connections and :data:`SPARE_FILES` fit, as far as the hard
@@ -266,12 +280,9 @@ def open_files_for(limits: ConnectionLimits) -> int:
     Returns:
         The soft limit now.
     """
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = limits.max_connections + SPARE_FILES
-    if soft != resource.RLIM_INFINITY and soft < need:
-        soft = need if hard == resource.RLIM_INFINITY else min(need, hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    if soft != resource.RLIM_INFINITY and soft < need:
+    soft = raise_open_files(need)
+    if soft < need:
         log.warning(
             "open files are limited to %d: fewer than %d connections fit; raise the hard "
             "limit (ulimit -Hn) or lower max_connections",
@@ -303,4 +314,5 @@ __all__ = [
     "ConnectionLimits",
     "connection_of",
     "open_files_for",
+    "raise_open_files",
 ]

@@ -100,9 +100,10 @@ def test_ids_created_before_the_index_are_indexed_on_first_use(world: World) -> 
     older ids, and those ids still act: the check runs at creation only."""
     _item(world, "a1", None)
     _mission(world, "alpha", None)
-    conn = world.authority.store.conn  # type: ignore[attr-defined]
-    conn.execute("DELETE FROM id_skeletons")  # as a database from before had none
-    conn.commit()
+    store = world.authority.store
+    store.begin()
+    store.conn.execute("DELETE FROM id_skeletons")  # type: ignore[attr-defined]  # as before
+    store.commit()
     _item(world, "\u04301", "confusable_id")
     _mission(world, "\u0430lpha", "confusable_id")
     _member(world, "worker-l", "confusable_id")

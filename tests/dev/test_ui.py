@@ -235,7 +235,10 @@ def _scheduled(view: UiView) -> list[tuple[str, str, str]]:
             # batches of more than LOCAL_STEP_MAX_ITEMS WorkItems, which are regular too
             found.append((kind, summary, arg.get("work_item_id", "")))
         elif event["eventType"] == "EVENT_TYPE_MARKER_RECORDED":
-            details = event["markerRecordedEventAttributes"]["details"]
+            marker = event["markerRecordedEventAttributes"]
+            if marker["markerName"] != "core_local_activity":  # e.g. a workflow.patched() marker
+                continue
+            details = marker["details"]
             kind = payload(details["data"]["payloads"][0])["activity_type"]
             found.append((kind, summary, ""))
     return found

@@ -134,6 +134,10 @@ def render(rows: dict[str, Row]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if "--mutate" in argv:
+        from tests import conformance_mutate
+
+        return conformance_mutate.main(argv)
     text = render(collect())
     if "--write" in argv:
         TABLE.write_text(text, encoding="utf-8")

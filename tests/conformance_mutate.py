@@ -48,8 +48,9 @@ _ENV_SCRATCH = "MW_MUTATION_SCRATCH"
 
 def pytest_configure(config: object) -> None:
     """Pytest hook: refuse to run unless ``missionweave`` is imported from the scratch copy."""
-    import missionweave
     import pytest
+
+    import missionweave
 
     scratch = os.environ.get(_ENV_SCRATCH)
     here = Path(missionweave.__file__).resolve()

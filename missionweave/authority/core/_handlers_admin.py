@@ -241,7 +241,8 @@ def _process(body: dict[str, Any]) -> dict[str, Any] | None:
 def session_open(ctx: Ctx) -> None:
     """Raise the Session Epoch and revoke the agent's active leases first (MW-11.3-f). An
     optional ``process`` (``{host, pid}``) names the process opening it; each
-    ``agent.session_opened`` carries it, so the process it replaces can say who took over."""
+    ``agent.session_opened`` carries it, so the process it replaces can say who took over.
+    Implements MW-11.3-f."""
     agent = ctx.command.actor
     process = _process(ctx.body)
     row = ctx.one("agents.session_epoch_by_agent_id", agent)

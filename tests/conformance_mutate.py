@@ -23,6 +23,7 @@ the rule. Run it with::
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -147,22 +148,31 @@ def _bad(o: Outcome, m: Mutation | None) -> bool:
     return True
 
 
+def _args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m tests.conformance --mutate")
+    p.add_argument("--mutate", action="store_true", help="(how tests.conformance gets here)")
+    p.add_argument("--row", action="append", default=[], help="run this row only (repeatable)")
+    p.add_argument("--jobs", type=int, default=1, help="scratch copies tested at once")
+    p.add_argument("--no-baseline", action="store_true", help="skip the unmutated runs")
+    return p.parse_args(argv)
+
+
 def main(argv: list[str]) -> int:
     """``--mutate [--row MW-…]… [--jobs N] [--no-baseline]``; exit 1 on an unexpected outcome."""
-    rows = [argv[i + 1] for i, a in enumerate(argv) if a == "--row"]
-    jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 1
-    baseline = "--no-baseline" not in argv
+    args = _args(argv)
+    baseline = not args.no_baseline
     by_row: dict[str, list[Mutation]] = {}
     for m in MUTATIONS:
-        if not rows or m.row in rows:
+        if not args.row or m.row in args.row:
             by_row.setdefault(m.row, []).append(m)
-    if rows and (unknown := set(rows) - set(by_row)):
+    if unknown := set(args.row) - set(by_row):
         print(f"no mutation recorded for {sorted(unknown)}")
         return 1
     start = time.monotonic()
     n = sum(map(len, by_row.values()))
-    print(f"{n} mutations of {len(by_row)} rows, {jobs} job(s), baseline {baseline}", flush=True)
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    print(f"{n} mutations of {len(by_row)} rows, {args.jobs} job(s), baseline {baseline}",
+          flush=True)  # fmt: skip
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(_row_job, rid, ms, baseline) for rid, ms in by_row.items()]
         results = [(rid, f.result()) for rid, f in zip(by_row, futures, strict=True)]
     counts: dict[str, int] = {}
@@ -170,12 +180,13 @@ def main(argv: list[str]) -> int:
     for rid, outs in results:
         muts: list[Mutation | None] = [None] * baseline + list(by_row[rid])
         for o, m in zip(outs, muts, strict=False):
-            counts[o.result] = counts.get(o.result, 0) + 1
+            key = f"baseline {o.result}" if m is None else o.result
+            counts[key] = counts.get(key, 0) + 1
             if _bad(o, m):
                 bad.append(f"{o.label}: {o.result} {o.detail}".rstrip())
     expected = [m for ms in by_row.values() for m in ms if m.expected != "killed"]
     took = time.monotonic() - start
-    print(f"\n{n} mutations, {len(by_row)} rows in {took / 60:.1f} min: "
+    print(f"\n{n} mutations of {len(by_row)} rows in {took / 60:.1f} min, {args.jobs} job(s): "
           + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))  # fmt: skip
     if expected:
         print(f"{len(expected)} recorded as expected to survive (weak rows):")

@@ -210,13 +210,13 @@ MUTATIONS: tuple[Mutation, ...] = (
        "        if session.lost is not None:\n            raise session.lost\n"
        "        if self.irreversible(reversible):\n",
        "        if self.irreversible(reversible):\n",
-       "tests/worker/test_execute.py::test_guard_refuses_once_the_lease_is_lost__MW_11_5_d"),
+       "tests/worker/test_execute.py::test_no_effect_once_the_lease_is_known_lost__MW_11_5_d"),
     _m("MW-11.5-e", _WORKER + "_lease.py",
        "        await self.reconcile()\n"
        "        try:\n            result = await self.client.submit(",
        "        try:\n            result = await self.client.submit(",
-       "tests/worker/test_offline_reconnect.py::"
-       "test_progress_of_an_execution_ended_offline_reconciled_on_reconnection__MW_11_5_e"),
+       "tests/worker/test_offline_context.py::"
+       "test_mw_11_5_c_progress_buffered_durably_and_reconciled_first"),
     _m("MW-11.5-e", _WORKER + "_offline.py",
        "        if len(buffer):\n            try:\n                done = await reconcile(",
        "        if False:\n            try:\n                done = await reconcile(",

@@ -179,10 +179,10 @@ def main(argv: list[str]) -> int:
     bad: list[str] = []
     for rid, outs in results:
         muts: list[Mutation | None] = [None] * baseline + list(by_row[rid])
-        for o, m in zip(outs, muts, strict=False):
-            key = f"baseline {o.result}" if m is None else o.result
+        for o, mut in zip(outs, muts, strict=False):
+            key = f"baseline {o.result}" if mut is None else o.result
             counts[key] = counts.get(key, 0) + 1
-            if _bad(o, m):
+            if _bad(o, mut):
                 bad.append(f"{o.label}: {o.result} {o.detail}".rstrip())
     expected = [m for ms in by_row.values() for m in ms if m.expected != "killed"]
     took = time.monotonic() - start

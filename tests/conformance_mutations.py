@@ -321,8 +321,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m("MW-13.3-a", _AUTH + "_handlers_context.py",
        '    if member is None or not verify_context_package(signed, member["public_key"]):\n',
        "    if member is None:\n",
-       "tests/authority/test_context_packages.py::"
-       "test_context_package_has_every_field_and_is_signed__MW_13_3_a"),
+       "tests/authority/test_context_packages.py::test_broken_chain_rejected__MW_13_3_c"),
     _m("MW-13.3-d", _AUTH + "_handlers_context.py",
        "        if verdict is not True and verdict.code != RejectionCode.UNKNOWN_ARTIFACT:\n",
        "        if False:\n",
@@ -350,10 +349,15 @@ MUTATIONS: tuple[Mutation, ...] = (
        "            if False:\n",
        "tests/worker/test_state.py::test_redelivered_event_is_applied_once__MW_16_a"),
     _m("MW-16-b", "missionweave/authority/client/_sequencer.py",
-       "        first = self._pending.get(self.cursor + 1)\n",
-       "        first = min(self._pending.values(), key=lambda e: e.seq, default=None)\n",
+       "        ev = self._pending.get(self.cursor + 1)\n",
+       "        ev = min(self._pending.values(), key=lambda e: e.seq, default=None)\n",
        "tests/authority/test_subscriber.py::"
        "test_out_of_order_buffered_and_cursor_never_crosses_gap__MW_16_b"),
+    _m("MW-16-b", "missionweave/authority/client/_sequencer.py",
+       "        first = self._pending.get(self.cursor + 1)\n",
+       "        first = min(self._pending.values(), key=lambda e: e.seq, default=None)\n",
+       "tests/authority/test_subscriber_forgeries.py::"
+       "test_a_fresh_subscriber_applies_nothing_across_a_gap__MW_16_b"),
     _m("MW-16-c", _AUTH + "_reads.py",
        '            self.store.run("cursors.advance", group_id, agent_id, seq, self.clock())\n',
        '            self.store.run("cursors.advance", group_id, agent_id, seq, self.clock())\n'

@@ -104,7 +104,7 @@ class GroupSequencer:
         return "buffered"
 
     def ready(self) -> Event | None:
-        """The next Event to process (``cursor + 1``), or ``None`` at a gap.
+        """The next Event to process (``cursor + 1``), or ``None`` at a gap. Implements MW-16-b.
 
         Raises:
             EventVerificationError: it does not link to the previous Event's hash.

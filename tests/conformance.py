@@ -62,7 +62,10 @@ class Row:
 
     @property
     def killing(self) -> list[str]:
-        return list(dict.fromkeys(t for m in self.mutations for t in m.tests))
+        """The tests that must kill this row's mutations (not those expected to survive)."""
+        return list(
+            dict.fromkeys(t for m in self.mutations if m.expected == "killed" for t in m.tests)
+        )
 
     @property
     def status(self) -> str:
@@ -183,8 +186,9 @@ def render(rows: dict[str, Row]) -> str:
         "[READINGS.md](READINGS.md).",
         "",
         f"{sum(r.status == 'OK' for r in must)} of {len(must)} MUST requirements OK "
-        f"({sum(len(r.mutations) for r in must)} mutations, "
-        f"{sum(r.status == 'reading' for r in must)} by a reading); "
+        f"({sum(len(r.mutations) for r in must)} recorded mutations, "
+        f"{sum(m.expected != 'killed' for r in must for m in r.mutations)} expected to survive; "
+        f"{sum(r.rid in READINGS for r in must)} with a reading); "
         f"{sum(r.status == 'OK' for r in rows.values())} of {len(rows)} requirements OK.",
         "",
         "| requirement | level | code | tests | mutations | status |",

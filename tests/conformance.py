@@ -5,16 +5,22 @@ prove it. Regenerate it with one command::
     .venv/bin/python -m tests.conformance --write
 
 (``--check`` exits 1 when the file is stale; ``tests/test_spec_ids.py`` runs that check and
-requires every MUST row to be OK.)
+requires every MUST row to be OK; ``--mutate`` runs the recorded mutations,
+:mod:`tests.conformance_mutate`; ``make conformance`` runs both.)
 
 * **Level**: the strongest keyword of the requirement's text — MUST (MUST NOT included), then
   SHOULD, then MAY; ``—`` for a statement without one (the text states a fact of the protocol).
-* **Tests**: every ``test_*`` function of ``tests/`` whose *name* carries the id, as
-  ``…__MW_11_3_c`` (several ids may follow one another) or ``test_mw_11_3_c_…``.
+* **Tests**: for a MUST row, the tests that kill its recorded mutations
+  (``tests/conformance_mutations.py``); for any other, every ``test_*`` function of ``tests/``
+  whose *name* carries the id, as ``…__MW_11_3_c`` (several ids may follow one another) or
+  ``test_mw_11_3_c_…``.
 * **Code**: every module, class or function of ``missionweave/`` whose docstring says
   ``Implements MW-…`` (shorthands such as ``MW-11.3-b/c/e`` count for each letter); where there
-  is none, the docstrings that name the id.
-* **Status**: OK when the row has code and a test; else what is missing.
+  is none (not for a MUST row), the docstrings that name the id.
+* **Status**: for a MUST row, OK when it has ``Implements`` code and recorded mutations, each in a
+  file holding one of the row's ``Implements`` lines, each naming tests that exist and expected
+  to be killed; ``reading`` for a row no code can enforce (its reading in ``READINGS.md``);
+  else what is missing. For any other row, OK when it has code and a test.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.conformance_mutations import MUTATIONS, READINGS, Mutation
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "docs" / "spec" / "REQUIREMENTS.md"
@@ -44,15 +52,42 @@ class Row:
     implements: list[str] = field(default_factory=list)
     mentions: list[str] = field(default_factory=list)
     tests: list[str] = field(default_factory=list)
+    mutations: list[Mutation] = field(default_factory=list)
+    #: every ``path::test`` of tests/, to check that a mutation's killing tests exist
+    known_tests: frozenset[str] = frozenset()
 
     @property
     def code(self) -> list[str]:
-        return self.implements or self.mentions
+        return self.implements if self.level == "MUST" else self.implements or self.mentions
+
+    @property
+    def killing(self) -> list[str]:
+        """The tests that must kill this row's mutations (not those expected to survive)."""
+        return list(
+            dict.fromkeys(t for m in self.mutations if m.expected == "killed" for t in m.tests)
+        )
 
     @property
     def status(self) -> str:
+        if self.level == "MUST":
+            return self._must_status()
         missing = [n for n, v in (("code", self.code), ("test", self.tests)) if not v]
         return "OK" if not missing else "no " + " and no ".join(missing)
+
+    def _must_status(self) -> str:
+        if not self.mutations:
+            return "reading" if self.rid in READINGS else "no mutation"
+        if not self.implements:
+            return "no Implements line"
+        held = set(self.implements)
+        if outside := [m.file for m in self.mutations if not set(enclosing(m)) & held]:
+            return "mutated outside its Implements code: " + ", ".join(dict.fromkeys(outside))
+        files = {k.split("::")[0] for k in self.known_tests}
+        if unknown := [t for t in self.killing if t not in self.known_tests | files]:
+            return "no such test: " + ", ".join(unknown)
+        if weak := [m for m in self.mutations if m.expected != "killed"]:
+            return f"{len(weak)} mutation(s) survive (issue 38 item 4)"
+        return "OK"
 
 
 def requirements() -> dict[str, Row]:
@@ -81,9 +116,27 @@ def _documented(path: Path) -> list[tuple[str, str]]:
     return out
 
 
+def enclosing(m: Mutation) -> list[str]:
+    """Where ``m`` changes the code, as the table names code: the module (``path``) and every
+    class and function around the first line of its old text (``path:name``); the module alone
+    when the old text is not found exactly once."""
+    path = ROOT / m.file
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    out = [m.file]
+    if text.count(m.old) != 1:
+        return out
+    line = text[: text.index(m.old)].count("\n") + 1
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            if node.lineno <= line <= (node.end_lineno or node.lineno):
+                out.append(f"{m.file}:{node.name}")
+    return out
+
+
 def collect() -> dict[str, Row]:
     """The table's rows: requirements with their code and tests."""
     rows = requirements()
+    known: set[str] = set()
     for path in sorted((ROOT / "missionweave").rglob("*.py")):
         for where, doc in _documented(path):
             claimed = {i for m in _IMPLEMENTS.finditer(doc) for i in _ids(m.group(1))}
@@ -102,6 +155,11 @@ def collect() -> dict[str, Row]:
                     rid = f"MW-{num}-{letter.lower()}"
                     if rid in rows and f"{rel}::{node.name}" not in rows[rid].tests:
                         rows[rid].tests.append(f"{rel}::{node.name}")
+                known.add(f"{rel}::{node.name}")
+    for m in MUTATIONS:
+        rows[m.row].mutations.append(m)
+    for r in rows.values():
+        r.known_tests = frozenset(known)
     return rows
 
 
@@ -118,22 +176,40 @@ def render(rows: dict[str, Row]) -> str:
         "",
         "Generated by `.venv/bin/python -m tests.conformance --write` from",
         "`docs/spec/REQUIREMENTS.md`, the docstrings of `missionweave/` (`Implements MW-…`, else",
-        "those naming the id) and the names of the tests (`…__MW_11_3_c`); do not edit by hand.",
+        "those naming the id), the names of the tests (`…__MW_11_3_c`) and, for MUST rows, the",
+        "recorded mutations of `tests/conformance_mutations.py`; do not edit by hand.",
+        "A MUST row's code is where it is enforced (`Implements`), its tests are those that kill",
+        "its mutations — each mutation takes a piece of the rule out of that code, and",
+        "`python -m tests.conformance --mutate` (`make conformance`) checks that the tests fail.",
         "`tests/test_spec_ids.py` fails when this file is stale or a MUST row is not OK.",
-        "Readings where two requirements pull apart: [READINGS.md](READINGS.md).",
+        "Readings where two requirements pull apart, or no code can hold one:",
+        "[READINGS.md](READINGS.md).",
         "",
-        f"{sum(r.status == 'OK' for r in must)} of {len(must)} MUST requirements OK; "
+        f"{sum(r.status == 'OK' for r in must)} of {len(must)} MUST requirements OK "
+        f"({sum(len(r.mutations) for r in must)} recorded mutations, "
+        f"{sum(m.expected != 'killed' for r in must for m in r.mutations)} expected to survive; "
+        f"{sum(r.rid in READINGS for r in must)} with a reading); "
         f"{sum(r.status == 'OK' for r in rows.values())} of {len(rows)} requirements OK.",
         "",
-        "| requirement | level | code | tests | status |",
-        "|---|---|---|---|---|",
+        "| requirement | level | code | tests | mutations | status |",
+        "|---|---|---|---|---|---|",
     ]
     for r in rows.values():
-        lines.append(f"| {r.rid} | {r.level} | {_cell(r.code)} | {_cell(r.tests)} | {r.status} |")
+        tests, muts = (r.killing, str(len(r.mutations))) if r.level == "MUST" else (r.tests, "—")
+        status = r.status
+        if r.rid in READINGS:
+            status += f" ([reading](READINGS.md#{READINGS[r.rid]}))"
+        lines.append(
+            f"| {r.rid} | {r.level} | {_cell(r.code)} | {_cell(tests)} | {muts} | {status} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str]) -> int:
+    if "--mutate" in argv:
+        from tests import conformance_mutate
+
+        return conformance_mutate.main(argv)
     text = render(collect())
     if "--write" in argv:
         TABLE.write_text(text, encoding="utf-8")

@@ -38,12 +38,18 @@ def test_docs_point_at_the_spec_and_design_in_the_repository() -> None:
 
 #: MUST rows not yet OK on this branch, each with the work that makes it OK. A row listed here
 #: that becomes OK fails the test below: take it out then.
-PENDING_MUST: dict[str, str] = {}
+PENDING_MUST: dict[str, str] = {
+    "MW-11.5-e": "issue 38 item 4: the runtime's reconnection poll is tested by no test",
+    "MW-11.5-h": "issue 38 item 4: buffered progress after the owner lost the worker role",
+}
 
 
 def test_the_conformance_table_is_current_and_every_must_row_ok() -> None:
     """``docs/spec/CONFORMANCE.md`` is what ``python -m tests.conformance --write`` makes of
-    today's spec, code and tests, and every MUST requirement has code and a test."""
+    today's spec, code, tests and recorded mutations, and every MUST requirement is OK: its
+    ``Implements`` code holds recorded mutations, each naming existing tests expected to kill
+    it (the mutation run itself is ``make conformance``'s, not this test's), or it has a
+    reading."""
     from tests import conformance
 
     rows = conformance.collect()
@@ -52,5 +58,6 @@ def test_the_conformance_table_is_current_and_every_must_row_ok() -> None:
     )
     must = {r.rid: r.status for r in rows.values() if r.level == "MUST"}
     assert len(must) == 43
-    assert {rid: s for rid, s in must.items() if s != "OK" and rid not in PENDING_MUST} == {}
+    assert {rid: s for rid, s in must.items()
+            if s not in ("OK", "reading") and rid not in PENDING_MUST} == {}  # fmt: skip
     assert {rid for rid in PENDING_MUST if must.get(rid) == "OK"} == set(), "no longer pending"

@@ -33,7 +33,7 @@ def without_private_reasoning(messages: list[ModelMessage]) -> list[ModelMessage
 
 
 def encode(messages: list[ModelMessage]) -> bytes:
-    """The JSON bytes of ``messages`` (private reasoning removed first)."""
+    """The JSON bytes of ``messages`` (private reasoning removed first). Implements MW-13.2-d."""
     return ModelMessagesTypeAdapter.dump_json(without_private_reasoning(messages))
 
 

@@ -122,7 +122,8 @@ class FilesystemStore:
 
     @traced("put", "filesystem")
     def put(self, data: bytes, media_type: str | None = None) -> ArtifactRef:
-        """Store ``data`` (bytes); a no-op, writing nothing, when already present."""
+        """Store ``data`` (bytes); a no-op, writing nothing, when already present.
+        Implements MW-13.1-a."""
         h = hashlib.sha256(data).hexdigest()
         if not self._present(h, len(data)):
             with _temp_in(self.root / "tmp") as (f, tmp):
@@ -161,7 +162,7 @@ class FilesystemStore:
 
     @traced("get", "filesystem")
     def get(self, content_hash: str) -> bytes:
-        """The content of ``content_hash``, verified.
+        """The content of ``content_hash``, verified. Implements MW-13.1-d.
 
         Raises:
             ValueError: ``content_hash`` is not 64 lowercase hex characters.

@@ -55,6 +55,7 @@ class Classification(StrEnum):
 
 class ArtifactManifest(Signable):
     """Everything MW-13.1-b requires of an Artifact manifest. Every field is required.
+    Implements MW-13.1-b.
 
     Attributes:
         content_hash: SHA-256 hex of the Artifact's bytes, computed by the producer: the
@@ -142,6 +143,7 @@ def sign_manifest(manifest: ArtifactManifest, key: SigningKey) -> SignedManifest
 
 def verify_manifest(signed: SignedManifest, public_key: str) -> bool:
     """Whether ``signed`` carries a valid signature by ``public_key`` (base64url).
+    Implements MW-13.1-b.
 
     The carried ``public_key`` must be that key too. Never raises for a bad signature or key.
     """

@@ -26,7 +26,7 @@ class DeclineReason(StrEnum):
 
 
 class Evidence(BaseModel):
-    """Evidence for one acceptance criterion (MW-13.2-c).
+    """Evidence for one acceptance criterion (MW-13.2-c). Implements MW-13.2-c and MW-13.2-d.
 
     Attributes:
         subject: what the Evidence is about (a WorkItem id or artifact hash).
@@ -67,7 +67,8 @@ class SelectionBasis(BaseModel):
 
 
 class ProgressReport(BaseModel):
-    """A structured progress report (MW-11.4-a); there is deliberately no percentage field."""
+    """A structured progress report (MW-11.4-a); there is deliberately no percentage field.
+    Implements MW-11.4-a."""
 
     model_config = _STRICT
     phase: str = Field(min_length=1)

@@ -116,7 +116,7 @@ _NO_OWNER: dict[str, Any] = {"owner": None, "lease": None, "hold_id": None,
 def reduce_work_item(f: WorkItemFacts, e: EventLike) -> WorkItemFacts:
     """The facts after Event ``e`` (which must concern this WorkItem); ``f`` unchanged for an
     Event type that does not change a WorkItem. Pure and total: never raises on a well-formed
-    Authority Event."""
+    Authority Event. Implements MW-10.3-a."""
     b, t = e.body, e.type
     at = b.get("recorded_at_ms", getattr(e, "recorded_at_ms", None))
     new: dict[str, Any] = {"seq": e.seq}

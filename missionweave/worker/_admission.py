@@ -135,7 +135,8 @@ class AdmissionControl:
         return 0 if ahead <= 0 else math.ceil(ahead / slots) * estimate_ms
 
     def decide(self, req: AdmissionRequest) -> Accept | Decline:
-        """Accept or decline one offer (MW-10.3-d, MW-10.3-e)."""
+        """Accept or decline one offer (MW-10.3-d, MW-10.3-e).
+        Implements MW-10.1-b, MW-10.3-d and MW-10.3-e."""
         if "worker" not in req.roles:
             return Decline(
                 DeclineReason.AUTHORIZATION, {"role": "worker", "roles": sorted(req.roles)}

@@ -41,7 +41,8 @@ def tool_call_counters(checkpoint: dict[str, Any] | None) -> dict[str, int]:
 
 
 class FencedActions:
-    """Fenced, metered actions; mixed into ``WorkContext``, which provides the attributes."""
+    """Fenced, metered actions; mixed into ``WorkContext``, which provides the attributes.
+    Implements MW-11.5-d."""
 
     _session: LeaseSession
     _tool_calls: dict[str, int]

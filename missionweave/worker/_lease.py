@@ -302,7 +302,7 @@ class LeaseSession:
 
     async def send(self, prepared: Prepared) -> CommandVerdict:
         """Submit a prepared Command. A rejection gives its delta back; a fencing rejection (or
-        a ``recorded`` late result) sets :attr:`lost`.
+        a ``recorded`` late result) sets :attr:`lost`. Implements MW-11.5-e.
 
         Buffered Commands of this lease are reconciled first (MW-11.5-e).
 

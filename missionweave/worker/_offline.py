@@ -138,7 +138,7 @@ def bind(actor: Actor, command: Command, binding: OfflineBinding) -> Command:
 def rebase(actor: Actor, command: Command, now_ms: int) -> Command:
     """A buffered Command re-signed for the current session: the binding, id, type and body
     kept; ``issued_at_ms`` = ``now_ms`` and the actor's current Session and Membership Epochs
-    (MW-11.5-g)."""
+    Implements MW-11.5-g."""
     return actor.command(
         command.type,
         command.group_id,

@@ -53,6 +53,7 @@ QUANTUM_MS = 1_000
 @dataclass(frozen=True, slots=True)
 class QueuedItem:
     """A queued WorkItem this agent owns: scheduling metadata only (MW-13.3-e).
+    Implements MW-13.3-e.
 
     Attributes:
         group_id: its Group.
@@ -132,7 +133,8 @@ def _in_mission_order(item: QueuedItem) -> tuple[int, int, str]:
 
 
 class _Fair:
-    """Virtual times of one level (Groups, or one Group's Missions): SFQ's bookkeeping."""
+    """Virtual times of one level (Groups, or one Group's Missions): SFQ's bookkeeping.
+    Implements MW-11.1-d."""
 
     def __init__(self) -> None:
         self.vt: dict[str, float] = {}
@@ -157,6 +159,7 @@ class _Fair:
 
 class Scheduler:
     """Weighted fair scheduling of queued WorkItems into execution slots (see the module).
+    Implements MW-11.3-g.
 
     Args:
         slots: the card's ``max_concurrency`` (MW-11.1-e).
@@ -352,7 +355,7 @@ class Scheduler:
         now_ms: int,
     ) -> QueuedItem | None:
         """The item the next free slot goes to, or ``None`` (nothing ready within quota,
-        risk budget and free resources)."""
+        risk budget and free resources). Implements MW-11.1-c."""
         gate = self.risk_gate
         gated = bool(self.resources) or bool(gate.budgets)
         startable = {

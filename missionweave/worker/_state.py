@@ -115,7 +115,8 @@ class LocalState:
 
     def apply(self, event: Event) -> bool:
         """Apply one Event (in Group order) in one transaction; ``False`` if it was already
-        applied (a redelivery after a crash between this commit and the cursor's)."""
+        applied (a redelivery after a crash between this commit and the cursor's).
+        Implements MW-11.1-b and MW-16-a."""
         g = event.group_id
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")

@@ -74,3 +74,17 @@ def test_a_renewed_hold_keeps_the_item_and_work_start_releases_it__MW_11_3_a(
     assert released == [{"lease_id": hold["lease_id"], "kind": "queued", "reason": "started"}]
     again = w.submit(worker, "lease.renew", body)  # the hold is over
     assert again.rejection is not None and again.rejection.code == "stale_lease"
+
+
+def test_a_hold_never_outlives_the_start_deadline__MW_11_3_a(tmp_path: Path) -> None:
+    """A lease longer than the start deadline: the hold is granted, and renewed, only up to
+    the start deadline — ownership never outlasts the time the grant gave to start."""
+    w = make_world(tmp_path / "a.db")
+    w.authorize("a", timeouts={"lease_ms": 90_000, "start_deadline_ms": START_DEADLINE_MS})
+    worker = w.workers[0]
+    t0 = w.clock.now
+    hold = w.accept(worker, "a", w.offer("a", worker)).reply["hold"]
+    assert hold["expires_at_ms"] == t0 + START_DEADLINE_MS
+    w.clock.advance(10_000)
+    body = {"work_item_id": "a", "lease_id": hold["lease_id"], "ownership_epoch": 1}
+    assert w.ok(worker, "lease.renew", body).reply["expires_at_ms"] == t0 + START_DEADLINE_MS

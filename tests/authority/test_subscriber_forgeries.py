@@ -65,6 +65,18 @@ async def test_a_forgery_then_the_real_event_in_one_batch__MW_16_b(
     assert applied.seqs == [1, 2]
 
 
+async def test_a_fresh_subscriber_applies_nothing_across_a_gap__MW_16_b(
+    world: World, log: list[Event]
+) -> None:
+    """Events 3 and 4 arrive first, at a subscriber with no Event yet to link them to: none is
+    applied and the cursor stays at 0 until 1 and 2 come; then all four, in order."""
+    sub, applied = subscriber(world)
+    await sub._deliver([log[2], log[3]])
+    assert applied.seqs == [] and sub.cursor(world.group) == 0
+    await sub._deliver([log[0], log[1]])
+    assert applied.seqs == [1, 2, 3, 4] and sub.cursor(world.group) == 4
+
+
 async def test_a_forgery_of_an_event_held_behind_a_gap__MW_16_b(
     world: World, log: list[Event]
 ) -> None:

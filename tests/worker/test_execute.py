@@ -253,6 +253,29 @@ async def test_guard_refuses_once_the_lease_is_lost__MW_11_5_d(
     assert out.kind is OutcomeKind.LEASE_LOST
 
 
+async def test_no_effect_once_the_lease_is_known_lost__MW_11_5_d(
+    world: World, client: AuthorityClient, work: ExecuteWorkItemInput, worker: Actor
+) -> None:
+    """A progress report refused for the revoked lease marks it lost; a reversible external
+    effect afterwards is refused at once, though the lease and its token are unexpired by the
+    local clock (which alone would let it go ahead without a round trip)."""
+    refused: list[LeaseLost] = []
+
+    async def verify(ctx: WorkContext, inp: VerifyInput) -> Any:
+        other = Actor(worker.agent_id, worker.key)  # the lease is revoked
+        assert world.authority.submit(other.command("session.open", None, {})).accepted
+        with pytest.raises(LeaseLost):
+            await ctx.report("hashing")
+        with pytest.raises(LeaseLost) as exc:
+            await ctx.effect("upload", reversible=True)
+        refused.append(exc.value)
+        raise exc.value
+
+    out = await run(client, worker, work, verify)
+    assert [e.code for e in refused] == ["stale_session_epoch"]
+    assert out.kind is OutcomeKind.LEASE_LOST
+
+
 async def test_idempotency_keys_differ_per_ownership_epoch__MW_16_f(
     world: World, client: AuthorityClient, worker: Actor
 ) -> None:

@@ -61,7 +61,7 @@ class GroupSequencer:
         return sorted(self._pending)
 
     def offer(self, event: Event, *, signature: bool = True) -> Offer:
-        """Take one arriving Event.
+        """Take one arriving Event. Implements MW-16-a.
 
         ``signature=False`` checks its hash but not the Authority's signature: the caller then
         checks the signature of the newest Event of the run it takes (:meth:`ready_run`),
@@ -112,7 +112,7 @@ class GroupSequencer:
         return "buffered"
 
     def ready(self) -> Event | None:
-        """The next Event to process (``cursor + 1``), or ``None`` at a gap.
+        """The next Event to process (``cursor + 1``), or ``None`` at a gap. Implements MW-16-b.
 
         Raises:
             LogForkedError: it does not link to the previous Event's hash (an
@@ -151,7 +151,7 @@ class GroupSequencer:
 
     def ready_run(self) -> list[Event]:
         """The Events from ``cursor + 1`` on that are held and linked, in order (empty at a
-        gap). Nothing is committed.
+        gap). Nothing is committed. Implements MW-16-b.
 
         Raises:
             LogForkedError: the first one, validly signed, does not link to the previous

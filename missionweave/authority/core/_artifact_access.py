@@ -38,7 +38,7 @@ def artifact_read_refusal(
     mission_id: str | None = None,
 ) -> Rejection | None:
     """May a member of ``group_id`` (checked by the caller) read ``artifact_hash`` into the
-    context of ``mission_id``?
+    context of ``mission_id``? Implements MW-13.3-d.
 
     Args:
         authority: the Group Authority.

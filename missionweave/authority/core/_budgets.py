@@ -48,7 +48,7 @@ def charge_missions(
     """Add ``delta`` to Mission ``mission_id`` of ``ctx.group_id`` and to each parent Mission
     in this Group; the new totals, nearest first. Where the ancestry leaves the Group, a
     ``mission.usage_forwarded`` Event (``via``: the WorkItem or source charged) hands the
-    rest to the parent's Group. Implements MW-11.5-i and MW-10.4-d.
+    rest to the parent's Group. Implements MW-11.5-i, MW-11.5-j and MW-10.4-d.
 
     Raises:
         Reject: ``budget_exceeded`` naming the Mission whose budget it would overrun
@@ -96,7 +96,7 @@ def charge_work_item(
     ctx: Ctx, item: Row, delta: ResourceUsage
 ) -> tuple[ResourceUsage, list[dict[str, Any]]]:
     """Add ``delta`` to ``item``'s usage and to its whole budget ancestry (MW-11.5-i); the
-    WorkItem's new total and the Missions' (:func:`charge_missions`).
+    WorkItem's new total and the Missions' (:func:`charge_missions`). Implements MW-11.5-j.
 
     Raises:
         Reject: ``budget_exceeded`` (``scope`` ``work_item`` or ``mission``) when a total

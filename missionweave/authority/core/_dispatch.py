@@ -17,6 +17,7 @@ from ._registry import HANDLERS, Handler
 def handler_for(cmd: Command) -> Handler:
     """The function that applies ``cmd``: :func:`~._handlers_offline.reconcile` for a Command
     carrying the bounded-offline binding, else the registered handler of its type.
+    Implements MW-11.5-f.
 
     Raises:
         Reject: ``unsupported_extension`` — a critical extension this Authority does not know

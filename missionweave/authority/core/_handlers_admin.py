@@ -224,7 +224,7 @@ def session_open(ctx: Ctx) -> None:
     ``agent.session_opened`` carries it, so the process it replaces can say who took over.
     An agent in more Groups than :attr:`AuthorityConfig.max_session_groups` is refused
     ``too_many_groups`` (``groups``, ``max_groups``): the Command writes one Event per Group
-    and answers all of them."""
+    and answers all of them. Implements MW-11.3-f."""
     agent = ctx.command.actor
     process = _process(ctx.body)
     groups = [r["group_id"] for r in ctx.all("members.group_id_by_agent_id", agent)]

@@ -96,6 +96,7 @@ def _head_seq(ctx: Ctx) -> int:
 
 def refuse_other_missions(ctx: Ctx, mission_id: str, hashes: Iterable[str]) -> None:
     """Refuse Artifacts published in another Mission and not promoted (MW-13.3-d).
+    Implements MW-13.3-d.
 
     Every place an Artifact hash enters a Mission calls this: a manifest's content hash and
     sources (``artifact.publish``), Context Packages (``context.publish``), a contract's
@@ -119,7 +120,7 @@ def refuse_other_missions(ctx: Ctx, mission_id: str, hashes: Iterable[str]) -> N
 
 def refuse_claim_of_other_missions(ctx: Ctx, mission_id: str, content_hash: str) -> None:
     """Refuse to publish ``content_hash`` into Mission ``mission_id`` when another Mission of
-    this Group published it and it was not promoted (MW-13.3-d).
+    this Group published it and it was not promoted. Implements MW-13.3-d.
 
     The Group's artifact store holds one blob per hash, so a manifest naming a hash another
     Mission of the Group holds would open that Mission's bytes to this one, whether or not the
@@ -158,7 +159,7 @@ def _signed_package(ctx: Ctx) -> SignedContextPackage:
 
 @command(CommandType.CONTEXT_PUBLISH)
 def context_publish(ctx: Ctx) -> None:
-    """Store a new version of a Context Package (MW-13.3-a, MW-13.3-c).
+    """Store a new version of a Context Package (MW-13.3-a, MW-13.3-c). Implements MW-13.3-a.
 
     Checks, in order: the ``coordinator`` role; a valid signed package
     (``invalid_context_package``); a known Mission (``unknown_mission``) and WorkItem scope

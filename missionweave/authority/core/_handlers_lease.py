@@ -199,7 +199,7 @@ def work_checkpoint(ctx: Ctx) -> None:
 @command(CommandType.WORK_BLOCK, needs_session=True)
 def work_block(ctx: Ctx) -> None:
     """Checkpoint, name the resolution needed, release the slot, keep a bounded blocked lease
-    (MW-11.4-c)."""
+    Implements MW-11.4-c."""
     item = load_item(ctx)
     fence(ctx, item)
     gate(ctx, item)

@@ -74,7 +74,7 @@ def reconcile(ctx: Ctx) -> None:
     """Apply one buffered progress Command (MW-11.5-h/i/j): check its binding, charge its
     offline delta with a ``resource_usage_recorded`` Event naming the historical and the
     reconciling session, then record the report (and checkpoint) as ``work.progress_reported``
-    with ``reconciled`` set.
+    with ``reconciled`` set. Implements MW-11.5-h and MW-11.5-i.
 
     Rejections (each writes nothing): ``extension_not_applicable`` (not a progress Command),
     ``invalid_body`` (a malformed binding or report, or a ``usage`` in the body: the delta is

@@ -34,7 +34,7 @@ def _fenced_or_late(ctx: Ctx, item: Row, check: Callable[[], object] | None = No
     """:func:`fence` the Command: ``True`` if it holds the current lease; ``False`` if it was a
     former owner's late result, now recorded (:func:`_late`) once ``check`` (the content
     check of that result, run before anything is written) passed. Any other refusal is
-    raised."""
+    raised. Implements MW-11.5-b."""
     try:
         fence(ctx, item)
     except Reject as r:

@@ -359,7 +359,8 @@ def work_accept_offer(ctx: Ctx) -> None:
     """The first valid acceptance wins a new ownership epoch; losing offers are withdrawn in the
     same transaction (MW-10.3-c). Implements MW-11.3-a: the ownership grant carries the epoch,
     the start deadline and the queued ownership lease that holds the WorkItem until it starts
-    (``hold``: :func:`~._items.grant_hold`), which the owner renews with ``lease.renew``."""
+    (``hold``: :func:`~._items.grant_hold`), which the owner renews with ``lease.renew``.
+    Implements MW-10.1-b."""
     item = load_item(ctx)
     offer = _open_offer(ctx, item)
     gate(ctx, item)
@@ -431,7 +432,8 @@ def _key_version(ctx: Ctx) -> dict[str, int]:
 
 @command(CommandType.WORK_DECLINE_OFFER, needs_session=True)
 def work_decline_offer(ctx: Ctx) -> None:
-    """Decline with a structured reason (MW-10.3-e); the offer stays open for others."""
+    """Decline with a structured reason (MW-10.3-e); the offer stays open for others.
+    Implements MW-10.3-e."""
     item = load_item(ctx)
     offer = _open_offer(ctx, item)
     gate(ctx, item)

@@ -227,7 +227,7 @@ def renew_hold(ctx: Ctx, item: Row, hold: Row) -> None:
     """``lease.renew`` of ``item``'s queued ownership lease ``hold``, once :func:`._fence.fence`
     passed it (MW-11.3-a): it is extended by one ``lease_ms``, never past the start deadline,
     and grants no capability token. Emits ``lease.renewed`` (``kind`` ``queued``); replies
-    ``expires_at_ms`` (epoch ms)."""
+    ``expires_at_ms`` (epoch ms). Implements MW-11.3-a."""
     deadline = item["start_deadline_ms"]
     expires = ctx.now_ms + contract_of(item).timeouts.lease_ms
     if deadline is not None:

@@ -244,6 +244,7 @@ class LogReader:
 
     def ack(self, group_id: str, agent_id: str, seq: int) -> int:
         """Record ``agent_id``'s durable cursor in ``group_id`` (MW-16-c); never deletes history.
+        Implements MW-16-c.
 
         The stored cursor never moves backwards. Returns the stored cursor.
 

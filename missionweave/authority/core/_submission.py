@@ -52,7 +52,7 @@ class CheckedSubmission(NamedTuple):
 
 def checked_submission(ctx: Ctx, item: Row) -> CheckedSubmission:
     """The ``outputs``, ``artifacts`` and ``evidence`` of ``ctx.body``, checked for ``item``
-    (MW-13.2-a/c, MW-13.3-d).
+    (MW-13.2-a/c, MW-13.3-d). Implements MW-13.2-a.
 
     ``artifacts`` is a list of at most :data:`MAX_SUBMITTED_ARTIFACTS` distinct SHA-256 hex
     hashes; ``outputs`` an object whose every entry is at most :data:`MAX_INLINE_OUTPUT_BYTES`

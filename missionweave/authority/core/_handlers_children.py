@@ -20,9 +20,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...protocol import CommandType, EventType, RejectionCode
+from ...protocol import CommandType, EventType, Evidence, RejectionCode
 from ._command_scope import Ctx, Reject, need, need_id
-from ._items import end_leases, gate, load_item, parse_evidence, set_item, withdraw_offers
+from ._handlers_context import may_use_in_mission, refuse_other_missions
+from ._items import (
+    contract_of,
+    end_leases,
+    evidence_hashes,
+    gate,
+    load_item,
+    parse_evidence,
+    set_item,
+    withdraw_offers,
+)
 from ._registry import command
 from ._store import Row
 
@@ -113,9 +123,9 @@ def mission_create_child(ctx: Ctx) -> None:
     )
 
 
-def _child_parent(ctx: Ctx) -> tuple[Row, dict[str, Any] | None]:
-    """The WorkItem blocked for the Command's ``child_mission_id`` and the child Mission's row
-    (``state``, ``parent``) in the Group the link names, if it exists.
+def _child_parent(ctx: Ctx) -> tuple[Row, dict[str, Any] | None, str]:
+    """The WorkItem blocked for the Command's ``child_mission_id``, the child Mission's row
+    (``state``, ``parent``) in the Group the link names, if it exists, and that Group.
 
     Raises:
         Reject: the state table's (MW-10.2-c); ``unknown_child`` — the WorkItem is not blocked
@@ -132,8 +142,9 @@ def _child_parent(ctx: Ctx) -> tuple[Row, dict[str, Any] | None]:
             child_mission_id=child,
             current_child=item["child_mission_id"] if item["owner"] is None else None,
         )
-    row = ctx.one("missions.state_and_parent", event["body"]["child_group_id"], child)
-    return item, dict(row) if row is not None else None
+    group = str(event["body"]["child_group_id"])
+    row = ctx.one("missions.state_and_parent", group, child)
+    return item, dict(row) if row is not None else None, group
 
 
 def _links_here(ctx: Ctx, item: Row, child: dict[str, Any] | None) -> bool:
@@ -151,11 +162,18 @@ def mission_child_approved(ctx: Ctx) -> None:
     child Mission ``mission.create_child`` named, once it completed with its link to this
     WorkItem (MW-10.2-c).
 
+    The child's result is held to the rules ``work.accept_result`` applies to a submission
+    (:func:`_checked_child_result`): a child that completed no WorkItem has no result, a
+    ``human`` criterion needs the child's granted Approval, the Evidence answers every
+    acceptance criterion and cites only Artifacts of this Mission, of the linked child Mission
+    or promoted ones.
+
     Raises:
         Reject: :func:`_child_parent`'s; ``child_not_completed`` (the child Mission does not
-            exist, is not linked to this WorkItem, or has not completed); ``evidence_required``.
+            exist, is not linked to this WorkItem, has not completed, or verified no WorkItem);
+            :func:`_checked_child_result`'s.
     """
-    item, child = _child_parent(ctx)
+    item, child, group = _child_parent(ctx)
     if child is None or child["state"] != "completed" or not _links_here(ctx, item, child):
         raise Reject(
             RejectionCode.CHILD_NOT_COMPLETED,
@@ -163,7 +181,7 @@ def mission_child_approved(ctx: Ctx) -> None:
             child_mission_id=item["child_mission_id"],
             child_state=child["state"] if child else None,
         )
-    evidence = parse_evidence(ctx, required=True)
+    evidence = _checked_child_result(ctx, item, group)
     ctx.emit(
         EventType.MISSION_CHILD_APPROVED,
         {
@@ -173,6 +191,58 @@ def mission_child_approved(ctx: Ctx) -> None:
         },
         work_item_id=item["work_item_id"],
     )
+
+
+def _checked_child_result(ctx: Ctx, item: Row, group: str) -> list[Evidence]:
+    """The Evidence of a ``mission.child_approved`` for ``item``, whose completed child Mission
+    ``item["child_mission_id"]`` lives in Group ``group``, checked as ``work.accept_result``
+    and ``work.submit`` check a result (MW-10.2-c, MW-13.2-a/b, MW-13.3-d).
+
+    Raises:
+        Reject: ``child_not_completed`` (``verified_items``: 0 — the child verified no
+            WorkItem: it did no work to approve); ``approval_required`` (the contract has a
+            ``human`` criterion and no WorkItem of the child Mission holds a MissionOwner's
+            granted result Approval); ``evidence_required`` / ``evidence_missing`` (an
+            acceptance criterion without Evidence); ``cross_mission_content``
+            (``artifact_hash``: an Artifact neither this Mission's, the child's nor promoted).
+    """
+    child = str(item["child_mission_id"])
+    verified = [
+        r for r in ctx.all("work_items.rows_by_mission", group, child) if r["state"] == "verified"
+    ]
+    if not verified:  # Implements MW-10.2-c: completed with no work is no result
+        raise Reject(
+            RejectionCode.CHILD_NOT_COMPLETED,
+            "the child Mission verified no WorkItem: there is no result to approve",
+            child_mission_id=child,
+            verified_items=0,
+        )
+    contract = contract_of(item)
+    if any(c.kind == "human" for c in contract.acceptance_criteria) and not any(
+        (d := ctx.one("result_approvals.decision", group, r["work_item_id"], r["ownership_epoch"]))
+        is not None
+        and d["decision"] == "granted"
+        for r in verified
+    ):  # Implements MW-10.2-c: the child's Approval answers a human criterion
+        raise Reject(
+            RejectionCode.APPROVAL_REQUIRED,
+            "a human acceptance criterion needs the child Mission's granted result Approval",
+            child_mission_id=child,
+        )
+    evidence = parse_evidence(ctx, required=True)
+    covered = {e.criterion for e in evidence}
+    missing = [c.id for c in contract.acceptance_criteria if c.id not in covered]
+    if missing:
+        raise Reject(
+            RejectionCode.EVIDENCE_MISSING,
+            "every acceptance criterion needs Evidence",
+            missing=missing,
+        )
+    for h in dict.fromkeys(evidence_hashes(evidence)):
+        if may_use_in_mission(ctx.store, group, h, child) is True:
+            continue  # the linked child Mission's own result
+        refuse_other_missions(ctx, item["mission_id"], [h])  # Implements MW-13.3-d
+    return evidence
 
 
 @command(CommandType.MISSION_CHILD_FAILED)
@@ -185,7 +255,7 @@ def mission_child_failed(ctx: Ctx) -> None:
         Reject: :func:`_child_parent`'s; ``child_not_failed`` (the child Mission is running or
             completed); ``invalid_body`` (``policy`` is not ``stay_blocked`` or ``fail``).
     """
-    item, child = _child_parent(ctx)
+    item, child, _ = _child_parent(ctx)
     if (
         child is not None
         and _links_here(ctx, item, child)

@@ -12,7 +12,9 @@
 * Budgets up the ancestry (MW-11.5-i) never cross a Group inside one transaction (MW-10.4-d):
   a charge that reaches a parent in another Group is recorded in the child's Group as
   ``mission.usage_forwarded``, and ``mission.charge_child_usage`` in the parent's Group applies
-  it there, citing that Event by Group, sequence and hash (:mod:`._budgets`).
+  it there, citing that Event by Group, sequence and hash (:mod:`._budgets`). The parent's
+  budget is kept by an allowance reserved at ``mission.create_child`` and enforced in the
+  child's Group (MW-11.5-j).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from typing import Any
 from ...protocol import CommandType, EventType, Evidence, RejectionCode
 from ._command_scope import Ctx, Reject, need, need_id
 from ._handlers_context import may_use_in_mission, refuse_other_missions
+from ._budgets import reserve_allowance
 from ._items import (
+    anchor,
     contract_of,
     end_leases,
     evidence_hashes,
@@ -35,19 +39,6 @@ from ._items import (
 )
 from ._registry import command
 from ._store import Row
-
-CHILD_CREATED = EventType.MISSION_CHILD_CREATED
-
-
-def anchor(ctx: Ctx, group_id: str, work_item_id: str) -> dict[str, Any] | None:
-    """The latest ``mission.child_created`` Event of WorkItem ``work_item_id`` in Group
-    ``group_id`` (the whole Event as JSON), or ``None``."""
-    row = ctx.one(
-        "events.latest_of_item", group_id, CHILD_CREATED, work_item_id,
-        group_id, CHILD_CREATED, work_item_id,
-    )  # fmt: skip
-    return json.loads(row[0]) if row is not None else None
-
 
 def _blocked_for_child(item: Row | None, child_mission_id: str) -> bool:
     """Whether ``item`` is blocked by ``mission.create_child`` for ``child_mission_id``: a
@@ -104,23 +95,33 @@ def verify_parent(ctx: Ctx, mission_id: str, raw: Any) -> dict[str, Any]:
 
 @command(CommandType.MISSION_CREATE_CHILD)
 def mission_create_child(ctx: Ctx) -> None:
-    """Block the parent item and close its ownership while the child Mission runs."""
+    """Block the parent item and close its ownership while the child Mission runs.
+
+    For a child in another Group (``child_group_id``), the child's ``allowance`` (a
+    :class:`~missionweave.protocol.Budget`) is reserved from the parent's budget ancestry
+    here and recorded in ``mission.child_created``; the child's Group bounds the child by it
+    (:func:`._budgets.reserve_allowance`, MW-11.5-j, MW-10.4-d).
+
+    Raises:
+        Reject: the state table's; ``allowance_required``, ``budget_exceeded``.
+    """
     item = load_item(ctx)
     gate(ctx, item)
     child = need_id(ctx.body, "child_mission_id")
     child_group = need_id(ctx.body, "child_group_id") if "child_group_id" in ctx.body else None
+    body: dict[str, Any] = {
+        "child_mission_id": child,
+        "state": "blocked",
+        "child_group_id": child_group or ctx.group_id,
+    }
+    if body["child_group_id"] != ctx.group_id:  # a budget is kept in the child's Group
+        allowance = reserve_allowance(ctx, item, ctx.body.get("allowance"))
+        if allowance is not None:
+            body["allowance"] = allowance
     end_leases(ctx, item, "revoked", "child_mission")
     withdraw_offers(ctx, item, "child_mission")
     set_item(ctx, item, child_mission_id=child)
-    ctx.emit(
-        CHILD_CREATED,
-        {
-            "child_mission_id": child,
-            "state": "blocked",
-            "child_group_id": child_group or ctx.group_id,
-        },
-        work_item_id=item["work_item_id"],
-    )
+    ctx.emit(EventType.MISSION_CHILD_CREATED, body, work_item_id=item["work_item_id"])
 
 
 def _child_parent(ctx: Ctx) -> tuple[Row, dict[str, Any] | None, str]:

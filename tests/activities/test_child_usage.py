@@ -18,7 +18,6 @@ from tests.authority.test_children import G2, _usage, in_g2
 from tests.support.serving import LiveServer
 from tests.support.world import World, another_group, basis, evidence, make_world
 
-
 #: The child's allowance besides tool calls: the parent's budget bounds wall-clock time by
 #: default, so an allowance must name it too (``allowance_required``).
 WALL = {"wall_clock_ms": 60_000}
@@ -117,8 +116,8 @@ async def test_a_child_in_another_group_cannot_overrun_its_parents_budget__MW_11
         another_group(w, G2, worker=w.workers[0], mission=None)
         w.ok(w.coordinator, "mission.create", {"mission_id": "root", "budget": {"tool_calls": 5}})
         w.authorize("p", mission="root")
-        w.judged(code, w.coordinator, "mission.create_child", {"work_item_id": "p",
-                 "child_mission_id": "kid", "child_group_id": G2, "allowance": allowance})  # fmt: skip
+        body = {"work_item_id": "p", "child_mission_id": "kid", "child_group_id": G2}
+        w.judged(code, w.coordinator, "mission.create_child", {**body, "allowance": allowance})
     w = _child_created(tmp_path / "a.db", 5, {"tool_calls": 5, **WALL})
     assert _usage(w, w.group, "root")["tool_calls"] == 5  # type: ignore[index]
     head = w.authority.head(G2)

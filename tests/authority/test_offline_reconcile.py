@@ -542,9 +542,7 @@ def test_progress_refused_once_the_ownership_lapsed__MW_11_5_h(
 
 
 @pytest.mark.parametrize("path", ["live_lease", "restarted"])
-def test_progress_within_the_offline_grace_is_applied__MW_11_5_h(
-    tmp_path: Path, path: str
-) -> None:
+def test_progress_within_the_offline_grace_is_applied__MW_11_5_h(tmp_path: Path, path: str) -> None:
     """The other side: arriving past the lease's expiry but within its offline grace (and, after
     a restart, before the start deadline), the buffered progress is applied."""
     w = make_leased_world(tmp_path / "a.db")

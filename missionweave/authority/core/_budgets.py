@@ -26,7 +26,7 @@ CHILD_USAGE_CHARGED = EventType.MISSION_CHILD_USAGE_CHARGED
 
 
 def record_mission_budget(
-    ctx: Ctx, mission_id: str, raw: Any, allowance: dict[str, int] | None = None
+    ctx: Ctx, mission_id: str, raw: Any, allowance: dict[str, Any] | None = None
 ) -> Budget | None:
     """Store a Mission's budget (``mission.create``'s optional ``budget``): every charge to
     one of its WorkItems, or to a child Mission's, counts against it. A child Mission of a
@@ -65,7 +65,7 @@ def _limits(budget: Budget) -> dict[str, int | None]:
     return out
 
 
-def _within(budget: Budget, allowance: dict[str, int]) -> Budget:
+def _within(budget: Budget, allowance: dict[str, Any]) -> Budget:
     """``budget`` with each dimension the ``allowance`` bounds lowered to it (money keeps the
     budget's currency, or takes ``allowance["currency"]``)."""
     update: dict[str, Any] = {}
@@ -81,7 +81,7 @@ def _within(budget: Budget, allowance: dict[str, int]) -> Budget:
     return Budget.model_validate({**budget.model_dump(mode="json"), **update})
 
 
-def reserve_allowance(ctx: Ctx, item: Row, raw: Any) -> dict[str, int] | None:
+def reserve_allowance(ctx: Ctx, item: Row, raw: Any) -> dict[str, Any] | None:
     """At ``mission.create_child`` of a child in another Group: reserve the child's
     ``allowance`` from the parent Mission's budget and every budget above it in this Group,
     as usage, in this Command's transaction; the child's Group then bounds the child by it
@@ -102,10 +102,13 @@ def reserve_allowance(ctx: Ctx, item: Row, raw: Any) -> dict[str, int] | None:
             budget of the ancestry bounds them and the allowance does not);
             ``budget_exceeded`` (the ancestry cannot spare it). Implements MW-11.5-j.
     """
-    named = {k for k, v in raw.items() if v is not None} if isinstance(raw, dict) else set()
     given = _limits(parse(Budget, raw, "allowance")) if raw is not None else {}
-    allowance = {("money_minor_units" if k == "money" else k): given[
-        "money_minor_units" if k == "money" else k] for k in named}  # fmt: skip
+    named = [
+        "money_minor_units" if k == "money" else k
+        for k, v in (raw.items() if isinstance(raw, dict) else ())
+        if v is not None
+    ]
+    allowance: dict[str, int] = {d: v for d in named if (v := given.get(d)) is not None}
     bounded = _bounded_dimensions(ctx, item["mission_id"])
     open_dims = sorted(d for d in bounded if d not in allowance)
     if open_dims:  # Implements MW-11.5-j: an unbounded child could overrun the parent
@@ -118,9 +121,9 @@ def reserve_allowance(ctx: Ctx, item: Row, raw: Any) -> dict[str, int] | None:
         return None
     reserved = ResourceUsage.model_validate({d: v for d, v in allowance.items()})
     charge_missions(ctx, item["mission_id"], reserved, via=item["work_item_id"], forward=False)
-    out: dict[str, int] = {**allowance}
+    out: dict[str, Any] = {**allowance}
     if isinstance(raw, dict) and isinstance(raw.get("money"), dict):
-        out["currency"] = raw["money"]["currency"]  # type: ignore[assignment]
+        out["currency"] = raw["money"]["currency"]
     return out
 
 

@@ -23,9 +23,9 @@ import json
 from typing import Any
 
 from ...protocol import CommandType, EventType, Evidence, RejectionCode
+from ._budgets import reserve_allowance
 from ._command_scope import Ctx, Reject, need, need_id
 from ._handlers_context import may_use_in_mission, refuse_other_missions
-from ._budgets import reserve_allowance
 from ._items import (
     anchor,
     contract_of,
@@ -39,6 +39,7 @@ from ._items import (
 )
 from ._registry import command
 from ._store import Row
+
 
 def _blocked_for_child(item: Row | None, child_mission_id: str) -> bool:
     """Whether ``item`` is blocked by ``mission.create_child`` for ``child_mission_id``: a

@@ -127,12 +127,12 @@ def reconcile(ctx: Ctx) -> None:
     the binding's), ``outside_work_item`` (binding, body and lease name different WorkItems,
     Groups, leases or agents), ``owner_changed`` (the WorkItem has another owner or ownership
     epoch), ``role_not_allowed`` (the actor lost the worker role, :func:`_refuse_without_role`),
-    ``outside_grace_window`` (buffered before the lease or after its expiry plus the
-    contract's ``offline_grace_ms``), ``lease_expired`` (arriving at or after that expiry plus
-    grace, or once a queued hold lapsed, :func:`_refuse_lapsed`), ``lease_closed`` (the lease ended — released, expired,
-    revoked — other than by the agent's own restart, :func:`_superseded_by_own_session`),
-    ``budget_exceeded`` (the WorkItem's or
-    an ancestor Mission's budget).
+    ``outside_grace_window`` (buffered before the lease or after its expiry plus the contract's
+    ``offline_grace_ms``), ``lease_expired`` (arriving at or after that expiry plus grace, or
+    once a queued hold lapsed, :func:`_refuse_lapsed`), ``lease_closed`` (the lease ended —
+    released, expired, revoked — other than by the agent's own restart,
+    :func:`_superseded_by_own_session`), ``budget_exceeded`` (the WorkItem's or an ancestor
+    Mission's budget).
     """
     cmd = ctx.command
     if cmd.type not in BUFFERABLE_COMMANDS:

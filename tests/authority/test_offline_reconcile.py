@@ -486,6 +486,19 @@ def _restart(w: World, worker: Actor) -> None:
     worker.session_epoch = opened.reply["session_epoch"]
 
 
+def _cut_off(tmp_path: Path, path: str) -> tuple[World, Actor, Command, dict[str, Any]]:
+    """A leased World whose worker-0 buffered a progress report of ``a`` (one tool call) — then
+    restarted, when ``path`` is ``restarted``. The World, the worker, the buffered Command and
+    the body of the same report sent online."""
+    w = make_leased_world(tmp_path / "a.db")
+    worker = w.workers[0]
+    cmd = _buffered(w, worker, usage=ResourceUsage(tool_calls=1))
+    online = w.leased("a", report=REPORT)
+    if path == "restarted":
+        _restart(w, worker)
+    return w, worker, cmd, online
+
+
 @pytest.mark.parametrize("path", ["live_lease", "restarted"])
 def test_progress_refused_after_the_owner_lost_the_worker_role__MW_11_5_h(
     tmp_path: Path, path: str
@@ -494,12 +507,7 @@ def test_progress_refused_after_the_owner_lost_the_worker_role__MW_11_5_h(
     refused as the same report online is (``role_not_allowed``), writing nothing — on its live
     lease, and after its own restart (the path of the replaced session, which applies no state
     table to a ``queued`` WorkItem)."""
-    w = make_leased_world(tmp_path / "a.db")
-    worker = w.workers[0]
-    cmd = _buffered(w, worker, usage=ResourceUsage(tool_calls=1))
-    online = w.leased("a", report=REPORT)
-    if path == "restarted":
-        _restart(w, worker)
+    w, worker, cmd, online = _cut_off(tmp_path, path)
     w.ok(w.coordinator, "member.update", {"agent_id": worker.agent_id, "roles": ["reviewer"]})
     worker.membership_epochs[w.group] += 1
     if path == "live_lease":
@@ -518,12 +526,7 @@ def test_progress_refused_once_the_ownership_lapsed__MW_11_5_h(
     reassigned the WorkItem: the ownership lapsed) — at that instant, or ten minutes after:
     refused ``lease_expired`` as the same report online is, writing nothing; on the live
     lease and after the agent's own restart (there also once its start deadline passed)."""
-    w = make_leased_world(tmp_path / "a.db")
-    worker = w.workers[0]
-    cmd = _buffered(w, worker, usage=ResourceUsage(tool_calls=1))
-    online = w.leased("a", report=REPORT)
-    if path == "restarted":
-        _restart(w, worker)
+    w, worker, cmd, online = _cut_off(tmp_path, path)
     deadline = w.item("a")["start_deadline_ms"]
     if path == "restarted" and past_grace_ms == 0:  # queued again: its start deadline passes
         assert deadline < w.leases["a"]["expires_at_ms"] + GRACE_MS

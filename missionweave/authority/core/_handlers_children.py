@@ -33,12 +33,12 @@ from ._items import (
     evidence_hashes,
     gate,
     load_item,
-    parse_evidence,
     set_item,
     withdraw_offers,
 )
 from ._registry import command
 from ._store import Row
+from ._submission import evidence_per_criterion
 
 
 def _blocked_for_child(item: Row | None, child_mission_id: str) -> bool:
@@ -231,15 +231,7 @@ def _checked_child_result(ctx: Ctx, item: Row, group: str) -> list[Evidence]:
             "a human acceptance criterion needs the child Mission's granted result Approval",
             child_mission_id=child,
         )
-    evidence = parse_evidence(ctx, required=True)
-    covered = {e.criterion for e in evidence}
-    missing = [c.id for c in contract.acceptance_criteria if c.id not in covered]
-    if missing:
-        raise Reject(
-            RejectionCode.EVIDENCE_MISSING,
-            "every acceptance criterion needs Evidence",
-            missing=missing,
-        )
+    evidence = evidence_per_criterion(ctx, item)
     for h in dict.fromkeys(evidence_hashes(evidence)):
         if may_use_in_mission(ctx.store, group, h, child) is True:
             continue  # the linked child Mission's own result

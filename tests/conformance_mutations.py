@@ -223,9 +223,12 @@ MUTATIONS: tuple[Mutation, ...] = (
        "tests/worker/test_offline_reconnect.py::"
        "test_progress_of_an_execution_ended_offline_reconciled_on_reconnection__MW_11_5_e",
        "tests/worker/test_offline_e2e.py::"
-       "test_agent_restarted_while_offline_reconciles_its_buffer__MW_11_5_e",
-       expected="survives (issue 38 item 4, row MW-11.5-e: the runtime's reconnection poll; "
-       "the next offer reconciles instead)"),
+       "test_agent_restarted_while_offline_reconciles_its_buffer__MW_11_5_e"),
+    _m("MW-11.5-e", _WORKER + "_fence.py",
+       "    if session.offline or (session.buffer is not None and len(session.buffer)):\n",
+       "    if session.offline:\n",
+       "tests/worker/test_offline_context.py::"
+       "test_no_slot_acts_before_anothers_buffer_is_reconciled__MW_11_5_e"),
     _m("MW-11.5-f", _AUTH + "_dispatch.py",
        "        if unsupported is not None:\n",
        "        if False:\n",
@@ -257,19 +260,43 @@ MUTATIONS: tuple[Mutation, ...] = (
        "tests/authority/test_offline_reconcile.py::"
        "test_progress_after_the_lease_was_closed_rejected__MW_11_5_h"),
     _m("MW-11.5-h", _AUTH + "_handlers_offline.py",
-       "    if active:\n        gate(ctx, item)\n",
-       "    if False:\n        gate(ctx, item)\n",
-       "tests/authority/test_offline_reconcile.py",
-       expected="survives (issue 38 item 4, row MW-11.5-h: buffered progress after the owner "
-       "lost the worker role)"),
+       "    _refuse_without_role(ctx)\n",
+       "    pass\n",
+       "tests/authority/test_offline_reconcile.py::"
+       "test_progress_refused_after_the_owner_lost_the_worker_role__MW_11_5_h"),
+    _m("MW-11.5-h", _AUTH + "_handlers_offline.py",
+       "    _refuse_lapsed(ctx, item, lease, grace)\n",
+       "    pass\n",
+       "tests/authority/test_offline_reconcile.py::"
+       "test_progress_refused_once_the_ownership_lapsed__MW_11_5_h"),
+    _m("MW-10.2-c", _AUTH + "_handlers_children.py",
+       "    if not verified:  # Implements MW-10.2-c: completed with no work is no result\n",
+       "    if False:\n",
+       "tests/authority/test_children.py::"
+       "test_a_child_result_is_held_to_accept_results_rules__MW_10_2_c"),
+    _m("MW-10.2-c", _AUTH + "_handlers_children.py",
+       '    if any(c.kind == "human" for c in contract.acceptance_criteria) and not any(',
+       '    if False and not any(',
+       "tests/authority/test_children.py::"
+       "test_a_child_result_is_held_to_accept_results_rules__MW_10_2_c"),
+    _m("MW-11.5-j", _AUTH + "_budgets.py",
+       "    if open_dims:  # Implements MW-11.5-j: an unbounded child could overrun the parent\n",
+       "    if False:\n",
+       "tests/activities/test_child_usage.py::"
+       "test_a_child_in_another_group_cannot_overrun_its_parents_budget__MW_11_5_j"),
+    _m("MW-11.5-j", _AUTH + "_budgets.py",
+       "        budget = _within(budget or Budget(wall_clock_ms=None), allowance)\n",
+       "        pass\n",
+       "tests/activities/test_child_usage.py::"
+       "test_a_child_in_another_group_cannot_overrun_its_parents_budget__MW_11_5_j"),
     _m("MW-11.5-i", _AUTH + "_handlers_offline.py",
        "    if b.usage != ResourceUsage():\n",
        "    if False:\n",
        "tests/authority/test_offline_reconcile.py::"
        "test_mw_11_5_i_reconciliation_charges_ancestry_and_names_both_sessions"),
     _m("MW-11.5-i", _AUTH + "_budgets.py",
-       '        mission = parent.get("mission_id")\n',
-       "        break\n",
+       '        mission = parent.get("mission_id")\n    return totals\n',
+       "        break\n    return totals\n",
        "tests/authority/test_children.py::"
        "test_child_charge_reaches_its_parent_in_the_same_group__MW_11_5_i"),
     _m("MW-11.5-j", _AUTH + "_budgets.py",

@@ -38,10 +38,7 @@ def test_docs_point_at_the_spec_and_design_in_the_repository() -> None:
 
 #: MUST rows not yet OK on this branch, each with the work that makes it OK. A row listed here
 #: that becomes OK fails the test below: take it out then.
-PENDING_MUST: dict[str, str] = {
-    "MW-11.5-e": "issue 38 item 4: the runtime's reconnection poll is tested by no test",
-    "MW-11.5-h": "issue 38 item 4: buffered progress after the owner lost the worker role",
-}
+PENDING_MUST: dict[str, str] = {}
 
 
 def test_the_conformance_table_is_current_and_every_must_row_ok() -> None:

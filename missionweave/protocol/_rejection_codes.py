@@ -23,6 +23,7 @@ from enum import StrEnum
 class RejectionCode(StrEnum):
     """The ``code`` of every structured refusal; see :data:`REJECTION_DOCS` for each one."""
 
+    ALLOWANCE_REQUIRED = "allowance_required"
     ALREADY_CHARGED = "already_charged"
     ALREADY_DECIDED = "already_decided"
     ALREADY_DECLINED = "already_declined"

@@ -31,6 +31,10 @@ class RejectionDoc(NamedTuple):
 
 
 _TEXT = """
+allowance_required
+    `mission.create_child` for a child in another Group: the parent's budget (or a Mission's
+    above it in this Group) bounds a dimension the `allowance` leaves open (`detail.dimensions`)
+    → give the child an `allowance` in every dimension named (MW-11.5-j)
 already_charged
     the forwarded child usage named by `source` was charged to this Mission before
     → nothing: the charge stands; do not resend it under a new command id

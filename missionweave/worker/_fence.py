@@ -138,8 +138,11 @@ class FencedActions:
 
 def _valid_now(session: LeaseSession) -> bool:
     """Whether the lease and its capability token are valid now as far as this slot knows
-    without asking: the Authority answered the last attempt, and neither has expired."""
-    if session.offline:
+    without asking: the Authority answered the last attempt, neither has expired, and no
+    Command waits in the agent's offline buffer — whichever slot buffered it: a slot that
+    never saw the outage must still not act before it is reconciled (Implements MW-11.5-e;
+    :meth:`LeaseSession.confirm` reconciles first)."""
+    if session.offline or (session.buffer is not None and len(session.buffer)):
         return False
     now = session.clock()
     token_expiry = session.lease.capability_token.get("expires_at_ms")

@@ -3,7 +3,8 @@ child ``Mission`` workflow (``ParentClosePolicy.ABANDON``: any other policy kill
 parent continues as new), which reports back with the ``child_finished`` signal; the parent
 item follows the child's outcome and the Mission's child-failure policy (spec 10.2). A child in
 another Group first has its usage charged to the parent in the parent's Group
-(``charge_parent_usage``, MW-11.5-i, MW-10.4-d).
+(``charge_parent_usage``, MW-11.5-i, MW-10.4-d), drawn from the allowance (the child's own
+budget) reserved for it at ``mission.create_child`` (MW-11.5-j).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ CHILD_FINISHED_SIGNAL = "child_finished"
 #: ``workflow.patched`` id of the parent's charge before a child reports (older histories of
 #: a child in another Group signalled at once).
 CHARGE_PARENT_PATCH = "child-usage-charged-to-parent"
+#: ``workflow.patched`` id of the child's ``allowance`` in ``mission.create_child`` (older
+#: histories created a child in another Group without one).
+CHILD_ALLOWANCE_PATCH = "child-allowance-reserved"
 #: Retries of ``charge_parent_usage``: bounded, so that an Authority down for long delays the
 #: child's report by minutes, never for good (its forwarded Events stay in its Group's log).
 CHARGE_RETRY = RetryPolicy(
@@ -106,15 +110,21 @@ class Children:
             if it is not None and v.accepted:
                 self._start(it)
 
-        self._commands.intent(
-            CommandType.MISSION_CREATE_CHILD,
-            {
-                "work_item_id": item.work_item_id,
-                "child_mission_id": item.spec.child_mission.mission_id,
-                "child_group_id": item.spec.child_mission.group_id,
-            },
-            created,
-        )
+        child = item.spec.child_mission
+        body: dict[str, Any] = {
+            "work_item_id": item.work_item_id,
+            "child_mission_id": child.mission_id,
+            "child_group_id": child.group_id,
+        }
+        # a child in another Group is held to an allowance reserved from this Mission's
+        # budget: its own budget (MW-11.5-j); older histories sent none
+        if (
+            child.group_id != self._board.state.spec.group_id
+            and child.budget is not None
+            and workflow.patched(CHILD_ALLOWANCE_PATCH)
+        ):
+            body["allowance"] = child.budget.model_dump(mode="json")
+        self._commands.intent(CommandType.MISSION_CREATE_CHILD, body, created)
 
     def _start(self, item: ItemState) -> None:
         child = item.spec.child_mission
@@ -197,4 +207,10 @@ def _retrieved(run: asyncio.Future[Any]) -> None:
         run.exception()
 
 
-__all__ = ["CHARGE_PARENT_PATCH", "CHILD_FINISHED_SIGNAL", "ChildStart", "Children"]
+__all__ = [
+    "CHARGE_PARENT_PATCH",
+    "CHILD_ALLOWANCE_PATCH",
+    "CHILD_FINISHED_SIGNAL",
+    "ChildStart",
+    "Children",
+]

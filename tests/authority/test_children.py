@@ -69,6 +69,8 @@ def test_child_approval_moves_only_the_item_blocked_for_that_child__MW_10_2_c(
     r = w.submit(w.coordinator, "mission.child_failed", {"work_item_id": "b",
                  "child_mission_id": "kid", "policy": "fail"})  # fmt: skip
     assert r.rejection is not None and r.rejection.code == "child_not_failed"  # it runs
+    w.authorize("kc", mission="kid")
+    w.run_to_verified("kc", worker)
     w.ok(w.coordinator, "mission.complete", {"mission_id": "kid"})
     w.ok(w.coordinator, "mission.child_approved", _child_approval(w, "b", "kid"))
     assert w.item("b")["state"] == "verified"
@@ -171,3 +173,89 @@ def test_child_charge_reaches_its_parent_in_the_same_group__MW_11_5_i(tmp_path: 
     w.ok(w.workers[0], "work.submit", w.leased("c", usage={"tool_calls": 9},
          **w.report("c", w.workers[0])))  # fmt: skip
     assert _usage(w, w.group, "root")["tool_calls"] == 9  # type: ignore[index]
+
+
+HUMAN = [
+    {"id": "hashes", "description": "every file matches", "evidence_required": "compare"},
+    {"id": "signoff", "kind": "human", "description": "the owner signs it off",
+     "evidence_required": "an Approval"},
+]  # fmt: skip
+
+
+def _child_done(w: World, parent: str, kid: str, *, human: bool) -> dict[str, Any]:
+    """Block ``parent`` (Mission ``root``) for child Mission ``kid``, run one WorkItem of
+    ``kid`` to verified (its contract with a ``human`` criterion, granted by the MissionOwner,
+    when ``human``) and complete ``kid``. The child WorkItem's submission (its Evidence
+    cites its report Artifact)."""
+    worker = w.workers[0]
+    w.ok(w.coordinator, "mission.create_child", {"work_item_id": parent, "child_mission_id": kid})
+    link = {"group_id": w.group, "mission_id": "root", "work_item_id": parent}
+    w.ok(w.coordinator, "mission.create", {"mission_id": kid, "parent": link})
+    wid = f"{kid}-w"
+    over: dict[str, Any] = {"acceptance_criteria": HUMAN} if human else {}
+    w.ok(w.coordinator, "work.authorize", w.authorization(wid, mission=kid, **over))
+    w.lease(wid, worker)
+    sub = w.report(wid, worker)
+    w.ok(worker, "work.submit", w.leased(wid, **sub))
+    if human:
+        w.ok(w.coordinator, "approval.grant_result",
+             {"work_item_id": wid, "review_digest": "ab" * 32})  # fmt: skip
+    w.ok(w.coordinator, "work.accept_result", {"work_item_id": wid})
+    w.ok(w.coordinator, "mission.complete", {"mission_id": kid})
+    return sub
+
+
+def test_a_child_result_is_held_to_accept_results_rules__MW_10_2_c(tmp_path: Path) -> None:
+    """A parent WorkItem with a ``human`` criterion becomes ``verified`` through its child
+    Mission only as ``work.accept_result`` would verify it: the child did work, a MissionOwner
+    approved it, the Evidence answers every criterion and cites no other Mission's Artifact.
+    Each refusal writes nothing."""
+    w = make_world(tmp_path / "a.db")
+    coord = w.coordinator
+    w.ok(coord, "mission.create", {"mission_id": "root", "title": "root"})
+    w.ok(coord, "work.authorize", w.authorization("p", mission="root", acceptance_criteria=HUMAN))
+    w.authorize("other")  # a WorkItem of Mission m1, not related to root
+    w.run_to_verified("other", w.workers[1])
+    foreign = w.authority.query(
+        "SELECT artifact_hash FROM artifacts WHERE mission_id=?", w.mission
+    )[0]["artifact_hash"]
+
+    def approval(kid: str, ev: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"work_item_id": "p", "child_mission_id": kid, "evidence": ev}
+
+    full = evidence("coordinator", "p", ("hashes", "signoff"))
+    # a child that completed with no work at all
+    w.ok(coord, "mission.create_child", {"work_item_id": "p", "child_mission_id": "idle"})
+    link = {"group_id": w.group, "mission_id": "root", "work_item_id": "p"}
+    w.ok(coord, "mission.create", {"mission_id": "idle", "parent": link})
+    w.ok(coord, "mission.complete", {"mission_id": "idle"})
+    w.judged("child_not_completed", coord, "mission.child_approved", approval("idle", full))
+    # a child whose work nobody approved
+    _child_done(w, "p", "unapproved", human=False)
+    w.judged("approval_required", coord, "mission.child_approved", approval("unapproved", full))
+    # an approved child: the Evidence must answer every criterion, citing no other Mission
+    sub = _child_done(w, "p", "kid", human=True)
+    [own] = sub["artifacts"]
+    partial = evidence("coordinator", "p", ("hashes",))
+    w.judged("evidence_missing", coord, "mission.child_approved", approval("kid", partial))
+    stolen = [{**e, "artifacts": [foreign]} for e in full]
+    w.judged("cross_mission_content", coord, "mission.child_approved", approval("kid", stolen))
+    assert w.item("p")["state"] == "blocked"
+    cites_child = [{**e, "artifacts": [own]} for e in full]
+    w.judged(None, coord, "mission.child_approved", approval("kid", cites_child))
+    assert w.item("p")["state"] == "verified"
+    verify_log(w.authority.store, w.group, w.authority.public_key)
+
+
+def test_the_parent_links_mission_id_is_checked__MW_10_4_d(tmp_path: Path) -> None:
+    """A child's parent link names the right Group and WorkItem but another Mission: refused
+    ``invalid_parent`` (the WorkItem is not that Mission's), writing nothing."""
+    w = make_world(tmp_path / "a.db")
+    w.ok(w.coordinator, "mission.create", {"mission_id": "elsewhere", "title": "another"})
+    w.authorize("p")
+    w.ok(w.coordinator, "mission.create_child", {"work_item_id": "p", "child_mission_id": "kid"})
+    good = {"group_id": w.group, "mission_id": w.mission, "work_item_id": "p"}
+    for wrong in ("elsewhere", "no-such-mission"):
+        w.judged("invalid_parent", w.coordinator, "mission.create",
+                 {"mission_id": "kid", "parent": {**good, "mission_id": wrong}})  # fmt: skip
+    w.judged(None, w.coordinator, "mission.create", {"mission_id": "kid", "parent": good})

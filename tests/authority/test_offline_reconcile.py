@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from missionweave.authority import SubmitResult, verify_log
 from missionweave.authority.core._outages import (
     GRACE_LEASES,
@@ -475,3 +477,84 @@ def test_progress_on_a_lease_its_own_replacement_session_revoked__MW_11_5_h(
             continue
         code = "lease_closed" if then == "started_again" else "owner_changed"
         _writes_nothing(w, r, code, before)
+
+
+def _restart(w: World, worker: Actor) -> None:
+    """``worker`` opens a replacement session (its lease is revoked ``session_replaced``)."""
+    opened = w.authority.submit(worker.command("session.open", None, {}, issued_at_ms=w.clock.now))
+    assert opened.accepted, opened.rejection
+    worker.session_epoch = opened.reply["session_epoch"]
+
+
+def _cut_off(tmp_path: Path, path: str) -> tuple[World, Actor, Command, dict[str, Any]]:
+    """A leased World whose worker-0 buffered a progress report of ``a`` (one tool call) — then
+    restarted, when ``path`` is ``restarted``. The World, the worker, the buffered Command and
+    the body of the same report sent online."""
+    w = make_leased_world(tmp_path / "a.db")
+    worker = w.workers[0]
+    cmd = _buffered(w, worker, usage=ResourceUsage(tool_calls=1))
+    online = w.leased("a", report=REPORT)
+    if path == "restarted":
+        _restart(w, worker)
+    return w, worker, cmd, online
+
+
+@pytest.mark.parametrize("path", ["live_lease", "restarted"])
+def test_progress_refused_after_the_owner_lost_the_worker_role__MW_11_5_h(
+    tmp_path: Path, path: str
+) -> None:
+    """The owner's worker role is taken away while it is cut off: its buffered progress is
+    refused as the same report online is (``role_not_allowed``), writing nothing — on its live
+    lease, and after its own restart (the path of the replaced session, which applies no state
+    table to a ``queued`` WorkItem)."""
+    w, worker, cmd, online = _cut_off(tmp_path, path)
+    w.ok(w.coordinator, "member.update", {"agent_id": worker.agent_id, "roles": ["reviewer"]})
+    worker.membership_epochs[w.group] += 1
+    if path == "live_lease":
+        r = w.submit(worker, "progress.report", online)
+        assert r.rejection is not None and r.rejection.code == "role_not_allowed"
+    before = _before(w)
+    _writes_nothing(w, _reconciled(w, worker, cmd), "role_not_allowed", before)
+
+
+@pytest.mark.parametrize("past_grace_ms", [0, 600_000])
+@pytest.mark.parametrize("path", ["live_lease", "restarted"])
+def test_progress_refused_once_the_ownership_lapsed__MW_11_5_h(
+    tmp_path: Path, path: str, past_grace_ms: int
+) -> None:
+    """Buffered in time, arriving once the lease's expiry plus its offline grace passed (nobody
+    reassigned the WorkItem: the ownership lapsed) — at that instant, or ten minutes after:
+    refused ``lease_expired`` as the same report online is, writing nothing; on the live
+    lease and after the agent's own restart (there also once its start deadline passed)."""
+    w, worker, cmd, online = _cut_off(tmp_path, path)
+    deadline = w.item("a")["start_deadline_ms"]
+    if path == "restarted" and past_grace_ms == 0:  # queued again: its start deadline passes
+        assert deadline < w.leases["a"]["expires_at_ms"] + GRACE_MS
+        w.clock.advance(deadline - w.clock.now)
+    else:
+        w.clock.advance(w.leases["a"]["expires_at_ms"] + GRACE_MS - w.clock.now + past_grace_ms)
+    if path == "live_lease":
+        r = w.submit(worker, "progress.report", online)
+        assert r.rejection is not None and r.rejection.code == "lease_expired"
+    before = _before(w)
+    r = _reconciled(w, worker, cmd)
+    _writes_nothing(w, r, "lease_expired", before)
+    assert r.rejection is not None and r.rejection.detail["lapsed"] == (
+        "start_deadline_missed" if path == "restarted" and past_grace_ms == 0 else "lease_expired"
+    )
+
+
+@pytest.mark.parametrize("path", ["live_lease", "restarted"])
+def test_progress_within_the_offline_grace_is_applied__MW_11_5_h(tmp_path: Path, path: str) -> None:
+    """The other side: arriving past the lease's expiry but within its offline grace (and, after
+    a restart, before the start deadline), the buffered progress is applied."""
+    w = make_leased_world(tmp_path / "a.db")
+    worker = w.workers[0]
+    cmd = _buffered(w, worker, usage=ResourceUsage(tool_calls=1))
+    if path == "restarted":
+        _restart(w, worker)
+        w.clock.advance(1_000)
+    else:
+        w.clock.advance(w.leases["a"]["expires_at_ms"] + GRACE_MS - w.clock.now - 1)
+    r = _reconciled(w, worker, cmd)
+    assert r.accepted, r.rejection

@@ -260,3 +260,33 @@ async def test_a_publish_is_fenced_by_its_write_grant__MW_11_5_d(
     blobs = [p.read_bytes() for p in (tmp_path / "artifacts").rglob("*") if p.is_file()]
     assert b"while the lease stands" in blobs
     assert b"after the lease closed" not in blobs
+
+
+@pytest.mark.parametrize("action", ["effect", "tool_call"])
+async def test_no_slot_acts_before_anothers_buffer_is_reconciled__MW_11_5_e(
+    world: World, proxy: DroppingProxy, action: str
+) -> None:
+    """Slot ``a`` buffers a checkpoint while the Authority is cut off; the Authority comes back
+    (the proxy lets connections through again) before anything reconciled it. Slot ``b``,
+    which never saw the outage and holds an unexpired lease and token, takes a reversible
+    external side effect: the runtime reconciles ``a``'s buffer first, so the progress is in
+    the log (and the buffer empty) before ``b``'s action is let through."""
+    buffer = OfflineBuffer()
+    ctx_a, client_a = await _context(world, proxy, grant(world, "a", world.workers[0]), buffer)
+    ctx_b, client_b = await _context(world, proxy, grant(world, "b", world.workers[0]), buffer)
+    async with client_a, client_b:
+        proxy.cut()
+        await ctx_a.save({"step": 1})
+        assert len(buffer) == 1
+        proxy.restore()
+        if action == "effect":
+            await ctx_b.effect("ledger", reversible=True)
+        else:
+            await ctx_b.tool_call("search")
+        assert len(buffer) == 0  # reconciled before the action was allowed
+    reconciled = [
+        e
+        for e in world.authority.events(world.group)
+        if e.type == "work.progress_reported" and e.work_item_id == "a" and "reconciled" in e.body
+    ]
+    assert [e.body["checkpoint"] for e in reconciled] == [{"step": 1}]

@@ -6,8 +6,9 @@ by the child Mission ``kid`` in Group g2, whose one WorkItem an agent that is a 
 only executes, charging tool calls. The Authority charges the child's ancestry inside g2 and
 stops at the Group's edge with ``mission.usage_forwarded`` (no cross-Group transaction); the
 coordinator then charges the parent in g1 with ``mission.charge_child_usage`` citing those
-Events, before the parent hears of the child's outcome. A Mission of g2 that happens to be named
-``root`` is charged nothing.
+Events, before the parent hears of the child's outcome — drawn from the allowance (the child's
+own budget) reserved from the parent's budget at ``mission.create_child``, which g2 enforces.
+A Mission of g2 that happens to be named ``root`` is charged nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from tests.workflows.test_mission_paths_plan import child_result
 G2 = "g2"
 #: Tool calls the child's WorkItem charges.
 CALLS = 7
+#: The child's allowance (its own budget), reserved from the parent's 100 tool calls.
+ALLOWANCE = 20
 
 
 def _charging() -> HandlerRegistry:
@@ -100,6 +103,7 @@ async def test_a_child_in_another_group_charges_its_real_parent__MW_11_5_i__MW_1
             "title": "the child in g2",
             "items": [{"work_item_id": "c1", "contract": contract().wire()}],
             "offer_policy": {"offer_ttl_ms": 5_000, "reoffer_backoff_ms": 300},
+            "budget": {"tool_calls": ALLOWANCE},  # reserved from root's budget (MW-11.5-j)
         }
         spec = ms.spec(
             "root",
@@ -124,8 +128,12 @@ async def test_a_child_in_another_group_charges_its_real_parent__MW_11_5_i__MW_1
         charged = [e for e in g1_log if e.type == "mission.child_usage_charged"]
         sources = [{"group_id": G2, "seq": e.seq, "hash": e.hash} for e in forwarded]
         assert [e.body["source"] for e in charged] == sources
-        # the parent's budget shows the child's usage; g2's unrelated "root" none of it
-        assert (_usage(ms, ms.group, "root") or {}).get("tool_calls") == CALLS
+        # the parent's budget holds the child's allowance, which its usage was drawn from;
+        # g2's unrelated "root" none of it
+        (created,) = [e for e in g1_log if e.type == "mission.child_created"]
+        assert created.body["allowance"]["tool_calls"] == ALLOWANCE
+        assert (_usage(ms, ms.group, "root") or {}).get("tool_calls") == ALLOWANCE
+        assert sum(e.body["beyond_allowance"]["tool_calls"] for e in charged) == 0
         assert (_usage(ms, G2, "root") or {}).get("tool_calls", 0) == 0
         assert (_usage(ms, G2, "kid") or {}).get("tool_calls") == CALLS
         # charged before the parent heard of the outcome
@@ -140,4 +148,4 @@ async def test_a_child_in_another_group_charges_its_real_parent__MW_11_5_i__MW_1
         )
         assert set(again.outcomes.values()) == {"already_charged"}
         assert sorted(again.outcomes) == [e.seq for e in forwarded]
-        assert (_usage(ms, ms.group, "root") or {}).get("tool_calls") == CALLS
+        assert (_usage(ms, ms.group, "root") or {}).get("tool_calls") == ALLOWANCE

@@ -28,11 +28,12 @@ from ...protocol import (
     RejectionCode,
     ResourceUsage,
     WorkItemState,
+    transition_for,
 )
 from ._budgets import charge_work_item
 from ._command_scope import Ctx, Reject
 from ._handlers_lease import progress_body
-from ._items import LeaseKind, contract_of, gate, load_item, parse
+from ._items import LeaseKind, contract_of, gate, load_item, owner_expired, parse
 from ._store import Row
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,51 @@ def _superseded_by_own_session(ctx: Ctx, lease: Row, item: Row) -> bool:
     )
 
 
+def _refuse_without_role(ctx: Ctx) -> None:
+    """The reconciling actor holds, now, a role the state table gives the Command (progress is
+    a ``worker``'s): an owner that lost the role is refused as it is online, whichever path —
+    a live lease or :func:`_superseded_by_own_session` — its progress would take
+    (MW-11.5-h, MW-10.2-c).
+
+    Raises:
+        Reject: ``role_not_allowed`` (``needed``: the roles the table allows).
+    """
+    row = transition_for(ctx.command.type)
+    allowed = row.roles if row is not None else frozenset()
+    if not allowed & ctx.roles:  # Implements MW-11.5-h: a changed owner is no owner
+        raise Reject(
+            RejectionCode.ROLE_NOT_ALLOWED,
+            f"{ctx.command.type} needs the {' or '.join(sorted(allowed))} role",
+            needed=sorted(allowed),
+        )
+
+
+def _refuse_lapsed(ctx: Ctx, item: Row, lease: Row, grace_deadline_ms: int) -> None:
+    """Refuse progress arriving once the owner's hold lapsed, as online (MW-11.5-h): at or past
+    the lease's expiry plus the contract's ``offline_grace_ms`` (``grace_deadline_ms``; the
+    expiry as the Authority holds it, outages credited, MW-11.5-c), or — the WorkItem back in
+    ``queued`` after the agent's own restart — once its start deadline or queued hold passed
+    (:func:`._items.owner_expired`). The reading: ``docs/spec/READINGS.md`` (MW-11.5-h, the
+    window).
+
+    Raises:
+        Reject: ``lease_expired`` (``lease_id``, ``expires_at_ms``, ``grace_deadline_ms``,
+            ``lapsed``: why the hold ended).
+    """
+    lapsed = "lease_expired" if ctx.now_ms >= grace_deadline_ms else None
+    if lapsed is None and WorkItemState(item["state"]) is WorkItemState.QUEUED:
+        lapsed = owner_expired(ctx, item)
+    if lapsed is not None:  # Implements MW-11.5-h: the same report online is lease_expired
+        raise Reject(
+            RejectionCode.LEASE_EXPIRED,
+            "the lease and its offline grace ended before the progress arrived",
+            lease_id=lease["lease_id"],
+            expires_at_ms=lease["expires_at_ms"],
+            grace_deadline_ms=grace_deadline_ms,
+            lapsed=lapsed,
+        )
+
+
 def reconcile(ctx: Ctx) -> None:
     """Apply one buffered progress Command (MW-11.5-h/i/j): check its binding, charge its
     offline delta with a ``resource_usage_recorded`` Event naming the historical and the
@@ -80,11 +126,13 @@ def reconcile(ctx: Ctx) -> None:
     ``invalid_body`` (a malformed binding or report, or a ``usage`` in the body: the delta is
     the binding's), ``outside_work_item`` (binding, body and lease name different WorkItems,
     Groups, leases or agents), ``owner_changed`` (the WorkItem has another owner or ownership
-    epoch), ``outside_grace_window`` (buffered before the lease or after its expiry plus the
-    contract's ``offline_grace_ms``), ``lease_closed`` (the lease ended — released, expired,
-    revoked — other than by the agent's own restart, :func:`_superseded_by_own_session`),
-    ``budget_exceeded`` (the WorkItem's or
-    an ancestor Mission's budget).
+    epoch), ``role_not_allowed`` (the actor lost the worker role, :func:`_refuse_without_role`),
+    ``outside_grace_window`` (buffered before the lease or after its expiry plus the contract's
+    ``offline_grace_ms``), ``lease_expired`` (arriving at or after that expiry plus grace, or
+    once a queued hold lapsed, :func:`_refuse_lapsed`), ``lease_closed`` (the lease ended —
+    released, expired, revoked — other than by the agent's own restart,
+    :func:`_superseded_by_own_session`), ``budget_exceeded`` (the WorkItem's or an ancestor
+    Mission's budget).
     """
     cmd = ctx.command
     if cmd.type not in BUFFERABLE_COMMANDS:
@@ -118,6 +166,7 @@ def reconcile(ctx: Ctx) -> None:
             work_item_id=ctx.body.get("work_item_id"),
         )
     item = load_item(ctx)
+    _refuse_without_role(ctx)
     lease = _lease_row(ctx, b.lease_id)
     if (
         lease is None
@@ -152,6 +201,7 @@ def reconcile(ctx: Ctx) -> None:
             lease_started_at_ms=lease["started_at_ms"],
             grace_deadline_ms=grace,
         )
+    _refuse_lapsed(ctx, item, lease, grace)
     active = lease["status"] == "active" and item["lease_id"] == b.lease_id
     if not active and not _superseded_by_own_session(ctx, lease, item):
         raise Reject(

@@ -38,6 +38,7 @@ from ._handlers_children import verify_parent
 from ._handlers_context import refuse_other_missions
 from ._identity import IdKind, register_identity
 from ._items import (
+    anchor,
     close_owner,
     contract_of,
     end_leases,
@@ -90,12 +91,18 @@ def mission_create(ctx: Ctx) -> None:
         "running",
         dumps(parent) if parent else None,
     )
-    record_mission_budget(ctx, mid, ctx.body.get("budget"))  # charged by MW-11.5-i
+    allowance = None
+    if parent is not None:  # reserved in the parent's Group: kept here (MW-11.5-j)
+        event = anchor(ctx, parent["group_id"], parent["work_item_id"])
+        allowance = event["body"].get("allowance") if event is not None else None
+    record_mission_budget(ctx, mid, ctx.body.get("budget"), allowance)  # charged by MW-11.5-i
     body: dict[str, Any] = {"mission_id": mid, "title": need_label(ctx.body, "title")}
     if parent:
         body["parent"] = parent
     if ctx.body.get("budget") is not None:
         body["budget"] = ctx.body["budget"]
+    if allowance:
+        body["allowance"] = allowance  # the parent's reservation bounds this Mission too
     ctx.emit(EventType.MISSION_CREATED, body)
 
 

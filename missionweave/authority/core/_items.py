@@ -337,3 +337,11 @@ def add_usage(used: ResourceUsage, delta: ResourceUsage) -> ResourceUsage:
     except OverflowError as exc:
         raise Reject(RejectionCode.BUDGET_EXCEEDED, "a usage total would pass 2**53 - 1",
                      dimensions=exc.args[0]) from None  # fmt: skip
+
+
+def anchor(ctx: Ctx, group_id: str, work_item_id: str) -> dict[str, Any] | None:
+    """The latest ``mission.child_created`` Event of WorkItem ``work_item_id`` in Group
+    ``group_id`` (the whole Event as JSON: a child Mission's link's anchor), or ``None``."""
+    t = EventType.MISSION_CHILD_CREATED
+    row = ctx.one("events.latest_of_item", group_id, t, work_item_id, group_id, t, work_item_id)
+    return json.loads(row[0]) if row is not None else None

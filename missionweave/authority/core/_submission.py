@@ -75,16 +75,8 @@ def checked_submission(ctx: Ctx, item: Row) -> CheckedSubmission:
             ``deliverable_missing`` (``deliverable``: neither a non-empty output nor a matching
             submitted Artifact).
     """
-    evidence = parse_evidence(ctx, required=True)
+    evidence = evidence_per_criterion(ctx, item)
     contract = contract_of(item)
-    covered = {e.criterion for e in evidence}
-    missing = [c.id for c in contract.acceptance_criteria if c.id not in covered]
-    if missing:
-        raise Reject(
-            RejectionCode.EVIDENCE_MISSING,
-            "every acceptance criterion needs Evidence",
-            missing=missing,
-        )
     artifacts = _artifact_list(ctx.body.get("artifacts", []))
     outputs = _outputs(ctx.body.get("outputs", {}))
     named = {n: v for n, v in outputs.items() if is_hash(v)}
@@ -120,6 +112,27 @@ def checked_submission(ctx: Ctx, item: Row) -> CheckedSubmission:
                     media_type=d.media_type,
                 )
     return CheckedSubmission(outputs, artifacts, evidence)
+
+
+def evidence_per_criterion(ctx: Ctx, item: Row) -> list[Evidence]:
+    """The Command's ``evidence``, which must answer every acceptance criterion of ``item``'s
+    contract: of a submission, and of a child Mission's approval (MW-10.2-c). Implements
+    MW-13.2-a.
+
+    Raises:
+        Reject: ``invalid_body``, ``evidence_required``, ``evidence_missing`` (``missing``:
+            the criteria ids without Evidence).
+    """
+    evidence = parse_evidence(ctx, required=True)
+    covered = {e.criterion for e in evidence}
+    missing = [c.id for c in contract_of(item).acceptance_criteria if c.id not in covered]
+    if missing:
+        raise Reject(
+            RejectionCode.EVIDENCE_MISSING,
+            "every acceptance criterion needs Evidence",
+            missing=missing,
+        )
+    return evidence
 
 
 def checked_failure(ctx: Ctx, item: Row) -> list[Evidence]:
@@ -270,4 +283,4 @@ def _manifests(ctx: Ctx, item: Row, artifacts: list[str]) -> list[dict[str, Any]
     return out
 
 
-__all__ = ["CheckedSubmission", "checked_failure", "checked_submission"]
+__all__ = ["CheckedSubmission", "checked_failure", "checked_submission", "evidence_per_criterion"]

@@ -34,6 +34,7 @@ def _three_levels(w: World, store: ArtifactStore, *, raw_manifest: bool = True) 
     if raw_manifest:
         manifests.insert(0, signed(a, raw, media_type="text/csv"))
     for m in manifests:
+        w.uploaded("a", m.manifest.content_hash)
         w.ok(a, "artifact.publish", w.leased("a", manifest=m.wire()))
     return [report, cleaned, raw]
 

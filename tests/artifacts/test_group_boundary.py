@@ -29,13 +29,16 @@ from missionweave.artifacts import (
     FilesystemStore,
     S3Store,
 )
-from missionweave.authority.client import AuthorityClient, AuthorityRequestError
+from missionweave.authority.client import AuthorityRequestError
 from missionweave.authority.wire import GRANT_TTL_MS
 from missionweave.authority.wire._readsig import sign_read
-from missionweave.protocol import Actor, b64u_decode, b64u_encode
-from missionweave.worker import Submission, WorkContext, authority_artifacts
+from missionweave.protocol import b64u_decode, b64u_encode
+from missionweave.worker import authority_artifacts
 from tests.support.cli_processes import amw
-from tests.support.executor_harness import VerifyInput, grant, run
+from tests.support.leased_work import client as _client
+from tests.support.leased_work import fetch as _fetch
+from tests.support.leased_work import other_group as _other_group
+from tests.support.leased_work import publish as _publish
 from tests.support.serving import served
 from tests.support.world import World
 
@@ -43,68 +46,6 @@ SECRET = b"g1's confidential rows\n"
 X = hashlib.sha256(SECRET).hexdigest()
 MINE = b"g2's own notes\n"
 Y = hashlib.sha256(MINE).hexdigest()
-
-
-def _other_group(w: World) -> World:
-    """Group ``g2`` (the operator creates it) with one worker, the stranger, and Mission m2."""
-    stranger = Actor.generate("stranger")
-    coord = w.coordinator
-    roles = ["owner", "coordinator", "mission_owner"]
-    body = {"public_key": coord.public_key, "roles": roles}
-    r = w.authority.submit(coord.command("group.create", "g2", body, issued_at_ms=w.clock.now))
-    assert r.accepted, r.rejection
-    coord.membership_epochs["g2"] = 1
-    g2 = replace(w, group="g2", workers=[stranger], mission="m2", leases={})
-    g2.ok(coord, "member.add", {"agent_id": "stranger", "public_key": stranger.public_key,
-                                "roles": ["worker"]})  # fmt: skip
-    stranger.membership_epochs["g2"] = 1
-    r = w.authority.submit(stranger.command("session.open", None, {}, issued_at_ms=w.clock.now))
-    assert r.accepted, r.rejection
-    stranger.session_epoch = r.reply["session_epoch"]
-    g2.ok(coord, "mission.create", {"mission_id": "m2", "title": "another Group's"})
-    return g2
-
-
-def _client(url: str, actor: Actor, w: World) -> AuthorityClient:
-    return AuthorityClient(url, signing_key=actor.key, clock=w.clock)
-
-
-def _done(ctx: WorkContext, *hashes: str) -> Submission:
-    return Submission(
-        outputs={"report": {"artifacts": len(hashes)}},  # the contract's deliverable, inline
-        evidence=[ctx.evidence(c, method="test", artifacts=hashes) for c in ("hashes", "schema")],
-    )
-
-
-async def _publish(url: str, w: World, wid: str, worker: Actor, data: bytes) -> str:
-    """``worker`` runs ``wid`` of ``w``'s Group and publishes ``data`` with ``ctx.publish``."""
-    published: list[str] = []
-
-    async def handler(ctx: WorkContext, _: VerifyInput) -> Submission:
-        ref = await ctx.publish(data, "text/plain", classification="confidential")
-        published.append(ref.hash)
-        return _done(ctx, ref.hash)
-
-    async with _client(url, worker, w) as client:
-        outcome = await run(client, worker, grant(w, wid, worker), handler)
-    assert outcome.kind == "submitted", outcome
-    return published[0]
-
-
-async def _fetch(url: str, w: World, wid: str, worker: Actor, h: str) -> bytes | Exception:
-    """``worker`` runs ``wid`` of ``w``'s Group and tries ``ctx.fetch(h)``: what it got."""
-    got: list[bytes | Exception] = []
-
-    async def handler(ctx: WorkContext, _: VerifyInput) -> Submission:
-        try:
-            got.append(await ctx.fetch(h))
-        except Exception as exc:
-            got.append(exc)
-        return _done(ctx)
-
-    async with _client(url, worker, w) as client:
-        await run(client, worker, grant(w, wid, worker), handler)
-    return got[0]
 
 
 async def test_ctx_fetch_stays_inside_the_group__MW_13_3_d(

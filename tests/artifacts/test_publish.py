@@ -3,6 +3,7 @@ manifest produced by the actor for its WorkItem (MW-13.1-b)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,7 @@ async def _publish(w: World, st: ArtifactStore, data: bytes, **kw: Any) -> Any:
     lease = LeaseInfo.from_lease(w.leases["a"])
     # this process holds the store itself: what the Authority's blob route records on an
     # upload through a grant is recorded here (the proof of possession, MW-13.3-d)
-    raw = data if isinstance(data, bytes) else Path(data).read_bytes()
+    raw = data if isinstance(data, bytes) else await asyncio.to_thread(Path(data).read_bytes)
     w.uploaded("a", hashlib.sha256(raw).hexdigest())
     return await publish_artifact(
         st, InProcess(w.authority), w.workers[0], w.group, lease, data, **args

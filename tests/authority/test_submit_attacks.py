@@ -68,7 +68,8 @@ def test_a_manifest_for_another_missions_hash_is_refused__MW_13_3_d(tmp_path: Pa
     nobody = w.submit(bob, "artifact.publish", w.leased("b", manifest=signed(
         bob, NEVER, mission_id="m2", work_item_id="b").wire()))  # fmt: skip
     assert r.rejection is not None and nobody.rejection is not None
-    assert (r.rejection.code, r.rejection.reason) == (nobody.rejection.code, nobody.rejection.reason)
+    assert r.rejection.code == nobody.rejection.code
+    assert r.rejection.reason == nobody.rejection.reason
     assert w.authority.head(w.group) == head
     # X did not become m2's: a submission naming it is still refused
     ev = [{**e, "artifacts": [X]} for e in evidence(bob.agent_id, "b")]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import re
 from datetime import timedelta
 
@@ -28,7 +27,7 @@ from minio.error import MinioException
 
 from ._errors import ArtifactIntegrityError, ArtifactNotFound
 from ._s3 import S3Store
-from ._store import CHUNK_BYTES, ArtifactRef, check_hash
+from ._store import ArtifactRef, check_hash
 
 #: A lease id usable in an object key (the Authority's are ``lease-<hex>``).
 _LEASE_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
@@ -92,23 +91,12 @@ def adopt_staged(store: S3Store, lease_id: str, content_hash: str) -> ArtifactRe
     """
     key = staging_key(store, lease_id, content_hash)
     try:
-        resp = store._open(key, content_hash)
+        actual, size = store.read_key(key, content_hash, lambda _chunk: None)
     except ArtifactNotFound:
         return None
-    sha, size = hashlib.sha256(), 0
     try:
-        with store._errors():
-            for chunk in resp.stream(CHUNK_BYTES):
-                sha.update(chunk)
-                size += len(chunk)
-    finally:
-        resp.close()
-        resp.release_conn()
-    try:
-        if sha.hexdigest() != content_hash:
-            raise ArtifactIntegrityError(
-                content_hash, sha.hexdigest(), f"s3://{store.bucket}/{key}"
-            )
+        if actual != content_hash:
+            raise ArtifactIntegrityError(content_hash, actual, f"s3://{store.bucket}/{key}")
         if not store._present(content_hash, size):
             with store._errors():
                 store.client.copy_object(

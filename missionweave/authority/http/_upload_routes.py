@@ -6,10 +6,10 @@ The writer's presigned ``PUT`` went to its lease's staging object (``artifacts``
 request of the lease's own agent, its live execution lease), reads the staged bytes back,
 checks that they hash to ``hash``, moves them to the content key and records the upload — the
 proof of possession ``artifact.publish`` asks for. Answers ``{artifact_hash, size}`` (200);
-404 ``unknown_artifact`` when nothing is staged (never uploaded, or expired) and no upload of
-this lease is recorded; 422 ``hash_mismatch`` (nothing kept); 404 ``artifacts_not_served``
-unless the store is S3 (the filesystem store records an upload as it receives it).
-Confirming again is harmless.
+404 ``unknown_artifact`` when nothing is staged (never uploaded, expired, or already
+confirmed: a later write grant's ``present`` then says the WorkItem holds it); 422
+``hash_mismatch`` (nothing kept); 404 ``artifacts_not_served`` unless the store is S3 (the
+filesystem store records an upload as it receives it).
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ class ArtifactGrant(BaseModel):
         headers: headers the transfer must carry as given: an S3 write binds the content's
             checksum (``x-amz-checksum-sha256``), so the store itself checks the bytes.
         confirm: for a write, after the ``PUT`` the writer ``POST``s :func:`upload_path`
-            (signed, naming the same lease): the Authority checks the staged bytes and
+            (signed, naming the same lease) once: the Authority checks the staged bytes and
             records the upload — the proof of possession a publish needs (MW-13.3-d).
     """
 

@@ -354,15 +354,21 @@ MUTATIONS: tuple[Mutation, ...] = (
        "        if False:\n",
        "tests/authority/test_mission_content.py::"
        "test_contract_inputs_of_another_mission_refused__MW_13_3_d"),
-    _m("MW-13.3-d", _AUTH + "_handlers_context.py",
-       "    if not others or (ctx.group_id, mission_id) in homes:\n        return\n",
-       "    if True:\n        return\n",
-       "tests/authority/test_submit_attacks.py::"
-       "test_a_manifest_for_another_missions_hash_is_refused__MW_13_3_d"),
+    _m("MW-13.3-d", _AUTH + "_possession.py",
+       "    if not possession(ctx, item, h):\n        raise Reject(",
+       "    if False:\n        raise Reject(",
+       "tests/artifacts/test_possession.py::"
+       "test_a_squat_is_refused_and_the_producer_publishes__MW_13_3_d"),
     _m("MW-13.3-d", _AUTH + "_artifact_access.py",
-       "    rejection = context_use(authority, group_id, mission_id, artifact_hash)\n",
-       "    rejection = None\n",
-       "tests/artifacts/test_group_boundary.py::test_ctx_fetch_stays_inside_the_group__MW_13_3_d"),
+       "    return None if ok else unreadable(group_id, artifact_hash)\n",
+       "    return None\n",
+       "tests/artifacts/test_possession.py::"
+       "test_a_squat_is_refused_and_the_producer_publishes__MW_13_3_d"),
+    _m("MW-13.3-d", _AUTH + "_artifact_access.py",
+       "        if operator:\n            return None\n        return _refusal(",
+       "        if True:\n            return None\n        return _refusal(",
+       "tests/artifacts/test_possession.py::"
+       "test_a_squat_is_refused_and_the_producer_publishes__MW_13_3_d"),
     _m("MW-13.3-e", _WORKER + "_scheduler.py",
        "    estimate_ms: int = 60_000\n",
        '    estimate_ms: int = 60_000\n    objective: str = ""\n',

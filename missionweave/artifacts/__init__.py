@@ -28,6 +28,7 @@ from ._lineage import LineageNode, LineageStatus, LogManifests, build_lineage, t
 from ._manifest import ManifestIndex
 from ._publish import AsyncSubmitter, LeaseInfo, PublishedArtifact, publish_artifact
 from ._s3 import S3Store
+from ._s3_staging import adopt_staged, presign_staged_put
 from ._store import ArtifactRef, ArtifactStore
 
 __all__ = [
@@ -51,7 +52,9 @@ __all__ = [
     "PublishRejected",
     "PublishedArtifact",
     "S3Store",
+    "adopt_staged",
     "build_lineage",
+    "presign_staged_put",
     "publish_artifact",
     "to_mermaid",
     "to_text",

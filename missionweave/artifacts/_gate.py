@@ -29,6 +29,9 @@ from ._store import CHUNK_BYTES, ArtifactRef, check_hash
 
 #: Asks the Authority for a grant of one operation on one hash (raises when refused).
 GrantFn = Callable[[str, Operation], Awaitable[ArtifactGrant]]
+#: Confirms the upload of a write grant with ``confirm`` (an S3 staged upload; raises when
+#: refused): the proof of possession a publish needs (MW-13.3-d).
+ConfirmFn = Callable[[str], Awaitable[object]]
 
 
 @functools.lru_cache(maxsize=8)
@@ -53,6 +56,8 @@ class GatedArtifacts:
             :attr:`AuthorityClient.transfers <missionweave.authority.client.AuthorityClient.
             transfers>`); without it each transfer opens and closes its own (``timeout`` and
             ``verify`` apply to those only).
+        confirm: confirms an upload whose grant asks for it (``await confirm(hash)``); a
+            grant with ``confirm`` and no such function is an error.
     """
 
     def __init__(
@@ -64,8 +69,10 @@ class GatedArtifacts:
         timeout: float = 60.0,
         verify: bool | str = True,
         http: httpx.AsyncClient | None = None,
+        confirm: ConfirmFn | None = None,
     ) -> None:
         self._grant = grant
+        self._confirm = confirm
         self.authority_url = authority_url.rstrip("/") + "/"
         self.group_id = group_id
         self._timeout = timeout
@@ -112,7 +119,8 @@ class GatedArtifacts:
 
         The content is hashed first (a stream is spooled to a temporary file while hashed, in
         bounded memory), a write grant for that hash is asked for, and the bytes are sent
-        unless the Group holds them already.
+        unless this WorkItem holds them already (``present``), then confirmed when the grant
+        asks for it — the upload is the proof of possession a publish needs (MW-13.3-d).
 
         Raises:
             ArtifactAccessDenied: the Authority refused the write (e.g. no live lease).
@@ -125,6 +133,7 @@ class GatedArtifacts:
             if not grant.present:
                 async with self._http() as http:
                     await self._send(http, grant, data, len(data), media_type)
+                await self._confirmed(grant)
             return ArtifactRef(hash=h, size=len(data), media_type=media_type, uri=self.uri(h))
         if isinstance(data, os.PathLike):
             f, h, size = await asyncio.to_thread(_open_hashed, Path(data))
@@ -140,6 +149,7 @@ class GatedArtifacts:
 
                 async with self._http() as http:
                     await self._send(http, grant, chunks(), size, media_type)
+                await self._confirmed(grant)
         return ArtifactRef(hash=h, size=size, media_type=media_type, uri=self.uri(h))
 
     async def _send(
@@ -151,6 +161,7 @@ class GatedArtifacts:
         media_type: str | None,
     ) -> None:
         headers = {
+            **grant.headers,  # e.g. S3's x-amz-checksum-sha256: the store checks the bytes
             "Content-Length": str(size),
             "Content-Type": media_type or "application/octet-stream",
         }
@@ -160,6 +171,17 @@ class GatedArtifacts:
                 f"upload of {grant.artifact_hash} refused: HTTP {resp.status_code} "
                 f"{resp.text[:300]}"
             )
+
+    async def _confirmed(self, grant: ArtifactGrant) -> None:
+        """Confirm ``grant``'s upload when it asks for it (an S3 staged upload)."""
+        if not grant.confirm:
+            return
+        if self._confirm is None:
+            raise ArtifactStoreError(
+                f"the write grant of {grant.artifact_hash} asks for a confirmation this "
+                "client cannot send"
+            )
+        await self._confirm(grant.artifact_hash)
 
     # ------------------------------------------------------------------------------ read
 

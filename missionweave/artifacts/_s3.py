@@ -246,7 +246,17 @@ class S3Store:
 
     def _read(self, content_hash: str, consume: Callable[[bytes], object]) -> tuple[str, int]:
         """Stream the object into ``consume`` in 1 MiB chunks; return its SHA-256 and size."""
-        resp = self._open(self._key(content_hash), content_hash)
+        return self.read_key(self._key(content_hash), content_hash, consume)
+
+    def read_key(self, key: str, name: str, consume: Callable[[bytes], object]) -> tuple[str, int]:
+        """Stream object ``key`` (reported as ``name`` when missing) into ``consume``; return
+        its SHA-256 and size.
+
+        Raises:
+            ArtifactNotFound: no such object.
+            ArtifactStoreError: the server failed.
+        """
+        resp = self._open(key, name)
         sha, size = hashlib.sha256(), 0
         try:
             with self._errors():

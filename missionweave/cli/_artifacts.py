@@ -119,7 +119,8 @@ _GROUP = typer.Option(..., "--group", "-g", help="The Group whose Artifact it is
 _MISSION = typer.Option(
     None,
     "--mission",
-    help="Read for this Mission's context: another Mission's content is refused (MW-13.3-d).",
+    help="Read for this Mission's context (required unless --key is an operator's): one you "
+    "direct or review, or one you worked in; another Mission's content is not found (MW-13.3-d).",
 )
 
 
@@ -136,7 +137,8 @@ def _reader_key(key: Path | None) -> SigningKey:
 _GET_HELP = (
     "Fetch an Artifact of a Group to a file, verifying its SHA-256 (MW-13.1-d).\n\n"
     "The read is signed with --key, a member's (or an operator's): the Authority checks the "
-    "membership (and, with --mission, that the Artifact may enter that Mission) and grants "
+    "membership and, for a member, that it may read --mission and the Artifact is readable "
+    "there (an operator may leave --mission out), and grants "
     "this one object for a few minutes. Content is addressed per Group: a hash names nothing "
     "of another Group's.\n\n"
     "OUTPUT may be an existing directory: the Artifact is then written into it, named by its "

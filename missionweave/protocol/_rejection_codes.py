@@ -46,6 +46,7 @@ class RejectionCode(StrEnum):
     CLOCK_SKEW = "clock_skew"
     COMMAND_TOO_LARGE = "command_too_large"
     CONFUSABLE_ID = "confusable_id"
+    CONTENT_NOT_UPLOADED = "content_not_uploaded"
     CONTEXT_CHAIN = "context_chain"
     CONTEXT_SIGNATURE = "context_signature"
     CONTRACT_AMBIGUOUS = "contract_ambiguous"

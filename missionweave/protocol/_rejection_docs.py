@@ -112,6 +112,11 @@ confusable_id
     like any of the Authority's (never named), a Mission id like one of its Group's, a WorkItem
     id like one of its Mission's (`detail.confusable_with`)
     → choose a visibly different identifier
+content_not_uploaded
+    `artifact.publish`: the content hash names no bytes this WorkItem uploaded under its own
+    write grant, nor content already this Mission's, promoted, or given as this WorkItem's
+    input — the same answer whether or not anyone holds such bytes (detail: `artifact_hash`)
+    → upload the bytes under this WorkItem's write grant, then publish again
 context_chain
     a Context Package version does not link the latest stored version
     → rebuild the package on the latest version and publish again
@@ -125,11 +130,9 @@ contract_name_taken
     `authorize_work`: a contract name is the Mission's name of another contract
     → give this contract another name
 cross_mission_content
-    the artifact belongs to another Mission and is not a promoted Organization artifact; on
-    `artifact.publish`, another Mission already published the same bytes (a content hash names
-    one Mission's content until promoted) (detail: `artifact_hash`)
-    → use artifacts of this Mission, or promote the artifact first; content produced the same
-    way in several Missions can name its Mission (as the demo's reports do) or be promoted once
+    the artifact belongs to another Mission of this Group and is not a promoted Organization
+    artifact (detail: `artifact_hash`)
+    → use artifacts of this Mission, or promote the artifact first
 CURSOR_TOO_OLD
     the stream's `after_sequence` is below the online window (410; carries a signed `snapshot`)
     → restore the snapshot and resume from its `seq`
@@ -242,8 +245,9 @@ lease_expired
     the lease has expired (`detail.expires_at_ms`)
     → stop the work; wait to be offered the WorkItem again
 lease_required
-    writing an Artifact needs the writer's live execution lease
-    → start (or renew) the lease first
+    writing an Artifact needs the writer's live execution lease (a queued hold is none); a
+    member's read names its lease (an agent) or a Mission it may read (a person)
+    → start (or renew) the lease first; name the lease or the Mission
 log_forked
     the store's log lacks or differs from Events this Authority signed or served (a failover
     to a standby without them) (503); the Authority serves nothing from it; `detail.forks`
@@ -426,8 +430,10 @@ unknown_actor
     the actor is not a known agent
     → register the agent (`member.add` by a Group owner)
 unknown_artifact
-    no such Artifact was published on this Authority
-    → publish it first; check the hash
+    no such Artifact was published on this Authority; on a read grant, no Artifact with this
+    hash is readable by this reader here — the one answer whether it is unknown, another
+    Mission's or another Group's
+    → publish it first; check the hash and the Mission
 unknown_child
     the WorkItem is not blocked by `mission.create_child` for that child Mission
     → name the child of this WorkItem

@@ -28,10 +28,11 @@ def authority_artifacts(
     Args:
         client: the Authority client (it signs the grant requests with the agent's key).
         group_id: the Group.
-        mission_id: every read is for this Mission's context (a WorkItem's ``ctx.fetch``):
-            another Mission's content is refused (MW-13.3-d).
-        lease_id: the current execution lease's id, asked at each write (it follows a
-            renewal or a resume); without it writes are refused unless the key is an operator's.
+        mission_id: every read is for this Mission's context (a person's read names a Mission
+            it may read): another Mission's content is refused (MW-13.3-d).
+        lease_id: the current execution lease's id, asked at each read and write (it follows
+            a renewal or a resume): an agent's reads are for its lease's Mission, and writes
+            need it. Without a lease or a Mission, only an operator's key reads.
 
     Refusals arrive as :class:`ArtifactAccessDenied`, a missing Artifact as
     :class:`ArtifactNotFound`.
@@ -44,7 +45,7 @@ def authority_artifacts(
                 content_hash,
                 operation,
                 mission_id=mission_id if operation == "read" else None,
-                lease_id=lease_id() if lease_id is not None and operation == "write" else None,
+                lease_id=lease_id() if lease_id is not None else None,
             )
         except AuthorityRequestError as exc:
             if exc.status == 404 and exc.code == RejectionCode.UNKNOWN_ARTIFACT:
@@ -54,4 +55,16 @@ def authority_artifacts(
             rejection = Rejection(code=exc.code, reason=exc.reason, detail=exc.detail)
             raise ArtifactAccessDenied(rejection, content_hash) from None
 
-    return GatedArtifacts(grant, client.base_url, group_id, http=client.transfers)
+    async def confirm(content_hash: str) -> int:
+        held = lease_id() if lease_id is not None else None
+        try:
+            if held is None:
+                raise AuthorityRequestError(
+                    403, RejectionCode.LEASE_REQUIRED, "confirming an upload needs the lease", {}
+                )
+            return await client.artifact_uploaded(group_id, content_hash, held)
+        except AuthorityRequestError as exc:
+            rejection = Rejection(code=exc.code, reason=exc.reason, detail=exc.detail)
+            raise ArtifactAccessDenied(rejection, content_hash) from None
+
+    return GatedArtifacts(grant, client.base_url, group_id, http=client.transfers, confirm=confirm)

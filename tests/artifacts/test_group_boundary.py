@@ -29,13 +29,16 @@ from missionweave.artifacts import (
     FilesystemStore,
     S3Store,
 )
-from missionweave.authority.client import AuthorityClient, AuthorityRequestError
+from missionweave.authority.client import AuthorityRequestError
 from missionweave.authority.wire import GRANT_TTL_MS
 from missionweave.authority.wire._readsig import sign_read
-from missionweave.protocol import Actor, b64u_decode, b64u_encode
-from missionweave.worker import Submission, WorkContext, authority_artifacts
+from missionweave.protocol import b64u_decode, b64u_encode
+from missionweave.worker import authority_artifacts
 from tests.support.cli_processes import amw
-from tests.support.executor_harness import VerifyInput, grant, run
+from tests.support.leased_work import client as _client
+from tests.support.leased_work import fetch as _fetch
+from tests.support.leased_work import other_group as _other_group
+from tests.support.leased_work import publish as _publish
 from tests.support.serving import served
 from tests.support.world import World
 
@@ -43,68 +46,6 @@ SECRET = b"g1's confidential rows\n"
 X = hashlib.sha256(SECRET).hexdigest()
 MINE = b"g2's own notes\n"
 Y = hashlib.sha256(MINE).hexdigest()
-
-
-def _other_group(w: World) -> World:
-    """Group ``g2`` (the operator creates it) with one worker, the stranger, and Mission m2."""
-    stranger = Actor.generate("stranger")
-    coord = w.coordinator
-    roles = ["owner", "coordinator", "mission_owner"]
-    body = {"public_key": coord.public_key, "roles": roles}
-    r = w.authority.submit(coord.command("group.create", "g2", body, issued_at_ms=w.clock.now))
-    assert r.accepted, r.rejection
-    coord.membership_epochs["g2"] = 1
-    g2 = replace(w, group="g2", workers=[stranger], mission="m2", leases={})
-    g2.ok(coord, "member.add", {"agent_id": "stranger", "public_key": stranger.public_key,
-                                "roles": ["worker"]})  # fmt: skip
-    stranger.membership_epochs["g2"] = 1
-    r = w.authority.submit(stranger.command("session.open", None, {}, issued_at_ms=w.clock.now))
-    assert r.accepted, r.rejection
-    stranger.session_epoch = r.reply["session_epoch"]
-    g2.ok(coord, "mission.create", {"mission_id": "m2", "title": "another Group's"})
-    return g2
-
-
-def _client(url: str, actor: Actor, w: World) -> AuthorityClient:
-    return AuthorityClient(url, signing_key=actor.key, clock=w.clock)
-
-
-def _done(ctx: WorkContext, *hashes: str) -> Submission:
-    return Submission(
-        outputs={"report": {"artifacts": len(hashes)}},  # the contract's deliverable, inline
-        evidence=[ctx.evidence(c, method="test", artifacts=hashes) for c in ("hashes", "schema")],
-    )
-
-
-async def _publish(url: str, w: World, wid: str, worker: Actor, data: bytes) -> str:
-    """``worker`` runs ``wid`` of ``w``'s Group and publishes ``data`` with ``ctx.publish``."""
-    published: list[str] = []
-
-    async def handler(ctx: WorkContext, _: VerifyInput) -> Submission:
-        ref = await ctx.publish(data, "text/plain", classification="confidential")
-        published.append(ref.hash)
-        return _done(ctx, ref.hash)
-
-    async with _client(url, worker, w) as client:
-        outcome = await run(client, worker, grant(w, wid, worker), handler)
-    assert outcome.kind == "submitted", outcome
-    return published[0]
-
-
-async def _fetch(url: str, w: World, wid: str, worker: Actor, h: str) -> bytes | Exception:
-    """``worker`` runs ``wid`` of ``w``'s Group and tries ``ctx.fetch(h)``: what it got."""
-    got: list[bytes | Exception] = []
-
-    async def handler(ctx: WorkContext, _: VerifyInput) -> Submission:
-        try:
-            got.append(await ctx.fetch(h))
-        except Exception as exc:
-            got.append(exc)
-        return _done(ctx)
-
-    async with _client(url, worker, w) as client:
-        await run(client, worker, grant(w, wid, worker), handler)
-    return got[0]
 
 
 async def test_ctx_fetch_stays_inside_the_group__MW_13_3_d(
@@ -121,10 +62,11 @@ async def test_ctx_fetch_stays_inside_the_group__MW_13_3_d(
         # a member of g2, in g2's Mission, knowing the hash: nothing
         got = await _fetch(url, g2, "b", g2.workers[0], X)
         assert isinstance(got, ArtifactNotFound | ArtifactAccessDenied), got
-        # a member of g1 working in another Mission of g1: another Mission's content (13.3-d)
+        # a member of g1 working in another Mission of g1: another Mission's content (13.3-d),
+        # answered exactly as content nobody holds (issue 38: no existence oracle)
         w.ok(w.coordinator, "mission.create", {"mission_id": "m3", "title": "later"})
         got = await _fetch(url, replace(w, mission="m3"), "d", w.workers[1], X)
-        assert isinstance(got, ArtifactAccessDenied) and got.code == "cross_mission_content"
+        assert isinstance(got, ArtifactNotFound), got
         # and the stranger asking g1's gate directly is no member
         async with _client(url, g2.workers[0], w) as c:
             with pytest.raises(AuthorityRequestError) as refused:
@@ -138,7 +80,7 @@ async def test_cli_get_signs_its_read_and_stays_in_the_group__MW_13_3_d(
     w, g2 = world, _other_group(world)
     store = FilesystemStore(tmp_path / "artifacts")
     keys = {}
-    for actor in (w.workers[1], g2.workers[0]):
+    for actor in (w.workers[0], w.workers[1], g2.workers[0]):
         keys[actor.agent_id] = tmp_path / f"{actor.agent_id}.pem"
         actor.key.to_file(keys[actor.agent_id])
     async with served(w, store) as url:
@@ -151,21 +93,28 @@ async def test_cli_get_signs_its_read_and_stays_in_the_group__MW_13_3_d(
             r = await amw("artifacts", "get", X, "-o", str(out), "--authority-url", url, *args)
             return r, (out.read_bytes() if out.exists() else None)
 
-        r, got = await get("--group", "g1", "--key", str(keys["worker-1"]))
+        # a person names a Mission it may read: worker-0 worked in m1 (it produced X)
+        r, got = await get("--group", "g1", "--key", str(keys["worker-0"]), "--mission", "m1")
         assert r.returncode == 0, r.stderr
         assert got == SECRET and r.stdout.startswith(f"ok {X}")
+        # naming none: no Mission's content at all (issue 38, "a read without a Mission")
+        r, got = await get("--group", "g1", "--key", str(keys["worker-0"]))
+        assert r.returncode == 1 and "lease_required" in r.stderr and got is None
+        # worker-1 never worked in m1 and directs no Mission: as if nothing were there
+        r, got = await get("--group", "g1", "--key", str(keys["worker-1"]), "--mission", "m1")
+        assert r.returncode == 2 and "not found" in r.stderr and got is None
         # no key: refused before anything is asked
         r, got = await get("--group", "g1")
         assert r.returncode == 2 and "reads are signed" in r.stderr and got is None
         # the stranger: not a member of g1; nothing of the kind in g2
         r, got = await get("--group", "g1", "--key", str(keys["stranger"]))
         assert r.returncode == 1 and "not_a_member" in r.stderr and got is None
-        r, got = await get("--group", "g2", "--key", str(keys["stranger"]))
+        r, got = await get("--group", "g2", "--key", str(keys["stranger"]), "--mission", "m2")
         assert r.returncode == 2 and "not found" in r.stderr and got is None
-        # a member reading for another Mission's context
+        # a member reading for another Mission's context: as if nothing were there
         w.ok(w.coordinator, "mission.create", {"mission_id": "m3", "title": "later"})
         r, got = await get("--group", "g1", "--key", str(keys["worker-1"]), "--mission", "m3")
-        assert r.returncode == 1 and "cross_mission_content" in r.stderr and got is None
+        assert r.returncode == 2 and "not found" in r.stderr and got is None
 
 
 def _s3_signature(store: S3Store, method: str, key: str, date: datetime.datetime) -> str:
@@ -252,9 +201,12 @@ async def test_filesystem_upload_must_hash_to_its_grant__MW_13_1_d(
         assert store.for_group("g1").get(X) == SECRET
 
 
-async def test_contract_inputs_naming_another_groups_artifact_refused__MW_13_3_d(
+async def test_contract_inputs_naming_another_groups_artifact_reach_nothing__MW_13_3_d(
     world: World, tmp_path: Path
 ) -> None:
+    """g2 naming g1's hash as an input learns nothing (accepted as any unknown hash would be:
+    a refusal would tell g2 that another Group holds it, issue 38) and reads nothing: the
+    hash names nothing in g2's namespace."""
     w, g2 = world, _other_group(world)
     async with served(w, FilesystemStore(tmp_path / "artifacts")) as url:
         await _publish(url, w, "a", w.workers[0], SECRET)
@@ -262,8 +214,12 @@ async def test_contract_inputs_naming_another_groups_artifact_refused__MW_13_3_d
             body = g2.authorization("b", inputs=[X])
             cmd = w.coordinator.command("work.authorize", "g2", body, issued_at_ms=w.clock.now)
             r = await c.submit(cmd)
-    assert r.rejection is not None and r.rejection.code == "cross_mission_content"
-    assert w.authority.work_item("g2", "b") is None
+            unknown = g2.authorization("c", inputs=["ee" * 32])
+            cmd = w.coordinator.command("work.authorize", "g2", unknown, issued_at_ms=w.clock.now)
+            r_unknown = await c.submit(cmd)
+        assert r.accepted and r_unknown.accepted, (r.rejection, r_unknown.rejection)
+        got = await _fetch(url, g2, "b", g2.workers[0], X)
+        assert isinstance(got, ArtifactNotFound), got
 
 
 async def test_writes_of_a_path_and_a_stream_through_a_grant__MW_13_1_a(

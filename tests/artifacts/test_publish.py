@@ -3,6 +3,8 @@ manifest produced by the actor for its WorkItem (MW-13.1-b)."""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,8 @@ ARTIFACTS = {
     "publish_artifact", "to_mermaid", "to_text",
     # through the Authority's grants (MW-13.3-d), and lineage from a Group's log
     "ArtifactAccessDenied", "GatedArtifacts", "GrantFn", "LogManifests", "build_lineage",
+    # an S3 write's staged upload, checked and moved by the Authority (MW-13.3-d)
+    "adopt_staged", "presign_staged_put",
 }  # fmt: skip
 
 
@@ -51,6 +55,10 @@ async def _publish(w: World, st: ArtifactStore, data: bytes, **kw: Any) -> Any:
     }
     args.update(kw)
     lease = LeaseInfo.from_lease(w.leases["a"])
+    # this process holds the store itself: what the Authority's blob route records on an
+    # upload through a grant is recorded here (the proof of possession, MW-13.3-d)
+    raw = data if isinstance(data, bytes) else await asyncio.to_thread(Path(data).read_bytes)
+    w.uploaded("a", hashlib.sha256(raw).hexdigest())
     return await publish_artifact(
         st, InProcess(w.authority), w.workers[0], w.group, lease, data, **args
     )
@@ -150,4 +158,5 @@ def test_manifest_signed_by_someone_else_rejected__MW_13_1_b(tmp_path: Path) -> 
     assert r.rejection is not None and r.rejection.code == "invalid_manifest"
     assert "errors" in r.rejection.detail
     assert w.authority.head(w.group) == head  # nothing written
+    w.uploaded("a", h)
     assert w.submit(me, "artifact.publish", w.leased("a", manifest=signed(me, h).wire())).accepted

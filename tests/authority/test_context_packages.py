@@ -34,6 +34,7 @@ X = "ab" * 32  # an Artifact published in Mission m1
 def _world(tmp_path: Path) -> World:
     """m1 with item ``a`` leased to worker-0 that published Artifact X; m2 with item ``b``."""
     w = make_leased_world(tmp_path / "a.db")
+    w.uploaded("a", X)
     w.ok(w.workers[0], "artifact.publish", w.leased("a", manifest=signed(w.workers[0], X).wire()))
     w.ok(w.coordinator, "mission.create", {"mission_id": "m2", "title": "another"})
     w.ok(w.coordinator, "work.authorize", w.authorization("b", mission="m2"))
@@ -178,6 +179,7 @@ def test_cross_mission_use_refused_without_promotion__MW_13_3_d(tmp_path: Path) 
     worker = w.workers[1]
     w.lease("b", worker)
     derived = signed(worker, "ef" * 32, mission_id="m2", work_item_id="b", sources=[X])
+    w.uploaded("b", "ef" * 32)
     r = w.submit(worker, "artifact.publish", w.leased("b", manifest=derived.wire()))
     assert r.rejection is not None and r.rejection.code == "cross_mission_content"
 

@@ -64,6 +64,8 @@ def test_old_lease_id_rejected_with_same_epoch__MW_11_3_c(
     if r.status == "rejected":
         assert w.authority.head(w.group) == head
     # the current lease id is accepted for the same command
+    if ctype == "artifact.publish":  # its bytes uploaded under the lease (MW-13.3-d)
+        w.uploaded("a", "ab" * 32)
     assert w.submit(w.workers[0], ctype, {**w.leased("a"), **extra}).accepted
 
 

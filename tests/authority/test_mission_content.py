@@ -21,6 +21,7 @@ EXTERNAL = "cd" * 32  # never published: an external input, no Mission's content
 def _world(tmp_path: Path) -> World:
     """m1: item ``a`` leased to worker-0, which published X; m2: an empty Mission."""
     w = make_leased_world(tmp_path / "a.db")
+    w.uploaded("a", X)
     w.ok(w.workers[0], "artifact.publish", w.leased("a", manifest=signed(w.workers[0], X).wire()))
     w.ok(w.coordinator, "mission.create", {"mission_id": "m2", "title": "another"})
     return w

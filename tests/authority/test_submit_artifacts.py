@@ -32,6 +32,7 @@ def test_a_submission_names_only_published_artifacts_with_evidence__MW_13_2_a(
 ) -> None:
     w = make_leased_world(tmp_path / "a.db")
     ada = w.workers[0]
+    w.uploaded("a", X)
     w.ok(ada, "artifact.publish", w.leased("a", manifest=signed(ada, X).wire()))
     with_x = [{**e, "artifacts": [X]} for e in evidence(ada.agent_id, "a")]
     never = [{**e, "artifacts": [NEVER]} for e in with_x]
@@ -57,9 +58,11 @@ def test_every_deliverable_is_present__MW_13_2_a(tmp_path: Path) -> None:
     _refused(w, {"evidence": ev, "outputs": {"other": 1}}, "deliverable_missing")
     text = "ef" * 32
     manifest = signed(ada, text, media_type="text/plain", schema_id=None).wire()
+    w.uploaded("a", text)
     w.ok(ada, "artifact.publish", w.leased("a", manifest=manifest))
     with_text = [{**e, "artifacts": [text]} for e in ev]
     _refused(w, {"artifacts": [text], "evidence": with_text}, "deliverable_missing")
+    w.uploaded("a", X)
     w.ok(ada, "artifact.publish", w.leased("a", manifest=signed(ada, X).wire()))
     both = [{**e, "artifacts": [text, X]} for e in ev]
     r = w.submit(ada, "work.submit", w.leased("a", artifacts=[text, X], evidence=both))
@@ -78,6 +81,7 @@ def test_another_items_artifact_is_not_this_submissions__MW_13_2_a(tmp_path: Pat
     """Published under WorkItem a, it cannot be submitted as WorkItem b's output."""
     w = make_leased_world(tmp_path / "a.db")
     ada, bob = w.workers
+    w.uploaded("a", X)
     w.ok(ada, "artifact.publish", w.leased("a", manifest=signed(ada, X).wire()))
     w.authorize("b")
     w.lease("b", bob)

@@ -1,8 +1,8 @@
 """Six ways a submission could carry content that is not its WorkItem's (issue 25, MW-13.3-d,
 MW-13.2-a, MW-11.5-b), each refused with a structured rejection that writes nothing:
 
-- a manifest for a hash another Mission published (``artifact.publish``) — the hash would then
-  count as this Mission's;
+- a manifest for a hash another Mission published, with bytes never uploaded under this
+  WorkItem's grant (``artifact.publish``) — the hash would then count as this Mission's;
 - an output that names another Mission's Artifact, or a deliverable that names an Artifact
   not published in this WorkItem;
 - Evidence whose ``subject`` is such a hash;
@@ -29,6 +29,7 @@ def _two_missions(tmp_path: Path) -> World:
     """m1: item ``a`` leased to worker-0, which published X; m2: item ``b`` leased to
     worker-1."""
     w = make_leased_world(tmp_path / "a.db")
+    w.uploaded("a", X)
     w.ok(w.workers[0], "artifact.publish", w.leased("a", manifest=signed(w.workers[0], X).wire()))
     w.ok(w.coordinator, "mission.create", {"mission_id": "m2", "title": "another"})
     w.ok(w.coordinator, "work.authorize", w.authorization("b", mission="m2"))
@@ -55,14 +56,20 @@ def _submit(w: World, wid: str, **body: Any) -> SubmitResult:
 
 
 def test_a_manifest_for_another_missions_hash_is_refused__MW_13_3_d(tmp_path: Path) -> None:
-    """m2 cannot claim m1's X by publishing a manifest for it (X would become m2's content);
-    it may once X is promoted. Re-publishing in m1, by the same or another WorkItem, works."""
+    """m2 cannot claim m1's X by publishing a manifest for it without having uploaded the
+    bytes (X would become m2's content) — refused exactly as a hash nobody holds; it may once
+    X is promoted. Re-publishing in m1, by the same or another WorkItem, works."""
     w = _two_missions(tmp_path)
     bob = w.workers[1]
     mine = signed(bob, X, mission_id="m2", work_item_id="b").wire()
     head = w.authority.head(w.group)
     r = w.submit(bob, "artifact.publish", w.leased("b", manifest=mine))
-    _refused(w, r, "cross_mission_content", artifact_hash=X, mission_id="m2")
+    _refused(w, r, "content_not_uploaded", artifact_hash=X)
+    nobody = w.submit(bob, "artifact.publish", w.leased("b", manifest=signed(
+        bob, NEVER, mission_id="m2", work_item_id="b").wire()))  # fmt: skip
+    assert r.rejection is not None and nobody.rejection is not None
+    assert r.rejection.code == nobody.rejection.code
+    assert r.rejection.reason == nobody.rejection.reason
     assert w.authority.head(w.group) == head
     # X did not become m2's: a submission naming it is still refused
     ev = [{**e, "artifacts": [X]} for e in evidence(bob.agent_id, "b")]
@@ -100,11 +107,12 @@ def test_the_same_bytes_in_a_mission_of_another_group_may_be_published__MW_13_3_
     w.ok(coord, "work.authorize", w.authorization("c", mission="m3"))
     w.lease("c", bob)
     theirs = signed(bob, X, group_id="g2", mission_id="m3", work_item_id="c").wire()
+    w.uploaded("c", X)  # g2's own upload of the same bytes
     w.ok(bob, "artifact.publish", w.leased("c", manifest=theirs))
-    w.group = g1  # in g1, m2 still may not claim m1's X
+    w.group = g1  # in g1, m2 still may not claim m1's X without uploading it
     mine = signed(bob, X, mission_id="m2", work_item_id="b").wire()
     _refused(w, w.submit(bob, "artifact.publish", w.leased("b", manifest=mine)),
-             "cross_mission_content", artifact_hash=X)  # fmt: skip
+             "content_not_uploaded", artifact_hash=X)  # fmt: skip
 
 
 def test_an_output_naming_an_artifact_is_checked_like_one__MW_13_3_d(tmp_path: Path) -> None:
@@ -165,6 +173,7 @@ def test_a_deliverable_is_non_empty_and_an_output_bounded__MW_13_2_a(tmp_path: P
 def test_submitted_artifacts_are_distinct_and_bounded__MW_13_2_a(tmp_path: Path) -> None:
     w = make_leased_world(tmp_path / "a.db")
     ada = w.workers[0]
+    w.uploaded("a", X)
     w.ok(ada, "artifact.publish", w.leased("a", manifest=signed(ada, X).wire()))
     ev = [{**e, "artifacts": [X]} for e in evidence(ada.agent_id, "a")]
     r = _submit(w, "a", evidence=ev, artifacts=[X] * 3)

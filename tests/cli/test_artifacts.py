@@ -10,6 +10,7 @@ from typing import Any
 
 from missionweave.artifacts import ArtifactStore, FilesystemStore
 from missionweave.dev import free_port
+from missionweave.protocol import Actor
 from tests.support.artifact_servers import S3Endpoint, corrupt, signed
 from tests.support.cli_processes import amw
 from tests.support.serving import served
@@ -34,14 +35,17 @@ def _three_levels(w: World, store: ArtifactStore, *, raw_manifest: bool = True) 
     if raw_manifest:
         manifests.insert(0, signed(a, raw, media_type="text/csv"))
     for m in manifests:
+        w.uploaded("a", m.manifest.content_hash)
         w.ok(a, "artifact.publish", w.leased("a", manifest=m.wire()))
     return [report, cleaned, raw]
 
 
-def _key(w: World, tmp_path: Path) -> str:
-    """A member's key file (worker-1's), as a person holding it passes it."""
-    path = tmp_path / "worker-1.pem"
-    w.workers[1].key.to_file(path)
+def _key(w: World, tmp_path: Path, actor: Actor | None = None) -> str:
+    """A member's key file (worker-0's: it worked in m1, so it may read m1 with ``--mission
+    m1``), as a person holding it passes it."""
+    actor = actor or w.workers[0]
+    path = tmp_path / f"{actor.agent_id}.pem"
+    actor.key.to_file(path)
     return str(path)
 
 
@@ -59,6 +63,7 @@ async def test_cli_get_verifies_and_fails_in_one_line__MW_13_1_d(
     report, cleaned, _ = _three_levels(world, store)
     async with served(world, store) as url:
         reader = ("--group", "g1", "--key", _key(world, tmp_path), "--authority-url", url)
+        reader += ("--mission", "m1")  # a person names a Mission it may read (MW-13.3-d)
         out = tmp_path / "out" / "report.json"
         r = await amw("artifacts", "get", report, "-o", str(out), *reader)
         assert r.returncode == 0, r.stderr
@@ -76,7 +81,7 @@ async def test_cli_get_verifies_and_fails_in_one_line__MW_13_1_d(
             ("get", "not-a-hash", "-o", str(tmp_path / "x"), *reader),
             ("get", report, "-o", str(tmp_path / "x"), *nowhere, "--authority-url", dead),
             ("lineage", report, *nowhere, "--authority-url", dead),
-            ("lineage", "not-a-hash", *reader),
+            ("lineage", "not-a-hash", *reader[:-2]),  # lineage reads the log: no --mission
         ):
             r = await amw("artifacts", *args)
             assert r.returncode == 2, (args, r.stderr)
@@ -89,6 +94,7 @@ async def test_cli_get_into_a_directory_writes_the_hash_there(world: World, tmp_
     report, _, _ = _three_levels(world, store)
     async with served(world, store) as url:
         reader = ("--group", "g1", "--key", _key(world, tmp_path), "--authority-url", url)
+        reader += ("--mission", "m1")  # a person names a Mission it may read (MW-13.3-d)
         out = tmp_path / "out"
         out.mkdir()
         r = await amw("artifacts", "get", report, "-o", str(out), *reader)
@@ -148,7 +154,10 @@ async def test_cli_get_from_s3_needs_no_store_credential__MW_13_1_d__MW_13_3_d(
     st = s3_server.store()
     ref = st.for_group("g1").put(b"in the bucket")
     async with served(world, st) as url:
-        reader = ("--group", "g1", "--key", _key(world, tmp_path), "--authority-url", url)
+        # a person who directs the Group's Missions (the coordinator) names one it may read;
+        # the bytes were put in by the store's holder: an external input (MW-13.3-d)
+        key = _key(world, tmp_path, world.coordinator)
+        reader = ("--group", "g1", "--key", key, "--authority-url", url, "--mission", "m1")
         r = await amw("artifacts", "get", ref.hash, "-o", str(tmp_path / "o"), *reader)
         assert r.returncode == 0, r.stderr
         assert (tmp_path / "o").read_bytes() == b"in the bucket"

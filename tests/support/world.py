@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from missionweave.authority import Authority, AuthorityConfig, SubmitResult
+from missionweave.authority.core import record_upload
 from missionweave.protocol import Actor, SigningKey
 
 from .contracts import contract
@@ -172,6 +173,16 @@ class World:
         lease = self.leases[wid]
         return {"work_item_id": wid, **{k: lease[k] for k in LEASE_BINDING}, **body}
 
+    def uploaded(self, wid: str, *hashes: str) -> None:
+        """Record ``hashes`` as uploaded under ``wid``'s current lease's write grant — what the
+        Authority's blob route (or an S3 confirmation) records once the bytes hashed right:
+        the proof of possession ``artifact.publish`` asks for (MW-13.3-d). For tests of
+        Commands with no artifact store; the served tests upload for real."""
+        lease = self.authority.lease(str(self.leases[wid]["lease_id"]))
+        assert lease is not None, f"no lease of {wid}"
+        for h in hashes:
+            record_upload(self.authority, lease, h)
+
     def report(self, wid: str, worker: Actor, result: str = "pass") -> dict[str, Any]:
         """Publish a report Artifact of ``wid`` under its current lease (``artifact.publish``,
         a manifest signed by ``worker``); the submission's fields that name it: ``outputs``
@@ -183,6 +194,7 @@ class World:
         self._reports += 1
         h = hashlib.sha256(f"{self.group}/{wid}/{self._reports}".encode()).hexdigest()
         m = signed(worker, h, group_id=self.group, mission_id=row["mission_id"], work_item_id=wid)
+        self.uploaded(wid, h)
         self.ok(worker, "artifact.publish", self.leased(wid, manifest=m.wire()))
         criteria = tuple(c["id"] for c in json.loads(row["contract"])["acceptance_criteria"])
         ev = evidence(worker.agent_id, wid, criteria, result)

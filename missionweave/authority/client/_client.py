@@ -50,6 +50,7 @@ from ..wire import (
     inject_trace_headers,
     now_ms,
     presence_frame,
+    upload_path,
     verify_snapshot,
 )
 from ._stale import resend_on_closed_connection
@@ -419,17 +420,20 @@ class AuthorityClient:
             group_id: the Group whose Artifact it is (the reader must be an active member).
             content_hash: SHA-256 hex.
             operation: ``read`` or ``write``.
-            mission_id: the Mission whose context a read is for: the Artifact must be usable
-                there (published in it, promoted, or an external input).
-            lease_id: for a write, the writer's live execution lease in the Group.
+            mission_id: the Mission whose context a read is for (a person's read: one it may
+                read); the Artifact must be readable there (its own, promoted, or an input).
+            lease_id: the reader's or writer's lease in the Group: an agent's read is for its
+                lease's Mission; a write needs a live execution lease. A member's read names
+                a lease or a Mission; only an operator's names neither.
 
         Returns:
             The grant: a URL good for that one object for a few minutes.
 
         Raises:
-            AuthorityRequestError: refused — 403 ``not_a_member``, ``cross_mission_content``,
-                ``lease_required``, ``not_owner``, ``stale_lease``, ``unknown_lease``; 404
-                ``unknown_artifact`` (the Group holds no such content), ``unknown_mission``,
+            AuthorityRequestError: refused — 403 ``not_a_member``, ``lease_required``,
+                ``not_owner``, ``stale_lease``, ``unknown_lease``; 404 ``unknown_artifact``
+                (nothing readable by this reader here: one answer whether it is unknown,
+                another Mission's or another Group's), ``unknown_mission``,
                 ``artifacts_not_served``; 422 a malformed hash.
             UnknownGroupError: no such Group.
             AuthorityUnavailable: unreachable or timed out.
@@ -441,6 +445,24 @@ class AuthorityClient:
             params["lease_id"] = lease_id
         resp = await self._request("GET", artifact_path(group_id, content_hash), params=params)
         return ArtifactGrant.model_validate(resp.json())
+
+    async def artifact_uploaded(self, group_id: str, content_hash: str, lease_id: str) -> int:
+        """Confirm the upload of a write grant with ``confirm`` (S3): the Authority checks the
+        staged bytes and records them as this lease's upload, the proof of possession
+        ``artifact.publish`` asks for (MW-13.3-d). Safe to repeat.
+
+        Returns:
+            The content's size in bytes.
+
+        Raises:
+            AuthorityRequestError: 404 ``unknown_artifact`` (nothing staged under the lease),
+                422 ``hash_mismatch`` (nothing kept), 403 as for a write grant.
+            AuthorityUnavailable: unreachable or timed out.
+        """
+        resp = await self._request(
+            "POST", upload_path(group_id, content_hash), params={"lease_id": lease_id}
+        )
+        return int(resp.json()["size"])
 
     async def verify_token(self, token: dict[str, Any], operation: str | None = None) -> TokenCheck:
         """Ask the Authority whether a capability token lets its bearer do ``operation`` now

@@ -16,6 +16,8 @@ from ._artifact_access import (
     artifact_read_refusal,
     artifact_write_refusal,
     promoting_groups,
+    read_scope,
+    unreadable,
     upload_refusal,
 )
 from ._bounds import KEEPS_OR_ENDS_WORK
@@ -29,6 +31,7 @@ from ._engine import (
 from ._lease_clock import LeaseClock
 from ._log_audit import VerifyReport, verify_log
 from ._outages import credit_on_start, credit_quiet, keep_alive, note_queued
+from ._possession import present_for, record_upload
 from ._rates import CommandLimits
 from ._readiness import NotReady, Probe, Readiness, Unready, disk_probe
 from ._reserve import DEFAULT_RESERVE_BYTES, DiskReserve, reserve_status
@@ -78,9 +81,13 @@ __all__ = [
     "note_queued",
     "open_reader",
     "open_store",
+    "present_for",
     "promoting_groups",
+    "read_scope",
+    "record_upload",
     "redact",
     "reserve_status",
+    "unreadable",
     "upload_refusal",
     "verify_capability_token",
     "verify_log",

@@ -52,7 +52,8 @@ def may_use_in_mission(
 
     Returns:
         ``True``, or a :class:`Rejection`: ``unknown_mission``, ``unknown_artifact`` (never
-        published on this Authority) or ``cross_mission_content``.
+        published in this Group: another Group's content answers so too) or
+        ``cross_mission_content``.
     """
     if store.one("missions.exists_by_group_id_mission_id", group_id, mission_id) is None:
         return Rejection(
@@ -60,13 +61,16 @@ def may_use_in_mission(
             reason=f"no Mission {mission_id!r}",
             detail={"group_id": group_id, "mission_id": mission_id},
         )
-    homes = store.all("artifacts.homes", artifact_hash)
-    if (group_id, mission_id) in {(r[0], r[1]) for r in homes}:
+    homes = {(str(r[0]), str(r[1])) for r in store.all("artifacts.homes", artifact_hash)}
+    if (group_id, mission_id) in homes:
         return True
     if store.one("promoted_artifacts.any", artifact_hash) is not None:
         return True
     detail = {"artifact_hash": artifact_hash, "group_id": group_id, "mission_id": mission_id}
-    if not homes:
+    # another Group's content answers as unknown: a refusal must not tell this Group that
+    # another holds given bytes (issue 38, "existence oracles"); it is not in this Group's
+    # namespace, so no read reaches it either
+    if not any(g == group_id for g, _ in homes):
         return Rejection(
             code=RejectionCode.UNKNOWN_ARTIFACT,
             detail=detail,
@@ -116,35 +120,6 @@ def refuse_other_missions(ctx: Ctx, mission_id: str, hashes: Iterable[str]) -> N
         verdict = may_use_in_mission(ctx.store, ctx.group_id, h, mission_id)
         if verdict is not True and verdict.code != RejectionCode.UNKNOWN_ARTIFACT:
             raise Reject(verdict.code, verdict.reason, **verdict.detail)
-
-
-def refuse_claim_of_other_missions(ctx: Ctx, mission_id: str, content_hash: str) -> None:
-    """Refuse to publish ``content_hash`` into Mission ``mission_id`` when another Mission of
-    this Group published it and it was not promoted. Implements MW-13.3-d.
-
-    The Group's artifact store holds one blob per hash, so a manifest naming a hash another
-    Mission of the Group holds would open that Mission's bytes to this one, whether or not the
-    publisher ever had them. A Mission of another Group is no concern: each Group's blobs are
-    its own, and refusing would tell this Group that another holds such content.
-
-    Raises:
-        Reject: ``cross_mission_content`` (``artifact_hash``, ``group_id``, ``mission_id``;
-            the other Mission is not named, MW-13.3-e).
-    """
-    homes = {(str(r[0]), str(r[1])) for r in ctx.all("artifacts.homes", content_hash)}
-    others = {m for g, m in homes if g == ctx.group_id and m != mission_id}
-    if not others or (ctx.group_id, mission_id) in homes:
-        return
-    if ctx.one("promoted_artifacts.any", content_hash) is not None:
-        return
-    raise Reject(
-        RejectionCode.CROSS_MISSION_CONTENT,
-        "another Mission of this Group published this content and it is not a promoted "
-        "Organization artifact",
-        artifact_hash=content_hash,
-        group_id=ctx.group_id,
-        mission_id=mission_id,
-    )
 
 
 def _signed_package(ctx: Ctx) -> SignedContextPackage:

@@ -21,9 +21,10 @@ from ...protocol import (
 )
 from ._command_scope import Ctx, Reject
 from ._fence import fence
-from ._handlers_context import refuse_claim_of_other_missions, refuse_other_missions
+from ._handlers_context import refuse_other_missions
 from ._handlers_lease import charge_usage
 from ._items import contract_of, end_leases, gate, load_item, parse, withdraw_offers
+from ._possession import refuse_unproven_content
 from ._registry import command
 from ._retries import retry_fields
 from ._store import Row
@@ -146,10 +147,13 @@ def artifact_publish(ctx: Ctx) -> None:
     (``invalid_manifest``) whose producer is the actor, whose Group, Mission and WorkItem are
     this WorkItem's and whose Agent Card version the actor has published (``invalid_manifest``),
     signed with the actor's member key (``manifest_signature``). Its sources, when published in
-    another Mission, and its content hash, when published in another Mission of this Group, must
-    have been promoted (``cross_mission_content`` with the ``artifact_hash``, MW-13.3-d):
-    publishing may not make another Mission's content this one's. Publishing again in the same
-    Mission is accepted.
+    another Mission, must have been promoted (``cross_mission_content`` with the
+    ``artifact_hash``, MW-13.3-d). Its content hash must be content this WorkItem holds
+    (:func:`._possession.possession`: uploaded under one of its leases' write grants, or already
+    its Mission's, promoted, or an input it was given), else ``content_not_uploaded`` — one
+    answer whether or not another Mission holds such bytes: publishing may not make another
+    Mission's content this one's. Publishing again in the same Mission is accepted; two
+    Missions that each uploaded identical bytes both publish them.
     """
     item = load_item(ctx)
     fence(ctx, item)
@@ -192,9 +196,9 @@ def artifact_publish(ctx: Ctx) -> None:
             manifest_id=signed.manifest_id,
         )
     refuse_other_missions(ctx, m.mission_id, m.sources)
-    # the content itself: a manifest for the hash of another Mission's blob in this Group
-    # would make those bytes readable in this Mission's context (MW-13.3-d)
-    refuse_claim_of_other_missions(ctx, m.mission_id, m.content_hash)
+    # the content itself: a hash is no proof (every member reads every hash in the log); the
+    # bytes reaching the store under this WorkItem's own write grant are (MW-13.3-d)
+    refuse_unproven_content(ctx, item, m.content_hash)
     ctx.run(
         "artifacts.insert_ignore",
         m.group_id,

@@ -163,6 +163,15 @@ CREATE TABLE IF NOT EXISTS promoted_artifacts (
     PRIMARY KEY (group_id, artifact_hash)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS promoted_artifacts_hash ON promoted_artifacts (artifact_hash);
+CREATE TABLE IF NOT EXISTS artifact_uploads (
+    group_id TEXT NOT NULL,
+    artifact_hash TEXT NOT NULL,
+    lease_id TEXT NOT NULL,
+    mission_id TEXT NOT NULL,
+    work_item_id TEXT NOT NULL,
+    uploaded_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (group_id, artifact_hash, lease_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS result_approvals (
     group_id TEXT NOT NULL,
     work_item_id TEXT NOT NULL,
@@ -244,6 +253,9 @@ STATEMENTS: dict[str, str] = {
     "members.groups_of_key": "SELECT DISTINCT group_id FROM members WHERE public_key=? "
     "AND active=1 ORDER BY 1",
     "members.key_may_read": "SELECT 1 FROM members WHERE group_id=? AND public_key=? AND active=1",
+    "members.active_by_key": (
+        "SELECT agent_id, roles FROM members WHERE group_id=? AND public_key=? AND active=1"
+    ),
     "members.active_with_agents": "SELECT m.agent_id, m.public_key, m.roles, "
     "m.membership_epoch, a.card, a.session_epoch "
     "FROM members m JOIN agents a ON a.agent_id = m.agent_id "
@@ -275,6 +287,33 @@ STATEMENTS: dict[str, str] = {
     "promoted_artifacts.any": "SELECT 1 FROM promoted_artifacts WHERE artifact_hash=? LIMIT 1",
     "promoted_artifacts.groups": (
         "SELECT group_id FROM promoted_artifacts WHERE artifact_hash=? ORDER BY group_id"
+    ),
+    "artifacts.published_in_mission": (
+        "SELECT 1 FROM artifacts WHERE group_id=? AND artifact_hash=? AND mission_id=? LIMIT 1"
+    ),
+    "artifacts.published_in_group": (
+        "SELECT 1 FROM artifacts WHERE group_id=? AND artifact_hash=? LIMIT 1"
+    ),
+    # --- proof of possession: which lease's write grant brought which bytes (MW-13.3-d)
+    "artifact_uploads.in_item": (
+        "SELECT 1 FROM artifact_uploads WHERE group_id=? AND artifact_hash=? AND work_item_id=? "
+        "LIMIT 1"
+    ),
+    "artifact_uploads.in_mission": (
+        "SELECT 1 FROM artifact_uploads WHERE group_id=? AND artifact_hash=? AND mission_id=? "
+        "LIMIT 1"
+    ),
+    "artifact_uploads.in_group": (
+        "SELECT 1 FROM artifact_uploads WHERE group_id=? AND artifact_hash=? LIMIT 1"
+    ),
+    "artifact_uploads.insert_ignore": (
+        "INSERT OR IGNORE INTO artifact_uploads (group_id, artifact_hash, lease_id, mission_id, "
+        "work_item_id, uploaded_at_ms) VALUES (?,?,?,?,?,?)"
+    ),
+    "leases.held_in_mission": (
+        "SELECT 1 FROM leases l JOIN work_items w ON w.group_id = l.group_id "
+        "AND w.work_item_id = l.work_item_id WHERE l.group_id=? AND l.agent_id=? "
+        "AND w.mission_id=? LIMIT 1"
     ),
     "artifacts.published_in_item": (
         "SELECT 1 FROM artifacts WHERE group_id=? AND artifact_hash=? AND work_item_id=? LIMIT 1"
@@ -541,6 +580,10 @@ POSTGRES_OVERRIDES: dict[str, str] = {
     "meta.pin_key": "INSERT INTO meta (key, value) VALUES ('authority_public_key', ?) "
     "ON CONFLICT DO NOTHING",
     "artifacts.insert_ignore": STATEMENTS["artifacts.insert_ignore"].replace(
+        "INSERT OR IGNORE", "INSERT"
+    )
+    + " ON CONFLICT DO NOTHING",
+    "artifact_uploads.insert_ignore": STATEMENTS["artifact_uploads.insert_ignore"].replace(
         "INSERT OR IGNORE", "INSERT"
     )
     + " ON CONFLICT DO NOTHING",

@@ -6,7 +6,8 @@
                                                 the read gate)
     GET /v1/groups/{group_id}/head              → {seq, hash}
     GET /v1/groups/{group_id}/snapshots/{seq}   → the whole signed snapshot (429 past the gate)
-    GET /v1/leases/{lease_id}                   → the lease row with ``valid``
+    GET /v1/leases/{lease_id}                   → the lease row with ``valid`` (a member of
+                                                  another Group: 404, as for no such lease)
 
 Each is a signed read of a member of the Group (:mod:`._read_access`); a page of Events and a
 snapshot are large reads, which hold one of the read gate's slots until they are answered, run
@@ -124,19 +125,18 @@ async def get_lease(
 ) -> JSONResponse:
     admitted = signed(read)
     key, authority = admitted.key, front.authority
-    row = await asyncio.to_thread(authority.lease, lease_id)
-    group = None if row is None else str(row["group_id"])
-    allowed = key in front.operators or (
-        await asyncio.to_thread(authority.may_read, group, key)
-        if group is not None
-        else bool(await asyncio.to_thread(authority.member_groups, key))
-    )
-    if not allowed:  # one answer: a stranger learns neither the lease nor its Group
+    operator = key in front.operators
+    if not operator and not await asyncio.to_thread(authority.member_groups, key):
+        # a key of no Group: one answer, it learns neither the lease nor its Group
         raise ReadRefused(
             403, RejectionCode.NOT_A_MEMBER, "only members of a lease's Group read it"
         )
     front.remember(admitted)
-    if row is None:
+    row = await asyncio.to_thread(authority.lease, lease_id)
+    visible = row is not None and (
+        operator or await asyncio.to_thread(authority.may_read, str(row["group_id"]), key)
+    )
+    if not visible:  # another Group's lease answers as an unknown one (issue 38)
         return error_response(
             404, RejectionCode.UNKNOWN_LEASE, f"no lease {lease_id!r}", lease_id=lease_id
         )

@@ -9,6 +9,7 @@ Routes, by the module (an ``APIRouter``) that holds them and says what each answ
     _token_routes     POST /v1/capability-tokens/verify
     _artifact_routes  GET  /v1/groups/{group_id}/artifacts/{artifact_hash};
                       GET|PUT /v1/artifact-blobs/{token}
+    _upload_routes    POST /v1/groups/{group_id}/artifacts/{artifact_hash}/upload
     _agent_routes     GET  /v1/groups/{group_id}/agents, GET|PUT …/presence
     _service_routes   GET  /v1/authority, GET /healthz, GET /readyz
     _stream_routes    WS   /v1/stream (SUBSCRIBE / EVENT / ACK / ERROR)
@@ -55,6 +56,7 @@ from . import (
     _service_routes,
     _stream_routes,
     _token_routes,
+    _upload_routes,
 )
 from ._batch import BatchWriter, Notifier
 from ._connections import BUDGET_STATE, ConnectionBudget, ConnectionLimits, open_files_for
@@ -76,6 +78,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     _log_routes.router,
     _token_routes.router,
     _artifact_routes.router,
+    _upload_routes.router,
     _agent_routes.router,
     _service_routes.router,
     _stream_routes.router,

@@ -6,7 +6,14 @@ runtime import it without loading the Authority's core or its HTTP front.
 """
 
 from ._agents import AgentInfo, Reliability
-from ._artifacts import BLOB_PREFIX, GRANT_TTL_MS, ArtifactGrant, Operation, artifact_path
+from ._artifacts import (
+    BLOB_PREFIX,
+    GRANT_TTL_MS,
+    ArtifactGrant,
+    Operation,
+    artifact_path,
+    upload_path,
+)
 from ._errors import (
     AuthorityError,
     ChainError,
@@ -70,5 +77,6 @@ __all__ = [
     "now_ms",
     "presence_frame",
     "sign_read",
+    "upload_path",
     "verify_snapshot",
 ]

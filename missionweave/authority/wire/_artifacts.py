@@ -29,6 +29,12 @@ def artifact_path(group_id: str, artifact_hash: str) -> str:
     return f"/v1/groups/{group_id}/artifacts/{artifact_hash}"
 
 
+def upload_path(group_id: str, artifact_hash: str) -> str:
+    """``/v1/groups/{group_id}/artifacts/{artifact_hash}/upload``: where a writer confirms a
+    staged upload of a grant with ``confirm`` (a signed ``POST`` naming its lease)."""
+    return artifact_path(group_id, artifact_hash) + "/upload"
+
+
 class ArtifactGrant(BaseModel):
     """One operation on one Artifact, granted (``GET /v1/groups/{g}/artifacts/{hash}``).
 
@@ -40,7 +46,14 @@ class ArtifactGrant(BaseModel):
         method: the HTTP method to use on ``url`` (``GET`` or ``PUT``).
         url: absolute (a presigned S3 URL) or relative to the Authority's URL (its blob route).
         expires_at_ms: when the URL stops working, epoch milliseconds (Authority clock).
-        present: for a write, the content is already stored: nothing to upload.
+        present: for a write, this WorkItem already holds the content (it uploaded it, or
+            it is its Mission's, promoted, or an input it was given): nothing to upload.
+            Never ``True`` for another Mission's content (issue 38).
+        headers: headers the transfer must carry as given: an S3 write binds the content's
+            checksum (``x-amz-checksum-sha256``), so the store itself checks the bytes.
+        confirm: for a write, after the ``PUT`` the writer ``POST``s :func:`upload_path`
+            (signed, naming the same lease) once: the Authority checks the staged bytes and
+            records the upload — the proof of possession a publish needs (MW-13.3-d).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -51,3 +64,5 @@ class ArtifactGrant(BaseModel):
     url: str = Field(min_length=1, max_length=8192)
     expires_at_ms: int = Field(ge=0, le=MAX_SAFE_INT)
     present: bool = False
+    headers: dict[str, str] = Field(default_factory=dict, max_length=8)
+    confirm: bool = False

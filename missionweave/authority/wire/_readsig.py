@@ -113,7 +113,8 @@ def sign_read(
 
 
 class SignedReads(httpx.Auth):
-    """httpx authentication that signs every ``GET`` with ``key`` (:func:`sign_read`).
+    """httpx authentication that signs every ``GET`` — and every request without a body,
+    such as ``POST …/artifacts/{hash}/upload`` — with ``key`` (:func:`sign_read`).
 
     Args:
         key: the reader's key.
@@ -125,7 +126,8 @@ class SignedReads(httpx.Auth):
         self.key, self.clock = key, clock
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        if request.method == "GET":
+        if request.method == "GET" or not request.content:  # a read, or a bodiless request
+            # (an S3 upload's confirmation: who asks is all it carries)
             created = self.clock() // 1000 if self.clock is not None else None
             request.headers.update(
                 sign_read(request.method, str(request.url), self.key, created_s=created)

@@ -177,3 +177,46 @@ async def test_a_connection_that_never_authenticates_is_closed_at_its_deadline(
                 assert frame["type"] == "EVENT"
     finally:
         await server.stop()
+
+
+async def test_an_upgrade_after_an_unsigned_request_is_unauthenticated_again(world: World) -> None:
+    """Issue 37 item 5: a stranger cannot buy an unevictable WebSocket with one unsigned
+    request. Its connection sends ``GET /healthz`` (a request head: authenticated as HTTP),
+    then upgrades to ``/v1/stream`` on the same connection: the socket is unauthenticated again
+    (only an accepted SUBSCRIBE proves a member), so the next stranger evicts it. Before, the
+    upgrade kept the HTTP request's standing and held its place until the stream's idle bound
+    (measured: 40 such sockets of a 40-connection server refused every member ~40 s)."""
+    limits = ConnectionLimits(auth_timeout_s=WAIT_S * 10, max_unauthenticated=1)
+    server = LiveServer(world.authority, poll_interval_s=0.05, connection_limits=limits)
+    await server.start()
+    writers: list[asyncio.StreamWriter] = []
+    try:
+        budget: ConnectionBudget = server.app.state.connection_budget
+        reader, writer = await asyncio.open_connection(server.host, server.port)
+        writers.append(writer)
+        writer.write(f"GET /healthz HTTP/1.1\r\nHost: {server.host}\r\n\r\n".encode())
+        await writer.drain()
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), head[:80]
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        assert budget.unauthenticated == 0  # a request head: authenticated as HTTP
+        key = base64.b64encode(os.urandom(16)).decode()
+        writer.write(
+            (
+                f"GET /v1/stream HTTP/1.1\r\nHost: {server.host}\r\n"
+                "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            ).encode()
+        )
+        await writer.drain()
+        assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 101")
+        assert budget.unauthenticated == 1  # the stream decides now
+        _, newcomer = await _upgrade(server)  # one more stranger evicts it
+        writers.append(newcomer)
+        assert await _closed_by_server(reader)
+        await _members_are_served(server, world)
+    finally:
+        for w in writers:
+            w.close()
+        await server.stop()

@@ -175,12 +175,32 @@ class ConnectionBudget:
             transport.close()
             return False
         self._all.add(key)
-        self._pending[key] = conn
+        self._pend(conn)
+        return True
+
+    def upgraded(self, conn: Connection) -> None:
+        """``conn`` (already in) became a WebSocket: on the stream only an accepted
+        ``SUBSCRIBE`` proves a member, so a connection that authenticated as HTTP (any request
+        head — a stranger's unsigned ``GET /healthz`` is one) is unauthenticated again, with a
+        fresh deadline; the oldest unauthenticated one is evicted when the budget is full.
+        Without this a stranger's upgrade after one unsigned request held an unevictable
+        place until the stream's idle bound."""
+        if not conn.authenticated or id(conn) not in self._all:
+            return
+        conn.authenticated = False
+        if len(self._pending) >= self.limits.max_unauthenticated:
+            _, oldest = self._pending.popitem(last=False)
+            oldest.close("evicted")
+        self._pend(conn)
+
+    def _pend(self, conn: Connection) -> None:
+        """Hold ``conn`` as unauthenticated, closed at its deadline unless it authenticates."""
+        limits = self.limits
+        self._pending[id(conn)] = conn
         conn.deadline = time.monotonic() + limits.auth_timeout_s
         conn._timer = asyncio.get_running_loop().call_later(
             limits.auth_timeout_s + HARD_CLOSE_GRACE_S, self._expire, conn
         )
-        return True
 
     def _expire(self, conn: Connection) -> None:
         conn._timer = None
@@ -228,7 +248,8 @@ class BudgetedH11Protocol(H11Protocol):
 
     def handle_events(self) -> None:
         super().handle_events()
-        if self._budgeted is not None and self.cycle is not None:
+        upgraded = self.transport.get_protocol() is not self  # the stream decides from here
+        if self._budgeted is not None and self.cycle is not None and not upgraded:
             self._budgeted.authenticate()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -239,7 +260,8 @@ class BudgetedH11Protocol(H11Protocol):
 
 class BudgetedWebSocketProtocol(WebSocketsSansIOProtocol):
     """uvicorn's WebSocket protocol in the connection budget: it keeps the place its HTTP
-    connection took; the stream marks it authenticated (:meth:`Connection.authenticate`)."""
+    connection took, unauthenticated again (:meth:`ConnectionBudget.upgraded`); the stream
+    marks it authenticated (:meth:`Connection.authenticate`)."""
 
     def __init__(
         self, config: Config, server_state: ServerState, app_state: dict[str, Any], **kw: Any
@@ -251,6 +273,7 @@ class BudgetedWebSocketProtocol(WebSocketsSansIOProtocol):
         super().connection_made(transport)
         if self._budgeted is not None:
             self._budgeted.budget.arrive(self._budgeted, transport)
+            self._budgeted.budget.upgraded(self._budgeted)
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)

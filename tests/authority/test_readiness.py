@@ -23,6 +23,7 @@ import httpx
 
 from missionweave.authority import AuthorityConfig, now_ms
 from missionweave.authority.core import NotReady, Unready
+from missionweave.authority.core._store import redact
 from tests.support.serving import LiveServer, mission_cmd
 from tests.support.waits import until
 from tests.support.world import make_world
@@ -132,3 +133,22 @@ async def test_readyz_says_the_writer_stalled_while_one_transaction_hangs(tmp_pa
         holder.join()
         await server.stop()
         w.authority.close()
+
+
+def test_readyz_names_the_store_without_its_password() -> None:
+    """``/readyz`` answers strangers (it is not signed) with the store's location when the
+    database does not answer (``detail.store``, and the reason): that location is
+    :func:`redact`'s, which must drop every password libpq takes from a URL — in the user part
+    (also with no user name, or an ``@`` inside the password) and as a ``password=`` query
+    parameter (before, the last two and the parameter were answered as given)."""
+    for url in (
+        "postgresql://mw:s3cret@db:5432/mw",
+        "postgresql://:s3cret@db/mw",
+        "postgresql://mw:s3c@ret@db/mw",
+        "postgresql://mw@db/mw?sslmode=require&password=s3cret",
+        "postgres://db/mw?PASSWORD=s3cret&user=mw",
+    ):
+        shown = redact(url)
+        assert "s3c" not in shown and "ret@" not in shown, shown
+        assert "db" in shown and "***" in shown, shown
+    assert redact("/var/lib/mw/a.db") == "/var/lib/mw/a.db"

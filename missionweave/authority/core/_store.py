@@ -299,8 +299,11 @@ class StoreForkedError(StoreUnavailableError):
 
 
 def redact(db: str | Path) -> str:
-    """``db`` for messages: a URL without its password."""
-    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", str(db))
+    """``db`` for messages (logs, ``/readyz``, 503 answers anyone may get): a URL without its
+    password — in its user part (``user:pw@``, also with no user, or an ``@`` inside the
+    password) or as libpq's ``password=`` query parameter."""
+    text = re.sub(r"://([^:/?#@]*):[^/?#]*@", r"://\1:***@", str(db))
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", text, flags=re.IGNORECASE)
 
 
 def is_url(db: str | Path) -> bool:

@@ -118,6 +118,46 @@ def test_the_coordinator_is_metered_per_mission(tmp_path: Path) -> None:
     w.judged(None, w.coordinator, "work.authorize", w.authorization("b0", mission="m2"))
 
 
+def test_naming_new_missions_mints_no_budget(tmp_path: Path) -> None:
+    """A coordinator is metered per Mission only for a Mission that exists: ``mission.create``
+    of fresh ids (or any unknown ``mission_id``) charges its member bucket, so naming new
+    Missions does not mint new budgets (found by attack: 120 creations all accepted)."""
+    w, _ = _metered(tmp_path, CommandLimits(commands_per_s=1, burst=3))
+    verdicts = []
+    for i in range(6):
+        r = w.submit(w.coordinator, "mission.create", {"mission_id": f"n{i}", "title": "t"})
+        verdicts.append("ok" if r.accepted else str(r.rejection and r.rejection.code))
+    assert verdicts == ["ok"] * 3 + [RATE_LIMITED] * 3
+    created = {e.body.get("mission_id") for e in w.authority.events(w.group)}
+    assert {"n0", "n1", "n2"} <= created and not created & {"n3", "n4", "n5"}
+    w.judged(None, w.coordinator, "work.authorize", w.authorization("a0"))  # m1's own budget
+
+
+def test_padded_renewals_spend_bytes_while_honest_renewals_pass(tmp_path: Path) -> None:
+    """The Commands that keep or end work are never counted, but their bytes past
+    ``UPKEEP_FREE_BYTES`` come out of a byte bucket of their own: a lease holder padding
+    ``lease.renew`` with 900 KB is refused ``rate_limited`` (``bytes``) once that bucket is
+    spent, nothing written, while its plain renewals still pass (found by attack: ten padded
+    renewals grew the log 9 MB past a 1 MiB budget)."""
+    limits = CommandLimits(commands_per_s=1, burst=5, bytes_per_s=1024, bytes_burst=2 << 20)
+    w, _ = _metered(tmp_path, limits)
+    w.authorize("a")
+    w.lease("a", w.workers[0])
+    owner = w.workers[0]
+    head = w.authority.head(w.group)
+    verdicts = []
+    for _ in range(4):
+        r = w.submit(owner, "lease.renew", w.leased("a", pad="x" * 900_000))
+        verdicts.append("ok" if r.accepted else str(r.rejection and r.rejection.code))
+    assert verdicts == ["ok"] * 2 + [RATE_LIMITED] * 2
+    after = w.authority.head(w.group)
+    refused = w.judged(RATE_LIMITED, owner, "lease.renew", w.leased("a", pad="x" * 900_000))
+    assert refused.rejection is not None and refused.rejection.detail["limit"] == "bytes"
+    assert w.authority.head(w.group) == after != head  # the refusals wrote nothing
+    for _ in range(5):  # an honest renewal, however many, is never refused
+        w.judged(None, owner, "lease.renew", w.leased("a"))
+
+
 def test_a_repeated_command_id_is_answered_not_charged(tmp_path: Path) -> None:
     """A retried Command (the same id and signature) gets its first verdict even when the
     actor's budget is spent: retries after an outage are never refused by the budget."""

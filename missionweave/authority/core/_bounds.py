@@ -1,11 +1,13 @@
 """The Authority's bounds on what one Command may add, checked when it is admitted
 (:func:`within_bounds`), and the one list of Commands they spare (:data:`KEEPS_OR_ENDS_WORK`).
 
-A member's Command budget (:mod:`._rates`) does not meter them and the disk reserve
+A member's Command budget (:mod:`._rates`) does not count them and the disk reserve
 (:mod:`._reserve`) does not refuse them: an owner must be able to renew its lease, hand in or
 give up its work, and reconcile what it did offline, whatever else it (or anybody) sent, and
 however full the disk — else the Authority's own bounds would cost a healthy owner its lease
-and get its WorkItem done twice (issue 37, item 5).
+and get its WorkItem done twice (issue 37, item 5). Their bytes past
+:data:`UPKEEP_FREE_BYTES` are charged to a byte bucket of their own, so padding them cannot
+grow the log past the member's byte budget; an honest renewal never reaches it.
 
 Each is bounded otherwise: a renewal or an ending needs a live ownership of the WorkItem, and
 a reconciliation (the bounded-offline binding) is checked against the historical
@@ -14,6 +16,7 @@ lease it names, so a member cannot send more of them than it holds work.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ...protocol import BOUNDED_OFFLINE_EXECUTION, Command, CommandType, RejectionCode, Role
@@ -21,6 +24,13 @@ from ._command_scope import Reject
 from ._rates import Meter
 from ._reserve import Shortfall
 from ._store import Store
+
+#: Bytes of a Command that keeps or ends work never charged (a renewal is about 1 KiB).
+UPKEEP_FREE_BYTES = 16 * 1024
+#: The bucket key's "Mission" of those Commands' byte bucket (no Mission id can be empty).
+UPKEEP = ""
+#: A count no Command bucket reaches: those Commands are metered by bytes only.
+UNCOUNTED = 1_000_000_000
 
 #: The Commands that keep a lease or end work under way (the owner's and the Coordinator's).
 KEEPS_OR_ENDS_WORK = frozenset(
@@ -77,6 +87,7 @@ def within_bounds(
             ``mission_id``, see :meth:`._rates.Meter.charge`).
     """
     if keeps_or_ends_work(cmd):
+        _within_upkeep_bytes(meter, cmd)
         return
     agent_level = cmd.type == CommandType.SESSION_OPEN
     if short is not None and not agent_level:  # a restarted owner must come back to end work
@@ -103,12 +114,41 @@ def within_bounds(
         )
 
 
+def _within_upkeep_bytes(meter: Meter, cmd: Command) -> None:
+    """A Command that keeps or ends work is never counted, and its first
+    :data:`UPKEEP_FREE_BYTES` are free — an honest renewal always passes — but the bytes past
+    them are charged to a byte bucket of their own (the member's byte limits), so a lease
+    holder cannot pad renewals or checkpoints past its byte budget (issue 37, item 5).
+
+    Raises:
+        Reject: ``rate_limited`` (``limit``: ``bytes``) — that bucket is spent.
+    """
+    group = cmd.group_id or ""
+    limits = meter.limits(group)
+    size = len(cmd.model_dump_json())
+    if limits is None or size <= UPKEEP_FREE_BYTES:
+        return
+    upkeep = replace(limits, commands_per_s=float(UNCOUNTED), burst=UNCOUNTED)
+    detail = meter.charge((group, cmd.actor, UPKEEP), upkeep, size - UPKEEP_FREE_BYTES)
+    if detail is not None:
+        raise Reject(
+            RejectionCode.RATE_LIMITED,
+            f"{cmd.actor!r} sent more bytes in Commands that keep or end work than its byte "
+            f"budget allows: retry after {detail['retry_after_ms']} ms",
+            **detail,
+            mission_id=None,
+        )
+
+
 def _mission_of(store: Store, cmd: Command) -> str | None:
-    """The Mission a coordinator's Command concerns: its body's ``mission_id``, else its
-    WorkItem's; ``None`` when it names neither (it is then metered as a member's)."""
+    """The Mission a coordinator's Command concerns: its body's ``mission_id`` when that
+    Mission exists (a new or unknown id gets no budget of its own: naming fresh Missions must
+    not mint fresh buckets), else its WorkItem's; ``None`` when it names neither (it is then
+    metered as a member's)."""
     mission = cmd.body.get("mission_id")
     if isinstance(mission, str):
-        return mission
+        known = store.one("missions.exists_by_group_id_mission_id", cmd.group_id, mission)
+        return mission if known is not None else None
     wid = cmd.body.get("work_item_id")
     if not isinstance(wid, str):
         return None
@@ -116,4 +156,4 @@ def _mission_of(store: Store, cmd: Command) -> str | None:
     return None if row is None else str(row["mission_id"])
 
 
-__all__ = ["KEEPS_OR_ENDS_WORK", "keeps_or_ends_work", "within_bounds"]
+__all__ = ["KEEPS_OR_ENDS_WORK", "UPKEEP_FREE_BYTES", "keeps_or_ends_work", "within_bounds"]

@@ -4,18 +4,15 @@ through a killed PostgreSQL in ``test_store_outage.py``; here the disk reserve, 
 writer and a probe of another part, over the in-process server on a SQLite file.
 
 The disk below its reserve is a small tmpfs filled past it (a plain directory stands in where
-the test cannot mount one: see ``_small_disk``).
+the test cannot mount one: see :func:`tests.support.disks.small_disk`). Strangers read the codes
+only; an operator's signed request reads why.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import shutil
-import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,47 +21,32 @@ import httpx
 from missionweave.authority import AuthorityConfig, now_ms
 from missionweave.authority.core import NotReady, Unready
 from missionweave.authority.core._store import redact
-from tests.support.serving import LiveServer, mission_cmd
+from missionweave.protocol import Actor
+from tests.support.disks import small_disk
+from tests.support.serving import LiveServer, mission_cmd, signed_http
 from tests.support.waits import until
 from tests.support.world import make_world
 
 
-async def _readyz(url: str) -> tuple[int, dict[str, Any]]:
-    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+async def _readyz(url: str, operator: Actor | None = None) -> tuple[int, dict[str, Any]]:
+    """``/readyz`` as a stranger sees it, or signed by ``operator``; ``/healthz`` 200 too."""
+    client = signed_http(url, operator) if operator else httpx.AsyncClient(base_url=url)
+    async with client as http:
         ready, health = await http.get("/readyz"), await http.get("/healthz")
     assert health.status_code == 200  # liveness holds whatever readiness says
     return ready.status_code, ready.json()
 
 
-@contextlib.contextmanager
-def _small_disk(base: Path) -> Iterator[Path]:
-    """An 8 MiB tmpfs mounted at ``base/disk`` where the test may mount one (root); else a
-    plain directory of the machine's disk (a stand-in: its free space moves with other
-    processes, so the test then reserves just below what is free when it starts)."""
-    disk = base / "disk"
-    disk.mkdir()
-    mounted = (
-        os.geteuid() == 0
-        and subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)], capture_output=True
-        ).returncode
-        == 0
-    )
-    try:
-        yield disk
-    finally:
-        if mounted:
-            subprocess.run(["umount", "-l", str(disk)], check=False)
-
-
 async def test_readyz_says_the_disk_is_below_its_reserve_and_200_after_space_returns(
     tmp_path: Path,
 ) -> None:
-    """The SQLite file on a small filesystem (an 8 MiB tmpfs; see :func:`_small_disk`): a file
+    """The SQLite file on a small filesystem (an 8 MiB tmpfs, else a stand-in directory:
+    :func:`tests.support.disks.small_disk`; the reserve is set just below what is free when
+    the test starts, so either shows it): a file
     filling it past the reserve makes the Authority not ready (``disk_below_reserve``, with
     the free bytes and the reserve), removing it ready again; ``/healthz`` 200 throughout. A
     probe another part adds joins the reasons, in the order added."""
-    with _small_disk(tmp_path) as disk:
+    with small_disk(tmp_path / "disk", 8) as (disk, _):
         # 2 MiB below what is free: the new database and its WAL take less than that
         reserve = shutil.disk_usage(disk).free - 2 * 2**20
         w = make_world(disk / "a.db", config=AuthorityConfig(disk_reserve_bytes=reserve))
@@ -74,7 +56,11 @@ async def test_readyz_says_the_disk_is_below_its_reserve_and_200_after_space_ret
         try:
             assert await _readyz(server.url) == (200, {"ready": True})
             (disk / "filler").write_bytes(b"\0" * 3 * 2**20)
-            status, body = await _readyz(server.url)
+            status, body = await _readyz(server.url)  # a stranger: the code, no host facts
+            assert status == 503 and body["code"] == NotReady.DISK_BELOW_RESERVE, body
+            assert body["detail"]["reasons"] == [{"code": NotReady.DISK_BELOW_RESERVE}]
+            assert str(disk) not in str(body), body
+            status, body = await _readyz(server.url, w.coordinator)  # an operator: why
             assert status == 503 and body["code"] == NotReady.DISK_BELOW_RESERVE, body
             (reason,) = body["detail"]["reasons"]
             assert reason["detail"]["reserve_bytes"] == reserve

@@ -5,7 +5,8 @@ GET /healthz        → {ok: true} (liveness: the process answers; not counted a
                       a client: :mod:`._silence`)
 GET /readyz         → {ready: true}, or 503 {code, reason, detail: {reasons: [...]}} naming
                       why the Authority cannot serve now (readiness: the store does not answer,
-                      its log is forked, the disk is below its reserve, the writer stalled)
+                      its log is forked, the disk is below its reserve, the writer stalled);
+                      unsigned: the codes only, an operator's signed request: the details
 """
 
 from __future__ import annotations
@@ -51,17 +52,34 @@ async def healthz() -> JSONResponse:
     return JSONResponse({"ok": True})
 
 
-@router.get("/readyz", responses={503: {"model": ErrorBody}})
-async def readyz(front: Front = Depends(get_front)) -> JSONResponse:
+@router.get("/readyz", responses={401: {"model": ErrorBody}, 503: {"model": ErrorBody}})
+async def readyz(
+    read: SignedRead | None = Depends(reader), front: Front = Depends(get_front)
+) -> JSONResponse:
     """Readiness: 200 ``{"ready": true}`` when the Authority can serve; else 503 with the
     first reason's ``code`` (``store_unavailable``, ``log_forked``, ``disk_below_reserve``,
-    ``writer_stalled``) and every reason in ``detail.reasons`` (an orchestrator stops
-    routing to it until this answers 200 again)."""
+    ``writer_stalled``) and every reason's code in ``detail.reasons`` (an orchestrator stops
+    routing to it until this answers 200 again). Unsigned, it says only the codes; an
+    operator's signed request also gets each reason's text and detail (paths, free bytes, the
+    store's redacted location): host facts are not a stranger's to read."""
     reasons = await asyncio.to_thread(front.authority.readiness)
     if not reasons:
         return JSONResponse({"ready": True})
     first = reasons[0]
-    response = error_response(503, first.code, first.reason, reasons=[r.body() for r in reasons])
+    if read is not None and read.key in front.operators:
+        front.remember(read)
+        response = error_response(
+            503, first.code, first.reason, reasons=[r.body() for r in reasons]
+        )
+    else:
+        codes = [str(r.code) for r in reasons]
+        response = error_response(
+            503,
+            first.code,
+            f"the Authority is not ready: {', '.join(codes)} (an operator's signed request "
+            "reads why)",
+            reasons=[{"code": c} for c in codes],
+        )
     response.headers["Retry-After"] = "1"
     return response
 

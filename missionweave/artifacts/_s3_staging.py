@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import re
+from collections.abc import Callable
 from datetime import timedelta
 
 import urllib3
@@ -77,8 +78,17 @@ def presign_staged_put(
     return str(url), {CHECKSUM_HEADER: checksum}
 
 
-def adopt_staged(store: S3Store, lease_id: str, content_hash: str) -> ArtifactRef | None:
+def adopt_staged(
+    store: S3Store,
+    lease_id: str,
+    content_hash: str,
+    before_adopt: Callable[[int], None] = lambda _size: None,
+) -> ArtifactRef | None:
     """Verify and move ``lease_id``'s staged upload of ``content_hash`` to its content key.
+    ``before_adopt(size)`` runs once the staged bytes hash right and before they reach the
+    content key (the caller's size bound and its record of the upload: a crash after the copy
+    must not leave content no lease is known to have uploaded); an exception from it keeps
+    nothing.
 
     Returns:
         The content's reference; ``None`` when nothing is staged (never uploaded, or
@@ -97,6 +107,7 @@ def adopt_staged(store: S3Store, lease_id: str, content_hash: str) -> ArtifactRe
     try:
         if actual != content_hash:
             raise ArtifactIntegrityError(content_hash, actual, f"s3://{store.bucket}/{key}")
+        before_adopt(size)
         if not store._present(content_hash, size):
             with store._errors():
                 store.client.copy_object(

@@ -388,8 +388,8 @@ start_deadline_missed
     the WorkItem's start deadline has passed
     → nothing: the coordinator re-offers it
 store_unavailable
-    the Authority's database does not answer, or broke during the transaction (503,
-    `Retry-After`); nothing was written, or a commit's outcome is unknown
+    the Authority's database (or its artifact store) does not answer, or broke during the
+    transaction (503, `Retry-After`); nothing was written, or a commit's outcome is unknown
     → retry after `Retry-After` with the same command id: a committed one is answered by it
 token_expired
     the capability token or its lease has expired

@@ -189,3 +189,29 @@ def _b64(h: str) -> str:
     import base64
 
     return base64.b64encode(bytes.fromhex(h)).decode()
+
+
+async def test_s3_staged_bytes_past_the_upload_bound_are_refused_and_kept_nowhere__MW_13_3_d(
+    world: World, s3_server: Any
+) -> None:
+    """The upload bound holds on S3 too (found by attack: a staged upload had none): a
+    confirmed upload larger than ``max_upload_bytes`` is refused 413 ``payload_too_large``,
+    its staged object removed, nothing adopted or recorded, so its publish is refused."""
+    w = world
+    w.authority.config = replace(w.authority.config, max_upload_bytes=len(OUTPUT) - 1)
+    store: S3Store = s3_server.store()
+    w.authorize("a")
+    lease = w.lease("a", w.workers[0])["lease_id"]
+    async with served(w, store) as url, client(url, w.workers[0], w) as c:
+        g = await c.artifact_grant("g1", Y, "write", lease_id=lease)
+        async with httpx.AsyncClient() as http:
+            r = await http.put(g.url, content=OUTPUT, headers=g.headers)
+            assert r.status_code == 200, r.text
+        with pytest.raises(AuthorityRequestError) as big:
+            await c.artifact_uploaded("g1", Y, lease)
+        assert (big.value.status, big.value.code) == (413, "payload_too_large")
+        assert not store.for_group("g1").exists(Y)
+        with pytest.raises(AuthorityRequestError) as gone:  # the staged object went too
+            await c.artifact_uploaded("g1", Y, lease)
+        assert (gone.value.status, gone.value.code) == (404, "unknown_artifact")
+        assert _publish_cmd(w, "a", Y).rejection is not None

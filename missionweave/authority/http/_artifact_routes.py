@@ -346,11 +346,13 @@ async def _spool_and_store(
                 artifact_hash=h,
                 actual=sha.hexdigest(),
             )
+        # the record first: a crash between the two must not leave content no lease is known
+        # to have uploaded (every Mission of the Group reads such content as an external input)
+        if lease_id:
+            lease = await asyncio.to_thread(authority.lease, lease_id)
+            if lease is not None:  # the token's lease; a grant names only real ones
+                await asyncio.to_thread(record_upload, authority, lease, h)
         ref = await asyncio.to_thread(view.put_file, Path(spool.name))
-    if lease_id:
-        lease = await asyncio.to_thread(authority.lease, lease_id)
-        if lease is not None:  # the token's lease; a grant names only real ones
-            await asyncio.to_thread(record_upload, authority, lease, h)
     return JSONResponse({"artifact_hash": ref.hash, "size": ref.size})
 
 

@@ -8,8 +8,11 @@ checks that they hash to ``hash``, moves them to the content key and records the
 proof of possession ``artifact.publish`` asks for. Answers ``{artifact_hash, size}`` (200);
 404 ``unknown_artifact`` when nothing is staged (never uploaded, expired, or already
 confirmed: a later write grant's ``present`` then says the WorkItem holds it); 422
-``hash_mismatch`` (nothing kept); 404 ``artifacts_not_served`` unless the store is S3 (the
-filesystem store records an upload as it receives it).
+``hash_mismatch`` (nothing kept); 413 ``payload_too_large`` past the upload bound (nothing
+kept); 503 ``store_unavailable`` when the S3 server fails; 404 ``artifacts_not_served`` unless
+the store is S3 (the filesystem store records an upload as it receives it). The upload is
+recorded before the bytes reach the content key, so no crash leaves content no lease is known
+to have uploaded (which every Mission of the Group could read as an external input).
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ import asyncio
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
 
-from ...artifacts import ArtifactIntegrityError, S3Store, adopt_staged
+from ...artifacts import ArtifactIntegrityError, ArtifactStoreError, S3Store, adopt_staged
 from ...protocol import Rejection, RejectionCode, is_hash
-from ..core import artifact_write_refusal, record_upload, unreadable
+from ..core import artifact_write_refusal, record_upload, unreadable, upload_refusal
 from ..wire import upload_path
 from ._errors import READ_ERRORS, documented, error_response
 from ._front import Front, get_front
@@ -30,7 +33,9 @@ from ._read_access import member
 router = APIRouter()
 
 
-@router.post(upload_path("{group_id}", "{artifact_hash}"), responses=documented(*READ_ERRORS, 404))
+@router.post(
+    upload_path("{group_id}", "{artifact_hash}"), responses=documented(*READ_ERRORS, 404, 413, 503)
+)
 async def confirm_upload(
     group_id: str,
     artifact_hash: str,
@@ -55,8 +60,30 @@ async def confirm_upload(
         return error_response(status, lease.code, lease.reason, **lease.detail)
     view = store.for_group(group_id)
     assert isinstance(view, S3Store)
+
+    def bounded_and_recorded(size: int) -> None:
+        # the bound of every upload; the record before the bytes reach the content key
+        refused = upload_refusal(authority, (), size)
+        if refused is not None:
+            raise _Refused(refused)
+        record_upload(authority, lease, artifact_hash)
+
     try:
-        ref = await asyncio.to_thread(adopt_staged, view, str(lease["lease_id"]), artifact_hash)
+        ref = await asyncio.to_thread(
+            adopt_staged, view, str(lease["lease_id"]), artifact_hash, bounded_and_recorded
+        )
+    except _Refused as exc:  # past the bound: the staged object is removed, nothing kept
+        return error_response(413, exc.rejection.code, exc.rejection.reason, **exc.rejection.detail)
+    except ArtifactStoreError as exc:  # the S3 server failed: nothing adopted, retry later
+        response = error_response(
+            503,
+            RejectionCode.STORE_UNAVAILABLE,
+            "the artifact store did not answer; nothing was adopted",
+            artifact_hash=artifact_hash,
+            error=type(exc).__name__,
+        )
+        response.headers["Retry-After"] = "1"
+        return response
     except ArtifactIntegrityError as exc:
         return error_response(
             422,
@@ -68,8 +95,15 @@ async def confirm_upload(
     if ref is None:
         refused = unreadable(group_id, artifact_hash)
         return error_response(404, refused.code, "nothing is staged under this lease's grant")
-    await asyncio.to_thread(record_upload, authority, lease, artifact_hash)
     return JSONResponse({"artifact_hash": ref.hash, "size": ref.size})
+
+
+class _Refused(Exception):
+    """An upload refused before its bytes were adopted (the ``rejection``)."""
+
+    def __init__(self, rejection: Rejection) -> None:
+        super().__init__(rejection.reason)
+        self.rejection = rejection
 
 
 __all__ = ["router"]

@@ -7,6 +7,7 @@ tests use it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,12 +25,18 @@ class Actor:
         key: its Ed25519 key.
         session_epoch: the current Session Epoch (set after ``session.open``).
         membership_epochs: current Membership Epoch per Group id.
+        clock: epoch milliseconds its Commands are issued at when a call names no
+            ``issued_at_ms`` (the wall clock; an agent runtime gives its own clock, which
+            time-skipping tests set to the Authority's virtual one).
     """
 
     agent_id: str
     key: SigningKey
     session_epoch: int = 0
     membership_epochs: dict[str, int] = field(default_factory=dict)
+    clock: Callable[[], int] = field(
+        default=lambda: time.time_ns() // 1_000_000, repr=False, compare=False
+    )
 
     @classmethod
     def generate(cls, agent_id: str) -> Actor:
@@ -58,7 +65,7 @@ class Actor:
             group_id: the Group, or ``None`` for agent-level Commands (``session.open``).
             body: the arguments (JSON without floats).
             command_id: reuse an id to retry idempotently; a fresh one by default.
-            issued_at_ms: the issue time, epoch milliseconds; now by default.
+            issued_at_ms: the issue time, epoch milliseconds; :attr:`clock` by default.
             extensions: extension URN → value (signed with the rest).
             critical_extensions: the URNs of ``extensions`` the receiver must understand.
 
@@ -74,7 +81,7 @@ class Actor:
             group_id=group_id,
             type=type,
             actor=self.agent_id,
-            issued_at_ms=issued_at_ms if issued_at_ms is not None else time.time_ns() // 1_000_000,
+            issued_at_ms=issued_at_ms if issued_at_ms is not None else self.clock(),
             session_epoch=self.session_epoch,
             membership_epoch=self.membership_epochs.get(group_id or "", 0),
             body=body or {},

@@ -158,7 +158,7 @@ class AgentRuntime:
         self.temporal_client = temporal_client
         self.handlers = handlers
         self.state_path = Path(state_path)
-        self.actor = Actor(card.agent_id, key)
+        self.actor = Actor(card.agent_id, key, clock=clock)  # every Command on one clock
         self.clock = clock
         self.interceptors = worker_interceptors(temporal_client, interceptors, tracing=tracing)
         self.board = SlotBoard(card.max_concurrency, on_change=self._poke, clock=clock)

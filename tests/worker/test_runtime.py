@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from missionweave.authority import now_ms
 from missionweave.protocol import AgentCard, DeclineReason, SigningKey
 from missionweave.protocol.temporal_contract import (
     OfferTerms,
@@ -181,3 +182,20 @@ async def test_a_stop_during_start_up_ends_the_runtime_though_the_authority_is_s
             w.close()
         server.close()
         await server.wait_closed()
+
+
+async def test_every_command_of_the_runtime_is_issued_on_its_clock(
+    world: World, live: LiveServer, tmp_path: Path
+) -> None:
+    """The runtime's clock stamps every Command it signs, ``session.open`` and the card
+    included: an Authority an hour behind the wall clock (as a time-skipping server falls
+    behind it over a long run) would refuse Commands stamped by the wall clock ``clock_skew``
+    (found under load: a time-skipping test's runtime could not open its session)."""
+    world.clock.now = now_ms() - 3_600_000
+    async with stand_in_worker() as env:
+        rt = agent_runtime(world, live.url, env.client, tmp_path / "s.db", clock=world.clock)
+        async with rt:
+            assert rt.actor.session_epoch >= 1
+            assert events_of(world, "agent.card_published")
+    opened = events_of(world, "agent.session_opened")[-1]
+    assert abs(opened.recorded_at_ms - world.clock.now) < 600_000

@@ -26,10 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import multiprocessing as mp
-import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,8 +34,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import httpx
 from _figures import parser, print_figures
+from _served import HealthzProbe, authority_serve, cpu_s, rss_kb
 from websockets.asyncio.client import connect
 
 from missionweave.authority import now_ms
@@ -63,19 +59,6 @@ def _build(db: Path, events: int, pad: int) -> World:
         body = w.leased("pad", report={"phase": "padding"}, checkpoint={"pad": f"{i % 10}" * pad})
         w.ok(w.workers[0], "progress.report", body)
     return w
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _rss_kb(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
 
 
 async def _get(host: str, port: int, target: str, headers: dict[str, str]) -> tuple[int, int]:
@@ -138,44 +121,20 @@ async def _subscribe(ws_url: str, w: World, head: int, out: dict[str, int]) -> N
         out["failed"] += 1
 
 
-def _probe(url: str, ready: Any, stop: Any, out: Any) -> None:
-    """``GET /healthz`` every 20 ms until ``stop`` is set; the latencies (ms) go to ``out``.
-    Its own process: the load's client work must not delay the probe's clock."""
-    lat: list[tuple[float, float]] = []  # (wall time, ms)
-    with httpx.Client(timeout=30) as http:
-        while not stop.is_set():
-            t = time.perf_counter()
-            http.get(url + "/healthz")
-            lat.append((time.time(), (time.perf_counter() - t) * 1000))
-            ready.set()
-            time.sleep(0.02)
-    out.put(lat)
-
-
 async def _load(url: str, ws_url: str, w: World, head: int, n: int, s: int, pid: int) -> dict:
     reads = {"served": 0, "429": 0, "failed": 0, "bytes": 0}
     subs = {"events": 0, "too_old": 0, "failed": 0}
-    ctx = mp.get_context("spawn")
-    ready, stop, out = ctx.Event(), ctx.Event(), ctx.Queue()
-    probe = ctx.Process(target=_probe, args=(url, ready, stop, out))
-    probe.start()
-    await asyncio.to_thread(ready.wait, 60)
-    await asyncio.sleep(3.0)  # the idle server first: what the machine alone costs a probe
+    probe = HealthzProbe(url)
+    await probe.start(3.0)  # the idle server first: what the machine alone costs a probe
     start = time.time()
     page = f"/v1/groups/{w.group}/events?after_sequence=0&limit=1000"
-    t0, cpu0 = time.perf_counter(), _cpu_s(pid)
+    t0, cpu0 = time.perf_counter(), cpu_s(pid)
     await asyncio.gather(
         *(_read(url, page, w, reads) for _ in range(n)),
         *(_subscribe(ws_url, w, head, subs) for _ in range(s)),
     )
     elapsed = time.perf_counter() - t0
-    stop.set()
-    samples: list[tuple[float, float]] = await asyncio.to_thread(out.get)
-    probe.join()
-    idle = [ms for t, ms in samples if t < start]
-    lat = [ms for t, ms in samples if t >= start]
-    q = statistics.quantiles(lat, n=100, method="inclusive") if len(lat) > 1 else [0.0] * 99
-    qi = statistics.quantiles(idle, n=100, method="inclusive") if len(idle) > 1 else [0.0] * 99
+    samples = await probe.stop()
     return {
         "page_bytes": reads["bytes"],
         "reads_served": reads["served"],
@@ -185,14 +144,9 @@ async def _load(url: str, ws_url: str, w: World, head: int, n: int, s: int, pid:
         "subscriptions_too_old": subs["too_old"],
         "subscriptions_failed": subs["failed"],
         "seconds": round(elapsed, 2),
-        "server_cpu_s": round(_cpu_s(pid) - cpu0, 1),
-        "healthz_p50_ms": round(q[49], 1),
-        "healthz_p99_ms": round(q[98], 1),
-        "healthz_max_ms": round(max(lat, default=0.0), 1),
-        "healthz_samples": len(lat),
-        "healthz_idle_p50_ms": round(qi[49], 1),
-        "healthz_idle_p99_ms": round(qi[98], 1),
-        "rss_peak_mb": round(_rss_kb(pid, "VmHWM") / 1024, 1),
+        "server_cpu_s": round(cpu_s(pid) - cpu0, 1),
+        **HealthzProbe.figures(samples, start, start),
+        "rss_peak_mb": round(rss_kb(pid, "VmHWM") / 1024, 1),
     }
 
 
@@ -213,33 +167,14 @@ def main() -> None:
         w.authority.close()
         port = free_port()
         url, ws_url = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}/v1/stream"
-        exe = str(Path(sys.executable).with_name("missionweave"))
-        cmd = [exe, "authority", "serve", "--db", str(db), "--key", str(key)]
-        cmd += ["--port", str(port), "--operator-key", w.coordinator.public_key]
-        log = (Path(tmp) / "server.log").open("w")
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if httpx.get(url + "/healthz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("the server did not start")
-                time.sleep(0.1)
-            before = round(_rss_kb(proc.pid, "VmRSS") / 1024, 1)
+        log = Path(tmp) / "server.log"
+        flags = ["--operator-key", w.coordinator.public_key]
+        with authority_serve(db, key, port, flags, log, args.server_log) as proc:
+            before = round(rss_kb(proc.pid, "VmRSS") / 1024, 1)
             figures: dict[str, Any] = {"events": head, "rss_before_mb": before}
             figures.update(
                 asyncio.run(_load(url, ws_url, w, head, args.reads, args.subscriptions, proc.pid))
             )
-        finally:
-            proc.terminate()
-            proc.wait(timeout=15)
-            log.close()
-            if args.server_log is not None:
-                args.server_log.write_text((Path(tmp) / "server.log").read_text())
     print_figures(figures, args.json)
 
 

@@ -100,6 +100,30 @@ def serve(
     disk_reserve_mib: int = DISK_RESERVE,
     max_upload_mib: int = MAX_UPLOAD,
     max_session_groups: int = MAX_SESSION_GROUPS,
+    auth_timeout: float | None = typer.Option(
+        None,
+        "--auth-timeout",
+        min=0.1,
+        metavar="SECONDS",
+        help="Close a connection that has not authenticated (sent a request; on the stream, "
+        "a SUBSCRIBE a member signed) this long after it connected. Default: "
+        "ConnectionLimits' (docs/authority.md, 'A connection flood').",
+    ),
+    max_unauthenticated: int | None = typer.Option(
+        None,
+        "--max-unauthenticated",
+        min=1,
+        help="Connections that have not authenticated held at once; one more closes the "
+        "oldest of them (a stranger's sockets never crowd out a member). Default: "
+        "ConnectionLimits'.",
+    ),
+    max_connections: int | None = typer.Option(
+        None,
+        "--max-connections",
+        min=1,
+        help="Connections of every kind held at once (the open-file limit is raised to fit). "
+        "Default: ConnectionLimits'.",
+    ),
 ) -> None:
     """Serve the Authority over HTTP and WebSocket (protocol section 16).
 
@@ -113,6 +137,7 @@ def serve(
     "Operating".
     """
     from ..authority import Authority, AuthorityConfig
+    from ..authority.http import ConnectionLimits
     from ..authority.http import serve as run_server
     from ..telemetry import setup_tracing
 
@@ -124,6 +149,15 @@ def serve(
     key_path = key or Path(db).with_name("authority.key")
     if key is not None and not key.exists():
         raise CliError(f"no key file at {key}")
+    default = ConnectionLimits()
+    try:
+        limits = ConnectionLimits(
+            default.auth_timeout_s if auth_timeout is None else auth_timeout,
+            max_unauthenticated or default.max_unauthenticated,
+            max_connections or default.max_connections,
+        )
+    except ValueError as exc:
+        raise CliError(f"connection bounds: {exc}") from None
     if (tls_cert is None) != (tls_key is None):
         raise CliError("--tls-cert and --tls-key go together")
     for path in (tls_cert, tls_key):
@@ -162,7 +196,14 @@ def serve(
     typer.echo(f"artifacts: {store!r}" if store else "warning: no artifact store", err=True)
     start_metrics(metrics_port, metrics_host, AUTHORITY_METRICS_PORT, off=no_metrics)
     try:
-        run_server(authority, host=host, port=port, artifact_store=store, **tls)
+        run_server(
+            authority,
+            host=host,
+            port=port,
+            artifact_store=store,
+            connection_limits=limits,
+            **tls,
+        )
     finally:
         authority.close()
 

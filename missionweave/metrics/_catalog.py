@@ -135,9 +135,20 @@ AUTHORITY_SUBSCRIBERS = Series(
 )  # fmt: skip
 AUTHORITY_READS_REFUSED = Series(
     "missionweave_authority_reads_refused", "counter", "{read}",
-    "Reads refused, by code (unauthenticated, not_a_member, too_many_reads, …).",
+    "Reads refused, by code (unauthenticated, not_a_member, too_many_reads, read_shed, …).",
     ("code",),
-    (('unauthenticated',), ('not_a_member',), ('too_many_reads',)),
+    (('unauthenticated',), ('not_a_member',), ('too_many_reads',), ('read_shed',)),
+)  # fmt: skip
+AUTHORITY_UNAUTHENTICATED = Series(
+    "missionweave_authority_unauthenticated_connections", "gauge", "{connection}",
+    "Connections held now that have not authenticated (no request head, no accepted SUBSCRIBE).",
+)  # fmt: skip
+AUTHORITY_CONNECTIONS_CLOSED = Series(
+    "missionweave_authority_connections_closed", "counter", "{connection}",
+    "Connections the Authority closed to keep its budget, by reason (evicted, auth_timeout, "
+    "over_limit).",
+    ("reason",),
+    (('evicted',), ('auth_timeout',), ('over_limit',)),
 )  # fmt: skip
 AUTHORITY_REQUESTS = Series(
     "missionweave_authority_request_duration", "histogram", "s",
@@ -233,7 +244,7 @@ AUTHORITY: tuple[Series, ...] = (
     AUTHORITY_LEASES_LIVE, AUTHORITY_LEASE_EXPIRIES, AUTHORITY_LEASE_REVOCATIONS,
     AUTHORITY_DOWNTIME_CREDITS, AUTHORITY_CREDITED, AUTHORITY_STORE_ERRORS,
     AUTHORITY_STORE_RECONNECTS, AUTHORITY_SUBSCRIBERS, AUTHORITY_READS_REFUSED,
-    AUTHORITY_REQUESTS,
+    AUTHORITY_REQUESTS, AUTHORITY_UNAUTHENTICATED, AUTHORITY_CONNECTIONS_CLOSED,
 )  # fmt: skip
 AGENT: tuple[Series, ...] = (
     AGENT_SLOTS, AGENT_SLOTS_BUSY, AGENT_QUEUE_DEPTH, AGENT_QUEUE_DEPTH_MAX, AGENT_DECLINES,

@@ -113,6 +113,7 @@ class RejectionCode(StrEnum):
     OWNER_CHANGED = "owner_changed"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     RATE_LIMITED = "rate_limited"
+    READ_SHED = "read_shed"
     REVISION_REQUIRED = "revision_required"
     ROLE_NOT_ALLOWED = "role_not_allowed"
     SCOPE_NOT_NARROWER = "scope_not_narrower"

@@ -326,6 +326,11 @@ rate_limited
     the actor's Command rate or byte budget in this Group (per Mission for a coordinator) is
     spent (429, `Retry-After`; `detail.retry_after_ms`, `detail.limit`); nothing was written
     → retry the same Command after `detail.retry_after_ms`
+read_shed
+    the Authority is under pressure (its Commands are queued past `detail.max_wait_ms`, or
+    its reads are queued past `detail.max_backlog`) and sheds reads first, so that
+    Commands, lease renewals first, are served (429, `Retry-After`)
+    → retry the read after `detail.retry_after_s`; keep sending Commands
 revision_required
     a material contract change does not increment the revision
     → propose it as revision `current + 1`

@@ -303,6 +303,7 @@ def test_public_surface_of_server_and_client() -> None:
         server,
         {
             "BatchWriter",
+            "ConnectionLimits",
             "ErrorBody",
             "ReadGate",
             "WS_MAX_BYTES",

@@ -1,8 +1,10 @@
 """Group commit for the HTTP front: many concurrent requests, one writer, few transactions.
 
 Requests are queued; one writer task takes as many queued requests as fit in ``max_batch``
-Commands and hands them to :meth:`Authority.submit_many` in a worker thread, so a burst of
-concurrent POSTs costs a handful of transactions (one fsync each) instead of one per Command.
+Commands and hands them to :meth:`Authority.submit_many` in the writer's own thread (never
+behind reads, which run in theirs: :mod:`._read_lane`), so a burst of concurrent POSTs costs a
+handful of transactions (one fsync each) instead of one per Command. Requests that renew a
+lease (:data:`URGENT`) are taken before the others queued with them.
 After every commit the touched Groups are announced to the :class:`Notifier`, which wakes the
 WebSocket streams (MW-16-d live delivery).
 """
@@ -10,15 +12,17 @@ WebSocket streams (MW-16-d live delivery).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import KW_ONLY, dataclass, field
 
 from opentelemetry import context as otel_context
 
-from ...protocol import Command
+from ...protocol import Command, CommandType
 from ..core import Authority, NotReady, StoreUnavailableError, Unready, note_queued
 from ..wire import SubmitResult
 
@@ -28,6 +32,10 @@ log = logging.getLogger(__name__)
 #: (``writer_stalled``): a healthy group commit takes milliseconds, a database outage fails
 #: it within seconds (``store_unavailable``).
 WRITER_STALL_S = 10.0
+
+#: Command types whose requests go before the others in the writer's queue: a late renewal
+#: costs an owner its lease (MW-11.5).
+URGENT = frozenset({CommandType.LEASE_RENEW})
 
 
 class Notifier:
@@ -109,6 +117,11 @@ class BatchWriter:
     requests: int = field(default=0, init=False)
     largest_batch: int = field(default=0, init=False)
     _queue: deque[_Request] = field(default_factory=deque, init=False)
+    _urgent: deque[_Request] = field(default_factory=deque, init=False)
+    _thread: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="missionweave-writer"),
+        init=False,
+    )
     _task: asyncio.Task[None] | None = field(default=None, init=False)
     _in_flight: int = field(default=0, init=False)
     _began: float | None = field(default=None, init=False)  # the transaction's start, monotonic
@@ -129,7 +142,8 @@ class BatchWriter:
         if not commands:
             return []
         future: asyncio.Future[list[SubmitResult]] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Request(list(commands), future))
+        urgent = any(c.type in URGENT for c in commands)
+        (self._urgent if urgent else self._queue).append(_Request(list(commands), future))
         # One writer at a time: the check and the create run without an await in between, and
         # the writer leaves only when it sees an empty queue in the same step.
         if self._task is None or self._task.done():
@@ -139,7 +153,13 @@ class BatchWriter:
     @property
     def queued(self) -> int:
         """Requests waiting for the writer."""
-        return len(self._queue)
+        return len(self._queue) + len(self._urgent)
+
+    def oldest_wait_ms(self) -> float:
+        """Milliseconds the longest-waiting queued request has waited (0 when none waits):
+        the pressure by which reads are shed (:class:`~._read_lane.ReadLane`)."""
+        heads = [q[0].queued_at for q in (self._queue, self._urgent) if q]
+        return (time.monotonic() - min(heads)) * 1000 if heads else 0.0
 
     @property
     def in_flight(self) -> int:
@@ -166,7 +186,7 @@ class BatchWriter:
     async def _run(self) -> None:
         batch: list[_Request] = []
         try:
-            while self._queue:
+            while self._queue or self._urgent:
                 batch = self._take()
                 self._in_flight = len(batch)
                 if batch:
@@ -176,23 +196,26 @@ class BatchWriter:
         except BaseException as exc:  # cancelled (loop shutdown): no caller may hang
             self._in_flight = 0
             self._began = None
-            for req in [*batch, *self._queue]:
+            for req in [*batch, *self._urgent, *self._queue]:
                 if not req.future.done():
                     req.future.set_exception(
                         exc if isinstance(exc, Exception) else RuntimeError("writer stopped")
                     )
+            self._urgent.clear()
             self._queue.clear()
             raise
 
     def _take(self) -> list[_Request]:
+        """The next transaction's requests: urgent ones first, then in arrival order."""
         batch: list[_Request] = []
         size = 0
-        while self._queue and (not batch or size + len(self._queue[0].commands) <= self.max_batch):
-            req = self._queue.popleft()
-            if req.future.done():  # the caller went away before its turn: do not write it
-                continue
-            batch.append(req)
-            size += len(req.commands)
+        for queue in (self._urgent, self._queue):
+            while queue and (not batch or size + len(queue[0].commands) <= self.max_batch):
+                req = queue.popleft()
+                if req.future.done():  # the caller went away before its turn: do not write it
+                    continue
+                batch.append(req)
+                size += len(req.commands)
         return batch
 
     async def _commit(self, batch: list[_Request]) -> None:
@@ -202,7 +225,9 @@ class BatchWriter:
         note_queued(self.authority, int((self._began - batch[0].queued_at) * 1000))
         try:
             contexts = [req.trace_context for req in batch for _ in req.commands]
-            results = await asyncio.to_thread(self._write, flat, contexts)
+            loop = asyncio.get_running_loop()
+            call = contextvars.copy_context().run  # as asyncio.to_thread does
+            results = await loop.run_in_executor(self._thread, call, self._write, flat, contexts)
         except Exception as exc:
             self._began = None
             # the database is away: each request alone would wait for it again; all get the
@@ -233,6 +258,10 @@ class BatchWriter:
         if touched and self.on_commit is not None:
             self.on_commit(touched)
 
+    def close(self) -> None:
+        """Let the writer's thread end once its transaction is done (after :meth:`drain`)."""
+        self._thread.shutdown(wait=False)
+
     def _write(
         self, commands: list[Command], contexts: list[otel_context.Context]
     ) -> list[SubmitResult]:
@@ -248,4 +277,4 @@ class BatchWriter:
         return results
 
 
-__all__ = ["BatchWriter", "Notifier"]
+__all__ = ["URGENT", "BatchWriter", "Notifier"]

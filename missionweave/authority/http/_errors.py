@@ -11,7 +11,8 @@ Every error body is :class:`ErrorBody` ``{"code", "reason", "detail"}``, whateve
     Starlette ``HTTPException``      its     ``not_found`` (404), ``method_not_allowed`` (405,
                                              with ``Allow``), else ``http_error``
     ``ReadRefused``                  its     its code (401 carries ``Accept-Signature``)
-    :class:`TooManyReads`            429     ``too_many_reads`` with ``Retry-After``
+    :class:`TooManyReads`            429     ``too_many_reads`` or ``read_shed``, with
+                                             ``Retry-After``
     ``UnknownGroupError``            404     ``unknown_group``
     ``StoreUnavailableError``        503     ``store_unavailable`` (``log_forked`` for a
                                              ``StoreForkedError``) with ``Retry-After``
@@ -66,27 +67,40 @@ def error_response(status: int, code: str, reason: str, **detail: Any) -> JSONRe
 
 
 class TooManyReads(Exception):
-    """A large read refused by the read gate (:mod:`._read_gate`); answered 429.
+    """A large read refused by the read gate (:mod:`._read_gate`) or shed under pressure
+    (:mod:`._read_lane`); answered 429.
 
     Args:
-        detail: the gate's refusal: ``scope`` (``key`` or ``server``), ``max``,
-            ``retry_after_s`` and the like, all echoed in the answer's ``detail``.
+        detail: the refusal: ``scope`` (``key`` or ``total`` for the gate, ``writes`` or
+            ``reads`` for shedding), ``retry_after_s`` and the like, all echoed in the
+            answer's ``detail``.
+        code: ``too_many_reads`` (the gate) or ``read_shed``.
     """
 
-    def __init__(self, detail: dict[str, Any]) -> None:
+    def __init__(self, detail: dict[str, Any], code: str = RejectionCode.TOO_MANY_READS) -> None:
         super().__init__("too many reads")
-        self.detail = detail
+        self.detail, self.code = detail, code
+
+
+def _read_refusal_reason(code: str, refused: dict[str, Any]) -> str:
+    if code == RejectionCode.READ_SHED:
+        why = (
+            f"a Command has waited {refused['waited_ms']} ms"
+            if refused["scope"] == "writes"
+            else f"{refused['backlog']} reads wait for a thread"
+        )
+        return f"reads are shed while Commands go first ({why})"
+    scope = "this key's" if refused["scope"] == "key" else "the server's"
+    return f"{scope} large reads in flight are at their bound ({refused['max']})"
 
 
 async def _too_many_reads(_: Request, exc: TooManyReads) -> JSONResponse:
     refused = exc.detail
-    read_refused(RejectionCode.TOO_MANY_READS)
-    scope = "this key's" if refused["scope"] == "key" else "the server's"
+    read_refused(exc.code)
     response = error_response(
         429,
-        RejectionCode.TOO_MANY_READS,
-        f"{scope} large reads in flight are at their bound ({refused['max']}): "
-        f"retry after {refused['retry_after_s']} s",
+        exc.code,
+        f"{_read_refusal_reason(exc.code, refused)}: retry after {refused['retry_after_s']} s",
         **refused,
     )
     response.headers["Retry-After"] = str(refused["retry_after_s"])

@@ -12,6 +12,7 @@ from ..core import Authority
 from ..wire import PresenceBoard, ReadVerifier, SignedRead
 from ._batch import BatchWriter, Notifier
 from ._read_gate import ReadGate
+from ._read_lane import ReadLane
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Front:
         notifier: wakes the event streams when a Group's log grows.
         presence: the in-memory presence board.
         gate: the bounds on large reads in flight (pages of Events, snapshots).
+        lane: the threads large reads run in, and the pressure by which they are shed.
         reads: verifies signed reads and remembers their nonces (replays refused).
         artifact_store: the artifact store's root; ``None``: no Artifacts are served.
         poll_interval_s: seconds between fallback polls of each WebSocket subscription.
@@ -37,6 +39,7 @@ class Front:
     notifier: Notifier
     presence: PresenceBoard
     gate: ReadGate
+    lane: ReadLane
     reads: ReadVerifier
     artifact_store: ArtifactStore | None
     poll_interval_s: float

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...protocol import RejectionCode
 from ..wire import BLOB_PREFIX
+from ._connections import BudgetedH11Protocol, BudgetedWebSocketProtocol
 
 #: Largest request body, bytes, of ``POST /v1/commands/batch`` (1000 Commands with their
 #: contracts are about 2 MiB).
@@ -47,21 +48,22 @@ MAX_HEADER_BYTES = 16 * 1024
 IDLE_TIMEOUT_S = 5.0
 #: Seconds between WebSocket pings; a peer that does not answer within as long is dropped.
 WS_PING_S = 20.0
-#: Most connections served at once (HTTP and WebSocket); more are answered 503.
-MAX_CONNECTIONS = 4096
 
 
 def server_limits() -> dict[str, Any]:
     """The uvicorn settings every Authority server runs with: the h11 parser (it bounds an
-    unfinished request head; httptools buffers any size), header and idle bounds, WebSocket
-    pings, a connection bound. ``ws_max_size`` is set by the caller."""
+    unfinished request head; httptools buffers any size) and the WebSocket protocol, both in
+    the connection budget (:mod:`._connections`: unauthenticated connections bounded apart,
+    and closed unless they authenticate in time — no global ``limit_concurrency``, which a
+    stranger's idle sockets exhausted for everyone), header and idle bounds, WebSocket pings.
+    ``ws_max_size`` is set by the caller."""
     return {
-        "http": "h11",
+        "http": BudgetedH11Protocol,
+        "ws": BudgetedWebSocketProtocol,
         "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
         "timeout_keep_alive": IDLE_TIMEOUT_S,
         "ws_ping_interval": WS_PING_S,
         "ws_ping_timeout": WS_PING_S,
-        "limit_concurrency": MAX_CONNECTIONS,
     }
 
 
@@ -275,7 +277,6 @@ __all__ = [
     "MAX_BATCH_BODY_BYTES",
     "MAX_BODY_BYTES",
     "MAX_COMMAND_BYTES",
-    "MAX_CONNECTIONS",
     "MAX_FRAME_BYTES",
     "MAX_HEADER_BYTES",
     "MAX_JSON_DEPTH",

@@ -9,7 +9,9 @@
     GET /v1/leases/{lease_id}                   → the lease row with ``valid``
 
 Each is a signed read of a member of the Group (:mod:`._read_access`); a page of Events and a
-snapshot are large reads, which hold one of the read gate's slots until they are answered.
+snapshot are large reads, which hold one of the read gate's slots until they are answered, run
+in the read lane's threads and are shed first under pressure (429 ``read_shed``,
+:mod:`._read_lane`).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ async def get_events(
     take_slot(front, key)
     try:
         # the first chunk before the answer starts: its errors still get their status
-        events = EventReader(front.authority, group_id, after_sequence)
+        events = EventReader(front.authority, group_id, after_sequence, front.lane)
         rows, full, more = await events.chunk(limit, MAX_PAGE_BYTES)
     except CursorTooOldError as exc:
         front.gate.leave(key)
@@ -100,7 +102,7 @@ async def get_snapshot(
 ) -> JSONResponse:
     take_slot(front, key)
     try:
-        snap = await asyncio.to_thread(front.authority.load_snapshot, group_id, seq)
+        snap = await front.lane.run(front.authority.load_snapshot, group_id, seq)
     finally:
         front.gate.leave(key)
     if snap is None:

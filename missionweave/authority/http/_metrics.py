@@ -14,7 +14,14 @@ from ._asgi import AnswerStatus, HTTPObserver, route_template
 
 #: The codes of a refused read (HTTP or SUBSCRIBE), as exported; others are ``other``.
 REFUSAL_CODES = frozenset(
-    {"unauthenticated", "unauthorized", "not_a_member", "too_many_reads", "too_many_requests"}
+    {
+        "unauthenticated",
+        "unauthorized",
+        "not_a_member",
+        "too_many_reads",
+        "too_many_requests",
+        "read_shed",
+    }
 )
 
 

@@ -8,32 +8,34 @@ large its page, and costs no parse or re-serialization of what it sends.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 
 from ..core import Authority
 from ..wire import CursorTooOldError, UnknownGroupError
 from ._limits import READ_CHUNK_BYTES
+from ._read_lane import ReadLane
 
 #: Rows asked of the Store for a first chunk (later ones follow the rows' measured size).
 FIRST_CHUNK_ROWS = 64
 
 
 class EventReader:
-    """One Group's Events after a sequence, read off the event loop a chunk at a time.
+    """One Group's Events after a sequence, read off the event loop a chunk at a time, in the
+    read lane's threads (never in front of a Command: :mod:`._read_lane`).
 
     Args:
         authority: the Authority.
         group_id: the Group.
         after: the last sequence already delivered.
+        lane: the read lane the chunks are read in.
 
     Attributes:
         last: the sequence of the last row read.
     """
 
-    def __init__(self, authority: Authority, group_id: str, after: int) -> None:
-        self.authority, self.group_id, self.last = authority, group_id, after
+    def __init__(self, authority: Authority, group_id: str, after: int, lane: ReadLane) -> None:
+        self.authority, self.group_id, self.last, self.lane = authority, group_id, after, lane
         self._rows = FIRST_CHUNK_ROWS
 
     async def chunk(
@@ -47,7 +49,7 @@ class EventReader:
             UnknownGroupError, CursorTooOldError: as ``event_chunk``.
         """
         n = max(1, min(most, self._rows, 10_000))
-        rows, full, more = await asyncio.to_thread(
+        rows, full, more = await self.lane.run(
             self.authority.event_chunk,
             self.group_id,
             self.last,
@@ -95,7 +97,7 @@ async def page_body(
         if not rows:
             break
     try:
-        head_seq, _ = await asyncio.to_thread(reader.authority.head, reader.group_id)
+        head_seq, _ = await reader.lane.run(reader.authority.head, reader.group_id)
     except UnknownGroupError:
         head_seq = reader.last
     yield b'],"head_seq":' + json.dumps(head_seq).encode() + b"}"

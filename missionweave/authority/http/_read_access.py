@@ -88,8 +88,13 @@ async def member(
 
 
 async def room(request: Request, front: Front = Depends(get_front)) -> None:
-    """A large read the gate would refuse anyway is refused before its signature is
-    checked (by the key it names): a flood of retries costs no Ed25519 or Store work."""
+    """A large read is shed while the Authority is under pressure (429 ``read_shed``:
+    Commands first, :mod:`._read_lane`), and one the gate would refuse anyway is refused, both
+    before its signature is checked (by the key it names): a flood of retries costs no
+    Ed25519 or Store work."""
+    shed = front.lane.pressure()
+    if shed is not None:
+        raise TooManyReads(shed, RejectionCode.READ_SHED)
     named = _KEYID.search(request.headers.get("signature-input", ""))
     refused = front.gate.full(named.group(1) if named else "")
     if refused is not None:

@@ -22,7 +22,10 @@ operator key (:attr:`AuthorityConfig.operator_keys`), who may read everything. `
 answers anyone with the public key, and a signed reader with its Groups too; a non-member gets
 the same 403 whether or not the Group exists. Bodies, headers, JSON depth and integers are
 bounded (:mod:`._limits`), and so are large reads in flight, per key and in all (429
-``too_many_reads`` with ``Retry-After``, :mod:`._read_gate`).
+``too_many_reads`` with ``Retry-After``, :mod:`._read_gate`). Writes go before reads: large
+reads run in threads of their own and are shed first under pressure (429 ``read_shed``,
+:mod:`._read_lane`). Connections that have not authenticated have a budget and a deadline of
+their own (:mod:`._connections`), so a stranger's sockets never crowd out a member.
 
 Every error body is ``{"code", "reason", "detail"}`` (:mod:`._errors`, where every exception
 handler is registered); a cursor below the online window answers 410 ``CURSOR_TOO_OLD`` with a
@@ -41,6 +44,7 @@ import uvicorn
 from fastapi import APIRouter, FastAPI
 
 from ...artifacts import ArtifactStore
+from ...metrics import series, unwatch, watch
 from ..core import Authority, credit_on_start, keep_alive, warm_up_verifier
 from ..wire import PRESENCE_TTL_MS, PresenceBoard, ReadVerifier
 from . import (
@@ -53,11 +57,13 @@ from . import (
     _token_routes,
 )
 from ._batch import BatchWriter, Notifier
+from ._connections import BUDGET_STATE, ConnectionBudget, ConnectionLimits, open_files_for
 from ._errors import add_error_handlers, error_body
 from ._front import Front
 from ._limits import BodyLimits, server_limits
 from ._metrics import RequestMetrics
 from ._read_gate import ReadGate
+from ._read_lane import ReadLane
 from ._silence import SilenceWatch
 from ._stream import MAX_REPLAY_EVENTS, WS_IDLE_TIMEOUT_S
 from ._tracing import NATIVE_TRACING_OFF, TraceContextMiddleware
@@ -76,10 +82,19 @@ ROUTERS: tuple[APIRouter, ...] = (
 )
 
 
+def _unauthenticated(budget: ConnectionBudget) -> int:
+    return budget.unauthenticated
+
+
 @asynccontextmanager
-async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Ready the served Authority before the first request; drain the writer after the last."""
+async def _lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+    """Ready the served Authority before the first request; drain the writer after the last.
+
+    Yields the lifespan state uvicorn hands each connection's protocol: the connection budget
+    (:data:`~._connections.BUDGET_STATE`)."""
     front: Front = app.state.front
+    budget = app.state.connection_budget = ConnectionBudget(app.state.connection_limits)
+    watch(series.AUTHORITY_UNAUTHENTICATED, budget, _unauthenticated)
     authority = front.authority
     if authority.config.parallel_verify_min:  # ready before the first large batch
         await asyncio.to_thread(warm_up_verifier)
@@ -95,10 +110,13 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     )
     remove_probe = authority.probes.add(front.writer.stalled)
     try:
-        yield
+        yield {BUDGET_STATE: budget}
         await front.writer.drain()
     finally:
         remove_probe()
+        unwatch(series.AUTHORITY_UNAUTHENTICATED, budget)
+        front.writer.close()
+        front.lane.close()
         alive.cancel()
         await asyncio.gather(alive, return_exceptions=True)
         if listener is not None:
@@ -115,6 +133,8 @@ def create_app(
     max_replay_events: int = MAX_REPLAY_EVENTS,
     ws_idle_timeout_s: float = WS_IDLE_TIMEOUT_S,
     artifact_store: ArtifactStore | None = None,
+    connection_limits: ConnectionLimits | None = None,
+    read_lane: dict[str, int] | None = None,
 ) -> FastAPI:
     """Build the ASGI app serving ``authority``.
 
@@ -137,6 +157,14 @@ def create_app(
             coordinator) hold: members get one object at a time through its grants
             (``GET /v1/groups/{g}/artifacts/{hash}``, ``_artifact_routes``, MW-13.3-d);
             ``None``: no Artifacts are served.
+        connection_limits: the bounds on connections that have not authenticated (default
+            :class:`~._connections.ConnectionLimits` ``()``: closed 5 s after they connect
+            unless they did, at most 1024 of them at once (one more evicts the oldest), 4096
+            connections in all); applied by the protocols of ``server_limits()`` when uvicorn
+            runs the app's lifespan.
+        read_lane: settings of the :class:`~._read_lane.ReadLane` (``threads``,
+            ``shed_after_ms``, ``max_backlog``; default 2 threads, reads shed while a Command
+            has waited 100 ms or 8 reads wait for a thread: 429 ``read_shed``).
 
     Raises:
         ValueError: ``max_batch`` < 1, ``poll_interval_s`` <= 0, ``presence_ttl_ms`` < 1 or
@@ -145,8 +173,9 @@ def create_app(
     Returns:
         The app; ``app.state.front`` (the :class:`~._front.Front` its routes share), and of
         its parts ``app.state.authority``, ``app.state.writer`` (the :class:`BatchWriter`),
-        ``app.state.notifier``, ``app.state.presence`` (the in-memory presence board) and
-        ``app.state.read_gate`` are exposed for embedding and tests.
+        ``app.state.notifier``, ``app.state.presence`` (the in-memory presence board),
+        ``app.state.read_gate``, ``app.state.read_lane`` and, once served,
+        ``app.state.connection_budget`` are exposed for embedding and tests.
 
     Implements MW-16-a (at-least-once EVENT stream, Events carry their ids), MW-16-c (ACK
     records cursors, never deletes history), MW-16-d (SUBSCRIBE.afterSequence replay) and
@@ -158,12 +187,14 @@ def create_app(
         raise ValueError("max_replay_events must be >= 1")
     notifier = Notifier()
     presence = PresenceBoard(authority.clock, presence_ttl_ms)
+    writer = BatchWriter(authority, max_batch=max_batch, on_commit=notifier.notify)
     front = Front(
         authority=authority,
-        writer=BatchWriter(authority, max_batch=max_batch, on_commit=notifier.notify),
+        writer=writer,
         notifier=notifier,
         presence=presence,
         gate=read_gate or ReadGate(),
+        lane=ReadLane(writer.oldest_wait_ms, **(read_lane or {})),
         reads=ReadVerifier(authority.clock),
         artifact_store=artifact_store,
         poll_interval_s=poll_interval_s,
@@ -179,12 +210,14 @@ def create_app(
     # outermost: a silence is credited to live leases before anything of the request runs
     app.add_middleware(SilenceWatch, authority=authority)
     app.state.front = front
+    app.state.connection_limits = connection_limits or ConnectionLimits()
     # the documented handles, for embedding and tests
     app.state.authority = authority
     app.state.writer = front.writer
     app.state.notifier = notifier
     app.state.presence = presence
     app.state.read_gate = front.gate
+    app.state.read_lane = front.lane
     add_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
@@ -199,11 +232,15 @@ def serve(authority: Authority, host: str = "127.0.0.1", port: int = 8787, **kw:
         host: the interface to bind.
         port: the TCP port.
         **kw: ``max_batch``, ``poll_interval_s``, ``presence_ttl_ms``, ``read_gate``,
-            ``max_replay_events``, ``ws_idle_timeout_s`` and ``artifact_store`` go to
-            :func:`create_app`; else to ``uvicorn.Config`` (e.g. ``log_level``, or
-            ``ssl_certfile``/``ssl_keyfile`` for TLS), over the defaults of
-            :func:`~._limits.server_limits` (header size, idle keep-alive, WebSocket pings,
-            connections) and ``ws_max_size`` = :data:`WS_MAX_BYTES`.
+            ``max_replay_events``, ``ws_idle_timeout_s``, ``artifact_store``,
+            ``connection_limits`` and ``read_lane`` go to :func:`create_app`; else to
+            ``uvicorn.Config`` (e.g. ``log_level``, or ``ssl_certfile``/``ssl_keyfile`` for
+            TLS), over the defaults of :func:`~._limits.server_limits` (header size, idle
+            keep-alive, WebSocket pings, the connection budget's protocols) and
+            ``ws_max_size`` = :data:`WS_MAX_BYTES`.
+
+    The process's soft limit of open files is raised to its hard limit first (each
+    connection is one): :func:`~._connections.open_files_for`.
     """
     names = (
         "max_batch",
@@ -213,8 +250,12 @@ def serve(authority: Authority, host: str = "127.0.0.1", port: int = 8787, **kw:
         "max_replay_events",
         "ws_idle_timeout_s",
         "artifact_store",
+        "connection_limits",
+        "read_lane",
     )
     app_kw = {k: kw.pop(k) for k in names if k in kw}
+    limits = app_kw.get("connection_limits") or ConnectionLimits()
+    open_files_for(limits)
     app = create_app(authority, **app_kw)
     kw = {**server_limits(), "ws_max_size": WS_MAX_BYTES, **kw}
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, **kw)).run()

@@ -15,6 +15,12 @@ characters) is never accepted twice within that window, so a captured frame cann
 on another socket. A subscription ends (``ERROR unauthorized``) right after it delivers the
 subscriber's own ``member.removed``. One socket may hold several
 subscriptions (one per Group); a new SUBSCRIBE for a Group replaces the previous one.
+
+A socket that has not had a SUBSCRIBE accepted is unauthenticated (:mod:`._connections`): it is
+closed (1008) at its connection's deadline, a few seconds after it connected, and holds a place
+of the unauthenticated budget until then; its first accepted SUBSCRIBE takes it out of that
+budget. Replays and live follow read the log in the read lane (:mod:`._read_lane`), never in
+front of a Command.
 """
 
 from __future__ import annotations
@@ -29,10 +35,11 @@ from typing import Any
 from fastapi import WebSocket
 
 from ...protocol import EventType, RejectionCode
-from ..core import Authority, StoreForkedError, StoreUnavailableError
-from ..wire import CursorTooOldError, FrameError, ReadRefused, ReadVerifier, is_int
-from ._batch import Notifier
+from ..core import StoreForkedError, StoreUnavailableError
+from ..wire import CursorTooOldError, FrameError, ReadRefused, is_int
+from ._connections import Connection
 from ._frames import MAX_SKEW_MS, check_member_frame
+from ._front import Front
 from ._limits import MAX_FRAME_BYTES, JSONProblem, parse_json
 from ._metrics import read_refused
 from ._pages import EventReader
@@ -67,22 +74,20 @@ class StreamSession:
 
     Args:
         ws: the accepted WebSocket.
-        authority: the Authority whose Group logs are streamed.
-        notifier: wakes the pumps after a commit.
-        poll_interval_s: fallback poll period, seconds (appends by other processes).
-        reads: the server's nonce memory (a SUBSCRIBE's nonce is used once).
-        max_replay_events: a SUBSCRIBE further behind the head than this is answered
-            ``CURSOR_TOO_OLD`` with a recent snapshot reference.
-        idle_timeout_s: a socket holding no subscription this long is closed (1008).
+        front: the app's shared parts: the Authority whose Group logs are streamed, the
+            notifier that wakes the pumps after a commit, the fallback poll period
+            (``poll_interval_s``), the nonce memory (a SUBSCRIBE's nonce is used once), the
+            replay bound (``max_replay_events``: further behind, ``CURSOR_TOO_OLD`` with a
+            recent snapshot reference), the idle bound (``ws_idle_timeout_s``: a socket holding
+            no subscription this long is closed, 1008) and the read lane.
+        connection: the socket's place in the connection budget; until its first SUBSCRIBE is
+            accepted, the socket is closed (1008) at its deadline. ``None``: served without a
+            budget (only the idle bound applies).
     """
 
     ws: WebSocket
-    authority: Authority
-    notifier: Notifier
-    poll_interval_s: float
-    reads: ReadVerifier
-    max_replay_events: int = MAX_REPLAY_EVENTS
-    idle_timeout_s: float = WS_IDLE_TIMEOUT_S
+    front: Front
+    connection: Connection | None = None
     _subs: dict[str, _Subscription] = field(default_factory=dict, init=False)
     # Pumps and the frame loop send concurrently; whole frames must not interleave.
     _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
@@ -96,12 +101,19 @@ class StreamSession:
         """Serve frames until the client disconnects; then stop every pump."""
         try:
             while True:
+                conn = self.connection
+                unproven = conn is not None and not conn.authenticated
                 try:  # a socket that subscribes to nothing holds a connection for nothing
-                    async with asyncio.timeout(None if self._subs else self.idle_timeout_s):
+                    async with asyncio.timeout(self._timeout_s()):
                         message = await self.ws.receive()
                 except TimeoutError:
                     with contextlib.suppress(Exception):
-                        await self.ws.close(1008, "idle: no subscription")
+                        await self.ws.close(
+                            1008,
+                            "unauthenticated: no SUBSCRIBE accepted in time"
+                            if unproven
+                            else "idle: no subscription",
+                        )
                     return
                 if message["type"] == "websocket.disconnect":
                     return
@@ -118,6 +130,15 @@ class StreamSession:
                 task.cancel()
             if tasks:
                 await asyncio.wait(tasks)
+
+    def _timeout_s(self) -> float | None:
+        """Seconds this socket may wait for its next frame: the idle bound while it holds no
+        subscription, and no later than its connection's deadline while unauthenticated."""
+        conn = self.connection
+        idle = None if self._subs else self.front.ws_idle_timeout_s
+        if conn is not None and not conn.authenticated:
+            return conn.remaining_s() if idle is None else min(idle, conn.remaining_s())
+        return idle
 
     async def _handle(self, raw: str | bytes) -> None:
         if len(raw) > MAX_FRAME_BYTES:
@@ -165,16 +186,19 @@ class StreamSession:
                 "SUBSCRIBE needs group, agent, afterSequence >= 0, issuedAtMs and signature",
                 fields=["group", "agent", "afterSequence", "issuedAtMs", "signature"],
             )
-        head_seq = await asyncio.to_thread(
-            check_member_frame, self.authority, frame, group, agent, "SUBSCRIBE"
+        front = self.front
+        head_seq = await front.lane.run(
+            check_member_frame, front.authority, frame, group, agent, "SUBSCRIBE"
         )
         try:
-            self.reads.check_fresh(issued, frame.get("nonce"))
-            self.reads.remember(f"agent:{agent}", str(frame["nonce"]), issued)
+            front.reads.check_fresh(issued, frame.get("nonce"))
+            front.reads.remember(f"agent:{agent}", str(frame["nonce"]), issued)
         except ReadRefused as exc:
             raise FrameError(
                 RejectionCode.UNAUTHORIZED, exc.reason, group=group, agent=agent
             ) from None
+        if self.connection is not None:  # a member signed it: out of the stranger's budget
+            self.connection.authenticate()
         if after > head_seq:
             raise FrameError(
                 RejectionCode.INVALID_FRAME,
@@ -186,23 +210,22 @@ class StreamSession:
         if old is not None:
             old.task.cancel()
             await asyncio.wait({old.task})
-        if head_seq - after > self.max_replay_events:
+        most = front.max_replay_events
+        if head_seq - after > most:
             # far behind: a recent snapshot, not a replay of the whole gap (MW-16-d/e)
-            snap = await asyncio.to_thread(
-                self.authority.recent_snapshot, group, self.max_replay_events
-            )
+            snap = await front.lane.run(front.authority.recent_snapshot, group, most)
             await self._send(
                 {
                     "type": "ERROR",
                     "code": CursorTooOldError.code,
                     "reason": f"afterSequence {after} is {head_seq - after} Events behind the "
-                    f"head; more than {self.max_replay_events} are not replayed: restore the "
+                    f"head; more than {most} are not replayed: restore the "
                     "snapshot and subscribe after its sequence",
                     "detail": {
                         "group": group,
                         "after_sequence": after,
                         "head_seq": head_seq,
-                        "max_replay_events": self.max_replay_events,
+                        "max_replay_events": most,
                     },
                     "snapshot": snap,
                 }
@@ -226,7 +249,7 @@ class StreamSession:
                 )
                 continue
             try:
-                await asyncio.to_thread(self.authority.ack, group, sub.agent, seq)
+                await asyncio.to_thread(self.front.authority.ack, group, sub.agent, seq)
             except ValueError as exc:
                 await self._error(
                     RejectionCode.INVALID_FRAME, str(exc), {"group": group, "seq": seq}
@@ -235,12 +258,13 @@ class StreamSession:
     async def _pump(self, group: str, agent: str, after: int) -> None:
         """Replay Events after ``after`` in order, then follow the log live (MW-16-d), until
         ``agent``'s own removal from the Group, which ends the subscription."""
-        reader = EventReader(self.authority, group, after)
+        front = self.front
+        reader = EventReader(front.authority, group, after, front.lane)
         # the frame around an Event's stored JSON, sent as stored: no parse, no re-dump
         head = '{"type":"EVENT","group":' + json.dumps(group) + ',"event":'
         try:
             while True:
-                waiter = self.notifier.waiter(group)  # before the read: see _batch.Notifier
+                waiter = front.notifier.waiter(group)  # before the read: see _batch.Notifier
                 try:
                     rows, _, more = await reader.chunk()
                 except StoreForkedError as exc:  # never serve a forked log: the client alarms
@@ -251,7 +275,7 @@ class StreamSession:
                     # the database is away: keep the subscription, read again once it is back
                     # (a notification or the poll wakes this pump; it reads the log itself)
                     log.info("stream of %s waits for the store: %s", group, exc.reason)
-                    await self.notifier.wait(waiter, max(self.poll_interval_s, 1.0))
+                    await front.notifier.wait(waiter, max(front.poll_interval_s, 1.0))
                     continue
                 except CursorTooOldError as exc:
                     await self._send(
@@ -283,7 +307,7 @@ class StreamSession:
                         self._subs.pop(group, None)
                         return
                 if not more:
-                    await self.notifier.wait(waiter, self.poll_interval_s)
+                    await front.notifier.wait(waiter, front.poll_interval_s)
         except asyncio.CancelledError:
             raise
         except Exception:  # the socket went away mid-send; run() sees the disconnect

@@ -10,6 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, WebSocket
 
 from ...metrics import series, unwatch, watch
+from ._connections import connection_of
 from ._front import Front, get_front
 from ._metrics import subscriptions
 from ._stream import StreamSession
@@ -20,15 +21,7 @@ router = APIRouter()
 @router.websocket("/v1/stream")
 async def stream(ws: WebSocket, front: Front = Depends(get_front)) -> None:
     await ws.accept()
-    session = StreamSession(
-        ws,
-        front.authority,
-        front.notifier,
-        front.poll_interval_s,
-        front.reads,
-        front.max_replay_events,
-        front.ws_idle_timeout_s,
-    )
+    session = StreamSession(ws, front, connection_of(ws.scope))
     watch(series.AUTHORITY_SUBSCRIBERS, session, subscriptions)
     try:
         await session.run()

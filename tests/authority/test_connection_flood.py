@@ -1,0 +1,179 @@
+"""Bounds no stranger can exhaust (issue 37 item 5, the connections): over a real uvicorn
+server on loopback, a stranger's thousands of unsigned WebSocket upgrades that never subscribe
+do not crowd out a member — ``/healthz``, a signed read, a Command and a SUBSCRIBE are all
+served while they are held — unauthenticated connections have a budget of their own (one more
+evicts the oldest), and a connection that does not authenticate within its deadline is closed.
+No timing is asserted (bench/socket_flood.py measures ``/healthz`` under the flood).
+
+Before: one uvicorn ``limit_concurrency`` (4096) counted every socket, so 4,200 held upgrades
+made every request of every member answer 503 — the first test fails so on that server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from missionweave.authority import now_ms
+from missionweave.authority.http import ConnectionLimits
+from missionweave.authority.http._connections import ConnectionBudget, raise_open_files
+from tests.support.serving import LiveServer, mission_cmd, signed_http, signed_subscribe
+from tests.support.waits import WAIT_S, until
+from tests.support.world import World
+
+#: The issue's figure: unsigned upgrades a stranger held on main (b92c09b), all 503 meanwhile.
+FLOOD = 4200
+#: Open files this process keeps beyond the flood's sockets (two per socket: both ends here).
+SPARE_FILES = 512
+
+
+def _room_for(sockets: int) -> int:
+    """Raise this process's soft open-file limit so that ``sockets`` loopback connections
+    (both ends in this process) fit, as far as the hard limit allows; how many fit."""
+    soft = raise_open_files(2 * sockets + SPARE_FILES)
+    return min(sockets, (soft - SPARE_FILES) // 2)
+
+
+async def _upgrade(server: LiveServer) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A stranger's WebSocket upgrade of ``/v1/stream``, written raw and never followed by a
+    frame; its ``101`` read."""
+    reader, writer = await asyncio.open_connection(server.host, server.port)
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write(
+        (
+            f"GET /v1/stream HTTP/1.1\r\nHost: {server.host}:{server.port}\r\n"
+            "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        ).encode()
+    )
+    await writer.drain()
+    head = await reader.readuntil(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 101"), head[:80]
+    return reader, writer
+
+
+async def _closed_by_server(reader: asyncio.StreamReader) -> bool:
+    """Whether the server has closed this raw connection (EOF, or a reset)."""
+    try:
+        while await asyncio.wait_for(reader.read(4096), WAIT_S):
+            pass  # a WebSocket close frame, then EOF
+    except ConnectionError:
+        return True
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _members_are_served(server: LiveServer, world: World) -> None:
+    """``/healthz``, a member's signed page read, a Command and a member's SUBSCRIBE."""
+    async with signed_http(server.url, world.workers[1], timeout=WAIT_S) as http:
+        assert (await http.get("/healthz")).status_code == 200
+        page = await http.get(f"/v1/groups/{world.group}/events")
+        assert page.status_code == 200 and page.json()["events"]
+        cmd = mission_cmd(world, "during-the-flood")
+        answer = await http.post("/v1/commands", json=cmd.model_dump(mode="json"))
+        assert answer.status_code == 200 and answer.json()["status"] == "accepted"
+    async with connect(server.ws_url, open_timeout=WAIT_S) as ws:
+        await ws.send(json.dumps(signed_subscribe(world.workers[1], world.group, 0, now_ms())))
+        first = json.loads(await asyncio.wait_for(ws.recv(), WAIT_S))
+        assert first["type"] == "EVENT" and first["event"]["seq"] == 1
+
+
+async def test_members_are_served_while_a_stranger_holds_4200_sockets(world: World) -> None:
+    """The issue's flood, every socket really held: a budget above it (so none is evicted) and
+    a deadline past the test. This process raises its own open-file soft limit to hold both
+    ends of every socket (2 × 4,200 + 512); where the hard limit forbids, it holds as many as
+    fit (printed)."""
+    n = _room_for(FLOOD)
+    if n < FLOOD:
+        print(f"the hard open-file limit holds {n} sockets here, not {FLOOD}")
+    limits = ConnectionLimits(
+        auth_timeout_s=WAIT_S * 10, max_unauthenticated=n + 100, max_connections=n + 200
+    )
+    server = LiveServer(world.authority, poll_interval_s=0.05, connection_limits=limits)
+    await server.start()
+    held: list[asyncio.StreamWriter] = []
+    try:
+        budget: ConnectionBudget = server.app.state.connection_budget
+        for start in range(0, n, 200):  # 200 handshakes at a time: the loop stays responsive
+            batch = await asyncio.gather(
+                *(_upgrade(server) for _ in range(start, min(n, start + 200)))
+            )
+            held += [w for _, w in batch]
+        assert budget.unauthenticated == n  # all held, none authenticated
+        await _members_are_served(server, world)
+        assert budget.unauthenticated == n  # still held while the members were served
+    finally:
+        for w in held:
+            w.close()
+        await server.stop()
+
+
+async def test_one_connection_past_the_budget_evicts_the_oldest_unauthenticated(
+    world: World,
+) -> None:
+    limits = ConnectionLimits(auth_timeout_s=WAIT_S * 10, max_unauthenticated=20)
+    server = LiveServer(world.authority, poll_interval_s=0.05, connection_limits=limits)
+    await server.start()
+    strangers: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    try:
+        budget: ConnectionBudget = server.app.state.connection_budget
+        for _ in range(60):  # one at a time: each evicts the oldest once 20 are held
+            strangers.append(await _upgrade(server))
+        assert budget.unauthenticated == 20
+        closed = await asyncio.gather(*(_closed_by_server(r) for r, _ in strangers[:40]))
+        assert all(closed)  # the 40 oldest were evicted
+        await _members_are_served(server, world)  # each newcomer evicted a stranger
+        assert budget.unauthenticated <= 20
+    finally:
+        for _, w in strangers:
+            w.close()
+        await server.stop()
+
+
+async def test_a_connection_that_never_authenticates_is_closed_at_its_deadline(
+    world: World,
+) -> None:
+    limits = ConnectionLimits(auth_timeout_s=0.5)
+    server = LiveServer(world.authority, poll_interval_s=0.05, connection_limits=limits)
+    await server.start()
+    try:
+        budget: ConnectionBudget = server.app.state.connection_budget
+        # a member's socket, authenticated by its SUBSCRIBE, outlives the deadline
+        async with connect(server.ws_url, open_timeout=WAIT_S) as member:
+            await member.send(
+                json.dumps(signed_subscribe(world.workers[1], world.group, 0, now_ms()))
+            )
+            assert json.loads(await asyncio.wait_for(member.recv(), WAIT_S))["type"] == "EVENT"
+            # a stranger's WebSocket is closed politely (1008), naming why
+            async with connect(server.ws_url, open_timeout=WAIT_S) as ws:
+                try:
+                    await asyncio.wait_for(ws.recv(), WAIT_S)
+                except ConnectionClosed as exc:
+                    assert exc.rcvd is not None and exc.rcvd.code == 1008
+                    assert "unauthenticated" in exc.rcvd.reason
+                else:
+                    raise AssertionError("the unauthenticated socket got a frame, not a close")
+            # a TCP connection that sends nothing, and one whose request head never ends
+            silent = await asyncio.open_connection(server.host, server.port)
+            slow = await asyncio.open_connection(server.host, server.port)
+            slow[1].write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            await slow[1].drain()
+            assert await _closed_by_server(silent[0]) and await _closed_by_server(slow[0])
+            for _, w in (silent, slow):
+                w.close()
+            await until("no unauthenticated connection left", lambda: budget.unauthenticated == 0)
+            # the member's subscription still delivers
+            world.ok(world.coordinator, "mission.create", {"mission_id": "later", "title": "x"})
+            head, _ = world.authority.head(world.group)
+            while (frame := json.loads(await asyncio.wait_for(member.recv(), WAIT_S)))["event"][
+                "seq"
+            ] < head:
+                assert frame["type"] == "EVENT"
+    finally:
+        await server.stop()

@@ -1,0 +1,49 @@
+"""A wall-clock step set right again does not lock members out (issue 37, found by the fault
+suite's ``clock`` kind): a signature's freshness is judged on the reference clock, not on lease
+time, which stays ahead after a forward step was corrected (it never goes back, MW-11.5-c)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from missionweave.authority.core import freshness_clock
+from missionweave.authority.http._frames import check_member_frame
+from missionweave.authority.wire import MAX_SKEW_MS, FrameError
+from missionweave.protocol import canonical_bytes
+from tests.support.world import make_world
+
+from .test_service_time import SteppedClock
+
+
+def _presence_frame(w, wall_ms: int) -> dict:  # type: ignore[no-untyped-def]
+    """A member's frame signed at ``wall_ms`` (its own clock, which was never stepped)."""
+    actor = w.workers[0]
+    frame = {"group": w.group, "agent": actor.agent_id, "issuedAtMs": wall_ms,
+             "nonce": uuid.uuid4().hex}  # fmt: skip
+    frame["signature"] = actor.key.sign(canonical_bytes(frame))
+    return frame
+
+
+def test_a_forward_step_set_right_again_refuses_no_members_frame__MW_11_5_c(
+    tmp_path: Path,
+) -> None:
+    """+10 min, 2 s, then back: lease time is still ~10 min ahead (it runs at half rate until
+    the wall clock catches up), yet a frame the member signs on its true clock is accepted;
+    while the Authority's clock is wrong the same frame is refused (``unauthorized``)."""
+    clock = SteppedClock()
+    w = make_world(tmp_path / "a.db", clock=clock)
+    clock.advance(1_000)
+    true_ms = clock.wall_ms
+    clock.step(600_000)
+    clock()  # the Authority judges a Command meanwhile: lease time follows the step
+    with pytest.raises(FrameError):  # the Authority's clock is wrong: refused, as it should be
+        check_member_frame(w.authority, _presence_frame(w, true_ms), w.group, "worker-0")
+    clock.advance(2_000)
+    clock.step(-600_000)
+    true_ms = clock.wall_ms
+    assert clock() - true_ms > MAX_SKEW_MS  # lease time stays ahead of the corrected clock
+    assert freshness_clock(clock)() == true_ms
+    check_member_frame(w.authority, _presence_frame(w, true_ms), w.group, "worker-0")

@@ -189,10 +189,7 @@ class Cluster:
             for w in self.workers:
                 self._start_worker(w)
 
-            async def present() -> bool:
-                return set(self.workers) <= set(await a.presence(GROUP))
-
-            await until(present, "Presence of every agent", 60)
+        await until(self._present, "Presence of every agent", 60)
         self.client = await connect_client(f"127.0.0.1:{self.temporal_port}", tracing=False)
 
     def _operator(self) -> AuthorityClient:
@@ -214,12 +211,17 @@ class Cluster:
         for proxy in self.proxies.values():
             proxy.set_mode("pass")
         await until(self._temporal_answers, "answer from Temporal", timeout_s)
-        async with self._operator() as a:
+        await until(self._present, "Presence of every agent", timeout_s)
 
-            async def present() -> bool:
-                return set(self.workers) <= set(await a.presence(GROUP))
-
-            await until(present, "Presence of every agent", timeout_s)
+    async def _present(self) -> bool:
+        """Whether every agent is present, each read on the replica it reports to (a
+        replica knows the presence reported to it only)."""
+        key = SigningKey.from_file(self.coordinator_key)
+        seen: set[str] = set()
+        for port in self.authority_ports:
+            async with AuthorityClient(f"http://127.0.0.1:{port}", signing_key=key) as a:
+                seen |= set(await a.presence(GROUP))
+        return set(self.workers) <= seen
 
     async def events(self) -> list[Event]:
         """Every Event of the Group so far (read from the Authority as its operator)."""

@@ -17,6 +17,7 @@ its wall clock — the things the incident kinds fault.
 from __future__ import annotations
 
 import contextlib
+import shutil
 from pathlib import Path
 from typing import Literal
 
@@ -89,5 +90,11 @@ class Surroundings:
         return fill(self.disk_dir)
 
     def close(self) -> None:
-        """Stop PostgreSQL and delete its data; unmount the disk."""
+        """Stop PostgreSQL and delete its data; unmount the disk (its database copied to
+        ``disk-kept/`` first, for the checker's reader and a failed trial's post-mortem)."""
+        if self.disk_dir is not None and self.disk_kind == "tmpfs":
+            kept = self.run_dir / "disk-kept"
+            kept.mkdir(exist_ok=True)
+            for f in self.disk_dir.glob("authority.db*"):
+                shutil.copy2(f, kept / f.name)
         self._stack.close()

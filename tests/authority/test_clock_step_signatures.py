@@ -1,6 +1,7 @@
-"""A wall-clock step set right again does not lock members out (issue 37, found by the fault
-suite's ``clock`` kind): a signature's freshness is judged on the reference clock, not on lease
-time, which stays ahead after a forward step was corrected (it never goes back, MW-11.5-c)."""
+"""A wall-clock step of the Authority, found by the fault suite's ``clock`` kind (issue 37): a
+forward step expires no accepted WorkItem's start deadline, and a step set right again does not
+lock members out — a signature's freshness is judged on the reference clock, not on lease time,
+which stays ahead after a forward step was corrected (it never goes back, MW-11.5-c)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from missionweave.authority.core import freshness_clock
+from missionweave.authority.core import credit_on_start, freshness_clock
 from missionweave.authority.http._frames import check_member_frame
 from missionweave.authority.wire import MAX_SKEW_MS, FrameError
 from missionweave.protocol import canonical_bytes
@@ -47,3 +48,23 @@ def test_a_forward_step_set_right_again_refuses_no_members_frame__MW_11_5_c(
     assert clock() - true_ms > MAX_SKEW_MS  # lease time stays ahead of the corrected clock
     assert freshness_clock(clock)() == true_ms
     check_member_frame(w.authority, _presence_frame(w, true_ms), w.group, "worker-0")
+
+
+def test_a_forward_step_does_not_miss_an_accepted_work_items_start_deadline__MW_11_5_c(
+    tmp_path: Path,
+) -> None:
+    """A WorkItem accepted with a 60 s start deadline; the wall clock jumps 10 minutes ahead:
+    the step is credited to its start deadline as to live leases, so its owner's ``work.start``
+    is accepted (before: ``start_deadline_missed`` for every start, the WorkItem stuck at its
+    owner — the fault suite's ``clock`` kind)."""
+    clock = SteppedClock()
+    w = make_world(tmp_path / "a.db", clock=clock)
+    credit_on_start(w.authority)  # serving: the stall watch and its step credit are on
+    w.authorize("a", timeouts={"start_deadline_ms": 60_000, "lease_ms": 3_000,
+                               "heartbeat_ms": 500})  # fmt: skip
+    worker = w.workers[0]
+    assert w.accept(worker, "a", w.offer("a", worker)).accepted
+    clock.advance(1_000)
+    clock.step(600_000)
+    lease = w.start(worker, "a")
+    assert lease["lease_id"]

@@ -15,6 +15,12 @@ through any incident up to :data:`MAX_CREDIT_MS`, and an owner that is dead — 
 again — loses it at the latest ``MAX_CREDIT_MS + (1 + GRACE_LEASES) × lease_ms`` after it was
 last heard, however often the store flaps.
 
+An accepted WorkItem's start deadline (``work_items.start_deadline_ms``) not passed when the
+incident began moves by ``gap`` too: its owner could not start it meanwhile (a forward step of
+the wall clock refused every such start ``start_deadline_missed``, and the WorkItem waited at
+its owner for good — the fault suite's ``clock`` kind, issue 37). A dead owner's accepted
+WorkItem is re-offered at the latest the incidents' length after its deadline.
+
 The store records the end of the last credited incident (``meta`` ``credited_until_ms``), in
 the transaction that extends the leases: an interval is credited once, whichever replica or
 cause reports it, and over PostgreSQL the record is taken under an advisory lock of its own
@@ -73,6 +79,9 @@ def credit_outage(store: Store, gap_ms: int, now_ms: int, *, renewing_only: bool
         if credited > row["expires_at_ms"]:
             store.run("leases.set_expires_at_ms", credited, row["lease_id"])
             n += 1
+    # an accepted WorkItem's owner could not start it either: its start deadline moves too
+    # (a forward clock step otherwise refused every start with start_deadline_missed for good)
+    store.run("work_items.credit_start_deadlines", gap, since)
     store.run("meta.set_credited_until", str(now_ms))
     return n
 

@@ -9,8 +9,9 @@ death — each applied at the trial's moment and undone as an operator would.
   −1 h (the test seam of :mod:`missionweave.cli._wall_seam`), held for longer than a lease,
   then set right again (a step the other way);
 * ``read-storm`` / ``storm``, ``conn-flood`` / ``flood``, ``member-flood`` / ``flood`` — a
-  load process (:mod:`tests.faults.loads`) for :data:`LOAD_S` seconds against the Authority
-  (the first replica), its summary kept in the trial's record.
+  load process (:mod:`tests.faults.loads`, at niceness :data:`LOAD_NICE`: the load stands for
+  other machines) for :data:`LOAD_S` seconds against the Authority (the first replica), its
+  summary kept in the trial's record.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-from .cluster import GROUP, VISITOR, Cluster
+from .cluster import GROUP, VISITOR, Cluster, until
 from .parts import Part
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 #: Seconds a load runs.
 LOAD_S = 12.0
+#: The niceness of a load process (see :func:`_load`).
+LOAD_NICE = 10
 #: The clock steps (ms).
 STEPS_MS = {"step-ahead": 600_000, "step-back": -3_600_000}
 #: What each load process is asked to do.
@@ -58,33 +61,58 @@ async def apply(plan: Plan, cluster: Cluster, record: Record) -> None:
         await asyncio.sleep(plan.hold_s)
         s.set_offset_ms(0)
     else:
-        await _load(plan, cluster, record)
+        await _finish_load(plan, cluster, record)
 
 
-async def _load(plan: Plan, cluster: Cluster, record: Record) -> None:
-    """Run the kind's load process to its end; its summary goes to ``record.measured``."""
-    name = f"load-{plan.kind}-{cluster.missions}"
+def _load_name(plan: Plan, mission: int) -> str:
+    """The load process of ``plan`` for the deployment's ``mission``-th Mission."""
+    return f"load-{plan.kind}-{mission}"
+
+
+async def start_load(plan: Plan, cluster: Cluster, record: Record) -> None:
+    """Before the trial's Mission starts: start the kind's load process and wait (up to 30 s)
+    until it is under way, so that the whole Mission runs under it."""
+    name = _load_name(plan, cluster.missions + 1)  # the Mission about to start
+    ready = cluster.run_dir / f"{name}.ready"
     out = cluster.run_dir / f"{name}.json"
+    # niced: in production the readers and flooders are other machines, whose CPU is not the
+    # owners'; on a small shared machine a load at normal priority starves the agents
+    # themselves (their handlers' 400 ms sleeps took 2 s) and measures that instead
     cmd = [
+        *("nice", "-n", str(LOAD_NICE)),
         sys.executable,
         *("-m", "tests.faults.loads", *LOAD_ARGS[plan.kind]),
         *("--url", cluster.authority_url(), "--group", GROUP, "--seconds", str(plan.hold_s)),
         *("--key", str(cluster.files.key(VISITOR)), "--agent", VISITOR),
-        *("--mission", cluster.mission_id, "--out", str(out)),
+        *("--mission", f"faults-{cluster.missions + 1}", "--out", str(out), "--ready", str(ready)),
     ]
     part = cluster.loads[name] = Part(name, cmd, cluster.run_dir / "logs" / f"{name}.log")
     part.start()
+
+    async def under_way() -> bool:
+        return ready.exists()
+
+    try:
+        await until(under_way, f"{name} under way", 30, lambda: None if part.alive() else "exit")
+    except Exception:  # the trial goes on; its line says why the load is missing
+        record.notes.append(f"{name} never got under way: {part.tail(3)}")
+
+
+async def _finish_load(plan: Plan, cluster: Cluster, record: Record) -> None:
+    """Wait for the load process to end; its summary goes to ``record.measured``."""
+    part = cluster.loads[_load_name(plan, cluster.missions)]
+    out = cluster.run_dir / f"{part.name}.json"
     assert part.proc is not None
     with contextlib.suppress(subprocess.TimeoutExpired):
         await asyncio.to_thread(part.proc.wait, plan.hold_s + 60)
     if part.alive():
-        record.notes.append(f"{name} did not end: {part.tail(3)}")
+        record.notes.append(f"{part.name} did not end: {part.tail(3)}")
         await asyncio.to_thread(part.stop)
         return
     try:
         got = json.loads(out.read_text())
     except (OSError, ValueError):
-        record.notes.append(f"{name} exited {part.proc and part.proc.returncode}: {part.tail(5)}")
+        record.notes.append(f"{part.name} exited {part.proc.returncode}: {part.tail(5)}")
         return
     got.pop("kind", None)
     record.measured.append(", ".join(f"{k} {v}" for k, v in sorted(got.items())))

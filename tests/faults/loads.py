@@ -14,7 +14,10 @@ and that stops by itself after ``--seconds``, printing one JSON line of what it 
   ``work.propose`` of ``--mission`` back to back (a capability nobody has, so nothing is ever
   offered), one in ten carrying a 200 KB objective; ``Retry-After`` is ignored: a flood.
 
-Every loop is bounded by ``--seconds`` and targets the loopback address it is given.
+Every loop is bounded by ``--seconds`` and targets the loopback address it is given. Once the
+load is under way (:func:`_ready`: each reader, subscription or sender answered once, all
+sockets tried once, or 5 s) the file ``--ready`` is written, so that a trial starts its
+Mission under the load.
 """
 
 from __future__ import annotations
@@ -42,6 +45,28 @@ from missionweave.protocol import Actor, SigningKey, canonical_bytes
 NOBODY = "fault.nobody@1.0"
 #: Bytes of the large proposals' objective (one in ten proposals).
 LARGE = 200_000
+
+
+#: Seconds after which a load counts as under way whatever it got.
+RAMP_S = 5.0
+
+
+def _ready(a: argparse.Namespace, out: Counter[str], began: float, enough: int) -> None:
+    """Write ``a.ready`` once ``out`` holds ``enough`` answers or :data:`RAMP_S` passed."""
+    if a.ready.exists():
+        return
+    if sum(v for k, v in out.items() if k != "open-file limit") >= enough or (
+        time.monotonic() - began > RAMP_S
+    ):
+        a.ready.write_text("under way\n")
+
+
+async def _ramp(a: argparse.Namespace, out: Counter[str], until: float, enough: int) -> None:
+    """Watch ``out`` until the load is under way (:func:`_ready`) or ``until``."""
+    began = time.monotonic()
+    while not a.ready.exists() and time.monotonic() < until:
+        _ready(a, out, began, enough)
+        await asyncio.sleep(0.1)
 
 
 def _retry_after(resp: httpx.Response) -> float:
@@ -106,6 +131,7 @@ async def read_storm(a: argparse.Namespace, until: float) -> Counter[str]:
         await asyncio.gather(
             *(_reader(http, a.group, until, out) for _ in range(a.readers)),
             *(_subscriber(ws_url, actor, a.group, until, out) for _ in range(a.subs)),
+            _ramp(a, out, until, a.readers + a.subs),
         )
     return out
 
@@ -157,6 +183,7 @@ async def conn_flood(a: argparse.Namespace, until: float) -> Counter[str]:
     for _ in range(0, a.sockets, 200):
         tasks += [asyncio.create_task(_hold(port, until, out, held)) for _i in range(200)]
         await asyncio.sleep(0.2)
+    a.ready.write_text("under way\n")  # every socket tried once
     while time.monotonic() < until:
         out["most held"] = max(out["most held"], held[0])
         await asyncio.sleep(0.5)
@@ -209,7 +236,10 @@ async def member_flood(a: argparse.Namespace, until: float) -> Counter[str]:
             if info.agent_id == actor.agent_id:
                 actor.membership_epochs[a.group] = info.membership_epoch
     async with httpx.AsyncClient(base_url=a.url, timeout=30) as http:
-        await asyncio.gather(*(_sender(http, actor, a, until, out) for _ in range(a.senders)))
+        await asyncio.gather(
+            *(_sender(http, actor, a, until, out) for _ in range(a.senders)),
+            _ramp(a, out, until, 50),
+        )
     return out
 
 
@@ -230,6 +260,7 @@ def main() -> None:
     p.add_argument("--sockets", type=int, default=4_200)
     p.add_argument("--senders", type=int, default=4)
     p.add_argument("--out", type=Path, required=True, help="Where the JSON summary goes.")
+    p.add_argument("--ready", type=Path, required=True, help="Written once under way.")
     a = p.parse_args()
     began = time.monotonic()
     got = asyncio.run(LOADS[a.kind](a, began + a.seconds))

@@ -59,6 +59,8 @@ KINDS: tuple[Kind, ...] = (
 INCIDENT_KINDS: frozenset[Kind] = frozenset(
     {"store", "disk", "read-storm", "clock", "conn-flood", "member-flood"}
 )
+#: The incident kinds that are a load process, started before the Mission (:mod:`.incidents`).
+LOAD_KINDS: frozenset[Kind] = frozenset({"read-storm", "conn-flood", "member-flood"})
 FAULTS: tuple[Fault, ...] = (
     "kill", "freeze", "cut", "fill", "storm", "step-ahead", "step-back", "flood"
 )  # fmt: skip
@@ -125,8 +127,7 @@ class Plan:
         )
         if kind == "store":  # a database restart takes longer than a process's
             return dataclasses.replace(plan, target="postgres", down_s=round(rng.uniform(2, 8), 3))
-        if kind in ("read-storm", "conn-flood", "member-flood"):
-            # the whole Mission under load: from its start
+        if kind in LOAD_KINDS:  # the whole Mission under load: from its start
             return dataclasses.replace(plan, hold_s=incidents.LOAD_S, after_effects=0)
         return plan
 
@@ -142,7 +143,12 @@ class Plan:
             }[self.kind]
             clock = {"step-ahead": "+10 min", "step-back": "-1 h"}.get(self.fault, "")
             what = what.replace(self.fault, clock) if clock else what
-            return f"{self.kind}: {what}, after {self.after_effects} effect(s) + {self.delay_s:g} s"
+            when = (
+                "from the Mission's start"
+                if self.kind in LOAD_KINDS
+                else f"after {self.after_effects} effect(s) + {self.delay_s:g} s"
+            )
+            return f"{self.kind}: {what}, {when}"
         if self.kind == "dev-temporal":
             target = "dev up's Temporal" if self.fault != "cut" else "dev up's Temporal (agents)"
         elif self.kind == "dev-up":

@@ -68,3 +68,24 @@ def test_a_forward_step_does_not_miss_an_accepted_work_items_start_deadline__MW_
     clock.step(600_000)
     lease = w.start(worker, "a")
     assert lease["lease_id"]
+
+
+def test_a_renewal_that_is_the_first_to_see_a_forward_step_is_accepted__MW_11_5_c(
+    tmp_path: Path,
+) -> None:
+    """Nothing reads the clock between the step and the owner's renewal (its Command was
+    signed before): the transaction that judges it is the first to see the step, and credits
+    it before judging (before: the step was taken from the clock before the clock was read,
+    so it was credited only at the next transaction and this renewal was ``lease_expired`` —
+    ``4242:clock:step-ahead:1``, a WorkItem stuck)."""
+    clock = SteppedClock()
+    w = make_world(tmp_path / "a.db", clock=clock)
+    w.authorize("a", timeouts={"start_deadline_ms": 60_000, "lease_ms": 2_000,
+                               "heartbeat_ms": 500})  # fmt: skip
+    w.lease("a", w.workers[0])
+    credit_on_start(w.authority)
+    clock.advance(500)
+    renewal = w.workers[0].command("lease.renew", w.group, w.leased("a"), issued_at_ms=clock())
+    clock.step(600_000)
+    r = w.authority.submit(renewal)
+    assert r.accepted, r.rejection

@@ -132,8 +132,9 @@ def start_judging(authority: Any) -> None:
     watch: StallWatch | None = authority.stall_watch
     if watch is not None:
         clock = authority.clock
+        now = clock()  # first: this reading may be the one that sees a step
         steps = clock.take_steps() if isinstance(clock, LeaseClock) else 0
-        watch.check(authority.store, clock(), steps)
+        watch.check(authority.store, now, steps)
 
 
 def _sync(authority: Any) -> None:

@@ -21,7 +21,7 @@ Two kinds take one fault only (:data:`KIND_FAULTS`):
   (issue 24, finding 3). Not the owner: nothing may run twice.
 
 The incident kinds of issue 37 — none of them the owner's fault, so nothing may run twice —
-are :mod:`.incidents`': ``store``/``kill``, ``disk``/``fill``, ``clock``/``step-ahead`` and
+are :mod:`.incidents`: ``store``/``kill``, ``disk``/``fill``, ``clock``/``step-ahead`` and
 ``step-back``, ``read-storm``/``storm``, ``conn-flood``/``flood``, ``member-flood``/``flood``.
 
 The moment: once the ledger holds a seeded number of effects (between one and half of the

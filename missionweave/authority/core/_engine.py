@@ -320,10 +320,11 @@ class Authority(LogReader, AgentReads):
         database aborted it on a transient conflict with another replica (a deadlock between two
         batches' locks)."""
         for attempt in range(8):
+            began = self.clock()  # a failing store failed from here: a wait for it counts
             try:
                 results = transaction()
             except Exception as exc:
-                store_failed(self, exc)  # the store's own failure is credited (MW-11.5-c)
+                store_failed(self, exc, began)  # the store's own failure is credited (MW-11.5-c)
                 if attempt == 7 or not self.store.retryable(exc):
                     if store_unavailable(exc) and not isinstance(exc, StoreUnavailableError):
                         # SQLite's full disk or I/O error: an outage like a lost database

@@ -6,12 +6,15 @@ owner gave up its final report and the WorkItem ran again under a new key."""
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import warnings
 from pathlib import Path
 
 import httpx
 
 from missionweave.authority import AuthorityConfig, now_ms
+from missionweave.authority.core import credit_on_start
+from missionweave.authority.core._outages import store_failed
 from tests.support.disks import fill, small_disk
 from tests.support.serving import LiveServer, mission_cmd
 from tests.support.world import make_world
@@ -47,3 +50,17 @@ async def test_a_command_on_a_full_disk_is_503_store_unavailable__MW_11_5_c(
         finally:
             await server.stop()
             w.authority.close()
+
+
+def test_a_store_failure_is_credited_from_the_failed_transactions_start__MW_11_5_c(
+    tmp_path: Path,
+) -> None:
+    """A write that waited for the store and then failed opens the incident at the moment it
+    began, not when it gave up (a 2 s wait for a PostgreSQL connection left 2 s leases that
+    lapsed meanwhile uncredited — the fault suite's ``store`` kind)."""
+    w = make_world(tmp_path / "a.db")
+    credit_on_start(w.authority)  # serving: the stall watch is on
+    began = w.clock.now
+    w.clock.advance(2_000)  # the wait for the store
+    store_failed(w.authority, sqlite3.OperationalError("disk I/O error"), began)
+    assert w.authority.stall_watch.failing_since_ms == began

@@ -70,15 +70,19 @@ def credit_outage(
     """
     store.lock_groups([LEDGER])
     row = store.one("meta.credited_until")
-    since = max(now_ms - min(gap_ms, MAX_CREDIT_MS), int(row[0]) if row is not None else 0)
-    gap = now_ms - since
-    if gap <= 0:
-        return 0
+    credited_until = int(row[0]) if row is not None else 0
+    start = now_ms - min(gap_ms, MAX_CREDIT_MS)
+    since = max(start, credited_until)
+    gap = max(0, now_ms - since)  # the part of the interval no credit covered yet
     n = 0
-    for row in store.all("leases.live_at_with_contract", since):
+    # Every lease live when *this* incident began, even where another replica's credit of the
+    # same outage began later (it saw the store fail later) and so never considered a lease
+    # that expired meanwhile: each gets at least the grace from now (the fault suite's store
+    # kind), and only the uncredited part of the gap on top of its expiry.
+    for row in store.all("leases.live_at_with_contract", start):
         lease_ms = WorkContract.model_validate_json(row["contract"]).timeouts.lease_ms
         heard = max([row["started_at_ms"], *json.loads(row["renewals"])])
-        if renewing_only and (row["kind"] != "execution" or heard < since - lease_ms // 2):
+        if renewing_only and (row["kind"] != "execution" or heard < start - lease_ms // 2):
             continue
         grace = max(GRACE_LEASES * lease_ms, floor_ms)
         ceiling = heard + lease_ms + MAX_CREDIT_MS + grace
@@ -88,8 +92,9 @@ def credit_outage(
             n += 1
     # an accepted WorkItem's owner could not start it either: its start deadline moves too
     # (a forward clock step otherwise refused every start with start_deadline_missed for good)
-    store.run("work_items.credit_start_deadlines", gap, since)
-    store.run("meta.set_credited_until", str(now_ms))
+    if gap:
+        store.run("work_items.credit_start_deadlines", gap, since)
+    store.run("meta.set_credited_until", str(max(now_ms, credited_until)))
     return n
 
 

@@ -44,9 +44,7 @@ MAX_CREDIT_MS = 600_000
 LEDGER = "credit ledger"
 
 
-def credit_outage(
-    store: Store, gap_ms: int, now_ms: int, *, renewing_only: bool = False, floor_ms: int = 0
-) -> int:
+def credit_outage(store: Store, gap_ms: int, now_ms: int, *, renewing_only: bool = False) -> int:
     """Inside a write transaction: credit an incident of ``gap_ms`` ending at ``now_ms`` to
     every lease live when it began (see the module docstring for the new expiry and its
     bounds), once: the part of the interval an earlier credit covered is not credited again.
@@ -58,10 +56,6 @@ def credit_outage(
         renewing_only: credit only leases whose owner was heard (started or renewed) within
             half a lease before the incident began — for a silence, which an owner dead before
             it explains as well as a cut.
-        floor_ms: the least time from ``now_ms`` an owner gets to renew in, over the
-            :data:`GRACE_LEASES` whole leases — a shared store's failure ends for each replica
-            when *it* reconnects (:attr:`Store.recovery_grace_ms`), and the owners renewing
-            through the last one must not be judged by the first.
 
     Returns:
         The number of leases extended.
@@ -84,9 +78,8 @@ def credit_outage(
         heard = max([row["started_at_ms"], *json.loads(row["renewals"])])
         if renewing_only and (row["kind"] != "execution" or heard < start - lease_ms // 2):
             continue
-        grace = max(GRACE_LEASES * lease_ms, floor_ms)
-        ceiling = heard + lease_ms + MAX_CREDIT_MS + grace
-        credited = min(max(row["expires_at_ms"] + gap, now_ms + grace), ceiling)
+        ceiling = heard + lease_ms + MAX_CREDIT_MS + GRACE_LEASES * lease_ms
+        credited = min(max(row["expires_at_ms"] + gap, now_ms + GRACE_LEASES * lease_ms), ceiling)
         if credited > row["expires_at_ms"]:
             store.run("leases.set_expires_at_ms", credited, row["lease_id"])
             n += 1

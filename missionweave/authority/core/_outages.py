@@ -241,9 +241,7 @@ class StallWatch:
         if not pending:
             return 0
         cause, gap = max(pending.items(), key=lambda kv: kv[1])
-        # a shared store failed every replica at once: each recovers when it reconnects
-        floor = store.recovery_grace_ms if "store_failed" in pending else 0
-        n = credit_outage(store, gap, now_ms, floor_ms=floor)
+        n = credit_outage(store, gap, now_ms)
         record_credit(cause, n, min(gap, MAX_CREDIT_MS))  # counted even if it rolls back: rare
         if n:
             log.warning("the Authority could not serve for %d ms (%s): %d live lease(s) "

@@ -44,14 +44,10 @@ class Store(Protocol):
     Attributes:
         backend: ``"sqlite"`` or ``"postgres"``.
         location: the file path or the URL without its password, for messages.
-        recovery_grace_ms: after the store failed, the least time owners get to renew in once
-            it commits again (milliseconds): 0 for a store of one process; for a store shared
-            by replicas, how long the slowest may take to reconnect (``credit_outage``).
     """
 
     backend: str
     location: str
-    recovery_grace_ms: int
 
     def one(self, name: str, *args: Any) -> Row | None:
         """The first row of statement ``name``, or ``None``."""
@@ -169,8 +165,6 @@ class SqlStore:
 
     conn: Any
     sql: Mapping[str, str]
-    #: one process's store: it commits again when this process does (see :class:`Store`)
-    recovery_grace_ms = 0
 
     def dialect(self, sql: str) -> str:
         """``sql`` (SQLite's dialect, ``?`` placeholders) as this backend runs it."""

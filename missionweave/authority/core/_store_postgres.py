@@ -122,11 +122,6 @@ class PostgresStore(SqlStore):
     """
 
     backend = "postgres"
-    #: replicas share the database: after it failed, each commits again only once its own
-    #: pool reconnected — up to one failed attempt of :data:`RECONNECT_TIMEOUT_S` and a fresh
-    #: one — so owners renewing through the slowest get that long (the fault suite's ``store``
-    #: kind: 2 s leases lapsed at the replica that came back first)
-    recovery_grace_ms = int(2 * RECONNECT_TIMEOUT_S * 1000)
 
     def __init__(self, url: str, *, connect_wait_s: float = CONNECT_WAIT_S) -> None:
         self.url = url

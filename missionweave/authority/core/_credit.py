@@ -24,7 +24,10 @@ WorkItem is re-offered at the latest the incidents' length after its deadline.
 The store records the end of the last credited incident (``meta`` ``credited_until_ms``), in
 the transaction that extends the leases: an interval is credited once, whichever replica or
 cause reports it, and over PostgreSQL the record is taken under an advisory lock of its own
-(:data:`LEDGER`), so replicas recovering together serialize on it.
+(:data:`LEDGER`), so replicas recovering together serialize on it. The record trims only the
+gap a credit adds: every lease live when a replica's own incident began is still considered
+(another replica may have seen the same outage begin later, and credited a later interval
+that a lease lapsed before), and gets at least the grace from now.
 """
 
 from __future__ import annotations

@@ -140,7 +140,9 @@ def serve(
     from ..authority.http import ConnectionLimits
     from ..authority.http import serve as run_server
     from ..telemetry import setup_tracing
+    from ._wall_seam import install_wall_offset
 
+    install_wall_offset()  # a test seam, only when its environment variable is set
     setup_tracing("missionweave-authority")  # from OTEL_*; off unless configured
     from ..authority.core import is_url
 

@@ -372,6 +372,36 @@ def test_an_incident_is_credited_once_whichever_replica_reports_it__MW_11_5_c(
         other.close()
 
 
+def test_a_replica_that_saw_the_store_fail_first_credits_the_leases_that_lapsed_first__MW_11_5_c(
+    tmp_path: Path, store_backend: str
+) -> None:
+    """Replica B saw the store fail late (its first request came late) and credits first; a
+    lease that lapsed before B's incident began is not B's to credit. Replica A saw the store
+    fail early and credits the same outage after B: the ledger trims the gap A adds, but A
+    still credits every lease live when *its* incident began, so the lease that lapsed
+    meanwhile gets the grace (the fault suite's store kind: such leases were never credited,
+    and their WorkItems ran again)."""
+    w = make_world(tmp_path / "a.db")
+    w.authorize("a", timeouts=SHORT)
+    lease = w.lease("a", w.workers[0])
+    expires = lease["expires_at_ms"]
+    b = Authority(w.db, w.authority.key, w.authority.config, clock=w.clock)
+    try:
+        w.clock.now = expires + 3_000  # the lease lapsed 3 s ago, mid-outage
+        with b._write():  # B: an incident of 2 s, begun after the lapse — nothing of its own
+            assert credit_outage(b.store, 2_000, w.clock.now) == 0
+        w.clock.advance(500)
+        with w.authority._write():  # A: the same outage, seen from 1 s before the lapse
+            assert credit_outage(w.authority.store, 4_500, w.clock.now) == 1
+        row = w.authority.lease(lease["lease_id"])
+        assert (
+            row is not None
+            and row["expires_at_ms"] >= w.clock.now + GRACE_LEASES * SHORT["lease_ms"]
+        )
+    finally:
+        b.close()
+
+
 def test_a_renewal_that_waited_in_the_writers_queue_is_not_judged_late__MW_11_5_c(
     tmp_path: Path,
 ) -> None:

@@ -6,7 +6,10 @@ twice — in the spirit of Jepsen's nemesis and checkers and TigerBeetle's seede
 * :mod:`.cluster` starts a deployment (``separate``: Temporal dev server with a SQLite file,
   Authority, coordinator, agents; ``dev``: ``missionweave dev up`` and agents) and its Mission
   of ledger handlers (:mod:`.handlers`);
-* :mod:`.nemesis` applies one seeded fault per trial and undoes it as an operator would;
+* :mod:`.surroundings` gives the Authority its database, disk and clock per layout (SQLite;
+  PostgreSQL under two replicas; a small tmpfs; a stepped wall clock);
+* :mod:`.nemesis` applies one seeded fault per trial and undoes it as an operator would — the
+  Authority's own incidents (issue 37) in :mod:`.incidents`, the loads in :mod:`.loads`;
 * :mod:`.checker` judges the run; :mod:`.suite` runs trials and prints the table.
 
 Run it with ``make faults SEED=… TRIALS=…`` or ``python -m tests.faults --help``; a short

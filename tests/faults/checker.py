@@ -100,7 +100,7 @@ async def check(cluster: Cluster, status: str, owner_faulted: bool) -> Verdict:
         keys_per_item[ln[1]].add(ln[0])
     verify = await asyncio.to_thread(
         subprocess.run,
-        [MW, "events", "verify", "--db", str(cluster.files.authority_db)],
+        [MW, "events", "verify", "--db", str(cluster.authority_db)],
         capture_output=True,
         text=True,
         cwd=ROOT,

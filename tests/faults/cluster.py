@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
@@ -53,9 +53,11 @@ from ..support.serving import authority_serve_command
 from .handlers import LEDGER_ENV
 from .parts import MW, Part
 from .proxy import Proxy
+from .surroundings import Layout, Surroundings
 
 GROUP = "faults"
-Layout = Literal["separate", "dev"]
+#: A member that runs no agent: the loads' reader and flooder (:mod:`tests.faults.loads`).
+VISITOR = "visitor"
 
 
 @dataclass(frozen=True)
@@ -104,8 +106,12 @@ class Cluster:
         self.layout = layout
         self.ledger = run_dir / "ledger.txt"
         self.temporal_port = free_port()
-        self.authority_port = free_port()
+        self.surroundings = Surroundings(run_dir, layout, self.files.authority_db)
+        #: one port per ``authority serve`` replica (parts ``authority``, ``authority-2``)
+        self.authority_ports = [free_port() for _ in range(self.surroundings.replicas)]
+        self.authority_port = self.authority_ports[0]
         self.parts: dict[str, Part] = {}
+        self.loads: dict[str, Part] = {}  # the incidents' load processes (they end by themselves)
         self.proxies: dict[str, Proxy] = {}  # "<client>→authority" / "<client>→temporal"
         self.client: Client | None = None
         self.handle: WorkflowHandle[Any, Any] | None = None
@@ -124,6 +130,16 @@ class Cluster:
     def files(self) -> StackFiles:
         """The layout of :attr:`data_dir`: the Authority's database, every key, artifacts."""
         return StackFiles(self.data_dir)
+
+    @property
+    def authority_db(self) -> Path | str:
+        """The Authority's database: its SQLite file, or its ``postgresql://`` URL."""
+        return self.surroundings.db
+
+    @property
+    def authorities(self) -> list[str]:
+        """The parts that run ``authority serve`` (two replicas over PostgreSQL)."""
+        return ["authority", *(f"authority-{n}" for n in range(2, len(self.authority_ports) + 1))]
 
     @property
     def coordinator_key(self) -> Path:
@@ -147,14 +163,14 @@ class Cluster:
         """
         (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
         self.ledger.touch()
-        if self.layout == "separate":
+        if self.layout != "dev":
             await self._start_servers()
         else:
             await self._start_dev()
-        clients = self.workers + (["coordinator"] if self.layout == "separate" else [])
-        for c in clients:
+        clients = self.workers + (["coordinator"] if self.layout != "dev" else [])
+        for i, c in enumerate(clients):  # the clients spread across the replicas
             for server, port in (
-                ("authority", self.authority_port),
+                ("authority", self.authority_ports[i % len(self.authority_ports)]),
                 ("temporal", self.temporal_port),
             ):
                 proxy = Proxy(f"{c}→{server}", port)
@@ -166,15 +182,14 @@ class Cluster:
             for w in self.workers:
                 key = load_or_create_key(self.files.key(w))
                 await ensure_member(a, coordinator, GROUP, w, key.public_key, ["worker"])
-            if self.layout == "separate":
+            key = load_or_create_key(self.files.key(VISITOR))
+            await ensure_member(a, coordinator, GROUP, VISITOR, key.public_key, ["worker"])
+            if self.layout != "dev":
                 self._start_coordinator()
             for w in self.workers:
                 self._start_worker(w)
 
-            async def present() -> bool:
-                return set(self.workers) <= set(await a.presence(GROUP))
-
-            await until(present, "Presence of every agent", 60)
+        await until(self._present, "Presence of every agent", 60)
         self.client = await connect_client(f"127.0.0.1:{self.temporal_port}", tracing=False)
 
     def _operator(self) -> AuthorityClient:
@@ -196,12 +211,17 @@ class Cluster:
         for proxy in self.proxies.values():
             proxy.set_mode("pass")
         await until(self._temporal_answers, "answer from Temporal", timeout_s)
-        async with self._operator() as a:
+        await until(self._present, "Presence of every agent", timeout_s)
 
-            async def present() -> bool:
-                return set(self.workers) <= set(await a.presence(GROUP))
-
-            await until(present, "Presence of every agent", timeout_s)
+    async def _present(self) -> bool:
+        """Whether every agent is present, each read on the replica it reports to (a
+        replica knows the presence reported to it only)."""
+        key = SigningKey.from_file(self.coordinator_key)
+        seen: set[str] = set()
+        for port in self.authority_ports:
+            async with AuthorityClient(f"http://127.0.0.1:{port}", signing_key=key) as a:
+                seen |= set(await a.presence(GROUP))
+        return set(self.workers) <= seen
 
     async def events(self) -> list[Event]:
         """Every Event of the Group so far (read from the Authority as its operator)."""
@@ -254,17 +274,24 @@ class Cluster:
         # the command line `temporal server start-dev` of the embedded stack, as a Part
         temporal = TemporalDevServer(self.data_dir, port=self.temporal_port, ui=False)
         self._add(Part("temporal", temporal.command(), self._log("temporal")))
-        serve = authority_serve_command(
-            self.files.authority_db, self.authority_port, operator_keys=[str(self.coordinator_key)]
-        )
-        self._add(Part("authority", serve, self._log("authority")))
+        self.surroundings.start()
+        key = self.surroundings.key(self.files.authority_key)
+        if key is not None:
+            load_or_create_key(key)
+        for name, port in zip(self.authorities, self.authority_ports, strict=True):
+            serve = authority_serve_command(
+                self.authority_db, port, key=key, operator_keys=[str(self.coordinator_key)]
+            )
+            self._add(Part(name, serve, self._log(name), env=self.surroundings.env()))
         await until(self._temporal_answers, "answer from Temporal", 60, self._gone("temporal"))
-        await until(
-            lambda: authority_answers(self.authority_url()),
-            "answer from the Authority",
-            60,
-            self._gone("authority"),
-        )
+        for name, port in zip(self.authorities, self.authority_ports, strict=True):
+            url = f"http://127.0.0.1:{port}"
+            await until(
+                lambda u=url: authority_answers(u),  # type: ignore[misc]
+                f"answer from {name}",
+                60,
+                self._gone(name),
+            )
 
     async def _start_dev(self) -> None:
         dev = self._add(
@@ -452,8 +479,10 @@ class Cluster:
 
     async def stop(self) -> None:
         """Ctrl-C every part, agents first and Temporal last; close the proxies."""
-        for names in (self.workers, ["coordinator"], ["dev", "authority"], ["temporal"]):
+        await asyncio.gather(*(asyncio.to_thread(p.stop) for p in self.loads.values()))
+        for names in (self.workers, ["coordinator"], ["dev", *self.authorities], ["temporal"]):
             parts = [self.parts[n] for n in names if n in self.parts]
             await asyncio.gather(*(asyncio.to_thread(p.stop) for p in parts))
         for proxy in self.proxies.values():
             await proxy.close()
+        await asyncio.to_thread(self.surroundings.close)

@@ -20,6 +20,10 @@ Two kinds take one fault only (:data:`KIND_FAULTS`):
   Authority and the coordinator at once), started again by the operator after a seeded pause
   (issue 24, finding 3). Not the owner: nothing may run twice.
 
+The incident kinds of issue 37 — none of them the owner's fault, so nothing may run twice —
+are :mod:`.incidents`: ``store``/``kill``, ``disk``/``fill``, ``clock``/``step-ahead`` and
+``step-back``, ``read-storm``/``storm``, ``conn-flood``/``flood``, ``member-flood``/``flood``.
+
 The moment: once the ledger holds a seeded number of effects (between one and half of the
 WorkItems), plus a seeded delay under 0.6 s — mid-Mission, with work in flight
 (``worker-queue``: once the target holds a queued WorkItem).
@@ -28,6 +32,7 @@ WorkItems), plus a seeded delay under 0.6 s — mid-Mission, with work in flight
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import random
 import signal
@@ -35,19 +40,43 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from . import incidents
 from .cluster import Cluster
 from .parts import children
 
 Kind = Literal[
-    "worker", "authority", "temporal", "coordinator", "dev-temporal", "worker-queue", "dev-up"
-]
-Fault = Literal["kill", "freeze", "cut"]
+    "worker", "authority", "temporal", "coordinator", "dev-temporal", "worker-queue", "dev-up",
+    "store", "disk", "read-storm", "clock", "conn-flood", "member-flood",
+]  # fmt: skip
+Fault = Literal[
+    "kill", "freeze", "cut", "fill", "storm", "step-ahead", "step-back", "flood"
+]  # fmt: skip
 KINDS: tuple[Kind, ...] = (
-    "worker", "authority", "temporal", "coordinator", "dev-temporal", "worker-queue", "dev-up"
+    "worker", "authority", "temporal", "coordinator", "dev-temporal", "worker-queue", "dev-up",
+    "store", "disk", "read-storm", "clock", "conn-flood", "member-flood",
 )  # fmt: skip
-FAULTS: tuple[Fault, ...] = ("kill", "freeze", "cut")
-#: The faults a kind is tried with (every fault when not listed).
-KIND_FAULTS: dict[Kind, tuple[Fault, ...]] = {"worker-queue": ("freeze",), "dev-up": ("kill",)}
+#: The incident kinds of issue 37 (:mod:`.incidents`).
+INCIDENT_KINDS: frozenset[Kind] = frozenset(
+    {"store", "disk", "read-storm", "clock", "conn-flood", "member-flood"}
+)
+#: The incident kinds that are a load process, started before the Mission (:mod:`.incidents`).
+LOAD_KINDS: frozenset[Kind] = frozenset({"read-storm", "conn-flood", "member-flood"})
+FAULTS: tuple[Fault, ...] = (
+    "kill", "freeze", "cut", "fill", "storm", "step-ahead", "step-back", "flood"
+)  # fmt: skip
+#: The faults of a process: a kind not listed in :data:`KIND_FAULTS` is tried with each.
+OUTAGES: tuple[Fault, ...] = ("kill", "freeze", "cut")
+#: The faults a kind is tried with (:data:`OUTAGES` when not listed).
+KIND_FAULTS: dict[Kind, tuple[Fault, ...]] = {
+    "worker-queue": ("freeze",),
+    "dev-up": ("kill",),
+    "store": ("kill",),
+    "disk": ("fill",),
+    "read-storm": ("storm",),
+    "clock": ("step-ahead", "step-back"),
+    "conn-flood": ("flood",),
+    "member-flood": ("flood",),
+}
 #: Kinds whose fault hits an agent that owns WorkItems: re-runs under a new epoch expected.
 OWNER_KINDS: frozenset[Kind] = frozenset({"worker", "worker-queue"})
 #: Seconds a ``worker-queue`` freeze lasts beyond the lease: the heartbeat timeout passes and
@@ -57,7 +86,7 @@ QUEUE_FREEZE_EXTRA_S = 4.0
 
 def faults_of(kind: Kind) -> tuple[Fault, ...]:
     """The faults ``kind`` is tried with."""
-    return KIND_FAULTS.get(kind, FAULTS)
+    return KIND_FAULTS.get(kind, OUTAGES)
 
 
 @dataclass(frozen=True)
@@ -84,9 +113,9 @@ class Plan:
             "dev-temporal": ["dev"],
             "worker-queue": cluster.workers,
             "dev-up": ["dev"],
-        }[kind]
+        }.get(kind, ["authority"])
         extra = QUEUE_FREEZE_EXTRA_S if kind == "worker-queue" else 1.5
-        return cls(
+        plan = cls(
             kind=kind,
             fault=fault,
             after_effects=rng.randint(1, max(1, c.items // 2)),
@@ -96,8 +125,30 @@ class Plan:
             target=rng.choice(targets),
             cut_mode=rng.choice(("drop", "stall")),
         )
+        if kind == "store":  # a database restart takes longer than a process's
+            return dataclasses.replace(plan, target="postgres", down_s=round(rng.uniform(2, 8), 3))
+        if kind in LOAD_KINDS:  # the whole Mission under load: from its start
+            return dataclasses.replace(plan, hold_s=incidents.LOAD_S, after_effects=0)
+        return plan
 
     def describe(self) -> str:
+        if self.kind in INCIDENT_KINDS:
+            what = {
+                "store": f"kill -9 PostgreSQL under 2 replicas, down {self.down_s:g} s",
+                "disk": f"the Authority's disk full {self.hold_s:g} s",
+                "read-storm": f"300 page reads + 100 subscriptions from 0, {self.hold_s:g} s",
+                "clock": f"the Authority's wall clock {self.fault} for {self.hold_s:g} s",
+                "conn-flood": f"4,200 sockets holding unsigned upgrades {self.hold_s:g} s",
+                "member-flood": f"one member's work.propose flood {self.hold_s:g} s",
+            }[self.kind]
+            clock = {"step-ahead": "+10 min", "step-back": "-1 h"}.get(self.fault, "")
+            what = what.replace(self.fault, clock) if clock else what
+            when = (
+                "from the Mission's start"
+                if self.kind in LOAD_KINDS
+                else f"after {self.after_effects} effect(s) + {self.delay_s:g} s"
+            )
+            return f"{self.kind}: {what}, {when}"
         if self.kind == "dev-temporal":
             target = "dev up's Temporal" if self.fault != "cut" else "dev up's Temporal (agents)"
         elif self.kind == "dev-up":
@@ -126,6 +177,8 @@ class Record:
     at_s: float | None = None
     back_s: float | None = None
     notes: list[str] = field(default_factory=list)
+    #: what an incident's load got (its counts), what stood in for what
+    measured: list[str] = field(default_factory=list)
 
 
 async def unleash(plan: Plan, cluster: Cluster, t0: float, record: Record) -> None:
@@ -137,6 +190,11 @@ async def unleash(plan: Plan, cluster: Cluster, t0: float, record: Record) -> No
         await asyncio.sleep(0.05 if plan.kind != "worker-queue" else 0.1)
     await asyncio.sleep(plan.delay_s)
     record.at_s = time.monotonic() - t0
+    if plan.kind in INCIDENT_KINDS:
+        await incidents.apply(plan, cluster, record)
+        record.back_s = time.monotonic() - t0
+        record.done = True
+        return
     part = cluster.parts[plan.target]
     if plan.fault == "cut":
         proxies = _cut_proxies(plan, cluster)

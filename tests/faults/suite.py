@@ -8,15 +8,19 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .checker import Verdict, leftovers
-from .cluster import Cluster, Config, Layout
+from .cluster import Cluster, Config
 from .nemesis import OWNER_KINDS, Fault, Kind, Plan, Record, faults_of
+from .surroundings import Layout
 from .trial import Trial, run_trial, trial_seed
 
 #: What the kinds are called in the table.
 LABELS = {"worker": "worker", "authority": "Authority", "temporal": "Temporal server",
           "coordinator": "coordinator", "dev-temporal": "dev stack's Temporal child",
           "worker-queue": "worker holding queued work",
-          "dev-up": "dev up (whole stack)"}  # fmt: skip
+          "dev-up": "dev up (whole stack)", "store": "PostgreSQL (2 replicas)",
+          "disk": "Authority's disk", "read-storm": "Authority (read storm)",
+          "clock": "Authority's wall clock", "conn-flood": "Authority (connection flood)",
+          "member-flood": "Authority (member flood)"}  # fmt: skip
 #: Faults whose re-runs after an outage are known and not yet fixed: none since issue 24 (the
 #: Authority credits its downtime, stalls and silences and a whole lease more, MW-11.5-c).
 KNOWN_RERUNS: frozenset[tuple[str, str]] = frozenset()
@@ -24,7 +28,10 @@ KNOWN_RERUNS: frozenset[tuple[str, str]] = frozenset()
 
 def layout_of(kind: Kind) -> Layout:
     """The deployment a kind is tried on."""
-    return "dev" if kind in ("dev-temporal", "dev-up") else "separate"
+    if kind in ("dev-temporal", "dev-up"):
+        return "dev"
+    layouts: dict[str, Layout] = {"store": "postgres", "disk": "disk", "clock": "clock"}
+    return layouts.get(kind, "separate")
 
 
 async def run_suite(
@@ -86,7 +93,10 @@ async def run_suite(
             # 3 restarts a minute (missionweave.dev._stack.RESTARTS): each such kill gets a fresh
             # stack, as back-to-back trials would otherwise kill it more often than that.
             killed_dev = fault == "kill" and kind in ("dev-temporal", "dev-up")
-            if t.verdict.status != "completed" or t.verdict.notes or killed_dev:
+            # a stepped clock leaves the Authority's lease time ahead of the wall clock for a
+            # while (it never goes back): the next trial gets an Authority that never stepped
+            fresh = killed_dev or kind == "clock"
+            if t.verdict.status != "completed" or t.verdict.notes or fresh:
                 await retire()
     finally:
         await retire()
@@ -99,7 +109,8 @@ def all_jobs(
     """Every kind × fault × trial (the faults a kind is tried with), kinds of one layout
     together."""
     faults = list(faults)
-    ks = sorted(kinds, key=lambda k: layout_of(k) == "dev")
+    order = ("separate", "clock", "disk", "postgres", "dev")
+    ks = sorted(kinds, key=lambda k: order.index(layout_of(k)))
     return [
         (k, f, n) for k in ks for f in faults if f in faults_of(k) for n in range(1, trials + 1)
     ]
@@ -123,6 +134,7 @@ def trial_line(t: Trial) -> str:
         + (f" — {'; '.join(failed)}" if failed else "")
         + (" (known)" if known else "")
         + (f" [{'; '.join(n.strip()[:160] for n in v.notes)}]" if v.notes else "")
+        + (f" {{{'; '.join(t.record.measured)}}}" if t.record.measured else "")
     )
 
 

@@ -9,9 +9,10 @@ import random
 import time
 from dataclasses import dataclass, field
 
+from . import incidents
 from .checker import Verdict, check
 from .cluster import Cluster
-from .nemesis import OWNER_KINDS, Fault, Kind, Plan, Record, unleash
+from .nemesis import LOAD_KINDS, OWNER_KINDS, Fault, Kind, Plan, Record, unleash
 
 #: Seconds left after the Mission ends for late results (a resumed agent's) to land.
 SETTLE_S = 2.0
@@ -47,6 +48,8 @@ async def run_trial(kind: Kind, fault: Fault, seed: str, cluster: Cluster) -> Tr
     t0 = time.monotonic()
     phases: dict[str, float] = {}
     try:
+        if kind in LOAD_KINDS:  # the whole Mission under the load
+            await incidents.start_load(plan, cluster, record)
         await cluster.start_mission()
         t0 = time.monotonic()
         nemesis = asyncio.create_task(unleash(plan, cluster, t0, record))

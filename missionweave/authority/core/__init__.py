@@ -28,7 +28,7 @@ from ._engine import (
     Authority,
     AuthorityConfig,
 )
-from ._lease_clock import LeaseClock
+from ._lease_clock import LeaseClock, freshness_clock
 from ._log_audit import VerifyReport, verify_log
 from ._outages import credit_on_start, credit_quiet, keep_alive, note_queued
 from ._possession import present_for, record_upload
@@ -75,6 +75,7 @@ __all__ = [
     "credit_quiet",
     "disk_probe",
     "events_for_member",
+    "freshness_clock",
     "is_url",
     "keep_alive",
     "load_snapshot",

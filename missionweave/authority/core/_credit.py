@@ -15,10 +15,19 @@ through any incident up to :data:`MAX_CREDIT_MS`, and an owner that is dead — 
 again — loses it at the latest ``MAX_CREDIT_MS + (1 + GRACE_LEASES) × lease_ms`` after it was
 last heard, however often the store flaps.
 
+An accepted WorkItem's start deadline (``work_items.start_deadline_ms``) not passed when the
+incident began moves by ``gap`` too: its owner could not start it meanwhile (a forward step of
+the wall clock refused every such start ``start_deadline_missed``, and the WorkItem waited at
+its owner for good — the fault suite's ``clock`` kind, issue 37). A dead owner's accepted
+WorkItem is re-offered at the latest the incidents' length after its deadline.
+
 The store records the end of the last credited incident (``meta`` ``credited_until_ms``), in
 the transaction that extends the leases: an interval is credited once, whichever replica or
 cause reports it, and over PostgreSQL the record is taken under an advisory lock of its own
-(:data:`LEDGER`), so replicas recovering together serialize on it.
+(:data:`LEDGER`), so replicas recovering together serialize on it. The record trims only the
+gap a credit adds: every lease live when a replica's own incident began is still considered
+(another replica may have seen the same outage begin later, and credited a later interval
+that a lease lapsed before), and gets at least the grace from now.
 """
 
 from __future__ import annotations
@@ -58,22 +67,30 @@ def credit_outage(store: Store, gap_ms: int, now_ms: int, *, renewing_only: bool
     """
     store.lock_groups([LEDGER])
     row = store.one("meta.credited_until")
-    since = max(now_ms - min(gap_ms, MAX_CREDIT_MS), int(row[0]) if row is not None else 0)
-    gap = now_ms - since
-    if gap <= 0:
-        return 0
+    credited_until = int(row[0]) if row is not None else 0
+    start = now_ms - min(gap_ms, MAX_CREDIT_MS)
+    since = max(start, credited_until)
+    gap = max(0, now_ms - since)  # the part of the interval no credit covered yet
     n = 0
-    for row in store.all("leases.live_at_with_contract", since):
+    # Every lease live when *this* incident began, even where another replica's credit of the
+    # same outage began later (it saw the store fail later) and so never considered a lease
+    # that expired meanwhile: each gets at least the grace from now (the fault suite's store
+    # kind), and only the uncredited part of the gap on top of its expiry.
+    for row in store.all("leases.live_at_with_contract", start):
         lease_ms = WorkContract.model_validate_json(row["contract"]).timeouts.lease_ms
         heard = max([row["started_at_ms"], *json.loads(row["renewals"])])
-        if renewing_only and (row["kind"] != "execution" or heard < since - lease_ms // 2):
+        if renewing_only and (row["kind"] != "execution" or heard < start - lease_ms // 2):
             continue
         ceiling = heard + lease_ms + MAX_CREDIT_MS + GRACE_LEASES * lease_ms
         credited = min(max(row["expires_at_ms"] + gap, now_ms + GRACE_LEASES * lease_ms), ceiling)
         if credited > row["expires_at_ms"]:
             store.run("leases.set_expires_at_ms", credited, row["lease_id"])
             n += 1
-    store.run("meta.set_credited_until", str(now_ms))
+    # an accepted WorkItem's owner could not start it either: its start deadline moves too
+    # (a forward clock step otherwise refused every start with start_deadline_missed for good)
+    if gap:
+        store.run("work_items.credit_start_deadlines", gap, since)
+    store.run("meta.set_credited_until", str(max(now_ms, credited_until)))
     return n
 
 

@@ -60,13 +60,19 @@ from ._dispatch import handler_for
 from ._forks import HeadWatch
 from ._lease_clock import LeaseClock, refuse_skewed
 from ._metrics import live_leases, record_transaction
-from ._outages import StallWatch, start_judging, store_committed, store_failed
+from ._outages import (
+    StallWatch,
+    start_judging,
+    store_committed,
+    store_failed,
+    store_unavailable,
+)
 from ._rates import CommandLimits, Meter
 from ._readiness import Readiness, Unready, disk_probe, store_probe
 from ._reads import LogReader
 from ._registry import HANDLERS
 from ._reserve import DEFAULT_RESERVE_BYTES, DiskReserve, Shortfall
-from ._store import Store, open_store
+from ._store import Store, StoreUnavailableError, open_store
 from ._tokens import public_token
 
 #: Largest Artifact upload accepted by default, bytes.
@@ -314,11 +320,16 @@ class Authority(LogReader, AgentReads):
         database aborted it on a transient conflict with another replica (a deadlock between two
         batches' locks)."""
         for attempt in range(8):
+            began = self.clock()  # a failing store failed from here: a wait for it counts
             try:
                 results = transaction()
             except Exception as exc:
-                store_failed(self, exc)  # the store's own failure is credited (MW-11.5-c)
+                store_failed(self, exc, began)  # the store's own failure is credited (MW-11.5-c)
                 if attempt == 7 or not self.store.retryable(exc):
+                    if store_unavailable(exc) and not isinstance(exc, StoreUnavailableError):
+                        # SQLite's full disk or I/O error: an outage like a lost database
+                        # (503, retried by the caller), not a bug (500, given up on)
+                        raise StoreUnavailableError(f"the store could not commit: {exc}") from exc
                     raise
                 continue
             if results is not None:

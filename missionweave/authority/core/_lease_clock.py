@@ -17,6 +17,12 @@ Leases, offers and deadlines are judged on :class:`LeaseClock`, epoch millisecon
   monotonic clock between them, so replicas judge a lease on one clock; a replica's own
   wall-clock step then does not matter at all.
 
+A signature's freshness (a signed read's ``created``, a frame's ``issuedAtMs``) is judged on
+the reference clock itself, not on lease time (:func:`freshness_clock`): the signers' clocks
+go back with it after a correction, while lease time does not, and judging them on lease time
+refused every member's signed reads for twice a forward step once the step was set right
+(issue 37, the fault suite's ``clock`` kind).
+
 A Command's ``issued_at_ms`` is the actor's claim, never lease time; :func:`refuse_skewed`
 bounds it (``clock_skew``) once its Command id has been looked up (MW-11.3-c).
 """
@@ -103,11 +109,27 @@ class LeaseClock:
         with self._lock:
             self._last = max(self._last, at_least_ms)
 
+    def reference(self) -> int:
+        """The reference clock now, epoch ms — the wall clock, or the database's carried
+        forward since the last :meth:`sync` — without lease time's floor: it goes back when
+        the wall clock is stepped back."""
+        with self._lock:
+            ref = self._ref
+            if ref is None:
+                return self.wall()
+            return ref[0] + int((self.monotonic() - ref[1]) * 1000)
+
     def take_steps(self) -> int:
         """The forward steps seen since the last call, milliseconds (0: none)."""
         with self._lock:
             steps, self._steps = self._steps, 0
             return steps
+
+
+def freshness_clock(clock: Callable[[], int]) -> Callable[[], int]:
+    """The clock a signature's freshness is judged on: a :class:`LeaseClock`'s
+    :meth:`~LeaseClock.reference`, any other clock (a test's) itself."""
+    return clock.reference if isinstance(clock, LeaseClock) else clock
 
 
 def refuse_skewed(cmd: Command, now_ms: int) -> None:
@@ -135,6 +157,7 @@ __all__ = [
     "MAX_ISSUED_AHEAD_MS",
     "STEP_MS",
     "LeaseClock",
+    "freshness_clock",
     "refuse_skewed",
     "wall_ms",
 ]

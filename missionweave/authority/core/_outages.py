@@ -132,8 +132,9 @@ def start_judging(authority: Any) -> None:
     watch: StallWatch | None = authority.stall_watch
     if watch is not None:
         clock = authority.clock
+        now = clock()  # first: this reading may be the one that sees a step
         steps = clock.take_steps() if isinstance(clock, LeaseClock) else 0
-        watch.check(authority.store, clock(), steps)
+        watch.check(authority.store, now, steps)
 
 
 def _sync(authority: Any) -> None:
@@ -152,13 +153,17 @@ def store_unavailable(exc: BaseException) -> bool:
     return pg is not None and isinstance(exc, pg.OperationalError | pg.InterfaceError)
 
 
-def store_failed(authority: Any, exc: BaseException) -> None:
-    """A write transaction of ``authority`` failed with ``exc``: if the store could not
-    commit (:func:`store_unavailable`; not a retryable conflict), the time until the next
-    commit is credited (:meth:`StallWatch.failed`)."""
+def store_failed(authority: Any, exc: BaseException, began_ms: int | None = None) -> None:
+    """A write transaction of ``authority`` that began at lease time ``began_ms`` (default:
+    now) failed with ``exc``: if the store could not commit (:func:`store_unavailable`; not a
+    retryable conflict), the time from ``began_ms`` until the next commit is credited
+    (:meth:`StallWatch.failed`). From the transaction's start, not its failure: a transaction
+    that waited 2 s for a PostgreSQL connection that never came failed 2 s into the outage,
+    and leases of 2 s that lapsed meanwhile were not credited (the fault suite's ``store``
+    kind, issue 37)."""
     watch: StallWatch | None = authority.stall_watch
     if watch is not None and store_unavailable(exc) and not authority.store.retryable(exc):
-        watch.failed(authority.clock(), exc)
+        watch.failed(authority.clock() if began_ms is None else began_ms, exc)
 
 
 def store_committed(authority: Any) -> None:

@@ -525,6 +525,10 @@ STATEMENTS: dict[str, str] = {
         "AND w.work_item_id = l.work_item_id WHERE l.status='active' AND l.expires_at_ms > ?"
     ),
     "leases.set_expires_at_ms": "UPDATE leases SET expires_at_ms=? WHERE lease_id=?",
+    "work_items.credit_start_deadlines": (
+        "UPDATE work_items SET start_deadline_ms = start_deadline_ms + ? "
+        "WHERE start_deadline_ms > ?"
+    ),
     "leases.live_by_kind": (
         "SELECT kind, COUNT(*) FROM leases WHERE status='active' AND expires_at_ms > ? "
         "GROUP BY kind"

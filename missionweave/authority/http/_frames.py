@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...protocol import CanonicalizationError, RejectionCode, canonical_bytes, verify
-from ..core import Authority
+from ..core import Authority, freshness_clock
 from ..wire import MAX_SKEW_MS, FrameError, UnknownGroupError, is_int
 
 
@@ -62,7 +62,7 @@ def check_member_frame(
         raise FrameError(
             RejectionCode.UNAUTHORIZED, f"the {kind} is not signed by an active member of the group"
         ) from None
-    now = authority.clock()
+    now = freshness_clock(authority.clock)()
     issued = int(frame["issuedAtMs"])
     if abs(issued - now) > MAX_SKEW_MS:
         raise FrameError(

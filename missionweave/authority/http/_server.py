@@ -46,7 +46,7 @@ from fastapi import APIRouter, FastAPI
 
 from ...artifacts import ArtifactStore
 from ...metrics import series, unwatch, watch
-from ..core import Authority, credit_on_start, keep_alive, warm_up_verifier
+from ..core import Authority, credit_on_start, freshness_clock, keep_alive, warm_up_verifier
 from ..wire import PRESENCE_TTL_MS, PresenceBoard, ReadVerifier
 from . import (
     _agent_routes,
@@ -198,7 +198,7 @@ def create_app(
         presence=presence,
         gate=read_gate or ReadGate(),
         lane=ReadLane(writer.oldest_wait_ms, **(read_lane or {})),
-        reads=ReadVerifier(authority.clock),
+        reads=ReadVerifier(freshness_clock(authority.clock)),
         artifact_store=artifact_store,
         poll_interval_s=poll_interval_s,
         max_replay_events=max_replay_events,

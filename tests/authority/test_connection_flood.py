@@ -18,6 +18,8 @@ import asyncio
 import base64
 import json
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
@@ -25,7 +27,7 @@ from websockets.exceptions import ConnectionClosed
 from missionweave.authority import now_ms
 from missionweave.authority.http import ConnectionLimits
 from missionweave.authority.http._connections import ConnectionBudget, raise_open_files
-from missionweave.protocol import Actor
+from missionweave.protocol import Actor, Command
 from tests.support.raw_http import RawHTTP
 from tests.support.serving import LiveServer, mission_cmd, signed_http, signed_subscribe
 from tests.support.waits import WAIT_S, until
@@ -226,6 +228,41 @@ async def test_an_upgrade_after_a_signed_read_is_unauthenticated_again(world: Wo
         await server.stop()
 
 
+class _Budgeted:
+    """A live server with connection ``limits`` and the raw connections a test opened to it
+    (:meth:`connect`); :func:`_budgeted` closes them and stops the server."""
+
+    def __init__(self, server: LiveServer) -> None:
+        self.server = server
+        self.budget: ConnectionBudget = server.app.state.connection_budget
+        self.opened: list[RawHTTP] = []
+
+    async def connect(self) -> RawHTTP:
+        """A new raw HTTP connection to the server."""
+        self.opened.append(await RawHTTP.open(self.server.host, self.server.port))
+        return self.opened[-1]
+
+
+@asynccontextmanager
+async def _budgeted(world: World, limits: ConnectionLimits) -> AsyncIterator[_Budgeted]:
+    server = LiveServer(world.authority, poll_interval_s=0.05, connection_limits=limits)
+    await server.start()
+    served = _Budgeted(server)
+    try:
+        yield served
+    finally:
+        for raw in served.opened:
+            raw.close()
+        await server.stop()
+
+
+def _strangers_command(world: World) -> Command:
+    """A Command signed validly by a key of no member (refused ``not_a_member``)."""
+    return Actor.generate("stranger").command(
+        "mission.create", world.group, {"mission_id": "x", "title": "x"}
+    )
+
+
 async def _keep_busy(raw: RawHTTP, answers: list[int]) -> None:
     """A stranger's connection kept busy: an unsigned ``GET /healthz`` every 0.2 s (each
     answer's status appended to ``answers``) until the server closes it."""
@@ -249,27 +286,19 @@ async def test_a_stranger_busy_with_unsigned_requests_is_closed_at_the_deadline(
     member's connections were refused (``over_limit``)."""
     n = 20
     limits = ConnectionLimits(auth_timeout_s=2.0, max_unauthenticated=n, max_connections=n)
-    server = LiveServer(world.authority, poll_interval_s=0.05, connection_limits=limits)
-    await server.start()
-    strangers: list[RawHTTP] = []
-    try:
-        budget: ConnectionBudget = server.app.state.connection_budget
+    async with _budgeted(world, limits) as served:
         answers: list[list[int]] = [[] for _ in range(n)]
-        for _ in range(n):
-            strangers.append(await RawHTTP.open(server.host, server.port))
+        strangers = [await served.connect() for _ in range(n)]
         busy = [
             asyncio.create_task(_keep_busy(r, a)) for r, a in zip(strangers, answers, strict=True)
         ]
         await until("every stranger is served", lambda: all(answers))
+        budget = served.budget
         assert budget.unauthenticated == n and budget.connections == n  # all at the budget
-        await _members_are_served(server, world)
+        await _members_are_served(served.server, world)
         await asyncio.wait_for(asyncio.gather(*busy), WAIT_S)  # each ends when closed
         assert all(a and set(a) == {200} for a in answers)  # served until closed
         await until("no unauthenticated connection left", lambda: budget.unauthenticated == 0)
-    finally:
-        for r in strangers:
-            r.close()
-        await server.stop()
 
 
 async def test_only_a_verified_signature_of_a_member_authenticates_a_connection(
@@ -278,65 +307,38 @@ async def test_only_a_verified_signature_of_a_member_authenticates_a_connection(
     """A connection on which a member's signed read, or a member's Command, verified is not
     closed at the deadline; one that carried only an unsigned request, a bad signature, a
     stranger's valid signature (its own key) or a stranger's signed Command is."""
-    limits = ConnectionLimits(auth_timeout_s=0.5)
-    server = LiveServer(world.authority, poll_interval_s=0.05, connection_limits=limits)
-    await server.start()
-    opened: list[RawHTTP] = []
-
-    async def connection() -> RawHTTP:
-        opened.append(await RawHTTP.open(server.host, server.port))
-        return opened[-1]
-
-    try:
-        budget: ConnectionBudget = server.app.state.connection_budget
+    async with _budgeted(world, ConnectionLimits(auth_timeout_s=0.5)) as served:
         page = f"/v1/groups/{world.group}/events?limit=1"
-        member, stranger = world.workers[1], Actor.generate("stranger")
-        signed_read, signed_cmd = await connection(), await connection()
+        member = world.workers[1]
+        signed_read, signed_cmd = await served.connect(), await served.connect()
         assert (await signed_read.read(page, member.key))[0] == 200
         await signed_cmd.command(mission_cmd(world, "authenticates"))
         assert (await signed_cmd.answer())[0] == 200
-        refused = [await connection() for _ in range(4)]
+        refused = [await served.connect() for _ in range(4)]
         assert (await refused[0].ask("GET", "/healthz"))[0] == 200
         assert (await refused[1].read(page, member.key, bad=True))[0] == 401
-        assert (await refused[2].read(page, stranger.key))[0] == 403
-        await refused[3].command(
-            stranger.command("mission.create", world.group, {"mission_id": "x", "title": "x"})
-        )
+        assert (await refused[2].read(page, Actor.generate("stranger").key))[0] == 403
+        await refused[3].command(_strangers_command(world))
         assert (await refused[3].answer())[0] == 409  # not_a_member
         closed = await asyncio.gather(*(r.closed_by_server() for r in refused))
         assert all(closed)
         # their deadlines passed (the refused ones were opened after them): both still answer
         for raw in (signed_read, signed_cmd):
             assert (await raw.ask("GET", "/healthz"))[0] == 200
-        assert budget.unauthenticated == 0
-    finally:
-        for r in opened:
-            r.close()
-        await server.stop()
+        assert served.budget.unauthenticated == 0
 
 
 async def test_a_request_in_flight_at_the_deadline_is_answered(world: World) -> None:
     """A request whose body is still arriving at its connection's deadline is not cut: a
     member's Command completes and authenticates its connection (which then stays), a
-    stranger's is answered and its connection closed right after; a stranger's body that never
-    ends is closed ``in_flight_grace_s`` after the deadline. Before, at the deadline the
+    stranger's is answered and its connection closed right after. Before, at the deadline the
     transport was closed whatever was in flight."""
     limits = ConnectionLimits(auth_timeout_s=0.5, in_flight_grace_s=WAIT_S)
-    server = LiveServer(world.authority, poll_interval_s=0.05, connection_limits=limits)
-    await server.start()
-    opened: list[RawHTTP] = []
-    try:
-        member, stranger = [await RawHTTP.open(server.host, server.port) for _ in range(2)]
-        opened += [member, stranger]
+    async with _budgeted(world, limits) as served:
+        member, stranger = await served.connect(), await served.connect()
         await member.command(mission_cmd(world, "in-flight"), sent=10)
-        await stranger.command(
-            Actor.generate("stranger").command(
-                "mission.create", world.group, {"mission_id": "x", "title": "x"}
-            ),
-            sent=10,
-        )
-        witness = await RawHTTP.open(server.host, server.port)  # opened after both
-        opened.append(witness)
+        await stranger.command(_strangers_command(world), sent=10)
+        witness = await served.connect()  # opened after both
         assert await witness.closed_by_server()  # so their deadlines have passed too
         await member.finish()
         status, body = await member.answer()
@@ -345,20 +347,11 @@ async def test_a_request_in_flight_at_the_deadline_is_answered(world: World) -> 
         assert (await stranger.answer())[0] == 409
         assert await stranger.closed_by_server()
         assert (await member.ask("GET", "/healthz"))[0] == 200  # authenticated: kept
-    finally:
-        for r in opened:
-            r.close()
-        await server.stop()
 
 
 async def test_a_body_that_never_ends_is_closed_after_the_in_flight_grace(world: World) -> None:
     limits = ConnectionLimits(auth_timeout_s=0.5, in_flight_grace_s=0.5)
-    server = LiveServer(world.authority, poll_interval_s=0.05, connection_limits=limits)
-    await server.start()
-    try:
-        slow = await RawHTTP.open(server.host, server.port)
+    async with _budgeted(world, limits) as served:
+        slow = await served.connect()
         await slow.command(mission_cmd(world, "never-ends"), sent=10)
         assert await slow.closed_by_server()
-        slow.close()
-    finally:
-        await server.stop()

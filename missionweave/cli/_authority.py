@@ -105,8 +105,9 @@ def serve(
         "--auth-timeout",
         min=0.1,
         metavar="SECONDS",
-        help="Close a connection that has not authenticated (sent a request; on the stream, "
-        "a SUBSCRIBE a member signed) this long after it connected. Default: "
+        help="Close a connection that has not authenticated (a request a member or an "
+        "operator signed; on the stream, a SUBSCRIBE a member signed) this long after it "
+        "connected; unsigned requests are served but do not count. Default: "
         "ConnectionLimits' (docs/authority.md, 'A connection flood').",
     ),
     max_unauthenticated: int | None = typer.Option(

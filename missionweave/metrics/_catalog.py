@@ -141,7 +141,8 @@ AUTHORITY_READS_REFUSED = Series(
 )  # fmt: skip
 AUTHORITY_UNAUTHENTICATED = Series(
     "missionweave_authority_unauthenticated_connections", "gauge", "{connection}",
-    "Connections held now that have not authenticated (no request head, no accepted SUBSCRIBE).",
+    "Connections held now that have not authenticated (no request a member or an operator "
+    "signed, no accepted SUBSCRIBE).",
 )  # fmt: skip
 AUTHORITY_CONNECTIONS_CLOSED = Series(
     "missionweave_authority_connections_closed", "counter", "{connection}",

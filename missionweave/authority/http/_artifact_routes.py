@@ -68,6 +68,7 @@ from ..core import (
     upload_refusal,
 )
 from ..wire import BLOB_PREFIX, GRANT_TTL_MS, ArtifactGrant, Operation
+from ._connections import mark_authenticated
 from ._errors import READ_ERRORS, documented, error_response
 from ._front import Front, get_front
 from ._read_access import member
@@ -264,19 +265,24 @@ def _refused(refusal: Rejection, status: int) -> JSONResponse:
     return error_response(status, refusal.code, refusal.reason, **refusal.detail)
 
 
-def _fs_view(front: Front, token: str, op: Operation) -> tuple[FilesystemStore, str, str] | None:
+def _fs_view(
+    request: Request, front: Front, token: str, op: Operation
+) -> tuple[FilesystemStore, str, str] | None:
     """The filesystem namespace, hash and lease (``""``: none) a genuine, unexpired ``op``
-    token names."""
+    token names. Such a token (the Authority's signature, granted to a member) authenticates
+    the request's connection: a long transfer is not closed at the unauthenticated deadline
+    (:func:`~._connections.mark_authenticated`)."""
     claims = read_blob_token(front.authority, token, op)
     store = front.artifact_store
     if claims is None or not isinstance(store, FilesystemStore):
         return None
+    mark_authenticated(request.scope)
     return store.for_group(claims[0]), claims[1], claims[2]
 
 
 @router.get(BLOB_PREFIX + "{token}", responses=_ERRORS)
-async def get_blob(token: str, front: Front = Depends(get_front)) -> Any:
-    found = _fs_view(front, token, "read")
+async def get_blob(token: str, request: Request, front: Front = Depends(get_front)) -> Any:
+    found = _fs_view(request, front, token, "read")
     if found is None:
         return error_response(403, RejectionCode.INVALID_GRANT, "no valid read grant for this URL")
     view, h, _ = found
@@ -290,7 +296,7 @@ async def get_blob(token: str, front: Front = Depends(get_front)) -> Any:
 
 @router.put(BLOB_PREFIX + "{token}", responses=_ERRORS)
 async def put_blob(token: str, request: Request, front: Front = Depends(get_front)) -> JSONResponse:
-    found = _fs_view(front, token, "write")
+    found = _fs_view(request, front, token, "write")
     if found is None:
         return error_response(403, RejectionCode.INVALID_GRANT, "no valid write grant for this URL")
     view, h, lease_id = found

@@ -1,31 +1,55 @@
 """Connections no stranger can exhaust (issue 37 item 5): a budget of its own for connections
 that have not authenticated, and a deadline for them to do so.
 
-A TCP connection is *unauthenticated* from the moment it is accepted until it has proved it is
-worth its slot: an HTTP connection until its first request head has arrived (every route then
-answers on its own terms: a signed read, a signed Command, ``/healthz``), a WebSocket of
-``/v1/stream`` until its first ``SUBSCRIBE`` signed by an active member has been accepted.
-Unauthenticated connections are bounded apart from the others:
+A TCP connection is *unauthenticated* from the moment it is accepted until a request on it has
+carried a verified signature of a member or an operator (:func:`mark_authenticated`, called in
+one place per path):
+
+* a signed read admitted as a member's or an operator's (``_read_access.admit``: every read
+  route, ``/v1/authority``, ``/readyz``, ``/v1/leases/…``);
+* ``POST /v1/commands[/batch]`` whose Command signature(s) verified — any verdict but a refusal
+  of the signer (``_command_routes.UNVERIFIED``: ``bad_signature``, ``unknown_actor``,
+  ``not_a_member``, …);
+* a genuine Authority-signed grant URL of the filesystem artifact store (``…/blobs/{token}``);
+* on a WebSocket of ``/v1/stream``, an accepted ``SUBSCRIBE`` signed by an active member.
+
+Unsigned requests (``/healthz``, ``/readyz``, ``/openapi.json``, ``/docs``, an unsigned
+``/v1/authority``), a bad signature, and a stranger's valid signature are all *served* but
+leave the connection unauthenticated: it keeps its deadline and its place in the
+unauthenticated budget. An orchestrator's probe connection is short-lived; a kept-alive one is
+closed at the deadline and the probe's next request opens a new one, which is fine. Before,
+any request head authenticated: a stranger kept thousands of connections unevictable with an
+unsigned ``GET /healthz`` every few seconds, and past ``--max-connections`` members' new
+connections were refused. Unauthenticated connections are bounded apart from the others:
 
 * at most :attr:`ConnectionLimits.max_unauthenticated` at once; one more evicts the *oldest*
-  (closed at once), so a newcomer — an honest member's request takes milliseconds to arrive —
-  always gets in while a stranger holds thousands of idle sockets;
+  idle one (no request in flight among the :data:`EVICTION_SCAN` oldest; else the oldest),
+  closed at once, so a newcomer — an honest member's request takes milliseconds to arrive and
+  to verify — always gets in while a stranger holds thousands of sockets;
 * each is closed :attr:`ConnectionLimits.auth_timeout_s` after it was accepted unless it
   authenticated (the stream closes a WebSocket politely, 1008, at the deadline; the budget
-  closes the transport :data:`HARD_CLOSE_GRACE_S` later whatever the app did);
+  closes the transport :data:`HARD_CLOSE_GRACE_S` later whatever the app did). A request in
+  flight then (its body arriving, its handler running — a member's Command waiting for the
+  group commit) is not cut: the connection is closed once its response is complete, or
+  :attr:`ConnectionLimits.in_flight_grace_s` later, unless the request authenticates it
+  meanwhile (which cancels the close);
 * all connections together are at most :attr:`ConnectionLimits.max_connections` (the
   process's open files): past it an unauthenticated one is evicted, else the newcomer is
   closed at once.
+
+A closed connection's unsent bytes (a response its peer never reads, such as
+``/openapi.json``) are discarded :data:`HARD_CLOSE_GRACE_S` after the close (the transport is
+aborted): a peer that does not read holds no open file.
 
 Before this, one uvicorn ``limit_concurrency`` counted every socket: 4,200 unsigned upgrades
 held for the stream's 60 s idle bound made every request of every member answer 503.
 
 The budget lives in the app's lifespan state (:data:`BUDGET_STATE`, set by ``create_app``'s
-lifespan), where uvicorn hands it to each connection's protocol: :class:`BudgetedH11Protocol`
-and :class:`BudgetedWebSocketProtocol` (``server_limits`` names them). Each connection's
-:class:`Connection` is in its scope's ``state`` under :data:`CONNECTION_STATE`, so the stream
-marks it authenticated. An app served without a lifespan (``httpx.ASGITransport``) has no
-budget and no bound.
+lifespan), where uvicorn hands it to each connection's protocol: ``BudgetedH11Protocol``
+and ``BudgetedWebSocketProtocol`` (:mod:`._connection_protocols`; ``server_limits`` names
+them). Each connection's :class:`Connection` is in its scope's ``state`` under
+:data:`CONNECTION_STATE`, where :func:`mark_authenticated` finds it. An app served without a
+lifespan (``httpx.ASGITransport``) has no budget and no bound.
 """
 
 from __future__ import annotations
@@ -35,21 +59,23 @@ import logging
 import resource
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-from uvicorn.config import Config
-from uvicorn.protocols.http.h11_impl import H11Protocol
-from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
-from uvicorn.server import ServerState
 
 from ...metrics import add
 from ...metrics import series as s
 
 log = logging.getLogger(__name__)
 
-#: Seconds a connection may stay unauthenticated (no request head / no accepted SUBSCRIBE).
+#: Seconds a connection may stay unauthenticated (no verified signature of a member or an
+#: operator yet: :func:`mark_authenticated`).
 AUTH_TIMEOUT_S = 5.0
+#: Seconds more a request in flight at the deadline may take (a Command waits for the group
+#: commit: at most ``_batch.WRITER_STALL_S``) before its unauthenticated connection is closed.
+IN_FLIGHT_GRACE_S = 10.0
+#: The oldest unauthenticated connections looked at for an idle one to evict.
+EVICTION_SCAN = 64
 #: Unauthenticated connections held at once; one more evicts the oldest.
 MAX_UNAUTHENTICATED = 1024
 #: Connections of every kind held at once (each is an open file of the process).
@@ -72,6 +98,7 @@ class ConnectionLimits:
         auth_timeout_s: seconds an unauthenticated connection is kept (> 0).
         max_unauthenticated: unauthenticated connections at once (>= 1).
         max_connections: connections at once, of every kind (>= ``max_unauthenticated``).
+        in_flight_grace_s: seconds more a request in flight at the deadline may take (>= 0).
 
     Raises:
         ValueError: a bound out of range.
@@ -80,10 +107,13 @@ class ConnectionLimits:
     auth_timeout_s: float = AUTH_TIMEOUT_S
     max_unauthenticated: int = MAX_UNAUTHENTICATED
     max_connections: int = MAX_CONNECTIONS
+    in_flight_grace_s: float = IN_FLIGHT_GRACE_S
 
     def __post_init__(self) -> None:
         if self.auth_timeout_s <= 0:
             raise ValueError("auth_timeout_s must be positive")
+        if self.in_flight_grace_s < 0:
+            raise ValueError("in_flight_grace_s must not be negative")
         if not 1 <= self.max_unauthenticated <= self.max_connections:
             raise ValueError("need 1 <= max_unauthenticated <= max_connections")
 
@@ -92,15 +122,21 @@ class Connection:
     """One TCP connection's place in the budget (shared by its HTTP and WebSocket protocols).
 
     Attributes:
-        authenticated: it has proved itself (a request head, an accepted SUBSCRIBE).
+        authenticated: it has proved itself (a verified signature of a member or an operator,
+            an accepted SUBSCRIBE).
         deadline: ``time.monotonic()`` by which it must authenticate (0 before it arrived).
+        overdue: its deadline passed while a request was in flight: it is closed once that
+            request's response is complete unless it authenticated meanwhile.
+        busy: whether a request is in flight on it now (set by its HTTP protocol).
     """
 
     def __init__(self, budget: ConnectionBudget) -> None:
         self.budget = budget
         self.authenticated = False
+        self.overdue = False
         self.deadline = 0.0
         self.transport: asyncio.BaseTransport | None = None
+        self.busy: Callable[[], bool] = _idle
         self._timer: asyncio.TimerHandle | None = None
 
     def remaining_s(self) -> float:
@@ -118,11 +154,18 @@ class Connection:
 
     def close(self, reason: str) -> None:
         """Close its transport now, counted by ``reason`` (``evicted``, ``auth_timeout``,
-        ``over_limit``)."""
+        ``over_limit``); what it could not send by :data:`HARD_CLOSE_GRACE_S` later is
+        discarded (:func:`_shut`)."""
         add(s.AUTHORITY_CONNECTIONS_CLOSED, reason=reason)
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
+        if self.transport is not None:
+            _shut(self.transport)
         self.leave()
+
+    def finished(self) -> None:
+        """A response on it is complete: an overdue, still unauthenticated connection is
+        closed now (the response still goes out; its next request is not read)."""
+        if self.overdue and not self.authenticated:
+            self.close("auth_timeout")
 
     def leave(self) -> None:
         """It is gone: give its place back (idempotent)."""
@@ -130,6 +173,21 @@ class Connection:
             self._timer.cancel()
             self._timer = None
         self.budget._leave(self)
+
+
+def _idle() -> bool:
+    return False
+
+
+def _shut(transport: asyncio.BaseTransport) -> None:
+    """Close ``transport`` (its buffered bytes are still sent), and abort it
+    :data:`HARD_CLOSE_GRACE_S` later: a peer that never reads (a large response left unread)
+    must not keep the socket open."""
+    if not transport.is_closing():
+        transport.close()
+    abort = getattr(transport, "abort", None)  # a no-op once the connection is lost
+    if abort is not None:
+        asyncio.get_running_loop().call_later(HARD_CLOSE_GRACE_S, abort)
 
 
 class ConnectionBudget:
@@ -168,11 +226,10 @@ class ConnectionBudget:
             len(self._pending) >= limits.max_unauthenticated
             or len(self._all) >= limits.max_connections
         ):
-            _, oldest = self._pending.popitem(last=False)
-            oldest.close("evicted")
+            self._evict()
         if len(self._all) >= limits.max_connections:
             add(s.AUTHORITY_CONNECTIONS_CLOSED, reason="over_limit")
-            transport.close()
+            _shut(transport)
             return False
         self._all.add(key)
         self._pend(conn)
@@ -180,18 +237,33 @@ class ConnectionBudget:
 
     def upgraded(self, conn: Connection) -> None:
         """``conn`` (already in) became a WebSocket: on the stream only an accepted
-        ``SUBSCRIBE`` proves a member, so a connection that authenticated as HTTP (any request
-        head — a stranger's unsigned ``GET /healthz`` is one) is unauthenticated again, with a
-        fresh deadline; the oldest unauthenticated one is evicted when the budget is full.
-        Without this a stranger's upgrade after one unsigned request held an unevictable
-        place until the stream's idle bound."""
+        ``SUBSCRIBE`` proves a member, so a connection that authenticated as HTTP (a member's
+        signed read) is unauthenticated again, with a fresh deadline; the oldest idle
+        unauthenticated one is evicted when the budget is full. Without this an upgrade held
+        an unevictable place until the stream's idle bound."""
+        conn.busy = _idle  # the stream has no request in flight: it closes at the deadline
         if not conn.authenticated or id(conn) not in self._all:
             return
-        conn.authenticated = False
+        conn.authenticated = conn.overdue = False
         if len(self._pending) >= self.limits.max_unauthenticated:
-            _, oldest = self._pending.popitem(last=False)
-            oldest.close("evicted")
+            self._evict()
         self._pend(conn)
+
+    def _evict(self) -> None:
+        """Close the oldest unauthenticated connection with no request in flight among the
+        :data:`EVICTION_SCAN` oldest (a member's first request, still verifying, is spared),
+        else the oldest."""
+        victim = None
+        for i, conn in enumerate(self._pending.values()):
+            if i == EVICTION_SCAN:
+                break
+            if not conn.busy():
+                victim = conn
+                break
+        if victim is None:
+            victim = next(iter(self._pending.values()))
+        del self._pending[id(victim)]
+        victim.close("evicted")
 
     def _pend(self, conn: Connection) -> None:
         """Hold ``conn`` as unauthenticated, closed at its deadline unless it authenticates."""
@@ -203,9 +275,19 @@ class ConnectionBudget:
         )
 
     def _expire(self, conn: Connection) -> None:
+        """The deadline (and its grace) passed: close ``conn`` unless it authenticated; one
+        with a request in flight is closed when that response is complete
+        (:meth:`Connection.finished`) or ``in_flight_grace_s`` later, whichever is first."""
         conn._timer = None
-        if not conn.authenticated:
-            conn.close("auth_timeout")
+        if conn.authenticated:
+            return
+        if conn.busy() and not conn.overdue:
+            conn.overdue = True
+            conn._timer = asyncio.get_running_loop().call_later(
+                self.limits.in_flight_grace_s, self._expire, conn
+            )
+            return
+        conn.close("auth_timeout")
 
     def _authenticated(self, conn: Connection) -> None:
         self._pending.pop(id(conn), None)
@@ -213,72 +295,6 @@ class ConnectionBudget:
     def _leave(self, conn: Connection) -> None:
         self._pending.pop(id(conn), None)
         self._all.discard(id(conn))
-
-
-def _connection_of(app_state: dict[str, Any]) -> tuple[dict[str, Any], Connection | None]:
-    """``app_state`` with this connection's :class:`Connection` in it (made once, for the
-    HTTP protocol; a WebSocket protocol made by an upgrade gets the same), and the
-    Connection; ``None`` when the app has no budget."""
-    conn = app_state.get(CONNECTION_STATE)
-    if conn is None:
-        budget = app_state.get(BUDGET_STATE)
-        if budget is None:
-            return app_state, None
-        conn = Connection(budget)
-        app_state = {**app_state, CONNECTION_STATE: conn}
-    return app_state, conn
-
-
-class BudgetedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol in the connection budget: unauthenticated until its first
-    request head arrives (a WebSocket upgrade stays unauthenticated: the stream decides)."""
-
-    def __init__(
-        self, config: Config, server_state: ServerState, app_state: dict[str, Any], **kw: Any
-    ) -> None:
-        super().__init__(config, server_state, app_state, **kw)
-        self.app_state, self._budgeted = _connection_of(app_state)
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        if self._budgeted is not None and not self._budgeted.budget.arrive(
-            self._budgeted, transport
-        ):
-            self.connections.discard(self)
-
-    def handle_events(self) -> None:
-        super().handle_events()
-        upgraded = self.transport.get_protocol() is not self  # the stream decides from here
-        if self._budgeted is not None and self.cycle is not None and not upgraded:
-            self._budgeted.authenticate()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        super().connection_lost(exc)
-        if self._budgeted is not None:
-            self._budgeted.leave()
-
-
-class BudgetedWebSocketProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's WebSocket protocol in the connection budget: it keeps the place its HTTP
-    connection took, unauthenticated again (:meth:`ConnectionBudget.upgraded`); the stream
-    marks it authenticated (:meth:`Connection.authenticate`)."""
-
-    def __init__(
-        self, config: Config, server_state: ServerState, app_state: dict[str, Any], **kw: Any
-    ) -> None:
-        super().__init__(config, server_state, app_state, **kw)
-        self.app_state, self._budgeted = _connection_of(app_state)
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        if self._budgeted is not None:
-            self._budgeted.budget.arrive(self._budgeted, transport)
-            self._budgeted.budget.upgraded(self._budgeted)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        super().connection_lost(exc)
-        if self._budgeted is not None:
-            self._budgeted.leave()
 
 
 def raise_open_files(need: int) -> int:
@@ -322,20 +338,32 @@ def connection_of(scope: dict[str, Any] | Any) -> Connection | None:
     return conn if isinstance(conn, Connection) else None
 
 
+def mark_authenticated(scope: dict[str, Any] | Any) -> None:
+    """A request of ``scope`` (an ASGI scope) carried a verified signature of a member or an
+    operator: its connection leaves the unauthenticated budget and its deadline (a close
+    pending past the deadline is cancelled). A no-op without a budget. Call it on the event
+    loop, only once the signer is known to be a member or an operator (a stranger's own key
+    signs validly)."""
+    conn = connection_of(scope)
+    if conn is not None:
+        conn.authenticate()
+
+
 __all__ = [
     "AUTH_TIMEOUT_S",
     "BUDGET_STATE",
     "CONNECTION_STATE",
+    "EVICTION_SCAN",
     "HARD_CLOSE_GRACE_S",
+    "IN_FLIGHT_GRACE_S",
     "MAX_CONNECTIONS",
     "MAX_UNAUTHENTICATED",
     "SPARE_FILES",
-    "BudgetedH11Protocol",
-    "BudgetedWebSocketProtocol",
     "Connection",
     "ConnectionBudget",
     "ConnectionLimits",
     "connection_of",
+    "mark_authenticated",
     "open_files_for",
     "raise_open_files",
 ]

@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...protocol import RejectionCode
 from ..wire import BLOB_PREFIX
-from ._connections import BudgetedH11Protocol, BudgetedWebSocketProtocol
+from ._connection_protocols import BudgetedH11Protocol, BudgetedWebSocketProtocol
 
 #: Largest request body, bytes, of ``POST /v1/commands/batch`` (1000 Commands with their
 #: contracts are about 2 MiB).

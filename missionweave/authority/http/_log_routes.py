@@ -21,7 +21,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ...protocol import RejectionCode
@@ -30,7 +30,7 @@ from ._errors import READ_ERRORS, documented, error_body, error_response
 from ._front import Front, get_front
 from ._limits import MAX_PAGE_BYTES
 from ._pages import EventReader, page_body
-from ._read_access import large_reader, member, reader, signed, take_slot
+from ._read_access import admit, large_reader, member, reader, signed, take_slot
 
 #: Largest sequence number a request may name (SQLite's INTEGER).
 MAX_SEQ = 2**63 - 1
@@ -120,6 +120,7 @@ async def get_snapshot(
 @router.get("/v1/leases/{lease_id}", responses=documented(*READ_ERRORS, 404))
 async def get_lease(
     lease_id: str,
+    request: Request,
     read: SignedRead | None = Depends(reader),
     front: Front = Depends(get_front),
 ) -> JSONResponse:
@@ -131,7 +132,7 @@ async def get_lease(
         raise ReadRefused(
             403, RejectionCode.NOT_A_MEMBER, "only members of a lease's Group read it"
         )
-    front.remember(admitted)
+    admit(request, front, admitted)
     row = await asyncio.to_thread(authority.lease, lease_id)
     visible = row is not None and (
         operator or await asyncio.to_thread(authority.may_read, str(row["group_id"]), key)

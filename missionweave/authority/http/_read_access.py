@@ -4,8 +4,10 @@
 :func:`reader` verifies a request's signature (``None`` when it has none); :func:`member`
 admits an active member of the path's Group or an operator; :func:`large_reader` does so for a
 large read after the read gate (:mod:`._read_gate`) has room, and :func:`take_slot` takes one of
-its slots, which the route gives back. A refusal raises ``ReadRefused`` (401, 403) or
-:class:`~._errors.TooManyReads` (429), answered by :mod:`._errors`.
+its slots, which the route gives back. Every route that admits a signed read of a member or an
+operator does so with :func:`admit` (its nonce remembered, its connection authenticated). A
+refusal raises ``ReadRefused`` (401, 403) or :class:`~._errors.TooManyReads` (429), answered
+by :mod:`._errors`.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import asyncio
 import re
 
 from fastapi import Depends, Request
+from starlette.requests import HTTPConnection
 
 from ...protocol import RejectionCode
 from ..wire import ReadRefused, SignedRead, UnknownGroupError
+from ._connections import mark_authenticated
 from ._errors import TooManyReads
 from ._front import Front, get_front
 
@@ -50,6 +54,16 @@ def signed(read: SignedRead | None) -> SignedRead:
     return read
 
 
+def admit(request: HTTPConnection, front: Front, read: SignedRead) -> None:
+    """``read``, whose signer is known to be an active member or an operator, is admitted: its
+    nonce is remembered (:meth:`Front.remember`) and its connection is authenticated (it
+    leaves the unauthenticated budget and its deadline, issue 37 item 5:
+    :func:`~._connections.mark_authenticated`). A stranger's valid signature (of its own key)
+    is never admitted."""
+    front.remember(read)
+    mark_authenticated(request.scope)
+
+
 def _may_read(front: Front, group_id: str, key: str) -> bool:
     try:
         return front.authority.may_read(group_id, key)
@@ -59,6 +73,7 @@ def _may_read(front: Front, group_id: str, key: str) -> bool:
 
 async def member(
     group_id: str,
+    request: Request,
     read: SignedRead | None = Depends(reader),
     front: Front = Depends(get_front),
 ) -> str:
@@ -83,7 +98,7 @@ async def member(
             group_id=group_id,
             key=key,
         )
-    front.remember(admitted)
+    admit(request, front, admitted)
     return key
 
 
@@ -125,4 +140,4 @@ def take_slot(front: Front, key: str) -> None:
         raise TooManyReads(refused)
 
 
-__all__ = ["large_reader", "member", "reader", "room", "signed", "take_slot"]
+__all__ = ["admit", "large_reader", "member", "reader", "room", "signed", "take_slot"]

@@ -14,20 +14,20 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from ..wire import SignedRead
 from ._errors import ErrorBody, documented, error_response
 from ._front import Front, get_front
-from ._read_access import reader
+from ._read_access import admit, reader
 
 router = APIRouter()
 
 
 @router.get("/v1/authority", responses=documented(401, 429))
 async def get_authority(
-    read: SignedRead | None = Depends(reader), front: Front = Depends(get_front)
+    request: Request, read: SignedRead | None = Depends(reader), front: Front = Depends(get_front)
 ) -> JSONResponse:
     """The Authority's public key; with a signed request, the reader's Groups too (every
     Group for an operator)."""
@@ -40,7 +40,7 @@ async def get_authority(
             authority.groups if operator else lambda: authority.member_groups(key)
         )
         if groups or operator:  # a stranger's read shows nothing: no nonce kept
-            front.remember(read)
+            admit(request, front, read)
         body["operator"] = operator
         body["groups"] = groups
     return JSONResponse(body)
@@ -54,7 +54,7 @@ async def healthz() -> JSONResponse:
 
 @router.get("/readyz", responses={401: {"model": ErrorBody}, 503: {"model": ErrorBody}})
 async def readyz(
-    read: SignedRead | None = Depends(reader), front: Front = Depends(get_front)
+    request: Request, read: SignedRead | None = Depends(reader), front: Front = Depends(get_front)
 ) -> JSONResponse:
     """Readiness: 200 ``{"ready": true}`` when the Authority can serve; else 503 with the
     first reason's ``code`` (``store_unavailable``, ``log_forked``, ``disk_below_reserve``,
@@ -67,7 +67,7 @@ async def readyz(
         return JSONResponse({"ready": True})
     first = reasons[0]
     if read is not None and read.key in front.operators:
-        front.remember(read)
+        admit(request, front, read)
         response = error_response(
             503, first.code, first.reason, reasons=[r.body() for r in reasons]
         )

@@ -19,8 +19,9 @@ An accepted WorkItem's start deadline (``work_items.start_deadline_ms``) not pas
 incident began moves by ``gap`` too: its owner could not start it meanwhile (a forward step of
 the wall clock refused every such start ``start_deadline_missed``, and the WorkItem waited at
 its owner for good — the fault suite's ``clock`` kind, issue 37). A dead owner's accepted
-WorkItem is re-offered at the latest the incidents' length after its deadline. A silence (``renewing_only``) moves none: it credits only the owners it heard, so a
-silent owner's queued hold would otherwise lapse before its moved deadline.
+WorkItem is re-offered at the latest the incidents' length after its deadline. A silence
+(``renewing_only``) moves none: it credits only the owners it heard, so a silent owner's
+queued hold would otherwise lapse before its moved deadline.
 
 The store records the end of the last credited incident (``meta`` ``credited_until_ms``), in
 the transaction that extends the leases: an interval is credited once, whichever replica or
